@@ -1,0 +1,1 @@
+"""Orchestration: Prefect flows, the config schema and the `reactbench` CLI."""

@@ -1,0 +1,119 @@
+"""The root run config: one strict pydantic model composed of the rooms' own sections.
+
+``load_config(path)`` reads YAML and fails with every bad key named by its dotted path
+(``mine.relational_erasure.n_min: ...``). The resolved config (defaults filled in) is saved
+into each run directory as ``config.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from editors.config import EditorSpec
+from miners.config import MineConfig
+from prompts.config import MLLMConfig
+from storage.config_base import Section
+from tasks.config import EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
+
+
+class RunSettings(Section):
+    seed: int = 0
+    shard_size: int = Field(64, ge=1, description="items per shard (one task run each)")
+    workers: int = Field(2, ge=1, description="shards processed at once by the thread runner")
+
+
+class SourcesConfig(Section):
+    visual_genome: str | None = None  # folder with image_data.json, objects.json, ... and images
+    fsc147: str | None = None  # folder with annotation_FSC147_384.json, ... and images_384_VarV2/
+
+
+class OrchestrationConfig(Section):
+    task_runner: Literal["threads", "ray"] = "threads"
+    ray_address: str | None = None  # None: start a local Ray instance
+    gpus_per_edit_task: float = Field(0.0, ge=0)
+    retries: int = Field(1, ge=0)
+    retry_delay_s: float = Field(5.0, ge=0)
+
+
+class BuildConfig(Section):
+    version: Literal[1] = 1
+    run: RunSettings = RunSettings()
+    sources: SourcesConfig = SourcesConfig()
+    mine: MineConfig = MineConfig()
+    mllm: MLLMConfig = MLLMConfig()
+    instruct: InstructConfig = InstructConfig()
+    editors: tuple[EditorSpec, ...] = (EditorSpec(name="classical"),)
+    edit: EditConfig = EditConfig()
+    qa: QAConfig = QAConfig()
+    review: ReviewConfig = ReviewConfig()
+    orchestration: OrchestrationConfig = OrchestrationConfig()
+    export: ExportConfig = ExportConfig()
+    eval: EvalConfig = EvalConfig()
+
+
+class ConfigError(ValueError):
+    """A config file that does not validate; the message names the file and every bad key path."""
+
+
+def _format_errors(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: invalid config ({exc.error_count()} error(s))"]
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "<root>"
+        got = err.get("input")
+        hint = ""
+        if err["type"] == "extra_forbidden":
+            hint = " (unknown key: check the spelling against the README's config reference)"
+        elif not isinstance(got, (dict, list)):
+            hint = f" (got {got!r})"
+        lines.append(f"  {path}: {err['msg']}{hint}")
+    return "\n".join(lines)
+
+
+def config_from_dict(data: dict[str, Any], source: str = "<config>") -> BuildConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+    try:
+        return BuildConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from None
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> BuildConfig:
+    """Load a YAML config (the embedded demo config when ``path`` is None) and apply overrides.
+
+    ``overrides`` maps dotted key paths to values, e.g. ``{"mllm.backend": "openai"}``.
+    """
+    path = Path(path) if path else DEFAULT_CONFIG
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(data, dotted, value)
+    return config_from_dict(data, str(path))
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    node[keys[-1]] = value
+
+
+def dump_config(config: BuildConfig) -> str:
+    """The resolved config as YAML (every default filled in), as saved in the run directory."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

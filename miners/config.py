@@ -1,0 +1,52 @@
+"""Mining thresholds per task (SPEC section 3). Defaults are the paper's settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from storage.config_base import Section
+
+TaskId = Literal["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
+ALL_TASKS: tuple[str, ...] = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+
+
+class RelationalErasureParams(Section):
+    n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
+    theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
+    count_unit: Literal["images", "relations"] = "images"
+    area_range: tuple[float, float] = (0.005, 0.5)  # erased box area as a fraction of the image
+    images_per_pair: int = Field(20, ge=1)
+    control: bool = False
+
+
+class CounterfactualAttributeParams(Section):
+    n_min: int = Field(50, ge=1)
+    theta: float = Field(0.2, ge=0.0, le=1.0)
+    top_k: int = Field(3, ge=1)
+    area_range: tuple[float, float] = (0.05, 0.8)
+    images_per_attribute: int = Field(20, ge=1)
+    control: bool = False
+
+
+class AlterationTracingParams(Section):
+    min_objects: int = Field(15, ge=0, description="images need more than this many annotated objects")
+    max_target_area: float = Field(0.2, gt=0.0, le=1.0)
+    max_images: int = Field(200, ge=1)
+    edit_types: tuple[str, ...] = ("delete", "add", "replace", "move")
+
+
+class DenseCountingParams(Section):
+    count_range: tuple[int, int] = (10, 200)
+    bins: tuple[int, ...] = (10, 25, 50, 100, 200)
+    per_bin: int = Field(20, ge=1)
+
+
+class MineConfig(Section):
+    tasks: tuple[TaskId, ...] = ("relational_erasure",)
+    canonical: Literal["name", "synset"] = "name"
+    relational_erasure: RelationalErasureParams = RelationalErasureParams()
+    counterfactual_attribute: CounterfactualAttributeParams = CounterfactualAttributeParams()
+    alteration_tracing: AlterationTracingParams = AlterationTracingParams()
+    dense_counting: DenseCountingParams = DenseCountingParams()

@@ -1,0 +1,1 @@
+"""Everything about talking to MLLMs: versioned Jinja2 templates, output schemas, parsing, clients."""

@@ -1,0 +1,1 @@
+"""MLLM clients: protocol, OpenAI-compatible, transformers, rules, and the response cache."""

@@ -1,0 +1,91 @@
+"""fsspec access for run directories: one place that knows how to join, list and write atomically.
+
+Every artifact path goes through here so that a run directory on ``s3://`` or ``memory://``
+behaves like a local folder.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+import fsspec
+from fsspec.core import url_to_fs
+
+
+@dataclass(frozen=True)
+class RunFS:
+    """A filesystem plus a root path inside it (the run directory or a dataset folder)."""
+
+    fs: fsspec.AbstractFileSystem
+    root: str
+
+    @classmethod
+    def open(cls, url: str) -> "RunFS":
+        fs, root = url_to_fs(str(url))
+        return cls(fs, root.rstrip("/") or "/")
+
+    @property
+    def protocol(self) -> str:
+        proto = self.fs.protocol
+        return proto[0] if isinstance(proto, (tuple, list)) else proto
+
+    @property
+    def url(self) -> str:
+        """The root as a URL that :meth:`open` accepts again."""
+        if self.protocol in ("file", "local"):
+            return self.root
+        return f"{self.protocol}://{self.root.lstrip('/')}" if self.protocol != "memory" else f"memory://{self.root}"
+
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.root, *[p.strip("/") for p in parts if p])
+
+    def sub(self, *parts: str) -> "RunFS":
+        return RunFS(self.fs, self.path(*parts))
+
+    def exists(self, *parts: str) -> bool:
+        return self.fs.exists(self.path(*parts))
+
+    def makedirs(self, *parts: str) -> None:
+        self.fs.makedirs(self.path(*parts), exist_ok=True)
+
+    def read_bytes(self, *parts: str) -> bytes:
+        with self.fs.open(self.path(*parts), "rb") as f:
+            return f.read()
+
+    def read_text(self, *parts: str) -> str:
+        return self.read_bytes(*parts).decode("utf-8")
+
+    def write_bytes_atomic(self, rel: str, data: bytes) -> None:
+        """Write to a temporary sibling then rename, so readers never see half a file."""
+        final = self.path(rel)
+        parent = posixpath.dirname(final)
+        self.fs.makedirs(parent, exist_ok=True)
+        tmp = posixpath.join(parent, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(final)}")
+        with self.fs.open(tmp, "wb") as f:
+            f.write(data)
+        self.fs.mv(tmp, final)
+
+    def write_text_atomic(self, rel: str, text: str) -> None:
+        self.write_bytes_atomic(rel, text.encode("utf-8"))
+
+    def listdir(self, *parts: str) -> list[str]:
+        """Base names in a folder, sorted; empty when the folder does not exist."""
+        p = self.path(*parts)
+        if not self.fs.exists(p):
+            return []
+        names = [posixpath.basename(e.rstrip("/")) for e in self.fs.ls(p, detail=False)]
+        return sorted(n for n in names if n)
+
+    def rm(self, *parts: str) -> None:
+        p = self.path(*parts)
+        if self.fs.exists(p):
+            self.fs.rm(p, recursive=True)
+
+    def walk_files(self, *parts: str) -> Iterator[str]:
+        p = self.path(*parts)
+        if not self.fs.exists(p):
+            return iter(())
+        return iter(sorted(self.fs.find(p)))

@@ -1,0 +1,27 @@
+"""Stable ids and fingerprints: content-derived, so reruns are idempotent and rows join across stages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the one serialisation that ids and hashes use."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def stable_id(*parts: Any, length: int = 16) -> str:
+    """A short id derived from the given parts (source ids, task, parameters)."""
+    return sha256_hex(canonical_json(list(parts)))[:length]
+
+
+def config_hash(section: Any) -> str:
+    return sha256_hex(canonical_json(section))[:16]

@@ -1,0 +1,143 @@
+"""Reading and writing artifact tables: schema-checked, atomic, one folder of shards per artifact."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.fs import RunFS
+from storage.schemas import ArtifactSchema, get
+
+SHARD_PREFIX = "part-"
+
+
+class ArtifactError(ValueError):
+    """A file does not match the schema its reader expects; the message names file and field."""
+
+
+def shard_name(index: int) -> str:
+    return f"{SHARD_PREFIX}{index:05d}.parquet"
+
+
+def table_from_rows(schema: ArtifactSchema, rows: Sequence[dict[str, Any]], where: str = "") -> pa.Table:
+    """Build a table with the artifact's exact schema; a missing required field names the row."""
+    names = schema.schema.names
+    for i, row in enumerate(rows):
+        unknown = set(row) - set(names)
+        if unknown:
+            raise ArtifactError(f"{where or schema.name}: row {i} has fields not in schema {schema.name!r} v{schema.version}: {sorted(unknown)}")
+        for field in schema.schema:
+            if not field.nullable and row.get(field.name) is None:
+                raise ArtifactError(f"{where or schema.name}: row {i} (id={row.get('id')!r}) misses required field {field.name!r}")
+    columns = {name: [row.get(name) for row in rows] for name in names}
+    try:
+        return pa.Table.from_pydict(columns, schema=schema.with_metadata())
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ArtifactError(f"{where or schema.name}: cannot build {schema.name!r} table: {exc}") from exc
+
+
+def empty_table(schema: ArtifactSchema) -> pa.Table:
+    return schema.with_metadata().empty_table()
+
+
+def conform(table: pa.Table, schema: ArtifactSchema, where: str) -> pa.Table:
+    """Check a table read from ``where`` against the expected schema; add missing nullable fields."""
+    meta = table.schema.metadata or {}
+    found = meta.get(b"reactbench.artifact", b"").decode()
+    version = meta.get(b"reactbench.version", b"").decode()
+    if found and found != schema.name:
+        raise ArtifactError(f"{where}: holds artifact {found!r}, expected {schema.name!r}")
+    if version and int(version) > schema.version:
+        raise ArtifactError(
+            f"{where}: written with {schema.name!r} schema v{version}, this code reads up to v{schema.version}; upgrade reactbench-pipeline"
+        )
+    columns = []
+    for field in schema.schema:
+        if field.name not in table.column_names:
+            if not field.nullable:
+                raise ArtifactError(f"{where}: missing required field {field.name!r} of {schema.name!r}")
+            columns.append(pa.nulls(table.num_rows, field.type))
+            continue
+        col = table.column(field.name)
+        if not col.type.equals(field.type):
+            try:
+                col = col.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise ArtifactError(
+                    f"{where}: field {field.name!r} has type {col.type}, expected {field.type} ({schema.name!r} v{schema.version})"
+                ) from exc
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=schema.with_metadata())
+
+
+def write_table(run: RunFS, rel_path: str, table: pa.Table) -> None:
+    """Write one Parquet file atomically (temporary name, then rename)."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    run.write_bytes_atomic(rel_path, buf.getvalue())
+
+
+def read_table(run: RunFS, rel_path: str, schema: ArtifactSchema | str, columns: list[str] | None = None) -> pa.Table:
+    schema = get(schema) if isinstance(schema, str) else schema
+    where = run.path(rel_path)
+    try:
+        with run.fs.open(where, "rb") as f:
+            table = pq.read_table(f)
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # corrupt file
+        raise ArtifactError(f"{where}: unreadable Parquet file: {exc}") from exc
+    table = conform(table, schema, where)
+    return table.select(columns) if columns else table
+
+
+class ArtifactReader:
+    """All shards of one artifact folder (``<stage>/<artifact>/part-*.parquet``), in shard order."""
+
+    def __init__(self, run: RunFS, folder: str, schema: ArtifactSchema | str):
+        self.run = run
+        self.folder = folder.strip("/")
+        self.schema = get(schema) if isinstance(schema, str) else schema
+
+    def shard_files(self) -> list[str]:
+        return [
+            f"{self.folder}/{n}" for n in self.run.listdir(self.folder) if n.startswith(SHARD_PREFIX) and n.endswith(".parquet")
+        ]
+
+    def exists(self) -> bool:
+        return bool(self.shard_files())
+
+    def iter_tables(self, columns: list[str] | None = None) -> Iterator[pa.Table]:
+        for rel in self.shard_files():
+            yield read_table(self.run, rel, self.schema, columns)
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        tables = list(self.iter_tables(columns))
+        if not tables:
+            base = empty_table(self.schema)
+            return base.select(columns) if columns else base
+        return pa.concat_tables(tables)
+
+    def rows(self, columns: list[str] | None = None) -> list[dict[str, Any]]:
+        return self.read(columns).to_pylist()
+
+    def iter_rows(self, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        for table in self.iter_tables(columns):
+            yield from table.to_pylist()
+
+    def count(self) -> int:
+        total = 0
+        for rel in self.shard_files():
+            with self.run.fs.open(self.run.path(rel), "rb") as f:
+                total += pq.ParquetFile(f).metadata.num_rows
+        return total
+
+
+def concat_rows(tables: Iterable[pa.Table]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for t in tables:
+        out.extend(t.to_pylist())
+    return out

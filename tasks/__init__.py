@@ -1,0 +1,1 @@
+"""Stages: plain-Python stage logic (mine, instruct, edit, qa, review, export, evaluate)."""

@@ -1,0 +1,182 @@
+"""Running a stage: plan, skip finished shards, process the rest, write the manifest.
+
+Plain Python: ``map_shards`` decides where shards run (a thread pool by default; the flows
+pass a Prefect or Ray mapper). Nothing here knows about Prefect.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from storage.hashing import canonical_json, config_hash
+from storage.stage_store import StageStore, code_version, utc_now
+from tasks.base import RunContext, Stage
+
+ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
+
+
+class ShardMapper(Protocol):
+    def __call__(self, fn: Callable[[int], dict[str, Any]], indices: list[int]) -> list[dict[str, Any]]: ...
+
+
+def thread_mapper(workers: int = 2) -> ShardMapper:
+    def run(fn: Callable[[int], dict[str, Any]], indices: list[int]) -> list[dict[str, Any]]:
+        if workers <= 1 or len(indices) <= 1:
+            return [fn(i) for i in indices]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, indices))
+
+    return run
+
+
+@dataclass
+class StagePlan:
+    stage: str
+    key: str
+    config_hash: str
+    inputs: dict[str, str]
+    work: list[Any]
+    todo: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+
+@dataclass
+class StageSummary:
+    stage: str
+    shards_total: int
+    shards_skipped: int
+    shards_run: int
+    rows_in: int
+    rows_out: dict[str, int]
+    rejected: int
+    reject_reasons: dict[str, int]
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def all_skipped(self) -> bool:
+        return self.shards_run == 0
+
+
+class ShardFailed(RuntimeError):
+    pass
+
+
+def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePlan:
+    """Compute the stage key, reset stale outputs, and find which shards still need work."""
+    store = stage.store(ctx)
+    inputs = stage.input_fingerprints(ctx)
+    chash = config_hash(stage.config_section(ctx))
+    key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name})
+    manifest = store.read_manifest()
+    if force or (manifest is not None and manifest.get("key") != key):
+        store.reset()
+    work = stage.plan(ctx)
+    store.prune_shards(len(work))
+    plan = StagePlan(stage.name, key, chash, inputs, work)
+    for i in range(len(work)):
+        (plan.skipped if store.shard_done(i, key) else plan.todo).append(i)
+    store.write_manifest(
+        {
+            "stage": stage.name,
+            "status": "running",
+            "key": key,
+            "config_hash": chash,
+            "input_fingerprints": inputs,
+            "code_version": code_version(),
+            "shards_total": len(work),
+            "started_at": utc_now(),
+            "schemas": {k: v.version for k, v in stage.outputs.items()},
+        }
+    )
+    return plan
+
+
+def run_one_shard(stage: Stage, ctx: RunContext, plan: StagePlan, index: int) -> dict[str, Any]:
+    """Process and write one shard; returns its completion marker."""
+    store = stage.store(ctx)
+    result = stage.process_shard(ctx, index, plan.work[index])
+    return store.write_shard(index, plan.key, result)
+
+
+def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float) -> StageSummary:
+    store = stage.store(ctx)
+    summary = store.summarize(plan.key)
+    missing = sorted(set(range(len(plan.work))) - set(summary["completed_shards"]))
+    if missing:
+        raise ShardFailed(f"stage {stage.name!r}: shards {missing} did not complete; rerun to retry only those")
+    extra = stage.finalize(ctx, summary) or {}
+    manifest = store.read_manifest() or {}
+    manifest.update(
+        {
+            "status": "complete",
+            "finished_at": utc_now(),
+            "completed_shards": summary["completed_shards"],
+            "counts": {"rows_in": summary["rows_in"], **summary["rows_out"], "rejected": summary["rejected"]},
+            "reject_reasons": summary["reject_reasons"],
+            "output_fingerprint": store.output_fingerprint(),
+            "extra": extra,
+        }
+    )
+    store.write_manifest(manifest)
+    return StageSummary(
+        stage=stage.name,
+        shards_total=len(plan.work),
+        shards_skipped=len(plan.skipped),
+        shards_run=len(plan.todo),
+        rows_in=summary["rows_in"],
+        rows_out=summary["rows_out"],
+        rejected=summary["rejected"],
+        reject_reasons=summary["reject_reasons"],
+        seconds=time.perf_counter() - started,
+        extra=extra,
+    )
+
+
+def run_stage(
+    stage: Stage,
+    ctx: RunContext,
+    *,
+    force: bool = False,
+    mapper: ShardMapper | None = None,
+    progress: ProgressFn | None = None,
+) -> StageSummary:
+    """Run a stage to completion in this process (shards on ``mapper``, threads by default)."""
+    started = time.perf_counter()
+    plan = prepare_stage(stage, ctx, force=force)
+    total = len(plan.work)
+    done = [len(plan.skipped)]
+    if progress:
+        progress(done[0], total)
+    errors: list[str] = []
+
+    def one(index: int) -> dict[str, Any]:
+        try:
+            marker = run_one_shard(stage, ctx, plan, index)
+        except Exception as exc:  # a failed shard never blocks the others
+            errors.append(f"shard {index}: {exc.__class__.__name__}: {exc}\n{traceback.format_exc()}")
+            marker = {"shard": index, "failed": True}
+        done[0] += 1
+        if progress:
+            progress(done[0], total)
+        return marker
+
+    (mapper or thread_mapper(_workers(ctx)))(one, plan.todo)
+    if errors:
+        raise ShardFailed(f"stage {stage.name!r}: {len(errors)} shard(s) failed:\n" + "\n".join(errors))
+    return finish_stage(stage, ctx, plan, started)
+
+
+def _workers(ctx: RunContext) -> int:
+    try:
+        return int(ctx.config.run.workers)
+    except AttributeError:
+        return 1
+
+
+def describe(value: Any) -> str:
+    return canonical_json(value)
