@@ -10,12 +10,22 @@ from storage.config_base import Section
 
 
 class EditorSpec(Section):
-    name: str  # registry name, e.g. classical, qwen-image-edit, sam-lama
+    """One entry of ``editors: [...]``; each runs on every applicable instruction (the ablation)."""
+
+    name: str  # registry name, e.g. classical, qwen-image-edit, sam-lama, instruct-pix2pix
     params: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = Field(
+        None, description="value of the `editor` column; set it to run one editor twice with different params"
+    )
+
+    @property
+    def key(self) -> str:
+        """What rows are keyed by: (instruction id, key)."""
+        return self.label or self.name
 
 
 class QCParams(Section):
-    min_change_inside: float = Field(4.0, ge=0, description="mean absolute pixel change inside the target box (0-255)")
+    min_change_inside: float = Field(4.0, ge=0, description="mean absolute pixel change inside the target region (0-255)")
     min_psnr_outside: float = Field(30.0, ge=0, description="PSNR (dB) outside the dilated target box")
     min_ssim_outside: float = Field(0.9, ge=0, le=1)
     dilation_px: int = Field(15, ge=0)

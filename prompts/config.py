@@ -16,7 +16,9 @@ class MLLMConfig(Section):
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = Field(32, ge=1)
     timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(5, ge=0)
+    max_retries: int = Field(5, ge=0, description="transport retries (429, 5xx, timeouts, connection errors)")
+    retry_base_s: float = Field(1.0, ge=0, description="first backoff delay; doubles per retry, with 0.5x-1.5x jitter")
+    retry_max_s: float = Field(30.0, ge=0, description="cap of one backoff delay")
     parse_retries: int = Field(2, ge=0, description="re-asks with the validation error before llm_unparseable")
     temperature: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(1024, ge=1)

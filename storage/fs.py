@@ -84,6 +84,15 @@ class RunFS:
         if self.fs.exists(p):
             self.fs.rm(p, recursive=True)
 
+    def remove_temporaries(self, *parts: str) -> int:
+        """Delete ``.tmp-*`` files a killed writer left below a folder; returns how many."""
+        removed = 0
+        for path in self.walk_files(*parts):
+            if posixpath.basename(path).startswith(".tmp-"):
+                self.fs.rm(path)
+                removed += 1
+        return removed
+
     def walk_files(self, *parts: str) -> Iterator[str]:
         p = self.path(*parts)
         if not self.fs.exists(p):

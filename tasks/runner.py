@@ -69,6 +69,7 @@ class ShardFailed(RuntimeError):
 def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePlan:
     """Compute the stage key, reset stale outputs, and find which shards still need work."""
     store = stage.store(ctx)
+    ctx.run.remove_temporaries(stage.name)  # leftovers of a run killed mid-write
     inputs = stage.input_fingerprints(ctx)
     chash = config_hash(stage.config_section(ctx))
     key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name})

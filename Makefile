@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv when missing.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+SAMPLE ?= data/sample
+RUN ?= runs/demo
+
+.PHONY: demo test venv system-deps sample clean-demo lint-docker benchmarks
+
+venv: $(STAMP)
+
+# torch/torchvision come from this machine's local wheels (pinned in pyproject's `gpu` extra).
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+# Browser (Chromium) and PostgreSQL from Debian packages, for the review-app and export tests.
+system-deps:
+	@bash scripts/system-deps.sh
+
+$(SAMPLE)/.complete: | $(STAMP)
+	$(BIN)/reactbench sample-data $(SAMPLE)
+	@touch $@
+
+sample: $(SAMPLE)/.complete
+
+demo: $(STAMP) $(SAMPLE)/.complete
+	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
+	@bash scripts/demo-epilogue.sh $(RUN)
+
+test: $(STAMP) system-deps
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+clean-demo:
+	rm -rf $(RUN) $(SAMPLE)

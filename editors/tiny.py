@@ -1,0 +1,109 @@
+"""Tiny random-weight checkpoints for tests and benchmarks (never for real edits).
+
+Each builder saves a real checkpoint folder (or file) that loads back through the same public
+path a downloaded model takes (``from_pretrained(local_dir)``, segment-anything's builder,
+``LAMA_MODEL``), so the editors' loading code is exercised without any hub access. Tokenizers
+are trained locally with ``tokenizers``. Heavy imports stay inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+QWEN_SPECIAL = ["<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<|endoftext|>"]
+
+_CORPUS = [
+    "Describe the key features of the input image (color, shape, size, texture, objects, background), then explain how "
+    "the user's text instruction should alter or modify the image. Generate a new image that meets the user's "
+    "requirements while maintaining consistency with the original input where appropriate.",
+    "system user assistant picture remove the red ball from the table and fill the background naturally",
+    "change the colour of the blue cup to green; move the chair to the left; add another apple; replace the dog with a cat",
+    "Picture 1: turn the wooden bench into metal. erase the bicycle wheel. make the car yellow.",
+]
+
+
+def train_bpe(vocab_size: int = 400, special: list[str] | None = None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A byte-level BPE trained on a few sentences: (vocab, merges) for GPT-2 style tokenizers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=list(special or []), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    data = json.loads(tok.to_str())
+    vocab = data["model"]["vocab"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in data["model"]["merges"]]
+    return vocab, merges
+
+
+def qwen_tokenizer() -> Any:
+    """A Qwen2 tokenizer with the chat/vision special tokens, built offline."""
+    from transformers import Qwen2Tokenizer
+
+    vocab, merges = train_bpe(400)
+    return Qwen2Tokenizer(vocab=vocab, merges=merges, extra_special_tokens=QWEN_SPECIAL[:-1], unk_token="<|endoftext|>")
+
+
+def qwen_vl_components(seed: int = 0) -> tuple[Any, Any, Any]:
+    """(text encoder, tokenizer, processor) of a 2-layer Qwen2.5-VL with hidden size 16."""
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    tokenizer = qwen_tokenizer()
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
+    rope = {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [1, 1, 2]}
+    config = Qwen2_5_VLConfig(
+        text_config={
+            "hidden_size": 16,
+            "intermediate_size": 16,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "vocab_size": len(tokenizer) + 8,
+            "rope_parameters": rope,
+        },
+        vision_config={"depth": 2, "hidden_size": 16, "intermediate_size": 16, "num_heads": 2, "out_hidden_size": 16},
+        vocab_size=len(tokenizer) + 8,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    torch.manual_seed(seed)
+    encoder = Qwen2_5_VLForConditionalGeneration(config).eval()
+    image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16)
+    chat = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    processor = Qwen2VLProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(), chat_template=chat
+    )
+    return encoder, tokenizer, processor
+
+
+def build_qwen_image_edit(out_dir: str | Path, plus: bool = False, seed: int = 0) -> Path:
+    """Save a tiny QwenImageEdit(Plus)Pipeline to ``out_dir``; returns the folder."""
+    import torch
+    from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageEditPipeline, QwenImageEditPlusPipeline, QwenImageTransformer2DModel
+
+    torch.manual_seed(seed)
+    transformer = QwenImageTransformer2DModel(
+        patch_size=2, in_channels=16, out_channels=4, num_layers=2, attention_head_dim=16, num_attention_heads=3,
+        joint_attention_dim=16, guidance_embeds=False, axes_dims_rope=(8, 4, 4),
+    )
+    torch.manual_seed(seed)
+    z = 4
+    vae = AutoencoderKLQwenImage(
+        base_dim=z * 6, z_dim=z, dim_mult=[1, 2, 4], num_res_blocks=1, temperal_downsample=[False, True],
+        latents_mean=[0.0] * z, latents_std=[1.0] * z,
+    )
+    encoder, tokenizer, processor = qwen_vl_components(seed)
+    cls = QwenImageEditPlusPipeline if plus else QwenImageEditPipeline
+    pipe = cls(transformer=transformer, vae=vae, scheduler=FlowMatchEulerDiscreteScheduler(), text_encoder=encoder, tokenizer=tokenizer, processor=processor)
+    out = Path(out_dir)
+    pipe.save_pretrained(out)
+    return out

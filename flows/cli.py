@@ -1,0 +1,220 @@
+"""The ``reactbench`` command line: one command per stage, ``build`` for all, and the tools around them."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flows.config import DEFAULT_CONFIG, BuildConfig, ConfigError, load_config
+
+app = typer.Typer(
+    name="reactbench",
+    help="Build cause-driven multimodal-hallucination benchmarks (ReactBench-style) and evaluate MLLMs on them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
+RunDirOpt = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL such as s3://bucket/run).")
+ForceOpt = typer.Option(False, "--force", help="Recompute every shard even if it is complete.")
+OrchOpt = typer.Option("auto", "--orchestrator", help="auto: Prefect when a Prefect API is configured, else local threads; local; prefect.")
+MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | openai | transformers (config key mllm.backend).")
+BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
+ModelOpt = typer.Option(None, "--model", help="MLLM model id or local path (mllm.model).")
+NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
+
+
+def _resolve_config(config: Optional[Path], run_dir: str, overrides: dict[str, Any]) -> BuildConfig:
+    """Explicit --config wins; else the run directory's saved config; else the embedded demo config."""
+    path: Path | None = config
+    if path is None:
+        saved = Path(str(run_dir)) / "config.yaml"
+        path = saved if "://" not in str(run_dir) and saved.exists() else DEFAULT_CONFIG
+    return load_config(path, {k: v for k, v in overrides.items() if v is not None})
+
+
+def _progress_factory(progress: Progress):
+    def make(stage: str):
+        task_id = progress.add_task(stage, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task_id, completed=done, total=max(total, 1) if total else 1)
+
+        return update
+
+    return make
+
+
+def _summary_table(summaries) -> Table:
+    table = Table(title="reactbench: rows per stage")
+    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "seconds"):
+        table.add_column(col, justify="right" if col not in ("stage", "rows out", "top reject reasons") else "left")
+    for s in summaries:
+        out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reject_reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
+        table.add_row(s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons, f"{s.seconds:.1f}")
+    return table
+
+
+def run_stages_cli(
+    stages: list[str] | None,
+    config: Optional[Path],
+    run_dir: Path,
+    force: bool,
+    orchestrator: str,
+    overrides: dict[str, Any] | None = None,
+    no_cache: bool = False,
+) -> None:
+    from flows.runtime import run_pipeline
+    from tasks.base import UpstreamMissing
+    from tasks.runner import ShardFailed
+
+    try:
+        cfg = _resolve_config(config, str(run_dir), overrides or {})
+    except ConfigError as exc:
+        console.print(str(exc), style="red", markup=False)
+        raise typer.Exit(2)
+    started = time.perf_counter()
+    try:
+        with Progress(
+            TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"), TimeElapsedColumn(),
+            console=console, transient=False,
+        ) as progress:
+            result = run_pipeline(
+                cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
+                options={"no_cache": no_cache}, progress=_progress_factory(progress),
+            )
+    except (UpstreamMissing, ShardFailed, ConfigError, KeyError, FileNotFoundError) as exc:
+        console.print(str(exc), style="red", markup=False)
+        raise typer.Exit(1)
+    console.print(_summary_table(result.summaries))
+    total = sum(s.shards_total for s in result.summaries)
+    skipped = sum(s.shards_skipped for s in result.summaries)
+    if result.summaries and all(s.all_skipped for s in result.summaries):
+        console.print(f"Nothing to do: all {total} shard(s) were skipped (already complete). Use --force to recompute.")
+    else:
+        console.print(f"{total - skipped} shard(s) run, {skipped} skipped, in {time.perf_counter() - started:.1f} s ({result.orchestrator} orchestration).")
+    console.print(f"Run directory: {run_dir}")
+
+
+def _mllm_overrides(mllm: Optional[str], base_url: Optional[str], model: Optional[str]) -> dict[str, Any]:
+    return {"mllm.backend": mllm, "mllm.base_url": base_url, "mllm.model": model}
+
+
+@app.command()
+def build(
+    config: Optional[Path] = ConfigOpt,
+    run_dir: Path = RunDirOpt,
+    force: bool = ForceOpt,
+    stages: Optional[str] = typer.Option(None, "--stages", help="Comma-separated subset, e.g. mine,instruct."),
+    orchestrator: str = OrchOpt,
+    mllm: Optional[str] = MllmOpt,
+    base_url: Optional[str] = BaseUrlOpt,
+    model: Optional[str] = ModelOpt,
+    no_cache: bool = NoCacheOpt,
+) -> None:
+    """Run every stage in order: mine, instruct, edit, qa, review (finished shards are skipped)."""
+    names = [s.strip() for s in stages.split(",")] if stages else None
+    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+
+
+@app.command()
+def mine(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
+    """Mine Visual Genome / FSC147 annotations into candidates and statistics tables."""
+    run_stages_cli(["mine"], config, run_dir, force, orchestrator)
+
+
+@app.command()
+def instruct(
+    config: Optional[Path] = ConfigOpt,
+    run_dir: Path = RunDirOpt,
+    force: bool = ForceOpt,
+    orchestrator: str = OrchOpt,
+    mllm: Optional[str] = MllmOpt,
+    base_url: Optional[str] = BaseUrlOpt,
+    model: Optional[str] = ModelOpt,
+    no_cache: bool = NoCacheOpt,
+) -> None:
+    """Write editing instructions (or "not applicable") with the configured MLLM."""
+    run_stages_cli(["instruct"], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+
+
+@app.command()
+def edit(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
+    """Apply the configured editors to every applicable instruction, with auto-QC."""
+    run_stages_cli(["edit"], config, run_dir, force, orchestrator)
+
+
+@app.command()
+def qa(
+    config: Optional[Path] = ConfigOpt,
+    run_dir: Path = RunDirOpt,
+    force: bool = ForceOpt,
+    orchestrator: str = OrchOpt,
+    mllm: Optional[str] = MllmOpt,
+    base_url: Optional[str] = BaseUrlOpt,
+    model: Optional[str] = ModelOpt,
+    no_cache: bool = NoCacheOpt,
+) -> None:
+    """Analyse each edit and render its exam-style questions."""
+    run_stages_cli(["qa"], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+
+
+@app.command("sample-data")
+def sample_data(
+    out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/ and fsc147/ into."),
+    seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
+) -> None:
+    """Generate the bundled sample data: a small Visual Genome-format and FSC147-format set."""
+    from miners.sample_data import generate_sample
+
+    started = time.perf_counter()
+    summary = generate_sample(out_dir, seed=seed)
+    console.print(f"Sample data written to {out_dir} in {time.perf_counter() - started:.1f} s: {summary}")
+
+
+def _mount_subcommands() -> None:
+    """Attach the review and evaluation command groups (kept in their own modules)."""
+    try:
+        from flows.cli_review import review_app
+    except ImportError:  # pragma: no cover - during development of the review package
+        review_app = typer.Typer(help="Human verification.")
+
+    @review_app.callback(invoke_without_command=True)
+    def review(
+        ctx: typer.Context,
+        config: Optional[Path] = ConfigOpt,
+        run_dir: Path = RunDirOpt,
+        force: bool = ForceOpt,
+        orchestrator: str = OrchOpt,
+    ) -> None:
+        """Fill the review queue (no subcommand), or serve / export / manage it (subcommands)."""
+        if ctx.invoked_subcommand is None:
+            run_stages_cli(["review"], config, run_dir, force, orchestrator)
+
+    app.add_typer(review_app, name="review")
+    try:
+        from flows.cli_eval import register
+    except ImportError:  # pragma: no cover
+        return
+    register(app)
+
+
+_mount_subcommands()
+
+
+def main() -> None:  # pragma: no cover
+    app(sys.argv[1:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,81 @@
+"""How stages run: recorded in Prefect when a Prefect API is configured, directly otherwise.
+
+Prefect 3 has no in-process mode: without ``PREFECT_API_URL`` every flow run starts a temporary
+server (11-30 s measured here). A user trying an idea on a laptop should not pay that for a
+stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.runner``) on a thread
+pool when no API is configured, and through the Prefect flows in ``flows/prefect_flows.py``
+(recorded runs, task retries, artifacts, Ray) when one is. ``--orchestrator prefect`` forces
+Prefect (it then starts the temporary server if needed).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from flows.config import BuildConfig, dump_config
+from flows.stages import get_stage, select_stages
+from storage.fs import RunFS
+from tasks.base import RunContext
+from tasks.runner import ProgressFn, StageSummary, run_stage
+
+Orchestrator = Literal["auto", "local", "prefect"]
+ProgressFactory = Callable[[str], ProgressFn | None]
+
+
+def prefect_api_configured() -> bool:
+    """True when a Prefect API URL is set (environment, profile or .env)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
+
+
+def resolve_orchestrator(choice: Orchestrator) -> Literal["local", "prefect"]:
+    if choice == "auto":
+        return "prefect" if prefect_api_configured() else "local"
+    return choice
+
+
+def make_context(config: BuildConfig, run_dir: str, options: dict | None = None) -> RunContext:
+    """Open the run directory and save the resolved config into it."""
+    run = RunFS.open(run_dir)
+    run.makedirs()
+    run.write_text_atomic("config.yaml", dump_config(config))
+    return RunContext(run=run, config=config, options=dict(options or {}))
+
+
+@dataclass
+class BuildResult:
+    orchestrator: str
+    summaries: list[StageSummary] = field(default_factory=list)
+
+
+def run_pipeline(
+    config: BuildConfig,
+    run_dir: str,
+    stages: list[str] | None = None,
+    *,
+    force: bool = False,
+    orchestrator: Orchestrator = "auto",
+    options: dict | None = None,
+    progress: ProgressFactory | None = None,
+) -> BuildResult:
+    """Run the selected stages (all by default) in order; each skips its finished shards."""
+    names = select_stages(stages)
+    mode = resolve_orchestrator(orchestrator)
+    if mode == "prefect":
+        from flows.prefect_flows import build_flow
+
+        summaries = build_flow(
+            config=config.model_dump(mode="json"), run_dir=run_dir, stages=names, force=force, options=options or {}
+        )
+        return BuildResult("prefect", list(summaries))
+    ctx = make_context(config, run_dir, options)
+    result = BuildResult("local")
+    for name in names:
+        stage = get_stage(name)
+        result.summaries.append(run_stage(stage, ctx, force=force, progress=progress(name) if progress else None))
+    return result

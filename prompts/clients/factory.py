@@ -1,0 +1,54 @@
+"""Config -> client: one name -> constructor registry, with the response cache around any backend."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
+from storage.fs import RunFS
+
+BackendFactory = Callable[[MLLMConfig], MLLMClient]
+
+
+def _rules(cfg: MLLMConfig) -> MLLMClient:
+    from prompts.clients.rules import RulesClient
+
+    return RulesClient(cfg.model)
+
+
+def _openai(cfg: MLLMConfig) -> MLLMClient:
+    from prompts.clients.openai_client import OpenAIClient
+
+    return OpenAIClient.from_config(cfg)
+
+
+def _transformers(cfg: MLLMConfig) -> MLLMClient:
+    from prompts.clients.transformers_client import TransformersClient
+
+    return TransformersClient.from_config(cfg)
+
+
+BACKENDS: dict[str, BackendFactory] = {"rules": _rules, "openai": _openai, "transformers": _transformers}
+
+
+def register_backend(name: str, factory: BackendFactory) -> None:
+    """Add a backend (e.g. from a plugin); ``mllm.backend: <name>`` then selects it."""
+    BACKENDS[name] = factory
+
+
+def make_client(cfg: MLLMConfig, cache_dir: RunFS | None, *, no_cache: bool = False) -> MLLMClient:
+    """Build the configured backend; wrap it in the response cache unless disabled.
+
+    ``cache_dir`` is the cache folder itself (stages pass ``ctx.run.sub("cache", "mllm")``).
+    """
+    try:
+        factory = BACKENDS[cfg.backend]
+    except KeyError:
+        raise ValueError(f"mllm.backend: unknown backend {cfg.backend!r}; known: {sorted(BACKENDS)}") from None
+    client = factory(cfg)
+    if cache_dir is None or no_cache or not cfg.cache:
+        return client
+    from prompts.clients.cache import CachedClient
+
+    return CachedClient(client, cache_dir)

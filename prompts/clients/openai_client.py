@@ -1,0 +1,198 @@
+"""The ``openai`` backend: any OpenAI-compatible chat-completions server (vLLM, SGLang, OpenAI, ...).
+
+Requests run on one private asyncio loop in a background thread, behind one semaphore, so
+the configured concurrency bounds the whole process even when several shards call
+``complete`` from different threads. Transient failures (429, 5xx, timeouts, dropped
+connections) are retried with exponential backoff and jitter; what still fails comes back as
+an ``MLLMResponse`` with ``error`` set. The API key is read from the environment variable the
+config names and is never stored, logged or cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from prompts.clients.base import MLLMRequest, MLLMResponse
+from prompts.config import MLLMConfig
+
+RETRY_STATUS = {408, 409, 425, 429}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    base_s: float = 1.0
+    max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Exponential backoff with jitter (0.5x-1.5x), at least the server's Retry-After, capped."""
+        d = min(self.max_s, self.base_s * (2**attempt)) * (0.5 + random.random())
+        if retry_after is not None:
+            d = max(d, retry_after)
+        return min(d, self.max_s)
+
+
+def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our messages (images as bytes) -> OpenAI chat messages (images as base64 data URLs)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            parts = []
+            for p in content:
+                if p.get("type") == "image":
+                    b64 = base64.b64encode(p["data"]).decode("ascii")
+                    parts.append({"type": "image_url", "image_url": {"url": f"data:{p.get('mime', 'image/png')};base64,{b64}"}})
+                else:
+                    parts.append({"type": "text", "text": p["text"]})
+            content = parts
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+def resolve_api_key(env_name: str, base_url: str | None) -> str:
+    """The key from the environment; a local server without auth gets a placeholder."""
+    key = os.environ.get(env_name)
+    if key:
+        return key
+    if base_url:
+        return "EMPTY"  # vLLM / SGLang accept any key unless started with --api-key
+    raise ValueError(
+        f"mllm.backend 'openai' without mllm.base_url talks to api.openai.com and needs an API key: "
+        f"set the environment variable {env_name} (the name is configurable as mllm.api_key_env)"
+    )
+
+
+class OpenAIClient:
+    backend = "openai"
+    uses_images = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 32,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+    ):
+        self.model_id = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.retry = retry
+        resolve_api_key(api_key_env, base_url)  # fail early, before any work
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._sdk: Any = None
+        self._sem: asyncio.Semaphore | None = None
+        self._lock = threading.Lock()
+        self.requests_sent = 0  # HTTP attempts, including retries
+
+    @classmethod
+    def from_config(cls, cfg: MLLMConfig) -> "OpenAIClient":
+        return cls(
+            cfg.model,
+            base_url=cfg.base_url,
+            api_key_env=cfg.api_key_env,
+            concurrency=cfg.concurrency,
+            timeout_s=cfg.timeout_s,
+            retry=RetryPolicy(cfg.max_retries, cfg.retry_base_s, cfg.retry_max_s),
+        )
+
+    # -- event loop ------------------------------------------------------------------
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                t = threading.Thread(target=loop.run_forever, name="openai-client-loop", daemon=True)
+                t.start()
+                self._loop, self._thread = loop, t
+                asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
+            return self._loop
+
+    async def _setup(self) -> None:
+        import httpx
+        import openai
+
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self._sdk = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=resolve_api_key(self.api_key_env, self.base_url),
+            timeout=self.timeout_s,
+            max_retries=0,  # retries are ours: same policy for every error kind
+            http_client=httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=self.concurrency + 8, max_keepalive_connections=self.concurrency + 8),
+                timeout=self.timeout_s,
+            ),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            if self._sdk is not None:
+                asyncio.run_coroutine_threadsafe(self._sdk.close(), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+
+    # -- requests --------------------------------------------------------------------
+    def complete(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
+        if not requests:
+            return []
+        loop = self._ensure_loop()
+        return asyncio.run_coroutine_threadsafe(self._batch(requests), loop).result()
+
+    async def _batch(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
+        return list(await asyncio.gather(*(self._one(r) for r in requests)))
+
+    async def _one(self, req: MLLMRequest) -> MLLMResponse:
+        import openai
+
+        messages = to_openai_messages(req.messages)
+        last = ""
+        for attempt in range(self.retry.max_retries + 1):
+            retry_after: float | None = None
+            assert self._sem is not None
+            async with self._sem:
+                self.requests_sent += 1
+                try:
+                    resp = await self._sdk.chat.completions.create(
+                        model=self.model_id, messages=messages, temperature=req.temperature, max_tokens=req.max_tokens
+                    )
+                    text = (resp.choices[0].message.content or "") if resp.choices else ""
+                    return MLLMResponse(text, self.model_id, self.backend)
+                except openai.APITimeoutError:
+                    last = f"timeout after {self.timeout_s}s"
+                except openai.APIConnectionError as exc:
+                    last = f"connection error: {exc}"
+                except openai.APIStatusError as exc:
+                    last = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                    if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
+                        return MLLMResponse("", self.model_id, self.backend, error=last)
+                    retry_after = _retry_after(exc)
+            if attempt < self.retry.max_retries:
+                await asyncio.sleep(self.retry.delay(attempt, retry_after))
+        return MLLMResponse("", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}")
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, ValueError):
+        return None
+
+
+def _short(text: str, n: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 3] + "..."

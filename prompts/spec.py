@@ -1,0 +1,90 @@
+"""Named, versioned prompts: a Jinja2 template file plus the pydantic schema its answer must fit.
+
+Prompts are registered by the modules that define them (``register_prompt``); ``get_prompt``
+imports the known prompt modules on first use, so callers need not know where a prompt lives.
+The name and version go into every row a prompt produces.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pydantic
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+
+# Modules that register prompts when imported (a missing optional module is skipped).
+PROMPT_MODULES: tuple[str, ...] = ("prompts.instruct_prompts", "prompts.analysis", "prompts.eval_prompts")
+
+_REGISTRY: dict[str, "PromptSpec"] = {}
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One prompt: ``template`` is a file name under ``prompts/templates/``; ``n_images`` images are attached."""
+
+    name: str
+    version: str
+    template: str
+    output: type[pydantic.BaseModel]
+    n_images: int
+
+
+def register_prompt(spec: PromptSpec) -> PromptSpec:
+    """Add a prompt to the registry (re-registering the identical spec is allowed)."""
+    if not (TEMPLATE_DIR / spec.template).is_file():
+        raise FileNotFoundError(f"prompt {spec.name!r}: template {spec.template!r} not found in {TEMPLATE_DIR}")
+    old = _REGISTRY.get(spec.name)
+    if old is not None and old != spec:
+        raise ValueError(f"prompt {spec.name!r} is already registered with a different spec ({old.version} vs {spec.version})")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def load_prompt_modules() -> None:
+    """Import every module that registers prompts (and rules answers)."""
+    for mod in PROMPT_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:  # a real import error inside the module: surface it
+                raise
+
+
+def get_prompt(name: str) -> PromptSpec:
+    if name not in _REGISTRY:
+        load_prompt_modules()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown prompt {name!r}; registered: {sorted(_REGISTRY)}") from None
+
+
+def all_prompts() -> dict[str, PromptSpec]:
+    load_prompt_modules()
+    return dict(sorted(_REGISTRY.items()))
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(spec: PromptSpec, context: dict[str, Any]) -> str:
+    """Render the prompt text; a missing context key raises naming the prompt and the key."""
+    try:
+        return _env().get_template(spec.template).render(**context).strip() + "\n"
+    except jinja2.UndefinedError as exc:
+        raise KeyError(f"prompt {spec.name!r} v{spec.version}: context misses a value: {exc.message}") from None

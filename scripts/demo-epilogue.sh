@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# What `make demo` does after the build: evaluate the offline baseline, write a report, say how to review.
+set -euo pipefail
+RUN=${1:-runs/demo}
+BIN=.venv/bin
+if $BIN/reactbench --help 2>/dev/null | grep -q " eval "; then
+  $BIN/reactbench eval --run-dir "$RUN" --model rules:rules-v1 --unverified
+  $BIN/reactbench report eval --run-dir "$RUN"
+fi
+cat <<MSG
+
+The demo benchmark is in $RUN. To review it in the browser:
+  $BIN/reactbench review add-user alice --role admin --run-dir $RUN      # prints alice's secret once
+  $BIN/reactbench review serve --run-dir $RUN                            # then open http://127.0.0.1:8765
+MSG

@@ -1,0 +1,1 @@
+"""Evaluation of a model on a built benchmark: answering, judging, metrics, sub-causes, spans."""

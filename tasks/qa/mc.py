@@ -1,0 +1,70 @@
+"""Multiple-choice layout: seeded shuffling and cyclic rotations, with the gold letter tracked.
+
+The permutation comes straight from a SHA-256 of (run seed, edit id, question id), decoded as a
+Lehmer code, so it is identical on every platform and Python version (``random.shuffle`` is
+not guaranteed to be) and costs one hash per question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from math import factorial
+
+LETTERS = "ABCDEFGH"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One presentation of an MC question: options in order, the gold letter, the rotation index."""
+
+    options: tuple[str, ...]
+    gold: str
+    rotation: int
+
+
+def question_seed(run_seed: int, edit_id: str, qid: str) -> int:
+    """A 64-bit per-question seed: same run seed + edit + qid -> same shuffle."""
+    digest = hashlib.sha256(f"{run_seed}\x1f{edit_id}\x1f{qid}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def permutation(n: int, seed: int) -> list[int]:
+    """The ``seed mod n!``-th permutation of ``range(n)`` (Lehmer-code decoding)."""
+    k = seed % factorial(n)
+    pool = list(range(n))
+    out = []
+    for i in range(n, 0, -1):
+        f = factorial(i - 1)
+        idx, k = divmod(k, f)
+        out.append(pool.pop(idx))
+    return out
+
+
+def shuffled(options: list[str], correct: int, seed: int) -> Layout:
+    """Options in a seeded order; ``correct`` is the index of the right option before shuffling."""
+    order = permutation(len(options), seed)
+    return Layout(tuple(options[i] for i in order), LETTERS[order.index(correct)], 0)
+
+
+def rotations(layout: Layout) -> list[Layout]:
+    """Every cyclic rotation of a layout (rotation r moves option i to slot (i - r) mod n).
+
+    Scoring a model on all n rotations removes position bias (FREAK's cyclic evaluation).
+    """
+    n = len(layout.options)
+    gold_idx = LETTERS.index(layout.gold)
+    return [
+        Layout(layout.options[r:] + layout.options[:r], LETTERS[(gold_idx - r) % n], r)
+        for r in range(n)
+    ]
+
+
+def layouts(options: list[str], correct: int, seed: int, mode: str) -> list[Layout]:
+    """The presentations to emit: one shuffled layout, or all its rotations in ``cyclic`` mode."""
+    base = shuffled(options, correct, seed)
+    if mode == "cyclic":
+        return rotations(base)
+    if mode != "shuffle":
+        raise ValueError(f"qa.mc_mode must be 'shuffle' or 'cyclic', got {mode!r}")
+    return [base]

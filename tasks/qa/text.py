@@ -1,0 +1,98 @@
+"""Small English helpers for question rendering: articles, plurals, option normalisation.
+
+Kept tiny and table-driven: question wording lives in the YAML templates, these only bend
+single words so slot values read grammatically.
+"""
+
+from __future__ import annotations
+
+import re
+
+_VOWEL_SOUND_EXCEPTIONS_AN = ("hour", "honest", "honor", "honour", "heir")
+_CONSONANT_SOUND_EXCEPTIONS_A = ("uni", "use", "usu", "uti", "one", "once", "euro", "ewe", "u-")
+_IRREGULAR_PLURALS = {
+    "person": "people",
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "foot": "feet",
+    "tooth": "teeth",
+    "goose": "geese",
+    "mouse": "mice",
+    "sheep": "sheep",
+    "deer": "deer",
+    "fish": "fish",
+    "leaf": "leaves",
+    "knife": "knives",
+    "shelf": "shelves",
+    "loaf": "loaves",
+    "wolf": "wolves",
+    "calf": "calves",
+    "glasses": "glasses",
+    "scissors": "scissors",
+    "jeans": "jeans",
+    "pants": "pants",
+    "shorts": "shorts",
+}
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = " \t\n.,;:!?\"'"
+
+
+def article(phrase: str) -> str:
+    """``a`` or ``an`` for a noun phrase, by its first sound (good enough for object names)."""
+    word = phrase.strip().lower()
+    if not word:
+        return "a"
+    if word.startswith(_VOWEL_SOUND_EXCEPTIONS_AN):
+        return "an"
+    if word.startswith(_CONSONANT_SOUND_EXCEPTIONS_A):
+        return "a"
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def with_article(phrase: str) -> str:
+    """``an apple``; a phrase that already starts with a determiner or number is left alone."""
+    phrase = phrase.strip()
+    first = phrase.split(" ", 1)[0].lower()
+    if first in {"a", "an", "the", "some", "two", "three", "four", "five", "six", "several", "many"} or first.isdigit():
+        return phrase
+    return f"{article(phrase)} {phrase}"
+
+
+def plural(noun: str) -> str:
+    """Plural of an object name; only the last word is inflected (``traffic light`` -> ``traffic lights``)."""
+    noun = noun.strip()
+    if not noun:
+        return noun
+    head, _, last = noun.rpartition(" ")
+    low = last.lower()
+    if low in _IRREGULAR_PLURALS:
+        out = _IRREGULAR_PLURALS[low]
+    elif low.endswith(("ss", "us", "is", "x", "z", "ch", "sh")):
+        out = last + "es"
+    elif low.endswith("s"):
+        out = last  # already plural ("sea shells", "cupcakes")
+    elif low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        out = last[:-1] + "ies"
+    elif low.endswith("o") and low in {"tomato", "potato", "hero", "mango"}:
+        out = last + "es"
+    else:
+        out = last + "s"
+    return f"{head} {out}" if head else out
+
+
+def normalize_option(text: str) -> str:
+    """The comparison key for option distinctness: case-, whitespace- and edge-punctuation-insensitive."""
+    return _SPACE.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
+
+
+def sentence_case(text: str) -> str:
+    """First letter upper-cased; the rest as written (names keep their case)."""
+    return text[:1].upper() + text[1:] if text else text
+
+
+def clean(value: object) -> str:
+    """A slot value as a single-spaced, trimmed string (``None`` -> ``""``)."""
+    if value is None:
+        return ""
+    return _SPACE.sub(" ", str(value)).strip()

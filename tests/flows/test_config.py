@@ -1,0 +1,69 @@
+"""Config: strict YAML loading with errors that name the key path; shipped configs load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.config import CONFIG_DIR, BuildConfig, ConfigError, dump_config, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["demo.yaml", "reactbench.yaml"])
+def test_shipped_configs_load(name: str) -> None:
+    cfg = load_config(ROOT / "configs" / name)
+    assert isinstance(cfg, BuildConfig)
+
+
+def test_paper_settings() -> None:
+    cfg = load_config(ROOT / "configs" / "reactbench.yaml")
+    assert cfg.mine.relational_erasure.n_min == 50 and cfg.mine.relational_erasure.theta == 0.2
+    assert cfg.mine.counterfactual_attribute.n_min == 50 and cfg.mine.counterfactual_attribute.theta == 0.2
+    assert cfg.mllm.backend == "openai" and cfg.mllm.base_url
+    assert any("Qwen-Image-Edit-2511" in str(e.params) for e in cfg.editors)
+
+
+def test_default_config_is_the_embedded_demo() -> None:
+    assert CONFIG_DIR.joinpath("demo.yaml").exists()
+    assert load_config(None) == load_config(ROOT / "configs" / "demo.yaml")
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def test_unknown_key_names_its_path(tmp_path: Path) -> None:
+    p = _write(tmp_path, {"mine": {"relational_erasure": {"n_mni": 3}}})
+    with pytest.raises(ConfigError) as err:
+        load_config(p)
+    assert "mine.relational_erasure.n_mni" in str(err.value) and str(p) in str(err.value)
+
+
+def test_wrong_type_names_path_and_value(tmp_path: Path) -> None:
+    p = _write(tmp_path, {"run": {"seed": "abc"}, "mllm": {"concurrency": 0}})
+    with pytest.raises(ConfigError) as err:
+        load_config(p)
+    msg = str(err.value)
+    assert "run.seed" in msg and "'abc'" in msg and "mllm.concurrency" in msg
+
+
+def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("run: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_overrides_and_dump_round_trip(tmp_path: Path) -> None:
+    cfg = load_config(ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai", "mllm.base_url": "http://127.0.0.1:9/v1"})
+    assert cfg.mllm.backend == "openai"
+    again = load_config(_write(tmp_path, yaml.safe_load(dump_config(cfg))))
+    assert again == cfg
+    assert "sk-" not in dump_config(cfg) and "api_key_env" in dump_config(cfg)
