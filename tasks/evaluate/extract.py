@@ -211,13 +211,23 @@ def mentions(text: str, term: str) -> bool:
 
 
 def negated_mention(text: str, term: str) -> bool:
-    """``term`` is only mentioned to deny it ("there is no mustard", "no longer any cup")."""
-    t = _norm(term)
-    norm = _norm(text)
-    if not t or not mentions(text, term):
+    """``term`` is only mentioned to deny it ("there is no mustard", "the cup is gone").
+
+    Each clause (split at punctuation and "but") that mentions the term must carry a
+    negation before the term or a removal word after it.
+    """
+    if not mentions(text, term):
         return False
-    for m in re.finditer(rf"\b{re.escape(t)}(?:s|es)?\b", norm):
-        before = norm[max(0, m.start() - 40) : m.start()]
-        if not re.search(r"\b(no|not|without|neither|nor|never|isn t|aren t|absent|missing|removed|gone|longer)\b", before):
-            return False
+    t = _norm(term)
+    for clause in re.split(r"[.,;:!?\n]|\bbut\b|\bhowever\b", text.lower()):
+        c = _norm(clause)
+        m = re.search(rf"\b{re.escape(t)}(?:s|es)?\b", c)
+        if not m:
+            continue
+        before, after = c[: m.start()], c[m.end() :]
+        if re.search(r"\b(no|not|without|neither|nor|never|isn t|aren t|there s no)\b", before):
+            continue
+        if re.search(r"\b(absent|missing|removed|gone|erased|no longer|not present|not visible)\b", after):
+            continue
+        return False
     return True

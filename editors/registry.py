@@ -1,0 +1,114 @@
+"""Editors by name: the built-ins, plus third-party ones through the ``reactbench.editors`` entry points.
+
+A third-party package declares, in its own pyproject::
+
+    [project.entry-points."reactbench.editors"]
+    my-editor = "my_pkg.editor:MyEditor"
+
+and ``editors: [{name: my-editor}]`` then works without any change here. Built-ins are named
+by import string so that listing them imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from importlib.metadata import entry_points
+from typing import Any, Mapping
+
+from editors.base import Editor, EditorError
+
+ENTRY_POINT_GROUP = "reactbench.editors"
+
+BUILTIN: dict[str, str] = {
+    "classical": "editors.classical:ClassicalEditor",
+    "qwen-image-edit": "editors.qwen_image_edit:QwenImageEditEditor",
+    "sam-lama": "editors.sam_lama:SamLamaEditor",
+    "instruct-pix2pix": "editors.instruct_pix2pix:InstructPix2PixEditor",
+}
+
+_EXTRA: dict[str, type[Editor]] = {}
+_CACHE: dict[str, Editor] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def register(cls: type[Editor]) -> type[Editor]:
+    """Register an editor class in this process (tests, notebooks); entry points are the durable way."""
+    _EXTRA[cls.name] = cls
+    return cls
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> list[str]:
+    """Every editor name this process can create."""
+    return sorted(set(BUILTIN) | set(_EXTRA) | set(_entry_points()))
+
+
+def _load_target(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def editor_class(name: str) -> type[Editor]:
+    """The class registered under ``name``; unknown names list what exists."""
+    if name in _EXTRA:
+        cls = _EXTRA[name]
+    elif name in BUILTIN:
+        cls = _load_target(BUILTIN[name])
+    else:
+        eps = _entry_points()
+        if name not in eps:
+            raise EditorError(
+                f"unknown editor {name!r}; available: {available()} "
+                f"(third-party editors register under the entry-point group {ENTRY_POINT_GROUP!r})"
+            )
+        try:
+            cls = eps[name].load()
+        except Exception as exc:
+            raise EditorError(f"editor {name!r}: entry point {eps[name].value!r} failed to load: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Editor)):
+        raise EditorError(f"editor {name!r} resolves to {cls!r}, which is not an editors.base.Editor subclass")
+    return cls
+
+
+def create_editor(name: str, params: Mapping[str, Any] | None = None) -> Editor:
+    """A new editor instance (params validated now, weights loaded on first use)."""
+    return editor_class(name)(params)
+
+
+def cache_key(name: str, params: Mapping[str, Any] | None) -> str:
+    from storage.hashing import canonical_json
+
+    return canonical_json([name, dict(params or {})])
+
+
+def get_editor(name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1) -> Editor:
+    """The process-wide instance for (name, params), loaded once per worker process.
+
+    At most ``keep_loaded`` model editors stay cached (an ablation of several 20B models would
+    not fit one GPU); cheap editors are always kept.
+    """
+    key = cache_key(name, params)
+    with _CACHE_LOCK:
+        editor = _CACHE.get(key)
+        if editor is None:
+            editor = create_editor(name, params)
+            if editor.uses_model:
+                models = [k for k, e in _CACHE.items() if e.uses_model]
+                for old in models[: max(0, len(models) - keep_loaded + 1)]:
+                    _CACHE.pop(old, None)
+            _CACHE[key] = editor
+        else:  # most recently used last
+            _CACHE.pop(key)
+            _CACHE[key] = editor
+    editor.ensure_loaded()
+    return editor
+
+
+def clear_cache() -> None:
+    """Drop every cached editor (tests; freeing GPU memory between builds)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
