@@ -61,14 +61,15 @@ def mean_abs_change(a: np.ndarray, b: np.ndarray, where: np.ndarray) -> float:
 def check_edit(
     original: np.ndarray,
     edited: np.ndarray,
-    target_boxes: Sequence[Sequence[float]],
+    change_boxes: Sequence[Sequence[float]],
     params: QCParams,
-    target_mask: np.ndarray | None = None,
+    change_mask: np.ndarray | None = None,
     raw_size: tuple[int, int] | None = None,
 ) -> QCReport:
-    """QC one edit. ``target_boxes``: every region the edit was meant to touch (the target box,
-    plus e.g. a move's destination); ``raw_size``: (width, height) the editor returned before
-    the stage resized it back, for the aspect check."""
+    """QC one edit. ``change_boxes``: every region the edit was meant to change (the target box;
+    a move's source and destination; an addition's destination); ``change_mask``: the exact
+    pixels, when known, measured instead of the boxes; ``raw_size``: (width, height) the editor
+    returned before the stage resized it back, for the aspect check."""
     h, w = original.shape[:2]
     metrics: dict[str, Any] = {"width": w, "height": h}
     failures: list[str] = []
@@ -83,12 +84,12 @@ def check_edit(
         if aspect_change > params.max_aspect_change:
             failures.append("aspect_changed")
     region = np.zeros((h, w), dtype=bool)
-    for box in target_boxes:
+    for box in change_boxes:
         try:
             region |= box_mask(box, w, h)
         except ValueError:
             continue
-    inside = target_mask.astype(bool) if target_mask is not None and target_mask.any() else region
+    inside = change_mask.astype(bool) if change_mask is not None and change_mask.any() else region
     outside = ~dilate(region | inside, params.dilation_px)
     metrics["change_inside"] = round(mean_abs_change(original, edited, inside), 4)
     metrics["psnr_outside"] = round(psnr(original, edited, outside), 4)

@@ -107,3 +107,103 @@ def build_qwen_image_edit(out_dir: str | Path, plus: bool = False, seed: int = 0
     out = Path(out_dir)
     pipe.save_pretrained(out)
     return out
+
+
+TINY_SAM = "reactbench_tiny"
+
+
+def register_tiny_sam() -> str:
+    """Add a 2-layer, 16-dim SAM architecture to segment-anything's builder registry; returns its name."""
+    from functools import partial
+
+    from segment_anything import sam_model_registry
+    from segment_anything.build_sam import _build_sam
+
+    sam_model_registry[TINY_SAM] = partial(_build_sam, encoder_embed_dim=16, encoder_depth=2, encoder_num_heads=2, encoder_global_attn_indexes=[1])
+    return TINY_SAM
+
+
+def build_tiny_sam(path: str | Path, seed: int = 0) -> Path:
+    """Save a random tiny SAM checkpoint (a state dict, like the released ones) to ``path``."""
+    import torch
+    from segment_anything import sam_model_registry
+
+    register_tiny_sam()
+    torch.manual_seed(seed)
+    model = sam_model_registry[TINY_SAM](checkpoint=None)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out)
+    return out
+
+
+def build_tiny_lama(path: str | Path, seed: int = 0) -> Path:
+    """Save a TorchScript file with LaMa's calling contract: ``model(image[1,3,H,W] 0..1,
+    mask[1,1,H,W] int64 0/1) -> image[1,3,H,W] 0..1`` on inputs padded to a multiple of 8."""
+    import torch
+    from torch import nn
+
+    class TinyLama(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inp = nn.Conv2d(4, 8, 3, padding=1)
+            self.out = nn.Conv2d(8, 3, 3, padding=1)
+
+        def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            m = mask.to(image.dtype)
+            x = torch.cat([image * (1 - m), m], dim=1)
+            fill = torch.sigmoid(self.out(torch.relu(self.inp(x))))
+            return image * (1 - m) + fill * m
+
+    torch.manual_seed(seed)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.jit.script(TinyLama().eval()).save(str(out))
+    return out
+
+
+def clip_tokenizer() -> Any:
+    """A CLIP tokenizer (BPE with ``</w>`` word ends) trained on a few sentences, offline."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import CLIPTokenizer
+
+    special = ["<|startoftext|>", "<|endoftext|>"]
+    tok = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=special, end_of_word_suffix="</w>", show_progress=False)
+    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    data = json.loads(tok.to_str())
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in data["model"]["merges"]]
+    return CLIPTokenizer(vocab=data["model"]["vocab"], merges=merges, model_max_length=77)
+
+
+def build_instruct_pix2pix(out_dir: str | Path, seed: int = 0) -> Path:
+    """Save a tiny StableDiffusionInstructPix2PixPipeline (UNet with 8 input channels) to ``out_dir``."""
+    import torch
+    from diffusers import AutoencoderKL, EulerAncestralDiscreteScheduler, StableDiffusionInstructPix2PixPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    tokenizer = clip_tokenizer()
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(
+        block_out_channels=(8, 16), layers_per_block=1, sample_size=16, in_channels=8, out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=16, attention_head_dim=4, norm_num_groups=4,
+    )
+    torch.manual_seed(seed)
+    vae = AutoencoderKL(
+        block_out_channels=(8, 16), in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), latent_channels=4, norm_num_groups=4, sample_size=32,
+    )
+    torch.manual_seed(seed)
+    text = CLIPTextModel(CLIPTextConfig(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+        max_position_embeddings=77, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    ))
+    pipe = StableDiffusionInstructPix2PixPipeline(
+        vae=vae, text_encoder=text, tokenizer=tokenizer, unet=unet, scheduler=EulerAncestralDiscreteScheduler(),
+        safety_checker=None, feature_extractor=None, requires_safety_checker=False,
+    )
+    out = Path(out_dir)
+    pipe.save_pretrained(out)
+    return out

@@ -37,9 +37,22 @@ class SourcesConfig(Section):
 class OrchestrationConfig(Section):
     task_runner: Literal["threads", "ray"] = "threads"
     ray_address: str | None = None  # None: start a local Ray instance
+    ray_init: dict[str, Any] = Field(
+        default_factory=dict, description="extra ray.init arguments for a local Ray instance, e.g. {num_cpus: 8}"
+    )
     gpus_per_edit_task: float = Field(0.0, ge=0)
     retries: int = Field(1, ge=0)
     retry_delay_s: float = Field(5.0, ge=0)
+    retry_transient_only: bool = Field(
+        True, description="retry only network/timeout/out-of-memory errors; false: retry every failed shard"
+    )
+    gpu_concurrency_limit: str | None = Field(
+        None, description="Prefect global concurrency limit each edit shard holds a slot of (one slot per GPU)"
+    )
+    gpu_devices: tuple[int, ...] = Field(
+        (), description="GPU indices on this node that edit shards lease one at a time (threads runner)"
+    )
+    device_lock_dir: str | None = Field(None, description="folder of the per-GPU lock files (default: <tmp>/reactbench-gpu-locks)")
 
 
 class BuildConfig(Section):

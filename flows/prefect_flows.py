@@ -1,105 +1,344 @@
-"""Prefect flows: one per stage plus ``build``; tasks work on shards, never on single images.
+"""Prefect flows: ``build`` (all stages) and ``stage`` (one); tasks work on shards, never single images.
 
 The stage logic is the same as in local mode (``tasks.runner``); Prefect adds recorded runs,
-retries of failed shard tasks, the task runner (threads or Ray) and artifacts.
+retries of failed shard tasks, the task runner (threads or Ray), GPU placement and artifacts.
+
+Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, or the
+config as a mapping), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
+``no_cache``) and ``overrides`` (dotted config keys, e.g. ``{"mllm.base_url": "http://vllm:8000/v1"}``).
+
+Failure handling: every shard of a stage is submitted; a shard that raises is retried
+(``orchestration.retries`` times, ``retry_delay_s`` apart, transient errors only unless
+``retry_transient_only`` is false) and, if it still fails, the other shards go on. The stage
+then fails naming the missing shards; the build stops there (later stages read its output).
+Finished shards carry completion markers, so rerunning the same build runs only what failed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+import traceback
+from contextlib import contextmanager, nullcontext
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Iterator
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NONE
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.config import BuildConfig, config_from_dict
+from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
+from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, load_config
+from flows.devices import DEVICE_OPTION, lease_device, ray_device
 from flows.runtime import make_context
 from flows.stages import get_stage, select_stages
+from storage.fs import RunFS
 from tasks.base import RunContext
-from tasks.runner import StagePlan, StageSummary, finish_stage, prepare_stage, run_one_shard
+from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage
+
+GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
 
 
-@task(name="process-shard", task_run_name="{stage_name}-shard-{index}", cache_policy=NONE, persist_result=False)
-def process_shard_task(stage_name: str, ctx: RunContext, plan: StagePlan, index: int) -> dict[str, Any]:
-    return run_one_shard(get_stage(stage_name), ctx, plan, index)
+def uses_gpu(stage: Any) -> bool:
+    """A stage's shards hold a GPU: the edit stage, or any stage class with ``uses_gpu = True``."""
+    return bool(getattr(stage, "uses_gpu", stage.name in GPU_STAGES))
+
+# --- config ----------------------------------------------------------------------------
 
 
-def _task_runner(config: BuildConfig):
+def resolve_config(config: dict[str, Any] | str | None, overrides: dict[str, Any] | None = None) -> BuildConfig:
+    """A flow's ``config`` parameter: a YAML path (deployments), a mapping (the CLI), or None (demo)."""
+    if config is None or isinstance(config, (str, Path)):
+        return load_config(config, overrides)
+    cfg = config_from_dict(config)
+    if overrides:
+        data = cfg.model_dump(mode="json")
+        for dotted, value in overrides.items():
+            node = data
+            *parents, last = dotted.split(".")
+            for k in parents:
+                node = node.setdefault(k, {})
+            node[last] = value
+        cfg = config_from_dict(data, "<config + overrides>")
+    return cfg
+
+
+# --- retries ---------------------------------------------------------------------------
+
+_PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+_TRANSIENT_NAME_HINTS = ("outofmemory", "timeout", "connection", "ratelimit", "serviceunavailable", "internalserver", "transport")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: network and I/O hiccups, timeouts, (GPU) out-of-memory, rate limits.
+
+    Matching by class name keeps torch / openai / httpx imports out of this module:
+    ``torch.cuda.OutOfMemoryError``, ``openai.APIConnectionError``, ``openai.RateLimitError``,
+    ``httpx.ConnectTimeout`` all match. Programming and data errors (KeyError, ValueError,
+    schema errors) are not retried: they would fail the same way again.
+    """
+    for e in _chain(exc):
+        if isinstance(e, _PERMANENT_OS_ERRORS):
+            return False
+        if isinstance(e, (OSError, MemoryError, TimeoutError, ConnectionError)):
+            return True
+        name = type(e).__name__.lower()
+        if any(h in name for h in _TRANSIENT_NAME_HINTS):
+            return True
+    return False
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def retry_condition(transient_only: bool) -> Any:
+    """A Prefect ``retry_condition_fn``: retry transient errors only, or every error."""
+
+    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
+        if not transient_only:
+            return True
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception as err:  # pragma: no cover - the result could not be read back
+            exc = err
+        return isinstance(exc, BaseException) and is_transient(exc)
+
+    return should_retry
+
+
+# --- GPU placement ---------------------------------------------------------------------
+
+
+@contextmanager
+def shard_placement(stage: Any, ctx: RunContext) -> Iterator[RunContext]:
+    """Place a shard: a Ray-assigned GPU, or a concurrency slot plus a leased device on this node.
+
+    Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]``.
+    """
+    orch: OrchestrationConfig = ctx.config.orchestration
+    if not uses_gpu(stage):
+        yield ctx
+        return
+    device = ray_device()
+    if device is not None:
+        yield _with_device(ctx, device)
+        return
+    slot = _gpu_slot(orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else nullcontext()
+    with slot:
+        if orch.gpu_devices:
+            with lease_device(orch.gpu_devices, orch.device_lock_dir) as index:
+                yield _with_device(ctx, f"cuda:{index}")
+        else:
+            yield ctx
+
+
+def _with_device(ctx: RunContext, device: str) -> RunContext:
+    return replace(ctx, options={**ctx.options, DEVICE_OPTION: device})
+
+
+@contextmanager
+def _gpu_slot(limit: str) -> Iterator[None]:
+    from prefect.concurrency.sync import concurrency
+    from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+
+    try:
+        cm = concurrency(limit, occupy=1, strict=True)
+        cm.__enter__()
+    except ConcurrencySlotAcquisitionError as exc:
+        raise RuntimeError(
+            f"orchestration.gpu_concurrency_limit {limit!r}: no such Prefect global concurrency limit; "
+            f"create it with `prefect gcl create {limit} --limit <number of GPUs>` ({exc})"
+        ) from None
+    try:
+        yield
+    except BaseException as exc:
+        if not cm.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        cm.__exit__(None, None, None)
+
+
+# --- tasks and flows -------------------------------------------------------------------
+
+
+@task(
+    name="process-shard",
+    task_run_name="{stage_name}-shard-{index}",
+    cache_policy=NONE,
+    persist_result=False,
+    retry_condition_fn=retry_condition(True),
+)
+def process_shard_task(stage_name: str, stage: Any, ctx: RunContext, key: str, index: int, work: Any) -> dict[str, Any]:
+    """Process one shard and write it with its completion marker (the unit that is retried).
+
+    ``stage`` travels as an object (pickled by reference to its class), so Ray workers run
+    exactly the stage the driver planned; ``stage_name`` names the task run.
+    """
+    with shard_placement(stage, ctx) as shard_ctx:
+        result = stage.process_shard(shard_ctx, index, work)
+    return stage.store(ctx).write_shard(index, key, result)
+
+
+def task_runner_for(config: BuildConfig) -> Any:
+    """Threads (default, ``run.workers`` at once) or Ray via prefect-ray."""
     orch = config.orchestration
     if orch.task_runner == "ray":
-        from prefect_ray import RayTaskRunner
-
-        init_kwargs = {"include_dashboard": False}
-        return RayTaskRunner(address=orch.ray_address, init_kwargs=init_kwargs)
+        try:
+            from prefect_ray import RayTaskRunner
+        except ImportError as exc:  # pragma: no cover - the ray extra is part of test installs
+            raise RuntimeError("orchestration.task_runner 'ray' needs the ray extra: pip install 'reactbench-pipeline[ray]'") from exc
+        return RayTaskRunner(address=orch.ray_address, init_kwargs=ray_init_kwargs(orch))
     return ThreadPoolTaskRunner(max_workers=config.run.workers)
 
 
-def _publish(summary: StageSummary) -> None:
-    key = f"reactbench-{summary.stage}-counts"
-    rows = [
-        {"metric": "shards run", "value": summary.shards_run},
-        {"metric": "shards skipped", "value": summary.shards_skipped},
-        {"metric": "rows in", "value": summary.rows_in},
-        *({"metric": f"rows out: {k}", "value": v} for k, v in summary.rows_out.items()),
-        {"metric": "rejected", "value": summary.rejected},
-        *({"metric": f"reject: {k}", "value": v} for k, v in sorted(summary.reject_reasons.items())),
-    ]
-    create_table_artifact(key=key, table=rows, description=f"reactbench stage {summary.stage}")
+def ray_init_kwargs(orch: OrchestrationConfig) -> dict[str, Any]:
+    """``ray.init`` arguments: no dashboard, the user's extras, and this process's Prefect API for the workers."""
+    import os
+
+    kwargs: dict[str, Any] = {"include_dashboard": False, **orch.ray_init}
+    api = os.environ.get("PREFECT_API_URL")
+    if api and orch.ray_address:  # remote cluster workers do not inherit our environment
+        env = dict(kwargs.get("runtime_env", {}).get("env_vars", {}))
+        env.setdefault("PREFECT_API_URL", api)
+        kwargs["runtime_env"] = {**kwargs.get("runtime_env", {}), "env_vars": env}
+    return kwargs
 
 
-def run_stage_in_flow(stage_name: str, ctx: RunContext, force: bool) -> StageSummary:
-    import time
+@contextmanager
+def ray_session(config: BuildConfig) -> Iterator[None]:
+    """Start (or connect to) Ray once for a whole build, so stages do not each pay ``ray.init``."""
+    orch = config.orchestration
+    if orch.task_runner != "ray":
+        yield
+        return
+    import ray
 
-    started = time.perf_counter()
-    stage = get_stage(stage_name)
-    plan = prepare_stage(stage, ctx, force=force)
+    if ray.is_initialized():
+        yield
+        return
+    addr = orch.ray_address if orch.ray_address and orch.ray_address != "auto" else None
+    ray.init(addr, **ray_init_kwargs(orch))
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _submit_all(stage: Any, ctx: RunContext, key: str, work: list[Any], todo: list[int]) -> list[Any]:
     orch = ctx.config.orchestration
-    shard_task = process_shard_task.with_options(retries=orch.retries, retry_delay_seconds=orch.retry_delay_s)
-    if orch.task_runner == "ray" and stage_name == "edit" and orch.gpus_per_edit_task:
+    shard_task = process_shard_task.with_options(
+        retries=orch.retries,
+        retry_delay_seconds=orch.retry_delay_s,
+        retry_condition_fn=retry_condition(orch.retry_transient_only),
+    )
+    stage_name = stage.name
+    gpu_opts = orch.task_runner == "ray" and uses_gpu(stage) and orch.gpus_per_edit_task > 0
+    if gpu_opts:
         from prefect_ray.context import remote_options
 
         with remote_options(num_gpus=orch.gpus_per_edit_task):
-            futures = [shard_task.submit(stage_name, ctx, plan, i) for i in plan.todo]
-    else:
-        futures = [shard_task.submit(stage_name, ctx, plan, i) for i in plan.todo]
-    failures = []
-    for fut in futures:
+            return [shard_task.submit(stage_name, stage, ctx, key, i, work[i]) for i in todo]
+    return [shard_task.submit(stage_name, stage, ctx, key, i, work[i]) for i in todo]
+
+
+@flow(name="reactbench-stage-shards", flow_run_name="{stage_name}")
+def stage_shards_flow(
+    stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
+) -> StageSummary:
+    """Plan one stage, run its pending shards on the task runner, publish counts and progress."""
+    ctx = RunContext(run=RunFS.open(run_dir), config=config_from_dict(config), options=dict(options or {}))
+    logger = get_run_logger()
+    started = time.perf_counter()
+    stage = get_stage(stage_name)
+    plan = prepare_stage(stage, ctx, force=force)
+    progress = ProgressArtifact(stage_name, total=len(plan.work), done=len(plan.skipped))
+    logger.info("%s: %d shard(s) to run, %d already complete", stage_name, len(plan.todo), len(plan.skipped))
+    futures = _submit_all(stage, ctx, plan.key, plan.work, plan.todo)
+    failures: list[str] = []
+    for fut in as_completed(futures):
         try:
             fut.result()
         except Exception as exc:  # a failed shard never blocks the others
-            failures.append(exc)
-    summary = finish_stage(stage, ctx, plan, started)
-    _publish(summary)
-    get_run_logger().info(
+            failures.append(f"{exc.__class__.__name__}: {exc}")
+            logger.error("%s: a shard failed after its retries: %s", stage_name, "".join(traceback.format_exception_only(exc)).strip())
+        else:
+            progress.advance()
+    try:
+        summary = finish_stage(stage, ctx, plan, started)
+    except ShardFailed as exc:
+        publish_stage_table(_partial_summary(stage, ctx, plan, started))
+        raise ShardFailed(f"{exc}\n" + "\n".join(failures)) from None
+    publish_stage_table(summary)
+    logger.info(
         "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
         stage_name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
     )
     return summary
 
 
-@flow(name="reactbench-stage", flow_run_name="{stage_name}")
-def stage_flow(stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict | None = None) -> StageSummary:
-    """One stage; deployed on its own for reruns of a single stage."""
-    cfg = config_from_dict(config)
+def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> StageSummary:
+    """Counts over the shards that did finish (for the artifact of a failed stage)."""
+    s = stage.store(ctx).summarize(plan.key)
+    done = set(s["completed_shards"])
+    return StageSummary(
+        stage=stage.name, shards_total=len(plan.work), shards_skipped=len(plan.skipped),
+        shards_run=len([i for i in plan.todo if i in done]), rows_in=s["rows_in"], rows_out=s["rows_out"],
+        rejected=s["rejected"], reject_reasons=s["reject_reasons"], seconds=time.perf_counter() - started,
+    )
+
+
+def _run_stage(name: str, ctx: RunContext, force: bool) -> StageSummary:
+    sub = stage_shards_flow.with_options(task_runner=task_runner_for(ctx.config))
+    config = ctx.config.model_dump(mode="json")
+    return sub(stage_name=name, config=config, run_dir=ctx.run.url, force=force, options=ctx.options)
+
+
+@flow(name="reactbench-stage")
+def stage_flow(
+    stage_name: str,
+    config: dict[str, Any] | str | None = None,
+    run_dir: str = "runs/demo",
+    force: bool = False,
+    options: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> StageSummary:
+    """One stage on its own (its upstream must be complete in ``run_dir``): reruns, partial rebuilds."""
+    cfg = resolve_config(config, overrides)
     ctx = make_context(cfg, run_dir, options)
-    return run_stage_in_flow(stage_name, ctx, force)
+    with ray_session(cfg):
+        return _run_stage(get_stage(stage_name).name, ctx, force)
 
 
 @flow(name="reactbench-build")
 def build_flow(
-    config: dict[str, Any], run_dir: str, stages: list[str] | None = None, force: bool = False, options: dict | None = None
+    config: dict[str, Any] | str | None = None,
+    run_dir: str = "runs/demo",
+    stages: list[str] | None = None,
+    force: bool = False,
+    options: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> list[StageSummary]:
-    """All stages in order, each a subflow whose shard tasks run on the configured task runner."""
-    cfg = config_from_dict(config)
-    summaries = []
-    runner = _task_runner(cfg)
-    for name in select_stages(stages):
-        sub = stage_flow.with_options(task_runner=runner)
-        summaries.append(sub(stage_name=name, config=config, run_dir=run_dir, force=force, options=options))
-    lines = ["# reactbench build", "", f"Run directory: `{run_dir}`", "", "| stage | shards run | skipped | rows in | rows out | rejected |", "|---|---|---|---|---|---|"]
-    for s in summaries:
-        out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
-        lines.append(f"| {s.stage} | {s.shards_run} | {s.shards_skipped} | {s.rows_in} | {out} | {s.rejected} |")
-    create_markdown_artifact(key="reactbench-build-summary", markdown="\n".join(lines), description="reactbench build summary")
+    """All (or the selected) stages in order; publishes a markdown summary even when a stage fails."""
+    cfg = resolve_config(config, overrides)
+    ctx = make_context(cfg, run_dir, options)
+    summaries: list[StageSummary] = []
+    failed: dict[str, str] = {}
+    with ray_session(cfg):
+        for name in select_stages(stages):
+            try:
+                summaries.append(_run_stage(name, ctx, force))
+            except Exception as exc:
+                failed[name] = f"{exc.__class__.__name__}: {exc}"
+                break  # later stages read this one's output
+    publish_build_summary(run_dir, summaries, failed)
+    if failed:
+        stage, msg = next(iter(failed.items()))
+        raise ShardFailed(f"build stopped at stage {stage!r}: {msg}")
     return summaries

@@ -18,7 +18,7 @@ class RelationalErasureParams(Section):
     count_unit: Literal["images", "relations"] = "images"
     area_range: tuple[float, float] = (0.005, 0.5)  # erased box area as a fraction of the image
     images_per_pair: int = Field(20, ge=1)
-    control: bool = False
+    control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
 
 class CounterfactualAttributeParams(Section):
@@ -27,12 +27,13 @@ class CounterfactualAttributeParams(Section):
     top_k: int = Field(3, ge=1)
     area_range: tuple[float, float] = (0.05, 0.8)
     images_per_attribute: int = Field(20, ge=1)
-    control: bool = False
+    control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
 
 class AlterationTracingParams(Section):
     min_objects: int = Field(15, ge=0, description="images need more than this many annotated objects")
     max_target_area: float = Field(0.2, gt=0.0, le=1.0)
+    min_target_area: float = Field(0.001, ge=0.0, le=1.0, description="skip specks smaller than this fraction")
     max_images: int = Field(200, ge=1)
     edit_types: tuple[str, ...] = ("delete", "add", "replace", "move")
 
@@ -41,12 +42,25 @@ class DenseCountingParams(Section):
     count_range: tuple[int, int] = (10, 200)
     bins: tuple[int, ...] = (10, 25, 50, 100, 200)
     per_bin: int = Field(20, ge=1)
+    splits: tuple[str, ...] = ("train", "val", "test")  # keys of Train_Test_Val_FSC_147.json to draw from
 
 
 class MineConfig(Section):
     tasks: tuple[TaskId, ...] = ("relational_erasure",)
     canonical: Literal["name", "synset"] = "name"
+    control: bool = Field(False, description="one switch for the RE and CA control variants")
+    object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
+    relationship_alias: str | None = Field(None, description="alias file; default <visual_genome>/relationship_alias.txt when present")
+    image_dir: str | None = Field(None, description="VG image folder when not VG_100K / VG_100K_2 / images beside the JSON")
+    box_tolerance: float = Field(0.02, ge=0.0, le=1.0, description="fraction of the image side a box may leave the image")
+    context_max_objects: int = Field(60, ge=0, description="other objects listed in a candidate's context_json")
+    stats_min_count: int = Field(1, ge=1, description="pairs / object-attribute rows below this count are not written to the stats")
+    block_mb: int = Field(8, ge=1, description="read block of the streaming JSON reader")
     relational_erasure: RelationalErasureParams = RelationalErasureParams()
     counterfactual_attribute: CounterfactualAttributeParams = CounterfactualAttributeParams()
     alteration_tracing: AlterationTracingParams = AlterationTracingParams()
     dense_counting: DenseCountingParams = DenseCountingParams()
+
+    def control_for(self, task: str) -> bool:
+        own = getattr(self, task).control
+        return self.control if own is None else bool(own)

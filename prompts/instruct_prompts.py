@@ -43,7 +43,7 @@ _DIRECTION_SYNONYMS = {
 }
 
 
-def _same_name(a: str, b: str) -> bool:
+def same_name(a: str, b: str) -> bool:
     """Names match ignoring case, articles and a plural ``s``."""
 
     def n(s: str) -> str:
@@ -82,9 +82,9 @@ class REInstruction(_Output):
         ctx = info.context or {}
         pair = [ctx.get("target_name"), ctx.get("partner_name")]
         if all(pair):
-            if not any(_same_name(self.remove, p) for p in pair):
+            if not any(same_name(self.remove, p) for p in pair):
                 raise ValueError(f"remove: must be one of the relation's entities {pair}, got {self.remove!r}")
-            if _same_name(self.remove, self.keep):
+            if same_name(self.remove, self.keep):
                 raise ValueError("keep: must be the other entity of the relation, not the removed one")
         return self
 
@@ -164,7 +164,7 @@ class ATEditPlan(_Output):
                 raise ValueError(f"edit_type: must be the assigned type {assigned!r} or one of its fallbacks {allowed[1:]}")
         if self.edit_type == "delete" and int(ctx.get("same_instance_count") or 0) < 2:
             raise ValueError("edit_type: delete needs at least two instances of the object; use the next fallback")
-        if _same_name(self.B, self.B_prime):
+        if same_name(self.B, self.B_prime):
             raise ValueError("B_prime: must be an object of another kind than B")
         if self.A.strip().lower() == self.A_prime.strip().lower():
             raise ValueError("A_prime: must be a different place than A")

@@ -104,8 +104,10 @@ def parse_lines(text: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
         m = _KEY_LINE_RE.match(line)
         if m and norm_key(m.group(1)) in lookup:
             current = lookup[norm_key(m.group(1))]
-            found.setdefault(current, [])
             found[current] = [m.group(2).strip()]
+            continue
+        if m and len(m.group(1).split()) <= 3:
+            current = None  # "Note: ..." after the fields is commentary, not part of the last value
             continue
         if current is not None and line.strip() and not line.strip().startswith("```"):
             found[current].append(line.strip())

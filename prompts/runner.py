@@ -65,9 +65,12 @@ def image_mime(data: bytes) -> str:
     raise ValueError("unsupported image format (expected PNG, JPEG, WebP or GIF bytes)")
 
 
-def build_messages(spec: PromptSpec, inp: PromptInput) -> list[dict[str, Any]]:
-    """One user turn: the images first (in order), then the rendered prompt text."""
-    if len(inp.images) != spec.n_images:
+def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool = True) -> list[dict[str, Any]]:
+    """One user turn: the images first (in order), then the rendered prompt text.
+
+    ``require_images=False`` (clients that answer from annotations) also accepts no images.
+    """
+    if len(inp.images) != spec.n_images and (require_images or inp.images):
         raise ValueError(f"prompt {spec.name!r} takes {spec.n_images} image(s), got {len(inp.images)}")
     parts: list[dict[str, Any]] = [{"type": "image", "data": img, "mime": image_mime(img)} for img in inp.images]
     parts.append({"type": "text", "text": render(spec, inp.context)})
@@ -90,7 +93,8 @@ def run_prompt(
 ) -> list[PromptOutcome]:
     """Ask ``spec`` for every input; outcomes come back in input order, one per input."""
     sampling = {"temperature": temperature, "max_tokens": max_tokens}
-    convs = [build_messages(spec, inp) for inp in inputs]
+    needs_images = bool(getattr(client, "uses_images", True))
+    convs = [build_messages(spec, inp, require_images=needs_images) for inp in inputs]
     outcomes: list[PromptOutcome | None] = [None] * len(inputs)
     last_raw = [""] * len(inputs)
     last_err: list[str | None] = [None] * len(inputs)

@@ -17,7 +17,9 @@ class InstructConfig(Section):
 
 
 class EditConfig(Section):
-    batch_size: int = Field(4, ge=1)
+    batch_size: int = Field(4, ge=1, description="requests per editor call (capped by the editor's own batch_size)")
+    keep_loaded: int = Field(1, ge=1, description="model editors kept loaded per worker process (ablations of big models)")
+    record_timings: bool = Field(False, description="fill edits.edit_seconds (wall time varies, so artifacts stop being byte-identical)")
     qc: QCParams = QCParams()
 
 
@@ -25,6 +27,8 @@ class QAConfig(Section):
     mc_mode: Literal["shuffle", "cyclic"] = "shuffle"
     beaf: bool = False
     control_questions: bool = True
+    mc_length_ratio: float = Field(1.5, gt=1.0, description="reject MC when the correct option is this many times longer than every distractor ...")
+    mc_length_min_gap: int = Field(15, ge=0, description="... and at least this many characters longer")
 
 
 class ReviewConfig(Section):
@@ -43,3 +47,9 @@ class EvalConfig(Section):
     modes: tuple[Literal["standard", "cot"], ...] = ("standard", "cot")
     temperature: float = 0.2
     max_tokens: int = 1024
+    judge: str | None = Field(None, description="BACKEND:MODEL of the LLM judge for SA answers, sub-causes and spans; None = offline rules judge")
+    judge_base_url: str | None = None  # OpenAI-compatible endpoint of the judge (defaults to mllm.base_url)
+    embedding_model: str | None = None  # local sentence-embedding model folder for the offline SA judge (optional)
+    embedding_threshold: float = Field(0.8, ge=-1, le=1, description="cosine similarity to the reference above which the offline judge accepts a paraphrase")
+    subcauses: bool = True  # attribute CoT-hallucinated answers to the task's sub-causes
+    spans: bool = True  # MHALO-style span detection on CoT-hallucinated answers

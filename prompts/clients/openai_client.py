@@ -180,6 +180,10 @@ class OpenAIClient:
                     if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
                         return MLLMResponse("", self.model_id, self.backend, error=last)
                     retry_after = _retry_after(exc)
+                except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
+                    last = f"malformed response: {_short(str(exc))}"
+                except Exception as exc:  # never let one request sink the batch
+                    return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {_short(str(exc))}")
             if attempt < self.retry.max_retries:
                 await asyncio.sleep(self.retry.delay(attempt, retry_after))
         return MLLMResponse("", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}")

@@ -61,7 +61,8 @@ def collapse_cyclic(rows: Iterable[Row]) -> list[dict[str, Any]]:
         members = sorted(groups[key], key=lambda r: r.get("rotation") or 0)
         merged = dict(members[0])
         merged["correct"] = all(bool(m.get("correct")) for m in members)
-        merged["prior_fallback"] = any(bool(m.get("prior_fallback")) for m in members)
+        priors = [m.get("prior_fallback") for m in members if m.get("prior_fallback") is not None]
+        merged["prior_fallback"] = any(priors) if priors else None
         merged["rotations"] = len(members)
         out.append(merged)
     return out
@@ -160,14 +161,15 @@ def beaf_pairs(rows: Iterable[Row]) -> list[BeafPair]:
     """Pair BEAF answers asked on the original and the edited image of one edit.
 
     Rows of ``question_set == "beaf"`` carry ``image_role`` original|edited and
-    ``beaf_related``; the pair key is (mode, edit_id, normalised question text). Unpaired
-    rows are ignored (they cannot show a change).
+    ``beaf_related`` (the qa stage's ``dimension == "removed"``); the pair key is (mode,
+    edit_id, qid), or the normalised text when qid is missing. Unpaired rows are ignored
+    (they cannot show a change).
     """
     by_key: dict[tuple, dict[str, Row]] = defaultdict(dict)
     for r in rows:
         if r.get("question_set") != "beaf":
             continue
-        key = (r.get("mode"), r.get("edit_id"), " ".join(str(r.get("text", "")).lower().split()))
+        key = (r.get("mode"), r.get("edit_id"), r.get("qid") or " ".join(str(r.get("text", "")).lower().split()))
         by_key[key][str(r.get("image_role"))] = r
     out = []
     for key in sorted(by_key, key=lambda k: tuple(str(v) for v in k)):
@@ -202,14 +204,15 @@ def hallu_rate(rows: Iterable[Row], by: Sequence[str] = ()) -> list[dict[str, An
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds)."""
-    rows = list(rows)
+    all_rows = list(rows)
+    rows = [r for r in all_rows if r.get("status") != "error"]  # transport failures say nothing about the model
     main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
     control = [r for r in rows if r.get("question_set") == "control"]
     out: dict[str, Any] = {
-        "n_answers": len(rows),
+        "n_answers": len(all_rows),
         "n_main_questions_scored": len(main),
         "unparseable": sum(1 for r in rows if r.get("status") == "unparseable"),
-        "errors": sum(1 for r in rows if r.get("status") == "error"),
+        "errors": sum(1 for r in all_rows if r.get("status") == "error"),
         "react": react_score(rows).as_dict(),
         "accuracy": {
             "overall": accuracy(main, ["mode"]),

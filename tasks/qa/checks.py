@@ -15,8 +15,8 @@ from tasks.qa.text import normalize_option
 class LengthRule:
     """The correct option may not be the unique longest by a wide margin (both limits exceeded)."""
 
-    ratio: float = 2.0  # longer than ratio x the longest distractor ...
-    min_gap: int = 12  # ... and at least this many characters longer
+    ratio: float = 1.5  # longer than ratio x the longest distractor ...
+    min_gap: int = 15  # ... and at least this many characters longer
 
 
 def check_options(options: list[str], correct: int, rule: LengthRule) -> list[tuple[str, str]]:

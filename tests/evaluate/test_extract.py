@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.evaluate.extract import extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
+from prompts.eval_parsing import extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
 
 OPTS = ["a red cup", "a blue cup", "a cat", "none of the above"]
 

@@ -1,15 +1,22 @@
-"""Robust extraction of Yes/No, option letters and numbers from free model text.
+"""Reading evaluation answers: Yes/No, option letters, numbers, and tagged hallucination spans.
 
 Models answer in prose, markdown, with chain-of-thought before the verdict, sometimes in
 Chinese. The rule everywhere: an explicit final-answer marker wins; otherwise the start of
 the reply (standard mode) or its last line (CoT mode); otherwise an unambiguous mention
 anywhere. Ambiguity returns ``None`` (scored as wrong and counted as unparseable), never a guess.
+
+Hallucination spans (MHALO, papers/mhalo.txt): a detector copies the response with XML-style
+tags (``<hallucination type="Object">two dogs</hallucination>``). Spans are half-open token
+intervals over the whitespace tokens of the *untagged* response; a detector that changes the
+response text did not follow the instruction (``followed=False``).
 """
 
 from __future__ import annotations
 
 import re
 import string
+from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 LETTERS = string.ascii_uppercase
 
@@ -231,3 +238,133 @@ def negated_mention(text: str, term: str) -> bool:
             continue
         return False
     return True
+
+
+# -- hallucination spans ------------------------------------------------------------
+
+HALLUCINATION_TYPES: tuple[str, ...] = (
+    "Object",
+    "OCR",
+    "Numerical Attribute",
+    "Color Attribute",
+    "Shape Attribute",
+    "Spatial Attribute",
+    "Numerical Relation",
+    "Spatial Relation",
+    "Logical Error",
+    "Calculation Error",
+    "Knowledge Error",
+    "Query Misunderstanding",
+)
+_TYPE_KEYS = {re.sub(r"[^a-z]", "", t.lower()): t for t in HALLUCINATION_TYPES}
+
+_TAG = re.compile(r"<hallucination(?:\s+type\s*=\s*[\"']([^\"']*)[\"'])?\s*>(.*?)</hallucination>", re.S | re.I)
+_BLOCK = re.compile(r"<tagged_text>(.*?)</tagged_text>", re.S | re.I)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Half-open token interval [start, end) with an optional hallucination type."""
+
+    start: int
+    end: int
+    type: str | None = None
+
+    def __len__(self) -> int:
+        return max(0, self.end - self.start)
+
+
+def canonical_type(name: str | None) -> str | None:
+    """Map a type as a model writes it ("logical errors", "**Color Attribute**") to one of the 12."""
+    if not name:
+        return None
+    key = re.sub(r"[^a-z]", "", name.lower())
+    if key in _TYPE_KEYS:
+        return _TYPE_KEYS[key]
+    if key.endswith("s") and key[:-1] in _TYPE_KEYS:
+        return _TYPE_KEYS[key[:-1]]
+    return None
+
+
+def tokenize(text: str) -> list[tuple[int, int]]:
+    """Character offsets of the whitespace tokens of ``text``."""
+    return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+
+
+def char_to_token_span(tokens: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """The tokens overlapping characters [start, end) as a half-open token interval."""
+    idx = [i for i, (s, e) in enumerate(tokens) if s < end and e > start]
+    return (idx[0], idx[-1] + 1) if idx else None
+
+
+@dataclass(frozen=True)
+class Detection:
+    spans: tuple[Span, ...]
+    followed: bool  # the untagged text equals the response (whitespace-insensitive)
+
+
+def parse_tagged(tagged: str, response: str) -> Detection:
+    """Spans of a detector's tagged copy of ``response``.
+
+    The ``<Tagged_Text>`` block is used when present. Tags are removed to rebuild the plain
+    text; if that differs from the response (beyond whitespace), ``followed`` is False.
+    """
+    block = _BLOCK.search(tagged or "")
+    body = block.group(1) if block else re.sub(r"^\s*tagged[_ ]text\s*:\s*", "", tagged or "", flags=re.I)
+    plain_parts: list[str] = []
+    char_spans: list[tuple[int, int, str | None]] = []
+    pos = 0
+    cursor = 0
+    for m in _TAG.finditer(body):
+        before = body[cursor : m.start()]
+        plain_parts.append(before)
+        pos += len(before)
+        inner = m.group(2)
+        char_spans.append((pos, pos + len(inner), canonical_type(m.group(1))))
+        plain_parts.append(inner)
+        pos += len(inner)
+        cursor = m.end()
+    plain_parts.append(body[cursor:])
+    plain = "".join(plain_parts)
+    followed = plain.split() == (response or "").split()
+    if not followed:
+        return Detection((), False)
+    tokens = tokenize(plain)
+    spans = []
+    for s, e, t in char_spans:
+        tok = char_to_token_span(tokens, s, e)
+        if tok:
+            spans.append(Span(tok[0], tok[1], t))
+    return Detection(tuple(sorted(set(spans), key=lambda x: (x.start, x.end, x.type or ""))), True)
+
+
+def spans_from_phrases(response: str, phrases: Iterable[tuple[str, str | None]]) -> tuple[Span, ...]:
+    """Token spans of every whole-word occurrence of each (phrase, type) in ``response``."""
+    tokens = tokenize(response)
+    out = set()
+    for phrase, typ in phrases:
+        if not phrase.strip():
+            continue
+        for m in re.finditer(rf"(?<!\w){re.escape(phrase)}(?:s|es)?(?!\w)", response, re.I):
+            tok = char_to_token_span(tokens, m.start(), m.end())
+            if tok:
+                out.add(Span(tok[0], tok[1], typ))
+    return tuple(sorted(out, key=lambda x: (x.start, x.end, x.type or "")))
+
+
+def render_tagged(response: str, spans: Sequence[Span]) -> str:
+    """The response with ``<hallucination type=...>`` tags around the given (non-overlapping) spans."""
+    tokens = tokenize(response)
+    out, cursor = [], 0
+    for sp in sorted(spans, key=lambda s: s.start):
+        if sp.start < 0 or sp.end > len(tokens) or len(sp) == 0:
+            continue
+        s, e = tokens[sp.start][0], tokens[sp.end - 1][1]
+        if s < cursor:
+            continue  # overlapping span: keep the first
+        attr = f' type="{sp.type}"' if sp.type else ""
+        out.append(response[cursor:s])
+        out.append(f"<hallucination{attr}>{response[s:e]}</hallucination>")
+        cursor = e
+    out.append(response[cursor:])
+    return "".join(out)

@@ -1,0 +1,130 @@
+"""How much of the edit stage's wall time is spent outside the editor call?
+
+Runs the real edit stage (image reads, prefetch, auto-QC, PNG encoding, content-addressed
+writes, Parquet shards) with a tiny random-weight QwenImageEditPipeline on the CPU over a few
+hundred sample instructions, one worker (one GPU's worth), and side by side the same editor
+called in a bare loop on the same requests. Prints both and ends with one JSON line:
+``items``, ``wall_s``, ``editor_s``, ``overhead_fraction``, ``s_per_image``.
+
+    .venv/bin/python benchmarks/edit_overhead.py --items 240
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def instruction_rows(sample: Path, n: int) -> list[dict]:
+    """``n`` applicable instructions over the sample's drawn objects, edit types in rotation."""
+    from miners.sample_data import load_truth
+    from storage.hashing import canonical_json, stable_id
+
+    truth = load_truth(sample)
+    kinds = [("remove", "remove the {}"), ("attribute", "make the {} blue"), ("move", "move the {} a little"), ("add", "add another {}")]
+    rows = []
+    for image_id in sorted(truth["images"], key=int):
+        im = truth["images"][image_id]
+        if not (sample / im["file"]).exists():
+            continue
+        for oid, obj in sorted(im["objects"].items()):
+            kind, text = kinds[len(rows) % len(kinds)]
+            cand = {"id": f"c{oid}", "context_json": "[]"}
+            rows.append({
+                "id": stable_id("bench", image_id, oid, kind), "task": "alteration_tracing", "variant": "targeted",
+                "source": "visual_genome", "image_id": image_id, "image_path": str(sample / im["file"]), "width": im["width"],
+                "height": im["height"], "candidate_id": cand["id"], "candidate_json": canonical_json(cand), "status": "applicable",
+                "instruction": text.format(obj["name"]), "edit_type": kind, "target_box": [float(v) for v in obj["box"]],
+                "target_name": obj["name"], "fields_json": "{}",
+            })
+            if len(rows) == n:
+                return rows
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=240)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--area", type=int, default=192 * 192, help="working area of the tiny pipeline (pixels)")
+    ap.add_argument("--batch-size", type=int, default=4)
+    args = ap.parse_args()
+
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from rich.console import Console
+
+    from editors.base import EditRequest
+    from editors.registry import clear_cache, get_editor
+    from editors.runtime import run_batch
+    from editors.tiny import build_qwen_image_edit
+    from flows.config import config_from_dict
+    from miners.sample_data import generate_sample
+    from storage.fs import RunFS
+    from storage.image_store import read_image_rgb
+    from storage.stage_store import ShardResult, StageStore, read_artifact
+    from tasks.base import RunContext
+    from tasks.edit import EditStage, item_seed
+    from tasks.runner import run_stage
+
+    console = Console(stderr=True)
+    with tempfile.TemporaryDirectory(prefix="edit-overhead-") as tmp:
+        tmp_path = Path(tmp)
+        console.print("building sample data and a tiny Qwen-Image-Edit pipeline ...")
+        generate_sample(tmp_path / "sample", seed=0)
+        model = build_qwen_image_edit(tmp_path / "tiny-qwen")
+        rows = instruction_rows(tmp_path / "sample", args.items)
+        run = RunFS.open(str(tmp_path / "run"))
+        store = StageStore(run, "instruct", {"instructions": "instructions"})
+        store.write_shard(0, "bench", ShardResult(outputs={"instructions": rows}, rows_in=len(rows)))
+        store.write_manifest({"stage": "instruct", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()})
+        params = {"model": str(model), "steps": args.steps, "process_area": args.area, "batch_size": args.batch_size, "true_cfg_scale": 1.0}
+        cfg = config_from_dict({
+            "run": {"seed": 0, "shard_size": 64, "workers": 1},
+            "editors": [{"name": "qwen-image-edit", "params": params}],
+            "edit": {"batch_size": args.batch_size, "record_timings": True},
+        })
+        ctx = RunContext(run, cfg)
+        clear_cache()
+        get_editor("qwen-image-edit", params)  # loading is per process, not per item: keep it out of both timings
+
+        console.print(f"edit stage over {len(rows)} instructions ...")
+        started = time.perf_counter()
+        summary = run_stage(EditStage(), ctx)
+        wall = time.perf_counter() - started
+        edits = read_artifact(run, "edit", "edits").to_pylist()
+        editor_s = sum(r["edit_seconds"] or 0.0 for r in edits)
+        n = summary.rows_out["edits"] + summary.rejected
+
+        console.print("bare editor loop on the same requests ...")
+        editor = get_editor("qwen-image-edit", params)
+        requests = [
+            EditRequest(r["id"], read_image_rgb(r["image_path"]), r["instruction"], r["task"], r["edit_type"], item_seed(0, r["id"]), tuple(r["target_box"]))
+            for r in rows
+        ]
+        started = time.perf_counter()
+        for i in range(0, len(requests), args.batch_size):
+            run_batch(editor, requests[i : i + args.batch_size])
+        bare = time.perf_counter() - started
+
+    overhead = max(0.0, (wall - editor_s) / wall)
+    print(f"items                         {n} ({summary.rows_out['edits']} edits, {summary.rejected} rejects)")
+    print(f"stage wall time               {wall:8.2f} s")
+    print(f"  inside editor calls         {editor_s:8.2f} s")
+    print(f"  outside (overhead)          {wall - editor_s:8.2f} s  = {overhead:.1%} of wall")
+    print(f"bare editor loop, same items  {bare:8.2f} s")
+    print(f"stage wall / bare loop        {wall / bare:8.3f}")
+    print(f"seconds per image (stage)     {wall / max(1, n):8.4f}")
+    print(json.dumps({"items": n, "wall_s": round(wall, 3), "editor_s": round(editor_s, 3), "overhead_fraction": round(overhead, 4), "s_per_image": round(wall / max(1, n), 4)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Running an editor on a batch the way a GPU worker must: serialised model calls, inference mode,
+out-of-memory handled by halving the batch and finally refusing the one item, and a single bad
+item isolated instead of failing its neighbours."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from typing import Sequence
+
+from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+
+Outcome = EditResult | EditFailure
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for CUDA/MPS/CPU allocation failures (torch's OutOfMemoryError or its message)."""
+    if isinstance(exc, MemoryError):
+        return True
+    torch = sys.modules.get("torch")
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def free_memory() -> None:
+    """Release what an OOM left behind before the retry."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
+    with editor.lock:
+        if editor.uses_model:
+            import torch
+
+            with torch.inference_mode():
+                out = editor.edit_batch(list(requests))
+        else:
+            out = editor.edit_batch(list(requests))
+    if len(out) != len(requests):
+        raise EditorError(f"editor {editor.name!r} returned {len(out)} results for {len(requests)} requests")
+    return out
+
+
+def run_batch(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
+    """One outcome per request, in order. OOM halves the batch and retries; a single item that
+    still runs out of memory becomes ``out_of_memory``; any other error on a batch is retried
+    item by item so only the culprit becomes ``editor_failed``. ``EditorError`` (bad config,
+    missing weights) concerns every item and propagates."""
+    todo = [(i, r) for i, r in enumerate(requests)]
+    outcomes: list[Outcome | None] = [None] * len(requests)
+    runnable = []
+    for i, r in todo:
+        refused = editor.supports(r)
+        if refused is not None:
+            outcomes[i] = refused
+        else:
+            runnable.append((i, r))
+    for (i, _), outcome in zip(runnable, _run([r for _, r in runnable], editor)):
+        outcomes[i] = outcome
+    return outcomes  # type: ignore[return-value]
+
+
+def _run(requests: list[EditRequest], editor: Editor) -> list[Outcome]:
+    if not requests:
+        return []
+    try:
+        return _call(editor, requests)
+    except EditorError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classify, then isolate
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        if is_out_of_memory(exc):
+            free_memory()
+            if len(requests) == 1:
+                return [EditFailure("out_of_memory", f"{type(exc).__name__}: {str(exc)[:300]} (even alone)")]
+            half = len(requests) // 2
+            return _run(requests[:half], editor) + _run(requests[half:], editor)
+        if len(requests) == 1:
+            return [EditFailure("editor_failed", f"{type(exc).__name__}: {str(exc)[:500]}")]
+        out: list[Outcome] = []
+        for r in requests:
+            out.extend(_run([r], editor))
+        return out
+
+
+def timed_batch(editor: Editor, requests: Sequence[EditRequest]) -> tuple[list[Outcome], float]:
+    """:func:`run_batch` plus the wall seconds spent inside the editor."""
+    started = time.perf_counter()
+    out = run_batch(editor, requests)
+    return out, time.perf_counter() - started

@@ -1,0 +1,137 @@
+"""``reactbench export | eval | report``: release a build, evaluate a model on it, draw the reports.
+
+Thin wrappers over ``tasks.export``, ``tasks.evaluate`` and ``tasks.report``; the lead's
+``flows/cli.py`` calls :func:`register`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console(stderr=True)
+
+RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL).")
+CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
+UnverifiedOpt = typer.Option(False, "--unverified", help="Use qa/questions + edit/edits (no human review yet); outputs are labelled unverified.")
+
+
+def _config(config: Optional[Path], run_dir: Path, overrides: dict[str, Any] | None = None) -> Any:
+    from flows.config import DEFAULT_CONFIG, load_config
+
+    path = config
+    if path is None:
+        saved = Path(str(run_dir)) / "config.yaml"
+        path = saved if "://" not in str(run_dir) and saved.exists() else DEFAULT_CONFIG
+    return load_config(path, {k: v for k, v in (overrides or {}).items() if v is not None})
+
+
+def _fail(exc: Exception) -> None:
+    console.print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(2)
+
+
+def export_cmd(
+    run_dir: Path = RunDir,
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the Hugging Face datasets release (local path or fsspec URL)."),
+    unverified: bool = UnverifiedOpt,
+    vlmevalkit: Optional[bool] = typer.Option(None, "--vlmevalkit/--no-vlmevalkit", help="Also write a VLMEvalKit TSV (default: export.vlmevalkit_tsv)."),
+    lmms_eval: Optional[bool] = typer.Option(None, "--lmms-eval/--no-lmms-eval", help="Also write lmms-eval task YAMLs (default: export.lmms_eval_yaml)."),
+    config: Optional[Path] = CfgOpt,
+) -> None:
+    """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval)."""
+    from storage.fs import RunFS
+    from tasks.evaluate.inputs import InputsMissing
+    from tasks.export.export import export_benchmark
+
+    try:
+        cfg = _config(config, run_dir)
+        summary = export_benchmark(
+            RunFS.open(str(run_dir)),
+            RunFS.open(str(out)),
+            unverified=unverified,
+            vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
+            lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
+        )
+    except (InputsMissing, ValueError) as exc:
+        _fail(exc)
+        return
+    label = "UNVERIFIED " if unverified else ""
+    console.print(f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}")
+
+
+def eval_cmd(
+    run_dir: Path = RunDir,
+    model: str = typer.Option(..., "--model", "-m", help="BACKEND:MODEL, e.g. rules:rules-v1 or openai:Qwen/Qwen2.5-VL-7B-Instruct."),
+    unverified: bool = UnverifiedOpt,
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint of the model under test (default: mllm.base_url)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="BACKEND:MODEL of the SA / sub-cause / span judge (default: eval.judge, else the offline rules judge)."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="Endpoint of the judge (eval.judge_base_url)."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated prompting modes: standard,cot (eval.modes)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
+    force: bool = typer.Option(False, "--force", help="Re-answer every shard."),
+    config: Optional[Path] = CfgOpt,
+) -> None:
+    """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from storage.fs import RunFS
+    from tasks.evaluate.inputs import InputsMissing
+    from tasks.evaluate.run import run_eval
+
+    overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
+    try:
+        cfg = _config(config, run_dir, overrides)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+            job = bar.add_task(f"eval {model}", total=None)
+            outcome = run_eval(
+                RunFS.open(str(run_dir)), cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
+                progress=lambda done, total: bar.update(job, completed=done, total=max(total, 1)),
+            )
+    except (InputsMissing, ValueError) as exc:
+        _fail(exc)
+        return
+    m = outcome.metrics
+    table = Table(title=f"{model} ({m['questions_source']})")
+    for col in ("task", "standard", "CoT", "S_t"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for task, per_mode in m["react"]["per_mode"].items():
+        table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
+    table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
+    Console().print(table)
+    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).path(outcome.folder)}")
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def report_cmd(
+    kind: str = typer.Argument(..., help="eval | ablation | build"),
+    run_dir: Path = RunDir,
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="eval: only these evaluation folders (e.g. rules-rules-v1); repeatable."),
+) -> None:
+    """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects)."""
+    from storage.fs import RunFS
+    from tasks.report.write import KINDS, write_report
+
+    if kind not in KINDS:
+        _fail(ValueError(f"unknown report {kind!r}; choose one of {', '.join(KINDS)}"))
+    try:
+        where = write_report(kind, RunFS.open(str(run_dir)), out, model or None)
+    except (RuntimeError, FileNotFoundError, ValueError) as exc:
+        _fail(exc)
+        return
+    console.print(f"{kind} report -> {where}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export``, ``eval`` and ``report`` to the main CLI."""
+    app.command("export")(export_cmd)
+    app.command("eval")(eval_cmd)
+    app.command("report")(report_cmd)

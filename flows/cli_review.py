@@ -1,0 +1,125 @@
+"""``reactbench review ...``: serve the review app, manage accounts, export and exchange decisions.
+
+The lead's ``flows/cli.py`` mounts :data:`review_app` and adds the default callback that runs
+the review stage (filling the queue).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
+console = Console()
+
+RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory holding review/queue.sqlite and images/.")
+DbOpt = typer.Option(None, "--db", help="Queue database URL (default: review.db_url of the run's config, else sqlite in the run dir).")
+CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml).")
+
+
+def open_queue(run_dir: Path, db: str | None, config: Path | None = None):  # -> ReviewQueue
+    """The run's queue, configured from its saved config (k, lease timeout, database URL)."""
+    from flows.config import BuildConfig, load_config
+    from storage.fs import RunFS
+    from tasks.review.queue import ReviewQueue
+    from tasks.review.stage import default_db_url
+
+    run = RunFS.open(str(run_dir))
+    saved = Path(run_dir) / "config.yaml"
+    cfg = load_config(config) if config else (load_config(saved) if saved.exists() else BuildConfig())
+    url = db or cfg.review.db_url or default_db_url(run)
+    return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes)
+
+
+@review_app.command("serve")
+def serve(
+    run_dir: Path = RunDir,
+    db: Optional[str] = DbOpt,
+    config: Optional[Path] = CfgOpt,
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (use 0.0.0.0 only behind TLS)."),
+    port: int = typer.Option(8765, help="Port."),
+    secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark cookies Secure (when served over HTTPS)."),
+) -> None:
+    """Serve the review web app for a run."""
+    import uvicorn
+
+    from storage.review_db import redact
+    from tasks.review.app import create_app
+
+    run, queue = open_queue(run_dir, db, config)
+    app = create_app(str(run_dir), queue, secure_cookies=secure_cookies)
+    console.print(f"Review app for {run_dir} (queue {redact(str(queue.engine.url))}) on http://{host}:{port}/")
+    console.print(f"No account yet? reactbench review add-user NAME --role admin --run-dir {run_dir}")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@review_app.command("add-user")
+def add_user_cmd(
+    name: str = typer.Argument(..., help="Account name (shown on the dashboard, pseudonymised on export)."),
+    role: str = typer.Option("annotator", "--role", help="annotator | admin"),
+    run_dir: Path = RunDir,
+    db: Optional[str] = DbOpt,
+    config: Optional[Path] = CfgOpt,
+) -> None:
+    """Create an account and print its secret once (only its hash is stored)."""
+    from tasks.review.accounts import AccountError, add_user
+
+    _run, queue = open_queue(run_dir, db, config)
+    try:
+        secret = add_user(queue.engine, name, role)
+    except AccountError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+    console.print(f"Created {role} {name!r}. Secret (shown once, store it now):")
+    typer.echo(secret)
+
+
+@review_app.command("export")
+def export_cmd(
+    run_dir: Path = RunDir,
+    db: Optional[str] = DbOpt,
+    config: Optional[Path] = CfgOpt,
+    labelstudio: Optional[Path] = typer.Option(None, "--labelstudio", help="Also write Label Studio tasks (JSON) here, with a labeling config beside it."),
+    image_url_prefix: str = typer.Option("/data/local-files/?d=", help="Prefix of image URLs in the Label Studio tasks."),
+) -> None:
+    """Write review/verified_edits, review/verified_questions and review/decisions."""
+    from tasks.review.export import export_review
+    from tasks.review.labelstudio import export_tasks
+
+    run, queue = open_queue(run_dir, db, config)
+    summary = export_review(run, queue)
+    console.print(summary.message)
+    for name, path in summary.paths.items():
+        console.print(f"  {name}: {path}")
+    if labelstudio:
+        n = export_tasks(queue, labelstudio, image_url_prefix)
+        console.print(f"Label Studio: {n} tasks -> {labelstudio} (labeling config: {labelstudio.stem}.label_config.xml)")
+
+
+@review_app.command("import-labelstudio")
+def import_labelstudio_cmd(
+    path: Path = typer.Argument(..., help="Label Studio JSON export of the tasks written by `review export --labelstudio`."),
+    run_dir: Path = RunDir,
+    db: Optional[str] = DbOpt,
+    config: Optional[Path] = CfgOpt,
+) -> None:
+    """Append Label Studio annotations as decisions (importing the same file twice adds nothing)."""
+    from tasks.review.labelstudio import import_decisions
+    from tasks.review.queue import QueueError
+
+    _run, queue = open_queue(run_dir, db, config)
+    try:
+        summary = import_decisions(queue, path)
+    except QueueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+    console.print(f"Imported {summary.imported} decisions ({summary.already_imported} imported before, {len(summary.rejected)} skipped)")
+    for r in summary.rejected:
+        console.print(f"  skipped task {r['task']} annotation {r['annotation']}: {r['reason']}: {r['detail']}")
+
+
+if __name__ == "__main__":
+    review_app()

@@ -1,0 +1,66 @@
+"""Alteration tracing (SPEC 3, AT): crowded images, a small target, and its assigned edit type.
+
+Images need more than ``min_objects`` valid objects; the target is drawn (seeded) among
+objects covering between ``min_target_area`` and ``max_target_area`` of the image.
+Edit types rotate over the selected images in a seeded, balanced order; each candidate
+carries the other types as its fallback chain (in rotation order). ``delete`` needs at
+least two instances of the target's class: otherwise it is taken out of the chain, and a
+candidate assigned ``delete`` moves to the first fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from miners.candidates import Selection, VGRows, rng_for, seeded_order
+from miners.config import AlterationTracingParams
+from miners.vg_scan import Scan
+
+TASK = "alteration_tracing"
+
+
+def assign_edit_type(k: int, offset: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
+    """(edit type, fallback chain, originally assigned type) for the k-th selected image."""
+    n = len(types)
+    assigned = types[(k + offset) % n]
+    chain = [types[(k + offset + j) % n] for j in range(1, n)]
+    edit = assigned
+    if same_instance_count < 2:
+        chain = [c for c in chain if c != "delete"]
+        if assigned == "delete":
+            edit, chain = chain[0], chain[1:]
+    return edit, chain, assigned
+
+
+def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int) -> Selection:
+    sel = Selection()
+    o = scan.objects
+    valid = o["valid"]
+    imgs, counts = np.unique(o["img"][valid], return_counts=True)
+    crowded = imgs[counts > params.min_objects]
+    offset = int(rng_for(seed, TASK, "rotation").integers(len(params.edit_types)))
+    k = 0
+    for iid in seeded_order(crowded.tolist(), seed, TASK):
+        if k >= params.max_images:
+            break
+        info = scan.images[iid]
+        obj_rows = rows.index.objects(iid)
+        frac = (o["w"][obj_rows] * o["h"][obj_rows]) / float(info.width * info.height)
+        ok = obj_rows[(frac >= params.min_target_area) & (frac < params.max_target_area)]
+        if len(ok) == 0:
+            continue
+        path = rows.image_path(iid, sel)
+        if path is None:
+            continue
+        row = int(ok[int(rng_for(seed, TASK, "target", iid).integers(len(ok)))])
+        nid = int(o["nid"][row])
+        same = int(np.sum(o["nid"][obj_rows] == nid))
+        edit, chain, assigned = assign_edit_type(k, offset, params.edit_types, same)
+        target = {"id": int(o["oid"][row]), "name": scan.names.names[nid], "box": rows.index.box("objects", row)}
+        extra: dict[str, Any] = {"assigned_edit_type": assigned, "object_count": int(len(obj_rows)), "rotation_index": k}
+        sel.rows.append(rows.row(TASK, "targeted", iid, path, target=target, extra=extra,
+                                 same_instance_count=same, edit_type=edit, fallback_chain=chain))
+        k += 1
+    return sel

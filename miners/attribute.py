@@ -1,0 +1,169 @@
+"""Counterfactual attribute (SPEC 3, CA): dominant object-attribute associations and instances.
+
+Definitions (checked by the SQL cross-check test):
+- C(o): valid instances (objects in attributes.json) of class o.
+- C(o∩a): valid instances of o annotated with attribute a (an attribute counted once per instance).
+- P(a|o) = C(o∩a) / C(o); ``rank``: position of a among o's attributes by P(a|o) descending,
+  ties alphabetical. Kept: the first ``top_k`` by rank among those with C(o∩a) >= N_min and
+  P(a|o) >= θ.
+Candidates: instances of o carrying a kept a, box area fraction within ``area_range``; one
+instance per image (lowest object id), ``images_per_attribute`` images per (o, a), seeded.
+Controls (``variant: control``): instances of o carrying a non-dominant attribute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from miners.candidates import Selection, VGRows, area_fraction, image_sizes, seeded_order
+from miners.config import CounterfactualAttributeParams
+from miners.vg_scan import Scan
+
+TASK = "counterfactual_attribute"
+
+
+@dataclass
+class AttributeTable:
+    obj: np.ndarray
+    attr: np.ndarray
+    c_o: np.ndarray
+    c_oa: np.ndarray
+    p: np.ndarray
+    rank: np.ndarray
+    kept: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.obj)
+
+
+def attribute_table(scan: Scan, params: CounterfactualAttributeParams) -> AttributeTable:
+    inst, ann = scan.instances, scan.annotations
+    nn = max(1, len(scan.names.names))
+    na = max(1, len(scan.attributes.names))
+    c_name = np.bincount(inst["nid"][inst["valid"]], minlength=nn).astype(np.int64)
+    use = inst["valid"][ann["inst"]]
+    keys, c_oa = np.unique(inst["nid"][ann["inst"][use]] * na + ann["aid"][use], return_counts=True)
+    obj, attr = keys // na, keys % na
+    c_o = c_name[obj]
+    p = c_oa / np.maximum(c_o, 1)
+    order = np.lexsort((attr, -p, obj))
+    rank = np.empty(len(obj), dtype=np.int64)
+    passing = (c_oa >= params.n_min) & (p >= params.theta)
+    kept = np.zeros(len(obj), dtype=bool)
+    prev, r, taken = -1, 0, 0
+    for i in order:
+        if obj[i] != prev:
+            prev, r, taken = obj[i], 0, 0
+        r += 1
+        rank[i] = r
+        if passing[i] and taken < params.top_k:
+            kept[i] = True
+            taken += 1
+    return AttributeTable(obj, attr, c_o, c_oa.astype(np.int64), p, rank, kept)
+
+
+def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, Any]]:
+    """The ``attribute_stats`` artifact rows (C(o∩a) >= ``min_count``), by object then rank."""
+    idx = np.flatnonzero(t.c_oa >= min_count)
+    idx = idx[np.lexsort((t.rank[idx], t.obj[idx]))]
+    names, attrs = scan.names.names, scan.attributes.names
+    cols = {
+        "object": [names[i] for i in t.obj[idx].tolist()],
+        "attribute": [attrs[i] for i in t.attr[idx].tolist()],
+        "c_o": t.c_o[idx].tolist(),
+        "c_oa": t.c_oa[idx].tolist(),
+        "p_a_given_o": t.p[idx].astype(float).tolist(),
+        "rank": t.rank[idx].tolist(),
+        "kept": t.kept[idx].tolist(),
+    }
+    keys = list(cols)
+    return [dict(zip(keys, vals)) for vals in zip(*cols.values())]
+
+
+def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, control: bool) -> Selection:
+    sel = Selection()
+    inst, ann = scan.instances, scan.annotations
+    W, H = image_sizes(scan, inst["img"])
+    frac = area_fraction(inst["w"], inst["h"], W, H)
+    in_range = inst["valid"] & (frac >= params.area_range[0]) & (frac <= params.area_range[1])
+    na = max(1, len(scan.attributes.names))
+    kept_keys = set((t.obj[t.kept] * na + t.attr[t.kept]).tolist())
+    dominant: dict[int, set[int]] = {}
+    for o, a in zip(t.obj[t.kept].tolist(), t.attr[t.kept].tolist()):
+        dominant.setdefault(o, set()).add(a)
+    ok = in_range[ann["inst"]]
+    a_inst, a_aid = ann["inst"][ok], ann["aid"][ok]
+    a_key = inst["nid"][a_inst] * na + a_aid
+    is_kept = np.isin(a_key, np.fromiter(kept_keys, dtype=np.int64, count=len(kept_keys)))
+    used: set[int] = set()
+    names, attrs = scan.names.names, scan.attributes.names
+    stat = {(int(o), int(a)): i for i, (o, a) in enumerate(zip(t.obj, t.attr)) if t.kept[i]}
+    kk = np.flatnonzero(is_kept)
+    kk = kk[np.lexsort((inst["oid"][a_inst[kk]], a_key[kk]))]
+    sorted_keys = a_key[kk]
+    for key in sorted(kept_keys):
+        o, a = key // na, key % na
+        lo, hi = np.searchsorted(sorted_keys, key, "left"), np.searchsorted(sorted_keys, key, "right")
+        first: dict[int, int] = {}
+        for r in a_inst[kk[lo:hi]].tolist():
+            first.setdefault(int(inst["img"][r]), r)
+        chosen = 0
+        for iid in seeded_order(first, seed, TASK, names[o], attrs[a]):
+            if chosen >= params.images_per_attribute:
+                break
+            path = rows.image_path(iid, sel)
+            if path is None:
+                continue
+            r = first[iid]
+            used.add(r)
+            i = stat[(o, a)]
+            sel.rows.append(_row(scan, rows, "targeted", r, iid, path, attrs[a], int(t.rank[i]),
+                                 {"c_o": int(t.c_o[i]), "c_oa": int(t.c_oa[i]), "p_a_given_o": float(t.p[i]),
+                                  "dominant_attributes": sorted(attrs[x] for x in dominant[o])}))
+            chosen += 1
+    if control:
+        _controls(scan, t, params, rows, seed, sel, dominant, a_inst, a_aid, used)
+    return sel
+
+
+def _row(scan: Scan, rows: VGRows, variant: str, r: int, iid: int, path: str, attribute: str, rank: int | None, extra: dict[str, Any]) -> dict[str, Any]:
+    inst = scan.instances
+    target = {"id": int(inst["oid"][r]), "name": scan.names.names[int(inst["nid"][r])], "box": rows.index.box("instances", r)}
+    return rows.row(TASK, variant, iid, path, target=target, id_parts=(attribute,), extra=extra,
+                    attribute=attribute, attribute_rank=rank, edit_type="attribute", fallback_chain=[])
+
+
+def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, sel: Selection,
+              dominant: dict[int, set[int]], a_inst: np.ndarray, a_aid: np.ndarray, used: set[int]) -> None:
+    """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
+    inst = scan.instances
+    names, attrs = scan.names.names, scan.attributes.names
+    count = {(int(o), int(a)): (int(c), int(rk)) for o, a, c, rk in zip(t.obj, t.attr, t.c_oa, t.rank)}
+    by_inst: dict[int, list[int]] = {}
+    for r, a in zip(a_inst.tolist(), a_aid.tolist()):
+        if int(inst["nid"][r]) in dominant and r not in used:
+            by_inst.setdefault(r, []).append(a)
+    per_class: dict[int, dict[int, tuple[int, int]]] = {}
+    for r in sorted(by_inst, key=lambda r: int(inst["oid"][r])):
+        o, aids = int(inst["nid"][r]), by_inst[r]
+        if set(aids) & dominant[o]:
+            continue
+        best = min(aids, key=lambda a: (-count[(o, a)][0], attrs[a]))
+        per_class.setdefault(o, {}).setdefault(int(inst["img"][r]), (r, best))
+    for o in sorted(dominant):
+        first = per_class.get(o, {})
+        chosen = 0
+        for iid in seeded_order(first, seed, TASK, "control", names[o]):
+            if chosen >= params.images_per_attribute:
+                break
+            path = rows.image_path(iid, sel)
+            if path is None:
+                continue
+            r, a = first[iid]
+            c, rk = count[(o, a)]
+            sel.rows.append(_row(scan, rows, "control", r, iid, path, attrs[a], rk,
+                                 {"c_oa": c, "dominant_attributes": sorted(attrs[x] for x in dominant[o]), "control_rule": "non_dominant_attribute"}))
+            chosen += 1

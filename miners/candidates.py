@@ -1,0 +1,119 @@
+"""Shared pieces of candidate selection: seeded orders, image lookup, row assembly.
+
+Every random choice derives its generator from (run seed, task, the thing being sampled),
+so adding a pair or an image never reshuffles the choices made for the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import msgspec
+import numpy as np
+
+from miners.context import ImageIndex
+from miners.vg_format import ImageLocator
+from miners.vg_scan import Scan
+from storage.hashing import canonical_json, stable_id
+from storage.rejects import reject
+
+VG = "visual_genome"
+FSC = "fsc147"
+
+
+def context_json(value: Any) -> str:
+    """Sorted-key compact JSON like ``canonical_json``, but msgspec-fast (contexts are the bulk of a row)."""
+    return msgspec.json.encode(value, order="sorted").decode("utf-8")
+
+
+def rng_for(seed: int, *parts: Any) -> np.random.Generator:
+    return np.random.default_rng(int(stable_id(seed, *parts), 16))
+
+
+def seeded_order(values: Iterable[int], seed: int, *parts: Any) -> list[int]:
+    """The values sorted, then permuted by a generator derived from ``parts``."""
+    vals = sorted(int(v) for v in values)
+    if not vals:
+        return []
+    perm = rng_for(seed, *parts).permutation(len(vals))
+    return [vals[i] for i in perm]
+
+
+@dataclass
+class Selection:
+    """Candidate rows and reject rows produced by one selector."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+
+    def extend(self, other: "Selection") -> None:
+        self.rows.extend(other.rows)
+        self.rejects.extend(other.rejects)
+
+
+class VGRows:
+    """Builds candidate rows for Visual Genome images (path lookup, context, ids)."""
+
+    def __init__(self, scan: Scan, locator: ImageLocator, context_limit: int):
+        self.scan = scan
+        self.index = ImageIndex(scan)
+        self.locator = locator
+        self.context_limit = context_limit
+        self._paths: dict[int, str | None] = {}
+
+    def image_path(self, iid: int, sel: Selection) -> str | None:
+        """The image's file, or None after adding a ``missing_image`` reject (once per image)."""
+        if iid not in self._paths:
+            info = self.scan.images[iid]
+            path = self.locator.find(iid, info.url)
+            self._paths[iid] = path
+            if path is None:
+                sel.rejects.append(reject(f"vg:image:{iid}", "mine", "missing_image",
+                                          f"image {iid}: no file among {self.locator.candidates(iid, info.url)}", {"image_id": iid, "url": info.url}))
+        return self._paths[iid]
+
+    def row(self, task: str, variant: str, iid: int, path: str, *, target: dict[str, Any], partner: dict[str, Any] | None = None,
+            id_parts: tuple[Any, ...] = (), extra: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        info = self.scan.images[iid]
+        exclude = {target["id"]}
+        row: dict[str, Any] = {
+            "id": stable_id(task, variant, VG, iid, target["id"], *id_parts),
+            "task": task,
+            "variant": variant,
+            "source": VG,
+            "image_id": str(iid),
+            "image_path": path,
+            "width": info.width,
+            "height": info.height,
+            "target_object_id": target["id"],
+            "target_name": target["name"],
+            "target_box": target["box"],
+            "partner_object_id": partner["id"] if partner else None,
+            "partner_name": partner["name"] if partner else None,
+            "partner_box": partner["box"] if partner else None,
+            "context_json": context_json(self.index.context(iid, exclude, self.context_limit)),
+        }
+        attrs = self.index.attributes(iid)
+        row.update(fields)
+        ex = {"target_attributes": attrs.get(target["id"], []), "image_url": info.url}
+        ex.update(extra or {})
+        row["extra_json"] = canonical_json(ex)
+        return row
+
+
+def area_fraction(w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | float, H: np.ndarray | float) -> Any:
+    return (w * h) / (W * H)
+
+
+def image_sizes(scan: Scan, img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    W = np.array([scan.images[int(i)].width for i in img], dtype=np.float64) if len(img) < 2000 else _sizes_vec(scan, img, "width")
+    H = np.array([scan.images[int(i)].height for i in img], dtype=np.float64) if len(img) < 2000 else _sizes_vec(scan, img, "height")
+    return W, H
+
+
+def _sizes_vec(scan: Scan, img: np.ndarray, attr: str) -> np.ndarray:
+    ids = np.fromiter(scan.images.keys(), dtype=np.int64, count=len(scan.images))
+    vals = np.fromiter((getattr(v, attr) for v in scan.images.values()), dtype=np.float64, count=len(scan.images))
+    order = np.argsort(ids)
+    return vals[order][np.searchsorted(ids[order], img)]

@@ -1,0 +1,96 @@
+"""Per-image lookups over the scanned columns: objects, their attributes and relations.
+
+Candidates carry the other annotated objects of their image (``context_json``) so the
+offline ``rules`` backend can describe a scene from annotations alone; this index answers
+those per-image questions with binary searches instead of dictionaries over millions of rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from miners.vg_scan import Scan
+
+
+def _by_image(img: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.flatnonzero(valid)
+    order = rows[np.argsort(img[rows], kind="stable")]
+    return order, img[order]
+
+
+class ImageIndex:
+    """Valid rows of each scanned table grouped by image id."""
+
+    def __init__(self, scan: Scan):
+        self.scan = scan
+        self.obj_rows, self.obj_img = _by_image(scan.objects["img"], scan.objects["valid"]) if scan.objects is not None else (np.zeros(0, int), np.zeros(0, int))
+        self.rel_rows, self.rel_img = _by_image(scan.relations["img"], scan.relations["valid"]) if scan.relations is not None else (np.zeros(0, int), np.zeros(0, int))
+        self.inst_rows, self.inst_img = _by_image(scan.instances["img"], scan.instances["valid"]) if scan.instances is not None else (np.zeros(0, int), np.zeros(0, int))
+
+    @staticmethod
+    def _slice(rows: np.ndarray, imgs: np.ndarray, iid: int) -> np.ndarray:
+        lo, hi = np.searchsorted(imgs, iid, "left"), np.searchsorted(imgs, iid, "right")
+        return rows[lo:hi]
+
+    def objects(self, iid: int) -> np.ndarray:
+        """Row numbers (into ``scan.objects``) of the image's valid objects, by object id."""
+        rows = self._slice(self.obj_rows, self.obj_img, iid)
+        return rows[np.argsort(self.scan.objects["oid"][rows], kind="stable")]
+
+    def relations(self, iid: int) -> np.ndarray:
+        return self._slice(self.rel_rows, self.rel_img, iid)
+
+    def attributes(self, iid: int) -> dict[int, list[str]]:
+        """object id -> canonical attributes (sorted) for one image, from attributes.json."""
+        scan = self.scan
+        out: dict[int, list[str]] = {}
+        if scan.instances is None or scan.annotations is None:
+            return out
+        rows = self._slice(self.inst_rows, self.inst_img, iid)
+        inst = scan.annotations["inst"]
+        los, his = np.searchsorted(inst, rows, "left"), np.searchsorted(inst, rows, "right")
+        aid = scan.annotations["aid"]
+        names = scan.attributes.names
+        for r, lo, hi in zip(rows.tolist(), los.tolist(), his.tolist()):
+            if hi > lo:
+                oid = int(scan.instances["oid"][r])
+                out[oid] = sorted(set(out.get(oid, [])) | {names[a] for a in aid[lo:hi].tolist()})
+        return out
+
+    def box(self, table: str, row: int, prefix: str = "") -> list[float]:
+        t = getattr(self.scan, table)
+        return [float(t[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]
+
+    def context(self, iid: int, exclude: set[int], limit: int) -> list[dict[str, Any]]:
+        """The image's other objects: id, canonical name, box, attributes, relations."""
+        scan = self.scan
+        if scan.objects is None:
+            return []
+        attrs = self.attributes(iid)
+        rels: dict[int, list[dict[str, Any]]] = {}
+        if scan.relations is not None:
+            r = scan.relations
+            for row in self.relations(iid):
+                s, o = int(r["s_oid"][row]), int(r["o_oid"][row])
+                pred = scan.predicates.names[int(r["pid"][row])]
+                sn, on = scan.names.names[int(r["s_nid"][row])], scan.names.names[int(r["o_nid"][row])]
+                rels.setdefault(s, []).append({"predicate": pred, "role": "subject", "other_id": o, "other_name": on})
+                rels.setdefault(o, []).append({"predicate": pred, "role": "object", "other_id": s, "other_name": sn})
+        out = []
+        t = scan.objects
+        for row in self.objects(iid):
+            oid = int(t["oid"][row])
+            if oid in exclude:
+                continue
+            out.append({
+                "id": oid,
+                "name": scan.names.names[int(t["nid"][row])],
+                "box": self.box("objects", row),
+                "attributes": attrs.get(oid, []),
+                "relations": sorted(rels.get(oid, []), key=lambda d: (d["other_id"], d["predicate"], d["role"])),
+            })
+            if len(out) >= limit:
+                break
+        return out

@@ -1,0 +1,175 @@
+"""FSC147 reader and dense-counting (SPEC 3, DC) selection.
+
+Published files: ``annotation_FSC147_384.json`` (an object keyed by image file name, each
+with ``H``, ``W``, ``points``, ``box_examples_coordinates`` (four corners per exemplar),
+``ratio_h``/``ratio_w``, ``img_path``, ...), ``ImageClasses_FSC147.txt`` (file name TAB
+class), ``Train_Test_Val_FSC_147.json`` (``train``/``val``/``test`` lists, plus others),
+images in ``images_384_VarV2/``. The annotation file is ~30 MB, so it is decoded whole.
+
+DC: count = number of points; keep counts inside ``count_range``; stratify over the
+half-open bins given by consecutive ``bins`` edges (the last bin includes its upper edge)
+and draw ``per_bin`` images per bin, seeded.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import fsspec
+import msgspec
+
+from miners.candidates import FSC, Selection, seeded_order
+from miners.config import DenseCountingParams
+from miners.jsonstream import decode_file
+from storage.hashing import canonical_json, stable_id
+from storage.rejects import reject
+
+TASK = "dense_counting"
+ANNOTATIONS = "annotation_FSC147_384.json"
+CLASSES = "ImageClasses_FSC147.txt"
+SPLITS = "Train_Test_Val_FSC_147.json"
+IMAGES = "images_384_VarV2"
+
+
+class FSCAnnotation(msgspec.Struct, gc=False):
+    H: Optional[int] = None
+    W: Optional[int] = None
+    points: list[list[float]] = []
+    box_examples_coordinates: list[list[list[float]]] = []
+    ratio_h: Optional[float] = None
+    ratio_w: Optional[float] = None
+    img_path: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class FSCData:
+    root: str
+    annotations: dict[str, FSCAnnotation]
+    classes: dict[str, str]
+    splits: dict[str, str]  # file name -> split
+    problems: list[dict[str, Any]]
+
+
+def read_classes(path: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """``ImageClasses_FSC147.txt``: one ``<file>\\t<class>`` per line."""
+    out: dict[str, str] = {}
+    problems = []
+    with fsspec.open(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            name, sep, cls = line.partition("\t")
+            if not sep or not name.strip() or not cls.strip():
+                problems.append(reject(f"fsc147:classes:{n}", "mine", "malformed_entry", f"{path}: line {n}: expected '<file>\\t<class>', got {line[:80]!r}"))
+                continue
+            out[name.strip()] = cls.strip()
+    return out, problems
+
+
+def read_splits(path: str) -> dict[str, str]:
+    data = decode_file(path, dict[str, list[str]])
+    out: dict[str, str] = {}
+    for split in ("train", "val", "test"):
+        for name in data.get(split, []):
+            out.setdefault(name, split)
+    for split, names in sorted(data.items()):  # test_coco, val_coco, ...
+        for name in names:
+            out.setdefault(name, split)
+    return out
+
+
+def read_fsc147(root: str) -> FSCData:
+    root = root.rstrip("/")
+    ann = decode_file(posixpath.join(root, ANNOTATIONS), dict[str, msgspec.Raw])
+    problems: list[dict[str, Any]] = []
+    annotations: dict[str, FSCAnnotation] = {}
+    for name, raw in ann.items():
+        try:
+            annotations[name] = msgspec.json.decode(raw, type=FSCAnnotation)
+        except msgspec.ValidationError as exc:
+            problems.append(reject(f"fsc147:{name}", "mine", "malformed_entry", f"{root}/{ANNOTATIONS}: {name}: {exc}"))
+    classes, cproblems = read_classes(posixpath.join(root, CLASSES))
+    problems += cproblems
+    splits = read_splits(posixpath.join(root, SPLITS))
+    return FSCData(root, annotations, classes, splits, problems)
+
+
+def _exists(path: str) -> bool:
+    fs, p = fsspec.core.url_to_fs(path)
+    return fs.exists(p)
+
+
+def _image_size(path: str) -> tuple[int, int]:
+    from PIL import Image
+
+    with fsspec.open(path, "rb") as f:
+        with Image.open(f) as im:
+            return im.size
+
+
+def bin_of(count: int, edges: tuple[int, ...]) -> int | None:
+    for i in range(len(edges) - 1):
+        last = i == len(edges) - 2
+        if edges[i] <= count < edges[i + 1] or (last and count == edges[i + 1]):
+            return i
+    return None
+
+
+def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
+    sel = Selection(rejects=list(data.problems))
+    lo, hi = params.count_range
+    bins: dict[int, list[str]] = {}
+    order = sorted(data.annotations)
+    index = {name: i for i, name in enumerate(order)}
+    for name in order:
+        a = data.annotations[name]
+        if data.splits.get(name) not in params.splits:
+            continue
+        count = len(a.points)
+        if not lo <= count <= hi:
+            continue
+        b = bin_of(count, params.bins)
+        if b is None:
+            continue
+        bins.setdefault(b, []).append(name)
+    for b in sorted(bins):
+        chosen = 0
+        for i in seeded_order([index[n] for n in bins[b]], seed, TASK, b):
+            if chosen >= params.per_bin:
+                break
+            name = order[i]
+            row = _row(data, name, b, params, sel)
+            if row is not None:
+                sel.rows.append(row)
+                chosen += 1
+    return sel
+
+
+def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Selection) -> dict[str, Any] | None:
+    a = data.annotations[name]
+    if name not in data.classes:
+        sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_class", f"{data.root}/{CLASSES}: no class line for {name}"))
+        return None
+    path = posixpath.join(data.root, IMAGES, name)
+    if not _exists(path):
+        sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_image", f"{path}: image file not found"))
+        return None
+    width, height = _image_size(path)
+    exemplars = []
+    for corners in a.box_examples_coordinates:
+        xs, ys = [c[0] for c in corners], [c[1] for c in corners]
+        exemplars.append([min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)])
+    count = len(a.points)
+    edges = params.bins
+    extra = {"split": data.splits.get(name), "bin": [edges[b], edges[b + 1]], "exemplar_boxes": exemplars,
+             "annotation_size": [a.W, a.H], "ratio": [a.ratio_w, a.ratio_h]}
+    return {
+        "id": stable_id(TASK, "targeted", FSC, name),
+        "task": TASK, "variant": "targeted", "source": FSC, "image_id": name, "image_path": path,
+        "width": width, "height": height, "count": count, "points": [[float(p[0]), float(p[1])] for p in a.points],
+        "class_name": data.classes[name], "target_name": data.classes[name], "edit_type": "none", "fallback_chain": [],
+        "context_json": canonical_json([]), "extra_json": canonical_json(extra),
+    }

@@ -1,0 +1,129 @@
+"""Mining entry points: Visual Genome (RE, CA, AT) and FSC147 (DC) to rows of the mine artifacts.
+
+Pure functions over files: no Prefect, no run directory. ``tasks/mine.py`` wraps them as
+the ``mine`` stage; the scale benchmark and the tests call them directly.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import fsspec
+
+from miners import alteration, attribute, fsc147, relational
+from miners.candidates import Selection, VGRows
+from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
+from miners.config import MineConfig
+from miners.vg_format import ImageLocator, read_image_data
+from miners.vg_scan import Scan, finish_scan, new_scan, scan_objects, scan_relationships
+from storage.rejects import reject
+
+VG_TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing")
+Progress = Callable[[str, int], None]
+
+
+@dataclass
+class MineResult:
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    pair_stats: list[dict[str, Any]] = field(default_factory=list)
+    attribute_stats: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, sel: Selection) -> None:
+        self.candidates.extend(sel.rows)
+        self.rejects.extend(sel.rejects)
+
+    def finish(self) -> "MineResult":
+        """Sort rows and drop repeated rejects (one missing image can be met by several tasks)."""
+        self.candidates.sort(key=lambda r: (r["task"], r["variant"], r["id"]))
+        seen: set[tuple[str, str]] = set()
+        rej = []
+        for r in self.rejects:
+            k = (r["id"], r["reason"])
+            if k not in seen:
+                seen.add(k)
+                rej.append(r)
+        self.rejects = sorted(rej, key=lambda r: (r["id"], r["reason"]))
+        return self
+
+
+def _exists(path: str) -> bool:
+    fs, p = fsspec.core.url_to_fs(path)
+    return fs.exists(p)
+
+
+def vg_files(root: str) -> dict[str, str]:
+    root = root.rstrip("/")
+    return {name: posixpath.join(root, f"{name}.json") for name in ("image_data", "objects", "relationships", "attributes")}
+
+
+def _aliases(explicit: str | None, root: str, name: str) -> list[list[str]]:
+    path = explicit or posixpath.join(root.rstrip("/"), name)
+    if explicit and not _exists(path):
+        raise FileNotFoundError(f"alias file {path} (config mine.{name.split('.')[0]}) does not exist")
+    return read_alias_file(path) if _exists(path) else []
+
+
+def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progress: Optional[Progress] = None) -> Scan:
+    """Read the VG files the tasks need (one streaming pass each) into a :class:`Scan`."""
+    files = vg_files(root)
+    for key in ("image_data", "objects"):
+        if not _exists(files[key]):
+            raise FileNotFoundError(f"Visual Genome file missing: {files[key]} (sources.visual_genome = {root})")
+    block = cfg.block_mb << 20
+    canon = Canonicalizer(cfg.canonical, _aliases(cfg.object_alias, root, "object_alias.txt"))
+    preds = PredicateCanonicalizer(_aliases(cfg.relationship_alias, root, "relationship_alias.txt"))
+    images, problems = read_image_data(files["image_data"], block)
+    scan = new_scan(images, canon, preds, cfg.box_tolerance)
+    for reason, detail in problems:
+        scan.rejects.append(reject(f"vg:image_data:{len(scan.rejects)}", "mine", reason, detail))
+    scan.objects, _ = scan_objects(files["objects"], "objects", scan, canon, block, progress)
+    if "relational_erasure" in tasks:
+        if not _exists(files["relationships"]):
+            raise FileNotFoundError(f"relational_erasure needs {files['relationships']}")
+        scan.relations = scan_relationships(files["relationships"], scan, canon, preds, block, progress)
+    if "counterfactual_attribute" in tasks and not _exists(files["attributes"]):
+        raise FileNotFoundError(f"counterfactual_attribute needs {files['attributes']}")
+    if _exists(files["attributes"]):
+        scan.instances, scan.annotations = scan_objects(files["attributes"], "attributes", scan, canon, block, progress)
+    finish_scan(scan)
+    return scan
+
+
+def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional[Progress] = None) -> MineResult:
+    """RE, CA and AT candidates plus the pair and attribute statistics, from one scan."""
+    tasks = tuple(t for t in cfg.tasks if t in VG_TASKS)
+    result = MineResult()
+    if not tasks:
+        return result
+    scan = scan_visual_genome(root, cfg, tasks, progress)
+    result.rejects.extend(scan.rejects)
+    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects)
+    if "relational_erasure" in tasks:
+        table = relational.pair_table(scan, cfg.relational_erasure)
+        result.pair_stats = relational.pair_rows(scan, table, cfg.stats_min_count)
+        result.add(relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for("relational_erasure")))
+        result.summary["pairs_kept"] = int(table.kept.sum())
+    if "counterfactual_attribute" in tasks:
+        atable = attribute.attribute_table(scan, cfg.counterfactual_attribute)
+        result.attribute_stats = attribute.attribute_rows(scan, atable, cfg.stats_min_count)
+        result.add(attribute.select(scan, atable, cfg.counterfactual_attribute, rows, seed, cfg.control_for("counterfactual_attribute")))
+        result.summary["attributes_kept"] = int(atable.kept.sum())
+    if "alteration_tracing" in tasks:
+        result.add(alteration.select(scan, cfg.alteration_tracing, rows, seed))
+    result.summary.update({"images": len(scan.images), "objects": int(len(scan.objects["img"])), "valid_objects": int(scan.objects["valid"].sum()), "classes": len(scan.names.names)})
+    return result.finish()
+
+
+def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
+    """Dense-counting candidates from an FSC147 folder."""
+    result = MineResult()
+    if "dense_counting" not in cfg.tasks:
+        return result
+    data = fsc147.read_fsc147(root)
+    result.add(fsc147.select(data, cfg.dense_counting, seed))
+    result.summary["fsc_images"] = len(data.annotations)
+    return result.finish()

@@ -1,0 +1,224 @@
+"""Rules answers for the instruct prompts: what a careful annotator could say from annotations alone.
+
+Choices that need variety (CA directions and values, AT substitutes) are drawn by hashing the
+candidate id, so answers are deterministic and independent of processing order.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from prompts.locations import box_center, region_words
+from prompts.rules import rules_answer
+from storage.hashing import sha256_hex
+
+# Counter-commonsense values per direction (real-world, muted, no sci-fi), in a fixed order.
+CA_VALUES: dict[str, tuple[str, ...]] = {
+    "material": ("rough grey stone", "woven wicker", "brushed steel", "knitted wool", "cork", "clear glass", "terracotta clay", "braided rope", "polished marble", "corrugated cardboard", "hammered copper", "bamboo slats"),
+    "colour": ("slate grey", "olive green", "dusty purple", "navy blue", "brick red", "mustard yellow", "teal", "charcoal black", "sand beige", "plum", "rust orange", "sage green"),
+    "texture_pattern": ("a tree-bark texture", "a fish-scale pattern", "zebra-like stripes", "a woven basket texture", "a honeycomb pattern", "leopard-like spots", "a knitted cable pattern", "a crocodile-skin texture", "a checkerboard pattern", "a pebbled leather grain", "a marbled swirl pattern", "a quilted diamond pattern"),
+    "state": ("thickly frosted over", "covered in fine sand", "soaking wet and dripping", "overgrown with green moss", "wrapped in cobwebs", "dusted with flour", "half buried in snow", "coated in dried mud", "sprouting small green shoots", "draped in wet seaweed", "crusted with salt crystals", "covered in autumn leaves"),
+    "finish_gloss": ("mirror-polished chrome finish", "high-gloss lacquer", "matte chalky finish", "satin pearl sheen", "varnished wood gloss", "frosted matte finish", "wet-look glaze", "brushed satin metal finish", "oily iridescent sheen", "powder-coated flat finish", "glossy ceramic glaze", "waxed candle-like sheen"),
+    "shape_structure": ("a perfectly cubic body", "a body stretched to twice its usual length", "a flat, disc-like body", "a spirally twisted body", "a body split into two stacked halves", "a sharp right-angle bend", "a perfectly spherical body", "a hexagonal outline", "a wavy, rippled outline", "a body with three identical segments", "a pyramid-shaped top", "a hollow ring shape"),
+}
+NATURAL_HINTS = ("apple", "banana", "orange", "fruit", "tree", "plant", "flower", "leaf", "grass", "dog", "cat", "horse", "cow", "sheep", "bird", "elephant", "zebra", "giraffe", "bear", "broccoli", "carrot", "pizza", "sandwich", "cake", "donut")
+NATURAL_DIRECTIONS = ("colour", "texture_pattern", "state", "material", "finish_gloss")
+MADE_DIRECTIONS = ("shape_structure", "material", "colour", "texture_pattern", "state", "finish_gloss")
+
+SUBSTITUTES: dict[str, str] = {
+    "apple": "orange", "orange": "lemon", "banana": "cucumber", "cup": "glass tumbler", "mug": "teacup", "chair": "stool",
+    "bottle": "can", "car": "van", "book": "notebook", "plate": "bowl", "bowl": "plate", "spoon": "fork", "fork": "spoon",
+    "pillow": "folded blanket", "clock": "framed photo", "lamp": "candle", "vase": "jar", "bag": "backpack", "hat": "cap",
+    "sign": "banner", "bench": "stool", "window": "mirror", "flower": "fern", "bird": "pigeon", "cat": "dog", "dog": "cat",
+}
+
+
+def _pick(seq: tuple[str, ...] | list[str], key: str) -> str:
+    return seq[int(sha256_hex(key), 16) % len(seq)]
+
+
+def _natural(name: str) -> bool:
+    return any(h in name.lower() for h in NATURAL_HINTS)
+
+
+def _protect(neighbours: list[str]) -> str:
+    names = [n for n in neighbours if n][:3]
+    if not names:
+        return "Preserve all surrounding objects in the image unchanged; do not alter the background of the image."
+    listed = ", ".join(f"the {n}" for n in names)
+    return f"Preserve {listed}, and other surrounding objects in the image unchanged; do not alter the background of the image."
+
+
+def _which(ctx: dict[str, Any]) -> str:
+    """The target as a phrase that singles it out when several instances exist."""
+    return f"the {ctx['target_name']} in {ctx['target_location']}"
+
+
+@rules_answer("re_instruction")
+def re_instruction(ctx: dict[str, Any]) -> dict[str, Any] | None:
+    if not ctx.get("target_box") or not ctx.get("partner_name"):
+        return None
+    area = ctx.get("target_area") or 0.0
+    if area < 0.001 or area > 0.6:
+        return None
+    target, partner = ctx["target_name"], ctx["partner_name"]
+    relation = f"{ctx['subject_name']} {ctx['predicate']} {ctx['object_name']}"
+    instruction = (
+        f"Remove only {_which(ctx)} (the one in the relation '{relation}'), filling its place with what would be behind it. "
+        f"Preserve the {partner} and every other object unchanged; do not alter the background of the image."
+    )
+    return {"remove": target, "keep": partner, "instruction": instruction}
+
+
+@rules_answer("ca_instructions")
+def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
+    if not ctx.get("target_box") or not ctx.get("attribute"):
+        return None
+    area = ctx.get("target_area") or 0.0
+    if area < 0.01 or area > 0.85:
+        return None
+    name, cid, original = ctx["target_name"], str(ctx["candidate_id"]), str(ctx["attribute"]).lower()
+    order = list(NATURAL_DIRECTIONS if _natural(name) else MADE_DIRECTIONS)
+    first = _pick(order[:3], cid + ":d1")
+    second = _pick([d for d in order if d != first][:4], cid + ":d2")
+    out: dict[str, Any] = {}
+    for slot, direction in (("a", first), ("b", second)):
+        values = [v for v in CA_VALUES[direction] if original not in v and v not in original]
+        value = _pick(values, f"{cid}:{slot}")
+        out[f"direction_{slot}"] = direction
+        out[f"new_attribute_{slot}"] = value
+        out[f"instruction_{slot}"] = f"{_ca_sentence(direction, name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+    return out
+
+
+def _ca_sentence(direction: str, name: str, where: str, value: str) -> str:
+    if direction == "material":
+        return f"Make the {name} in {where} out of {value}, keeping its shape, size and position, so that it looks as if it had always been made that way."
+    if direction == "colour":
+        return f"Change the colour of the whole {name} in {where} to {value}, as its natural colour rather than a coat of paint."
+    if direction == "texture_pattern":
+        return f"Give the surface of the {name} in {where} {value} that looks like part of the object itself, not a sticker."
+    if direction == "state":
+        return f"Show the {name} in {where} {value}, in a moderate, photorealistic way."
+    if direction == "finish_gloss":
+        return f"Give the whole {name} in {where} a {value}, photorealistic and consistent with the scene lighting."
+    return f"Change the {name} in {where} so that it has {value}, while it stays recognisable as a {name}."
+
+
+# ---------------------------------------------------------------------------- AT
+def _far_object(ctx: dict[str, Any], exclude: str) -> dict[str, Any] | None:
+    cx, cy = box_center(ctx["target_box"])
+    best = None
+    for o in ctx["objects"]:
+        if not o.get("box") or o["name"] == exclude:
+            continue
+        ox, oy = box_center(o["box"])
+        d = math.hypot(ox - cx, oy - cy)
+        if best is None or (d, o["name"]) > (best[0], best[1]["name"]):
+            best = (d, o)
+    return best[1] if best else None
+
+
+def _chosen_type(ctx: dict[str, Any]) -> str | None:
+    for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
+        if t == "delete" and ctx.get("same_instance_count", 1) < 2:
+            continue
+        if t == "move" and not ctx.get("neighbour_names"):
+            continue
+        if t in ("delete", "add", "replace", "move"):
+            return t
+    return None
+
+
+def _side(ctx: dict[str, Any], ref_box: list[float]) -> str:
+    tx, _ = box_center(ctx["target_box"])
+    rx, _ = box_center(ref_box)
+    return "left" if rx >= tx else "right"
+
+
+@rules_answer("at_edit_plan")
+def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
+    if not ctx.get("target_box"):
+        return None
+    etype = _chosen_type(ctx)
+    name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
+    far = _far_object(ctx, name)
+    names = [n for n in ctx["object_names"] if n != name]
+    if etype is None or far is None or len(names) < 4:
+        return None
+    region = region_words(ctx["target_box"], ctx["width"], ctx["height"])
+    near_name = ctx["neighbour_names"][0] if ctx["neighbour_names"] else names[0]
+    near_box = next((o["box"] for o in ctx["objects"] if o["name"] == near_name and o.get("box")), far["box"])
+    substitute = SUBSTITUTES.get(name.split()[-1], f"differently shaped {name}")
+    changes = {
+        "delete": ("was removed from the scene", f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else."),
+        "add": (
+            f"had a new identical copy added to its {_side(ctx, near_box) == 'left' and 'right' or 'left'}",
+            f"Add one more {name} right next to the {name} in {where}, resting naturally on the same surface; change nothing else.",
+        ),
+        "replace": (f"was replaced with a {substitute}", f"Replace the {name} in {where} with a {substitute} of similar size and lighting; change nothing else."),
+        "move": (
+            f"was moved to the {_side(ctx, near_box)} side of the {near_name}",
+            f"Move the {name} in {where} a short distance to the {_side(ctx, near_box)} side of the {near_name}; fill its old place with the background and change nothing else.",
+        ),
+    }
+    c, instruction = changes[etype]
+    wrong = [t for t in ("replace", "move", "add", "delete") if t != etype]
+    c_prime = changes[_pick(wrong, cid + ":cprime")][0]
+    if c_prime == c:
+        c_prime = "was turned upside down"
+    b_prime = far["name"]
+    a_prime = f"the area around the {b_prime} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image"
+    a = f"the {region} part of the image"
+    others = [n for n in names if n != b_prime][:3] or names[:3]
+    while len(others) < 3:
+        others.append(names[len(others)])
+    return {
+        "edit_type": etype,
+        "instruction": instruction,
+        "A": a,
+        "B": name,
+        "C": c,
+        "A_prime": a_prime,
+        "B_prime": b_prime,
+        "C_prime": c_prime,
+        "overall_distractors": [f"The {n} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
+        "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"Something next to the {name} at {a} was removed."],
+        "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
+        "b_prime_distractors": [f"The {b_prime} changed colour.", f"The {b_prime} was moved slightly.", f"The {b_prime} was removed."],
+        "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
+        "c_prime_objects": others,
+    }
+
+
+def _region_of(ctx: dict[str, Any], name: str) -> str:
+    for o in ctx["objects"]:
+        if o["name"] == name and o.get("box"):
+            return region_words(o["box"], ctx["width"], ctx["height"])
+    return "centre"
+
+
+# ---------------------------------------------------------------------------- DC
+@rules_answer("dc_ambiguity")
+def dc_ambiguity(ctx: dict[str, Any]) -> dict[str, Any] | None:
+    """Crowding as the ambiguity signal: median nearest-neighbour distance over the even spacing."""
+    import numpy as np
+
+    pts = np.asarray([[float(p[0]), float(p[1])] for p in ctx.get("points") or []], dtype=np.float64).reshape(-1, 2)
+    w, h = ctx["width"], ctx["height"]
+    outside = int(np.sum((pts[:, 0] < 0) | (pts[:, 0] > w) | (pts[:, 1] < 0) | (pts[:, 1] > h)))
+    if len(pts) < 2:
+        severity = "none"
+    else:
+        nn = np.empty(len(pts))
+        for s in range(0, len(pts), 512):  # blocks keep memory flat for thousands of points
+            d = np.hypot(pts[s : s + 512, None, 0] - pts[None, :, 0], pts[s : s + 512, None, 1] - pts[None, :, 1])
+            d[np.arange(d.shape[0]), np.arange(s, s + d.shape[0])] = np.inf
+            nn[s : s + d.shape[0]] = d.min(axis=1)
+        spacing = math.sqrt(w * h / len(pts))
+        ratio = float(np.sort(nn)[len(nn) // 2]) / max(spacing, 1e-9)
+        severity = "none" if ratio >= 0.35 else "mild" if ratio >= 0.2 else "moderate" if ratio >= 0.1 else "severe"
+    if outside and severity in ("none", "mild"):
+        severity = "moderate"
+    return {"has_ambiguity": severity in ("moderate", "severe"), "severity": severity}

@@ -1,0 +1,271 @@
+"""The ``edit`` stage: every applicable instruction through every configured editor, then auto-QC.
+
+Shards are (editor, chunk of instructions), editor-major, so a worker keeps one model busy. In a
+shard, images of the next batch are read while the editor runs the current batch, and QC, PNG
+encoding and store writes of the previous batch run beside it; the editor call itself is the
+only thing on the critical path. Originals are stored as their source bytes, edits as PNG,
+both through ``ctx.images``. Rows are keyed by (instruction id, editor key).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from editors.base import EditFailure, EditorError, EditRequest, EditResult, canonical_edit_type
+from editors.config import EditorSpec
+from editors.qc import check_edit
+from editors.registry import get_editor
+from editors.runtime import timed_batch
+from storage import schemas
+from storage.hashing import canonical_json, stable_id
+from storage.rejects import reject
+from storage.stage_store import read_artifact
+from tasks.base import RunContext, ShardResult, Stage, chunk
+
+STAGE = "edit"
+ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
+INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
+KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
+
+
+def item_seed(run_seed: int, instruction_id: str) -> int:
+    """Per-instruction seed: the same for every editor, so an ablation compares like with like."""
+    return int(stable_id(int(run_seed), instruction_id, STAGE), 16) % (2**31)
+
+
+def editor_specs(ctx: RunContext) -> list[EditorSpec]:
+    specs = list(ctx.config.editors)
+    if not specs:
+        raise EditorError("config key `editors` is empty: list at least one editor (e.g. `- name: classical`)")
+    seen: dict[str, int] = {}
+    for i, s in enumerate(specs):
+        if s.key in seen:
+            raise EditorError(
+                f"editors[{seen[s.key]}] and editors[{i}] both write rows as editor {s.key!r}; give one of them a distinct `label`"
+            )
+        seen[s.key] = i
+    return specs
+
+
+@dataclass
+class Loaded:
+    """An instruction with its decoded source image (or the reject it became)."""
+
+    row: dict[str, Any]
+    edit_id: str
+    seed: int
+    request: EditRequest | None = None
+    original_rel: str | None = None
+    rejected: dict[str, Any] | None = None
+
+
+class EditStage(Stage):
+    name = STAGE
+    outputs = {"edits": schemas.EDITS}
+    upstream = ("instruct",)
+
+    def config_section(self, ctx: RunContext) -> Any:
+        return {
+            "editors": [s.model_dump(mode="json") for s in ctx.config.editors],
+            "edit": ctx.config.edit.model_dump(mode="json"),
+            "seed": ctx.seed,
+        }
+
+    def plan(self, ctx: RunContext) -> list[Any]:
+        specs = editor_specs(ctx)
+        table = read_artifact(ctx.run, "instruct", "instructions", schemas.INSTRUCTIONS).select(INSTRUCTION_COLUMNS)
+        rows = sorted((r for r in table.to_pylist() if r["status"] == "applicable"), key=lambda r: r["id"])
+        chunks = chunk(rows, ctx.config.run.shard_size)
+        return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks]
+
+    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        spec = editor_specs(ctx)[work["editor"]]
+        cfg = ctx.config.edit
+        editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded)
+        params_json = canonical_json({"name": spec.name, "params": editor.params_dict()})
+        rows: list[dict[str, Any]] = work["rows"]
+        size = max(1, min(cfg.batch_size, editor.max_batch))
+        batches = [rows[i : i + size] for i in range(0, len(rows), size)]
+        result = ShardResult(rows_in=len(rows))
+        finished: list[Future] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader, ThreadPoolExecutor(1, thread_name_prefix="edit-finish") as finisher:
+            load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
+            pending = loader.submit(load, batches[0]) if batches else None
+            for b in range(len(batches)):
+                loaded: list[Loaded] = pending.result()  # type: ignore[union-attr]
+                pending = loader.submit(load, batches[b + 1]) if b + 1 < len(batches) else None
+                ready = [x for x in loaded if x.request is not None]
+                outcomes, seconds = timed_batch(editor, [x.request for x in ready]) if ready else ([], 0.0)
+                per_item = seconds / max(1, len(ready))
+                finished.append(finisher.submit(self._finish_batch, ctx, spec, params_json, loaded, outcomes, per_item))
+            for fut in finished:
+                edits, rejects = fut.result()
+                result.outputs.setdefault("edits", []).extend(edits)
+                result.rejects.extend(rejects)
+        result.outputs.setdefault("edits", [])
+        return result
+
+    # -- per item ------------------------------------------------------------------------
+    def _load(self, ctx: RunContext, spec: EditorSpec, params_json: str, row: dict[str, Any]) -> Loaded:
+        seed = item_seed(ctx.seed, row["id"])
+        edit_id = stable_id(row["id"], spec.key, params_json, seed)
+        item = Loaded(row, edit_id, seed)
+        where = f"instruction {row['id']} (image {row['image_path']})"
+        payload = {"instruction_id": row["id"], "editor": spec.key, "image_path": row["image_path"]}
+        try:
+            import fsspec
+
+            with fsspec.open(row["image_path"], "rb") as f:
+                data = f.read()
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            item.rejected = reject(edit_id, STAGE, "image_missing", f"{where}: {exc}", payload)
+            return item
+        try:
+            image = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        except Exception as exc:  # corrupt or truncated file
+            item.rejected = reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
+            return item
+        h, w = image.shape[:2]
+        if (w, h) != (row["width"], row["height"]):
+            item.rejected = reject(
+                edit_id, STAGE, "image_size_mismatch", f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}", payload
+            )
+            return item
+        fields, context = _fields(row)
+        if context:
+            fields.setdefault("_context", context)
+        try:
+            item.request = EditRequest(
+                id=edit_id,
+                image=image,
+                instruction=row.get("instruction") or "",
+                task=row["task"],
+                edit_type=row.get("edit_type"),
+                seed=seed,
+                box=tuple(row["target_box"]) if row.get("target_box") else None,  # type: ignore[arg-type]
+                target_name=row.get("target_name"),
+                fields=fields,
+            )
+        except ValueError as exc:
+            item.rejected = reject(edit_id, STAGE, "bad_request", f"{where}: {exc}", payload)
+            return item
+        ext = KEEP_ORIGINAL_EXT.get(posixpath.splitext(row["image_path"])[1].lower().lstrip("."))
+        item.original_rel = ctx.images.put_bytes(data, ext) if ext else ctx.images.put_array(image)
+        return item
+
+    def _finish_batch(
+        self, ctx: RunContext, spec: EditorSpec, params_json: str, loaded: list[Loaded], outcomes: list[Any], per_item: float
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        edits, rejects = [], []
+        it = iter(outcomes)
+        for item in loaded:
+            if item.rejected is not None:
+                rejects.append(item.rejected)
+                continue
+            outcome = next(it)
+            payload = {"instruction_id": item.row["id"], "editor": spec.key}
+            if isinstance(outcome, EditFailure):
+                rejects.append(reject(item.edit_id, STAGE, outcome.reason, f"instruction {item.row['id']}, editor {spec.key}: {outcome.detail}", payload))
+                continue
+            try:
+                edits.append(self._row(ctx, spec, params_json, item, outcome, per_item))
+            except ValueError as exc:
+                rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
+        return edits, rejects
+
+    def _row(self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float) -> dict[str, Any]:
+        req = item.request
+        assert req is not None
+        h, w = req.image.shape[:2]
+        edited, raw_size = fit_to_source(res.image, w, h)
+        if isinstance(res.meta.get("raw_size"), (list, tuple)) and len(res.meta["raw_size"]) == 2:
+            raw_size = (int(res.meta["raw_size"][0]), int(res.meta["raw_size"][1]))  # the editor resized it back itself
+        kind = canonical_edit_type(req.edit_type)
+        box = list(req.box) if req.box is not None else [0.0, 0.0, float(w), float(h)]
+        dest = res.meta.get("destination_box") or req.fields.get("destination_box")
+        change = [box]
+        if dest is not None and kind in ("move", "add"):
+            change = [list(dest)] if kind == "add" else [box, list(dest)]
+        qc = check_edit(req.image, edited, change, ctx.config.edit.qc, raw_size=raw_size)
+        qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta}
+        mask_rel = None
+        if res.mask is not None and res.mask.shape == (h, w):
+            mask_rel = ctx.images.put_bytes(_png_l(res.mask), "png")
+        row = {k: item.row[k] for k in ITEM_COLUMNS}
+        row.update(
+            id=item.edit_id,
+            instruction_id=item.row["id"],
+            instruction=item.row.get("instruction"),
+            edit_type=item.row.get("edit_type"),
+            target_name=item.row.get("target_name"),
+            target_box=item.row.get("target_box"),
+            instruction_fields_json=item.row.get("fields_json"),
+            editor=spec.key,
+            editor_params_json=params_json,
+            seed=item.seed,
+            status="ok" if qc.passed else "auto_rejected",
+            original_image=item.original_rel,
+            edited_image=ctx.images.put_array(edited),
+            mask_image=mask_rel,
+            qc_json=canonical_json(qc_doc),
+            edit_seconds=round(seconds, 4) if ctx.config.edit.record_timings else None,
+        )
+        return row
+
+    def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
+        table = read_artifact(ctx.run, STAGE, "edits", schemas.EDITS).select(["editor", "status"])
+        per: dict[str, dict[str, int]] = {}
+        for r in table.to_pylist():
+            per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})
+            per[r["editor"]][r["status"]] = per[r["editor"]].get(r["status"], 0) + 1
+        return {"per_editor": per}
+
+
+def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The instruction's structured fields and the candidate's other annotated objects."""
+    fields: dict[str, Any] = {}
+    try:
+        parsed = json.loads(row.get("fields_json") or "{}")
+        fields = parsed if isinstance(parsed, dict) else {"value": parsed}
+    except json.JSONDecodeError:
+        fields = {}
+    context: list[Any] = []
+    try:
+        cand = json.loads(row.get("candidate_json") or "{}")
+        raw = cand.get("context_json") if isinstance(cand, dict) else None
+        ctx_val = json.loads(raw) if isinstance(raw, str) else raw
+        if isinstance(ctx_val, list):
+            context = ctx_val
+    except json.JSONDecodeError:
+        context = []
+    return fields, context
+
+
+def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """The editor's output as HxWx3 uint8 at the source size, and its raw (width, height)."""
+    arr = np.asarray(image)
+    if arr.ndim != 3 or arr.shape[2] not in (3, 4):
+        raise ValueError(f"editor output has shape {arr.shape}, expected HxWx3")
+    if arr.dtype != np.uint8:
+        if np.issubdtype(arr.dtype, np.floating) and float(np.nanmax(arr)) <= 1.0 + 1e-6:
+            arr = arr * 255.0
+        arr = np.clip(np.nan_to_num(arr), 0, 255).round().astype(np.uint8)
+    arr = np.ascontiguousarray(arr[:, :, :3])
+    raw = (arr.shape[1], arr.shape[0])
+    if raw != (width, height):
+        arr = np.asarray(Image.fromarray(arr, "RGB").resize((width, height), Image.Resampling.LANCZOS))
+    return arr, raw
+
+
+def _png_l(mask: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(mask.astype(np.uint8) * 255, "L").save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()

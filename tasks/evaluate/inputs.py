@@ -1,0 +1,128 @@
+"""What an evaluation reads: questions and the edits they belong to, verified or not.
+
+Verified inputs are the review export (``review/verified_questions``, ``review/verified_edits``).
+A fresh build has no human decisions yet, so ``unverified=True`` reads ``qa/questions`` and
+``edit/edits`` instead; every output row and report then says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from storage.fs import RunFS
+from storage.hashing import canonical_json, sha256_hex, stable_id
+from storage.parquet_io import ArtifactReader
+from storage.schemas import EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS, ArtifactSchema
+
+
+class InputsMissing(RuntimeError):
+    """The questions an evaluation or export needs are not in the run directory."""
+
+
+@dataclass(frozen=True)
+class Source:
+    questions: str
+    edits: str
+    question_schema: ArtifactSchema
+    edit_schema: ArtifactSchema
+    unverified: bool
+
+    @property
+    def label(self) -> str:
+        return "unverified (qa/questions, no human review)" if self.unverified else "verified (review export)"
+
+
+VERIFIED = Source("review/verified_questions", "review/verified_edits", VERIFIED_QUESTIONS, VERIFIED_EDITS, False)
+UNVERIFIED = Source("qa/questions", "edit/edits", QUESTIONS, EDITS, True)
+
+
+def source_for(unverified: bool) -> Source:
+    return UNVERIFIED if unverified else VERIFIED
+
+
+def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Questions sorted by id, and edits by id. Fails naming the folder and the way out."""
+    src = source_for(unverified)
+    q_reader = ArtifactReader(run, src.questions, src.question_schema)
+    if not q_reader.exists():
+        hint = (
+            "run `reactbench qa` first"
+            if unverified
+            else "export the review decisions first (`reactbench review export`), or pass --unverified to use qa/questions"
+        )
+        raise InputsMissing(f"{run.path(src.questions)}: no question shards found; {hint}")
+    questions = sorted(q_reader.rows(), key=lambda r: r["id"])
+    e_reader = ArtifactReader(run, src.edits, src.edit_schema)
+    edits = {e["id"]: e for e in e_reader.rows()} if e_reader.exists() else {}
+    return questions, edits
+
+
+def input_fingerprint(run: RunFS, unverified: bool) -> str:
+    """Hash of the question and edit shard files: the evaluation reruns when they change."""
+    src = source_for(unverified)
+    parts = []
+    for folder, schema in ((src.questions, src.question_schema), (src.edits, src.edit_schema)):
+        for rel in ArtifactReader(run, folder, schema).shard_files():
+            parts.append((rel, sha256_hex(run.read_bytes(rel))))
+    return sha256_hex(canonical_json(parts))[:16]
+
+
+def rubric(question: dict[str, Any]) -> dict[str, Any]:
+    """The question's rubric fields ({} when absent); a malformed rubric names the question."""
+    raw = question.get("rubric_json")
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"question {question['id']}: rubric_json is not valid JSON: {exc}") from None
+    return value if isinstance(value, dict) else {}
+
+
+def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per edit id: what the original annotations say (target, original attribute, count,
+    objects) and the prior terms a hallucinating answer falls back on."""
+    out: dict[str, dict[str, Any]] = {}
+    for q in questions:
+        ann = out.setdefault(q["edit_id"], {"task": q["task"], "objects": set(), "prior_terms": set()})
+        r = rubric(q)
+        for key, field in (("removed_object", "target_name"), ("original_attribute", "original_attribute"), ("new_attribute", "new_attribute"), ("attribute_type", "attribute_type")):
+            if r.get(key) and not ann.get(field):
+                ann[field] = str(r[key])
+        if r.get("count") is not None and ann.get("count") is None:
+            try:
+                ann["count"] = int(str(r["count"]))
+            except ValueError:
+                pass
+    for edit_id, ann in out.items():
+        e = edits.get(edit_id) or {}
+        cand = {}
+        if e.get("candidate_json"):
+            try:
+                cand = json.loads(e["candidate_json"])
+            except json.JSONDecodeError:
+                cand = {}
+        ann.setdefault("target_name", e.get("target_name") or cand.get("target_name"))
+        if not ann.get("original_attribute") and cand.get("attribute"):
+            ann["original_attribute"] = cand["attribute"]
+        if ann.get("count") is None and cand.get("count") is not None:
+            ann["count"] = int(cand["count"])
+        names = {cand.get("target_name"), cand.get("partner_name"), ann.get("target_name")}
+        try:
+            names |= {o.get("name") for o in json.loads(cand.get("context_json") or "[]") if isinstance(o, dict)}
+        except (json.JSONDecodeError, TypeError):
+            pass
+        ann["objects"] = sorted(n for n in names if n)
+        if ann["task"] == "relational_erasure" and ann.get("target_name"):
+            ann["prior_terms"] = [ann["target_name"]]
+        elif ann["task"] == "counterfactual_attribute" and ann.get("original_attribute"):
+            ann["prior_terms"] = [ann["original_attribute"]]
+        else:
+            ann["prior_terms"] = []
+    return out
+
+
+def answer_id(question_id: str, mode: str, backend: str, model_id: str) -> str:
+    return stable_id("answer", question_id, mode, backend, model_id)

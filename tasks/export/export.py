@@ -1,0 +1,107 @@
+"""``reactbench export``: a verified (or, labelled, unverified) build -> a release folder."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from rich.progress import Progress
+
+from storage.fs import RunFS
+from storage.image_store import ImageStore
+from storage.parquet_io import ArtifactReader, table_from_rows, write_table
+from storage.rejects import reject
+from storage.schemas import EDITS, REJECTS
+from tasks.evaluate.inputs import read_inputs
+from tasks.export.card import editor_stats, render_card
+from tasks.export.hf import write_task_parquet
+from tasks.export.lmms_eval import UTILS_PY, task_yaml
+from tasks.export.vlmevalkit import tsv_text
+
+STAGE = "export"
+
+
+@dataclass
+class ExportSummary:
+    out: str
+    verified: bool
+    counts: dict[str, int]
+    rejected: int
+    files: list[str] = field(default_factory=list)
+
+
+def build_mllm_ids(run: RunFS) -> list[str]:
+    """``backend:model`` of every model that wrote instructions or analyses, plus the configured one."""
+    ids: set[str] = set()
+    for folder, schema in (("instruct/instructions", "instructions"), ("qa/analysis", "analysis")):
+        reader = ArtifactReader(run, folder, schema)
+        if reader.exists():
+            for r in reader.rows(columns=["backend", "model_id"]):
+                if r["backend"] and r["model_id"]:
+                    ids.add(f"{r['backend']}:{r['model_id']}")
+    if not ids and run.exists("config.yaml"):
+        mllm = (yaml.safe_load(run.read_text("config.yaml")) or {}).get("mllm") or {}
+        if mllm.get("backend"):
+            ids.add(f"{mllm['backend']}:{mllm.get('model')}")
+    return sorted(ids)
+
+
+def export_benchmark(
+    run: RunFS,
+    out: RunFS,
+    *,
+    unverified: bool = False,
+    vlmevalkit: bool = False,
+    lmms_eval: bool = False,
+    name: str = "ReactBench-style hallucination benchmark",
+) -> ExportSummary:
+    """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out``.
+
+    A question whose image is missing from the store is not released; it becomes a reject row
+    in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
+    """
+    questions, kept_edits = read_inputs(run, unverified)
+    images = ImageStore(run)
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rejects: list[dict[str, Any]] = []
+    with Progress(transient=True) as bar:
+        job = bar.add_task("export", total=len(questions))
+        for q in questions:
+            try:
+                by_task[q["task"]].append(_row(q, kept_edits, images, not unverified))
+            except (FileNotFoundError, ValueError) as exc:
+                rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]}))
+            bar.advance(job)
+    write_table(run, f"{STAGE}/rejects/part-00000.parquet", table_from_rows(REJECTS, rejects, where=f"{STAGE}/rejects"))
+    files = [write_task_parquet(out, t, rows) for t, rows in sorted(by_task.items())]
+    all_rows = [r for t in sorted(by_task) for r in sorted(by_task[t], key=lambda r: r["id"])]
+    edit_reader = ArtifactReader(run, "edit/edits", EDITS)
+    all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
+    card = render_card(
+        name,
+        all_rows,
+        editor_stats(all_edits, set(kept_edits), verified=not unverified),
+        build_mllm_ids(run),
+        run.read_text("config.yaml") if run.exists("config.yaml") else None,
+        verified=not unverified,
+    )
+    out.write_text_atomic("README.md", card)
+    files.append("README.md")
+    if vlmevalkit:
+        out.write_text_atomic("vlmevalkit/reactbench.tsv", tsv_text(all_rows))
+        files.append("vlmevalkit/reactbench.tsv")
+    if lmms_eval:
+        for t in sorted(by_task):
+            out.write_text_atomic(f"lmms_eval/reactbench_{t}.yaml", task_yaml(t, out.url))
+            files.append(f"lmms_eval/reactbench_{t}.yaml")
+        out.write_text_atomic("lmms_eval/utils.py", UTILS_PY)
+        files.append("lmms_eval/utils.py")
+    return ExportSummary(out.url, not unverified, {t: len(r) for t, r in sorted(by_task.items())}, len(rejects), files)
+
+
+def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore, verified: bool) -> dict[str, Any]:
+    from tasks.export.rows import release_row
+
+    return release_row(q, edits.get(q["edit_id"]), images, verified)

@@ -1,0 +1,102 @@
+"""One released row per question: the question, its answer, the images it is asked about."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from storage.image_store import ImageStore
+
+TASK_ORDER = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+
+COLUMNS: tuple[str, ...] = (
+    "id",
+    "task",
+    "question_set",
+    "qid",
+    "qtype",
+    "dimension",
+    "question",
+    "options",
+    "answer",
+    "answer_text",
+    "rotation",
+    "image_role",
+    "images",
+    "rubric",
+    "edit_id",
+    "editor",
+    "variant",
+    "source",
+    "source_image_id",
+    "verified",
+)
+
+
+def features() -> Any:
+    """The ``datasets.Features`` of every config (images as an ``Image`` list)."""
+    import datasets
+
+    s = datasets.Value("string")
+    return datasets.Features(
+        {
+            "id": s,
+            "task": s,
+            "question_set": s,
+            "qid": s,
+            "qtype": s,
+            "dimension": s,
+            "question": s,
+            "options": datasets.List(s),
+            "answer": s,
+            "answer_text": s,
+            "rotation": datasets.Value("int32"),
+            "image_role": s,
+            "images": datasets.List(datasets.Image()),
+            "rubric": s,
+            "edit_id": s,
+            "editor": s,
+            "variant": s,
+            "source": s,
+            "source_image_id": s,
+            "verified": datasets.Value("bool"),
+        }
+    )
+
+
+def answer_text(q: dict[str, Any]) -> str:
+    """The gold answer in words (the option text for MC)."""
+    gold = str(q["gold"])
+    opts = list(q.get("options") or [])
+    if q["qtype"] == "MC" and len(gold) == 1 and gold.isalpha():
+        i = ord(gold.upper()) - 65
+        if 0 <= i < len(opts):
+            return opts[i]
+    return gold
+
+
+def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageStore, verified: bool) -> dict[str, Any]:
+    """A question row with its image bytes embedded (names are the content hashes)."""
+    rubric = q.get("rubric_json")
+    return {
+        "id": q["id"],
+        "task": q["task"],
+        "question_set": q["question_set"],
+        "qid": q["qid"],
+        "qtype": q["qtype"],
+        "dimension": q.get("dimension"),
+        "question": q["text"],
+        "options": list(q.get("options") or []),
+        "answer": q["gold"],
+        "answer_text": answer_text(q),
+        "rotation": q.get("rotation") or 0,
+        "image_role": q.get("image_role"),
+        "images": [{"bytes": images.get_bytes(rel), "path": rel.rsplit("/", 1)[-1]} for rel in q["images"]],
+        "rubric": json.dumps(json.loads(rubric), sort_keys=True, ensure_ascii=False) if rubric else None,
+        "edit_id": q["edit_id"],
+        "editor": q["editor"],
+        "variant": q["variant"],
+        "source": (edit or {}).get("source"),
+        "source_image_id": (edit or {}).get("image_id"),
+        "verified": verified,
+    }

@@ -1,0 +1,95 @@
+"""BEAF-style existence questions for removal edits (optional, ``qa.beaf``).
+
+The same "is there X?" question is asked on the original and on the edited picture, for the
+removed object (Yes -> No), for objects still present (Yes -> Yes) and for objects never in
+the picture (No -> No). Pairs share (edit_id, qid), so the evaluator can compute the
+change-aware metrics TU / IG / SB / ID from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping, Sequence
+
+from storage.hashing import stable_id
+from tasks.qa.render import Problem, Rendered
+from tasks.qa.templates import beaf_settings
+from tasks.qa.text import clean, plural, with_article
+
+
+def _order(names: list[str], key: str) -> list[str]:
+    """A deterministic, edit-specific order (so different edits probe different objects)."""
+    return sorted(names, key=lambda n: hashlib.sha256(f"{key}\x1f{n}".encode()).hexdigest())
+
+
+def _covered(box: Sequence[float] | None, target: Sequence[float] | None) -> bool:
+    """True when ``box`` lies mostly (> 50 %) inside the erased ``target`` box."""
+    if not box or not target or len(box) != 4 or len(target) != 4:
+        return False
+    x0, y0 = max(box[0], target[0]), max(box[1], target[1])
+    x1, y1 = min(box[0] + box[2], target[0] + target[2]), min(box[1] + box[3], target[1] + target[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    area = max(box[2] * box[3], 1e-9)
+    return inter / area > 0.5
+
+
+def beaf_questions(
+    removed: str,
+    context: list[Mapping[str, Any]],
+    target_box: Sequence[float] | None,
+    base: Mapping[str, Any],
+    original_image: str,
+    edited_image: str,
+) -> Rendered:
+    """The BEAF pairs of one removal edit; ``context`` lists the other annotated objects ({name, box})."""
+    cfg = beaf_settings()
+    edit_id = str(base["edit_id"])
+    removed = clean(removed).lower()
+    names_in_image = {clean(o.get("name")).lower() for o in context if o.get("name")}
+    same_forms = {removed, plural(removed)}
+    # objects of the removed kind that stay (the removed instance itself lies inside the erased box)
+    left_same = {clean(o.get("name")).lower() for o in context if o.get("name") and not _covered(o.get("box"), target_box)} & same_forms
+    probes: list[tuple[str, str, str, str]] = []  # (dimension, object, gold on original, gold on edited)
+    out = Rendered()
+    if not removed:
+        out.problems.append(Problem("beaf", "B1", "empty_slot", "beaf: the removed object has no name"))
+    elif left_same:
+        out.problems.append(
+            Problem("beaf", "B1", "beaf_removed_object_still_present", f"beaf: another {removed!r} is annotated in the picture, so 'is there' stays Yes")
+        )
+    else:
+        probes.append(("removed", removed, "Yes", "No"))
+    present = sorted(
+        {
+            clean(o.get("name")).lower()
+            for o in context
+            if o.get("name") and clean(o.get("name")).lower() not in same_forms and not _covered(o.get("box"), target_box)
+        }
+    )
+    for name in _order(present, edit_id)[: int(cfg["max_present"])]:
+        probes.append(("present", name, "Yes", "Yes"))
+    absent = [n for n in cfg["absent_pool"] if n not in names_in_image and plural(n) not in names_in_image and n not in same_forms]
+    for name in _order(absent, edit_id)[: int(cfg["max_absent"])]:
+        probes.append(("absent", name, "No", "No"))
+    for i, (dimension, name, gold_orig, gold_edit) in enumerate(probes, start=1):
+        qid = f"B{i}"
+        text = cfg["question"].format(obj=with_article(name))
+        for role, image, gold in (("original", original_image, gold_orig), ("edited", edited_image, gold_edit)):
+            out.rows.append(
+                {
+                    **base,
+                    "id": stable_id(edit_id, "beaf", qid, role, 0, int(cfg.get("version", 1))),
+                    "question_set": "beaf",
+                    "qid": qid,
+                    "qtype": "YN",
+                    "dimension": dimension,
+                    "text": text,
+                    "options": None,
+                    "gold": gold,
+                    "rotation": 0,
+                    "rubric_json": None,
+                    "images": [image],
+                    "image_role": role,
+                }
+            )
+    return out

@@ -1,0 +1,83 @@
+"""Per edit: analysis fields -> the task's full question set (+ BEAF pairs), checked, as rows and rejects."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from storage.hashing import stable_id
+from storage.rejects import reject
+from tasks.qa import mc
+from tasks.qa.beaf import beaf_questions
+from tasks.qa.checks import LengthRule
+from tasks.qa.counting import check_counts
+from tasks.qa.fields import at_slots, ca_slots, dc_slots, re_slots
+from tasks.qa.render import Problem, Rendered, RenderSettings, render_questions
+
+STAGE = "qa"
+
+
+def settings_from(cfg: Any, run_seed: int) -> RenderSettings:
+    """Render settings from the ``qa`` config section."""
+    return RenderSettings(
+        mc_mode=cfg.mc_mode,
+        run_seed=int(run_seed),
+        control=bool(cfg.control_questions),
+        length_rule=LengthRule(cfg.mc_length_ratio, cfg.mc_length_min_gap),
+    )
+
+
+def _context_objects(edit: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        cand = json.loads(edit.get("candidate_json") or "{}")
+        objs = json.loads(cand.get("context_json") or "[]")
+    except (json.JSONDecodeError, AttributeError, TypeError):
+        return []
+    return [o for o in objs if isinstance(o, dict)] if isinstance(objs, list) else []
+
+
+def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings, *, beaf: bool = False) -> Rendered:
+    """Render every question of one edit from its analysis fields (pure: no I/O)."""
+    task = edit["task"]
+    base = {"edit_id": edit["id"], "editor": edit["editor"], "task": task, "variant": edit["variant"]}
+    original, edited = edit.get("original_image"), edit.get("edited_image")
+    images = {"original": [original], "edited": [edited], "pair": [original, edited]}
+    if task == "relational_erasure":
+        values = re_slots(fields)
+    elif task == "counterfactual_attribute":
+        values = ca_slots(fields)
+    elif task == "alteration_tracing":
+        values = at_slots(fields, edit.get("edit_type"))
+    elif task == "dense_counting":
+        count = fields.get("count")
+        try:
+            values, plan = dc_slots(count, str(fields.get("class_name") or ""), mc.question_seed(settings.run_seed, edit["id"], "dc"))
+        except ValueError as exc:
+            return Rendered(problems=[Problem("main", "Q1-Q8", "dc_invalid_count", f"dense_counting: {exc}")])
+        bad = check_counts(plan)
+        if bad:
+            return Rendered(problems=[Problem("main", "Q1-Q8", reason, f"dense_counting: {detail}") for reason, detail in bad])
+    else:
+        return Rendered(problems=[Problem("main", "-", "unknown_task", f"no question set for task {task!r}")])
+    out = render_questions(task, values, base, images, settings)
+    removal = task == "relational_erasure" or (task == "alteration_tracing" and values.get("op_past") == "removed")
+    if beaf and removal:
+        removed = values.get("B_name") if task == "relational_erasure" else values.get("B")
+        more = beaf_questions(removed or "", _context_objects(edit), edit.get("target_box"), base, original, edited)
+        out.rows.extend(more.rows)
+        out.problems.extend(more.problems)
+    return out
+
+
+def problem_rejects(edit: dict[str, Any], problems: list[Problem]) -> list[dict[str, Any]]:
+    """Reject rows for questions that failed a check (id: the question slot, so reruns match)."""
+    return [
+        reject(
+            stable_id(edit["id"], p.question_set, p.qid, p.reason),
+            STAGE,
+            p.reason,
+            f"edit {edit['id']} ({edit['editor']}): {p.question_set} {p.qid}: {p.detail}",
+            {"edit_id": edit["id"], "question_set": p.question_set, "qid": p.qid},
+        )
+        for p in problems
+    ]

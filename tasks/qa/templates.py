@@ -1,0 +1,163 @@
+"""Question templates: the YAML files in ``tasks/qa/templates/`` compiled once into fast formatters.
+
+One file per task holds all the wording (kept as data, so a reviewer can read and change the
+question set without touching code). Compilation checks each template up front: known types,
+unique qids, MC with a correct option and distractors, every ``{slot}`` declared in ``slots``
+or ``derived`` — so a typo fails at import time naming the file and the qid, not mid-run.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+QTYPES = ("YN", "SA", "MC")
+_FORMATTER = string.Formatter()
+# ``rubric_base`` only holds a YAML anchor that questions reuse for their rubric.
+_TOP_KEYS = {"task", "version", "image_role", "slots", "derived", "questions", "control", "rubric_base"}
+
+
+class TemplateError(ValueError):
+    """A question template file is malformed; the message names the file and the question."""
+
+
+def slot_names(text: str) -> tuple[str, ...]:
+    """The ``{slot}`` names a format string uses, in order of first use."""
+    names: list[str] = []
+    for _, name, spec, conv in _FORMATTER.parse(text):
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conv:
+            raise TemplateError(f"slot {{{name}}} must be a plain name (no format spec or conversion)")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class QuestionTemplate:
+    qid: str
+    qtype: str  # YN | SA | MC
+    dimension: str
+    text: str
+    gold: str | None  # YN / SA: the answer template; MC: None (the letter comes from the layout)
+    correct: str | None  # MC: the correct option template
+    distractors: tuple[str, ...]  # MC: the wrong option templates
+    rubric: tuple[tuple[str, str], ...]  # SA: (field, template) pairs
+    slots: tuple[str, ...]  # every slot any part of the question uses
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    task: str
+    version: int
+    image_role: str
+    slots: tuple[str, ...]
+    derived: tuple[tuple[str, str, tuple[str, ...]], ...]  # (name, template, slots it uses)
+    main: tuple[QuestionTemplate, ...]
+    control: tuple[QuestionTemplate, ...] = field(default=())
+
+
+def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> QuestionTemplate:
+    qid = str(raw.get("qid", ""))
+    here = f"{where} question {qid or '?'}"
+    qtype = raw.get("type")
+    if qtype not in QTYPES:
+        raise TemplateError(f"{here}: type must be one of {QTYPES}, got {qtype!r}")
+    text = raw.get("text")
+    if not qid or not isinstance(text, str) or not text.strip():
+        raise TemplateError(f"{here}: needs a qid and a non-empty text")
+    parts = [text]
+    gold = correct = None
+    distractors: tuple[str, ...] = ()
+    if qtype == "MC":
+        correct, distractors = raw.get("correct"), tuple(raw.get("distractors") or ())
+        if not isinstance(correct, str) or len(distractors) < 2 or "gold" in raw:
+            raise TemplateError(f"{here}: MC needs 'correct' and at least two 'distractors' (and no 'gold')")
+        parts += [correct, *distractors]
+    else:
+        gold = raw.get("gold")
+        if not isinstance(gold, str) or not gold.strip():
+            raise TemplateError(f"{here}: {qtype} needs a 'gold' answer")
+        if qtype == "YN" and gold not in ("Yes", "No"):
+            raise TemplateError(f"{here}: YN gold must be 'Yes' or 'No', got {gold!r}")
+        parts.append(gold)
+    rubric = tuple((str(k), str(v)) for k, v in (raw.get("rubric") or {}).items())
+    if qtype == "SA" and not rubric:
+        raise TemplateError(f"{here}: SA questions need a rubric for the judge")
+    parts += [v for _, v in rubric]
+    names: list[str] = []
+    for p in parts:
+        try:
+            found = slot_names(p)
+        except (TemplateError, ValueError) as exc:
+            raise TemplateError(f"{here}: {exc}") from None
+        names += [n for n in found if n not in names]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TemplateError(f"{here}: undeclared slots {unknown}; declare them under 'slots' or 'derived'")
+    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names))
+
+
+def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
+    """Validate and compile one template file's content."""
+    extra = set(data) - _TOP_KEYS
+    if extra:
+        raise TemplateError(f"{where}: unknown keys {sorted(extra)}")
+    slots = tuple(data.get("slots") or ())
+    derived = tuple((str(k), str(v), slot_names(str(v))) for k, v in (data.get("derived") or {}).items())
+    known = set(slots)
+    for name, _, used in derived:
+        missing = [n for n in used if n not in known]
+        if missing:
+            raise TemplateError(f"{where}: derived slot {name!r} uses undeclared slots {missing}")
+        known.add(name)
+    sets = {}
+    for key in ("questions", "control"):
+        qs = tuple(_compile_question(q, where, known) for q in data.get(key) or ())
+        qids = [q.qid for q in qs]
+        if len(set(qids)) != len(qids):
+            raise TemplateError(f"{where}: duplicate qids in {key}: {qids}")
+        sets[key] = qs
+    if not sets["questions"]:
+        raise TemplateError(f"{where}: no questions")
+    return QuestionSet(
+        task=str(data.get("task")),
+        version=int(data.get("version", 1)),
+        image_role=str(data.get("image_role", "edited")),
+        slots=slots,
+        derived=derived,
+        main=sets["questions"],
+        control=sets["control"],
+    )
+
+
+def _read_yaml(name: str) -> dict[str, Any]:
+    text = resources.files("tasks.qa").joinpath("templates").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@lru_cache(maxsize=None)
+def question_set(task: str) -> QuestionSet:
+    """The compiled question set of a task (cached; the YAML is read once per process)."""
+    if task not in TASKS:
+        raise KeyError(f"no question templates for task {task!r}; known: {list(TASKS)}")
+    qs = compile_set(_read_yaml(task), f"tasks/qa/templates/{task}.yaml")
+    if qs.task != task:
+        raise TemplateError(f"tasks/qa/templates/{task}.yaml: declares task {qs.task!r}")
+    return qs
+
+
+@lru_cache(maxsize=None)
+def beaf_settings() -> dict[str, Any]:
+    """The BEAF question wording and probe lists (``templates/beaf.yaml``)."""
+    data = _read_yaml("beaf")
+    if "{obj}" not in data.get("question", ""):
+        raise TemplateError("tasks/qa/templates/beaf.yaml: 'question' must contain {obj}")
+    return data

@@ -1,0 +1,154 @@
+"""``reactbench review export``: verified Parquet and the decision log, from the queue's events.
+
+An edit is verified when its verification item resolved as accepted and its QA-review item
+resolved as accepted too. Its questions are exported with the inline edits applied, minus
+those marked invalid. Annotators appear as ``annotator_001``... (numbered by account
+creation), never by name. Same database -> byte-identical files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.fs import RunFS
+from storage.hashing import canonical_json
+from storage.parquet_io import ArtifactReader, shard_name, table_from_rows, write_table
+from storage.schemas import DECISIONS, EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
+from tasks.review.queue import ReviewQueue
+from tasks.review.stage import item_id
+from tasks.review.validation import question_state
+
+EXPORT_DIR = "review"
+
+
+@dataclass
+class ExportSummary:
+    decisions: int = 0
+    verified_edits: int = 0
+    verified_questions: int = 0
+    dropped_questions: int = 0
+    pending_edits: int = 0
+    paths: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+def pseudonyms(queue: ReviewQueue) -> dict[int, str]:
+    """Account id -> release-safe pseudonym (creation order, so stable for one database)."""
+    return {uid: f"annotator_{i:03d}" for i, uid in enumerate(sorted(queue.users()), start=1)}
+
+
+def iso(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
+    """Write ``review/verified_edits``, ``review/verified_questions`` and ``review/decisions``."""
+    names = pseudonyms(queue)
+    items = {r.id: r for r in queue.items()}
+    events = [e for e in queue.events() if e.item_id in items]
+    res = queue.resolutions()
+
+    decisions = _decision_rows(events, items, names)
+    current: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)  # item -> annotator -> decision
+    adjudicated: dict[str, str] = {}
+    q_events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e.kind == "decision":
+            current[e.item_id][e.annotator_id] = {"annotator": names[e.annotator_id], "verdict": e.verdict, "reasons": json.loads(e.reasons_json or "[]")}
+        elif e.kind == "retract":
+            current[e.item_id].pop(e.annotator_id, None)
+        elif e.kind == "adjudication":
+            adjudicated[e.item_id] = e.verdict
+        elif e.kind in ("question_edit", "question_validity"):
+            q_events[e.item_id].append({"kind": e.kind, "question_id": e.question_id, "after": json.loads(e.after_json)})
+
+    edits = ArtifactReader(run, "edit/edits", EDITS).rows()
+    questions = ArtifactReader(run, "qa/questions", QUESTIONS).rows()
+    by_edit: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for q in questions:
+        by_edit[q["edit_id"]].append(q)
+
+    summary = ExportSummary(decisions=len(decisions))
+    v_edits: list[dict[str, Any]] = []
+    v_questions: list[dict[str, Any]] = []
+    for edit in sorted(edits, key=lambda r: r["id"]):
+        e_item, q_item = item_id("edit", edit["id"]), item_id("qa", edit["id"])
+        if e_item not in items:
+            continue
+        e_out, q_out = res.get(e_item, ("pending", 0))[0], res.get(q_item, ("pending", 0))[0]
+        if e_out != "accept" or q_out != "accept":
+            summary.pending_edits += e_out not in ("accept", "reject") or (e_out == "accept" and q_out not in ("accept", "reject"))
+            continue
+        trail = {
+            stage: {
+                "outcome": outcome,
+                "adjudicated": it in adjudicated,
+                "decisions": sorted(current[it].values(), key=lambda d: d["annotator"]),
+            }
+            for stage, it, outcome in (("edit", e_item, e_out), ("qa", q_item, q_out))
+        }
+        v_edits.append({**edit, "decisions_json": canonical_json(trail)})
+        state = question_state(by_edit[edit["id"]], q_events.get(q_item, []))
+        for q in sorted(state, key=lambda q: q["id"]):
+            if not q["valid"]:
+                summary.dropped_questions += 1
+                continue
+            row = {k: v for k, v in q.items() if k not in ("valid", "edited")}
+            if row.get("qtype") != "MC" and not row.get("options"):
+                row["options"] = None
+            v_questions.append(row)
+    summary.verified_edits, summary.verified_questions = len(v_edits), len(v_questions)
+
+    for name, schema, rows in (
+        ("verified_edits", VERIFIED_EDITS, v_edits),
+        ("verified_questions", VERIFIED_QUESTIONS, v_questions),
+        ("decisions", DECISIONS, decisions),
+    ):
+        rel = f"{EXPORT_DIR}/{name}/{shard_name(0)}"
+        for old in run.listdir(EXPORT_DIR, name):
+            run.rm(EXPORT_DIR, name, old)
+        write_table(run, rel, table_from_rows(schema, rows, where=f"review/{name}"))
+        summary.paths[name] = run.path(rel)
+    if not decisions:
+        summary.message = (
+            f"no review decisions yet in {queue.engine.url.render_as_string(hide_password=True)}: wrote empty "
+            "verified_edits, verified_questions and decisions; review with `reactbench review serve` first"
+        )
+    else:
+        summary.message = (
+            f"{summary.decisions} events -> {summary.verified_edits} verified edits, {summary.verified_questions} verified "
+            f"questions ({summary.dropped_questions} marked invalid, {summary.pending_edits} edits still in review)"
+        )
+    return summary
+
+
+def _decision_rows(events: list[Any], items: dict[str, Any], names: dict[int, str]) -> list[dict[str, Any]]:
+    """The audit log for release: every human event (resolutions are derived, so left out)."""
+    rows = []
+    for e in events:
+        if e.kind == "resolution":
+            continue
+        item = items[e.item_id]
+        if e.kind.startswith("question_"):
+            kind, target = "question", e.question_id
+            action = e.kind if e.kind == "question_edit" else ("question_valid" if json.loads(e.after_json)["valid"] else "question_invalid")
+        else:
+            kind, target = item.stage, item.edit_id
+            action = e.verdict if e.kind == "decision" else (f"adjudicate_{e.verdict}" if e.kind == "adjudication" else e.kind)
+        rows.append(
+            {
+                "event_id": int(e.id),
+                "item_id": target,
+                "item_kind": kind,
+                "action": action,
+                "annotator": names[e.annotator_id],
+                "created_at": iso(e.created_at),
+                "before_json": e.before_json,
+                "after_json": e.after_json,
+            }
+        )
+    return rows

@@ -1,0 +1,50 @@
+"""The ``export``, ``eval`` and ``report`` commands through Typer, on a hand-made run."""
+
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from flows.cli_eval import register
+from eval_helpers import write_run
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())  # rich wraps long lines
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:  # a group, like the real CLI
+        pass
+
+    register(app)
+    return app
+
+
+def test_eval_report_export_commands(tmp_path):
+    run = write_run(tmp_path / "run", verified=False)
+    (tmp_path / "run" / "config.yaml").write_text("run:\n  shard_size: 16\n  workers: 1\n")
+    app, cli = _app(), CliRunner()
+    res = cli.invoke(app, ["eval", "--run-dir", str(tmp_path / "run"), "--model", "rules:rules-v1", "--unverified", "--modes", "standard"])
+    assert res.exit_code == 0, res.output
+    assert "React-Score" in res.output and run.exists("eval/rules-rules-v1-unverified/metrics.json")
+    res = cli.invoke(app, ["report", "eval", "--run-dir", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "run" / "reports" / "eval.html").exists()
+    res = cli.invoke(app, ["export", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "rel"), "--unverified", "--vlmevalkit"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rel" / "vlmevalkit" / "reactbench.tsv").exists() and not (tmp_path / "rel" / "lmms_eval").exists()
+
+
+def test_clear_errors(tmp_path):
+    write_run(tmp_path / "run", verified=False)
+    app, cli = _app(), CliRunner()
+    res = cli.invoke(app, ["eval", "--run-dir", str(tmp_path / "run"), "--model", "rules:rules-v1"])
+    assert res.exit_code == 2 and "--unverified" in _flat(res.output)
+    res = cli.invoke(app, ["report", "eval", "--run-dir", str(tmp_path / "run")])
+    assert res.exit_code == 2 and "no evaluation found" in _flat(res.output)
+    res = cli.invoke(app, ["report", "nonsense", "--run-dir", str(tmp_path / "run")])
+    assert res.exit_code == 2 and "eval, ablation, build" in _flat(res.output)

@@ -1,0 +1,81 @@
+"""The mine stage through the real runner: artifacts, skipping, byte-identical reruns, source errors."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from flows.config import config_from_dict
+from mining_helpers import SAMPLE_MINE
+from storage.fs import RunFS
+from storage.parquet_io import ArtifactReader
+from storage.schemas import CANDIDATES
+from tasks.base import RunContext
+from tasks.mine import MineSourceMissing, MineStage
+from tasks.runner import run_stage
+
+
+def _ctx(run_dir: Path, sample_dir: Path, **mine) -> RunContext:
+    cfg = config_from_dict({
+        "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
+        "mine": {**SAMPLE_MINE, **mine},
+    })
+    return RunContext(RunFS.open(str(run_dir)), cfg)
+
+
+def _hashes(run_dir: Path) -> dict[str, str]:
+    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((run_dir / "mine").rglob("*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def mined_run(tmp_path_factory, sample_dir: Path):
+    run_dir = tmp_path_factory.mktemp("run")
+    ctx = _ctx(run_dir, sample_dir)
+    return run_dir, ctx, run_stage(MineStage(), ctx)
+
+
+def test_stage_writes_all_three_artifacts_and_rejects(mined_run) -> None:
+    run_dir, ctx, summary = mined_run
+    assert summary.shards_total == 2 and summary.rows_out["pair_stats"] >= 8 and summary.rows_out["attribute_stats"] >= 30
+    rows = ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows()
+    tasks = {r["task"] for r in rows}
+    assert tasks == {"relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"}
+    assert sum(r["task"] == "relational_erasure" for r in rows) >= 24
+    assert {"unknown_image_id", "box_outside_image", "duplicate_object_id", "malformed_entry", "missing_class", "missing_image"} <= set(summary.reject_reasons)
+    manifest = MineStage().store(ctx).read_manifest()
+    assert manifest["status"] == "complete"
+    assert any(k.endswith("objects.json") and v.startswith("size=") for k, v in manifest["input_fingerprints"].items())
+    assert manifest["extra"]["candidates_by_task"]["relational_erasure/targeted"] >= 24
+
+
+def test_rerun_skips_and_other_run_dir_is_byte_identical(mined_run, tmp_path: Path, sample_dir: Path) -> None:
+    run_dir, ctx, _ = mined_run
+    again = run_stage(MineStage(), ctx)
+    assert again.all_skipped
+    other = tmp_path / "other"
+    run_stage(MineStage(), _ctx(other, sample_dir))
+    assert _hashes(other) == _hashes(run_dir)
+
+
+def test_changed_threshold_or_source_file_remines(tmp_path: Path, sample_dir: Path) -> None:
+    ctx = _ctx(tmp_path / "r", sample_dir, tasks=["dense_counting"])
+    assert run_stage(MineStage(), ctx).shards_run == 1
+    assert run_stage(MineStage(), ctx).all_skipped
+    changed = _ctx(tmp_path / "r", sample_dir, tasks=["dense_counting"], dense_counting={"count_range": [5, 60], "bins": [5, 30, 60], "per_bin": 2})
+    assert run_stage(MineStage(), changed).shards_run == 1
+    classes = sample_dir / "fsc147" / "ImageClasses_FSC147.txt"
+    st = os.stat(classes)
+    try:
+        os.utime(classes, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+        assert run_stage(MineStage(), changed).shards_run == 1
+    finally:
+        os.utime(classes, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_missing_source_config_is_named(tmp_path: Path) -> None:
+    ctx = RunContext(RunFS.open(str(tmp_path)), config_from_dict({"mine": {"tasks": ["relational_erasure"]}}))
+    with pytest.raises(MineSourceMissing, match="sources.visual_genome"):
+        run_stage(MineStage(), ctx)

@@ -1,0 +1,122 @@
+"""The Prefect flows on a real server: failure isolation, retries, reruns, GPU leases, artifacts."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.config import BuildConfig
+from orch_stages import CubeStage, GpuCubeStage
+
+
+
+@pytest.fixture(autouse=True)
+def _register_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.stages
+
+    CubeStage.reset()
+    monkeypatch.setitem(flows.stages._STAGE_CLASSES, "cube", "orch_stages:CubeStage")
+    monkeypatch.setitem(flows.stages._STAGE_CLASSES, "gpucube", "orch_stages:GpuCubeStage")
+
+
+def _config(**orch: Any) -> dict[str, Any]:
+    base = {"retries": 1, "retry_delay_s": 0.0}
+    base.update(orch)
+    return BuildConfig.model_validate({"run": {"shard_size": 4, "workers": 2}, "orchestration": base}).model_dump(mode="json")
+
+
+def _table(artifact: Any) -> dict[str, Any]:
+    import json
+
+    data = artifact["data"]
+    rows = json.loads(data) if isinstance(data, str) else data
+    return {r["metric"]: r["value"] for r in rows}
+
+
+def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(tmp_path: Path, prefect_api: Any) -> None:
+    from flows.prefect_flows import stage_flow
+    from tasks.runner import ShardFailed
+
+    run_dir, cfg = str(tmp_path / "run"), _config()
+    CubeStage.broken = {1}
+    with pytest.raises(ShardFailed, match=r"shards \[1\] did not complete"):
+        stage_flow(stage_name="cube", config=cfg, run_dir=run_dir, options={"n": 14})
+    markers = sorted(p.name for p in (tmp_path / "run" / "cube" / "_shards").iterdir())
+    assert markers == ["00000.json", "00002.json", "00003.json"]
+    assert CubeStage.calls.count(1) == 1, "a ValueError is permanent: no retry"
+    failed_table = _table(prefect_api.artifacts("reactbench-cube-counts")[0])
+    assert failed_table["shards total"] == 4 and failed_table["shards run"] == 3
+
+    CubeStage.broken, CubeStage.calls = set(), []
+    summary = stage_flow(stage_name="cube", config=cfg, run_dir=run_dir, options={"n": 14})
+    assert CubeStage.calls == [1], "the rerun runs only the shard that failed"
+    assert summary.shards_run == 1 and summary.shards_skipped == 3
+    assert summary.rows_out == {"cubes": 11} and summary.reject_reasons == {"multiple_of_five": 3}
+    table = _table(prefect_api.artifacts("reactbench-cube-counts")[0])
+    assert table["reject: multiple_of_five"] == 3 and table["rows out: cubes"] == 11
+    progress = prefect_api.artifacts("reactbench-cube-progress")
+    assert progress and float(progress[0]["data"]) == 100.0
+
+
+def test_transient_errors_are_retried_and_permanent_ones_fail_fast(tmp_path: Path, prefect_api: Any) -> None:
+    from flows.prefect_flows import stage_flow
+
+    CubeStage.flaky = {0, 2}
+    summary = stage_flow(stage_name="cube", config=_config(retries=2), run_dir=str(tmp_path / "r"), options={"n": 12})
+    assert summary.shards_run == 3 and summary.rows_out == {"cubes": 9}
+    assert sorted(CubeStage.calls) == [0, 0, 1, 2, 2], "each flaky shard ran twice, the healthy one once"
+
+
+def test_retry_everything_when_configured(tmp_path: Path, prefect_api: Any) -> None:
+    from flows.prefect_flows import stage_flow
+    from tasks.runner import ShardFailed
+
+    CubeStage.broken = {0}
+    with pytest.raises(ShardFailed):
+        stage_flow(
+            stage_name="cube", config=_config(retries=2, retry_transient_only=False), run_dir=str(tmp_path / "r"), options={"n": 4}
+        )
+    assert CubeStage.calls == [0, 0, 0], "1 attempt + 2 retries"
+
+
+def test_gpu_shards_hold_a_concurrency_slot_and_a_distinct_device(tmp_path: Path, prefect_api: Any) -> None:
+    """Single-node multi-GPU: a global concurrency limit of 2 and two leased device indices."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    from flows.prefect_flows import stage_flow
+
+    limit = f"gpu-test-{uuid.uuid4().hex[:8]}"
+
+    async def create() -> None:
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=limit, limit=2))
+
+    asyncio.run(create())
+    GpuCubeStage.hold_s = 0.3
+    cfg = _config(gpu_concurrency_limit=limit, gpu_devices=[0, 1], device_lock_dir=str(tmp_path / "locks"))
+    cfg["run"]["workers"] = 4
+    run_dir = tmp_path / "g"
+    summary = stage_flow(stage_name="gpucube", config=cfg, run_dir=str(run_dir), options={"n": 24})
+    assert summary.shards_run == 6
+    assert GpuCubeStage.overlaps == [], "two shards never held the same device at once"
+    import pyarrow.parquet as pq
+
+    devices = set()
+    for part in sorted((run_dir / "gpucube" / "cubes").glob("part-*.parquet")):
+        devices |= set(pq.read_table(part).column("device").to_pylist())
+    assert devices <= {"cuda:0", "cuda:1"} and devices, devices
+
+
+def test_missing_concurrency_limit_is_a_clear_error(tmp_path: Path, prefect_api: Any) -> None:
+    from flows.prefect_flows import stage_flow
+    from tasks.runner import ShardFailed
+
+    with pytest.raises(ShardFailed, match="prefect gcl create no-such-limit"):
+        stage_flow(
+            stage_name="gpucube", config=_config(gpu_concurrency_limit="no-such-limit"), run_dir=str(tmp_path / "m"), options={"n": 4}
+        )
