@@ -82,6 +82,13 @@ def _write_mine(run, rows: list[dict]) -> None:
     store.write_manifest({"stage": "mine", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()})
 
 
+def _cpu_s() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _stats(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as r:
         return json.loads(r.read())
@@ -122,9 +129,11 @@ def main() -> None:
                 }
             )
             ctx = RunContext(run, cfg)
+            cpu0 = _cpu_s()
             t0 = time.perf_counter()
             cold = run_stage(InstructStage(), ctx)
             cold_s = time.perf_counter() - t0
+            cpu_ms = 1000 * (_cpu_s() - cpu0) / args.requests
             rows = ArtifactReader(run, "instruct/instructions", "instructions").rows(["status"])
             applicable = sum(r["status"] == "applicable" for r in rows)
             if applicable != args.requests:
@@ -145,7 +154,7 @@ def main() -> None:
 
     theoretical = args.concurrency / args.latency
     achieved = args.requests / cold_s
-    print(f"one {image_kb:.0f} KB JPEG per request (base64 data URL)")
+    print(f"one {image_kb:.0f} KB JPEG per request (base64 data URL); client CPU {cpu_ms:.2f} ms per request")
     print(f"cold: {args.requests} requests in {cold_s:.2f} s -> {achieved:.1f} req/s; theoretical {theoretical:.1f} req/s (concurrency {args.concurrency} / latency {args.latency} s)")
     print(f"efficiency (achieved / theoretical, same run): {achieved / theoretical:.3f}; server saw {sent_cold['requests']} requests, at most {sent_cold['max_inflight']} in flight")
     print(f"warm cache: {warm.shards_run} shards recomputed from {cache_files} cached answers in {warm_s:.2f} s, {sent_warm} requests sent")

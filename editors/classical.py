@@ -184,6 +184,11 @@ class ClassicalEditor(Editor):
         options = [(x + bw + gap, y), (x - bw - gap, y), (x, y + bh + gap), (x, y - bh - gap)]
         k = req.seed % len(options)
         options = options[k:] + options[:k]
+        hint = _direction_hint(" ".join([req.instruction or "", str(req.fields.get("C", ""))]))
+        if hint is not None:  # "moved to the left of ...": try that side first
+            wanted = {"right": 0, "left": 1, "below": 2, "above": 3}[hint]
+            first = [(x + bw + gap, y), (x - bw - gap, y), (x, y + bh + gap), (x, y - bh - gap)][wanted]
+            options = [first] + [o for o in options if o != first]
         others = self._context_boxes(req)
         best, best_score = None, None
         for ox, oy in options:
@@ -301,6 +306,18 @@ class ClassicalEditor(Editor):
             out, placed = self._clone(donor_img, cleared, dilate(mask[:, ::-1], 2), mirrored_box, box)
             meta = {"operation": "replace", "approximation": "mirrored_hue_rotated_copy", "mask_source": source}
         return EditResult(out, hole | placed, meta)
+
+
+_DIRECTIONS = {"left": "left", "right": "right", "above": "above", "up": "above", "top": "above", "upper": "above",
+               "below": "below", "under": "below", "down": "below", "bottom": "below", "lower": "below", "beneath": "below"}
+
+
+def _direction_hint(text: str) -> str | None:
+    """The first side word of an AT instruction or predicate (``moved to the left end``)."""
+    for w in re.findall(r"[a-z]+", text.lower()):
+        if w in _DIRECTIONS:
+            return _DIRECTIONS[w]
+    return None
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> float:

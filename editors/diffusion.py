@@ -18,7 +18,7 @@ def load_pipeline(cls: Any, model: str, editor: str, what: str, dtype: str, devi
     ref = resolve_model(model, what, editor)
     dev = pick_device(device)
     try:
-        pipe = cls.from_pretrained(ref, torch_dtype=torch_dtype(dtype, dev), **kwargs)
+        pipe = cls.from_pretrained(ref, dtype=torch_dtype(dtype, dev), **kwargs)
     except (OSError, ValueError) as exc:
         raise EditorError(f"editor {editor!r}: cannot load {cls.__name__} from {ref!r}: {exc}") from exc
     if cpu_offload != "none":

@@ -50,18 +50,17 @@ def attribute_table(scan: Scan, params: CounterfactualAttributeParams) -> Attrib
     c_o = c_name[obj]
     p = c_oa / np.maximum(c_o, 1)
     order = np.lexsort((attr, -p, obj))
-    rank = np.empty(len(obj), dtype=np.int64)
     passing = (c_oa >= params.n_min) & (p >= params.theta)
-    kept = np.zeros(len(obj), dtype=bool)
-    prev, r, taken = -1, 0, 0
-    for i in order:
-        if obj[i] != prev:
-            prev, r, taken = obj[i], 0, 0
-        r += 1
-        rank[i] = r
-        if passing[i] and taken < params.top_k:
-            kept[i] = True
-            taken += 1
+    n = len(obj)
+    pos = np.arange(n)
+    new_group = np.r_[True, obj[order][1:] != obj[order][:-1]] if n else np.zeros(0, bool)
+    group_start = np.maximum.accumulate(np.where(new_group, pos, 0)) if n else pos
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = pos - group_start + 1
+    passed = np.cumsum(passing[order])  # passing rows up to and including each position
+    before_group = np.where(group_start > 0, passed[group_start - 1], 0) if n else passed
+    kept = np.zeros(n, dtype=bool)
+    kept[order] = passing[order] & (passed - before_group <= params.top_k)
     return AttributeTable(obj, attr, c_o, c_oa.astype(np.int64), p, rank, kept)
 
 

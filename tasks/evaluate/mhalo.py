@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from prompts.eval_parsing import Detection, Span, parse_tagged, render_tagged, spans_from_phrases  # noqa: F401 (re-exported)
+from prompts.eval_parsing import Detection, Span
 
 
 def iou(a: Span, b: Span) -> float:

@@ -225,8 +225,11 @@ class EvalStage(Stage):
             if out.status == "ok" and out.fields:
                 verdict, judge = out.fields, ("rules" if out.backend == "rules" else "llm")
             else:
-                verdict = offline_judge(ctx["task"], ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"])
-                judge = "rules_fallback"
+                try:
+                    verdict = offline_judge(ctx["task"], ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"])
+                    judge = "rules_fallback"
+                except ValueError as exc:  # a malformed rubric: recorded, scored as not correct
+                    verdict, judge = {"verdict": "hallucination", "fallback": False, "reason": f"cannot judge: {exc}"}, "failed"
             a["correct"] = verdict["verdict"] == "correct"
             if judge != "llm" and not a["correct"] and not verdict.get("fallback") and self._encoder is not None:
                 from tasks.evaluate.embed_judge import accept_paraphrase
@@ -251,7 +254,7 @@ class EvalStage(Stage):
         if "target_name" in facts and a["task"] == "relational_erasure":
             facts["removed_object"] = facts.pop("target_name")
         facts.update({k: v for k, v in rubric(q).items() if k not in ("correct_if", "wrong_if")})
-        facts["correct_answer"] = a["gold"] if a["qtype"] != "MC" else f"{a['gold']}. {(a.get('options') or [''] * 26)[ord(a['gold'][0]) - 65] if a.get('options') else ''}"
+        facts["correct_answer"] = _gold_text(a)
         return [[k, str(v)] for k, v in sorted(facts.items())]
 
     def _questions_by_id(self) -> dict[str, dict[str, Any]]:
@@ -341,6 +344,14 @@ class EvalStage(Stage):
                 }
             )
         return sorted(rows, key=lambda r: r["id"])
+
+
+def _gold_text(a: dict[str, Any]) -> str:
+    """The gold answer in words: "B. a bare bun" for MC, else the gold itself."""
+    options = list(a.get("options") or [])
+    gold = str(a["gold"])
+    i = ord(gold[:1].upper() or "@") - 65
+    return f"{gold}. {options[i]}" if a["qtype"] == "MC" and 0 <= i < len(options) else gold
 
 
 def _asserts(text: str, prior_terms: list[str]) -> bool:

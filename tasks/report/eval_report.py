@@ -77,6 +77,12 @@ def model_section(m: dict[str, Any]) -> str:
     if m.get("subcauses"):
         rows = [(TASK_SHORT.get(t, t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()]) for t, d in m["subcauses"].items()]
         parts.append("<h3>Sub-causes of CoT hallucinations</h3>" + figure(stacked(rows, "Sub-cause distribution per task")))
+        parts.append(
+            table(
+                ["task", "sub-cause", "answers", "%"],
+                [[t, lab, v["n"], v["percent"]] for t, d in m["subcauses"].items() for lab, v in d["labels"].items()],
+            )
+        )
     spans = m.get("spans") or {}
     if spans.get("types"):
         top = max(spans["types"].values())

@@ -129,34 +129,38 @@ class ReviewQueue:
     def enqueue(self, rows: Iterable[dict[str, Any]]) -> int:
         """Insert queue items that are not there yet (by id); returns how many were added."""
         rows = list(rows)
-        if not rows:
-            return 0
+        added = 0
+        for start in range(0, len(rows), 500):  # bounded IN lists and transactions
+            batch = rows[start : start + 500]
+            added += self._retry(lambda conn: self._enqueue(conn, batch))
+        return added
+
+    def _enqueue(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
         now = self.clock()
-        with self.engine.begin() as conn:
-            have = set(conn.execute(select(Item.id).where(Item.id.in_([r["id"] for r in rows]))).scalars())
-            seq = conn.execute(select(func.coalesce(func.max(Item.seq), 0))).scalar_one()
-            new = []
-            for r in rows:
-                if r["id"] in have:
-                    continue
-                have.add(r["id"])
-                seq += 1
-                new.append(
-                    {
-                        "id": r["id"],
-                        "stage": r["stage"],
-                        "edit_id": r["edit_id"],
-                        "parent_id": r.get("parent_id"),
-                        "task": r["task"],
-                        "variant": r["variant"],
-                        "editor": r["editor"],
-                        "seq": seq,
-                        "payload_json": r["payload_json"],
-                        "created_at": now,
-                    }
-                )
-            if new:
-                conn.execute(insert(Item), new)
+        have = set(conn.execute(select(Item.id).where(Item.id.in_([r["id"] for r in rows]))).scalars())
+        seq = conn.execute(select(func.coalesce(func.max(Item.seq), 0))).scalar_one()
+        new = []
+        for r in rows:
+            if r["id"] in have:
+                continue
+            have.add(r["id"])
+            seq += 1
+            new.append(
+                {
+                    "id": r["id"],
+                    "stage": r["stage"],
+                    "edit_id": r["edit_id"],
+                    "parent_id": r.get("parent_id"),
+                    "task": r["task"],
+                    "variant": r["variant"],
+                    "editor": r["editor"],
+                    "seq": seq,
+                    "payload_json": r["payload_json"],
+                    "created_at": now,
+                }
+            )
+        if new:
+            conn.execute(insert(Item), new)
         return len(new)
 
     # -- leasing -----------------------------------------------------------------------

