@@ -207,3 +207,17 @@ def build_instruct_pix2pix(out_dir: str | Path, seed: int = 0) -> Path:
     out = Path(out_dir)
     pipe.save_pretrained(out)
     return out
+
+
+def build_qwen_lora(pipeline_dir: str | Path, out_dir: str | Path, seed: int = 0) -> Path:
+    """Save random (non-zero) LoRA weights for the tiny Qwen-Image transformer in diffusers' format."""
+    import torch
+    from diffusers import QwenImageEditPipeline, QwenImageTransformer2DModel
+    from peft import LoraConfig, get_peft_model_state_dict
+
+    transformer = QwenImageTransformer2DModel.from_pretrained(Path(pipeline_dir) / "transformer")
+    torch.manual_seed(seed)
+    transformer.add_adapter(LoraConfig(r=2, lora_alpha=2, target_modules=["to_q", "to_k", "to_v", "to_out.0"], init_lora_weights=False))
+    out = Path(out_dir)
+    QwenImageEditPipeline.save_lora_weights(out, transformer_lora_layers=get_peft_model_state_dict(transformer))
+    return out

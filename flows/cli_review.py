@@ -7,7 +7,7 @@ the review stage (filling the queue).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
@@ -15,12 +15,16 @@ from rich.console import Console
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
 console = Console()
 
+if TYPE_CHECKING:
+    from storage.fs import RunFS
+    from tasks.review.queue import ReviewQueue
+
 RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory holding review/queue.sqlite and images/.")
 DbOpt = typer.Option(None, "--db", help="Queue database URL (default: review.db_url of the run's config, else sqlite in the run dir).")
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml).")
 
 
-def open_queue(run_dir: Path, db: str | None, config: Path | None = None):  # -> ReviewQueue
+def open_queue(run_dir: Path, db: str | None, config: Path | None = None) -> "tuple[RunFS, ReviewQueue]":
     """The run's queue, configured from its saved config (k, lease timeout, database URL)."""
     from flows.config import BuildConfig, load_config
     from storage.fs import RunFS

@@ -53,6 +53,10 @@ class OrchestrationConfig(Section):
         (), description="GPU indices on this node that edit shards lease one at a time (threads runner)"
     )
     device_lock_dir: str | None = Field(None, description="folder of the per-GPU lock files (default: <tmp>/reactbench-gpu-locks)")
+    rerun_reject_reasons: tuple[str, ...] = Field(
+        ("out_of_memory", "llm_error"),
+        description="reject reasons of transient item failures: a rerun recomputes the shards holding such rejects",
+    )
 
 
 class BuildConfig(Section):

@@ -21,7 +21,7 @@ import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -29,13 +29,13 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
-from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, load_config
+from flows.config import BuildConfig, OrchestrationConfig, _set_dotted, config_from_dict, load_config
 from flows.devices import DEVICE_OPTION, lease_device, ray_device
 from flows.runtime import make_context
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from tasks.base import RunContext
-from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage
+from tasks.runner import ShardFailed, StagePlan, StageSummary, finish_stage, prepare_stage
 
 GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
 
@@ -44,6 +44,7 @@ def uses_gpu(stage: Any) -> bool:
     """A stage's shards hold a GPU: the edit stage, or any stage class with ``uses_gpu = True``."""
     return bool(getattr(stage, "uses_gpu", stage.name in GPU_STAGES))
 
+
 # --- config ----------------------------------------------------------------------------
 
 
@@ -51,17 +52,12 @@ def resolve_config(config: dict[str, Any] | str | None, overrides: dict[str, Any
     """A flow's ``config`` parameter: a YAML path (deployments), a mapping (the CLI), or None (demo)."""
     if config is None or isinstance(config, (str, Path)):
         return load_config(config, overrides)
-    cfg = config_from_dict(config)
-    if overrides:
-        data = cfg.model_dump(mode="json")
-        for dotted, value in overrides.items():
-            node = data
-            *parents, last = dotted.split(".")
-            for k in parents:
-                node = node.setdefault(k, {})
-            node[last] = value
-        cfg = config_from_dict(data, "<config + overrides>")
-    return cfg
+    if not overrides:
+        return config_from_dict(config)
+    data = config_from_dict(config).model_dump(mode="json")
+    for dotted, value in overrides.items():
+        _set_dotted(data, dotted, value)
+    return config_from_dict(data, "<config + overrides>")
 
 
 # --- retries ---------------------------------------------------------------------------
@@ -145,24 +141,18 @@ def _with_device(ctx: RunContext, device: str) -> RunContext:
 
 @contextmanager
 def _gpu_slot(limit: str) -> Iterator[None]:
-    from prefect.concurrency.sync import concurrency
+    """Hold one slot of a Prefect global concurrency limit (strict: a missing limit is an error)."""
     from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+    from prefect.concurrency.sync import concurrency
 
     try:
-        cm = concurrency(limit, occupy=1, strict=True)
-        cm.__enter__()
+        with concurrency(limit, occupy=1, strict=True):
+            yield
     except ConcurrencySlotAcquisitionError as exc:
         raise RuntimeError(
             f"orchestration.gpu_concurrency_limit {limit!r}: no such Prefect global concurrency limit; "
             f"create it with `prefect gcl create {limit} --limit <number of GPUs>` ({exc})"
         ) from None
-    try:
-        yield
-    except BaseException as exc:
-        if not cm.__exit__(type(exc), exc, exc.__traceback__):
-            raise
-    else:
-        cm.__exit__(None, None, None)
 
 
 # --- tasks and flows -------------------------------------------------------------------
@@ -258,6 +248,9 @@ def stage_shards_flow(
     started = time.perf_counter()
     stage = get_stage(stage_name)
     plan = prepare_stage(stage, ctx, force=force)
+    requeued = requeue_transient_rejects(stage, ctx, plan, ctx.config.orchestration.rerun_reject_reasons)
+    if requeued:
+        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage_name, requeued)
     progress = ProgressArtifact(stage_name, total=len(plan.work), done=len(plan.skipped))
     logger.info("%s: %d shard(s) to run, %d already complete", stage_name, len(plan.todo), len(plan.skipped))
     futures = _submit_all(stage, ctx, plan.key, plan.work, plan.todo)
@@ -281,6 +274,20 @@ def stage_shards_flow(
         stage_name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
     )
     return summary
+
+
+def requeue_transient_rejects(stage: Any, ctx: RunContext, plan: StagePlan, reasons: Iterable[str]) -> list[int]:
+    """Move finished shards whose rejects include a transient reason (e.g. ``out_of_memory``)
+    back to the to-do list, so a rerun retries the items that failed for passing reasons."""
+    wanted = set(reasons)
+    if not wanted or not plan.skipped:
+        return []
+    store = stage.store(ctx)
+    again = [i for i in plan.skipped if wanted & set((store.marker(i) or {}).get("reject_reasons", {}))]
+    if again:
+        plan.skipped = [i for i in plan.skipped if i not in again]
+        plan.todo = sorted([*plan.todo, *again])
+    return again
 
 
 def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> StageSummary:

@@ -102,6 +102,7 @@ def iter_array(
         if data[start : start + 1] == b"]":
             return
         attempts_left = MAX_ATTEMPTS
+        resume = 0  # proposals before this offset were already refuted
         while True:
             if not eof and len(data) - start < block_bytes:
                 more = f.read(block_bytes)
@@ -114,12 +115,13 @@ def iter_array(
                 return
             if attempts_left > 0:
                 # propose boundaries from half a block on, so batches hold about a block
-                probe = start + block_bytes // 2
+                probe = max(start + block_bytes // 2, resume)
                 for m in pattern.finditer(data, probe):
                     batch = _try_batch(path, data, start, m.start() + 1, base, typed, raw_dec, one)
                     if batch is not None:
                         start = m.start(1)
                         break
+                    resume = m.end()
                     attempts_left -= 1
                     if attempts_left <= 0:
                         break
@@ -129,6 +131,7 @@ def iter_array(
                 base += start
                 start = 0
                 attempts_left = MAX_ATTEMPTS
+                resume = 0
                 continue
             if eof:
                 yield _last_batch(path, data, start, base, typed, raw_dec, one)

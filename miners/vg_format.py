@@ -29,8 +29,8 @@ class VGImage(msgspec.Struct, gc=False):
 
 
 class VGObject(msgspec.Struct, gc=False):
-    object_id: Optional[int] = None
-    id: Optional[int] = None
+    object_id: Optional[int] = -1  # -1: absent (VG 1.0 says "id")
+    id: Optional[int] = -1
     x: float = float("nan")
     y: float = float("nan")
     w: float = float("nan")
@@ -95,7 +95,8 @@ def element_image_id(e: VGImageObjects | VGImageAttributes | VGImageRelationship
 
 
 def object_id(o: VGObject) -> Optional[int]:
-    return o.object_id if o.object_id is not None else o.id
+    oid = o.object_id if o.object_id is not None and o.object_id >= 0 else o.id
+    return oid if oid is not None and oid >= 0 else None
 
 
 def object_raw_name(o: VGObject) -> Optional[str]:

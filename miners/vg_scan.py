@@ -14,6 +14,8 @@ reject rows and are left out of every count and every candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -63,9 +65,10 @@ class Vocab:
     def map(self, raws: list[Any]) -> list[int]:
         try:
             return list(map(self.raw.__getitem__, raws))
-        except KeyError:
-            get = self.raw.get
-            return [v if (v := get(r)) is not None else self.id_of_raw(r) for r in raws]
+        except KeyError:  # first sight of some raw strings: learn them, then the fast path again
+            for r in set(raws).difference(self.raw):
+                self.id_of_raw(r)
+            return list(map(self.raw.__getitem__, raws))
 
     def sorted_remap(self) -> np.ndarray:
         """Renumber ids in alphabetical order (so pair (a, b) with a < b reads naturally)."""
@@ -81,26 +84,6 @@ class Vocab:
 
 
 @dataclass
-class Columns:
-    """Growing lists of one table's columns; ``freeze`` turns them into numpy arrays."""
-
-    names: tuple[str, ...]
-    data: dict[str, list[Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.data = {n: [] for n in self.names}
-
-    def freeze(self, dtypes: dict[str, Any]) -> dict[str, np.ndarray]:
-        return {n: np.asarray(self.data[n], dtype=dtypes.get(n, np.float64)) for n in self.names}
-
-
-OBJ_COLS = ("img", "oid", "nid", "x", "y", "w", "h")
-REL_COLS = ("img", "rid", "pid", "s_oid", "s_nid", "sx", "sy", "sw", "sh", "o_oid", "o_nid", "ox", "oy", "ow", "oh")
-INT_TYPES = {"img": np.int64, "oid": np.int64, "nid": np.int64, "rid": np.int64, "pid": np.int64, "s_oid": np.int64,
-             "s_nid": np.int64, "o_oid": np.int64, "o_nid": np.int64, "inst": np.int64, "aid": np.int64}
-
-
-@dataclass
 class Scan:
     """Everything mining needs from Visual Genome, as columns plus vocabularies and rejects."""
 
@@ -108,9 +91,9 @@ class Scan:
     names: Vocab
     predicates: Vocab
     attributes: Vocab
-    objects: dict[str, np.ndarray] | None = None  # OBJ_COLS + valid
-    relations: dict[str, np.ndarray] | None = None  # REL_COLS + valid
-    instances: dict[str, np.ndarray] | None = None  # OBJ_COLS + valid (from attributes.json)
+    objects: dict[str, np.ndarray] | None = None  # img, oid, nid, x, y, w, h, valid
+    relations: dict[str, np.ndarray] | None = None  # img, rid, pid, s_/o_ oid, nid, x, y, w, h; valid
+    instances: dict[str, np.ndarray] | None = None  # img, oid, nid, x, y, w, h, valid (from attributes.json)
     annotations: dict[str, np.ndarray] | None = None  # inst (row in instances), aid; deduplicated
     rejects: list[dict[str, Any]] = field(default_factory=list)
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
@@ -121,10 +104,11 @@ def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None)
 
 
 def _elements(path: str, kind: str, block: int, rejects: list, progress: Optional[Progress]):
-    """(image_id, parts) per element; malformed parts and elements become rejects."""
+    """Per decoded batch, a list of (image_id, parts); malformed parts and elements become rejects."""
     part_type = {"objects": VGObject, "attributes": VGAttributed, "relationships": VGRelationship}[kind]
     done = 0
     for batch in iter_elements(path, kind, block):
+        out = []
         for e in batch:
             if isinstance(e, BadElement):
                 le = loose(e)
@@ -140,27 +124,61 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Optiona
                         _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}: {got}", bytes(raw)[:500].decode("utf-8", "replace"))
                     else:
                         parts.append(got)
-                yield iid, parts
+                out.append((iid, parts))
             else:
-                yield element_image_id(e), getattr(e, kind)
+                out.append((element_image_id(e), getattr(e, kind)))
+        yield out
         done += len(batch)
         if progress:
             progress(kind, done)
 
 
-def _obj_columns(cols: Columns, iid: int, objs: list, vocab: Vocab, canon: Canonicalizer) -> None:
-    d = cols.data
-    n = len(objs)
-    d["img"].extend([iid] * n)
-    d["oid"].extend([o.object_id if o.object_id is not None else (o.id if o.id is not None else -1) for o in objs])
+def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], list[int], list[Any]]:
+    """Image ids, part counts and the flat parts of the elements whose image is known."""
+    iids: list[int] = []
+    counts: list[int] = []
+    flat: list[Any] = []
+    images = scan.images
+    for iid, parts in batch:
+        if iid is None:
+            _rej(scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({len(parts)} {kind})")
+        elif iid not in images:
+            _rej(scan.rejects, f"vg:{kind}:{iid}", "unknown_image_id", f"{path}: image_id {iid} is not in image_data.json ({len(parts)} {kind} skipped)")
+        else:
+            iids.append(iid)
+            counts.append(len(parts))
+            flat.extend(parts)
+    return iids, counts, flat
+
+
+_IDS_BOX = attrgetter("object_id", "id", "x", "y", "w", "h")
+
+
+def _box_matrix(parts: list[Any]) -> np.ndarray:
+    """(n, 6) float64: object_id, id, x, y, w, h (-1 for an absent id, NaN for an absent coordinate)."""
+    try:
+        return np.fromiter(chain.from_iterable(map(_IDS_BOX, parts)), dtype=np.float64, count=6 * len(parts)).reshape(-1, 6)
+    except TypeError:  # an explicit null id somewhere: the slow, careful way
+        rows = [[-1.0 if v is None else float(v) for v in _IDS_BOX(p)] for p in parts]
+        return np.asarray(rows, dtype=np.float64).reshape(-1, 6)
+
+
+def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]:
     if canon.mode == "synset":
-        d["nid"].extend([_synset_id(vocab, canon, o) for o in objs])
-    else:
-        d["nid"].extend(vocab.map([o.names[0] if o.names else o.name for o in objs]))
-    d["x"].extend([o.x for o in objs])
-    d["y"].extend([o.y for o in objs])
-    d["w"].extend([o.w for o in objs])
-    d["h"].extend([o.h for o in objs])
+        return [_synset_id(vocab, canon, o) for o in parts]
+    return vocab.map([o.names[0] if o.names else o.name for o in parts])
+
+
+def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]]) -> dict[str, np.ndarray]:
+    mat = np.concatenate(m) if m else np.zeros((0, 6))
+    oid = np.where(mat[:, 0] >= 0, mat[:, 0], mat[:, 1]).astype(np.int64)
+    return {
+        "img": np.concatenate(img).astype(np.int64) if img else np.zeros(0, np.int64),
+        "oid": oid,
+        "nid": np.fromiter(chain.from_iterable(nid), dtype=np.int64),
+        "x": np.ascontiguousarray(mat[:, 2]), "y": np.ascontiguousarray(mat[:, 3]),
+        "w": np.ascontiguousarray(mat[:, 4]), "h": np.ascontiguousarray(mat[:, 5]),
+    }
 
 
 def _synset_id(vocab: Vocab, canon: Canonicalizer, o: VGObject) -> int:
@@ -177,34 +195,37 @@ def _synset_id(vocab: Vocab, canon: Canonicalizer, o: VGObject) -> int:
 
 def scan_objects(path: str, kind: str, scan: Scan, canon: Canonicalizer, block: int, progress: Optional[Progress] = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """objects.json or attributes.json -> object columns (and, for attributes, annotation columns)."""
-    cols = Columns(OBJ_COLS)
-    ann_inst: list[int] = []
+    mats: list[np.ndarray] = []
+    imgs: list[np.ndarray] = []
+    nids: list[list[int]] = []
+    ann_inst: list[np.ndarray] = []
     ann_raw: list[Any] = []
+    total = 0
+    get_attrs = attrgetter("attributes")
     with gc_paused():
-        for iid, objs in _elements(path, kind, block, scan.rejects, progress):
-            if iid is None:
-                _rej(scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({len(objs)} {kind})")
+        for batch in _elements(path, kind, block, scan.rejects, progress):
+            iids, counts, parts = _known(batch, scan, kind, path)
+            if not parts:
                 continue
-            if iid not in scan.images:
-                _rej(scan.rejects, f"vg:{kind}:{iid}", "unknown_image_id", f"{path}: image_id {iid} is not in image_data.json ({len(objs)} {kind} skipped)")
-                continue
+            mats.append(_box_matrix(parts))
+            imgs.append(np.repeat(np.asarray(iids, dtype=np.int64), counts))
+            nids.append(_name_ids(parts, scan.names, canon))
             if kind == "attributes":
-                base = len(cols.data["img"])
-                for k, o in enumerate(objs):
-                    if o.attributes:
-                        ann_inst.extend([base + k] * len(o.attributes))
-                        ann_raw.extend(o.attributes)
-            _obj_columns(cols, iid, objs, scan.names, canon)
-    table = cols.freeze(INT_TYPES)
+                lists = list(map(get_attrs, parts))
+                lens = [len(a) if a else 0 for a in lists]
+                ann_inst.append(np.repeat(np.arange(total, total + len(parts), dtype=np.int64), lens))
+                ann_raw.extend(chain.from_iterable(a for a in lists if a))
+            total += len(parts)
+    table = _object_table(mats, imgs, nids)
     table["valid"] = _validate_objects(table, scan, kind, path)
     if kind != "attributes":
         return table, None
     aids = np.asarray(scan.attributes.map(ann_raw), dtype=np.int64)
-    inst = np.asarray(ann_inst, dtype=np.int64)
+    inst = np.concatenate(ann_inst) if ann_inst else np.zeros(0, np.int64)
     keep = aids >= 0
-    key = np.unique(inst[keep] * (len(scan.attributes.names) + 1) + aids[keep])
-    ann = {"inst": key // (len(scan.attributes.names) + 1), "aid": key % (len(scan.attributes.names) + 1)}
-    return table, ann
+    na = len(scan.attributes.names) + 1
+    key = np.unique(inst[keep] * na + aids[keep])
+    return table, {"inst": key // na, "aid": key % na}
 
 
 def _image_sizes(img: np.ndarray, images: dict[int, ImageInfo]) -> tuple[np.ndarray, np.ndarray]:
@@ -242,7 +263,7 @@ def _validate_objects(t: dict[str, np.ndarray], scan: Scan, kind: str, path: str
     for i in np.flatnonzero(~valid):
         iid, oid = int(t["img"][i]), int(t["oid"][i])
         box = [float(t[c][i]) for c in ("x", "y", "w", "h")]
-        payload = {"image_id": iid, "object_id": oid, "box": box}
+        payload = None  # the detail names image, object and box; JSON payloads cost too much at VG scale
         ref = f"vg:{kind}:{iid}:{oid}"
         if bad[i]:
             what = "no object id" if oid < 0 else ("no usable name" if t["nid"][i] < 0 else "a missing coordinate")
@@ -258,33 +279,35 @@ def _validate_objects(t: dict[str, np.ndarray], scan: Scan, kind: str, path: str
 
 
 def scan_relationships(path: str, scan: Scan, canon: Canonicalizer, preds: PredicateCanonicalizer, block: int, progress: Optional[Progress] = None) -> dict[str, np.ndarray]:
-    cols = Columns(REL_COLS)
-    d = cols.data
-    names = scan.names
-    synset_mode = canon.mode == "synset"
+    """relationships.json -> one row per relationship: ids, predicate, both ends' ids, names and boxes."""
+    cols: dict[str, list[Any]] = {k: [] for k in ("img", "rid", "pid", "s", "o", "s_nid", "o_nid")}
+    get_rid = attrgetter("relationship_id", "id")
+    get_pred, get_s, get_o = attrgetter("predicate"), attrgetter("subject"), attrgetter("object")
     with gc_paused():
-        for iid, rels in _elements(path, "relationships", block, scan.rejects, progress):
-            if iid is None or iid not in scan.images:
-                reason = "malformed_entry" if iid is None else "unknown_image_id"
-                _rej(scan.rejects, f"vg:relationships:{iid}", reason, f"{path}: image_id {iid} is not in image_data.json ({len(rels)} relationships skipped)")
+        for batch in _elements(path, "relationships", block, scan.rejects, progress):
+            iids, counts, rels = _known(batch, scan, "relationships", path)
+            if not rels:
                 continue
-            n = len(rels)
-            d["img"].extend([iid] * n)
-            d["rid"].extend([r.relationship_id if r.relationship_id is not None else (r.id if r.id is not None else -1) for r in rels])
-            d["pid"].extend(scan.predicates.map([r.predicate for r in rels]))
-            subs = [r.subject for r in rels]
-            objs = [r.object for r in rels]
-            for prefix, ends in (("s", subs), ("o", objs)):
-                d[f"{prefix}_oid"].extend([object_id(e) if object_id(e) is not None else -1 for e in ends])
-                if synset_mode:
-                    d[f"{prefix}_nid"].extend([_synset_id(names, canon, e) for e in ends])
-                else:
-                    d[f"{prefix}_nid"].extend(names.map([e.names[0] if e.names else e.name for e in ends]))
-                d[f"{prefix}x"].extend([e.x for e in ends])
-                d[f"{prefix}y"].extend([e.y for e in ends])
-                d[f"{prefix}w"].extend([e.w for e in ends])
-                d[f"{prefix}h"].extend([e.h for e in ends])
-    t = cols.freeze(INT_TYPES)
+            cols["img"].append(np.repeat(np.asarray(iids, dtype=np.int64), counts))
+            cols["rid"].append([a if a is not None else (b if b is not None else -1) for a, b in map(get_rid, rels)])
+            cols["pid"].append(scan.predicates.map(list(map(get_pred, rels))))
+            subs, objs = list(map(get_s, rels)), list(map(get_o, rels))
+            cols["s"].append(_box_matrix(subs))
+            cols["o"].append(_box_matrix(objs))
+            cols["s_nid"].append(_name_ids(subs, scan.names, canon))
+            cols["o_nid"].append(_name_ids(objs, scan.names, canon))
+    t: dict[str, np.ndarray] = {
+        "img": np.concatenate(cols["img"]) if cols["img"] else np.zeros(0, np.int64),
+        "rid": np.fromiter(chain.from_iterable(cols["rid"]), dtype=np.int64),
+        "pid": np.fromiter(chain.from_iterable(cols["pid"]), dtype=np.int64),
+        "s_nid": np.fromiter(chain.from_iterable(cols["s_nid"]), dtype=np.int64),
+        "o_nid": np.fromiter(chain.from_iterable(cols["o_nid"]), dtype=np.int64),
+    }
+    for end in ("s", "o"):
+        mat = np.concatenate(cols[end]) if cols[end] else np.zeros((0, 6))
+        t[f"{end}_oid"] = np.where(mat[:, 0] >= 0, mat[:, 0], mat[:, 1]).astype(np.int64)
+        for j, c in enumerate("xywh"):
+            t[f"{end}{c}"] = np.ascontiguousarray(mat[:, 2 + j])
     t["valid"] = _validate_relations(t, scan, path)
     return t
 
@@ -304,13 +327,14 @@ def _validate_relations(t: dict[str, np.ndarray], scan: Scan, path: str) -> np.n
     for i in np.flatnonzero(~valid):
         iid, rid = int(t["img"][i]), int(t["rid"][i])
         ref = f"vg:relationships:{iid}:{rid}"
-        payload = {"image_id": iid, "relationship_id": rid, "subject": [float(t[c][i]) for c in ("sx", "sy", "sw", "sh")], "object": [float(t[c][i]) for c in ("ox", "oy", "ow", "oh")]}
+        payload = None
+        boxes = f"subject box {[float(t[c][i]) for c in ('sx', 'sy', 'sw', 'sh')]}, object box {[float(t[c][i]) for c in ('ox', 'oy', 'ow', 'oh')]}"
         if bad[i]:
             _rej(scan.rejects, ref, "malformed_entry", f"{path}: image {iid} relationship {rid}: missing name, predicate, object id or coordinate", payload)
         elif empty[i]:
-            _rej(scan.rejects, ref, "box_empty", f"{path}: image {iid} relationship {rid}: an end has a zero-size box", payload)
+            _rej(scan.rejects, ref, "box_empty", f"{path}: image {iid} relationship {rid}: an end has a zero-size box ({boxes})", payload)
         else:
-            _rej(scan.rejects, ref, "box_outside_image", f"{path}: image {iid} relationship {rid}: an end's box leaves the image", payload)
+            _rej(scan.rejects, ref, "box_outside_image", f"{path}: image {iid} relationship {rid}: an end's box leaves the image ({boxes})", payload)
     return valid
 
 

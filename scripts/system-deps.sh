@@ -28,5 +28,5 @@ fi
 echo "system-deps: apt-get update"
 apt-get update -q
 echo "system-deps: apt-get install -y$missing"
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
 echo "system-deps: installed$missing"

@@ -36,6 +36,14 @@ INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type"
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
 
+def overlap_io(setting: str, editor: Any) -> bool:
+    """Whether to overlap I/O with editor calls: a model on the CPU already uses every core, and
+    OpenMP threads slow down badly when helper threads compete with them."""
+    if setting != "auto":
+        return setting == "on"
+    return not (getattr(editor, "uses_model", False) and str(getattr(editor, "device", "cpu")).startswith("cpu"))
+
+
 def item_seed(run_seed: int, instruction_id: str) -> int:
     """Per-instruction seed: the same for every editor, so an ablation compares like with like."""
     return int(stable_id(int(run_seed), instruction_id, STAGE), 16) % (2**31)
@@ -95,23 +103,36 @@ class EditStage(Stage):
         size = max(1, min(cfg.batch_size, editor.max_batch))
         batches = [rows[i : i + size] for i in range(0, len(rows), size)]
         result = ShardResult(rows_in=len(rows))
+        load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
+        finish = lambda loaded, outcomes, per_item: self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)  # noqa: E731
+        for edits, rejects in self._pipeline(batches, editor, load, finish, overlap_io(cfg.overlap_io, editor)):
+            result.outputs.setdefault("edits", []).extend(edits)
+            result.rejects.extend(rejects)
+        result.outputs.setdefault("edits", [])
+        return result
+
+    @staticmethod
+    def _pipeline(batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool) -> list[Any]:
+        """Per batch: load -> editor call -> finish. With ``overlap``, the next batch loads and the
+        previous one finishes on helper threads while the editor runs (a GPU leaves the CPU free)."""
+        if not overlap:
+            out = []
+            for batch in batches:
+                loaded = load(batch)
+                ready = [x for x in loaded if x.request is not None]
+                outcomes, seconds = timed_batch(editor, [x.request for x in ready]) if ready else ([], 0.0)
+                out.append(finish(loaded, outcomes, seconds / max(1, len(ready))))
+            return out
         finished: list[Future] = []
         with ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader, ThreadPoolExecutor(1, thread_name_prefix="edit-finish") as finisher:
-            load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
             pending = loader.submit(load, batches[0]) if batches else None
             for b in range(len(batches)):
-                loaded: list[Loaded] = pending.result()  # type: ignore[union-attr]
+                loaded = pending.result()  # type: ignore[union-attr]
                 pending = loader.submit(load, batches[b + 1]) if b + 1 < len(batches) else None
                 ready = [x for x in loaded if x.request is not None]
                 outcomes, seconds = timed_batch(editor, [x.request for x in ready]) if ready else ([], 0.0)
-                per_item = seconds / max(1, len(ready))
-                finished.append(finisher.submit(self._finish_batch, ctx, spec, params_json, loaded, outcomes, per_item))
-            for fut in finished:
-                edits, rejects = fut.result()
-                result.outputs.setdefault("edits", []).extend(edits)
-                result.rejects.extend(rejects)
-        result.outputs.setdefault("edits", [])
-        return result
+                finished.append(finisher.submit(finish, loaded, outcomes, seconds / max(1, len(ready))))
+            return [f.result() for f in finished]
 
     # -- per item ------------------------------------------------------------------------
     def _load(self, ctx: RunContext, spec: EditorSpec, params_json: str, row: dict[str, Any]) -> Loaded:

@@ -1,8 +1,8 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions server (vLLM, SGLang, OpenAI, ...).
 
-Requests run on one private asyncio loop in a background thread, behind one semaphore, so
-the configured concurrency bounds the whole process even when several shards call
-``complete`` from different threads. Transient failures (429, 5xx, timeouts, dropped
+Requests run on one private asyncio loop in a background thread, behind one pool of
+``concurrency`` slot tokens, so the configured concurrency bounds the whole process even
+when several shards call ``complete`` from different threads. Transient failures (429, 5xx, timeouts, dropped
 connections) are retried with exponential backoff and jitter; what still fails comes back as
 an ``MLLMResponse`` with ``error`` set. The API key is read from the environment variable the
 config names and is never stored, logged or cached.
@@ -22,6 +22,7 @@ from prompts.clients.base import MLLMRequest, MLLMResponse
 from prompts.config import MLLMConfig
 
 RETRY_STATUS = {408, 409, 425, 429}
+POOL_CONNECTIONS = 8  # connections per HTTP pool (see _setup)
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ class OpenAIClient:
         resolve_api_key(api_key_env, base_url)  # fail early, before any work
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._sdk: Any = None
-        self._sem: asyncio.Semaphore | None = None
+        self._sdks: list[Any] = []
+        self._slots: asyncio.Queue[int] | None = None
         self._lock = threading.Lock()
         self.requests_sent = 0  # HTTP attempts, including retries
 
@@ -123,24 +124,35 @@ class OpenAIClient:
         import httpx
         import openai
 
-        self._sem = asyncio.Semaphore(self.concurrency)
-        self._sdk = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=resolve_api_key(self.api_key_env, self.base_url),
-            timeout=self.timeout_s,
-            max_retries=0,  # retries are ours: same policy for every error kind
-            http_client=httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=self.concurrency + 8, max_keepalive_connections=self.concurrency + 8),
+        # Several small connection pools instead of one big one: httpcore's pool bookkeeping is
+        # quadratic in its connection count, which costs a whole core at ~100 requests/s with 64
+        # connections. Each slot token is bound to one pool, and a pool never has more requests
+        # than connections, so nothing queues inside httpcore.
+        n_pools = max(1, -(-self.concurrency // POOL_CONNECTIONS))
+        key = resolve_api_key(self.api_key_env, self.base_url)
+        self._sdks = [
+            openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=key,
                 timeout=self.timeout_s,
-            ),
-        )
+                max_retries=0,  # retries are ours: same policy for every error kind
+                http_client=httpx.AsyncClient(
+                    limits=httpx.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS),
+                    timeout=self.timeout_s,
+                ),
+            )
+            for _ in range(n_pools)
+        ]
+        self._slots = asyncio.Queue()
+        for i in range(self.concurrency):
+            self._slots.put_nowait(i % n_pools)
 
     def close(self) -> None:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
-            if self._sdk is not None:
-                asyncio.run_coroutine_threadsafe(self._sdk.close(), loop).result()
+            for sdk in self._sdks:
+                asyncio.run_coroutine_threadsafe(sdk.close(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5)
@@ -162,28 +174,33 @@ class OpenAIClient:
         last = ""
         for attempt in range(self.retry.max_retries + 1):
             retry_after: float | None = None
-            assert self._sem is not None
-            async with self._sem:
+            assert self._slots is not None
+            pool = await self._slots.get()  # the concurrency bound, across all threads' batches
+            try:
                 self.requests_sent += 1
-                try:
-                    resp = await self._sdk.chat.completions.create(
-                        model=self.model_id, messages=messages, temperature=req.temperature, max_tokens=req.max_tokens
-                    )
-                    text = (resp.choices[0].message.content or "") if resp.choices else ""
-                    return MLLMResponse(text, self.model_id, self.backend)
-                except openai.APITimeoutError:
-                    last = f"timeout after {self.timeout_s}s"
-                except openai.APIConnectionError as exc:
-                    last = f"connection error: {exc}"
-                except openai.APIStatusError as exc:
-                    last = f"HTTP {exc.status_code}: {_short(exc.message)}"
-                    if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
-                        return MLLMResponse("", self.model_id, self.backend, error=last)
-                    retry_after = _retry_after(exc)
-                except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
-                    last = f"malformed response: {_short(str(exc))}"
-                except Exception as exc:  # never let one request sink the batch
-                    return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {_short(str(exc))}")
+                # messages are already in wire format: passing them as extra_body (which replaces the
+                # empty list in the JSON) skips the SDK's TypedDict walk, ~0.7 ms CPU per request
+                resp = await self._sdks[pool].chat.completions.create(
+                    model=self.model_id, messages=[], extra_body={"messages": messages},
+                    temperature=req.temperature, max_tokens=req.max_tokens,
+                )
+                text = (resp.choices[0].message.content or "") if resp.choices else ""
+                return MLLMResponse(text, self.model_id, self.backend)
+            except openai.APITimeoutError:
+                last = f"timeout after {self.timeout_s}s"
+            except openai.APIConnectionError as exc:
+                last = f"connection error: {exc}"
+            except openai.APIStatusError as exc:
+                last = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
+                    return MLLMResponse("", self.model_id, self.backend, error=last)
+                retry_after = _retry_after(exc)
+            except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
+                last = f"malformed response: {_short(str(exc))}"
+            except Exception as exc:  # never let one request sink the batch
+                return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {_short(str(exc))}")
+            finally:
+                self._slots.put_nowait(pool)
             if attempt < self.retry.max_retries:
                 await asyncio.sleep(self.retry.delay(attempt, retry_after))
         return MLLMResponse("", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}")

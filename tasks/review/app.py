@@ -82,7 +82,10 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
     async def session_and_headers(request: Request, call_next: Any) -> Response:
         path = request.url.path
         if path not in PUBLIC_PATHS:
-            found = await _run_sync(sessions.get, request.cookies.get(SESSION_COOKIE))
+            token = request.cookies.get(SESSION_COOKIE)
+            found = sessions.peek(token)  # cache hit: no thread hop, no query
+            if found is MISS:
+                found = await _run_sync(sessions.get, token)
             if found is None:
                 if path.startswith("/api/"):
                     response: Response = JSONResponse({"error": "login required"}, status_code=401)
@@ -269,9 +272,9 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
         )
 
     @app.post("/admin/adjudicate/{item_id}")
-    def adjudicate_post(request: Request, item_id: str, form: FormData = Depends(form_with_csrf), admin: Account = Depends(require_admin)) -> Response:
+    def adjudicate_post(request: Request, item_id: str, form: FormData = Depends(form_with_csrf), boss: Account = Depends(require_admin)) -> Response:
         try:
-            queue.adjudicate(admin, item_id, str(form.get("verdict", "")), str(form.get("note", "")))
+            queue.adjudicate(boss, item_id, str(form.get("verdict", "")), str(form.get("note", "")))
         except UnknownItem as exc:
             raise HTTPException(404, str(exc)) from None
         except QueueError as exc:
@@ -329,6 +332,9 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
     return app
 
 
+MISS = object()
+
+
 class SessionCache:
     """Session lookups cached for a few seconds (one query less per request); logout through
     this process drops the entry at once."""
@@ -340,14 +346,18 @@ class SessionCache:
         self._cache: dict[str, tuple[float, tuple[Account, str] | None]] = {}
         self._lock = threading.Lock()
 
+    def peek(self, token: str | None) -> Any:
+        """The cached lookup, or :data:`MISS` when it must be read from the database."""
+        if not token:
+            return None
+        with self._lock:
+            hit = self._cache.get(token)
+        return hit[1] if hit and time.monotonic() - hit[0] < self.TTL_S else MISS
+
     def get(self, token: str | None) -> tuple[Account, str] | None:
         if not token:
             return None
         now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(token)
-        if hit and now - hit[0] < self.TTL_S:
-            return hit[1]
         found = session_user(self.queue.engine, token)
         with self._lock:
             if len(self._cache) > 10_000:

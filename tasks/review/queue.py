@@ -181,7 +181,7 @@ class ReviewQueue:
             ).scalars()
         )
         sql = _CANDIDATES_SQL + ("" if self._sqlite else " FOR UPDATE OF i SKIP LOCKED")
-        for _round in range(3):
+        for _round in range(10):  # a candidate can turn out taken (PostgreSQL snapshot race); try the next ones
             need = want - len(mine)
             if need <= 0:
                 break

@@ -8,7 +8,6 @@ is never wiped wholesale: it holds the queue database with the human decisions.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
@@ -165,7 +164,3 @@ class ReviewStage(Stage):
 def _code(status: str) -> str:
     code = "".join(c if c.isalnum() else "_" for c in str(status).lower()).strip("_")
     return code or "unknown"
-
-
-def load_payload(row: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(row["payload_json"])

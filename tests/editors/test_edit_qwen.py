@@ -76,3 +76,27 @@ def test_offline_hub_id_not_in_cache_says_how_to_get_it(monkeypatch, tmp_path):
     ed = QwenImageEditEditor({"model": "Qwen/Qwen-Image-Edit-2511"})
     with pytest.raises(WeightsNotFound, match=r"Qwen/Qwen-Image-Edit-2511.*HF_HUB_OFFLINE.*hf download"):
         ed.ensure_loaded()
+
+
+def test_lora_is_loaded_and_scaled(tiny_qwen_edit, tmp_path_factory):
+    from editors.tiny import build_qwen_lora
+
+    lora = build_qwen_lora(tiny_qwen_edit, tmp_path_factory.mktemp("lora"))
+    reqs = _requests()[:1]
+    base = dict(model=str(tiny_qwen_edit), steps=2, process_area=AREA, true_cfg_scale=1.0)
+    plain = QwenImageEditEditor(base).edit_batch(reqs)[0].image
+    with_lora = QwenImageEditEditor(base | {"lora": str(lora)}).edit_batch(reqs)[0].image
+    off = QwenImageEditEditor(base | {"lora": str(lora / "pytorch_lora_weights.safetensors"), "lora_scale": 0.0}).edit_batch(reqs)[0].image
+    assert not np.array_equal(plain, with_lora)
+    assert np.array_equal(plain, off)
+
+
+def test_cpu_offload_without_cuda_is_a_clear_error(tiny_qwen_edit):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("offload works on CUDA machines; this checks the CPU-only refusal")
+    from editors.base import EditorError
+
+    with pytest.raises(EditorError, match="cpu_offload='model' needs a CUDA device"):
+        QwenImageEditEditor({"model": str(tiny_qwen_edit), "cpu_offload": "model"}).ensure_loaded()

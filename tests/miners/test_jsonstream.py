@@ -90,3 +90,13 @@ def test_not_an_array_and_empty_array(tmp_path: Path) -> None:
     (tmp_path / "z.json").write_text("")
     with pytest.raises(JSONStreamError, match="empty file"):
         _all(tmp_path / "z.json", 64)
+
+
+def test_nested_objects_that_look_like_elements_cost_attempts_not_correctness(tmp_path: Path) -> None:
+    # every nested object starts with a key that may also start a top-level element
+    data = [{"image_id": i, "objects": [{"image_id": -1, "objects": []} for _ in range(30)]} for i in range(400)]
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps(data))
+    got = _all(path, 700)
+    assert [e.image_id for e in got] == list(range(400))
+    assert all(len(e.objects) == 30 for e in got)

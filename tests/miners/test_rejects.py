@@ -25,7 +25,7 @@ def test_each_kind_of_bad_entry(tmp_path: Path) -> None:
     good = [obj(1, "cup"), obj(2, "table", w=60, h=30)]
     objects = [
         {"image_id": 1, "objects": good + [obj(3, "cup", x=95, w=30), obj(1, "cup"), obj(4, "cup", w=0), {"object_id": 5, "x": 1, "y": 1, "w": 2, "h": 2}]},
-        {"image_id": 2, "objects": [obj(21, "cup"), {"object_id": 22, "names": ["cup"], "x": "left", "y": 1, "w": 2, "h": 2}]},
+        {"image_id": 2, "objects": [obj(21, "cup"), {"object_id": 22, "names": ["cup"], "x": "left", "y": 1, "w": 2, "h": 2}, {**obj(23, "cup"), "object_id": None}]},
         {"image_id": 77, "objects": [obj(71, "cup")]},
         {"image_id": 3, "objects": [obj(31, "cup"), obj(32, "table", w=60, h=30)]},
     ]
@@ -43,10 +43,11 @@ def test_each_kind_of_bad_entry(tmp_path: Path) -> None:
         ("vg:objects:1:5", "malformed_entry"),  # no name
         ("vg:objects:2:#1", "malformed_entry"),  # x is not a number: the rest of image 2 is kept
         ("vg:objects:77", "unknown_image_id"),
+        ("vg:objects:2:-1", "malformed_entry"),  # "object_id": null
         ("vg:image:3", "missing_image"),
     } <= got
     assert [c["image_id"] for c in res.candidates] == ["1"]  # image 3 links the pair but has no file
-    assert res.summary["objects"] == 9  # rows read; image 2's unparseable object is only a reject
+    assert res.summary["objects"] == 10  # rows read; image 2's unparseable object is only a reject
     assert res.summary["valid_objects"] == 5  # 1, 2, 21, 31, 32
 
 

@@ -132,9 +132,11 @@ def prefect_api(prefect_server: PrefectServer, monkeypatch: pytest.MonkeyPatch) 
         yield prefect_server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(prefect_server: PrefectServer) -> Iterator[None]:
     """A local Ray instance (2 CPUs, no dashboard, temp dirs) whose workers report to the server.
+
+    Module-scoped: only the Ray tests use it, and its worker processes go away right after them.
 
     Ray workers inherit the environment of ``ray.init``'s moment, so the Prefect API URL is
     set while Ray starts and restored right after.

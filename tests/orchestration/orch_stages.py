@@ -26,7 +26,8 @@ class CubeStage(Stage):
     """Cubes 0..n-1 (``ctx.options["n"]``); multiples of 5 are rejects (reason ``multiple_of_five``).
 
     Class-level switches drive failures: ``broken`` shards raise ValueError (permanent),
-    ``flaky`` shards raise ConnectionError on their first attempt only (transient).
+    ``flaky`` shards raise ConnectionError on their first attempt only (transient), and
+    ``oom_items`` become ``out_of_memory`` rejects (a transient item failure).
     """
 
     name = "cube"
@@ -34,6 +35,7 @@ class CubeStage(Stage):
     uses_gpu: ClassVar[bool] = False
     broken: ClassVar[set[int]] = set()
     flaky: ClassVar[set[int]] = set()
+    oom_items: ClassVar[set[int]] = set()
     calls: ClassVar[list[int]] = []
     hold_s: ClassVar[float] = 0.0
     active: ClassVar[dict[str, int]] = {}
@@ -42,7 +44,7 @@ class CubeStage(Stage):
 
     @classmethod
     def reset(cls) -> None:
-        cls.broken, cls.flaky, cls.calls, cls.hold_s, cls.active, cls.overlaps = set(), set(), [], 0.0, {}, []
+        cls.broken, cls.flaky, cls.oom_items, cls.calls, cls.hold_s, cls.active, cls.overlaps = set(), set(), set(), [], 0.0, {}, []
 
     def config_section(self, ctx: RunContext) -> Any:
         return {"n": ctx.options["n"], "shard_size": ctx.config.run.shard_size}
@@ -73,7 +75,9 @@ class CubeStage(Stage):
                 cls.active[device] -= 1
         res = ShardResult(rows_in=len(work))
         for v in work:
-            if v % 5 == 0:
+            if v in cls.oom_items:
+                res.rejects.append(reject(str(v), self.name, "out_of_memory", "simulated: failed even at batch size 1"))
+            elif v % 5 == 0:
                 res.rejects.append(reject(str(v), self.name, "multiple_of_five"))
             else:
                 res.outputs.setdefault("cubes", []).append(

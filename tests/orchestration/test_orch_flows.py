@@ -62,6 +62,22 @@ def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(tmp_path: 
     assert progress and float(progress[0]["data"]) == 100.0
 
 
+def test_rerun_retries_shards_holding_transient_item_failures(tmp_path: Path, prefect_api: Any) -> None:
+    from flows.prefect_flows import stage_flow
+
+    run_dir, cfg = str(tmp_path / "run"), _config()
+    CubeStage.oom_items = {9}
+    first = stage_flow(stage_name="cube", config=cfg, run_dir=run_dir, options={"n": 12})
+    assert first.reject_reasons == {"multiple_of_five": 3, "out_of_memory": 1}
+    CubeStage.oom_items, CubeStage.calls = set(), []
+    second = stage_flow(stage_name="cube", config=cfg, run_dir=run_dir, options={"n": 12})
+    assert CubeStage.calls == [2], "only the shard holding item 9 runs again"
+    assert second.reject_reasons == {"multiple_of_five": 3} and second.rows_out == {"cubes": 9}
+    CubeStage.calls = []
+    third = stage_flow(stage_name="cube", config=cfg, run_dir=run_dir, options={"n": 12})
+    assert third.all_skipped and CubeStage.calls == []
+
+
 def test_transient_errors_are_retried_and_permanent_ones_fail_fast(tmp_path: Path, prefect_api: Any) -> None:
     from flows.prefect_flows import stage_flow
 

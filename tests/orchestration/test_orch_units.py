@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import multiprocessing as mp
-import time
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,26 +48,26 @@ def test_an_error_caused_by_a_transient_one_is_transient() -> None:
         assert is_transient(outer)
 
 
-def _hold(lock_dir: str, devices: list[int], log: str, hold: float) -> None:
-    from flows.devices import lease_device
-
-    with lease_device(devices, lock_dir, poll_s=0.02) as dev:
-        start = time.monotonic()
-        time.sleep(hold)
-        with open(log, "a") as f:
-            f.write(json.dumps([dev, start, time.monotonic()]) + "\n")
+_HOLDER = """
+import json, sys, time
+from flows.devices import lease_device
+lock_dir, log = sys.argv[1], sys.argv[2]
+with lease_device([0, 1], lock_dir, poll_s=0.02) as dev:
+    start = time.monotonic()
+    time.sleep(0.3)
+    end = time.monotonic()
+with open(log, "a") as f:
+    f.write(json.dumps([dev, start, end]) + "\\n")
+"""
 
 
 def test_device_leases_exclude_other_processes(tmp_path: Path) -> None:
     """Four processes, two devices: never two holders of one device at once, both devices used."""
     log = tmp_path / "holds.jsonl"
-    ctx = mp.get_context("fork")
-    procs = [ctx.Process(target=_hold, args=(str(tmp_path / "locks"), [0, 1], str(log), 0.3)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(30)
-        assert p.exitcode == 0
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "locks"), str(log)], cwd=REPO) for _ in range(4)
+    ]
+    assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
     holds = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(holds) == 4 and {h[0] for h in holds} == {0, 1}
     for dev in (0, 1):

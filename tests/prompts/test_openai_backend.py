@@ -40,7 +40,7 @@ def test_scripted_failures_become_rows_and_rejects(scripted_server, image_dir: P
     script.plans = {
         "wheel": [Reply(status=429, text="slow down"), ok("wheel")],
         "mouse": [Reply(status=500), Reply(status=503), ok("mouse")],
-        "saddle": [Reply(delay_s=2.0, text="too late"), ok("saddle")],
+        "saddle": [Reply(delay_s=1.0, text="too late"), ok("saddle")],
         "lid": [Reply(MALFORMED.format(t="lid")), ok("lid")],
         "pedal": [Reply(raw_body="{this is not json"), ok("pedal")],
         "leash": [Reply(status=500)],
@@ -109,21 +109,22 @@ def test_cache_hit_costs_no_request_and_no_cache_bypasses(scripted_server, image
     assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and b"sk-never-on-disk" in p.read_bytes()]
 
 
-def test_concurrency_is_bounded_across_threads(image_dir: Path) -> None:
+@pytest.mark.parametrize("concurrency", [4, 12])  # 12: two connection pools share the bound
+def test_concurrency_is_bounded_across_threads(concurrency: int) -> None:
     import threading
 
     server = DummyServer(lambda body: Reply("ok", delay_s=0.15))
     server.start()
     try:
-        client = OpenAIClient("m", base_url=server.base_url, concurrency=4, timeout_s=5, retry=RetryPolicy(0))
+        client = OpenAIClient("m", base_url=server.base_url, concurrency=concurrency, timeout_s=5, retry=RetryPolicy(0))
         req = MLLMRequest("re_instruction", "1", [{"role": "user", "content": "hi"}])
         results: list[list] = []
-        threads = [threading.Thread(target=lambda: results.append(client.complete([req] * 6))) for _ in range(2)]
+        threads = [threading.Thread(target=lambda: results.append(client.complete([req] * concurrency))) for _ in range(2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert server.max_inflight == 4 and len(server.requests) == 12
+        assert server.max_inflight == concurrency and len(server.requests) == 2 * concurrency
         assert all(r.text == "ok" and r.error is None for batch in results for r in batch)
         client.close()
     finally:

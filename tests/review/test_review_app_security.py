@@ -4,7 +4,6 @@ only from the store (path traversal), escaping (XSS), hashed secrets, blind edit
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from fastapi.routing import APIRoute
@@ -49,10 +48,6 @@ def _client(site, who: str | None = None) -> TestClient:
     if who:
         login(c, secrets[who])
     return c
-
-
-def _concrete(path: str) -> str:
-    return re.sub(r"\{[^}:]+(:path)?\}", "x", path).replace("/x/x", "/edit/x") if "{stage}" in path else re.sub(r"\{[^}:]+(:path)?\}", "x", path)
 
 
 def test_every_route_but_login_needs_a_session(site):
