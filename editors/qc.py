@@ -40,9 +40,9 @@ def psnr(a: np.ndarray, b: np.ndarray, where: np.ndarray) -> float:
 
 
 def ssim_map(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per-pixel SSIM of the luma channels (Gaussian window 11, sigma 1.5; Wang et al. 2004)."""
-    ga = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY).astype(np.float64)
-    gb = cv2.cvtColor(b, cv2.COLOR_RGB2GRAY).astype(np.float64)
+    """Per-pixel SSIM of the luma channels (Gaussian window 11, sigma 1.5; Wang et al. 2004), in float32."""
+    ga = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    gb = cv2.cvtColor(b, cv2.COLOR_RGB2GRAY).astype(np.float32)
     c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
     blur = lambda x: cv2.GaussianBlur(x, (11, 11), 1.5)  # noqa: E731
     mu_a, mu_b = blur(ga), blur(gb)

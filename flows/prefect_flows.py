@@ -189,21 +189,25 @@ def task_runner_for(config: BuildConfig) -> Any:
 
 
 def ray_init_kwargs(orch: OrchestrationConfig) -> dict[str, Any]:
-    """``ray.init`` arguments: no dashboard, the user's extras, and this process's Prefect API for the workers."""
+    """``ray.init`` arguments: for a local instance no dashboard plus ``orch.ray_init``; for a
+    cluster (``ray_address`` set) only ``orch.ray_init`` and this process's Prefect API URL, which
+    the cluster's workers do not inherit (Ray refuses resource arguments when joining a cluster)."""
     import os
 
-    kwargs: dict[str, Any] = {"include_dashboard": False, **orch.ray_init}
+    if not orch.ray_address:
+        return {"include_dashboard": False, **orch.ray_init}
+    kwargs: dict[str, Any] = dict(orch.ray_init)
     api = os.environ.get("PREFECT_API_URL")
-    if api and orch.ray_address:  # remote cluster workers do not inherit our environment
-        env = dict(kwargs.get("runtime_env", {}).get("env_vars", {}))
-        env.setdefault("PREFECT_API_URL", api)
-        kwargs["runtime_env"] = {**kwargs.get("runtime_env", {}), "env_vars": env}
+    if api:
+        runtime_env = dict(kwargs.get("runtime_env") or {})
+        env_vars = {"PREFECT_API_URL": api, **(runtime_env.get("env_vars") or {})}
+        kwargs["runtime_env"] = {**runtime_env, "env_vars": env_vars}
     return kwargs
 
 
 @contextmanager
 def ray_session(config: BuildConfig) -> Iterator[None]:
-    """Start (or connect to) Ray once for a whole build, so stages do not each pay ``ray.init``."""
+    """Start (or join) Ray once for a whole build, so stages do not each pay ``ray.init``."""
     orch = config.orchestration
     if orch.task_runner != "ray":
         yield
@@ -213,8 +217,7 @@ def ray_session(config: BuildConfig) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
-    addr = orch.ray_address if orch.ray_address and orch.ray_address != "auto" else None
-    ray.init(addr, **ray_init_kwargs(orch))
+    ray.init(address=orch.ray_address, **ray_init_kwargs(orch))
     try:
         yield
     finally:

@@ -56,6 +56,8 @@ class MineConfig(Section):
     context_max_objects: int = Field(60, ge=0, description="other objects listed in a candidate's context_json")
     stats_min_count: int = Field(1, ge=1, description="pairs / object-attribute rows below this count are not written to the stats")
     block_mb: int = Field(8, ge=1, description="read block of the streaming JSON reader")
+    workers: int = Field(2, ge=1, description="processes scanning the VG files in parallel (1: in the calling process)")
+    parallel_min_mb: int = Field(64, ge=0, description="scan in this process when the VG files are smaller than this")
     relational_erasure: RelationalErasureParams = RelationalErasureParams()
     counterfactual_attribute: CounterfactualAttributeParams = CounterfactualAttributeParams()
     alteration_tracing: AlterationTracingParams = AlterationTracingParams()

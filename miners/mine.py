@@ -17,7 +17,8 @@ from miners.candidates import Selection, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
 from miners.vg_format import ImageLocator, read_image_data
-from miners.vg_scan import Scan, finish_scan, new_scan, scan_objects, scan_relationships
+from miners.vg_parallel import Job, merge, run_jobs
+from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
 
 VG_TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing")
@@ -74,21 +75,26 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
         if not _exists(files[key]):
             raise FileNotFoundError(f"Visual Genome file missing: {files[key]} (sources.visual_genome = {root})")
     block = cfg.block_mb << 20
-    canon = Canonicalizer(cfg.canonical, _aliases(cfg.object_alias, root, "object_alias.txt"))
-    preds = PredicateCanonicalizer(_aliases(cfg.relationship_alias, root, "relationship_alias.txt"))
+    obj_aliases = _aliases(cfg.object_alias, root, "object_alias.txt")
+    pred_aliases = _aliases(cfg.relationship_alias, root, "relationship_alias.txt")
+    canon = Canonicalizer(cfg.canonical, obj_aliases)
+    preds = PredicateCanonicalizer(pred_aliases)
     images, problems = read_image_data(files["image_data"], block)
     scan = new_scan(images, canon, preds, cfg.box_tolerance)
     for reason, detail in problems:
         scan.rejects.append(reject(f"vg:image_data:{len(scan.rejects)}", "mine", reason, detail))
-    scan.objects, _ = scan_objects(files["objects"], "objects", scan, canon, block, progress)
+    kinds = ["objects"]
     if "relational_erasure" in tasks:
         if not _exists(files["relationships"]):
             raise FileNotFoundError(f"relational_erasure needs {files['relationships']}")
-        scan.relations = scan_relationships(files["relationships"], scan, canon, preds, block, progress)
+        kinds.append("relationships")
     if "counterfactual_attribute" in tasks and not _exists(files["attributes"]):
         raise FileNotFoundError(f"counterfactual_attribute needs {files['attributes']}")
     if _exists(files["attributes"]):
-        scan.instances, scan.annotations = scan_objects(files["attributes"], "attributes", scan, canon, block, progress)
+        kinds.append("attributes")
+    jobs = [Job(k, files[k], files["image_data"], cfg.canonical, obj_aliases, pred_aliases, cfg.box_tolerance, block) for k in kinds]
+    for res in run_jobs(jobs, cfg.workers, images, progress, min_bytes=cfg.parallel_min_mb << 20):
+        merge(scan, res)
     finish_scan(scan)
     return scan
 

@@ -63,12 +63,15 @@ class Vocab:
         return got
 
     def map(self, raws: list[Any]) -> list[int]:
-        try:
-            return list(map(self.raw.__getitem__, raws))
-        except KeyError:  # first sight of some raw strings: learn them, then the fast path again
-            for r in set(raws).difference(self.raw):
-                self.id_of_raw(r)
-            return list(map(self.raw.__getitem__, raws))
+        """Ids of many raw strings: one dict probe each; new strings are canonicalised once."""
+        get = self.raw.get
+        out = [get(r, -2) for r in raws]
+        if -2 in out:
+            for i, v in enumerate(out):
+                if v == -2:
+                    r = raws[i]
+                    out[i] = self.id_of_raw(r) if isinstance(r, str) or r is None else -1
+        return out
 
     def sorted_remap(self) -> np.ndarray:
         """Renumber ids in alphabetical order (so pair (a, b) with a < b reads naturally)."""
@@ -166,7 +169,14 @@ def _box_matrix(parts: list[Any]) -> np.ndarray:
 def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]:
     if canon.mode == "synset":
         return [_synset_id(vocab, canon, o) for o in parts]
-    return vocab.map([o.names[0] if o.names else o.name for o in parts])
+    get = vocab.raw.get
+    out = [get(o.names[0] if o.names else o.name, -2) for o in parts]  # one pass: name and memo probe
+    if -2 in out:
+        for i, v in enumerate(out):
+            if v == -2:
+                o = parts[i]
+                out[i] = vocab.id_of_raw(o.names[0] if o.names else o.name)
+    return out
 
 
 def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]]) -> dict[str, np.ndarray]:

@@ -129,7 +129,8 @@ class _progress:
     def _report(self, kind: str, done: int) -> None:
         if kind not in self._tasks:
             self._tasks[kind] = self._bar.add_task(f"{kind}.json", total=None)
-        self._bar.update(self._tasks[kind], completed=done)
+        if done >= 0:  # -1: a worker process finished the file (no per-batch counts across processes)
+            self._bar.update(self._tasks[kind], completed=done)
 
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:

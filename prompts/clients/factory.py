@@ -47,7 +47,9 @@ def make_client(cfg: MLLMConfig, cache_dir: RunFS | None, *, no_cache: bool = Fa
     except KeyError:
         raise ValueError(f"mllm.backend: unknown backend {cfg.backend!r}; known: {sorted(BACKENDS)}") from None
     client = factory(cfg)
-    if cache_dir is None or no_cache or not cfg.cache:
+    # The rules backend is deterministic and costs microseconds; caching it would only serve
+    # stale answers after its rule functions change.
+    if cache_dir is None or no_cache or not cfg.cache or cfg.backend == "rules":
         return client
     from prompts.clients.cache import CachedClient
 

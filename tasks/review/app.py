@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, MutableHeaders
 
 from storage.fs import RunFS
 from storage.image_store import ImageStore
@@ -78,22 +78,7 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
     sessions = SessionCache(queue)
 
     # -- plumbing ----------------------------------------------------------------------
-    @app.middleware("http")
-    async def session_and_headers(request: Request, call_next: Any) -> Response:
-        path = request.url.path
-        if path not in PUBLIC_PATHS:
-            token = request.cookies.get(SESSION_COOKIE)
-            found = sessions.peek(token)  # cache hit: no thread hop, no query
-            if found is MISS:
-                found = await _run_sync(sessions.get, token)
-            if found is None:
-                if path.startswith("/api/"):
-                    response: Response = JSONResponse({"error": "login required"}, status_code=401)
-                else:
-                    response = RedirectResponse("/login", status_code=303)
-                return _headers(response)
-            request.state.user, request.state.csrf = found
-        return _headers(await call_next(request))
+    app.add_middleware(SessionGate, sessions=sessions)
 
     def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         user = getattr(request.state, "user", None)
@@ -119,8 +104,8 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         if request.url.path.startswith("/api/"):
-            return _headers(JSONResponse({"error": exc.detail}, status_code=exc.status_code))
-        return _headers(render(request, "error.html", status=exc.status_code, message=exc.detail, code=exc.status_code))
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        return render(request, "error.html", status=exc.status_code, message=exc.detail, code=exc.status_code)
 
     # -- login -------------------------------------------------------------------------
     @app.get("/login", response_class=HTMLResponse)
@@ -335,6 +320,45 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
 MISS = object()
 
 
+class SessionGate:
+    """Pure ASGI middleware: every path but the login page needs a live session (the user and
+    CSRF token land in ``request.state``); every response gets the security headers."""
+
+    def __init__(self, app: Any, sessions: "SessionCache"):
+        self.app = app
+        self.sessions = sessions
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for k, v in SECURITY_HEADERS.items():
+                    if k not in headers:
+                        headers.append(k, v)
+            await send(message)
+
+        path = scope["path"]
+        if path not in PUBLIC_PATHS:
+            token = Request(scope).cookies.get(SESSION_COOKIE)
+            found = self.sessions.peek(token)  # cache hit: no thread hop, no query
+            if found is MISS:
+                found = await _run_sync(self.sessions.get, token)
+            if found is None:
+                if path.startswith("/api/"):
+                    response: Response = JSONResponse({"error": "login required"}, status_code=401)
+                else:
+                    response = RedirectResponse("/login", status_code=303)
+                await response(scope, receive, send_secured)
+                return
+            state = scope.setdefault("state", {})
+            state["user"], state["csrf"] = found
+        await self.app(scope, receive, send_secured)
+
+
 class SessionCache:
     """Session lookups cached for a few seconds (one query less per request); logout through
     this process drops the entry at once."""
@@ -375,12 +399,6 @@ async def _run_sync(fn: Any, *args: Any) -> Any:
     from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(fn, *args)
-
-
-def _headers(response: Response) -> Response:
-    for k, v in SECURITY_HEADERS.items():
-        response.headers.setdefault(k, v)
-    return response
 
 
 def _stage(stage: str) -> None:

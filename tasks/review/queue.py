@@ -602,3 +602,22 @@ def _transient(exc: Exception) -> bool:
         return True
     msg = str(getattr(exc, "orig", exc)).lower()
     return any(s in msg for s in ("locked", "deadlock", "could not serialize", "busy", "duplicate key", "unique"))
+
+
+def count_queue_items(run_dir: str, db_url: str | None = None) -> int:
+    """How many items the run's queue holds (0 when it has no queue database yet)."""
+    from pathlib import Path
+
+    from storage.review_db import DEFAULT_DB_NAME, sqlite_url
+
+    if db_url is None:
+        path = Path(run_dir) / "review" / DEFAULT_DB_NAME
+        if not path.exists():
+            return 0
+        db_url = sqlite_url(str(path))
+    queue = ReviewQueue.open(db_url)
+    try:
+        with queue.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(Item)).scalar_one())
+    finally:
+        queue.close()

@@ -62,8 +62,15 @@ def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_overrides_and_dump_round_trip(tmp_path: Path) -> None:
-    cfg = load_config(ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai", "mllm.base_url": "http://127.0.0.1:9/v1"})
+    cfg = load_config(
+        ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai", "mllm.base_url": "http://127.0.0.1:9/v1", "mllm.model": "m"}
+    )
     assert cfg.mllm.backend == "openai"
     again = load_config(_write(tmp_path, yaml.safe_load(dump_config(cfg))))
     assert again == cfg
     assert "sk-" not in dump_config(cfg) and "api_key_env" in dump_config(cfg)
+
+
+def test_real_backend_needs_a_model_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="mllm.model must name the openai model"):
+        load_config(ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai"})

@@ -140,3 +140,10 @@ def test_malformed_class_lines_are_rejects(tmp_path: Path, bad: str) -> None:
     (tmp_path / "c.txt").write_text(f"1.jpg\tcoins\n{bad}\n")
     classes, problems = read_classes(str(tmp_path / "c.txt"))
     assert classes == {"1.jpg": "coins"} and problems[0]["reason"] == "malformed_entry" and "line 2" in problems[0]["detail"]
+
+
+def test_worker_processes_give_the_same_result(vg_root: str, mined_vg) -> None:
+    parallel = mine_visual_genome(vg_root, mine_config(control=True, workers=2, parallel_min_mb=0), seed=0)
+    assert parallel.candidates == mined_vg.candidates
+    assert parallel.pair_stats == mined_vg.pair_stats and parallel.attribute_stats == mined_vg.attribute_stats
+    assert parallel.rejects == mined_vg.rejects

@@ -113,13 +113,16 @@ def prefect_server() -> Iterator[PrefectServer]:
 
 
 def _flush_prefect_logs() -> None:
-    """Send buffered run logs before the server goes away (else Prefect prints connection errors)."""
-    try:
-        from prefect.logging.handlers import APILogHandler
+    """Send buffered run logs and events before the server goes away (else Prefect prints
+    "Error logging to API" at exit)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
 
-        APILogHandler.flush()
-    except Exception:  # pragma: no cover - nothing was logged, or the worker already stopped
-        pass
+    for worker in (APILogWorker, EventsWorker):
+        try:
+            worker.drain_all(timeout=5)
+        except Exception:  # pragma: no cover - nothing was started in this session
+            pass
 
 
 @pytest.fixture

@@ -132,3 +132,14 @@ def test_prefect_yaml_deploys_build_and_every_stage() -> None:
     build = deployments["build"]
     assert build["work_pool"]["name"] == "reactbench-gpu" and deployments["edit"]["work_pool"]["name"] == "reactbench-gpu"
     assert build["schedules"][0]["cron"] == "0 2 * * *"
+
+
+def test_ray_init_arguments_for_local_instance_and_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.config import OrchestrationConfig
+    from flows.prefect_flows import ray_init_kwargs
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://prefect:4200/api")
+    local = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_init={"num_cpus": 8}))
+    assert local == {"include_dashboard": False, "num_cpus": 8}
+    joined = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_address="auto"))
+    assert joined == {"runtime_env": {"env_vars": {"PREFECT_API_URL": "http://prefect:4200/api"}}}

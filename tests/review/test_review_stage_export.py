@@ -131,3 +131,12 @@ def test_stage_key_ignores_lease_timeout(tmp_path):
     st = ReviewStage()
     assert st.config_section(context(run, lease_minutes=5)) == st.config_section(context(run, lease_minutes=30))
     assert run_stage(st, context(run)).extra["edits_queued"] == 2
+
+
+def test_count_queue_items(tmp_path):
+    from tasks.review.queue import count_queue_items
+
+    assert count_queue_items(str(tmp_path / "nothing")) == 0
+    run, _, _ = make_run(tmp_path / "run", 3)
+    fill_queue(run)
+    assert count_queue_items(str(tmp_path / "run")) == 6
