@@ -2,17 +2,20 @@
 
 Runs the real edit stage (image reads, prefetch, auto-QC, PNG encoding, content-addressed
 writes, Parquet shards) with a tiny random-weight QwenImageEditPipeline on the CPU over a few
-hundred sample instructions, one worker (one GPU's worth), and side by side the same editor
-called in a bare loop on the same requests. Prints both and ends with one JSON line:
+hundred sample instructions, one worker (one GPU's worth), with ``overlap_io`` auto (the
+default; serial beside a CPU model) and on, and side by side the same editor called in a bare
+loop on the same requests; the variants alternate over a few rounds and medians are reported.
+Ends with one JSON line:
 ``items``, ``wall_s``, ``editor_s``, ``overhead_fraction``, ``s_per_image``.
 
-    .venv/bin/python benchmarks/edit_overhead.py --items 240
+    .venv/bin/python benchmarks/edit_overhead.py --items 200 --rounds 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -51,7 +54,8 @@ def instruction_rows(sample: Path, n: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--items", type=int, default=240)
+    ap.add_argument("--items", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every variant")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--area", type=int, default=64 * 64, help="working area of the tiny pipeline (pixels)")
     ap.add_argument("--batch-size", type=int, default=4)
@@ -86,8 +90,8 @@ def main() -> None:
         clear_cache()
         editor = get_editor("qwen-image-edit", params)  # loaded once per process: kept out of every timing
 
-        def stage_run(overlap: str) -> tuple[float, float, int, int]:
-            run = RunFS.open(str(tmp_path / f"run-{overlap}"))
+        def stage_run(overlap: str, round_: int) -> tuple[float, float, int, int]:
+            run = RunFS.open(str(tmp_path / f"run-{overlap}-{round_}"))
             store = StageStore(run, "instruct", {"instructions": "instructions"})
             store.write_shard(0, "bench", ShardResult(outputs={"instructions": rows}, rows_in=len(rows)))
             store.write_manifest({"stage": "instruct", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()})
@@ -96,34 +100,48 @@ def main() -> None:
                 "editors": [{"name": "qwen-image-edit", "params": params}],
                 "edit": {"batch_size": args.batch_size, "record_timings": True, "overlap_io": overlap},
             })
-            console.print(f"edit stage over {len(rows)} instructions, overlap_io={overlap} ...")
+            console.print(f"round {round_}: edit stage over {len(rows)} instructions, overlap_io={overlap} ...")
             started = time.perf_counter()
             summary = run_stage(EditStage(), RunContext(run, cfg))
             wall = time.perf_counter() - started
             editor_s = sum(r["edit_seconds"] or 0.0 for r in read_artifact(run, "edit", "edits").to_pylist())
             return wall, editor_s, summary.rows_out["edits"] + summary.rejected, summary.rejected
 
-        wall, editor_s, n, rejected = stage_run("auto")  # the default: no helper threads beside a CPU model
-        wall_on, editor_on, _, _ = stage_run("on")
-
-        console.print("bare editor loop on the same requests ...")
         requests = [
             EditRequest(r["id"], read_image_rgb(r["image_path"]), r["instruction"], r["task"], r["edit_type"], item_seed(0, r["id"]), tuple(r["target_box"]))
             for r in rows
         ]
-        started = time.perf_counter()
-        for i in range(0, len(requests), args.batch_size):
-            run_batch(editor, requests[i : i + args.batch_size])
-        bare = time.perf_counter() - started
 
+        def bare_run(round_: int) -> float:
+            console.print(f"round {round_}: bare editor loop on the same requests ...")
+            started = time.perf_counter()
+            for i in range(0, len(requests), args.batch_size):
+                run_batch(editor, requests[i : i + args.batch_size])
+            return time.perf_counter() - started
+
+        # Interleaved rounds, so a change in machine load hits every variant alike; medians reported.
+        runs: dict[str, list[tuple[float, float]]] = {"auto": [], "on": []}
+        bare_s: list[float] = []
+        n = rejected = 0
+        for round_ in range(args.rounds):
+            for overlap in ("auto", "on"):
+                wall, editor_s, n, rejected = stage_run(overlap, round_)
+                runs[overlap].append((wall, editor_s))
+            bare_s.append(bare_run(round_))
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    bare = median(bare_s)
+    wall, editor_s = median([w for w, _ in runs["auto"]]), median([e for _, e in runs["auto"]])
+    wall_on, editor_on = median([w for w, _ in runs["on"]]), median([e for _, e in runs["on"]])
     overhead = max(0.0, (wall - editor_s) / wall)
-    print(f"items                                {n} ({n - rejected} edits, {rejected} rejects)")
+    print(f"items                                {n} ({n - rejected} edits, {rejected} rejects), median of {args.rounds} interleaved rounds")
     print(f"bare editor loop, same items         {bare:8.2f} s")
     print(f"stage, overlap_io=auto (default)     {wall:8.2f} s   editor calls {editor_s:8.2f} s   outside {overhead:6.1%}   wall/bare {wall / bare:6.3f}")
     print(f"stage, overlap_io=on                 {wall_on:8.2f} s   editor calls {editor_on:8.2f} s   outside {max(0.0, (wall_on - editor_on) / wall_on):6.1%}   wall/bare {wall_on / bare:6.3f}")
     print(f"seconds per image (default stage)    {wall / max(1, n):8.4f}")
     print(json.dumps({"items": n, "wall_s": round(wall, 3), "editor_s": round(editor_s, 3), "overhead_fraction": round(overhead, 4), "s_per_image": round(wall / max(1, n), 4)}))
-
 
 if __name__ == "__main__":
     main()

@@ -33,8 +33,8 @@ case "$cmd" in
         prefect work-pool create reactbench-cpu --type process --overwrite
         prefect gcl create "${REACTBENCH_GPU_LIMIT_NAME:-reactbench-gpu}" --limit "${REACTBENCH_GPUS:-1}" \
             || prefect gcl update "${REACTBENCH_GPU_LIMIT_NAME:-reactbench-gpu}" --limit "${REACTBENCH_GPUS:-1}"
-        # The deployments exist even when deploy's closing worker check fails (docs/gpu-nodes.md).
-        prefect --no-prompt deploy --all || prefect deployment ls
+        prefect --no-prompt deploy --all
+        prefect deployment ls
         ;;
     *)
         exec "$@"

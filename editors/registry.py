@@ -85,12 +85,22 @@ def cache_key(name: str, params: Mapping[str, Any] | None) -> str:
     return canonical_json([name, dict(params or {})])
 
 
-def get_editor(name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1) -> Editor:
-    """The process-wide instance for (name, params), loaded once per worker process.
+def placed_params(name: str, params: Mapping[str, Any] | None, device: str | None) -> dict[str, Any]:
+    """``params`` with ``device`` set when the orchestrator placed the shard on a device (e.g.
+    ``cuda:1``) and the editor has a ``device`` param left at ``auto``."""
+    out = dict(params or {})
+    if device and "device" in editor_class(name).Params.model_fields and out.get("device", "auto") == "auto":
+        out["device"] = device
+    return out
+
+
+def get_editor(name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1, device: str | None = None) -> Editor:
+    """The process-wide instance for (name, params, device), loaded once per worker process.
 
     At most ``keep_loaded`` model editors stay cached (an ablation of several 20B models would
     not fit one GPU); cheap editors are always kept.
     """
+    params = placed_params(name, params, device)
     key = cache_key(name, params)
     with _CACHE_LOCK:
         editor = _CACHE.get(key)

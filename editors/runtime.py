@@ -34,14 +34,13 @@ def free_memory() -> None:
 
 
 def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
-    with editor.lock:
-        if editor.uses_model:
-            import torch
+    if editor.uses_model:  # pipelines keep scheduler state: one call at a time per model
+        import torch
 
-            with torch.inference_mode():
-                out = editor.edit_batch(list(requests))
-        else:
+        with editor.lock, torch.inference_mode():
             out = editor.edit_batch(list(requests))
+    else:  # stateless CPU editors run on every worker thread at once
+        out = editor.edit_batch(list(requests))
     if len(out) != len(requests):
         raise EditorError(f"editor {editor.name!r} returned {len(out)} results for {len(requests)} requests")
     return out

@@ -45,7 +45,10 @@ def _link(run_dir: str, rel: str = "") -> str:
 
 
 def build_summary_markdown(
-    run_dir: str, summaries: Iterable[StageSummary], failed: dict[str, str] | None = None
+    run_dir: str,
+    summaries: Iterable[StageSummary],
+    failed: dict[str, str] | None = None,
+    reports: Iterable[str] = (),
 ) -> str:
     """The build at a glance: a table per stage with links to each stage's folder and manifest."""
     lines = [
@@ -68,10 +71,11 @@ def build_summary_markdown(
         lines += ["", "## Failed", ""]
         lines += [f"- **{stage}**: {msg.splitlines()[0] if msg else 'failed'}" for stage, msg in failed.items()]
         lines += ["", "Rerun the same build: finished shards are skipped, only the failed ones run again."]
+    lines += ["", "## Reports", ""]
+    lines += [f"- {_link(run_dir, rel)}" for rel in reports]
     lines += [
-        "",
-        "Reports: review queue `review/queue.sqlite`; export with `reactbench review export`;",
-        f"evaluation reports land under {_link(run_dir, 'reports')}.",
+        f"- review queue: {_link(run_dir, 'review/queue.sqlite')} (`reactbench review serve --run-dir {run_dir}`)",
+        f"- more reports (eval, ablation) land under {_link(run_dir, 'reports')}",
     ]
     return "\n".join(lines)
 
@@ -86,12 +90,14 @@ def publish_stage_table(summary: StageSummary) -> UUID:
     )
 
 
-def publish_build_summary(run_dir: str, summaries: Iterable[StageSummary], failed: dict[str, str] | None = None) -> UUID:
+def publish_build_summary(
+    run_dir: str, summaries: Iterable[StageSummary], failed: dict[str, str] | None = None, reports: Iterable[str] = ()
+) -> UUID:
     from prefect.artifacts import create_markdown_artifact
 
     return create_markdown_artifact(
         key=artifact_key("build", "summary"),
-        markdown=build_summary_markdown(run_dir, summaries, failed),
+        markdown=build_summary_markdown(run_dir, summaries, failed, reports),
         description="reactbench build summary",
     )
 

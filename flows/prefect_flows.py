@@ -35,7 +35,7 @@ from flows.runtime import make_context
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from tasks.base import RunContext
-from tasks.runner import ShardFailed, StagePlan, StageSummary, finish_stage, prepare_stage
+from tasks.runner import ShardFailed, StagePlan, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects
 
 GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
 
@@ -279,20 +279,6 @@ def stage_shards_flow(
     return summary
 
 
-def requeue_transient_rejects(stage: Any, ctx: RunContext, plan: StagePlan, reasons: Iterable[str]) -> list[int]:
-    """Move finished shards whose rejects include a transient reason (e.g. ``out_of_memory``)
-    back to the to-do list, so a rerun retries the items that failed for passing reasons."""
-    wanted = set(reasons)
-    if not wanted or not plan.skipped:
-        return []
-    store = stage.store(ctx)
-    again = [i for i in plan.skipped if wanted & set((store.marker(i) or {}).get("reject_reasons", {}))]
-    if again:
-        plan.skipped = [i for i in plan.skipped if i not in again]
-        plan.todo = sorted([*plan.todo, *again])
-    return again
-
-
 def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> StageSummary:
     """Counts over the shards that did finish (for the artifact of a failed stage)."""
     s = stage.store(ctx).summarize(plan.key)
@@ -302,6 +288,19 @@ def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> 
         shards_run=len([i for i in plan.todo if i in done]), rows_in=s["rows_in"], rows_out=s["rows_out"],
         rejected=s["rejected"], reject_reasons=s["reject_reasons"], seconds=time.perf_counter() - started,
     )
+
+
+def _write_build_report(ctx: RunContext) -> list[str]:
+    """The HTML build report (``reports/build.html``) linked from the summary; a report that
+    cannot be drawn is logged, never fails a finished build."""
+    try:
+        from tasks.report.write import write_report
+
+        write_report("build", ctx.run)
+    except Exception as exc:  # noqa: BLE001 - the report is a convenience on top of the artifacts
+        get_run_logger().warning("build report not written: %s: %s", exc.__class__.__name__, exc)
+        return []
+    return ["reports/build.html"]
 
 
 def _run_stage(name: str, ctx: RunContext, force: bool) -> StageSummary:
@@ -347,7 +346,8 @@ def build_flow(
             except Exception as exc:
                 failed[name] = f"{exc.__class__.__name__}: {exc}"
                 break  # later stages read this one's output
-    publish_build_summary(run_dir, summaries, failed)
+    reports = [] if failed else _write_build_report(ctx)
+    publish_build_summary(run_dir, summaries, failed, reports)
     if failed:
         stage, msg = next(iter(failed.items()))
         raise ShardFailed(f"build stopped at stage {stage!r}: {msg}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Literal
 
 from flows.config import BuildConfig, dump_config
@@ -25,12 +26,28 @@ ProgressFactory = Callable[[str], ProgressFn | None]
 
 
 def prefect_api_configured() -> bool:
-    """True when a Prefect API URL is set (environment, profile or .env)."""
+    """True when a Prefect API URL is set (environment, profile, .env or prefect.toml).
+
+    Importing Prefect's settings costs about a second, so it is done only when one of the files
+    it reads mentions an API URL; a plain laptop run decides from the environment alone.
+    """
     if os.environ.get("PREFECT_API_URL"):
         return True
+    home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
+    sources = [Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")), Path(".env"), Path("prefect.toml")]
+    if not any(_mentions_api_url(p) for p in sources):
+        return False
     from prefect.settings import get_current_settings
 
     return bool(get_current_settings().api.url)
+
+
+def _mentions_api_url(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "PREFECT_API_URL" in text or ("[api]" in text and "url" in text)
 
 
 def resolve_orchestrator(choice: Orchestrator) -> Literal["local", "prefect"]:
@@ -77,5 +94,10 @@ def run_pipeline(
     result = BuildResult("local")
     for name in names:
         stage = get_stage(name)
-        result.summaries.append(run_stage(stage, ctx, force=force, progress=progress(name) if progress else None))
+        result.summaries.append(
+            run_stage(
+                stage, ctx, force=force, progress=progress(name) if progress else None,
+                requeue_reasons=config.orchestration.rerun_reject_reasons,
+            )
+        )
     return result

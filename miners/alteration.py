@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from miners import npx
 from miners.candidates import Selection, VGRows, rng_for, seeded_order
 from miners.config import AlterationTracingParams
 from miners.vg_scan import Scan
@@ -38,7 +39,7 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int)
     sel = Selection()
     o = scan.objects
     valid = o["valid"]
-    imgs, counts = np.unique(o["img"][valid], return_counts=True)
+    imgs, counts = npx.unique(o["img"][valid], return_counts=True)
     crowded = imgs[counts > params.min_objects]
     offset = int(rng_for(seed, TASK, "rotation").integers(len(params.edit_types)))
     k = 0

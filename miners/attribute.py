@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, seeded_order
 from miners.config import CounterfactualAttributeParams
 from miners.vg_scan import Scan
@@ -45,7 +46,7 @@ def attribute_table(scan: Scan, params: CounterfactualAttributeParams) -> Attrib
     na = max(1, len(scan.attributes.names))
     c_name = np.bincount(inst["nid"][inst["valid"]], minlength=nn).astype(np.int64)
     use = inst["valid"][ann["inst"]]
-    keys, c_oa = np.unique(inst["nid"][ann["inst"][use]] * na + ann["aid"][use], return_counts=True)
+    keys, c_oa = npx.unique(inst["nid"][ann["inst"][use]] * na + ann["aid"][use], return_counts=True)
     obj, attr = keys // na, keys % na
     c_o = c_name[obj]
     p = c_oa / np.maximum(c_o, 1)

@@ -77,6 +77,7 @@ class VGRows:
             id_parts: tuple[Any, ...] = (), extra: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
         info = self.scan.images[iid]
         exclude = {target["id"]}
+        attrs = self.index.attributes(iid)
         row: dict[str, Any] = {
             "id": stable_id(task, variant, VG, iid, target["id"], *id_parts),
             "task": task,
@@ -92,9 +93,8 @@ class VGRows:
             "partner_object_id": partner["id"] if partner else None,
             "partner_name": partner["name"] if partner else None,
             "partner_box": partner["box"] if partner else None,
-            "context_json": context_json(self.index.context(iid, exclude, self.context_limit)),
+            "context_json": context_json(self.index.context(iid, exclude, self.context_limit, attrs)),
         }
-        attrs = self.index.attributes(iid)
         row.update(fields)
         ex = {"target_attributes": attrs.get(target["id"], []), "image_url": info.url}
         ex.update(extra or {})

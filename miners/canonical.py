@@ -53,13 +53,21 @@ def singular(word: str) -> str:
     return word
 
 
+def _clean(raw: str) -> str:
+    text = raw.strip().lower()
+    if "  " in text or "\t" in text or "\n" in text or "\r" in text:
+        text = _SPACES.sub(" ", text)
+    return text
+
+
 def basic_name(raw: str) -> str:
     """Lowercase, trimmed, single-spaced, without a leading article, head word singular."""
-    text = _SPACES.sub(" ", raw.strip().lower())
-    for art in ARTICLES:
-        if text.startswith(art) and len(text) > len(art):
-            text = text[len(art) :].lstrip()
-            break
+    text = _clean(raw)
+    if text.startswith(ARTICLES):
+        for art in ARTICLES:
+            if text.startswith(art) and len(text) > len(art):
+                text = text[len(art) :].lstrip()
+                break
     if not text:
         return ""
     head, _, last = text.rpartition(" ")
@@ -69,11 +77,11 @@ def basic_name(raw: str) -> str:
 
 def basic_attribute(raw: str) -> str:
     """Attributes are trimmed, lowercased and single-spaced, not singularised ("glass" stays)."""
-    return _SPACES.sub(" ", raw.strip().lower())
+    return _clean(raw)
 
 
 def basic_predicate(raw: str) -> str:
-    return _SPACES.sub(" ", raw.strip().lower())
+    return _clean(raw)
 
 
 def synset_lemma(synset: str) -> str:

@@ -53,41 +53,44 @@ class ImageIndex:
         los, his = np.searchsorted(inst, rows, "left"), np.searchsorted(inst, rows, "right")
         aid = scan.annotations["aid"]
         names = scan.attributes.names
-        for r, lo, hi in zip(rows.tolist(), los.tolist(), his.tolist()):
+        for oid, lo, hi in zip(scan.instances["oid"][rows].tolist(), los.tolist(), his.tolist()):
             if hi > lo:
-                oid = int(scan.instances["oid"][r])
-                out[oid] = sorted(set(out.get(oid, [])) | {names[a] for a in aid[lo:hi].tolist()})
+                got = {names[a] for a in aid[lo:hi].tolist()}
+                out[oid] = sorted(got | set(out[oid])) if oid in out else sorted(got)
         return out
 
     def box(self, table: str, row: int, prefix: str = "") -> list[float]:
         t = getattr(self.scan, table)
         return [float(t[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]
 
-    def context(self, iid: int, exclude: set[int], limit: int) -> list[dict[str, Any]]:
+    def context(self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None) -> list[dict[str, Any]]:
         """The image's other objects: id, canonical name, box, attributes, relations."""
         scan = self.scan
         if scan.objects is None:
             return []
-        attrs = self.attributes(iid)
+        if attrs is None:
+            attrs = self.attributes(iid)
+        names, preds = scan.names.names, scan.predicates.names
         rels: dict[int, list[dict[str, Any]]] = {}
         if scan.relations is not None:
             r = scan.relations
-            for row in self.relations(iid):
-                s, o = int(r["s_oid"][row]), int(r["o_oid"][row])
-                pred = scan.predicates.names[int(r["pid"][row])]
-                sn, on = scan.names.names[int(r["s_nid"][row])], scan.names.names[int(r["o_nid"][row])]
-                rels.setdefault(s, []).append({"predicate": pred, "role": "subject", "other_id": o, "other_name": on})
-                rels.setdefault(o, []).append({"predicate": pred, "role": "object", "other_id": s, "other_name": sn})
+            rows = self.relations(iid)
+            for s_oid, o_oid, pid, s_nid, o_nid in zip(r["s_oid"][rows].tolist(), r["o_oid"][rows].tolist(), r["pid"][rows].tolist(),
+                                                      r["s_nid"][rows].tolist(), r["o_nid"][rows].tolist()):
+                pred = preds[pid]
+                rels.setdefault(s_oid, []).append({"predicate": pred, "role": "subject", "other_id": o_oid, "other_name": names[o_nid]})
+                rels.setdefault(o_oid, []).append({"predicate": pred, "role": "object", "other_id": s_oid, "other_name": names[s_nid]})
         out = []
         t = scan.objects
-        for row in self.objects(iid):
-            oid = int(t["oid"][row])
+        rows = self.objects(iid)
+        cols = zip(t["oid"][rows].tolist(), t["nid"][rows].tolist(), t["x"][rows].tolist(), t["y"][rows].tolist(), t["w"][rows].tolist(), t["h"][rows].tolist())
+        for oid, nid, x, y, w, h in cols:
             if oid in exclude:
                 continue
             out.append({
                 "id": oid,
-                "name": scan.names.names[int(t["nid"][row])],
-                "box": self.box("objects", row),
+                "name": names[nid],
+                "box": [x, y, w, h],
                 "attributes": attrs.get(oid, []),
                 "relations": sorted(rels.get(oid, []), key=lambda d: (d["other_id"], d["predicate"], d["role"])),
             })

@@ -17,7 +17,7 @@ from miners.candidates import Selection, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
 from miners.vg_format import ImageLocator, read_image_data
-from miners.vg_parallel import Job, merge, run_jobs
+from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
 
@@ -92,9 +92,8 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
         raise FileNotFoundError(f"counterfactual_attribute needs {files['attributes']}")
     if _exists(files["attributes"]):
         kinds.append("attributes")
-    jobs = [Job(k, files[k], files["image_data"], cfg.canonical, obj_aliases, pred_aliases, cfg.box_tolerance, block) for k in kinds]
-    for res in run_jobs(jobs, cfg.workers, images, progress, min_bytes=cfg.parallel_min_mb << 20):
-        merge(scan, res)
+    jobs = [Job(k, files[k], canon, preds, cfg.box_tolerance, block, cfg.reader, cfg.threads) for k in kinds]
+    run_jobs(jobs, scan, progress)
     finish_scan(scan)
     return scan
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, rng_for, seeded_order
 from miners.config import RelationalErasureParams
 from miners.vg_scan import Scan
@@ -59,7 +60,7 @@ def class_image_counts(scan: Scan) -> np.ndarray:
         keys.append(r["img"][v] * nn + r["o_nid"][v])
     if not keys or nn == 0:
         return np.zeros(nn, dtype=np.int64)
-    present = np.unique(np.concatenate(keys))
+    present = npx.unique(np.concatenate(keys))
     return np.bincount(present % nn, minlength=nn).astype(np.int64)
 
 
@@ -72,12 +73,12 @@ def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
     hi = np.maximum(r["s_nid"], r["o_nid"])
     use = r["valid"] & (lo != hi)
     rel_pair = np.full(len(lo), -1, dtype=np.int64)
-    keys, inverse = np.unique(lo[use] * nn + hi[use], return_inverse=True)
+    keys, inverse = npx.unique(lo[use] * nn + hi[use], return_inverse=True)
     rel_pair[use] = inverse
     n_pairs = len(keys)
     a, b = keys // nn, keys % nn
     if params.count_unit == "images":
-        linked = np.unique(r["img"][use] * max(1, n_pairs) + inverse)
+        linked = npx.unique(r["img"][use] * max(1, n_pairs) + inverse)
         c_ab = np.bincount(linked % max(1, n_pairs), minlength=n_pairs).astype(np.int64)
     else:
         c_ab = np.bincount(inverse, minlength=n_pairs).astype(np.int64)
@@ -85,7 +86,7 @@ def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
     npred = max(1, len(scan.predicates.names))
     direction = (r["s_nid"][use] != lo[use]).astype(np.int64)  # 0: a is subject
     pk = inverse * (2 * npred) + r["pid"][use] * 2 + direction
-    uk, counts = np.unique(pk, return_counts=True)
+    uk, counts = npx.unique(pk, return_counts=True)
     upair = uk // (2 * npred)
     order = np.lexsort((uk, -counts, upair))
     first = order[np.r_[True, upair[order][1:] != upair[order][:-1]]] if len(order) else order

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from miners import npx
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, basic_attribute
 from miners.jsonstream import BadElement, gc_paused
 from miners.vg_format import (
@@ -100,6 +101,7 @@ class Scan:
     annotations: dict[str, np.ndarray] | None = None  # inst (row in instances), aid; deduplicated
     rejects: list[dict[str, Any]] = field(default_factory=list)
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
+    readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
 
 
 def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None) -> None:
@@ -143,6 +145,8 @@ def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], li
     flat: list[Any] = []
     images = scan.images
     for iid, parts in batch:
+        if not parts:
+            continue  # nothing to count or to lose
         if iid is None:
             _rej(scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({len(parts)} {kind})")
         elif iid not in images:
@@ -234,7 +238,7 @@ def scan_objects(path: str, kind: str, scan: Scan, canon: Canonicalizer, block: 
     inst = np.concatenate(ann_inst) if ann_inst else np.zeros(0, np.int64)
     keep = aids >= 0
     na = len(scan.attributes.names) + 1
-    key = np.unique(inst[keep] * na + aids[keep])
+    key = npx.unique(inst[keep] * na + aids[keep])
     return table, {"inst": key // na, "aid": key % na}
 
 

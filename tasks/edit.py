@@ -22,7 +22,7 @@ from PIL import Image
 from editors.base import EditFailure, EditorError, EditRequest, EditResult, canonical_edit_type
 from editors.config import EditorSpec
 from editors.qc import check_edit
-from editors.registry import get_editor
+from editors.registry import create_editor, get_editor
 from editors.runtime import timed_batch
 from storage import schemas
 from storage.hashing import canonical_json, stable_id
@@ -31,6 +31,7 @@ from storage.stage_store import read_artifact
 from tasks.base import RunContext, ShardResult, Stage, chunk
 
 STAGE = "edit"
+DEVICE_OPTION = "device"  # set by flows/devices.py when a shard holds a GPU
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
 INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
@@ -97,8 +98,10 @@ class EditStage(Stage):
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         spec = editor_specs(ctx)[work["editor"]]
         cfg = ctx.config.edit
-        editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded)
-        params_json = canonical_json({"name": spec.name, "params": editor.params_dict()})
+        # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
+        # changes where the model runs, not what the row records: ids stay the same on any GPU.
+        editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
+        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
         batches = [rows[i : i + size] for i in range(0, len(rows), size)]
@@ -219,7 +222,7 @@ class EditStage(Stage):
         qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta}
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
-            mask_rel = ctx.images.put_bytes(_png_l(res.mask), "png")
+            mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
         row = {k: item.row[k] for k in ITEM_COLUMNS}
         row.update(
             id=item.edit_id,
@@ -234,7 +237,7 @@ class EditStage(Stage):
             seed=item.seed,
             status="ok" if qc.passed else "auto_rejected",
             original_image=item.original_rel,
-            edited_image=ctx.images.put_array(edited),
+            edited_image=ctx.images.put_bytes(_png(edited, "RGB", ctx.config.edit.png_compress_level), "png"),
             mask_image=mask_rel,
             qc_json=canonical_json(qc_doc),
             edit_seconds=round(seconds, 4) if ctx.config.edit.record_timings else None,
@@ -286,7 +289,8 @@ def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tupl
     return arr, raw
 
 
-def _png_l(mask: np.ndarray) -> bytes:
+def _png(array: np.ndarray, mode: str, level: int) -> bytes:
+    """Lossless PNG bytes (QC and review must see the real pixels); ``level`` trades time for size."""
     buf = io.BytesIO()
-    Image.fromarray(mask.astype(np.uint8) * 255, "L").save(buf, format="PNG", optimize=False, compress_level=6)
+    Image.fromarray(np.ascontiguousarray(array), mode).save(buf, format="PNG", optimize=False, compress_level=level)
     return buf.getvalue()

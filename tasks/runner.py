@@ -10,7 +10,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from storage.hashing import canonical_json, config_hash
 from storage.stage_store import StageStore, code_version, utc_now
@@ -97,6 +97,20 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
     return plan
 
 
+def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, reasons: Iterable[str]) -> list[int]:
+    """Move finished shards whose rejects include a transient reason (e.g. ``out_of_memory``)
+    back to the to-do list, so a rerun retries the items that failed for passing reasons."""
+    wanted = set(reasons)
+    if not wanted or not plan.skipped:
+        return []
+    store = stage.store(ctx)
+    again = [i for i in plan.skipped if wanted & set((store.marker(i) or {}).get("reject_reasons", {}))]
+    if again:
+        plan.skipped = [i for i in plan.skipped if i not in again]
+        plan.todo = sorted([*plan.todo, *again])
+    return again
+
+
 def run_one_shard(stage: Stage, ctx: RunContext, plan: StagePlan, index: int) -> dict[str, Any]:
     """Process and write one shard; returns its completion marker."""
     store = stage.store(ctx)
@@ -145,10 +159,16 @@ def run_stage(
     force: bool = False,
     mapper: ShardMapper | None = None,
     progress: ProgressFn | None = None,
+    requeue_reasons: Iterable[str] = (),
 ) -> StageSummary:
-    """Run a stage to completion in this process (shards on ``mapper``, threads by default)."""
+    """Run a stage to completion in this process (shards on ``mapper``, threads by default).
+
+    Finished shards with rejects for one of ``requeue_reasons`` (transient failures such as
+    ``out_of_memory``) run again, so a rerun retries exactly the items that failed for passing reasons.
+    """
     started = time.perf_counter()
     plan = prepare_stage(stage, ctx, force=force)
+    requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
     total = len(plan.work)
     done = [len(plan.skipped)]
     if progress:

@@ -60,3 +60,12 @@ def test_bad_params_fail_up_front_with_the_key():
         create_editor("sam-lama", {"dilation_px": -3})
     with pytest.raises(EditorError, match="unknown_key"):
         create_editor("qwen-image-edit", {"unknown_key": 1})
+
+
+def test_an_orchestrator_device_fills_auto_only():
+    from editors.registry import placed_params
+
+    assert placed_params("qwen-image-edit", {}, "cuda:1")["device"] == "cuda:1"
+    assert placed_params("qwen-image-edit", {"device": "cuda:0"}, "cuda:1")["device"] == "cuda:0"
+    assert "device" not in placed_params("classical", {}, "cuda:1")  # no device param: untouched
+    assert placed_params("sam-lama", {"device": "auto"}, None) == {"device": "auto"}

@@ -46,7 +46,10 @@ ABLATION = [{"name": "classical"}, {"name": "classical", "label": "classical-ns"
 @pytest.fixture(scope="module")
 def ablation_run(tmp_path_factory, scene_objects, sample_dir) -> tuple[RunContext, Any]:
     root = tmp_path_factory.mktemp("edit-run")
-    write_instructions(root, _rows(scene_objects, sample_dir))
+    corrupt = root / "corrupt.jpg"
+    corrupt.write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    rows = _rows(scene_objects, sample_dir)
+    write_instructions(root, rows + [dict(rows[0], id="corrupt-image", image_path=str(corrupt))])
     ctx = _ctx(root, ABLATION)
     return ctx, run_stage(EditStage(), ctx)
 
@@ -79,10 +82,10 @@ def test_bad_items_become_rejects_and_the_rest_goes_on(ablation_run):
     ctx, summary = ablation_run
     rejects = read_artifact(ctx.run, "edit", "rejects").to_pylist()
     reasons = sorted(r["reason"] for r in rejects)
-    assert reasons == ["image_missing", "image_missing", "image_size_mismatch", "image_size_mismatch"]
+    assert reasons == ["image_missing", "image_missing", "image_size_mismatch", "image_size_mismatch", "image_unreadable", "image_unreadable"]
     assert all("instruction " in r["detail"] for r in rejects)
     assert any("does-not-exist.jpg" in r["detail"] for r in rejects)
-    assert summary.rows_in == 12  # 6 applicable x 2 editors; the not_applicable row is not edit work
+    assert summary.rows_in == 14  # 7 applicable x 2 editors; the not_applicable row is not edit work
 
 
 def test_rerun_is_byte_identical_and_skips_finished_shards(ablation_run, tmp_path, scene_objects, sample_dir):
@@ -90,7 +93,8 @@ def test_rerun_is_byte_identical_and_skips_finished_shards(ablation_run, tmp_pat
     again = run_stage(EditStage(), ctx)
     assert again.all_skipped
     other = tmp_path / "other"
-    write_instructions(other, _rows(scene_objects, sample_dir))
+    rows = _rows(scene_objects, sample_dir)
+    write_instructions(other, rows + [dict(rows[0], id="corrupt-image", image_path=str(ctx.run.path("corrupt.jpg")))])
     ctx2 = _ctx(other, ABLATION)
     run_stage(EditStage(), ctx2)
     a, b = StageStore(ctx.run, "edit", EditStage.outputs), StageStore(ctx2.run, "edit", EditStage.outputs)
@@ -178,3 +182,22 @@ def test_model_editors_in_one_ablation_build(tmp_path, scene_objects, sample_dir
         assert qc["metrics"]["raw_size"] != [r["width"], r["height"]]  # ran at the working size, came back
         assert json.loads(r["editor_params_json"])["params"]["process_area"] == 64 * 64
     assert summary.rows_out["edits"] == 10
+
+
+def test_a_placed_device_reaches_the_editor_but_not_the_rows(tmp_path, scene_objects, sample_dir, tiny_qwen_edit):
+    from dataclasses import replace
+
+    from editors.registry import _CACHE
+
+    rows = _rows(scene_objects, sample_dir)[:1]
+    params = {"model": str(tiny_qwen_edit), "steps": 1, "process_area": 64 * 64}
+    outs = []
+    for name, options in (("plain", {}), ("placed", {"device": "cpu"})):
+        root = tmp_path / name
+        write_instructions(root, rows)
+        ctx = replace(_ctx(root, [{"name": "qwen-image-edit", "params": params}]), options=options)
+        run_stage(EditStage(), ctx)
+        outs.append(read_artifact(ctx.run, "edit", "edits").to_pylist()[0])
+    assert any(json.loads(k)[1].get("device") == "cpu" for k in _CACHE)  # the placed instance
+    assert outs[0]["id"] == outs[1]["id"] and outs[0]["editor_params_json"] == outs[1]["editor_params_json"]
+    assert json.loads(outs[0]["editor_params_json"])["params"]["device"] == "auto"

@@ -152,3 +152,15 @@ def test_re_candidates_erase_the_smaller_entity_once_per_image(hand_root: str) -
     assert {c["direction"] for c in res.candidates} == {"target_is_subject"}
     capped = mine_visual_genome(hand_root, cfg.model_copy(update={"relational_erasure": RelationalErasureParams(n_min=3, theta=0.5, images_per_pair=2)}), seed=0)
     assert len(capped.candidates) == 2
+
+
+def test_sort_based_unique_matches_numpy() -> None:
+    import numpy as np
+
+    from miners import npx
+
+    a = np.random.default_rng(0).integers(-5, 60, 2000)
+    values, inverse, counts = npx.unique(a, return_inverse=True, return_counts=True)
+    ref_values, ref_inverse, ref_counts = np.unique(a, return_inverse=True, return_counts=True)
+    assert np.array_equal(values, ref_values) and np.array_equal(inverse, ref_inverse) and np.array_equal(counts, ref_counts)
+    assert npx.unique(np.zeros(0, np.int64)).size == 0

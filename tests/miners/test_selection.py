@@ -142,8 +142,21 @@ def test_malformed_class_lines_are_rejects(tmp_path: Path, bad: str) -> None:
     assert classes == {"1.jpg": "coins"} and problems[0]["reason"] == "malformed_entry" and "line 2" in problems[0]["detail"]
 
 
-def test_worker_processes_give_the_same_result(vg_root: str, mined_vg) -> None:
-    parallel = mine_visual_genome(vg_root, mine_config(control=True, workers=2, parallel_min_mb=0), seed=0)
-    assert parallel.candidates == mined_vg.candidates
-    assert parallel.pair_stats == mined_vg.pair_stats and parallel.attribute_stats == mined_vg.attribute_stats
-    assert parallel.rejects == mined_vg.rejects
+def test_duckdb_and_msgspec_readers_give_the_same_result(vg_root: str, mined_vg, tmp_path: Path) -> None:
+    from miners.mine import scan_visual_genome
+    from miners.sample_data import generate_sample
+
+    slow = mine_visual_genome(vg_root, mine_config(control=True, reader="msgspec"), seed=0)
+    assert slow.candidates == mined_vg.candidates and slow.rejects == mined_vg.rejects
+    assert slow.pair_stats == mined_vg.pair_stats and slow.attribute_stats == mined_vg.attribute_stats
+    # the sample's objects.json has a non-numeric coordinate: DuckDB refuses it, msgspec reads it
+    readers = scan_visual_genome(vg_root, mine_config(), ("relational_erasure", "counterfactual_attribute")).readers
+    assert readers == {"objects": "msgspec", "relationships": "duckdb", "attributes": "duckdb"}
+    clean = tmp_path / "clean"
+    generate_sample(clean, seed=3, defects=False)
+    fast_scan = scan_visual_genome(str(clean / "visual_genome"), mine_config(), ("relational_erasure",))
+    assert set(fast_scan.readers.values()) == {"duckdb"}
+    fast = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True), seed=0)
+    ref = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True, reader="msgspec"), seed=0)
+    assert fast.candidates == ref.candidates and fast.pair_stats == ref.pair_stats and fast.attribute_stats == ref.attribute_stats
+    assert fast.rejects == ref.rejects

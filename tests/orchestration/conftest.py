@@ -10,100 +10,19 @@ only for the duration of the test, so other test areas keep running without a Pr
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
-import httpx
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-VENV_BIN = Path(sys.executable).parent
-STARTUP_TIMEOUT_S = 150.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class PrefectServer:
-    def __init__(self, home: Path, port: int):
-        self.home, self.port = home, port
-        self.url = f"http://127.0.0.1:{port}/api"
-        self.log = home / "server.log"
-        self.proc: subprocess.Popen | None = None
-
-    def env(self, **extra: str) -> dict[str, str]:
-        """Environment for subprocesses (CLI, worker) that talk to this server."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-        env.update(
-            PREFECT_HOME=str(self.home / "client"),
-            PREFECT_API_URL=self.url,
-            PREFECT_SERVER_ANALYTICS_ENABLED="false",
-            PREFECT_CLI_PROMPT="false",
-            PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        )
-        env.update(extra)
-        return env
-
-    def post(self, path: str, body: dict | None = None) -> Any:
-        """POST to the server's REST API (e.g. ``/artifacts/filter``) and return the JSON reply."""
-        reply = httpx.post(f"{self.url}{path}", json=body or {}, timeout=30)
-        reply.raise_for_status()
-        return reply.json() if reply.content else None
-
-    def artifacts(self, key: str, **filters: Any) -> list[dict[str, Any]]:
-        """Artifacts with ``key``, newest first (``filters``: extra body fields such as flow_runs)."""
-        body = {"artifacts": {"key": {"any_": [key]}}, "sort": "CREATED_DESC", "limit": 50, **filters}
-        return self.post("/artifacts/filter", body)
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-        env.update(
-            PREFECT_HOME=str(self.home / "server"),
-            PREFECT_SERVER_ANALYTICS_ENABLED="false",
-            PREFECT_SERVER_UI_ENABLED="false",
-            PREFECT_LOGGING_SERVER_LEVEL="WARNING",
-        )
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port), "--no-ui"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(self.home), start_new_session=True,
-            )
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"prefect server not healthy after {STARTUP_TIMEOUT_S} s:\n{self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
+from orch_support import HERE, REPO, PrefectServer, free_port
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[PrefectServer]:
     with tempfile.TemporaryDirectory(prefix="rb-prefect-") as tmp:
-        server = PrefectServer(Path(tmp), _free_port())
+        server = PrefectServer(Path(tmp), free_port())
         server.start()
         try:
             yield server
@@ -170,18 +89,14 @@ def ray_cluster(prefect_server: PrefectServer) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def sample_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample data (generated once) and a demo config whose sources point at it."""
+def sample_config(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo config with its sources pointing at the session's sample data (tests/conftest.py)."""
     import yaml
 
-    from miners.sample_data import generate_sample
-
-    root = tmp_path_factory.mktemp("orch-sample")
-    generate_sample(root / "sample")
     data = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
-    data["sources"] = {"visual_genome": str(root / "sample" / "visual_genome"), "fsc147": str(root / "sample" / "fsc147")}
+    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
     data["orchestration"] = {"retries": 1, "retry_delay_s": 0.5}
-    path = root / "config.yaml"
+    path = tmp_path_factory.mktemp("orch-config") / "config.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 

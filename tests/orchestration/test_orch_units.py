@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from orch_support import REPO
 
 
 @pytest.mark.parametrize(
@@ -92,10 +92,10 @@ def test_build_summary_markdown_links_run_dir_and_names_failures(tmp_path: Path)
     from tasks.runner import StageSummary
 
     s = StageSummary("mine", 3, 1, 2, 180, {"candidates": 64}, 4, {"malformed_object": 3, "duplicate_object": 1}, 0.4)
-    text = build_summary_markdown(str(tmp_path), [s], {"instruct": "ShardFailed: shards [2] did not complete"})
+    text = build_summary_markdown(str(tmp_path), [s], {"instruct": "ShardFailed: shards [2] did not complete"}, ["reports/build.html"])
     assert f"file://{tmp_path.resolve()}" in text and "mine/_manifest.json" in text
     assert "| mine | 2 | 1 | 180 | candidates 64 | 4 | malformed_object 3, duplicate_object 1 |" in text
-    assert "**instruct**: ShardFailed" in text
+    assert "**instruct**: ShardFailed" in text and f"[reports/build.html](file://{tmp_path.resolve()}/reports/build.html)" in text
     assert "`s3://bucket/run/config.yaml`" in build_summary_markdown("s3://bucket/run", [s])
     rows = {r["metric"]: r["value"] for r in stage_table_rows(s)}
     assert rows["reject: malformed_object"] == 3 and rows["rows out: candidates"] == 64

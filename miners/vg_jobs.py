@@ -1,0 +1,83 @@
+"""Scanning one Visual Genome file into columns: DuckDB when it can, msgspec otherwise.
+
+The jobs share one scan (vocabularies, rejects), so a raw name met in three files is
+canonicalised once. ``reader``: ``auto`` tries DuckDB (when
+installed and the path is local) and falls back to the msgspec reader for any file DuckDB
+refuses (bad entries become rejects there; syntax errors are reported with byte offsets);
+``msgspec`` always uses the streaming msgspec reader; ``duckdb`` insists on DuckDB when it
+is installed (still falling back on refused files). Both produce identical columns (tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from miners.canonical import Canonicalizer, PredicateCanonicalizer
+from miners.vg_scan import Progress, Scan, _validate_objects, _validate_relations, scan_objects, scan_relationships
+
+
+@dataclass
+class Job:
+    kind: str  # objects | attributes | relationships
+    path: str
+    canon: Canonicalizer  # shared by the jobs: each distinct raw name is canonicalised once
+    preds: PredicateCanonicalizer
+    tolerance: float
+    block: int
+    reader: str = "auto"
+    threads: int = 2
+
+
+def _use_duckdb(job: Job) -> bool:
+    from miners import vg_duckdb
+
+    return job.reader in ("auto", "duckdb") and "://" not in job.path and vg_duckdb.available()
+
+
+def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None) -> str:
+    """Scan one file into validated columns of ``scan`` (shared vocabularies); returns the reader used."""
+    canon, preds = job.canon, job.preds
+    if _use_duckdb(job):
+        import duckdb
+
+        from miners import vg_duckdb
+
+        mark = len(scan.rejects)
+        try:
+            table, ann = vg_duckdb.scan_file(job.kind, job.path, scan, canon, job.threads)
+        except duckdb.Error:
+            del scan.rejects[mark:]  # refused: the msgspec reader below says exactly what is wrong, entry by entry
+        else:
+            if job.kind == "relationships":
+                table["valid"] = _validate_relations(table, scan, job.path)
+            else:
+                table["valid"] = _validate_objects(table, scan, job.kind, job.path)
+            _store(scan, job.kind, table, ann)
+            if progress:
+                progress(job.kind, -1)
+            return "duckdb"
+    ann = None
+    if job.kind == "relationships":
+        table = scan_relationships(job.path, scan, canon, preds, job.block, progress)
+    else:
+        table, ann = scan_objects(job.path, job.kind, scan, canon, job.block, progress)
+    _store(scan, job.kind, table, ann)
+    return "msgspec"
+
+
+def _store(scan: Scan, kind: str, table: dict[str, np.ndarray], ann: Optional[dict[str, np.ndarray]]) -> None:
+    if kind == "relationships":
+        scan.relations = table
+    elif kind == "objects":
+        scan.objects = table
+    else:
+        scan.instances, scan.annotations = table, ann
+
+
+def run_jobs(jobs: list[Job], scan: Scan, progress: Optional[Progress] = None) -> None:
+    """Scan every file into ``scan``, recording which reader produced each."""
+    for job in jobs:
+        scan.readers[job.kind] = run_job(job, scan, progress)
