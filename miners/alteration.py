@@ -35,12 +35,17 @@ def assign_edit_type(k: int, offset: int, types: tuple[str, ...], same_instance_
     return edit, chain, assigned
 
 
+def crowded_images(scan: Scan, params: AlterationTracingParams) -> np.ndarray:
+    """Ids of images with more than ``min_objects`` valid objects."""
+    o = scan.objects
+    imgs, counts = npx.unique(o["img"][o["valid"]], return_counts=True)
+    return imgs[counts > params.min_objects]
+
+
 def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int) -> Selection:
     sel = Selection()
     o = scan.objects
-    valid = o["valid"]
-    imgs, counts = npx.unique(o["img"][valid], return_counts=True)
-    crowded = imgs[counts > params.min_objects]
+    crowded = crowded_images(scan, params)
     offset = int(rng_for(seed, TASK, "rotation").integers(len(params.edit_types)))
     k = 0
     for iid in seeded_order(crowded.tolist(), seed, TASK):

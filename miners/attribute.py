@@ -107,11 +107,11 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
     for key in sorted(kept_keys):
         o, a = key // na, key % na
         lo, hi = np.searchsorted(sorted_keys, key, "left"), np.searchsorted(sorted_keys, key, "right")
-        first: dict[int, int] = {}
-        for r in a_inst[kk[lo:hi]].tolist():
-            first.setdefault(int(inst["img"][r]), r)
+        rows_here = a_inst[kk[lo:hi]]  # instances of (o, a), by object id
+        imgs, at = npx.unique_first(inst["img"][rows_here])
+        first = dict(zip(imgs.tolist(), rows_here[at].tolist()))  # image -> its lowest-id instance
         chosen = 0
-        for iid in seeded_order(first, seed, TASK, names[o], attrs[a]):
+        for iid in seeded_order(imgs, seed, TASK, names[o], attrs[a]):
             if chosen >= params.images_per_attribute:
                 break
             path = rows.image_path(iid, sel)

@@ -31,13 +31,15 @@ def rng_for(seed: int, *parts: Any) -> np.random.Generator:
     return np.random.default_rng(int(stable_id(seed, *parts), 16))
 
 
-def seeded_order(values: Iterable[int], seed: int, *parts: Any) -> list[int]:
+def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> list[int]:
     """The values sorted, then permuted by a generator derived from ``parts``."""
-    vals = sorted(int(v) for v in values)
-    if not vals:
+    if isinstance(values, np.ndarray):
+        vals = np.sort(values.astype(np.int64))
+    else:
+        vals = np.sort(np.fromiter((int(v) for v in values), dtype=np.int64))
+    if not len(vals):
         return []
-    perm = rng_for(seed, *parts).permutation(len(vals))
-    return [vals[i] for i in perm]
+    return vals[rng_for(seed, *parts).permutation(len(vals))].tolist()
 
 
 @dataclass

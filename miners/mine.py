@@ -98,8 +98,12 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
     return scan
 
 
-def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional[Progress] = None) -> MineResult:
-    """RE, CA and AT candidates plus the pair and attribute statistics, from one scan."""
+def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional[Progress] = None, candidates: bool = True) -> MineResult:
+    """RE, CA and AT candidates plus the pair and attribute statistics, from one scan.
+
+    ``candidates=False`` stops after the statistics (C(A), C(A∩B), P, kept pairs; C(o),
+    C(o∩a), P(a|o), kept attributes; crowded-image count): for inspecting distributions.
+    """
     tasks = tuple(t for t in cfg.tasks if t in VG_TASKS)
     result = MineResult()
     if not tasks:
@@ -110,15 +114,19 @@ def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional
     if "relational_erasure" in tasks:
         table = relational.pair_table(scan, cfg.relational_erasure)
         result.pair_stats = relational.pair_rows(scan, table, cfg.stats_min_count)
-        result.add(relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for("relational_erasure")))
+        if candidates:
+            result.add(relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for("relational_erasure")))
         result.summary["pairs_kept"] = int(table.kept.sum())
     if "counterfactual_attribute" in tasks:
         atable = attribute.attribute_table(scan, cfg.counterfactual_attribute)
         result.attribute_stats = attribute.attribute_rows(scan, atable, cfg.stats_min_count)
-        result.add(attribute.select(scan, atable, cfg.counterfactual_attribute, rows, seed, cfg.control_for("counterfactual_attribute")))
+        if candidates:
+            result.add(attribute.select(scan, atable, cfg.counterfactual_attribute, rows, seed, cfg.control_for("counterfactual_attribute")))
         result.summary["attributes_kept"] = int(atable.kept.sum())
     if "alteration_tracing" in tasks:
-        result.add(alteration.select(scan, cfg.alteration_tracing, rows, seed))
+        result.summary["crowded_images"] = alteration.crowded_images(scan, cfg.alteration_tracing).size
+        if candidates:
+            result.add(alteration.select(scan, cfg.alteration_tracing, rows, seed))
     result.summary.update({"images": len(scan.images), "objects": int(len(scan.objects["img"])), "valid_objects": int(scan.objects["valid"].sum()), "classes": len(scan.names.names)})
     return result.finish()
 

@@ -32,3 +32,15 @@ def unique(a: np.ndarray, return_inverse: bool = False, return_counts: bool = Fa
         starts = np.flatnonzero(first)
         out.append(np.diff(np.append(starts, len(s))))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_first(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique values and the index of each one's first occurrence in ``a``."""
+    a = np.asarray(a).ravel()
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    first = np.empty(len(s), dtype=bool)
+    if len(s):
+        first[0] = True
+        np.not_equal(s[1:], s[:-1], out=first[1:])
+    return s[first], order[first]

@@ -21,9 +21,7 @@ class EditConfig(Section):
     keep_loaded: int = Field(1, ge=1, description="model editors kept loaded per worker process (ablations of big models)")
     record_timings: bool = Field(False, description="fill edits.edit_seconds (wall time varies, so artifacts stop being byte-identical)")
     png_compress_level: int = Field(1, ge=0, le=9, description="zlib level of edited PNGs: 1 is ~4x faster than 6 for ~5% more bytes")
-    overlap_io: Literal["auto", "on", "off"] = Field(
-        "auto", description="read/QC/write beside the editor call; auto: on, except for model editors running on the CPU (they use every core)"
-    )
+    overlap_io: bool = Field(True, description="read the next batch and QC/encode/write the previous one while the editor runs")
     qc: QCParams = QCParams()
 
 

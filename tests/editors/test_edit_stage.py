@@ -88,14 +88,14 @@ def test_bad_items_become_rejects_and_the_rest_goes_on(ablation_run):
     assert summary.rows_in == 14  # 7 applicable x 2 editors; the not_applicable row is not edit work
 
 
-def test_rerun_is_byte_identical_and_skips_finished_shards(ablation_run, tmp_path, scene_objects, sample_dir):
+def test_rerun_is_byte_identical_with_or_without_overlap_and_skips_finished_shards(ablation_run, tmp_path, scene_objects, sample_dir):
     ctx, _ = ablation_run
     again = run_stage(EditStage(), ctx)
     assert again.all_skipped
     other = tmp_path / "other"
     rows = _rows(scene_objects, sample_dir)
     write_instructions(other, rows + [dict(rows[0], id="corrupt-image", image_path=str(ctx.run.path("corrupt.jpg")))])
-    ctx2 = _ctx(other, ABLATION)
+    ctx2 = _ctx(other, ABLATION, overlap_io=False)  # serial I/O: the same bytes
     run_stage(EditStage(), ctx2)
     a, b = StageStore(ctx.run, "edit", EditStage.outputs), StageStore(ctx2.run, "edit", EditStage.outputs)
     assert a.output_fingerprint() == b.output_fingerprint()

@@ -164,3 +164,12 @@ def test_sort_based_unique_matches_numpy() -> None:
     ref_values, ref_inverse, ref_counts = np.unique(a, return_inverse=True, return_counts=True)
     assert np.array_equal(values, ref_values) and np.array_equal(inverse, ref_inverse) and np.array_equal(counts, ref_counts)
     assert npx.unique(np.zeros(0, np.int64)).size == 0
+
+
+def test_unique_first_gives_first_occurrences() -> None:
+    import numpy as np
+
+    from miners import npx
+
+    values, first = npx.unique_first(np.array([7, 3, 7, 1, 3, 9]))
+    assert values.tolist() == [1, 3, 7, 9] and first.tolist() == [3, 1, 0, 5]
