@@ -8,7 +8,7 @@ loop on the same requests; the variants alternate over a few rounds and medians 
 Ends with one JSON line:
 ``items``, ``wall_s``, ``editor_s``, ``overhead_fraction``, ``s_per_image``.
 
-    .venv/bin/python benchmarks/edit_overhead.py --items 160 --rounds 2
+    .venv/bin/python benchmarks/edit_overhead.py --items 240 --rounds 2
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def instruction_rows(sample: Path, n: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--items", type=int, default=160)
+    ap.add_argument("--items", type=int, default=240)
     ap.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every variant (medians reported)")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--area", type=int, default=64 * 64, help="working area of the tiny pipeline (pixels)")

@@ -33,6 +33,16 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def limit_opencv_threads() -> None:
+    """One OpenCV thread per caller. OpenCV's own pool spins between calls and competes with
+    torch's OpenMP threads: measured 2-4x slower model calls on a 2-core CPU with it on
+    (benchmarks/edit_overhead.py). Parallelism comes from shards and the stage's I/O threads."""
+    import cv2
+
+    if cv2.getNumThreads() != 1:
+        cv2.setNumThreads(1)
+
+
 def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
     if editor.uses_model:  # pipelines keep scheduler state: one call at a time per model
         import torch

@@ -1,4 +1,5 @@
-"""The ``edit`` stage: every applicable instruction through every configured editor, then auto-QC.
+"""The ``edit`` stage: every applicable instruction (dense counting needs none) through every
+configured editor, then auto-QC.
 
 Shards are (editor, chunk of instructions), editor-major, so a worker keeps one model busy. In a
 shard, images of the next batch are read while the editor runs the current batch, and QC, PNG
@@ -23,7 +24,7 @@ from editors.base import EditFailure, EditorError, EditRequest, EditResult, cano
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
-from editors.runtime import timed_batch
+from editors.runtime import limit_opencv_threads, timed_batch
 from storage import schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
@@ -35,6 +36,11 @@ DEVICE_OPTION = "device"  # set by flows/devices.py when a shard holds a GPU
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
 INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
+
+
+def needs_edit(row: dict[str, Any]) -> bool:
+    """Applicable instructions, except dense counting (edit type ``none``: QA reads those itself)."""
+    return row["status"] == "applicable" and row["task"] != "dense_counting" and (row.get("edit_type") or "").lower() != "none"
 
 
 def item_seed(run_seed: int, instruction_id: str) -> int:
@@ -83,13 +89,14 @@ class EditStage(Stage):
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)
         table = read_artifact(ctx.run, "instruct", "instructions", schemas.INSTRUCTIONS).select(INSTRUCTION_COLUMNS)
-        rows = sorted((r for r in table.to_pylist() if r["status"] == "applicable"), key=lambda r: r["id"])
+        rows = sorted((r for r in table.to_pylist() if needs_edit(r)), key=lambda r: r["id"])
         chunks = chunk(rows, ctx.config.run.shard_size)
         return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks]
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         spec = editor_specs(ctx)[work["editor"]]
         cfg = ctx.config.edit
+        limit_opencv_threads()
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
@@ -144,6 +151,9 @@ class EditStage(Stage):
                 data = f.read()
         except (FileNotFoundError, IsADirectoryError) as exc:
             item.rejected = reject(edit_id, STAGE, "image_missing", f"{where}: {exc}", payload)
+            return item
+        except OSError as exc:  # permissions, a remote store refusing the read, ...
+            item.rejected = reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
             return item
         try:
             image = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
