@@ -1,5 +1,7 @@
-"""The ``edit`` stage: every applicable instruction (dense counting needs none) through every
-configured editor, then auto-QC.
+"""The ``edit`` stage: every applicable instruction through every configured editor, then auto-QC.
+
+Dense counting edits nothing: its instructions become one ``none`` row each whose edited image is
+the original, so QA, review and export treat every task alike.
 
 Shards are (editor, chunk of instructions), editor-major, so a worker keeps one model busy. In a
 shard, images of the next batch are read while the editor runs the current batch, and QC, PNG
@@ -35,12 +37,46 @@ STAGE = "edit"
 DEVICE_OPTION = "device"  # set by flows/devices.py when a shard holds a GPU
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
 INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
+NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
 
 def needs_edit(row: dict[str, Any]) -> bool:
-    """Applicable instructions, except dense counting (edit type ``none``: QA reads those itself)."""
-    return row["status"] == "applicable" and row["task"] != "dense_counting" and (row.get("edit_type") or "").lower() != "none"
+    """Applicable instructions that an editor must carry out (dense counting edits nothing)."""
+    return row["status"] == "applicable" and not passes_through(row)
+
+
+def passes_through(row: dict[str, Any]) -> bool:
+    """Applicable instructions with nothing to edit (dense counting): one ``none`` row each."""
+    return row["status"] == "applicable" and (row["task"] == "dense_counting" or (row.get("edit_type") or "").lower() == "none")
+
+
+def read_source(row: dict[str, Any], edit_id: str, payload: dict[str, Any]) -> tuple[bytes, np.ndarray] | dict[str, Any]:
+    """The source image's bytes and RGB pixels, or the reject row saying why it cannot be used."""
+    import fsspec
+
+    where = f"instruction {row['id']} (image {row['image_path']})"
+    try:
+        with fsspec.open(row["image_path"], "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        return reject(edit_id, STAGE, "image_missing", f"{where}: {exc}", payload)
+    except OSError as exc:  # permissions, a remote store refusing the read, ...
+        return reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
+    try:
+        image = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    except Exception as exc:  # corrupt or truncated file
+        return reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
+    h, w = image.shape[:2]
+    if (w, h) != (row["width"], row["height"]):
+        return reject(edit_id, STAGE, "image_size_mismatch", f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}", payload)
+    return data, image
+
+
+def store_original(ctx: RunContext, path: str, data: bytes, image: np.ndarray) -> str:
+    """Originals keep their source bytes in the image store (re-encoded only for odd formats)."""
+    ext = KEEP_ORIGINAL_EXT.get(posixpath.splitext(path)[1].lower().lstrip("."))
+    return ctx.images.put_bytes(data, ext) if ext else ctx.images.put_array(image)
 
 
 def item_seed(run_seed: int, instruction_id: str) -> int:
@@ -89,11 +125,14 @@ class EditStage(Stage):
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)
         table = read_artifact(ctx.run, "instruct", "instructions", schemas.INSTRUCTIONS).select(INSTRUCTION_COLUMNS)
-        rows = sorted((r for r in table.to_pylist() if needs_edit(r)), key=lambda r: r["id"])
-        chunks = chunk(rows, ctx.config.run.shard_size)
-        return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks]
+        rows = sorted(table.to_pylist(), key=lambda r: r["id"])
+        chunks = chunk([r for r in rows if needs_edit(r)], ctx.config.run.shard_size)
+        unedited = chunk([r for r in rows if passes_through(r)], ctx.config.run.shard_size)
+        return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks] + [{"editor": None, "rows": c} for c in unedited]
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        if work["editor"] is None:
+            return self._pass_through(ctx, work["rows"])
         spec = editor_specs(ctx)[work["editor"]]
         cfg = ctx.config.edit
         limit_opencv_threads()
@@ -142,30 +181,12 @@ class EditStage(Stage):
         seed = item_seed(ctx.seed, row["id"])
         edit_id = stable_id(row["id"], spec.key, params_json, seed)
         item = Loaded(row, edit_id, seed)
-        where = f"instruction {row['id']} (image {row['image_path']})"
         payload = {"instruction_id": row["id"], "editor": spec.key, "image_path": row["image_path"]}
-        try:
-            import fsspec
-
-            with fsspec.open(row["image_path"], "rb") as f:
-                data = f.read()
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            item.rejected = reject(edit_id, STAGE, "image_missing", f"{where}: {exc}", payload)
+        source = read_source(row, edit_id, payload)
+        if isinstance(source, dict):
+            item.rejected = source
             return item
-        except OSError as exc:  # permissions, a remote store refusing the read, ...
-            item.rejected = reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
-            return item
-        try:
-            image = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
-        except Exception as exc:  # corrupt or truncated file
-            item.rejected = reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
-            return item
-        h, w = image.shape[:2]
-        if (w, h) != (row["width"], row["height"]):
-            item.rejected = reject(
-                edit_id, STAGE, "image_size_mismatch", f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}", payload
-            )
-            return item
+        data, image = source
         fields, context = _fields(row)
         if context:
             fields.setdefault("_context", context)
@@ -182,11 +203,34 @@ class EditStage(Stage):
                 fields=fields,
             )
         except ValueError as exc:
-            item.rejected = reject(edit_id, STAGE, "bad_request", f"{where}: {exc}", payload)
+            item.rejected = reject(edit_id, STAGE, "bad_request", f"instruction {row['id']}: {exc}", payload)
             return item
-        ext = KEEP_ORIGINAL_EXT.get(posixpath.splitext(row["image_path"])[1].lower().lstrip("."))
-        item.original_rel = ctx.images.put_bytes(data, ext) if ext else ctx.images.put_array(image)
+        item.original_rel = store_original(ctx, row["image_path"], data, image)
         return item
+
+    def _pass_through(self, ctx: RunContext, rows: list[dict[str, Any]]) -> ShardResult:
+        """Dense counting edits nothing: one row per instruction (editor ``none``) whose edited
+        image is the original, so QA, review and export treat every task alike."""
+        result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
+        for row in rows:
+            seed = item_seed(ctx.seed, row["id"])
+            edit_id = stable_id(row["id"], NO_EDITOR, seed)
+            source = read_source(row, edit_id, {"instruction_id": row["id"], "editor": NO_EDITOR, "image_path": row["image_path"]})
+            if isinstance(source, dict):
+                result.rejects.append(source)
+                continue
+            original = store_original(ctx, row["image_path"], *source)
+            edit = {k: row[k] for k in ITEM_COLUMNS}
+            edit.update(
+                id=edit_id, instruction_id=row["id"], instruction=row.get("instruction"), edit_type="none",
+                target_name=row.get("target_name"), target_box=row.get("target_box"),
+                instruction_fields_json=row.get("fields_json"), editor=NO_EDITOR, editor_params_json="{}", seed=seed,
+                status="ok", original_image=original, edited_image=original, mask_image=None,
+                qc_json=canonical_json({"passed": True, "note": "no edit: the task asks about the original image"}),
+                edit_seconds=None,
+            )
+            result.outputs["edits"].append(edit)
+        return result
 
     def _finish_batch(
         self, ctx: RunContext, spec: EditorSpec, params_json: str, loaded: list[Loaded], outcomes: list[Any], per_item: float

@@ -19,7 +19,7 @@ from storage.hashing import canonical_json
 from storage.parquet_io import ArtifactReader, shard_name, table_from_rows, write_table
 from storage.schemas import DECISIONS, EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
 from tasks.review.queue import ReviewQueue
-from tasks.review.stage import item_id
+from tasks.review.stage import is_unedited, item_id
 from tasks.review.validation import question_state
 
 EXPORT_DIR = "review"
@@ -77,9 +77,11 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     v_questions: list[dict[str, Any]] = []
     for edit in sorted(edits, key=lambda r: r["id"]):
         e_item, q_item = item_id("edit", edit["id"]), item_id("qa", edit["id"])
-        if e_item not in items:
+        unedited = is_unedited(edit)
+        if (q_item if unedited else e_item) not in items:
             continue
-        e_out, q_out = res.get(e_item, ("pending", 0))[0], res.get(q_item, ("pending", 0))[0]
+        e_out = "accept" if unedited else res.get(e_item, ("pending", 0))[0]
+        q_out = res.get(q_item, ("pending", 0))[0]
         if e_out != "accept" or q_out != "accept":
             summary.pending_edits += e_out not in ("accept", "reject") or (e_out == "accept" and q_out not in ("accept", "reject"))
             continue
@@ -90,6 +92,7 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
                 "decisions": sorted(current[it].values(), key=lambda d: d["annotator"]),
             }
             for stage, it, outcome in (("edit", e_item, e_out), ("qa", q_item, q_out))
+            if not (unedited and stage == "edit")
         }
         v_edits.append({**edit, "decisions_json": canonical_json(trail)})
         state = question_state(by_edit[edit["id"]], q_events.get(q_item, []))

@@ -77,22 +77,30 @@ def default_db_url(run: RunFS) -> str:
     return sqlite_url(run.path("review", DEFAULT_DB_NAME))
 
 
+def is_unedited(edit: dict[str, Any]) -> bool:
+    """Rows with nothing to verify at stage 1 (dense counting: the edit stage's ``none`` rows)."""
+    return edit.get("edit_type") == "none"
+
+
 def queue_rows(edit: dict[str, Any], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The two queue items of one edit: verification, then QA review once the edit is accepted."""
+    """The queue items of one edit: verification, then QA review once the edit is accepted.
+
+    An unedited row (dense counting) has only the QA item, available at once.
+    """
     base = {k: edit.get(k) for k in PAYLOAD_FIELDS}
     qs = [{k: q.get(k) for k in QUESTION_FIELDS} for q in sorted(questions, key=lambda q: (q["question_set"], _qnum(q["qid"]), q["id"]))]
     edit_item = item_id("edit", edit["id"])
     common = {"edit_id": edit["id"], "task": edit["task"], "variant": edit["variant"], "editor": edit["editor"], "n_questions": len(qs)}
-    return [
-        {"id": edit_item, "stage": "edit", "parent_id": None, **common, "payload_json": canonical_json({"edit_id": edit["id"], **base})},
-        {
-            "id": item_id("qa", edit["id"]),
-            "stage": "qa",
-            "parent_id": edit_item,
-            **common,
-            "payload_json": canonical_json({"edit_id": edit["id"], **base, "questions": qs}),
-        },
-    ]
+    qa_item = {
+        "id": item_id("qa", edit["id"]),
+        "stage": "qa",
+        "parent_id": None if is_unedited(edit) else edit_item,
+        **common,
+        "payload_json": canonical_json({"edit_id": edit["id"], **base, "questions": qs}),
+    }
+    if is_unedited(edit):
+        return [qa_item]
+    return [{"id": edit_item, "stage": "edit", "parent_id": None, **common, "payload_json": canonical_json({"edit_id": edit["id"], **base})}, qa_item]
 
 
 def _qnum(qid: str) -> tuple[str, int]:

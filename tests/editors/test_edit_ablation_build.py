@@ -12,7 +12,7 @@ from flows.config import CONFIG_DIR, config_from_dict
 from flows.runtime import run_pipeline
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
-from tasks.edit import needs_edit
+from tasks.edit import needs_edit, passes_through
 
 
 def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tmp_path: Path):
@@ -22,7 +22,13 @@ def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tm
     run_pipeline(config_from_dict(data), str(tmp_path / "run"), orchestrator="local")
     run = RunFS.open(str(tmp_path / "run"))
     instructions = [r for r in read_artifact(run, "instruct", "instructions").to_pylist() if needs_edit(r)]
-    edits = read_artifact(run, "edit", "edits").to_pylist()
+    all_edits = read_artifact(run, "edit", "edits").to_pylist()
+    edits = [r for r in all_edits if r["editor"] != "none"]
+    unedited = [r for r in all_edits if r["editor"] == "none"]
+    # dense counting edits nothing: one pass-through row per instruction, not one per editor
+    counting = [r for r in read_artifact(run, "instruct", "instructions").to_pylist() if passes_through(r)]
+    assert counting and sorted(r["instruction_id"] for r in unedited) == sorted(r["id"] for r in counting)
+    assert all(r["edited_image"] == r["original_image"] and r["status"] == "ok" for r in unedited)
     rejects = read_artifact(run, "edit", "rejects").to_pylist()
     assert instructions and len(edits) > len(rejects)
     # every (instruction, editor) pair is an edit row or a reject, never both, never missing

@@ -30,17 +30,19 @@ SET_SIZE = {"relational_erasure": 12, "counterfactual_attribute": 12, "alteratio
 
 
 def stand_in_edits(ctx: RunContext) -> None:
-    """One ``ok`` edit row per applicable non-DC instruction (the source image on both sides)."""
+    """One ``ok`` edit row per applicable instruction (the source image on both sides); dense
+    counting rows are shaped as the edit stage passes them through (editor and edit type ``none``)."""
     rows = []
     for r in ArtifactReader(ctx.run, "instruct/instructions", schemas.INSTRUCTIONS).rows():
-        if r["status"] != "applicable" or r["task"] == "dense_counting":
+        if r["status"] != "applicable":
             continue
+        dc = r["task"] == "dense_counting"
         image = ctx.images.put_bytes(Path(r["image_path"]).read_bytes(), Path(r["image_path"]).suffix.lstrip(".") or "jpg")
         rows.append({
             "id": stable_id(r["id"], "stand-in"), "instruction_id": r["id"],
             **{f.name: r[f.name] for f in schemas.ITEM_FIELDS},
-            "instruction": r["instruction"], "edit_type": r["edit_type"], "target_name": r["target_name"], "target_box": r["target_box"],
-            "instruction_fields_json": r["fields_json"], "editor": "stand-in", "editor_params_json": "{}", "seed": 0, "status": "ok",
+            "instruction": r["instruction"], "edit_type": "none" if dc else r["edit_type"], "target_name": r["target_name"], "target_box": r["target_box"],
+            "instruction_fields_json": r["fields_json"], "editor": "none" if dc else "stand-in", "editor_params_json": "{}", "seed": 0, "status": "ok",
             "original_image": image, "edited_image": image,
         })
     store = StageStore(ctx.run, "edit", {"edits": "edits"})

@@ -38,27 +38,11 @@ def lay_down_edits(root: Path, src_dir: Path) -> list[dict[str, Any]]:
         make_edit("alteration_tracing", id="e-at", **imgs),
         make_edit("alteration_tracing", id="e-at-no-plan", instruction_fields_json=None, **imgs),
         make_edit("alteration_tracing", id="e-at-delete", edit_type="delete", **imgs),
-        make_edit("dense_counting", id="e-dc", status="auto_rejected", **imgs),
+        make_edit("dense_counting", id="e-dc", editor="none", edit_type="none", **imgs),
     ]
     store = StageStore(run, "edit", {"edits": "edits"})
     store.write_shard(0, "k", ShardResult(outputs={"edits": rows}, rows_in=len(rows)))
     store.write_manifest({"stage": "edit", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
-    # dense counting is not edited: the qa stage reads its applicable instructions
-    src = src_dir / "7.png"
-    src.parent.mkdir(parents=True, exist_ok=True)
-    from PIL import Image
-
-    Image.fromarray(rng.integers(0, 255, (64, 96, 3), dtype=np.uint8)).save(src)
-    dc = make_edit("dense_counting")
-    item = {k: dc[k] for k in ("task", "variant", "source", "image_id", "width", "height", "candidate_id", "candidate_json", "target_box", "target_name")}
-    instr = [
-        {**item, "id": "i-dc", "image_path": str(src), "status": "applicable", "edit_type": "none", "fields_json": '{"severity": "none"}'},
-        {**item, "id": "i-dc-missing", "image_path": str(src_dir / "gone.png"), "status": "applicable", "edit_type": "none"},
-        {**item, "id": "i-dc-ambiguous", "image_path": str(src), "status": "not_applicable", "edit_type": "none"},
-    ]
-    store = StageStore(run, "instruct", {"instructions": "instructions"})
-    store.write_shard(0, "k", ShardResult(outputs={"instructions": instr}, rows_in=len(instr)))
-    store.write_manifest({"stage": "instruct", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
     return rows
 
 
@@ -77,20 +61,15 @@ def rows(run: RunFS, artifact: str) -> list[dict[str, Any]]:
 
 
 def test_analysis_rows_one_per_edit_with_status(built: dict[str, Any]) -> None:
-    from tasks.qa.stage import dc_item
-
-    dc_id = dc_item({"id": "i-dc", **{k: None for k in ("task", "variant", "source", "image_id", "image_path", "width", "height", "candidate_id", "candidate_json")}})["id"]
-    gone_id = dc_item({"id": "i-dc-missing", **{k: None for k in ("task", "variant", "source", "image_id", "image_path", "width", "height", "candidate_id", "candidate_json")}})["id"]
     status = {r["edit_id"]: r["status"] for r in rows(built["run"], "analysis")}
     assert status == {
         "e-re": "ok", "e-ca": "ok", "e-ca-unknown-new": "discarded", "e-at": "ok", "e-at-no-plan": "failed",
-        "e-at-delete": "ok", "e-dc": "ok", dc_id: "ok", gone_id: "failed",
-    }  # the auto-rejected RE edit is skipped; DC: the edit stage's row (any status) plus the instructions it did not pass
+        "e-at-delete": "ok", "e-dc": "ok",
+    }  # the auto-rejected RE edit is skipped; DC comes as the edit stage's pass-through row
     by = {r["edit_id"]: r for r in rows(built["run"], "analysis")}
     assert by["e-re"]["prompt_name"] == "re_analysis" and by["e-re"]["backend"] == "rules" and by["e-re"]["raw_response"]
-    assert json.loads(by[dc_id]["fields_json"]) == {"count": 20, "class_name": "cupcake"}
-    assert by[dc_id]["editor"] == "none" and by[dc_id]["original_image"].startswith("images/")
-    assert built["ctx"].images.get_bytes(by[dc_id]["original_image"]) == (built["src"] / "7.png").read_bytes()
+    assert json.loads(by["e-dc"]["fields_json"]) == {"count": 20, "class_name": "cupcake"}
+    assert by["e-dc"]["editor"] == "none" and by["e-dc"]["original_image"].startswith("images/")
 
 
 def test_full_question_sets_and_rejects(built: dict[str, Any]) -> None:
@@ -100,7 +79,7 @@ def test_full_question_sets_and_rejects(built: dict[str, Any]) -> None:
         per[(q["edit_id"], q["question_set"])] = per.get((q["edit_id"], q["question_set"]), 0) + 1
     dc = [q for q in qs if q["task"] == "dense_counting"]
     assert per[("e-re", "main")] == 12 and per[("e-ca", "main")] == 12 and per[("e-dc", "main")] == 8
-    assert len(dc) == 16 and {q["editor"] for q in dc} == {"none", "classical"}
+    assert len(dc) == 8 and {q["editor"] for q in dc} == {"none"}
     assert per[("e-at", "main")] == 12 and per[("e-at", "control")] == 6
     assert per[("e-re", "beaf")] == 2 * 7  # removed + 3 present + 3 absent, each on original and edited
     assert ("e-at", "beaf") not in per and per[("e-at-delete", "beaf")] > 0  # BEAF only for removals
@@ -112,12 +91,11 @@ def test_full_question_sets_and_rejects(built: dict[str, Any]) -> None:
     reasons = {(r["id"], r["reason"]) for r in rej}
     assert ("e-ca-unknown-new", "analysis_discarded") in reasons
     assert ("e-at-no-plan", "bad_edit_row") in reasons
-    assert "image_missing" in {r["reason"] for r in rej}
     detail = next(r["detail"] for r in rej if r["id"] == "e-ca-unknown-new")
     assert "the original or the new attribute is unknown" in detail  # the model's own reason
     manifest = StageStore(built["run"], "qa", {}).read_manifest()
     assert manifest["status"] == "complete" and manifest["counts"]["questions"] == len(qs)
-    assert manifest["extra"]["questions_by_task"]["dense_counting"] == {"main": 16}
+    assert manifest["extra"]["questions_by_task"]["dense_counting"] == {"main": 8}
 
 
 def test_beaf_pairs(built: dict[str, Any]) -> None:
