@@ -7,7 +7,6 @@ from the validation context, which the prompt runner sets to the prompt's contex
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, mod
 from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
 from prompts.locations import area_fraction, distance, location_phrase
 from prompts.spec import PromptSpec, register_prompt
+from storage.json_columns import load_json_column
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
 EDIT_TYPES = ("delete", "add", "replace", "move")
@@ -208,15 +208,7 @@ TASK_PROMPTS: dict[str, PromptSpec] = {
 
 # ---------------------------------------------------------------------------- contexts
 def _objects(candidate: dict[str, Any]) -> list[dict[str, Any]]:
-    raw = candidate.get("context_json")
-    if not raw:
-        return []
-    try:
-        objs = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"candidate {candidate.get('id')!r}: context_json is not valid JSON: {exc}") from None
-    if not isinstance(objs, list):
-        raise ValueError(f"candidate {candidate.get('id')!r}: context_json must be a list of objects")
+    objs = load_json_column(candidate.get("context_json"), "context_json", f"candidate {candidate.get('id')!r}", list)
     return [o for o in objs if isinstance(o, dict) and o.get("name")]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
+from storage.json_columns import load_json_column
 from storage.parquet_io import ArtifactReader
 from storage.schemas import EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS, ArtifactSchema
 
@@ -71,14 +72,7 @@ def input_fingerprint(run: RunFS, unverified: bool) -> str:
 
 def rubric(question: dict[str, Any]) -> dict[str, Any]:
     """The question's rubric fields ({} when absent); a malformed rubric names the question."""
-    raw = question.get("rubric_json")
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"question {question['id']}: rubric_json is not valid JSON: {exc}") from None
-    return value if isinstance(value, dict) else {}
+    return load_json_column(question.get("rubric_json"), "rubric_json", f"question {question['id']}")
 
 
 def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

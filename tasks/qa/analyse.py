@@ -7,13 +7,13 @@ and inspected. The fields of ``ok`` rows feed the question templates.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from prompts.clients.base import MLLMClient
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
+from storage.json_columns import load_json_column
 from storage.rejects import reject
 
 STAGE = "qa"
@@ -30,15 +30,7 @@ class Analysed:
 
 
 def _json(text: str | None, what: str, edit_id: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"edit {edit_id}: {what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"edit {edit_id}: {what} must be a JSON object")
-    return value
+    return load_json_column(text, what, f"edit {edit_id}")
 
 
 def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
