@@ -21,7 +21,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+# Logs and CI capture output without a terminal; rich would then squeeze tables into 80 columns.
+console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
 RunDirOpt = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL such as s3://bucket/run).")
@@ -75,7 +76,7 @@ def run_stages_cli(
     no_cache: bool = False,
 ) -> None:
     from flows.runtime import run_pipeline
-    from tasks.base import UpstreamMissing
+    from tasks.base import StageInputError
     from tasks.runner import ShardFailed
 
     try:
@@ -93,7 +94,7 @@ def run_stages_cli(
                 cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
                 options={"no_cache": no_cache}, progress=_progress_factory(progress),
             )
-    except (UpstreamMissing, ShardFailed, ConfigError, KeyError, FileNotFoundError) as exc:
+    except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(1)
     console.print(_summary_table(result.summaries))

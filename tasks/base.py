@@ -17,10 +17,15 @@ from storage.image_store import ImageStore
 from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
 
-__all__ = ["RunContext", "Stage", "ShardResult", "UpstreamMissing", "chunk"]
+__all__ = ["RunContext", "Stage", "ShardResult", "StageInputError", "UpstreamMissing", "chunk"]
 
 
-class UpstreamMissing(RuntimeError):
+class StageInputError(RuntimeError):
+    """What a stage reads is missing or unusable (a source folder, an upstream stage); the
+    message says what to fix. The CLI prints it without a traceback."""
+
+
+class UpstreamMissing(StageInputError):
     """A stage was asked to run before the stage it reads from finished."""
 
 

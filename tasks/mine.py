@@ -16,13 +16,13 @@ from typing import Any
 from miners.fsc147 import ANNOTATIONS, CLASSES, SPLITS
 from miners.mine import VG_TASKS, MineResult, mine_fsc147, mine_visual_genome, vg_files
 from storage import schemas
-from tasks.base import RunContext, ShardResult, Stage
+from tasks.base import RunContext, ShardResult, Stage, StageInputError
 
 STAGE = "mine"
 
 
-class MineSourceMissing(ValueError):
-    """A task was asked for whose source folder is not configured."""
+class MineSourceMissing(StageInputError):
+    """A task was asked for whose source folder is not configured or lacks its annotation files."""
 
 
 def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
@@ -54,6 +54,18 @@ def source_files(ctx: RunContext) -> list[str]:
     return files
 
 
+def required_files(ctx: RunContext) -> list[str]:
+    """The files mining cannot start without (alias files are optional)."""
+    files: list[str] = []
+    for unit in _needed_sources(ctx):
+        root = unit["root"].rstrip("/")
+        if unit["source"] == "visual_genome":
+            files += [vg_files(root)[k] for k in ("image_data", "objects")]
+        else:
+            files += [posixpath.join(root, n) for n in (ANNOTATIONS, CLASSES, SPLITS)]
+    return files
+
+
 def _fingerprint(path: str) -> str:
     import fsspec
 
@@ -78,7 +90,14 @@ class MineStage(Stage):
         }
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
-        return {path: _fingerprint(path) for path in source_files(ctx)}
+        fps = {path: _fingerprint(path) for path in source_files(ctx)}
+        missing = [p for p in required_files(ctx) if fps.get(p) == "absent"]
+        if missing:
+            raise MineSourceMissing(
+                "source annotation files not found: " + ", ".join(missing) + " (check sources.visual_genome / sources.fsc147; "
+                "relative paths are read from the current folder; `reactbench sample-data data/sample` writes the demo data)"
+            )
+        return fps
 
     def plan(self, ctx: RunContext) -> list[Any]:
         return _needed_sources(ctx)

@@ -70,6 +70,7 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
     """Compute the stage key, reset stale outputs, and find which shards still need work."""
     store = stage.store(ctx)
     ctx.run.remove_temporaries(stage.name)  # leftovers of a run killed mid-write
+    ctx.run.rm(stage.name, "_errors")  # tracebacks of an earlier attempt
     inputs = stage.input_fingerprints(ctx)
     chash = config_hash(stage.config_section(ctx))
     key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name})
@@ -179,7 +180,8 @@ def run_stage(
         try:
             marker = run_one_shard(stage, ctx, plan, index)
         except Exception as exc:  # a failed shard never blocks the others
-            errors.append(f"shard {index}: {exc.__class__.__name__}: {exc}\n{traceback.format_exc()}")
+            errors.append(f"  shard {index}: {exc.__class__.__name__}: {exc}")
+            ctx.run.write_text_atomic(f"{stage.name}/_errors/shard-{index:05d}.txt", traceback.format_exc())
             marker = {"shard": index, "failed": True}
         done[0] += 1
         if progress:
@@ -188,7 +190,11 @@ def run_stage(
 
     (mapper or thread_mapper(_workers(ctx)))(one, plan.todo)
     if errors:
-        raise ShardFailed(f"stage {stage.name!r}: {len(errors)} shard(s) failed:\n" + "\n".join(errors))
+        raise ShardFailed(
+            f"stage {stage.name!r}: {len(errors)} shard(s) failed (the others are kept; a rerun retries only these):\n"
+            + "\n".join(sorted(errors))
+            + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
+        )
     return finish_stage(stage, ctx, plan, started)
 
 

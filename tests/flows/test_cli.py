@@ -35,3 +35,9 @@ def test_help_lists_every_stage() -> None:
     proc = _run("--help")
     for cmd in ("build", "mine", "instruct", "edit", "qa", "review", "sample-data"):
         assert cmd in proc.stdout
+
+
+def test_missing_sources_name_the_files_and_the_fix(tmp_path: Path) -> None:
+    proc = _run("mine", "--run-dir", str(tmp_path / "run"), "--orchestrator", "local", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "data/sample/visual_genome/image_data.json" in proc.stderr and "reactbench sample-data" in proc.stderr

@@ -85,13 +85,15 @@ def test_changed_input_recomputes_and_prunes_old_shards(ctx: RunContext) -> None
 
 def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(ctx: RunContext) -> None:
     SquareStage.poison = {9}
-    with pytest.raises(ShardFailed, match="poisoned"):
+    with pytest.raises(ShardFailed, match="shard 2: RuntimeError: poisoned") as err:
         run_stage(SquareStage(), ctx)
+    assert "Traceback" not in str(err.value)
+    assert "process_shard" in ctx.run.read_text("square/_errors/shard-00002.txt")  # the traceback is kept for the curious
     store = SquareStage().store(ctx)
     assert [m["shard"] for m in store.markers()] == [0, 1, 3, 4, 5]
     SquareStage.poison, SquareStage.calls = set(), []
     run_stage(SquareStage(), ctx)
-    assert SquareStage.calls == [2]
+    assert SquareStage.calls == [2] and not ctx.run.exists("square/_errors")
 
 
 def test_downstream_refuses_to_run_before_upstream(ctx: RunContext) -> None:
