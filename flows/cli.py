@@ -128,46 +128,35 @@ def build(
     run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
 
 
-@app.command()
-def mine(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
-    """Mine Visual Genome / FSC147 annotations into candidates and statistics tables."""
-    run_stages_cli(["mine"], config, run_dir, force, orchestrator)
+def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> None:
+    """Register `reactbench <stage>`: the shared options, plus the MLLM overrides where the stage calls a model."""
+    if mllm_flags:
+
+        def command(
+            config: Optional[Path] = ConfigOpt,
+            run_dir: Path = RunDirOpt,
+            force: bool = ForceOpt,
+            orchestrator: str = OrchOpt,
+            mllm: Optional[str] = MllmOpt,
+            base_url: Optional[str] = BaseUrlOpt,
+            model: Optional[str] = ModelOpt,
+            no_cache: bool = NoCacheOpt,
+        ) -> None:
+            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+
+    else:
+
+        def command(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
+            run_stages_cli([stage], config, run_dir, force, orchestrator)
+
+    command.__doc__ = help_text
+    app.command(stage)(command)
 
 
-@app.command()
-def instruct(
-    config: Optional[Path] = ConfigOpt,
-    run_dir: Path = RunDirOpt,
-    force: bool = ForceOpt,
-    orchestrator: str = OrchOpt,
-    mllm: Optional[str] = MllmOpt,
-    base_url: Optional[str] = BaseUrlOpt,
-    model: Optional[str] = ModelOpt,
-    no_cache: bool = NoCacheOpt,
-) -> None:
-    """Write editing instructions (or "not applicable") with the configured MLLM."""
-    run_stages_cli(["instruct"], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
-
-
-@app.command()
-def edit(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
-    """Apply the configured editors to every applicable instruction, with auto-QC."""
-    run_stages_cli(["edit"], config, run_dir, force, orchestrator)
-
-
-@app.command()
-def qa(
-    config: Optional[Path] = ConfigOpt,
-    run_dir: Path = RunDirOpt,
-    force: bool = ForceOpt,
-    orchestrator: str = OrchOpt,
-    mllm: Optional[str] = MllmOpt,
-    base_url: Optional[str] = BaseUrlOpt,
-    model: Optional[str] = ModelOpt,
-    no_cache: bool = NoCacheOpt,
-) -> None:
-    """Analyse each edit and render its exam-style questions."""
-    run_stages_cli(["qa"], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+_stage_command("mine", "Mine Visual Genome / FSC147 annotations into candidates and statistics tables.")
+_stage_command("instruct", 'Write editing instructions (or "not applicable") with the configured MLLM.', mllm_flags=True)
+_stage_command("edit", "Apply the configured editors to every applicable instruction, with auto-QC.")
+_stage_command("qa", "Analyse each edit and render its exam-style questions.", mllm_flags=True)
 
 
 @app.command("sample-data")
@@ -185,10 +174,8 @@ def sample_data(
 
 def _mount_subcommands() -> None:
     """Attach the review and evaluation command groups (kept in their own modules)."""
-    try:
-        from flows.cli_review import review_app
-    except ImportError:  # pragma: no cover - during development of the review package
-        review_app = typer.Typer(help="Human verification.")
+    from flows.cli_eval import register
+    from flows.cli_review import review_app
 
     @review_app.callback(invoke_without_command=True)
     def review(
@@ -203,10 +190,6 @@ def _mount_subcommands() -> None:
             run_stages_cli(["review"], config, run_dir, force, orchestrator)
 
     app.add_typer(review_app, name="review")
-    try:
-        from flows.cli_eval import register
-    except ImportError:  # pragma: no cover
-        return
     register(app)
 
 

@@ -2,17 +2,27 @@
 
 Decisions, retractions, adjudications, inline question edits and the derived per-item
 resolutions are rows of ``review_events`` that are only ever inserted; the current state of
-an item is read from its latest events. Leases and login sessions are operational state
-(who holds what right now) and are deleted when released.
+an item is read from its latest events. ``review_item_state`` is a cache of that derived
+state (the item's latest resolution and whether it can be leased), written in the same
+transaction as each resolution event and rebuildable from the events at any time
+(:func:`sync_item_state`); it lets the queue find open items through an index instead of
+scanning every resolved item. Leases and login sessions are operational state (who holds
+what right now) and are deleted when released.
 
 SQLite (WAL) in the run directory by default; PostgreSQL by URL for a team. On SQLite every
-transaction starts with ``BEGIN IMMEDIATE`` so writers queue up instead of failing on
-upgrade; on PostgreSQL the queue locks item rows (``FOR UPDATE SKIP LOCKED``).
+write transaction starts with ``BEGIN IMMEDIATE`` so writers queue up instead of failing on
+upgrade, and writers of one process first take an in-process lock (:func:`write_lock`) so
+they wait on that lock rather than in SQLite's sleeping busy handler; read-only connections
+(``execution_options(review_read=True)``) use a plain deferred ``BEGIN`` and never wait for
+writers (WAL). On PostgreSQL the queue locks item-state rows (``FOR UPDATE SKIP LOCKED``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import weakref
+from contextlib import nullcontext
+from typing import Any, ContextManager
 
 from sqlalchemy import (
     BigInteger,
@@ -26,10 +36,11 @@ from sqlalchemy import (
     create_engine,
     event,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v2: review_item_state (derived cache of the latest resolution)
 DEFAULT_DB_NAME = "queue.sqlite"
 
 EventId = BigInteger().with_variant(Integer, "sqlite")  # SQLite autoincrement needs INTEGER PRIMARY KEY
@@ -119,6 +130,24 @@ class Lease(Base):
     )
 
 
+class ItemState(Base):
+    """Derived, rebuildable cache of each item's state: the latest ``resolution`` event
+    (``outcome``, ``n``, ``resolution_id``) and ``available`` = 1 when the item can take new
+    leases (outcome pending and, for QA items, the parent edit accepted). Written only in the
+    transaction that appends the resolution event it mirrors (or by :func:`sync_item_state`)."""
+
+    __tablename__ = "review_item_state"
+    item_id: Mapped[str] = mapped_column(ForeignKey("review_items.id"), primary_key=True)
+    stage: Mapped[str] = mapped_column(String(10))
+    seq: Mapped[int] = mapped_column(Integer)
+    parent_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    outcome: Mapped[str] = mapped_column(String(20))  # pending | accept | reject | disputed
+    n: Mapped[int] = mapped_column(Integer)
+    resolution_id: Mapped[int | None] = mapped_column(EventId, nullable=True)
+    available: Mapped[int] = mapped_column(Integer)  # 0 | 1 (portable across SQLite and PostgreSQL)
+    __table_args__ = (Index("ix_review_item_state_open", "stage", "available", "seq"),)
+
+
 class Meta(Base):
     __tablename__ = "review_meta"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -147,11 +176,30 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.Lock]" = weakref.WeakKeyDictionary()
+
+
+def write_lock(engine: Engine) -> ContextManager[Any]:
+    """The in-process writer lock of a SQLite engine (a no-op context on PostgreSQL).
+
+    SQLite allows one writer at a time; a second ``BEGIN IMMEDIATE`` waits in SQLite's busy
+    handler, which polls with sleeps of up to 100 ms and makes tail latency jump under load.
+    Threads of one server take this lock first and are woken as soon as the writer before
+    them commits. Other processes are still serialised by SQLite itself (busy_timeout)."""
+    if not is_sqlite(engine):
+        return nullcontext()
+    lock = _WRITE_LOCKS.get(engine)
+    if lock is None:
+        lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
+    return lock
+
+
 def make_engine(url: str, pool_size: int = 10) -> Engine:
-    """An engine configured for the queue: WAL + immediate transactions on SQLite."""
+    """An engine configured for the queue: WAL + immediate write transactions on SQLite."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=pool_size, max_overflow=20)
+        _WRITE_LOCKS[engine] = threading.Lock()
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -165,7 +213,8 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # read-only connections take a snapshot without the write lock (WAL readers never block)
+            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("review_read") else "BEGIN IMMEDIATE")
 
         return engine
     if url.startswith("postgresql"):
@@ -174,13 +223,53 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
 
 
 def create_schema(engine: Engine) -> None:
-    """Create the tables when missing and record the schema version; refuse a newer schema."""
+    """Create the tables when missing and record the schema version; refuse a newer schema.
+    A v1 database (no item-state cache) is upgraded by deriving the cache from its events."""
     Base.metadata.create_all(engine)
-    with engine.begin() as conn:
+    with write_lock(engine), engine.begin() as conn:
         row = conn.execute(Meta.__table__.select().where(Meta.key == "schema_version")).first()
-        if row is None:
-            conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-        elif int(row.value) > SCHEMA_VERSION:
+        if row is not None and int(row.value) > SCHEMA_VERSION:
             raise RuntimeError(
                 f"review database {redact(str(engine.url))} has schema v{row.value}; this code reads up to v{SCHEMA_VERSION}"
             )
+        if row is None:
+            conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        elif int(row.value) < SCHEMA_VERSION:
+            conn.execute(Meta.__table__.update().where(Meta.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+        if row is None or int(row.value) < SCHEMA_VERSION or conn.execute(text(_MISSING_STATE_SQL)).first() is not None:
+            sync_item_state(conn)
+
+
+_MISSING_STATE_SQL = "SELECT i.id FROM review_items i WHERE NOT EXISTS (SELECT 1 FROM review_item_state s WHERE s.item_id = i.id) LIMIT 1"
+
+# Same rule as the queue's ``_resolve``/``_set_state``: available = pending and (no parent or parent accepted).
+AVAILABLE_SQL = (
+    "CASE WHEN review_item_state.outcome = 'pending' AND (review_item_state.parent_id IS NULL OR EXISTS "
+    "(SELECT 1 FROM review_item_state p WHERE p.item_id = review_item_state.parent_id AND p.outcome = 'accept')) THEN 1 ELSE 0 END"
+)
+
+
+def sync_item_state(conn: Connection) -> None:
+    """(Re)derive every row of ``review_item_state`` from items and their latest resolution
+    events. Used to upgrade v1 databases; safe to run at any time (inside a write transaction)."""
+    conn.execute(
+        text(
+            "INSERT INTO review_item_state (item_id, stage, seq, parent_id, outcome, n, resolution_id, available) "
+            "SELECT i.id, i.stage, i.seq, i.parent_id, 'pending', 0, NULL, 0 FROM review_items i "
+            "WHERE NOT EXISTS (SELECT 1 FROM review_item_state s WHERE s.item_id = i.id)"
+        )
+    )
+    conn.execute(
+        text(
+            "UPDATE review_item_state SET resolution_id = (SELECT max(e.id) FROM review_events e "
+            "WHERE e.item_id = review_item_state.item_id AND e.kind = 'resolution')"
+        )
+    )
+    conn.execute(
+        text(
+            "UPDATE review_item_state SET "
+            "outcome = COALESCE((SELECT e.verdict FROM review_events e WHERE e.id = review_item_state.resolution_id), 'pending'), "
+            "n = COALESCE((SELECT e.n FROM review_events e WHERE e.id = review_item_state.resolution_id), 0)"
+        )
+    )
+    conn.execute(text(f"UPDATE review_item_state SET available = {AVAILABLE_SQL}"))

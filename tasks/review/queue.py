@@ -3,12 +3,17 @@
 Every state change is an inserted event; the state of an item is derived from its events:
 the current decision of an annotator is their latest ``decision`` or ``retract`` event, and
 each change appends a ``resolution`` event (accept | reject | disputed | pending, with ``n``
-current decisions) that the queue queries use. Leases are the only rows that are deleted:
-they say who holds an item right now, not what was decided.
+current decisions). The latest resolution of each item is mirrored in ``review_item_state``
+in the same transaction (a derived cache, rebuildable from the events with
+``storage.review_db.sync_item_state``), which the leasing query reads through an index.
+Leases are the only rows that are deleted: they say who holds an item right now, not what
+was decided.
 
-Concurrency: on SQLite every transaction is ``BEGIN IMMEDIATE`` (writers are serialised);
-on PostgreSQL candidate items are locked with ``FOR UPDATE SKIP LOCKED`` and re-checked
-after locking. The (item, slot) primary key of leases is the last line of defence.
+Concurrency: on SQLite every write transaction is ``BEGIN IMMEDIATE`` behind an in-process
+writer lock (writers are serialised; reads use deferred snapshots); on PostgreSQL candidate
+items are locked with ``FOR UPDATE SKIP LOCKED`` and re-checked after locking, and the
+item-state row is locked before an item's decisions are counted. The (item, slot) primary
+key of leases is the last line of defence.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from storage.review_db import Event, Item, Lease, User, create_schema, is_sqlite, make_engine
+from storage.review_db import Event, Item, ItemState, Lease, User, create_schema, is_sqlite, make_engine, write_lock
 from tasks.review.validation import QuestionError, apply_question_update, question_state
 
 STAGES: tuple[str, ...] = ("edit", "qa")
@@ -87,19 +92,20 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+_PARENT_OK_SQL = (
+    "CASE WHEN review_item_state.parent_id IS NULL OR EXISTS (SELECT 1 FROM review_item_state p "
+    "WHERE p.item_id = review_item_state.parent_id AND p.outcome = 'accept') THEN 1 ELSE 0 END"
+)
+
+# Open items come from the derived item-state table through its (stage, available, seq) index:
+# resolved items and QA items whose edit is not accepted are never visited.
 _CANDIDATES_SQL = """
-SELECT i.id FROM review_items i
-WHERE i.stage = :stage
-  AND COALESCE((SELECT r.verdict FROM review_events r WHERE r.item_id = i.id AND r.kind = 'resolution'
-                ORDER BY r.id DESC LIMIT 1), 'pending') = 'pending'
-  AND COALESCE((SELECT r.n FROM review_events r WHERE r.item_id = i.id AND r.kind = 'resolution'
-                ORDER BY r.id DESC LIMIT 1), 0)
-      + (SELECT count(*) FROM review_leases l WHERE l.item_id = i.id AND l.expires_at > :now) < :k
-  AND NOT EXISTS (SELECT 1 FROM review_events d WHERE d.item_id = i.id AND d.annotator_id = :me AND d.kind = 'decision')
-  AND NOT EXISTS (SELECT 1 FROM review_leases m WHERE m.item_id = i.id AND m.annotator_id = :me)
-  AND (i.parent_id IS NULL OR (SELECT p.verdict FROM review_events p WHERE p.item_id = i.parent_id AND p.kind = 'resolution'
-                               ORDER BY p.id DESC LIMIT 1) = 'accept')
-ORDER BY i.seq
+SELECT s.item_id FROM review_item_state s
+WHERE s.stage = :stage AND s.available = 1
+  AND s.n + (SELECT count(*) FROM review_leases l WHERE l.item_id = s.item_id AND l.expires_at > :now) < :k
+  AND NOT EXISTS (SELECT 1 FROM review_events d WHERE d.item_id = s.item_id AND d.kind = 'decision' AND d.annotator_id = :me)
+  AND NOT EXISTS (SELECT 1 FROM review_leases m WHERE m.item_id = s.item_id AND m.annotator_id = :me)
+ORDER BY s.seq
 LIMIT :limit
 """
 
@@ -115,6 +121,8 @@ class ReviewQueue:
         self.lease_seconds = float(lease_seconds)
         self.clock = clock
         self._sqlite = is_sqlite(engine)
+        self._write_lock = write_lock(engine)
+        self._reader = engine.execution_options(review_read=True)  # deferred snapshot reads on SQLite
 
     @classmethod
     def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, **kw: Any) -> "ReviewQueue":
@@ -161,6 +169,28 @@ class ReviewQueue:
             )
         if new:
             conn.execute(insert(Item), new)
+            parents = {r["parent_id"] for r in new if r["parent_id"]}
+            accepted = set()
+            if parents:
+                accepted = set(
+                    conn.execute(select(ItemState.item_id).where(ItemState.item_id.in_(parents), ItemState.outcome == "accept")).scalars()
+                )
+            conn.execute(
+                insert(ItemState),
+                [
+                    {
+                        "item_id": r["id"],
+                        "stage": r["stage"],
+                        "seq": r["seq"],
+                        "parent_id": r["parent_id"],
+                        "outcome": "pending",
+                        "n": 0,
+                        "resolution_id": None,
+                        "available": int(r["parent_id"] is None or r["parent_id"] in accepted),
+                    }
+                    for r in new
+                ],
+            )
         return len(new)
 
     # -- leasing -----------------------------------------------------------------------
@@ -180,7 +210,7 @@ class ReviewQueue:
                 select(Lease.item_id).where(Lease.annotator_id == user.id, Lease.stage == stage).order_by(Lease.leased_at, Lease.item_id)
             ).scalars()
         )
-        sql = _CANDIDATES_SQL + ("" if self._sqlite else " FOR UPDATE OF i SKIP LOCKED")
+        sql = _CANDIDATES_SQL + ("" if self._sqlite else " FOR UPDATE OF s SKIP LOCKED")
         for _round in range(10):  # a candidate can turn out taken (PostgreSQL snapshot race); try the next ones
             need = want - len(mine)
             if need <= 0:
@@ -196,9 +226,9 @@ class ReviewQueue:
 
     def _try_lease(self, conn: Connection, item_id: str, user: Account, stage: str, now: float) -> bool:
         conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.expires_at <= now))
-        verdict, n = self._resolution(conn, item_id)
+        state = conn.execute(select(ItemState.available, ItemState.n).where(ItemState.item_id == item_id)).first()
         active = set(conn.execute(select(Lease.slot).where(Lease.item_id == item_id)).scalars())
-        if verdict != "pending" or n + len(active) >= self.k:
+        if state is None or not state.available or state.n + len(active) >= self.k:
             return False
         slot = min(set(range(self.k)) - active)
         conn.execute(
@@ -212,7 +242,7 @@ class ReviewQueue:
         """Run ``fn`` in a transaction, retrying on lock conflicts and unique-key races."""
         for attempt in range(attempts):
             try:
-                with self.engine.begin() as conn:
+                with self._write_lock, self.engine.begin() as conn:
                     return fn(conn)
             except (IntegrityError, OperationalError, DBAPIError) as exc:
                 if attempt == attempts - 1 or not _transient(exc):
@@ -224,24 +254,24 @@ class ReviewQueue:
     def get_item(self, user: Account, item_id: str) -> ItemView:
         """An item the user may see: admins any; annotators only items leased to them or
         that they decided before."""
-        with self.engine.connect() as conn:
-            item = conn.execute(select(Item).where(Item.id == item_id)).first()
+        with self._reader.connect() as conn:
+            lease_q = select(Lease.expires_at).where(Lease.item_id == item_id, Lease.annotator_id == user.id).scalar_subquery()
+            item = conn.execute(
+                select(Item, ItemState.outcome, lease_q.label("lease_expires_at"))
+                .outerjoin(ItemState, ItemState.item_id == Item.id)
+                .where(Item.id == item_id)
+            ).first()
             if item is None:
                 raise UnknownItem(f"no review item {item_id!r}")
-            lease = conn.execute(
-                select(Lease.expires_at).where(Lease.item_id == item_id, Lease.annotator_id == user.id)
-            ).scalar_one_or_none()
-            mine = self._my_decision(conn, item_id, user.id)
-            decided_before = mine is not None or conn.execute(
-                select(func.count()).select_from(Event).where(
-                    Event.item_id == item_id, Event.annotator_id == user.id, Event.kind == "decision"
-                )
-            ).scalar_one()
+            lease = item.lease_expires_at
+            latest = self._my_latest(conn, item_id, user.id)
+            mine = _decision_dict(latest)
+            decided_before = latest is not None  # a retract always follows a decision of the same user
             if not user.is_admin and lease is None and not decided_before:
                 raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
             payload = json.loads(item.payload_json)
             questions = question_state(payload.get("questions", []), self._question_events(conn, item_id)) if item.stage == "qa" else []
-            verdict, _ = self._resolution(conn, item_id)
+            verdict = item.outcome or "pending"
             return ItemView(
                 id=item.id,
                 stage=item.stage,
@@ -257,15 +287,16 @@ class ReviewQueue:
             )
 
     def _my_decision(self, conn: Connection, item_id: str, user_id: int) -> dict[str, Any] | None:
-        row = conn.execute(
+        return _decision_dict(self._my_latest(conn, item_id, user_id))
+
+    def _my_latest(self, conn: Connection, item_id: str, user_id: int) -> Any:
+        """The user's latest decision or retract event on the item (None: never decided)."""
+        return conn.execute(
             select(Event.id, Event.kind, Event.verdict, Event.reasons_json, Event.note)
-            .where(Event.item_id == item_id, Event.annotator_id == user_id, Event.kind.in_(("decision", "retract")))
+            .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract")), Event.annotator_id == user_id)
             .order_by(Event.id.desc())
             .limit(1)
         ).first()
-        if row is None or row.kind != "decision":
-            return None
-        return {"event_id": row.id, "verdict": row.verdict, "reasons": json.loads(row.reasons_json or "[]"), "note": row.note or ""}
 
     def _question_events(self, conn: Connection, item_id: str) -> list[dict[str, Any]]:
         rows = conn.execute(
@@ -392,7 +423,12 @@ class ReviewQueue:
         return self._retry(run)
 
     def _resolve(self, conn: Connection, item_id: str, actor: int, now: float) -> None:
-        """Append a resolution event when the derived outcome (or decision count) changed."""
+        """Append a resolution event when the derived outcome (or decision count) changed, and
+        mirror it in the item-state cache in the same transaction."""
+        # Lock the item's state row first (PostgreSQL): two annotators deciding the same item at
+        # once are counted one after the other, each seeing the other's committed decision.
+        state_q = select(ItemState.outcome, ItemState.n).where(ItemState.item_id == item_id)
+        state = conn.execute(state_q if self._sqlite else state_q.with_for_update()).first()
         current = self._current_decisions(conn, item_id)
         adj = conn.execute(
             select(Event.verdict).where(Event.item_id == item_id, Event.kind == "adjudication").order_by(Event.id.desc()).limit(1)
@@ -404,9 +440,10 @@ class ReviewQueue:
             outcome = verdicts.pop() if len(verdicts) == 1 else "disputed"
         else:
             outcome = "pending"
-        if (outcome, len(current)) == self._resolution(conn, item_id):
+        before = (state.outcome, state.n) if state is not None else self._resolution(conn, item_id)
+        if (outcome, len(current)) == before:
             return
-        conn.execute(
+        res = conn.execute(
             insert(Event).values(
                 item_id=item_id,
                 annotator_id=actor,
@@ -417,6 +454,19 @@ class ReviewQueue:
                 after_json=_dumps({"outcome": outcome, "decisions": len(current), "adjudicated": bool(adj)}),
             )
         )
+        self._set_state(conn, item_id, outcome, len(current), int(res.inserted_primary_key[0]), was_accepted=before[0] == "accept")
+
+    def _set_state(self, conn: Connection, item_id: str, outcome: str, n: int, resolution_id: int, was_accepted: bool) -> None:
+        """Mirror a new resolution event in ``review_item_state``; when the item's acceptance
+        changed, open or close the QA items waiting for it."""
+        available = _PARENT_OK_SQL if outcome == "pending" else "0"  # SET sees the old row: decide on the new outcome here
+        conn.execute(
+            text(f"UPDATE review_item_state SET outcome = :outcome, n = :n, resolution_id = :rid, available = {available} WHERE item_id = :item_id"),
+            {"outcome": outcome, "n": n, "rid": resolution_id, "item_id": item_id},
+        )
+        if was_accepted != (outcome == "accept"):
+            children = "CASE WHEN outcome = 'pending' THEN 1 ELSE 0 END" if outcome == "accept" else "0"
+            conn.execute(text(f"UPDATE review_item_state SET available = {children} WHERE parent_id = :item_id"), {"item_id": item_id})
 
     def retract_last(self, user: Account, stage: str) -> str | None:
         """Undo: withdraw the user's latest decision in ``stage`` and lease the item back to
@@ -525,15 +575,10 @@ class ReviewQueue:
     def progress(self, user: Account, stage: str) -> dict[str, int]:
         """Counts for the progress bars: the user's decisions and the stage's resolved items."""
         _check_stage(stage)
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             total = conn.execute(select(func.count()).select_from(Item).where(Item.stage == stage)).scalar_one()
             resolved = conn.execute(
-                text(
-                    "SELECT count(*) FROM review_items i WHERE i.stage = :stage AND "
-                    "(SELECT r.verdict FROM review_events r WHERE r.item_id = i.id AND r.kind = 'resolution' ORDER BY r.id DESC LIMIT 1) "
-                    "IN ('accept', 'reject')"
-                ),
-                {"stage": stage},
+                select(func.count()).select_from(ItemState).where(ItemState.stage == stage, ItemState.outcome.in_(("accept", "reject")))
             ).scalar_one()
             mine = conn.execute(
                 select(func.count(func.distinct(Event.item_id)))
@@ -542,6 +587,11 @@ class ReviewQueue:
                 .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
             ).scalar_one()
         return {"total": int(total), "resolved": int(resolved), "mine": int(mine)}
+
+    def item_states(self) -> dict[str, tuple[str, int, int]]:
+        """The derived item-state cache: {item_id: (outcome, n decisions, available 0|1)}."""
+        with self._reader.connect() as conn:
+            return {r.item_id: (r.outcome, r.n, r.available) for r in conn.execute(select(ItemState.item_id, ItemState.outcome, ItemState.n, ItemState.available))}
 
     def disputed(self) -> list[str]:
         res = self.resolutions()
@@ -573,6 +623,12 @@ class ReviewQueue:
     def active_leases(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(Lease).where(Lease.expires_at > self.clock())).scalar_one())
+
+
+def _decision_dict(row: Any) -> dict[str, Any] | None:
+    if row is None or row.kind != "decision":
+        return None
+    return {"event_id": row.id, "verdict": row.verdict, "reasons": json.loads(row.reasons_json or "[]"), "note": row.note or ""}
 
 
 def _check_stage(stage: str) -> None:
