@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import jinja2
 import pydantic
@@ -71,6 +71,14 @@ def all_prompts() -> dict[str, PromptSpec]:
 
 
 @lru_cache(maxsize=1)
+def prompt_fingerprints(specs: Iterable[PromptSpec]) -> dict[str, list[str]]:
+    """Name -> [version, template hash] of each prompt: hashed into a stage key, so editing a
+    template re-runs the stages that use it even when nobody bumped its version."""
+    from storage.hashing import sha256_hex
+
+    return {s.name: [s.version, sha256_hex((TEMPLATE_DIR / s.template).read_bytes())[:12]] for s in specs}
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),

@@ -69,11 +69,10 @@ class InstructStage(Stage):
     def config_section(self, ctx: RunContext) -> Any:
         """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
         from prompts.instruct_prompts import TASK_PROMPTS
-        from prompts.spec import TEMPLATE_DIR
-        from storage.hashing import sha256_hex
+        from prompts.spec import prompt_fingerprints
 
         mllm = ctx.config.mllm.model_dump(mode="json")
-        prompts = {s.name: [s.version, sha256_hex((TEMPLATE_DIR / s.template).read_bytes())[:12]] for s in TASK_PROMPTS.values()}
+        prompts = prompt_fingerprints(TASK_PROMPTS.values())
         return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "instruct": ctx.config.instruct.model_dump(mode="json"), "prompts": prompts}
 
     def plan(self, ctx: RunContext) -> list[Any]:

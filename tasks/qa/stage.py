@@ -45,8 +45,19 @@ class QAStage(Stage):
     upstream = ("edit",)
 
     def config_section(self, ctx: RunContext) -> Any:
+        """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
+        from prompts.analysis import ANALYSIS_PROMPTS
+        from prompts.spec import prompt_fingerprints
+        from tasks.qa.templates import templates_fingerprint
+
         mllm = ctx.config.mllm.model_dump(mode="json")
-        return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "qa": ctx.config.qa.model_dump(mode="json"), "seed": ctx.seed}
+        return {
+            "mllm": {k: mllm[k] for k in ANSWER_KEYS},
+            "qa": ctx.config.qa.model_dump(mode="json"),
+            "seed": ctx.seed,
+            "prompts": prompt_fingerprints(ANALYSIS_PROMPTS.values()),
+            "templates": templates_fingerprint(),
+        }
 
     def plan(self, ctx: RunContext) -> list[Any]:
         edits = [r for r in ArtifactReader(ctx.run, "edit/edits", schemas.EDITS).rows() if wanted(r)]

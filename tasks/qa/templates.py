@@ -139,8 +139,18 @@ def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
 
 
 def _read_yaml(name: str) -> dict[str, Any]:
-    text = resources.files("tasks.qa").joinpath("templates").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.safe_load(_read_text(name))
+
+
+def templates_fingerprint() -> str:
+    """Hash of every question-template file: part of the qa stage key, so new wording re-renders."""
+    from storage.hashing import sha256_hex
+
+    return sha256_hex("".join(_read_text(n) for n in (*TASKS, "beaf")))[:16]
+
+
+def _read_text(name: str) -> str:
+    return resources.files("tasks.qa").joinpath("templates").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)

@@ -155,3 +155,44 @@ class ServerThread:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+def state_from_events(queue: Any) -> dict[str, tuple[str, int, int]]:
+    """Each item's (outcome, n current decisions, available) recomputed from the event log
+    alone (decisions, retractions, adjudications), independently of the queue's cache."""
+    from collections import defaultdict
+
+    items = {r.id: r for r in queue.items()}
+    current: dict[str, dict[int, str]] = defaultdict(dict)
+    adjudicated: dict[str, str] = {}
+    for e in queue.events(kinds=("decision", "retract", "adjudication")):
+        if e.kind == "decision":
+            current[e.item_id][e.annotator_id] = e.verdict
+        elif e.kind == "retract":
+            current[e.item_id].pop(e.annotator_id, None)
+        else:
+            adjudicated[e.item_id] = e.verdict
+    outcome: dict[str, tuple[str, int]] = {}
+    for i in items:
+        decs = current.get(i, {})
+        if i in adjudicated:
+            out = adjudicated[i]
+        elif len(decs) >= queue.k:
+            out = next(iter(set(decs.values()))) if len(set(decs.values())) == 1 else "disputed"
+        else:
+            out = "pending"
+        outcome[i] = (out, len(decs))
+    return {
+        i: (out, n, int(out == "pending" and (it.parent_id is None or outcome.get(it.parent_id, ("pending", 0))[0] == "accept")))
+        for i, it in items.items()
+        for out, n in [outcome[i]]
+    }
+
+
+def assert_state_matches_events(queue: Any) -> None:
+    """The derived item-state cache equals the state recomputed from the events, and mirrors
+    each item's latest resolution event."""
+    cached = queue.item_states()
+    assert cached == state_from_events(queue)
+    latest = queue.resolutions()
+    assert {i: (o, n) for i, (o, n, _) in cached.items()} == {i: latest.get(i, ("pending", 0)) for i in cached}

@@ -11,7 +11,7 @@ from collections import defaultdict
 import httpx
 import pytest
 
-from review_helpers import ServerThread, fill_queue, make_run
+from review_helpers import ServerThread, assert_state_matches_events, fill_queue, make_run
 from tasks.review.accounts import add_user, get_user
 from tasks.review.queue import ReviewQueue
 
@@ -78,6 +78,7 @@ def _check(queue: ReviewQueue, handed, acked, errors, k: int, n_items: int) -> N
         per_item[e.item_id].add(e.annotator_id)
     assert all(len(v) == k for v in per_item.values()) and len(per_item) == n_items
     assert all(out in ("accept", "reject", "disputed") for out, _ in queue.resolutions().values())
+    assert_state_matches_events(queue)
 
 
 @pytest.fixture(scope="module")
