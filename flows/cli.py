@@ -159,6 +159,34 @@ _stage_command("edit", "Apply the configured editors to every applicable instruc
 _stage_command("qa", "Analyse each edit and render its exam-style questions.", mllm_flags=True)
 
 
+@app.command()
+def status(run_dir: Path = RunDirOpt) -> None:
+    """Show what each stage of a run directory holds (from its manifests)."""
+    from flows.stages import STAGE_ORDER
+    from storage.fs import RunFS
+    from storage.stage_store import StageStore
+
+    run = RunFS.open(str(run_dir))
+    if not run.exists():
+        console.print(f"{run_dir}: no such run directory", style="red", markup=False)
+        raise typer.Exit(1)
+    table = Table(title=f"reactbench: {run_dir}")
+    for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
+        table.add_column(col)
+    for name in STAGE_ORDER:
+        store = StageStore(run, name, {})
+        m = store.read_manifest()
+        if m is None:
+            table.add_row(name, "not run", "-", "-", "-", "-", "-")
+            continue
+        counts = dict(m.get("counts", {}))
+        rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
+        done = len(m["completed_shards"]) if "completed_shards" in m else len(store.summarize(m["key"])["completed_shards"])
+        out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+    console.print(table)
+
+
 @app.command("sample-data")
 def sample_data(
     out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/ and fsc147/ into."),

@@ -155,3 +155,10 @@ def test_kill_mid_stage_then_resume_equals_uninterrupted(reference_run: Path, e2
             ids = [r["id"] for r in _rows(run_dir, stage, artifact)] if artifact not in ("pair_stats",) else []
             assert len(ids) == len(set(ids)), f"duplicated ids in {stage}/{artifact}"
     assert not [p for stage in STAGE_ARTIFACTS for p in (run_dir / stage).rglob(".tmp-*")], "temporary files left behind"
+
+
+def test_status_reports_every_stage_complete(reference_run: Path) -> None:
+    proc = subprocess.run([CLI, "status", "--run-dir", str(reference_run)], capture_output=True, text=True, env=_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("│")]
+    assert len(lines) == 5 and all("complete" in ln for ln in lines), proc.stderr
