@@ -15,7 +15,7 @@ configuration, N annotators with the SHORT think time (100 ms, the harder of the
 ``--json-round realistic`` reports the 500 ms round instead). Double leases and lost
 decisions are counted over all rounds.
 
-    .venv/bin/python benchmarks/review_load.py [--annotators 20] [--items 2500] [--think-ms 500] [--short-think-ms 100]
+    .venv/bin/python benchmarks/review_load.py [--annotators 20] [--items 8000] [--think-ms 500] [--short-think-ms 100]
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run_round(base: str, secrets: list[tuple[str, str]], seconds: float, think_s
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--annotators", type=int, default=20)
-    ap.add_argument("--items", type=int, default=2500)
+    ap.add_argument("--items", type=int, default=8000, help="queue size; enough that no round runs out of items")
     ap.add_argument("--seconds", type=float, default=15.0, help="duration of each round")
     ap.add_argument("--think-ms", type=float, default=500.0, help="realistic pause between next and decide (human reviewers take 5-20 s)")
     ap.add_argument("--short-think-ms", type=float, default=100.0, help="short pause for the main (stress) configuration")

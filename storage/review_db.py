@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from contextlib import nullcontext
-from typing import Any, ContextManager
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -35,8 +35,8 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    text,
 )
-from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -110,6 +110,9 @@ class Event(Base):
     __table_args__ = (
         Index("ix_review_events_item_kind", "item_id", "kind", "id"),
         Index("ix_review_events_annotator", "annotator_id", "kind", "id"),
+        # "this annotator's latest decision on this item" (leasing, item pages, decide) without
+        # walking all of the annotator's decisions
+        Index("ix_review_events_item_annotator", "item_id", "annotator_id", "kind", "id"),
     )
 
 
@@ -176,10 +179,10 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.Lock]" = weakref.WeakKeyDictionary()
+_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
 
 
-def write_lock(engine: Engine) -> ContextManager[Any]:
+def write_lock(engine: Engine) -> AbstractContextManager[Any]:
     """The in-process writer lock of a SQLite engine (a no-op context on PostgreSQL).
 
     SQLite allows one writer at a time; a second ``BEGIN IMMEDIATE`` waits in SQLite's busy
@@ -227,6 +230,8 @@ def create_schema(engine: Engine) -> None:
     A v1 database (no item-state cache) is upgraded by deriving the cache from its events."""
     Base.metadata.create_all(engine)
     with write_lock(engine), engine.begin() as conn:
+        for index in Event.__table__.indexes:  # indexes added after v1 (create_all skips existing tables)
+            index.create(conn, checkfirst=True)
         row = conn.execute(Meta.__table__.select().where(Meta.key == "schema_version")).first()
         if row is not None and int(row.value) > SCHEMA_VERSION:
             raise RuntimeError(

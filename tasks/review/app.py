@@ -23,6 +23,7 @@ from starlette.datastructures import FormData, MutableHeaders
 
 from storage.fs import RunFS
 from storage.image_store import ImageStore
+from storage.review_db import write_lock
 from tasks.review.accounts import authenticate, close_session, open_session, session_user
 from tasks.review.queue import (
     REASONS,
@@ -121,12 +122,12 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
         cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
         if not cookie or not secrets.compare_digest(str(form.get("csrf_token", "")), cookie):
             raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
-        user = await _run_sync(authenticate, queue.engine, str(form.get("secret", "")))
+        user = await _run_sync(authenticate, queue.reader, str(form.get("secret", "")))
         if user is None:
             return render(
                 request, "login.html", status=401, login_csrf=cookie, error="Unknown secret.", css=(HERE / "static" / "review.css").read_text("utf-8")
             )
-        token, _csrf = await _run_sync(open_session, queue.engine, user)
+        token, _csrf = await _run_sync(_with_write_lock, queue, open_session, queue.engine, user)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="strict", secure=secure_cookies, max_age=12 * 3600)
         response.delete_cookie(LOGIN_CSRF_COOKIE)
@@ -382,7 +383,7 @@ class SessionCache:
         if not token:
             return None
         now = time.monotonic()
-        found = session_user(self.queue.engine, token)
+        found = session_user(self.queue.reader, token)  # read-only: a snapshot, never waits for writers
         with self._lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()
@@ -392,7 +393,14 @@ class SessionCache:
     def drop(self, token: str | None) -> None:
         with self._lock:
             self._cache.pop(token or "", None)
-        close_session(self.queue.engine, token)
+        _with_write_lock(self.queue, close_session, self.queue.engine, token)
+
+
+def _with_write_lock(queue: ReviewQueue, fn: Any, *args: Any) -> Any:
+    """Run a small write (login sessions) behind the queue's in-process SQLite writer lock, so
+    it queues with the queue's writers instead of polling in SQLite's busy handler."""
+    with write_lock(queue.engine):
+        return fn(*args)
 
 
 async def _run_sync(fn: Any, *args: Any) -> Any:

@@ -97,6 +97,20 @@ _PARENT_OK_SQL = (
     "WHERE p.item_id = review_item_state.parent_id AND p.outcome = 'accept') THEN 1 ELSE 0 END"
 )
 
+# An item with the state cache, the user's lease on it and the user's latest decision/retract
+# event, in one read (get_item, decide).
+_ITEM_SQL = """
+SELECT i.id, i.stage, i.edit_id, i.task, i.variant, i.editor, i.payload_json, s.outcome,
+       l.slot AS lease_slot, l.expires_at AS lease_expires_at,
+       e.id AS ev_id, e.kind AS ev_kind, e.verdict AS ev_verdict, e.reasons_json AS ev_reasons_json, e.note AS ev_note
+FROM review_items i
+LEFT JOIN review_item_state s ON s.item_id = i.id
+LEFT JOIN review_leases l ON l.item_id = i.id AND l.annotator_id = :me
+LEFT JOIN review_events e ON e.id = (SELECT max(d.id) FROM review_events d
+                                     WHERE d.item_id = i.id AND d.kind IN ('decision', 'retract') AND d.annotator_id = :me)
+WHERE i.id = :item_id
+"""
+
 # Open items come from the derived item-state table through its (stage, available, seq) index:
 # resolved items and QA items whose edit is not accepted are never visited.
 _CANDIDATES_SQL = """
@@ -123,6 +137,12 @@ class ReviewQueue:
         self._sqlite = is_sqlite(engine)
         self._write_lock = write_lock(engine)
         self._reader = engine.execution_options(review_read=True)  # deferred snapshot reads on SQLite
+
+    @property
+    def reader(self) -> Engine:
+        """The engine for read-only work: on SQLite a deferred snapshot that never waits for
+        (or blocks) writers; the same as :attr:`engine` on PostgreSQL."""
+        return self._reader
 
     @classmethod
     def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, **kw: Any) -> "ReviewQueue":
@@ -202,14 +222,13 @@ class ReviewQueue:
 
     def _next_items(self, conn: Connection, user: Account, stage: str, want: int) -> list[str]:
         now = self.clock()
-        conn.execute(
-            update(Lease).where(Lease.annotator_id == user.id, Lease.stage == stage).values(expires_at=now + self.lease_seconds)
-        )
-        mine = list(
-            conn.execute(
-                select(Lease.item_id).where(Lease.annotator_id == user.id, Lease.stage == stage).order_by(Lease.leased_at, Lease.item_id)
-            ).scalars()
-        )
+        renewed = conn.execute(
+            update(Lease)
+            .where(Lease.annotator_id == user.id, Lease.stage == stage)
+            .values(expires_at=now + self.lease_seconds)
+            .returning(Lease.item_id, Lease.leased_at)
+        ).all()
+        mine = [r.item_id for r in sorted(renewed, key=lambda r: (r.leased_at, r.item_id))]
         sql = _CANDIDATES_SQL + ("" if self._sqlite else " FOR UPDATE OF s SKIP LOCKED")
         for _round in range(10):  # a candidate can turn out taken (PostgreSQL snapshot race); try the next ones
             need = want - len(mine)
@@ -225,10 +244,18 @@ class ReviewQueue:
         return mine[: max(want, 1)]
 
     def _try_lease(self, conn: Connection, item_id: str, user: Account, stage: str, now: float) -> bool:
-        conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.expires_at <= now))
-        state = conn.execute(select(ItemState.available, ItemState.n).where(ItemState.item_id == item_id)).first()
-        active = set(conn.execute(select(Lease.slot).where(Lease.item_id == item_id)).scalars())
-        if state is None or not state.available or state.n + len(active) >= self.k:
+        # one read for the item's state and all its lease slots; expired slots are freed
+        rows = conn.execute(
+            select(ItemState.available, ItemState.n, Lease.slot, Lease.expires_at)
+            .outerjoin(Lease, Lease.item_id == ItemState.item_id)
+            .where(ItemState.item_id == item_id)
+        ).all()
+        if not rows or not rows[0].available:
+            return False
+        if any(r.slot is not None and r.expires_at <= now for r in rows):
+            conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.expires_at <= now))
+        active = {r.slot for r in rows if r.slot is not None and r.expires_at > now}
+        if rows[0].n + len(active) >= self.k:
             return False
         slot = min(set(range(self.k)) - active)
         conn.execute(
@@ -255,18 +282,12 @@ class ReviewQueue:
         """An item the user may see: admins any; annotators only items leased to them or
         that they decided before."""
         with self._reader.connect() as conn:
-            lease_q = select(Lease.expires_at).where(Lease.item_id == item_id, Lease.annotator_id == user.id).scalar_subquery()
-            item = conn.execute(
-                select(Item, ItemState.outcome, lease_q.label("lease_expires_at"))
-                .outerjoin(ItemState, ItemState.item_id == Item.id)
-                .where(Item.id == item_id)
-            ).first()
+            item = conn.execute(text(_ITEM_SQL), {"item_id": item_id, "me": user.id}).first()
             if item is None:
                 raise UnknownItem(f"no review item {item_id!r}")
             lease = item.lease_expires_at
-            latest = self._my_latest(conn, item_id, user.id)
-            mine = _decision_dict(latest)
-            decided_before = latest is not None  # a retract always follows a decision of the same user
+            mine = _decision_dict(item)
+            decided_before = item.ev_id is not None  # a retract always follows a decision of the same user
             if not user.is_admin and lease is None and not decided_before:
                 raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
             payload = json.loads(item.payload_json)
@@ -287,16 +308,19 @@ class ReviewQueue:
             )
 
     def _my_decision(self, conn: Connection, item_id: str, user_id: int) -> dict[str, Any] | None:
-        return _decision_dict(self._my_latest(conn, item_id, user_id))
-
-    def _my_latest(self, conn: Connection, item_id: str, user_id: int) -> Any:
-        """The user's latest decision or retract event on the item (None: never decided)."""
-        return conn.execute(
-            select(Event.id, Event.kind, Event.verdict, Event.reasons_json, Event.note)
+        row = conn.execute(
+            select(
+                Event.id.label("ev_id"),
+                Event.kind.label("ev_kind"),
+                Event.verdict.label("ev_verdict"),
+                Event.reasons_json.label("ev_reasons_json"),
+                Event.note.label("ev_note"),
+            )
             .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract")), Event.annotator_id == user_id)
             .order_by(Event.id.desc())
             .limit(1)
         ).first()
+        return _decision_dict(row)
 
     def _question_events(self, conn: Connection, item_id: str) -> list[dict[str, Any]]:
         rows = conn.execute(
@@ -312,15 +336,21 @@ class ReviewQueue:
         ).first()
         return (row.verdict, row.n or 0) if row else ("pending", 0)
 
-    def _current_decisions(self, conn: Connection, item_id: str) -> dict[int, dict[str, Any]]:
+    def _current_decisions(self, conn: Connection, item_id: str) -> tuple[dict[int, dict[str, Any]], str | None]:
+        """Each annotator's current decision on the item, and the latest adjudication (one read)."""
         latest: dict[int, Any] = {}
+        adjudication = None
         for r in conn.execute(
             select(Event.id, Event.annotator_id, Event.kind, Event.verdict, Event.reasons_json)
-            .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract")))
+            .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract", "adjudication")))
             .order_by(Event.id)
         ):
-            latest[r.annotator_id] = r
-        return {a: {"verdict": r.verdict, "reasons": json.loads(r.reasons_json or "[]")} for a, r in latest.items() if r.kind == "decision"}
+            if r.kind == "adjudication":
+                adjudication = r.verdict
+            else:
+                latest[r.annotator_id] = r
+        current = {a: {"verdict": r.verdict, "reasons": json.loads(r.reasons_json or "[]")} for a, r in latest.items() if r.kind == "decision"}
+        return current, adjudication
 
     # -- deciding ----------------------------------------------------------------------
     def decide(
@@ -353,11 +383,11 @@ class ReviewQueue:
         source_ref: str | None,
     ) -> int:
         now = self.clock()
-        item = conn.execute(select(Item.id, Item.stage, Item.payload_json).where(Item.id == item_id)).first()
+        item = conn.execute(text(_ITEM_SQL), {"item_id": item_id, "me": user.id}).first()  # item, my lease, my latest decision
         if item is None:
             raise UnknownItem(f"no review item {item_id!r}")
-        lease = conn.execute(select(Lease.slot).where(Lease.item_id == item_id, Lease.annotator_id == user.id)).first()
-        mine = self._my_decision(conn, item_id, user.id)
+        lease = item.lease_slot
+        mine = _decision_dict(item)
         if lease is None and mine is None:
             raise LeaseLost(f"item {item_id} is no longer leased to {user.name!r} (lease expired and the item was reassigned); take the next item")
         if question_updates and item.stage != "qa":
@@ -386,7 +416,8 @@ class ReviewQueue:
         event_id = int(result.inserted_primary_key[0])
         for ev in new_events:
             conn.execute(insert(Event).values(**base, **ev))
-        conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
+        if lease is not None:
+            conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
         self._resolve(conn, item_id, user.id, now)
         return event_id
 
@@ -429,10 +460,7 @@ class ReviewQueue:
         # once are counted one after the other, each seeing the other's committed decision.
         state_q = select(ItemState.outcome, ItemState.n).where(ItemState.item_id == item_id)
         state = conn.execute(state_q if self._sqlite else state_q.with_for_update()).first()
-        current = self._current_decisions(conn, item_id)
-        adj = conn.execute(
-            select(Event.verdict).where(Event.item_id == item_id, Event.kind == "adjudication").order_by(Event.id.desc()).limit(1)
-        ).scalar_one_or_none()
+        current, adj = self._current_decisions(conn, item_id)
         verdicts = {d["verdict"] for d in current.values()}
         if adj:
             outcome = adj
@@ -521,7 +549,7 @@ class ReviewQueue:
     def previous(self, user: Account, stage: str, before_event: int | None = None) -> tuple[str, int] | None:
         """The item of the user's decision just before ``before_event`` (newest when None)."""
         _check_stage(stage)
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             q = (
                 select(Event.item_id, Event.id)
                 .join(Item, Item.id == Event.item_id)
@@ -568,7 +596,7 @@ class ReviewQueue:
             "(SELECT item_id, max(id) AS mid FROM review_events WHERE kind = 'resolution' GROUP BY item_id) m ON e.id = m.mid"
         )
         if conn is None:
-            with self.engine.connect() as c:
+            with self._reader.connect() as c:
                 return {r.item_id: (r.verdict, r.n or 0) for r in c.execute(sql)}
         return {r.item_id: (r.verdict, r.n or 0) for r in conn.execute(sql)}
 
@@ -595,17 +623,17 @@ class ReviewQueue:
 
     def disputed(self) -> list[str]:
         res = self.resolutions()
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             order = list(conn.execute(select(Item.id).order_by(Item.seq)).scalars())
         return [i for i in order if res.get(i, ("pending", 0))[0] == "disputed"]
 
     def users(self) -> dict[int, Account]:
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             return {r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))}
 
     def events(self, kinds: tuple[str, ...] | None = None, item_id: str | None = None) -> list[Any]:
         """Event rows in order, optionally of some kinds and one item."""
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             q = select(Event)
             if kinds:
                 q = q.where(Event.kind.in_(kinds))
@@ -617,18 +645,19 @@ class ReviewQueue:
         cols = [Item.id, Item.stage, Item.edit_id, Item.parent_id, Item.task, Item.variant, Item.editor, Item.seq]
         if with_payload:
             cols.append(Item.payload_json)
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             return list(conn.execute(select(*cols).order_by(Item.seq)))
 
     def active_leases(self) -> int:
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(Lease).where(Lease.expires_at > self.clock())).scalar_one())
 
 
 def _decision_dict(row: Any) -> dict[str, Any] | None:
-    if row is None or row.kind != "decision":
+    """The user's current decision from a row with their latest decision/retract event (``ev_*``)."""
+    if row is None or row.ev_kind != "decision":
         return None
-    return {"event_id": row.id, "verdict": row.verdict, "reasons": json.loads(row.reasons_json or "[]"), "note": row.note or ""}
+    return {"event_id": row.ev_id, "verdict": row.ev_verdict, "reasons": json.loads(row.ev_reasons_json or "[]"), "note": row.ev_note or ""}
 
 
 def _check_stage(stage: str) -> None:

@@ -177,3 +177,13 @@ def test_http_annotators_sqlite(big_run, tmp_path):
     assert all(len(w) == 1 for w in handed.values()) and len(handed) == N_EDITS
     logged = {e.id for e in q.events(kinds=("decision",))}
     assert set(acked) == logged and len(acked) == N_EDITS
+
+
+def test_postgres_k2(big_run, postgres_url):
+    """Two annotators deciding the same item at once on PostgreSQL: the item-state row lock
+    makes the second count both decisions (no item stuck as pending with n=1)."""
+    db = _fresh_pg_db(postgres_url)
+    fill_queue(big_run, db_url=db)
+    q = ReviewQueue.open(db, k=2)
+    _check(q, *_hammer(q, N_WORKERS), k=2, n_items=N_EDITS)
+    assert all(n == 2 for out, n in q.resolutions().values() if out != "pending")

@@ -121,6 +121,7 @@ def test_v1_database_is_upgraded_from_events(filled_run, clock):
     expected = q.item_states()
     with q.engine.begin() as conn:  # what a v1 database looks like: no cache
         conn.execute(text("DROP TABLE review_item_state"))
+        conn.execute(text("DROP INDEX ix_review_events_item_annotator"))
         conn.execute(text("UPDATE review_meta SET value = '1' WHERE key = 'schema_version'"))
     q.close()
     q2 = ReviewQueue.open(url, k=2, clock=clock)
@@ -128,11 +129,13 @@ def test_v1_database_is_upgraded_from_events(filled_run, clock):
     assert_state_matches_events(q2)
     with q2.engine.connect() as conn:
         assert conn.execute(text("SELECT value FROM review_meta WHERE key = 'schema_version'")).scalar() == str(SCHEMA_VERSION)
+        assert conn.execute(text("SELECT name FROM sqlite_master WHERE name = 'ix_review_events_item_annotator'")).scalar()
     q2.close()
 
 
 def test_leasing_query_uses_the_state_index(filled_run):
-    """The candidate query walks the (stage, available, seq) index, not every item."""
+    """The candidate query walks the (stage, available, seq) index, not every item, and finds
+    the annotator's own decisions by (item, annotator), not by walking all their decisions."""
     from tasks.review.queue import _CANDIDATES_SQL
 
     _, url, _, _ = filled_run
@@ -142,4 +145,31 @@ def test_leasing_query_uses_the_state_index(filled_run):
             str(r[-1]) for r in conn.execute(text("EXPLAIN QUERY PLAN " + _CANDIDATES_SQL), {"stage": "edit", "now": 0.0, "k": 1, "me": 1, "limit": 2})
         )
     assert "ix_review_item_state_open" in plan, plan
+    assert "ix_review_events_item_annotator" in plan and "ix_review_events_annotator " not in plan, plan
+    q.close()
+
+
+def test_sqlite_reads_do_not_wait_for_a_writer(filled_run):
+    """Page reads use deferred snapshots (WAL): they return while a write transaction is open
+    instead of queueing behind it."""
+    import threading
+
+    _, url, _, _ = filled_run
+    q = ReviewQueue.open(url)
+    add_user(q.engine, "ann", "annotator")
+    ann = get_user(q.engine, "ann")
+    item = q.next_items(ann, "edit", want=1)[0]
+    out: dict = {}
+
+    def read() -> None:
+        out["view"] = q.get_item(ann, item)
+        out["progress"] = q.progress(ann, "edit")
+
+    with q.engine.begin() as conn:  # BEGIN IMMEDIATE: holds SQLite's write lock
+        conn.execute(text("UPDATE review_meta SET value = value WHERE key = 'schema_version'"))
+        t = threading.Thread(target=read)
+        t.start()
+        t.join(5)
+        assert not t.is_alive(), "a read waited for the writer"
+    assert out["view"].id == item and out["progress"]["total"] == 6
     q.close()
