@@ -80,8 +80,10 @@ def eval_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from storage.fs import RunFS
+    from tasks.base import StageInputError
     from tasks.evaluate.inputs import InputsMissing
     from tasks.evaluate.run import run_eval
+    from tasks.runner import ShardFailed
 
     overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
     try:
@@ -92,7 +94,7 @@ def eval_cmd(
                 RunFS.open(str(run_dir)), cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
                 progress=lambda done, total: bar.update(job, completed=done, total=max(total, 1)),
             )
-    except (InputsMissing, ValueError) as exc:
+    except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
     m = outcome.metrics

@@ -38,6 +38,15 @@ def open_queue(run_dir: Path, db: str | None, config: Path | None = None) -> "tu
     return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes)
 
 
+def _has_users(engine) -> bool:
+    from sqlalchemy import func, select
+
+    from storage.review_db import User
+
+    with engine.connect() as conn:
+        return bool(conn.execute(select(func.count()).select_from(User)).scalar_one())
+
+
 @review_app.command("serve")
 def serve(
     run_dir: Path = RunDir,
@@ -56,7 +65,8 @@ def serve(
     run, queue = open_queue(run_dir, db, config)
     app = create_app(str(run_dir), queue, secure_cookies=secure_cookies)
     console.print(f"Review app for {run_dir} (queue {redact(str(queue.engine.url))}) on http://{host}:{port}/")
-    console.print(f"No account yet? reactbench review add-user NAME --role admin --run-dir {run_dir}")
+    if not _has_users(queue.engine):
+        console.print(f"No account yet: reactbench review add-user NAME --role admin --run-dir {run_dir}")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

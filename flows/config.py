@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from editors.config import EditorSpec
 from miners.config import MineConfig
@@ -73,6 +73,21 @@ class BuildConfig(Section):
     orchestration: OrchestrationConfig = OrchestrationConfig()
     export: ExportConfig = ExportConfig()
     eval: EvalConfig = EvalConfig()
+
+    @field_validator("editors")
+    @classmethod
+    def _editor_keys_are_distinct(cls, editors: tuple[EditorSpec, ...]) -> tuple[EditorSpec, ...]:
+        """Rows are keyed by (instruction, editor key): two entries with one key would overwrite each other."""
+        if not editors:
+            raise ValueError("list at least one editor (e.g. `- name: classical`)")
+        seen: dict[str, int] = {}
+        for i, spec in enumerate(editors):
+            if spec.key == "none":
+                raise ValueError(f"editors[{i}]: the key 'none' is reserved for the unedited dense-counting rows; set another `label`")
+            if spec.key in seen:
+                raise ValueError(f"editors[{seen[spec.key]}] and editors[{i}] both write rows as editor {spec.key!r}; give one of them a distinct `label`")
+            seen[spec.key] = i
+        return editors
 
 
 class ConfigError(ValueError):

@@ -111,7 +111,7 @@ def iter_array(
                 continue
             batch = None
             if eof and len(data) - start <= block_bytes + block_bytes // 2:
-                yield _last_batch(path, data, start, base, typed, raw_dec, one)
+                yield _last_batch(path, data, start, base, typed, raw_dec, one, pattern)
                 return
             if attempts_left > 0:
                 # propose boundaries from half a block on, so batches hold about a block
@@ -134,7 +134,7 @@ def iter_array(
                 resume = 0
                 continue
             if eof:
-                yield _last_batch(path, data, start, base, typed, raw_dec, one)
+                yield _last_batch(path, data, start, base, typed, raw_dec, one, pattern)
                 return
             more = f.read(block_bytes)  # no boundary proven in this block: look further
             eof = len(more) < block_bytes
@@ -184,16 +184,17 @@ def _per_element(raws: list[msgspec.Raw], one: msgspec.json.Decoder, offset: int
     return out
 
 
-def _last_batch(path, data, start, base, typed, raw_dec, one) -> list[Any]:
+def _last_batch(path, data, start, base, typed, raw_dec, one, pattern) -> list[Any]:
     """The tail: from the last boundary to the end of the file, which must close the array."""
     end = len(data)
     while end > start and data[end - 1] in b" \t\r\n":
         end -= 1
     size = base + len(data)
     if end <= start or data[end - 1 : end] != b"]":
+        last = _last_complete_end(data, start, pattern, raw_dec)
         raise JSONStreamError(
             f"{path}: truncated JSON: the file ends at byte {size} inside the top-level array "
-            f"(last complete element ends before byte offset {base + start}); re-download or repair the file"
+            f"(the last complete element ends at byte offset {base + last}); re-download or repair the file"
         )
     chunk = b"[" + data[start:end]
     try:
@@ -207,6 +208,19 @@ def _last_batch(path, data, start, base, typed, raw_dec, one) -> list[Any]:
     except msgspec.DecodeError as exc:
         raise _tail_error(path, exc, base, start, size) from None
     return _per_element(raws, one, base + start)
+
+
+def _last_complete_end(data: bytes, start: int, pattern: re.Pattern[bytes], raw_dec: msgspec.json.Decoder) -> int:
+    """Offset just past the last whole top-level element of ``data[start:]`` (``start`` if none):
+    the latest proposed boundary whose prefix decodes as complete elements."""
+    proposals = [m.start() + 1 for m in pattern.finditer(data, start)]
+    for end in reversed(proposals[-MAX_ATTEMPTS:]):
+        try:
+            raw_dec.decode(b"[" + data[start:end] + b"]")
+        except msgspec.DecodeError:
+            continue
+        return end
+    return start
 
 
 def _tail_error(path: str, exc: Exception, base: int, start: int, size: int) -> JSONStreamError:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from editors.base import EditFailure, EditorError, EditRequest, EditResult, canonical_edit_type
+from editors.base import EditFailure, EditRequest, EditResult, canonical_edit_type
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
@@ -85,17 +85,8 @@ def item_seed(run_seed: int, instruction_id: str) -> int:
 
 
 def editor_specs(ctx: RunContext) -> list[EditorSpec]:
-    specs = list(ctx.config.editors)
-    if not specs:
-        raise EditorError("config key `editors` is empty: list at least one editor (e.g. `- name: classical`)")
-    seen: dict[str, int] = {}
-    for i, s in enumerate(specs):
-        if s.key in seen:
-            raise EditorError(
-                f"editors[{seen[s.key]}] and editors[{i}] both write rows as editor {s.key!r}; give one of them a distinct `label`"
-            )
-        seen[s.key] = i
-    return specs
+    """The configured editors (their keys are checked distinct when the config loads)."""
+    return list(ctx.config.editors)
 
 
 @dataclass

@@ -174,13 +174,13 @@ def run_stage(
     done = [len(plan.skipped)]
     if progress:
         progress(done[0], total)
-    errors: list[str] = []
+    errors: list[tuple[int, str]] = []
 
     def one(index: int) -> dict[str, Any]:
         try:
             marker = run_one_shard(stage, ctx, plan, index)
         except Exception as exc:  # a failed shard never blocks the others
-            errors.append(f"  shard {index}: {exc.__class__.__name__}: {exc}")
+            errors.append((index, f"{exc.__class__.__name__}: {exc}"))
             ctx.run.write_text_atomic(f"{stage.name}/_errors/shard-{index:05d}.txt", traceback.format_exc())
             marker = {"shard": index, "failed": True}
         done[0] += 1
@@ -192,10 +192,22 @@ def run_stage(
     if errors:
         raise ShardFailed(
             f"stage {stage.name!r}: {len(errors)} shard(s) failed (the others are kept; a rerun retries only these):\n"
-            + "\n".join(sorted(errors))
+            + describe_failures(errors)
             + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
         )
     return finish_stage(stage, ctx, plan, started)
+
+
+def describe_failures(errors: list[tuple[int, str]]) -> str:
+    """One line per distinct error, naming the shards it hit (a bad setting fails every shard alike)."""
+    by_message: dict[str, list[int]] = {}
+    for index, message in sorted(errors):
+        by_message.setdefault(message, []).append(index)
+    lines = []
+    for message, shards in by_message.items():
+        named = ", ".join(map(str, shards[:8])) + (f" and {len(shards) - 8} more" if len(shards) > 8 else "")
+        lines.append(f"  shard{'s' if len(shards) > 1 else ''} {named}: {message}")
+    return "\n".join(lines)
 
 
 def _workers(ctx: RunContext) -> int:

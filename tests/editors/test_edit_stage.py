@@ -151,12 +151,14 @@ def test_out_of_memory_halves_the_batch_then_rejects_the_item(tmp_path, scene_ob
     assert json.loads(rejects[0]["payload_json"])["instruction_id"] == rows[2]["id"]
 
 
-def test_duplicate_editor_keys_are_refused(tmp_path, scene_objects, sample_dir):
-    root = tmp_path / "dup"
-    write_instructions(root, _rows(scene_objects, sample_dir)[:1])
-    ctx = _ctx(root, [{"name": "classical"}, {"name": "classical", "params": {"inpaint_method": "ns"}}])
-    with pytest.raises(Exception, match="distinct `label`"):
-        run_stage(EditStage(), ctx)
+def test_duplicate_editor_keys_are_refused_when_the_config_loads():
+    from flows.config import ConfigError, config_from_dict
+
+    with pytest.raises(ConfigError, match=r"editors: .*editors\[0\] and editors\[1\] .*distinct `label`"):
+        config_from_dict({"editors": [{"name": "classical"}, {"name": "classical", "params": {"inpaint_method": "ns"}}]})
+    with pytest.raises(ConfigError, match="reserved"):
+        config_from_dict({"editors": [{"name": "classical", "label": "none"}]})
+    assert len(config_from_dict({"editors": [{"name": "classical"}, {"name": "classical", "label": "ns"}]}).editors) == 2
 
 
 def test_model_editors_in_one_ablation_build(tmp_path, scene_objects, sample_dir, tiny_qwen_edit, tiny_sam, tiny_lama):

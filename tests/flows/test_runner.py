@@ -107,3 +107,11 @@ def test_force_recomputes(ctx: RunContext) -> None:
     run_stage(SquareStage(), ctx)
     SquareStage.calls = []
     assert run_stage(SquareStage(), ctx, force=True).shards_run == 6
+
+
+def test_identical_failures_are_reported_once_with_their_shards() -> None:
+    from tasks.runner import describe_failures
+
+    text = describe_failures([(i, "ValueError: eval.embedding_model: /x not found") for i in range(12)] + [(3, "KeyError: 'w'")])
+    assert text.count("embedding_model") == 1 and "shards 0, 1, 2, 3, 4, 5, 6, 7 and 4 more" in text
+    assert "shard 3: KeyError: 'w'" in text

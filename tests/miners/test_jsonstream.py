@@ -58,6 +58,8 @@ def test_truncated_file_names_file_and_byte_offset(tmp_path: Path) -> None:
         _all(path, 512)
     msg = str(err.value)
     assert str(path) in msg and "truncated" in msg and f"byte {len(text) - 37}" in msg
+    last_whole = text.rindex('}, {"image_id"', 0, len(text) - 37) + 1  # end of the last element the cut left whole
+    assert f"the last complete element ends at byte offset {last_whole}" in msg
 
 
 def test_syntax_error_in_the_middle_names_its_offset(tmp_path: Path) -> None:
