@@ -400,26 +400,35 @@ class ReviewQueue:
                 if qid not in current:
                     raise QuestionError(qid, "id", f"question {qid!r} does not belong to item {item_id}")
                 new_events.extend(apply_question_update(current[qid], upd))
-        base = {"item_id": item_id, "annotator_id": user.id, "created_at": now}
-        result = conn.execute(
-            insert(Event).values(
-                **base,
-                kind="decision",
-                verdict=verdict,
-                reasons_json=_dumps(reasons),
-                note=note or None,
-                before_json=_dumps(mine) if mine else None,
-                after_json=_dumps({"verdict": verdict, "reasons": reasons, "note": note}),
-                source_ref=source_ref,
-            )
-        )
-        event_id = int(result.inserted_primary_key[0])
+        event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
         for ev in new_events:
-            conn.execute(insert(Event).values(**base, **ev))
+            conn.execute(insert(Event).values(item_id=item_id, annotator_id=user.id, created_at=now, **ev))
         if lease is not None:
             conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
         self._resolve(conn, item_id, user.id, now)
         return event_id
+
+    @staticmethod
+    def _record_decision(
+        conn: Connection, user: Account, item_id: str, now: float, verdict: str, reasons: list[str], note: str,
+        before: dict[str, Any] | None, source_ref: str | None,
+    ) -> int:
+        """Append one decision event (with the annotator's previous decision as ``before``)."""
+        result = conn.execute(
+            insert(Event).values(
+                item_id=item_id,
+                annotator_id=user.id,
+                created_at=now,
+                kind="decision",
+                verdict=verdict,
+                reasons_json=_dumps(reasons),
+                note=note or None,
+                before_json=_dumps(before) if before else None,
+                after_json=_dumps({"verdict": verdict, "reasons": reasons, "note": note}),
+                source_ref=source_ref,
+            )
+        )
+        return int(result.inserted_primary_key[0])
 
     def import_decision(self, user: Account, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str) -> int | None:
         """Record a decision made in another tool (Label Studio) without a lease; idempotent by
@@ -433,23 +442,10 @@ class ReviewQueue:
                 raise UnknownItem(f"no review item {item_id!r}")
             now = self.clock()
             mine = self._my_decision(conn, item_id, user.id)
-            res = conn.execute(
-                insert(Event).values(
-                    item_id=item_id,
-                    annotator_id=user.id,
-                    created_at=now,
-                    kind="decision",
-                    verdict=verdict,
-                    reasons_json=_dumps(reasons),
-                    note=note or None,
-                    before_json=_dumps(mine) if mine else None,
-                    after_json=_dumps({"verdict": verdict, "reasons": reasons, "note": note}),
-                    source_ref=source_ref,
-                )
-            )
+            event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
             conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
             self._resolve(conn, item_id, user.id, now)
-            return int(res.inserted_primary_key[0])
+            return event_id
 
         return self._retry(run)
 
