@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 TYPE_WEIGHTS: dict[str, float] = {"SA": 0.5, "MC": 0.25, "YN": 0.25}
 TASK_WEIGHTS: dict[str, float] = {
@@ -70,16 +70,21 @@ def collapse_cyclic(rows: Iterable[Row]) -> list[dict[str, Any]]:
 
 def accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
     """Accuracy per group of ``by`` columns: rows ``{**group, n, correct, accuracy}`` sorted by group."""
+    return [{**g, "n": n, "correct": c, "accuracy": pct(c, n)} for g, n, c in _group_counts(rows, by, lambda r: bool(r.get("correct")))]
+
+
+def _group_counts(rows: Iterable[Row], by: Sequence[str], hit: Callable[[Row], bool | None]) -> list[tuple[dict[str, Any], int, int]]:
+    """(group, rows, hits) per group of ``by`` columns, in a stable order; rows where ``hit`` is None are left out."""
     counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
+        h = hit(r)
+        if h is None:
+            continue
         key = tuple(r.get(k) for k in by)
         counts[key][0] += 1
-        counts[key][1] += 1 if r.get("correct") else 0
-    out = []
-    for key in sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k)):
-        n, c = counts[key]
-        out.append({**dict(zip(by, key)), "n": n, "correct": c, "accuracy": pct(c, n)})
-    return out
+        counts[key][1] += 1 if h else 0
+    order = sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k))
+    return [(dict(zip(by, key)), counts[key][0], counts[key][1]) for key in order]
 
 
 def mode_score(type_acc: Mapping[str, float | None]) -> float | None:
@@ -188,18 +193,10 @@ def beaf_pairs(rows: Iterable[Row]) -> list[BeafPair]:
 def hallu_rate(rows: Iterable[Row], by: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Share of answers that fall back on the prior, over rows where a prior exists
     (``prior_fallback`` not null), per group of ``by`` columns."""
-    counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for r in rows:
-        if r.get("prior_fallback") is None:
-            continue
-        key = tuple(r.get(k) for k in by)
-        counts[key][0] += 1
-        counts[key][1] += 1 if r.get("prior_fallback") else 0
-    out = []
-    for key in sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k)):
-        n, h = counts[key]
-        out.append({**dict(zip(by, key)), "n": n, "fallbacks": h, "hallu_rate": pct(h, n)})
-    return out
+    def fell_back(r: Row) -> bool | None:
+        return None if r.get("prior_fallback") is None else bool(r["prior_fallback"])
+
+    return [{**g, "n": n, "fallbacks": h, "hallu_rate": pct(h, n)} for g, n, h in _group_counts(rows, by, fell_back)]
 
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
