@@ -4,33 +4,13 @@ item isolated instead of failing its neighbours."""
 
 from __future__ import annotations
 
-import gc
-import sys
 import time
 from typing import Sequence
 
 from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+from storage.oom import free_memory, is_out_of_memory
 
 Outcome = EditResult | EditFailure
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """True for CUDA/MPS/CPU allocation failures (torch's OutOfMemoryError or its message)."""
-    if isinstance(exc, MemoryError):
-        return True
-    torch = sys.modules.get("torch")
-    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
-    if oom_type is not None and isinstance(exc, oom_type):
-        return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def free_memory() -> None:
-    """Release what an OOM left behind before the retry."""
-    gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def limit_opencv_threads() -> None:

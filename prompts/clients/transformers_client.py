@@ -14,6 +14,7 @@ from typing import Any
 
 from prompts.clients.base import MLLMRequest, MLLMResponse
 from prompts.config import MLLMConfig
+from storage.oom import free_memory, is_out_of_memory
 
 
 def _torch_dtype(name: str) -> Any:
@@ -76,13 +77,22 @@ class TransformersClient:
     def complete(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
         out: list[MLLMResponse] = []
         for s in range(0, len(requests), self.batch_size):
-            batch = requests[s : s + self.batch_size]
-            try:
-                texts = self._generate(batch)
-                out.extend(MLLMResponse(t, self.model_id, self.backend) for t in texts)
-            except Exception as exc:  # e.g. out of memory: the batch's items fail, the run goes on
-                out.extend(MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {exc}") for _ in batch)
+            out.extend(self._complete_batch(requests[s : s + self.batch_size]))
         return out
+
+    def _complete_batch(self, batch: list[MLLMRequest]) -> list[MLLMResponse]:
+        """Out of memory halves the batch and tries again; an item that fails even alone (or any
+        other error) becomes an error response for its items, and the run goes on."""
+        try:
+            return [MLLMResponse(t, self.model_id, self.backend) for t in self._generate(batch)]
+        except Exception as exc:
+            oom = is_out_of_memory(exc)
+            if oom and len(batch) > 1:
+                free_memory()
+                half = len(batch) // 2
+                return self._complete_batch(batch[:half]) + self._complete_batch(batch[half:])
+            what = "out of memory even alone: " if oom else ""
+            return [MLLMResponse("", self.model_id, self.backend, error=f"{what}{exc.__class__.__name__}: {exc}") for _ in batch]
 
     def _generate(self, batch: list[MLLMRequest]) -> list[str]:
         import torch

@@ -55,3 +55,26 @@ def test_garbage_answers_go_through_reask_to_llm_unparseable(tiny_client, image_
 def test_missing_checkpoint_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="no-model-here"):
         make_client(MLLMConfig(backend="transformers", model=str(tmp_path / "no-model-here")), None)
+
+
+def test_out_of_memory_halves_the_batch_then_fails_only_the_item(tiny_qwen_dir: Path) -> None:
+    """The real tiny model behind a memory budget: batches above one request 'run out of memory'."""
+    import torch
+
+    from prompts.clients.transformers_client import TransformersClient
+
+    class OneAtATime(TransformersClient):
+        calls: list[int] = []
+
+        def _generate(self, batch):
+            type(self).calls.append(len(batch))
+            if len(batch) > 1 or "huge" in str(batch[0].messages):
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return super()._generate(batch)
+
+    client = OneAtATime(str(tiny_qwen_dir), batch_size=4)
+    reqs = [MLLMRequest("re_instruction", "1", [{"role": "user", "content": t}], max_tokens=4) for t in ("a", "b", "huge", "c")]
+    out = client.complete(reqs)
+    assert OneAtATime.calls == [4, 2, 1, 1, 2, 1, 1]
+    assert [r.error is None for r in out] == [True, True, False, True]
+    assert out[2].error.startswith("out of memory even alone: OutOfMemoryError")
