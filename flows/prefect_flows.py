@@ -21,7 +21,7 @@ import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -35,7 +35,7 @@ from flows.runtime import make_context
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from tasks.base import RunContext
-from tasks.runner import ShardFailed, StagePlan, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects
+from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects
 
 GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
 
@@ -241,6 +241,26 @@ def _submit_all(stage: Any, ctx: RunContext, key: str, work: list[Any], todo: li
     return [shard_task.submit(stage_name, stage, ctx, key, i, work[i]) for i in todo]
 
 
+# Progress callbacks of a CLI that runs the flows in its own process, by run directory URL. Flow
+# parameters must be serialisable, so the terminal's progress bars travel beside them; a flow run on
+# a worker finds no callback and reports through its progress artifact alone.
+_PROGRESS: dict[str, Callable[[str], Callable[[int, int], None] | None]] = {}
+
+
+@contextmanager
+def watch_progress(run_dir: str, factory: Callable[[str], Callable[[int, int], None] | None] | None) -> Iterator[None]:
+    """Show shard progress of flows run in this process for ``run_dir`` (e.g. rich bars in the CLI)."""
+    if factory is None:
+        yield
+        return
+    key = RunFS.open(run_dir).url
+    _PROGRESS[key] = factory
+    try:
+        yield
+    finally:
+        _PROGRESS.pop(key, None)
+
+
 @flow(name="reactbench-stage-shards", flow_run_name="{stage_name}")
 def stage_shards_flow(
     stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
@@ -255,6 +275,11 @@ def stage_shards_flow(
     if requeued:
         logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage_name, requeued)
     progress = ProgressArtifact(stage_name, total=len(plan.work), done=len(plan.skipped))
+    factory = _PROGRESS.get(ctx.run.url)
+    terminal = factory(stage_name) if factory else None
+    finished = len(plan.skipped)
+    if terminal:
+        terminal(finished, len(plan.work))
     logger.info("%s: %d shard(s) to run, %d already complete", stage_name, len(plan.todo), len(plan.skipped))
     futures = _submit_all(stage, ctx, plan.key, plan.work, plan.todo)
     failures: list[str] = []
@@ -266,6 +291,9 @@ def stage_shards_flow(
             logger.error("%s: a shard failed after its retries: %s", stage_name, "".join(traceback.format_exception_only(exc)).strip())
         else:
             progress.advance()
+        finished += 1
+        if terminal:
+            terminal(finished, len(plan.work))
     try:
         summary = finish_stage(stage, ctx, plan, started)
     except ShardFailed as exc:

@@ -84,11 +84,12 @@ def run_pipeline(
     names = select_stages(stages)
     mode = resolve_orchestrator(orchestrator)
     if mode == "prefect":
-        from flows.prefect_flows import build_flow
+        from flows.prefect_flows import build_flow, watch_progress
 
-        summaries = build_flow(
-            config=config.model_dump(mode="json"), run_dir=run_dir, stages=names, force=force, options=options or {}
-        )
+        with watch_progress(run_dir, progress):
+            summaries = build_flow(
+                config=config.model_dump(mode="json"), run_dir=run_dir, stages=names, force=force, options=options or {}
+            )
         return BuildResult("prefect", list(summaries))
     ctx = make_context(config, run_dir, options)
     result = BuildResult("local")

@@ -136,3 +136,24 @@ def test_missing_concurrency_limit_is_a_clear_error(tmp_path: Path, prefect_api:
         stage_flow(
             stage_name="gpucube", config=_config(gpu_concurrency_limit="no-such-limit"), run_dir=str(tmp_path / "m"), options={"n": 4}
         )
+
+
+def test_cli_progress_follows_the_shards_of_a_prefect_run(tmp_path: Path, prefect_api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in this process through Prefect (as the CLI does with an API configured): the terminal's
+    progress callback sees every shard, while the flow parameters stay serialisable."""
+    from flows.config import config_from_dict
+    from flows.runtime import run_pipeline
+
+    seen: dict[str, list[tuple[int, int]]] = {}
+
+    def factory(stage: str):
+        return lambda done, total: seen.setdefault(stage, []).append((done, total))
+
+    import flows.stages
+
+    monkeypatch.setattr(flows.stages, "STAGE_ORDER", ("cube",))
+    result = run_pipeline(
+        config_from_dict(_config()), str(tmp_path / "run"), ["cube"], orchestrator="prefect", options={"n": 14}, progress=factory
+    )
+    assert result.orchestrator == "prefect" and result.summaries[0].shards_run == 4
+    assert seen["cube"][0] == (0, 4) and seen["cube"][-1] == (4, 4) and len(seen["cube"]) == 5
