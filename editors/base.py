@@ -85,6 +85,11 @@ class EditorError(RuntimeError):
     """A configuration or loading problem that concerns the whole editor (not one item)."""
 
 
+def missing_extra(editor: str, exc: ImportError, what: str = "the gpu extra") -> EditorError:
+    """The error for a model editor whose libraries are not installed, with the install command."""
+    return EditorError(f"editor {editor!r} needs {what}: pip install 'reactbench-pipeline[gpu]' ({exc})")
+
+
 class NoParams(Section):
     pass
 

@@ -10,7 +10,7 @@ from typing import Literal, Sequence
 from PIL import Image
 from pydantic import Field
 
-from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+from editors.base import EditFailure, Editor, EditRequest, EditResult, missing_extra
 from editors.diffusion import back_to_source, generators, load_pipeline, to_uint8
 from storage.config_base import Section
 
@@ -42,7 +42,7 @@ class InstructPix2PixEditor(Editor):
         try:
             from diffusers import StableDiffusionInstructPix2PixPipeline
         except ImportError as exc:
-            raise EditorError(f"editor {self.name!r} needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})") from exc
+            raise missing_extra(self.name, exc) from exc
         p = self.params
         self.pipe, self.device = load_pipeline(
             StableDiffusionInstructPix2PixPipeline, p.model, self.name, "InstructPix2Pix weights", p.dtype, p.device, p.cpu_offload,

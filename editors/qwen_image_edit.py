@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 from pydantic import Field
 
-from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+from editors.base import EditFailure, Editor, EditRequest, EditResult, missing_extra
 from editors.diffusion import back_to_source, generators, load_lora, load_pipeline, to_uint8
 from editors.weights import resolve_model
 from storage.config_base import Section
@@ -100,7 +100,7 @@ class QwenImageEditEditor(Editor):
             import torch  # noqa: F401
             from diffusers import QwenImageEditPipeline, QwenImageEditPlusPipeline
         except ImportError as exc:
-            raise EditorError(f"editor {self.name!r} needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})") from exc
+            raise missing_extra(self.name, exc) from exc
         p = self.params
         ref = resolve_model(p.model, "Qwen-Image-Edit weights", self.name)
         self.kind = pipeline_kind(ref, p.pipeline)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import Field
 
-from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult, missing_extra
 from editors.masks import box_mask, clip_box, dilate
 from editors.weights import pick_device, resolve_file
 from storage.config_base import Section
@@ -59,7 +59,7 @@ class SamLamaEditor(Editor):
         try:
             import torch
         except ImportError as exc:
-            raise EditorError(f"editor {self.name!r} needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})") from exc
+            raise missing_extra(self.name, exc) from exc
         p = self.params
         self.device = pick_device(p.device)
         lama_path = resolve_file(p.lama_model, "LaMa TorchScript model", self.name, env=LAMA_ENV, hint=LAMA_HINT)
@@ -72,7 +72,7 @@ class SamLamaEditor(Editor):
             try:
                 from segment_anything import SamPredictor, sam_model_registry
             except ImportError as exc:
-                raise EditorError(f"editor {self.name!r} needs segment-anything: pip install 'reactbench-pipeline[gpu]' ({exc})") from exc
+                raise missing_extra(self.name, exc, "segment-anything") from exc
             sam_path = resolve_file(p.sam_checkpoint, "SAM checkpoint", self.name, env=SAM_ENV, hint=SAM_HINT)
             if p.sam_model_type not in sam_model_registry:
                 raise EditorError(f"editor {self.name!r}: sam_model_type {p.sam_model_type!r} is not one of {sorted(sam_model_registry)}")

@@ -134,11 +134,12 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     for dotted, value in (overrides or {}).items():
-        _set_dotted(data, dotted, value)
+        set_dotted(data, dotted, value)
     return config_from_dict(data, str(path))
 
 
-def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in nested dicts, creating the levels on the way (config overrides)."""
     node = data
     keys = dotted.split(".")
     for k in keys[:-1]:

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-DEVICE_OPTION = "device"
 DEVICE_ENV = "REACTBENCH_DEVICE"
 
 

@@ -21,7 +21,7 @@ import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -29,12 +29,12 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
-from flows.config import BuildConfig, OrchestrationConfig, _set_dotted, config_from_dict, load_config
-from flows.devices import DEVICE_OPTION, lease_device, ray_device
-from flows.runtime import make_context
+from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, set_dotted, load_config
+from flows.devices import lease_device, ray_device
+from flows.runtime import ProgressFactory, make_context
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
-from tasks.base import RunContext
+from tasks.base import DEVICE_OPTION, RunContext
 from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects
 
 GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
@@ -56,7 +56,7 @@ def resolve_config(config: dict[str, Any] | str | None, overrides: dict[str, Any
         return config_from_dict(config)
     data = config_from_dict(config).model_dump(mode="json")
     for dotted, value in overrides.items():
-        _set_dotted(data, dotted, value)
+        set_dotted(data, dotted, value)
     return config_from_dict(data, "<config + overrides>")
 
 
@@ -244,11 +244,11 @@ def _submit_all(stage: Any, ctx: RunContext, key: str, work: list[Any], todo: li
 # Progress callbacks of a CLI that runs the flows in its own process, by run directory URL. Flow
 # parameters must be serialisable, so the terminal's progress bars travel beside them; a flow run on
 # a worker finds no callback and reports through its progress artifact alone.
-_PROGRESS: dict[str, Callable[[str], Callable[[int, int], None] | None]] = {}
+_PROGRESS: dict[str, ProgressFactory] = {}
 
 
 @contextmanager
-def watch_progress(run_dir: str, factory: Callable[[str], Callable[[int, int], None] | None] | None) -> Iterator[None]:
+def watch_progress(run_dir: str, factory: ProgressFactory | None) -> Iterator[None]:
     """Show shard progress of flows run in this process for ``run_dir`` (e.g. rich bars in the CLI)."""
     if factory is None:
         yield

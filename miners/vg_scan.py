@@ -32,7 +32,6 @@ from miners.vg_format import (
     element_image_id,
     iter_elements,
     loose,
-    object_id,
 )
 from storage.rejects import reject
 

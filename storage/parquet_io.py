@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -145,9 +145,3 @@ class ArtifactReader:
                 total += pq.ParquetFile(f).metadata.num_rows
         return total
 
-
-def concat_rows(tables: Iterable[pa.Table]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for t in tables:
-        out.extend(t.to_pylist())
-    return out

@@ -17,7 +17,9 @@ from storage.image_store import ImageStore
 from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
 
-__all__ = ["RunContext", "Stage", "ShardResult", "StageInputError", "UpstreamMissing", "chunk"]
+DEVICE_OPTION = "device"  # RunContext.options key: the device an orchestrator placed a shard on (e.g. cuda:1)
+
+__all__ = ["DEVICE_OPTION", "RunContext", "Stage", "ShardResult", "StageInputError", "UpstreamMissing", "chunk"]
 
 
 class StageInputError(RuntimeError):

@@ -31,10 +31,9 @@ from storage import schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
 from storage.stage_store import read_artifact
-from tasks.base import RunContext, ShardResult, Stage, chunk
+from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 
 STAGE = "edit"
-DEVICE_OPTION = "device"  # set by flows/devices.py when a shard holds a GPU
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
 INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
 NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
-from storage.hashing import canonical_json, config_hash
-from storage.stage_store import StageStore, code_version, utc_now
+from storage.hashing import config_hash
+from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
 
 ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
@@ -216,6 +216,3 @@ def _workers(ctx: RunContext) -> int:
     except AttributeError:
         return 1
 
-
-def describe(value: Any) -> str:
-    return canonical_json(value)
