@@ -35,7 +35,7 @@ from flows.runtime import ProgressFactory, make_context
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from tasks.base import DEVICE_OPTION, RunContext
-from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects
+from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects, stage_summary
 
 GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
 
@@ -309,13 +309,7 @@ def stage_shards_flow(
 
 def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> StageSummary:
     """Counts over the shards that did finish (for the artifact of a failed stage)."""
-    s = stage.store(ctx).summarize(plan.key)
-    done = set(s["completed_shards"])
-    return StageSummary(
-        stage=stage.name, shards_total=len(plan.work), shards_skipped=len(plan.skipped),
-        shards_run=len([i for i in plan.todo if i in done]), rows_in=s["rows_in"], rows_out=s["rows_out"],
-        rejected=s["rejected"], reject_reasons=s["reject_reasons"], seconds=time.perf_counter() - started,
-    )
+    return stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
 
 
 def _write_build_report(ctx: RunContext) -> list[str]:

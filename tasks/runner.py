@@ -139,17 +139,24 @@ def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float)
         }
     )
     store.write_manifest(manifest)
+    return stage_summary(stage.name, plan, summary, started, extra)
+
+
+def stage_summary(name: str, plan: StagePlan, summary: dict[str, Any], started: float, extra: dict[str, Any] | None = None) -> StageSummary:
+    """The counts of a stage run (``summary`` from ``StageStore.summarize``); shards run are those
+    of this run's to-do list that completed (all of them when the stage finished)."""
+    done = set(summary["completed_shards"])
     return StageSummary(
-        stage=stage.name,
+        stage=name,
         shards_total=len(plan.work),
         shards_skipped=len(plan.skipped),
-        shards_run=len(plan.todo),
+        shards_run=len([i for i in plan.todo if i in done]),
         rows_in=summary["rows_in"],
         rows_out=summary["rows_out"],
         rejected=summary["rejected"],
         reject_reasons=summary["reject_reasons"],
         seconds=time.perf_counter() - started,
-        extra=extra,
+        extra=extra or {},
     )
 
 
