@@ -6,8 +6,8 @@ an item is read from its latest events. ``review_item_state`` is a cache of that
 state (the item's latest resolution and whether it can be leased), written in the same
 transaction as each resolution event and rebuildable from the events at any time
 (:func:`sync_item_state`); it lets the queue find open items through an index instead of
-scanning every resolved item. Leases and login sessions are operational state (who holds
-what right now) and are deleted when released.
+scanning every resolved item. Leases, login sessions and refused-login counters are
+operational state (who holds what right now) and are deleted when released or stale.
 
 SQLite (WAL) in the run directory by default; PostgreSQL by URL for a team. On SQLite every
 write transaction starts with ``BEGIN IMMEDIATE`` so writers queue up instead of failing on
@@ -69,6 +69,17 @@ class LoginSession(Base):
     csrf: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[float] = mapped_column(Float)
     expires_at: Mapped[float] = mapped_column(Float)
+
+
+class LoginFailure(Base):
+    """A refused login attempt, counted per key (``client:<address>``, ``all``) for rate
+    limiting across server processes; rows older than the window are deleted."""
+
+    __tablename__ = "review_login_failures"
+    id: Mapped[int] = mapped_column(EventId, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200))
+    at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ix_review_login_failures_key_at", "key", "at"),)
 
 
 class Item(Base):

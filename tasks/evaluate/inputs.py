@@ -47,6 +47,8 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
     """Questions sorted by id, and edits by id. Fails naming the folder and the way out."""
     src = source_for(unverified)
     q_reader = ArtifactReader(run, src.questions, src.question_schema)
+    if not unverified and q_reader.exists():
+        _require_review_export(run)
     if not q_reader.exists():
         hint = (
             "run `reactbench qa` first"
@@ -58,6 +60,16 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
     e_reader = ArtifactReader(run, src.edits, src.edit_schema)
     edits = {e["id"]: e for e in e_reader.rows()} if e_reader.exists() else {}
     return questions, edits
+
+
+def _require_review_export(run: RunFS) -> None:
+    """A review export is read only as a complete set (its manifest, every file matching)."""
+    from tasks.review.export_set import ExportSetError, require_export_set
+
+    try:
+        require_export_set(run, ("verified_edits", "verified_questions"))
+    except ExportSetError as exc:
+        raise InputsMissing(str(exc)) from None
 
 
 def input_fingerprint(run: RunFS, unverified: bool) -> str:

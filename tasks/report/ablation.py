@@ -102,6 +102,10 @@ def render_ablation_report(run: RunFS) -> str:
         raise NoEdits(f"{run.path('edit/edits')}: no edits found; run `reactbench edit --run-dir {run.url}` first")
     edits = reader.rows()
     vreader = ArtifactReader(run, "review/verified_edits", VERIFIED_EDITS)
+    if vreader.exists():
+        from tasks.review.export_set import require_export_set
+
+        require_export_set(run, ("verified_edits",))  # never half of an interrupted export
     accepted = {e["id"] for e in vreader.rows(columns=["id"])} if vreader.exists() else None
     eds = editor_rows(edits, accepted)
     down = downstream(run)

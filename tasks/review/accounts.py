@@ -11,12 +11,12 @@ import secrets
 import time
 from typing import Literal
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from storage.review_db import LoginSession, User
-from tasks.review.queue import Account
+from storage.review_db import LoginFailure, LoginSession, User
+from tasks.review.rules import Account
 
 Role = Literal["annotator", "admin"]
 ROLES: tuple[str, ...] = ("annotator", "admin")
@@ -110,3 +110,41 @@ def close_session(engine: Engine, token: str | None) -> None:
     if token:
         with engine.begin() as conn:
             conn.execute(delete(LoginSession).where(LoginSession.token_hash == hash_secret(token)))
+
+
+# Refused logins allowed per window before a key is told to wait: per client address, and
+# over all clients together (a secret names no account before it matches, so a per-account
+# count cannot exist; the global cap bounds guessing spread over many addresses).
+LOGIN_WINDOW_S = 600.0
+LOGIN_LIMITS = {"client": 10, "all": 200}
+
+
+def login_keys(client: str) -> dict[str, str]:
+    return {"client": f"client:{client[:150]}", "all": "all"}
+
+
+def login_retry_after(engine: Engine, client: str, now: float | None = None) -> float | None:
+    """Seconds until ``client`` may try again, or None when a login attempt is allowed. The
+    counters live in the database, so every server process on it enforces the same limit."""
+    now = time.time() if now is None else now
+    keys = login_keys(client)
+    with engine.connect() as conn:
+        for scope, key in keys.items():
+            rows = conn.execute(
+                select(LoginFailure.at).where(LoginFailure.key == key, LoginFailure.at > now - LOGIN_WINDOW_S).order_by(LoginFailure.at.desc()).limit(LOGIN_LIMITS[scope])
+            ).scalars().all()
+            if len(rows) >= LOGIN_LIMITS[scope]:
+                return max(1.0, rows[-1] + LOGIN_WINDOW_S - now)
+    return None
+
+
+def record_login_failure(engine: Engine, client: str, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    with engine.begin() as conn:
+        conn.execute(delete(LoginFailure).where(LoginFailure.at <= now - LOGIN_WINDOW_S))
+        conn.execute(insert(LoginFailure), [{"key": key, "at": now} for key in login_keys(client).values()])
+
+
+def count_login_failures(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(LoginFailure)).scalar_one())

@@ -1,6 +1,7 @@
 """``reactbench review export``: verified Parquet and the decision log, from the queue's events.
 
-An edit is verified when its verification item resolved as accepted and its QA-review item
+The three artifacts are one set sealed by ``review/export_manifest.json`` (readers check it
+with :func:`tasks.review.export_set.require_export_set`). An edit is verified when its verification item resolved as accepted and its QA-review item
 resolved as accepted too. Its questions are exported with the inline edits applied, minus
 those marked invalid. Annotators appear as ``annotator_001``... (numbered by account
 creation), never by name. Same database -> byte-identical files.
@@ -16,14 +17,13 @@ from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json
-from storage.parquet_io import ArtifactReader, shard_name, table_from_rows, write_table
+from storage.parquet_io import ArtifactReader, table_from_rows
 from storage.schemas import DECISIONS, EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
-from tasks.review.queue import ReviewQueue
-from tasks.review.stage import is_unedited, item_id
+from tasks.review.export_set import MANIFEST, write_export_set
+from tasks.review.queue import SYSTEM_USER, ReviewQueue
+from tasks.review.rules import RETIRED, current_decisions, latest_by_item
+from tasks.review.stage import is_unedited
 from tasks.review.validation import question_state
-
-EXPORT_DIR = "review"
-
 
 @dataclass
 class ExportSummary:
@@ -34,11 +34,17 @@ class ExportSummary:
     pending_edits: int = 0
     paths: dict[str, str] = field(default_factory=dict)
     message: str = ""
+    position: int = 0
 
 
 def pseudonyms(queue: ReviewQueue) -> dict[int, str]:
-    """Account id -> release-safe pseudonym (creation order, so stable for one database)."""
-    return {uid: f"annotator_{i:03d}" for i, uid in enumerate(sorted(queue.users()), start=1)}
+    """Account id -> release-safe pseudonym (creation order, so stable for one database).
+    The review stage's own account (retire / restore events) keeps its name."""
+    users = queue.users()
+    people = [uid for uid in sorted(users) if users[uid].name != SYSTEM_USER]
+    names = {uid: f"annotator_{i:03d}" for i, uid in enumerate(people, start=1)}
+    names.update({uid: "system" for uid in users if users[uid].name == SYSTEM_USER})
+    return names
 
 
 def iso(ts: float) -> str:
@@ -46,24 +52,22 @@ def iso(ts: float) -> str:
 
 
 def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
-    """Write ``review/verified_edits``, ``review/verified_questions`` and ``review/decisions``."""
+    """Write ``review/verified_edits``, ``review/verified_questions`` and ``review/decisions`` as
+    one set (see :mod:`tasks.review.export_set`) reflecting the decision log up to its newest
+    event when the export started; decisions made meanwhile go into the next export."""
+    position = queue.log_position()
     names = pseudonyms(queue)
     items = {r.id: r for r in queue.items()}
-    events = [e for e in queue.events() if e.item_id in items]
-    res = queue.resolutions()
+    events = [e for e in queue.events(upto=position) if e.item_id in items]
+    res = {i: e.verdict for i, e in latest_by_item(events, "resolution").items()}
+    live = {(it.stage, it.edit_id): i for i, it in items.items() if res.get(i) != RETIRED}
 
     decisions = _decision_rows(events, items, names)
-    current: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)  # item -> annotator -> decision
-    adjudicated: dict[str, str] = {}
+    current = current_decisions(events)  # item -> annotator -> decision event
+    adjudicated = latest_by_item(events, "adjudication")
     q_events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in events:
-        if e.kind == "decision":
-            current[e.item_id][e.annotator_id] = {"annotator": names[e.annotator_id], "verdict": e.verdict, "reasons": json.loads(e.reasons_json or "[]")}
-        elif e.kind == "retract":
-            current[e.item_id].pop(e.annotator_id, None)
-        elif e.kind == "adjudication":
-            adjudicated[e.item_id] = e.verdict
-        elif e.kind in ("question_edit", "question_validity"):
+        if e.kind in ("question_edit", "question_validity"):
             q_events[e.item_id].append({"kind": e.kind, "question_id": e.question_id, "after": json.loads(e.after_json)})
 
     edits = ArtifactReader(run, "edit/edits", EDITS).rows()
@@ -76,12 +80,12 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     v_edits: list[dict[str, Any]] = []
     v_questions: list[dict[str, Any]] = []
     for edit in sorted(edits, key=lambda r: r["id"]):
-        e_item, q_item = item_id("edit", edit["id"]), item_id("qa", edit["id"])
+        e_item, q_item = live.get(("edit", edit["id"])), live.get(("qa", edit["id"]))
         unedited = is_unedited(edit)
-        if (q_item if unedited else e_item) not in items:
+        if (q_item if unedited else e_item) is None:
             continue
-        e_out = "accept" if unedited else res.get(e_item, ("pending", 0))[0]
-        q_out = res.get(q_item, ("pending", 0))[0]
+        e_out = "accept" if unedited else res.get(e_item, "pending")
+        q_out = res.get(q_item, "pending") if q_item else "pending"
         if e_out != "accept" or q_out != "accept":
             summary.pending_edits += e_out not in ("accept", "reject") or (e_out == "accept" and q_out not in ("accept", "reject"))
             continue
@@ -89,7 +93,10 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
             stage: {
                 "outcome": outcome,
                 "adjudicated": it in adjudicated,
-                "decisions": sorted(current[it].values(), key=lambda d: d["annotator"]),
+                "decisions": sorted(
+                    ({"annotator": names[e.annotator_id], "verdict": e.verdict, "reasons": json.loads(e.reasons_json or "[]")} for e in current.get(it, {}).values()),
+                    key=lambda d: d["annotator"],
+                ),
             }
             for stage, it, outcome in (("edit", e_item, e_out), ("qa", q_item, q_out))
             if not (unedited and stage == "edit")
@@ -106,16 +113,18 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
             v_questions.append(row)
     summary.verified_edits, summary.verified_questions = len(v_edits), len(v_questions)
 
-    for name, schema, rows in (
-        ("verified_edits", VERIFIED_EDITS, v_edits),
-        ("verified_questions", VERIFIED_QUESTIONS, v_questions),
-        ("decisions", DECISIONS, decisions),
-    ):
-        rel = f"{EXPORT_DIR}/{name}/{shard_name(0)}"
-        for old in run.listdir(EXPORT_DIR, name):
-            run.rm(EXPORT_DIR, name, old)
-        write_table(run, rel, table_from_rows(schema, rows, where=f"review/{name}"))
-        summary.paths[name] = run.path(rel)
+    tables = {
+        name: table_from_rows(schema, rows, where=f"review/{name}")
+        for name, schema, rows in (
+            ("verified_edits", VERIFIED_EDITS, v_edits),
+            ("verified_questions", VERIFIED_QUESTIONS, v_questions),
+            ("decisions", DECISIONS, decisions),
+        )
+    }
+    manifest = write_export_set(run, tables, position)
+    summary.paths = {name: run.path(entry["path"]) for name, entry in manifest["files"].items()}
+    summary.paths["manifest"] = run.path(MANIFEST)
+    summary.position = position
     if not decisions:
         summary.message = (
             f"no review decisions yet in {queue.engine.url.render_as_string(hide_password=True)}: wrote empty "
@@ -124,13 +133,15 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     else:
         summary.message = (
             f"{summary.decisions} events -> {summary.verified_edits} verified edits, {summary.verified_questions} verified "
-            f"questions ({summary.dropped_questions} marked invalid, {summary.pending_edits} edits still in review)"
+            f"questions ({summary.dropped_questions} marked invalid, {summary.pending_edits} edits still in review); "
+            f"decision log up to event {position}"
         )
     return summary
 
 
 def _decision_rows(events: list[Any], items: dict[str, Any], names: dict[int, str]) -> list[dict[str, Any]]:
-    """The audit log for release: every human event (resolutions are derived, so left out)."""
+    """The audit log for release: every human event and the review stage's retire / restore
+    events (resolutions are derived, so left out)."""
     rows = []
     for e in events:
         if e.kind == "resolution":

@@ -1,8 +1,9 @@
 """The review stage: put auto-QC-accepted edits and their questions into the review queue.
 
 Shards turn edits (with their questions) into ``review/queue`` rows, a small artifact listing
-the queue items; ``finalize`` inserts the rows the database does not hold yet, so a rerun (or
-a deleted database) fills the queue again without adding anything twice. The stage folder
+the queue items; ``finalize`` reconciles the database with them: rows it does not hold yet are added, so a
+rerun (or a deleted database) fills the queue again without adding anything twice, and items
+whose edit or questions left the current ``qa`` output are retired (an event, never a delete). The stage folder
 is never wiped wholesale: it holds the queue database with the human decisions.
 """
 
@@ -162,11 +163,24 @@ class ReviewStage(Stage):
         rows = ArtifactReader(ctx.run, "review/queue", REVIEW_QUEUE).rows()
         queue = ReviewQueue.open(url, k=ctx.config.review.k, lease_minutes=ctx.config.review.lease_minutes)
         try:
-            added = queue.enqueue(rows)
+            changes = queue.reconcile(rows)
         finally:
             queue.close()
         edits = sum(1 for r in rows if r["stage"] == "edit")
-        return {"queue_db": redact(url), "queue_items": len(rows), "queue_items_added": added, "edits_queued": edits}
+        out = {
+            "queue_db": redact(url),
+            "queue_items": len(rows),
+            "queue_items_added": changes.added,
+            "queue_items_retired": changes.retired,
+            "queue_items_restored": changes.restored,
+            "edits_queued": edits,
+        }
+        if changes.retired or (changes.added and changes.kept + changes.restored):
+            out["queue_note"] = (
+                f"qa output changed under the existing queue: {changes.retired} items retired (kept in the event log), "
+                f"{changes.added} added, {changes.restored} restored"
+            )
+        return out
 
 
 def _code(status: str) -> str:

@@ -9,7 +9,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from tasks.review.agreement import fleiss_kappa, pairwise_cohen
-from tasks.review.queue import REASONS, STAGES, ReviewQueue
+from tasks.review.queue import ReviewQueue
+from tasks.review.rules import DECISION_KINDS, REASONS, RETIRED, STAGES, current_decisions
 
 IDLE_GAP_S = 600.0  # gaps longer than this between two decisions count as a break, not work
 
@@ -24,19 +25,17 @@ def dashboard(queue: ReviewQueue, now: float | None = None) -> dict[str, Any]:
     items = {r.id: r for r in queue.items()}
     res = queue.resolutions()
     users = queue.users()
-    current: dict[str, dict[int, Any]] = defaultdict(dict)
+    events = queue.events(kinds=DECISION_KINDS)
+    current = current_decisions(events)
     per_user: dict[int, list[float]] = defaultdict(list)
-    for e in queue.events(kinds=("decision", "retract")):
+    for e in events:
         if e.kind == "decision":
-            current[e.item_id][e.annotator_id] = e
             per_user[e.annotator_id].append(e.created_at)
-        else:
-            current[e.item_id].pop(e.annotator_id, None)
 
     stages = {}
     for stage in STAGES:
         outcomes = Counter(res.get(i, ("pending", 0))[0] for i, it in items.items() if it.stage == stage)
-        total = sum(1 for it in items.values() if it.stage == stage)
+        total = sum(1 for it in items.values() if it.stage == stage) - outcomes[RETIRED]
         stages[stage] = {
             "total": total,
             "accept": outcomes["accept"],
@@ -44,12 +43,13 @@ def dashboard(queue: ReviewQueue, now: float | None = None) -> dict[str, Any]:
             "disputed": outcomes["disputed"],
             "pending": total - outcomes["accept"] - outcomes["reject"] - outcomes["disputed"],
             "done_fraction": (outcomes["accept"] + outcomes["reject"]) / total if total else 0.0,
+            "retired": outcomes[RETIRED],
         }
 
     def grouped(key: str) -> list[dict[str, Any]]:
         groups: dict[tuple, Counter] = defaultdict(Counter)
         for i, it in items.items():
-            if it.stage != "edit":
+            if it.stage != "edit" or res.get(i, ("pending", 0))[0] == RETIRED:
                 continue
             k = tuple(getattr(it, f) for f in key.split("+"))
             groups[k]["total"] += 1

@@ -127,7 +127,8 @@ def write_run(root: Path, verified: bool = True, unverified: bool = True, editor
         write_table(run, "qa/questions/part-00000.parquet", table_from_rows(QUESTIONS, questions))
     if verified:
         ve = [dict(x, decisions_json=json.dumps([{"action": "accept"}])) for x in edits]
-        write_table(run, "review/verified_edits/part-00000.parquet", table_from_rows(VERIFIED_EDITS, ve))
-        write_table(run, "review/verified_questions/part-00000.parquet", table_from_rows(VERIFIED_QUESTIONS, questions))
+        from tasks.review.export_set import write_export_set  # a review export is a set sealed by its manifest
+
+        write_export_set(run, {"verified_edits": table_from_rows(VERIFIED_EDITS, ve), "verified_questions": table_from_rows(VERIFIED_QUESTIONS, questions)}, 0)
     run.write_text_atomic("config.yaml", "version: 1\n")
     return run

@@ -1,0 +1,102 @@
+"""The review export as one set: written aside, renamed into place, sealed by a manifest.
+
+``review/export_manifest.json`` names every file of the set with its sha256 and row count and
+the decision-log position (newest event id) the set reflects. It is removed before the first
+file of a new set is renamed into place and written (atomically) after the last one, so a
+reader that finds it, with every listed file matching its hash and no other file beside
+them, reads one complete set; anything else (an export killed half-way, files copied in by
+hand) is refused with a message saying to export again.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from storage.fs import RunFS
+from storage.hashing import sha256_hex
+from storage.parquet_io import shard_name, write_table
+
+EXPORT_DIR = "review"
+MANIFEST = f"{EXPORT_DIR}/export_manifest.json"
+FORMAT = 1
+TMP_PREFIX = ".export-tmp-"
+OLD_PREFIX = ".export-old-"
+
+
+class ExportSetError(RuntimeError):
+    """The review export in the run directory is missing, incomplete or mixed."""
+
+
+def write_export_set(run: RunFS, tables: dict[str, pa.Table], position: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``review/<name>/part-00000.parquet`` for each table as one set; returns the manifest.
+
+    Files are written into a temporary folder first, the old manifest is removed (the old set
+    is no longer complete from here on), each folder is renamed into place, then the new
+    manifest is written: a kill at any point leaves either no manifest or a complete set."""
+    clean_leftovers(run)
+    token = uuid.uuid4().hex
+    tmp = f"{EXPORT_DIR}/{TMP_PREFIX}{token}"
+    old = f"{EXPORT_DIR}/{OLD_PREFIX}{token}"
+    files: dict[str, Any] = {}
+    for name, table in sorted(tables.items()):
+        rel = f"{tmp}/{name}/{shard_name(0)}"
+        write_table(run, rel, table)
+        files[name] = {"path": f"{EXPORT_DIR}/{name}/{shard_name(0)}", "sha256": sha256_hex(run.read_bytes(rel)), "rows": table.num_rows}
+    manifest = {"format": FORMAT, "decision_log_position": int(position), "files": files, **(extra or {})}
+    run.rm(MANIFEST)
+    run.makedirs(old)
+    for name in sorted(tables):
+        if run.exists(EXPORT_DIR, name):
+            run.fs.mv(run.path(EXPORT_DIR, name), run.path(old, name), recursive=True)
+        run.fs.mv(run.path(tmp, name), run.path(EXPORT_DIR, name), recursive=True)
+    run.write_text_atomic(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    run.rm(old)
+    run.rm(tmp)
+    return manifest
+
+
+def clean_leftovers(run: RunFS) -> None:
+    """Remove the temporary folders of an export that was killed."""
+    for name in run.listdir(EXPORT_DIR):
+        if name.startswith((TMP_PREFIX, OLD_PREFIX)):
+            run.rm(EXPORT_DIR, name)
+
+
+def read_manifest(run: RunFS) -> dict[str, Any] | None:
+    if not run.exists(MANIFEST):
+        return None
+    try:
+        return json.loads(run.read_text(MANIFEST))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ExportSetError(f"{run.path(MANIFEST)} is not valid JSON ({exc}); run `reactbench review export` again") from None
+
+
+def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The manifest of a complete review export, after checking every file it lists (hash,
+    and no other file in those folders). Raises :class:`ExportSetError` otherwise."""
+    again = "run `reactbench review export` again"
+    manifest = read_manifest(run)
+    if manifest is None:
+        present = [n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)]
+        what = f"{', '.join(f'review/{n}' for n in present)} exist but" if present else "the review export"
+        raise ExportSetError(f"{what} has no manifest {run.path(MANIFEST)}: the export is incomplete or was interrupted; {again}")
+    if manifest.get("format") != FORMAT:
+        raise ExportSetError(f"{run.path(MANIFEST)}: unknown export format {manifest.get('format')!r}; {again}")
+    files = manifest.get("files") or {}
+    for name in names:
+        if name not in files:
+            raise ExportSetError(f"{run.path(MANIFEST)} lists no {name!r}; {again}")
+    for name, entry in sorted(files.items()):
+        folder = posixpath.dirname(entry["path"])
+        listed = [n for n in run.listdir(folder) if not n.startswith(".")]
+        if listed != [posixpath.basename(entry["path"])]:
+            raise ExportSetError(f"{run.path(folder)} holds {listed}, the export manifest names {posixpath.basename(entry['path'])}; {again}")
+        if sha256_hex(run.read_bytes(entry["path"])) != entry["sha256"]:
+            raise ExportSetError(f"{run.path(entry['path'])} does not match the export manifest (a file of another export); {again}")
+    return manifest
+

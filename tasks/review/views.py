@@ -1,0 +1,200 @@
+"""Reads of the review queue: item pages, history, progress, overviews. Nothing here writes.
+
+Reads use the queue's reader engine: on SQLite a deferred snapshot that neither waits for
+nor blocks writers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import Connection
+
+from storage.review_db import Event, Item, ItemState, User
+from tasks.review.rules import RETIRED, Account, NotAllowed, UnknownItem, check_stage, latest_decision
+from tasks.review.validation import question_state
+
+# An item with the state cache, the user's lease on it and the user's latest decision/retract
+# event, in one read (get_item, decide).
+ITEM_SQL = """
+SELECT i.id, i.stage, i.edit_id, i.task, i.variant, i.editor, i.payload_json, s.outcome,
+       l.slot AS lease_slot, l.expires_at AS lease_expires_at,
+       e.id AS ev_id, e.kind AS ev_kind, e.verdict AS ev_verdict, e.reasons_json AS ev_reasons_json, e.note AS ev_note
+FROM review_items i
+LEFT JOIN review_item_state s ON s.item_id = i.id
+LEFT JOIN review_leases l ON l.item_id = i.id AND l.annotator_id = :me
+LEFT JOIN review_events e ON e.id = (SELECT max(d.id) FROM review_events d
+                                     WHERE d.item_id = i.id AND d.kind IN ('decision', 'retract') AND d.annotator_id = :me)
+WHERE i.id = :item_id
+"""
+
+
+@dataclass
+class ItemView:
+    """An item as a page shows it: payload, current questions, the viewer's own decision."""
+
+    id: str
+    stage: str
+    edit_id: str
+    task: str
+    variant: str
+    editor: str
+    payload: dict[str, Any]
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    my_decision: dict[str, Any] | None = None
+    lease_expires_at: float | None = None
+    resolution: str = "pending"
+
+
+@dataclass(frozen=True)
+class _Latest:
+    """The ``ev_*`` columns of a row as an event (for :func:`rules.latest_decision`)."""
+
+    id: int
+    kind: str
+    verdict: str | None
+    reasons_json: str | None
+    note: str | None
+
+
+def my_decision(row: Any) -> dict[str, Any] | None:
+    """The user's current decision from a row carrying their latest decision/retract event (``ev_*``)."""
+    if row is None or row.ev_id is None:
+        return None
+    ev = latest_decision(_Latest(row.ev_id, row.ev_kind, row.ev_verdict, row.ev_reasons_json, row.ev_note))
+    if ev is None:
+        return None
+    return {"event_id": ev.id, "verdict": ev.verdict, "reasons": json.loads(ev.reasons_json or "[]"), "note": ev.note or ""}
+
+
+def question_events(conn: Connection, item_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        select(Event.kind, Event.question_id, Event.after_json)
+        .where(Event.item_id == item_id, Event.kind.in_(("question_edit", "question_validity")))
+        .order_by(Event.id)
+    )
+    return [{"kind": r.kind, "question_id": r.question_id, "after": json.loads(r.after_json)} for r in rows]
+
+
+class ViewsMixin:
+    """The read side of ``ReviewQueue``."""
+
+    _reader: Any
+    clock: Any
+
+    def get_item(self, user: Account, item_id: str) -> ItemView:
+        """An item the user may see: admins any; annotators only items leased to them or
+        that they decided before."""
+        with self._reader.connect() as conn:
+            item = conn.execute(text(ITEM_SQL), {"item_id": item_id, "me": user.id}).first()
+            if item is None:
+                raise UnknownItem(f"no review item {item_id!r}")
+            lease = item.lease_expires_at
+            decided_before = item.ev_id is not None  # a retract always follows a decision of the same user
+            if not user.is_admin and lease is None and not decided_before:
+                raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
+            payload = json.loads(item.payload_json)
+            questions = question_state(payload.get("questions", []), question_events(conn, item_id)) if item.stage == "qa" else []
+            return ItemView(
+                id=item.id,
+                stage=item.stage,
+                edit_id=item.edit_id,
+                task=item.task,
+                variant=item.variant,
+                editor=item.editor,
+                payload=payload,
+                questions=questions,
+                my_decision=my_decision(item),
+                lease_expires_at=lease,
+                resolution=item.outcome or "pending",
+            )
+
+    def previous(self, user: Account, stage: str, before_event: int | None = None) -> tuple[str, int] | None:
+        """The item of the user's decision just before ``before_event`` (newest when None)."""
+        check_stage(stage)
+        with self._reader.connect() as conn:
+            q = (
+                select(Event.item_id, Event.id)
+                .join(Item, Item.id == Event.item_id)
+                .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
+            )
+            if before_event is not None:
+                q = q.where(Event.id < before_event)
+            row = conn.execute(q.order_by(Event.id.desc()).limit(1)).first()
+            return (row.item_id, int(row.id)) if row else None
+
+    def resolutions(self, conn: Connection | None = None) -> dict[str, tuple[str, int]]:
+        """Latest resolution per item: {item_id: (outcome, n decisions)}."""
+        sql = text(
+            "SELECT e.item_id, e.verdict, e.n FROM review_events e JOIN "
+            "(SELECT item_id, max(id) AS mid FROM review_events WHERE kind = 'resolution' GROUP BY item_id) m ON e.id = m.mid"
+        )
+        if conn is None:
+            with self._reader.connect() as c:
+                return {r.item_id: (r.verdict, r.n or 0) for r in c.execute(sql)}
+        return {r.item_id: (r.verdict, r.n or 0) for r in conn.execute(sql)}
+
+    def progress(self, user: Account, stage: str) -> dict[str, int]:
+        """Counts for the progress bars: the user's decisions and the stage's resolved items
+        (retired items are not counted)."""
+        check_stage(stage)
+        with self._reader.connect() as conn:
+            total = conn.execute(
+                select(func.count()).select_from(ItemState).where(ItemState.stage == stage, ItemState.outcome != RETIRED)
+            ).scalar_one()
+            resolved = conn.execute(
+                select(func.count()).select_from(ItemState).where(ItemState.stage == stage, ItemState.outcome.in_(("accept", "reject")))
+            ).scalar_one()
+            mine = conn.execute(
+                select(func.count(func.distinct(Event.item_id)))
+                .select_from(Event)
+                .join(Item, Item.id == Event.item_id)
+                .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
+            ).scalar_one()
+        return {"total": int(total), "resolved": int(resolved), "mine": int(mine)}
+
+    def item_states(self) -> dict[str, tuple[str, int, int]]:
+        """The derived item-state cache: {item_id: (outcome, n decisions, available 0|1)}."""
+        with self._reader.connect() as conn:
+            return {r.item_id: (r.outcome, r.n, r.available) for r in conn.execute(select(ItemState.item_id, ItemState.outcome, ItemState.n, ItemState.available))}
+
+    def disputed(self) -> list[str]:
+        res = self.resolutions()
+        with self._reader.connect() as conn:
+            order = list(conn.execute(select(Item.id).order_by(Item.seq)).scalars())
+        return [i for i in order if res.get(i, ("pending", 0))[0] == "disputed"]
+
+    def users(self) -> dict[int, Account]:
+        with self._reader.connect() as conn:
+            return {r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))}
+
+    def events(self, kinds: tuple[str, ...] | None = None, item_id: str | None = None, upto: int | None = None) -> list[Any]:
+        """Event rows in order, optionally of some kinds, one item, and up to event id ``upto``."""
+        with self._reader.connect() as conn:
+            q = select(Event)
+            if kinds:
+                q = q.where(Event.kind.in_(kinds))
+            if item_id is not None:
+                q = q.where(Event.item_id == item_id)
+            if upto is not None:
+                q = q.where(Event.id <= upto)
+            return list(conn.execute(q.order_by(Event.id)))
+
+    def log_position(self) -> int:
+        """The id of the newest event (0 for an empty log): the position a reader has seen."""
+        with self._reader.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(Event.id), 0))).scalar_one())
+
+    def items(self, with_payload: bool = False, live_only: bool = False) -> list[Any]:
+        """Queue items in queue order (``live_only``: without retired ones)."""
+        cols = [Item.id, Item.stage, Item.edit_id, Item.parent_id, Item.task, Item.variant, Item.editor, Item.seq]
+        if with_payload:
+            cols.append(Item.payload_json)
+        q = select(*cols)
+        if live_only:
+            q = q.join(ItemState, ItemState.item_id == Item.id).where(ItemState.outcome != RETIRED)
+        with self._reader.connect() as conn:
+            return list(conn.execute(q.order_by(Item.seq)))
