@@ -98,6 +98,9 @@ def run_stages_cli(
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(1)
     console.print(_summary_table(result.summaries))
+    for s in result.summaries:  # what a stage wants the user to know (e.g. the review queue was reconciled)
+        if s.extra.get("note"):
+            console.print(f"{s.stage}: {s.extra['note']}", markup=False)
     total = sum(s.shards_total for s in result.summaries)
     skipped = sum(s.shards_skipped for s in result.summaries)
     if result.summaries and all(s.all_skipped for s in result.summaries):

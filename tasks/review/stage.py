@@ -176,7 +176,7 @@ class ReviewStage(Stage):
             "edits_queued": edits,
         }
         if changes.retired or (changes.added and changes.kept + changes.restored):
-            out["queue_note"] = (
+            out["note"] = (
                 f"qa output changed under the existing queue: {changes.retired} items retired (kept in the event log), "
                 f"{changes.added} added, {changes.restored} restored"
             )

@@ -60,10 +60,11 @@ def render(request: Request, template: str, status: int = 200, **values: Any) ->
     return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
 
-def describe_errors(exc: ValidationError, where: str = "body") -> tuple[str, list[dict[str, str]]]:
-    """A one-line message naming each refused field, and the fields as a list."""
+def describe_errors(exc: Any, where: str = "body") -> tuple[str, list[dict[str, str]]]:
+    """A one-line message naming each refused field, and the fields as a list (pydantic's
+    ValidationError or FastAPI's RequestValidationError; the refused input is not echoed)."""
     fields = []
-    for err in exc.errors(include_url=False, include_input=False):
+    for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or where
         fields.append({"field": loc, "error": str(err.get("msg", "invalid"))})
     return "; ".join(f"{f['field']}: {f['error']}" for f in fields), fields

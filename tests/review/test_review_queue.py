@@ -35,6 +35,7 @@ def test_lease_preload_resume_and_exclusive(filled_run, clock):
     assert q.next_items(ann, "edit", want=2) == first  # resume: same leases, same order
     theirs = q.next_items(bob, "edit", want=2)
     assert not set(first) & set(theirs)
+    assert len(theirs) == 2  # exclusive, and not trivially: bob gets other items, not nothing
     assert q.next_items(ann, "qa") == []  # QA opens only after an edit is accepted
 
 
