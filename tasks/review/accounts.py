@@ -11,7 +11,7 @@ import secrets
 import time
 from typing import Literal
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -144,7 +144,3 @@ def record_login_failure(engine: Engine, client: str, now: float | None = None) 
         conn.execute(delete(LoginFailure).where(LoginFailure.at <= now - LOGIN_WINDOW_S))
         conn.execute(insert(LoginFailure), [{"key": key, "at": now} for key in login_keys(client).values()])
 
-
-def count_login_failures(engine: Engine) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(LoginFailure)).scalar_one())

@@ -47,7 +47,7 @@ def export_tasks(queue: ReviewQueue, out: Path, image_prefix: str = DEFAULT_IMAG
     """Write Label Studio tasks (JSON list) for every edit-verification item; returns the count.
     The labeling config goes beside it as ``<out stem>.label_config.xml``."""
     tasks = []
-    for row in queue.items(with_payload=True):
+    for row in queue.items(with_payload=True, live_only=True):
         if row.stage != "edit":
             continue
         p = json.loads(row.payload_json)
