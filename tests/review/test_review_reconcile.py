@@ -72,3 +72,59 @@ def test_changed_qa_output_retires_and_adds_items(tmp_path):
     third = fill_queue(run)
     assert third.extra["queue_items_restored"] == 3 and third.extra["queue_items_retired"] == 3 and third.extra["queue_items_added"] == 0
     assert {r.id for r in q.items(live_only=True)} >= retired
+
+
+def test_rebuilding_qa_with_beaf_off_reconciles_the_queue_end_to_end(sample_dir, tmp_path):
+    """A real ``reactbench build`` (subprocess) with ``qa.beaf: true``, some decisions, then the
+    same build with ``qa.beaf: false``: the build says what it retired and added, no live item
+    holds a BEAF question, and the decisions made before are still in the log."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from storage.fs import RunFS
+
+    root = Path(__file__).resolve().parents[2]
+    cli = str(Path(sys.executable).with_name("reactbench"))
+    data = yaml.safe_load((root / "configs" / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
+    data["mine"]["tasks"] = ["relational_erasure"]  # the task with BEAF questions; small and quick
+    data["mine"]["relational_erasure"]["images_per_pair"] = 2
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+
+    def build(beaf: bool) -> str:
+        cfg = tmp_path / f"beaf-{beaf}.yaml"
+        cfg.write_text(yaml.safe_dump({**data, "qa": {**data["qa"], "beaf": beaf}}))
+        proc = subprocess.run([cli, "build", "--config", str(cfg), "--run-dir", str(run_dir)], capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=600, cwd=root)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout + proc.stderr
+
+    build(True)
+    q = ReviewQueue.open(f"sqlite:///{run_dir / 'review' / 'queue.sqlite'}")
+    def beaf_items() -> set[str]:
+        return {r.id for r in q.items(with_payload=True, live_only=True) if any(x["question_set"] == "beaf" for x in json.loads(r.payload_json).get("questions", []))}
+
+    with_beaf = beaf_items()
+    assert with_beaf, "the sample build should have BEAF questions"
+    add_user(q.engine, "ann", "annotator")
+    ann = get_user(q.engine, "ann")
+    while ids := q.next_items(ann, "edit", want=1):
+        q.decide(ann, ids[0], "accept")
+    decided_qa = q.next_items(ann, "qa", want=1)[0]
+    q.decide(ann, decided_qa, "accept")
+    decisions = [e.id for e in q.events(kinds=("decision",))]
+
+    out = build(False)
+    assert f"{len(with_beaf)} items retired (kept in the event log), {len(with_beaf)} added" in out
+    assert beaf_items() == set()
+    assert {e.item_id for e in q.events(kinds=("retire",))} == with_beaf
+    assert [e.id for e in q.events(kinds=("decision",))] == decisions  # nothing deleted
+    assert decided_qa in with_beaf and decided_qa not in {r.id for r in q.items(live_only=True)}
+    manifest = json.loads((run_dir / "review" / "_manifest.json").read_text())
+    assert manifest["extra"]["queue_items_retired"] == len(with_beaf)
+    assert RunFS.open(str(run_dir)).exists("review", "queue.sqlite")
