@@ -97,5 +97,5 @@ class LeasingMixin:
     def active_leases(self) -> int:
         from sqlalchemy import func
 
-        with self.engine.execution_options(review_read=True).connect() as conn:
+        with self._reader.connect() as conn:  # type: ignore[attr-defined]
             return int(conn.execute(select(func.count()).select_from(Lease).where(Lease.expires_at > self.clock())).scalar_one())
