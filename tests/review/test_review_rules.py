@@ -55,3 +55,23 @@ def test_second_annotator_gets_a_different_item_even_from_a_stale_candidate_list
     assert set(got).isdisjoint(taken)
     assert q.next_items(bob, "edit", want=1) == got
     assert q.active_leases() == 2
+
+
+def test_stale_candidate_cannot_over_lease_a_k2_item(filled_run, clock):
+    """k = 2: one decision plus one live lease fill an item although a lease slot is still free
+    in the table; a stale candidate list must not hand it to a third annotator."""
+    _, url, _, _ = filled_run
+    q = ReviewQueue.open(url, k=2, lease_minutes=15, clock=clock)
+    for n in ("ann", "bob", "cat"):
+        add_user(q.engine, n, "annotator")
+    ann, bob, cat = (get_user(q.engine, n) for n in ("ann", "bob", "cat"))
+    now = clock()
+    with q.reader.connect() as conn:
+        stale = candidate_ids(conn, cat, "edit", q.k, now, 2, sqlite=True)
+    first = stale[0]
+    assert q.next_items(ann, "edit", want=1) == [first]
+    q.decide(ann, first, "accept")  # n = 1, ann's lease released
+    assert q.next_items(bob, "edit", want=1) == [first]  # the second slot
+    with q.engine.begin() as conn:
+        got = lease_from(conn, stale, cat, "edit", q.k, now, q.lease_seconds)
+    assert first not in got and got == stale[1:]
