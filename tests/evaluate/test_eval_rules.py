@@ -108,7 +108,7 @@ def test_missing_image_is_a_reject(tmp_path, eval_config):
 
 
 def test_prior_options_cover_premise_questions():
-    from tasks.evaluate.stage import _prior_options
+    from tasks.evaluate.score import matched_prior_options as _prior_options
 
     premise = {"text": "The colour of the mustard on the bun is:", "gold": "A", "options": ["No such object", "Yellow", "Brown", "Red"]}
     assert _prior_options(premise, ["mustard"]) == {"B", "C", "D"}
