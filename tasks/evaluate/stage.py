@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMClient
-from tasks.base import RunContext, ShardResult, Stage, chunk
+from tasks.base import RunContext, ShardResult, Stage
 from tasks.evaluate.answer import ask, load_images
 from tasks.evaluate.attribute import attribute_subcauses, item_facts
 from tasks.evaluate.inputs import edit_annotations, input_fingerprint, read_inputs
@@ -29,6 +29,20 @@ def model_slug(backend: str, model: str, unverified: bool) -> str:
     """A folder name for one evaluated model (``rules-rules-v1``, ``openai-Qwen-Qwen2.5-VL-7B``)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{backend}-{model}").strip("-")
     return slug + ("-unverified" if unverified else "")
+
+
+def item_shards(questions: list[dict[str, Any]], shard_size: int) -> list[list[str]]:
+    """Question ids in shards of about ``shard_size`` that never split an item: the presentations
+    of a cyclic question must meet in one shard to be attributed once."""
+    by_item: dict[str, list[str]] = defaultdict(list)
+    for q in sorted(questions, key=lambda q: q["id"]):
+        by_item[q["edit_id"]].append(q["id"])
+    shards: list[list[str]] = []
+    for edit_id in sorted(by_item):
+        if not shards or len(shards[-1]) + len(by_item[edit_id]) > max(1, shard_size) and shards[-1]:
+            shards.append([])
+        shards[-1].extend(by_item[edit_id])
+    return shards
 
 
 @dataclass
@@ -76,7 +90,7 @@ class EvalStage(Stage):
         for q in questions:
             self._by_item[q["edit_id"]].append(q)
         self._annotations = edit_annotations(questions, edits)
-        return [[q["id"] for q in part] for part in chunk(questions, ctx.config.run.shard_size)]
+        return item_shards(questions, ctx.config.run.shard_size)
 
     def _ensure_loaded(self, ctx: RunContext) -> None:
         """Load questions when a worker runs a shard without having planned (another process)."""
