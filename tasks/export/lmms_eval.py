@@ -23,16 +23,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import json
+
 import yaml
 
 import prompts.eval_parsing
 import prompts.offline_judge
 import tasks.evaluate.metrics
+from prompts.eval_prompts import TASKS
 from prompts.spec import TEMPLATE_DIR
 from tasks.evaluate.metrics import TASK_SHORT
 from tasks.export.hf import data_file
 
-ANSWER_TEMPLATES = ("eval_answer_yn.j2", "eval_answer_mc.j2", "eval_answer_sa.j2")
+ANSWER_TEMPLATES = ("eval_answer_yn.j2", "eval_answer_mc.j2", "eval_answer_sa.j2", "eval_sa_judge.j2")
 
 
 def generation_kwargs(temperature: float, max_tokens: int) -> dict[str, Any]:
@@ -99,6 +102,7 @@ def support_files() -> dict[str, str]:
     }
     for name in ANSWER_TEMPLATES:
         files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
+    files["reactbench_tasks.json"] = json.dumps({t: v["note"] for t, v in TASKS.items()}, indent=1, sort_keys=True) + "\n"
     return files
 
 
@@ -110,12 +114,20 @@ short-answer judge (reactbench_judge.py) - verbatim copies of the project's modu
 aggregations compute S_t and React-Score with the project's own metrics (reactbench_metrics.py)
 over the targeted items of the main question set. lmms-eval asks each question once, so the
 React-Score here is the standard-mode one; `reactbench eval` also averages in CoT.
+
+An LLM judge for short answers, as `eval.judge` configures it for `reactbench eval`: set
+REACTBENCH_JUDGE_BASE_URL (an OpenAI-compatible endpoint) and REACTBENCH_JUDGE_MODEL (and the
+key in the variable REACTBENCH_JUDGE_API_KEY_ENV names, OPENAI_API_KEY by default). It is asked
+the project's judge prompt (prompts/eval_sa_judge.j2); when it fails or answers out of format,
+the offline judge grades, as in `reactbench eval`.
 """
 
 import importlib.util
 import json
 import os
+import re
 import sys
+import urllib.request
 
 import jinja2
 
@@ -165,6 +177,33 @@ def doc_to_text(doc):
     return _ENV.get_template("eval_answer_" + doc["qtype"].lower() + ".j2").render(**context).strip() + "\\n"
 
 
+_NOTES = json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8"))
+
+
+def llm_verdict(doc, answer, rubric, prior):
+    """"correct" / "hallucination" from the configured LLM judge, or None (not configured, failed)."""
+    url, model = os.environ.get("REACTBENCH_JUDGE_BASE_URL"), os.environ.get("REACTBENCH_JUDGE_MODEL")
+    if not url or not model:
+        return None
+    text = _ENV.get_template("eval_sa_judge.j2").render(
+        task=doc["task"], task_note=_NOTES.get(doc["task"], ""), question=doc["question"], gold=doc["answer"],
+        answer=answer, rubric=[[k, v] for k, v in sorted(rubric.items())], prior_terms=prior,
+    ).strip() + "\\n"
+    body = {"model": model, "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "temperature": 0.0, "max_tokens": 256}
+    key = os.environ.get(os.environ.get("REACTBENCH_JUDGE_API_KEY_ENV", "OPENAI_API_KEY"), "")
+    req = urllib.request.Request(url.rstrip("/") + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            content = json.load(resp)["choices"][0]["message"]["content"] or ""
+    except Exception:  # any transport or format failure: the offline judge grades
+        return None
+    m = re.search(r"verdict\\s*:\\s*\\W*([a-z_ ]+)", content, re.I)
+    word = m.group(1).strip().lower().replace("no_hallucination", "correct").replace("no hallucination", "correct") if m else ""
+    if word in ("wrong", "incorrect", "hallucinated"):
+        word = "hallucination"
+    return word if word in ("correct", "hallucination") else None
+
+
 def verdict(doc, reply):
     """True when `reactbench eval` (standard mode, offline judge) scores the reply as right."""
     reply = reply or ""
@@ -178,6 +217,9 @@ def verdict(doc, reply):
     answer = parsing.answer_segment(reply, False) or reply
     rubric = {k: str(v) for k, v in json.loads(doc["rubric"] or "{}").items()}
     prior = list(doc["prior_terms"] or []) if doc["question_set"] == "main" else []
+    graded = llm_verdict(doc, answer, rubric, prior)
+    if graded is not None:
+        return graded == "correct"
     try:
         return judge.offline_judge(doc["task"], doc["answer"], answer, rubric, prior)["verdict"] == "correct"
     except ValueError:  # a malformed rubric: scored as not correct, as in reactbench eval

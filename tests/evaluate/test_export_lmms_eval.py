@@ -181,3 +181,80 @@ def test_generation_settings_agree(release):
     gen = yaml.safe_load(text.replace("!function ", ""))["generation_kwargs"]
     assert gen == {"max_new_tokens": 1024, "do_sample": True, "temperature": 0.2}
     assert str(moved) not in text and "../data/relational_erasure/" in text
+
+
+class JudgeServer:
+    """A small OpenAI-compatible judge on 127.0.0.1 with its own rule (an answer naming a bicycle
+    is "correct"), so its verdicts differ from the offline judge's and show which one graded."""
+
+    def __init__(self):
+        import http.server
+        import json as _json
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][0]["content"]
+                text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+                graded = text.split("Answer to grade:", 1)[1].split("\n", 1)[0]
+                verdict = "correct" if "bicycle" in graded.lower() else "hallucination"
+                reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": f"verdict: {verdict}\nfallback: false\nreason: rule"}}],
+                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                data = _json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # a free port
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_llm_judge_when_configured_gives_the_same_verdicts(release, lmms_tasks, tmp_path, monkeypatch):
+    from flows.config import BuildConfig
+    from prompts.clients.factory import make_client
+    from prompts.config import MLLMConfig
+
+    moved, questions, _, _ = release
+    server = JudgeServer()
+    try:
+        monkeypatch.setenv("REACTBENCH_TEST_JUDGE_KEY", "not-a-secret")
+        run = write_run(tmp_path / "run")
+        config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+        qs = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
+        image_bytes = {p: run.read_bytes(p) for q in qs for p in q["images"]}
+        judge = make_client(MLLMConfig(backend="openai", model="judge-1", base_url=server.url, api_key_env="REACTBENCH_TEST_JUDGE_KEY"), None)
+        ours: dict[str, dict[str, bool]] = {}
+        for kind in ("gold", "wrong"):
+            out = run_eval(run, config, f"scripted:{kind}", clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge))
+            rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
+            assert {r["judge"] for r in rows if r["qtype"] == "SA"} == {"llm"}
+            ours[kind] = {r["question_id"]: r["correct"] for r in rows if r["qtype"] == "SA"}
+        monkeypatch.setenv("REACTBENCH_JUDGE_BASE_URL", server.url)
+        monkeypatch.setenv("REACTBENCH_JUDGE_MODEL", "judge-1")
+        monkeypatch.setenv("REACTBENCH_JUDGE_API_KEY_ENV", "REACTBENCH_TEST_JUDGE_KEY")
+        compared = 0
+        for name in (f"reactbench_{t}" for t in TASKS):
+            task = lmms_tasks[name]
+            for doc in _docs(task):
+                if doc["qtype"] != "SA":
+                    continue
+                for kind in ("gold", "wrong"):
+                    got = task.process_results(doc, [reply_for(kind, "SA", doc["answer"], [])])["accuracy"]
+                    assert got == float(ours[kind][doc["id"]]), (name, doc["qid"], kind)
+                    compared += 1
+        assert compared and all(ours["wrong"].values()) and not any(ours["gold"].values())  # the server's rule, not the offline judge's
+    finally:
+        server.close()
