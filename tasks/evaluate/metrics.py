@@ -127,11 +127,6 @@ def accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
     return [{**g, "n": n, "correct": int(c), "accuracy": pct(c, n)} for g, n, c in _group(rows, by, lambda r: 1.0 if r.get("correct") else 0.0)]
 
 
-def averaged_accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
-    """Accuracy per group with cyclic questions at their averaged accuracy (FREAK's Accuracy)."""
-    return [{**g, "n": n, "credit": _round(c), "accuracy": pct(c, n)} for g, n, c in _group(rows, by, credit)]
-
-
 def mc_cyclic(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
     """FREAK's two MC figures per group, over merged cyclic questions: averaged accuracy and
     consistency accuracy, with the number of questions and presentations."""

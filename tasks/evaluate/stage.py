@@ -21,7 +21,7 @@ from tasks.evaluate.attribute import attribute_subcauses, item_facts
 from tasks.evaluate.inputs import edit_annotations, input_fingerprint, read_inputs
 from tasks.evaluate.judge import judge_short_answers
 from tasks.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
-from tasks.evaluate.score import PRIOR_TASKS, matched_prior_options, score_reply  # noqa: F401  (re-exported)
+from tasks.evaluate.score import score_reply
 from tasks.evaluate.spans import detect_spans
 
 
