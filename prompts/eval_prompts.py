@@ -1,14 +1,10 @@
 """Evaluation prompts: answering (YN / MC / SA, standard and CoT, one image or a pair), the
 short-answer judge, sub-cause attribution and the MHALO-style span detector.
 
-Each prompt is a template under ``prompts/templates/eval_*.j2`` plus its output schema. The
-``rules`` backend answers every one of them offline:
-- answering: a no-vision baseline that answers from the *original* annotations, so it falls
-  for the prior on purpose (it "sees" the erased object and the original attribute, and no
-  change between before and after) and gets dense counting right from the points;
-- the judge: :func:`offline_judge`, the rule judge that also serves as the fallback when an
-  LLM judge fails;
-- sub-causes and spans: keyword heuristics over the reasoning text.
+Each prompt is a template under ``prompts/templates/eval_*.j2`` plus its output schema, with
+the task taxonomy the templates are filled from. The ``rules`` backend's offline answers live
+in ``prompts/eval_rules.py``, the offline judge in ``prompts/offline_judge.py``; the
+evaluation itself (answer, score, judge, attribute, spans) in ``tasks/evaluate/``.
 """
 
 from __future__ import annotations
@@ -18,17 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from prompts.eval_parsing import (
-    HALLUCINATION_TYPES,
-    clean,
-    extract_number,
-    extract_range,
-    mentions,
-    negated_mention,
-    render_tagged,
-    spans_from_phrases,
-)
-from prompts.rules import rules_answer
+from prompts.eval_parsing import HALLUCINATION_TYPES
 from prompts.spec import PromptSpec, register_prompt
 
 QTYPES = ("YN", "MC", "SA")
@@ -156,7 +142,8 @@ for _q in QTYPES:
             )
 
 SA_JUDGE = register_prompt(PromptSpec("eval_sa_judge", "1", "eval_sa_judge.j2", JudgeVerdict, 0))
-SUBCAUSE = register_prompt(PromptSpec("eval_subcause", "1", "eval_subcause.j2", SubcauseLabel, 0))
+SUBCAUSE = register_prompt(PromptSpec("eval_subcause", "2", "eval_subcause.j2", SubcauseLabel, 1))
+SUBCAUSE_PAIR = register_prompt(PromptSpec("eval_subcause_pair", "2", "eval_subcause.j2", SubcauseLabel, 2))
 SPAN_DETECT = register_prompt(PromptSpec("eval_span_detect", "1", "eval_span_detect.j2", TaggedText, 0))
 
 
@@ -165,251 +152,3 @@ def answer_spec(qtype: str, mode: str, n_images: int) -> PromptSpec:
     if qtype not in QTYPES or mode not in MODES or n_images not in (1, 2):
         raise ValueError(f"no answering prompt for qtype={qtype!r} mode={mode!r} images={n_images}")
     return ANSWER_SPECS[_answer_name(qtype, mode, n_images)]
-
-
-# -- the offline judge -------------------------------------------------------------------
-
-_DENIAL = re.compile(
-    r"\b(nothing|neither|none|no such|not there|no longer|does not exist|doesn t exist|isn t there|is not there|"
-    r"there is no|there are no|cannot be determined|can t be determined|empty|unchanged|no change|no object|absent|bare)\b"
-)
-_STOP = set(
-    "a an the of at in on to is are was were it its this that there here and or with by for from be has had have as "
-    "what which who where picture image photo scene some one".split()
-)
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", (text or "").lower().replace("'", " ")).split())
-
-
-def _content(text: str) -> set[str]:
-    return {w.rstrip("s") for w in _norm(text).split() if w not in _STOP and len(w) > 1}
-
-
-def _overlap(answer: str, target: str) -> float:
-    want = _content(target)
-    if not want:
-        return 0.0
-    return len(want & _content(answer)) / len(want)
-
-
-def offline_judge(
-    task: str,
-    gold: str,
-    answer: str,
-    rubric: dict[str, Any] | None = None,
-    prior_terms: list[str] | None = None,
-) -> dict[str, Any]:
-    """Grade a short answer by rules: ``{"verdict", "fallback", "reason"}``.
-
-    Dense counting compares numbers (exact, or a range that holds the count and is at most
-    ``max_span`` wide). Elsewhere, an answer that asserts a prior term (the erased object, the
-    original attribute) is a hallucination that falls back on the prior; a denial is right when
-    the reference denies too (or for erasures, where "nothing there" is right); otherwise half
-    of the reference's content words (or of a rubric target) must appear.
-    """
-    rubric = rubric or {}
-    text = clean(answer)
-    if not text:
-        return {"verdict": "hallucination", "fallback": False, "reason": "empty answer"}
-    if task == "dense_counting":
-        return _judge_count(text, gold, rubric)
-    norm = _norm(text)
-    # Mentions inside the new attribute ("dark red" vs original "red") do not count as the prior.
-    masked = text
-    for keep in (rubric.get("new_attribute"), rubric.get("remaining_at_location")):
-        if keep:
-            masked = re.sub(re.escape(str(keep)), " ", masked, flags=re.I)
-    for term in prior_terms or []:
-        if term and mentions(masked, term) and not negated_mention(masked, term):
-            return {"verdict": "hallucination", "fallback": True, "reason": f"asserts {term!r}, which the edit removed"}
-    denies = bool(_DENIAL.search(norm))
-    gold_denies = bool(_DENIAL.search(_norm(gold))) or task == "relational_erasure"
-    if denies and gold_denies:
-        return {"verdict": "correct", "fallback": False, "reason": "denies, as the reference does"}
-    targets = [gold] + [str(rubric[k]) for k in ("new_attribute", "remaining_at_location") if rubric.get(k)]
-    if task == "alteration_tracing" and rubric.get("object"):
-        targets.append(f"{rubric['object']} {rubric.get('operation', '')}")
-    best = max(_overlap(text, t) for t in targets)
-    if best >= 0.5 and not (denies and not gold_denies):
-        return {"verdict": "correct", "fallback": False, "reason": f"matches the reference ({best:.0%} of its content words)"}
-    return {"verdict": "hallucination", "fallback": False, "reason": "does not match the reference"}
-
-
-def _judge_count(text: str, gold: str, rubric: dict[str, Any]) -> dict[str, Any]:
-    try:
-        count = int(str(rubric.get("count", gold)).strip())
-    except ValueError:
-        raise ValueError(f"dense_counting rubric needs an integer count, got {rubric.get('count', gold)!r}") from None
-    if rubric.get("max_span"):
-        span = int(str(rubric["max_span"]))
-        rng = extract_range(text)
-        ok = rng is not None and rng[0] <= count <= rng[1] and rng[1] - rng[0] + 1 <= span
-        return {"verdict": "correct" if ok else "hallucination", "fallback": False, "reason": f"range {rng} vs count {count} (max span {span})"}
-    n = extract_number(text)
-    return {"verdict": "correct" if n == count else "hallucination", "fallback": False, "reason": f"number {n} vs count {count}"}
-
-
-# -- rules answers ------------------------------------------------------------------------
-
-
-def _ann(ctx: dict[str, Any]) -> dict[str, Any]:
-    return ctx.get("annotations") or {}
-
-
-def _prior_hit(text: str, ann: dict[str, Any]) -> bool:
-    return any(mentions(text, t) and not negated_mention(text, t) for t in ann.get("prior_terms") or [] if t)
-
-
-_SAME = re.compile(r"\b(identical|same|unchanged|no change|nothing changed|not changed|no object was|nothing was)\b", re.I)
-
-
-def is_denial(text: str) -> bool:
-    """An option or answer that denies ("No such object", "None of these", "Nothing changed")."""
-    return bool(_DENIAL.search(_norm(text)))
-
-
-def baseline_answer(ctx: dict[str, Any]) -> str:
-    """What an annotation-only reader says: the original scene, unchanged."""
-    ann, task, qtype, q = _ann(ctx), ctx.get("task"), ctx.get("qtype"), str(ctx.get("question", ""))
-    objects = [o for o in ann.get("objects") or [] if o]
-    count = ann.get("count")
-    if qtype == "YN":
-        if ctx.get("question_set") == "beaf":
-            return "Yes" if any(mentions(q, o) for o in objects) else "No"
-        if task == "dense_counting" and count is not None:
-            nums = [int(n) for n in re.findall(r"\d+", q)]
-            if len(nums) >= 2:
-                return "Yes" if nums[0] <= count <= nums[1] else "No"
-            return "Yes" if nums and nums[0] == count else "No"
-        if task == "alteration_tracing":
-            return "Yes" if _SAME.search(q) else "No"
-        return "Yes" if _prior_hit(q, ann) else "No"
-    if qtype == "MC":
-        opts = list(ctx.get("options_list") or [])
-        letters = [chr(65 + i) for i in range(len(opts))]
-        pick = None
-        if task == "dense_counting" and count is not None:
-            for i, o in enumerate(opts):
-                nums = [int(n) for n in re.findall(r"\d+", o)]
-                if (len(nums) == 1 and nums[0] == count) or (len(nums) >= 2 and nums[0] <= count <= nums[1]):
-                    pick = i
-                    break
-        elif task == "alteration_tracing":
-            pick = next((i for i, o in enumerate(opts) if re.search(r"\b(nothing|no object|unchanged|no change)\b", o, re.I)), None)
-        else:
-            pick = next((i for i, o in enumerate(opts) if _prior_hit(o, ann)), None)
-            if pick is None and _prior_hit(q, ann):  # a premise question: accept the premise
-                pick = next((i for i, o in enumerate(opts) if not is_denial(o)), None)
-        return letters[pick if pick is not None else 0] if letters else "A"
-    # SA
-    if task == "dense_counting" and count is not None:
-        if re.search(r"\brange\b", q, re.I):
-            return f"{max(0, count - 2)}-{count + 2}"
-        return str(count)
-    if task == "alteration_tracing":
-        return "Nothing changed between the two pictures."
-    if task == "counterfactual_attribute" and ann.get("original_attribute"):
-        return f"It is {ann['original_attribute']}."
-    if ann.get("target_name"):
-        return f"I can see {ann['target_name']} there."
-    return "I cannot tell."
-
-
-def _reasoning(ctx: dict[str, Any], final: str) -> str:
-    ann, task = _ann(ctx), ctx.get("task")
-    if task == "relational_erasure":
-        return f"The scene is the kind of place where {ann.get('target_name') or 'this object'} is usually found, so it should be there."
-    if task == "counterfactual_attribute":
-        return f"Objects like this are typically {ann.get('original_attribute') or 'as usual'}, so that is what I expect here."
-    if task == "alteration_tracing":
-        return "Both pictures show the same objects in the same places; they look identical."
-    if task == "dense_counting":
-        return f"Counting the instances one by one I reach {ann.get('count')}."
-    return "Reasoning from what is typical."
-
-
-def _answer_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    final = baseline_answer(ctx)
-    if ctx.get("cot"):
-        return {"reasoning": _reasoning(ctx, final), "answer": final}
-    return {"answer": final}
-
-
-for _name in ANSWER_SPECS:
-    rules_answer(_name)(_answer_rules)
-
-
-@rules_answer("eval_sa_judge")
-def _judge_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    return offline_judge(ctx["task"], ctx["gold"], ctx["answer"], dict(ctx.get("rubric") or []), list(ctx.get("prior_terms") or []))
-
-
-_ACTIVITY = re.compile(r"\b\w+ing\b")
-_SCENE = re.compile(r"\b(scene|setting|place|kitchen|street|room|beach|park|usually|typically|commonly|often)\b", re.I)
-
-
-def classify_subcause(task: str, response: str, facts: dict[str, Any] | None = None) -> str:
-    """A keyword heuristic for the rules backend (the LLM prompt is the real classifier)."""
-    t = (response or "").lower()
-    if not t.strip():
-        return "other"
-    if task == "relational_erasure":
-        if _SCENE.search(t):
-            return "SC-3"
-        if any(w not in ("nothing", "something", "thing", "looking", "morning", "during") for w in _ACTIVITY.findall(t)):
-            return "SC-2"
-        return "SC-1"
-    if task == "counterfactual_attribute":
-        new = str((facts or {}).get("new_attribute") or "")
-        if new and mentions(t, new) and re.search(r"\b(but|however|actually|though)\b", t):
-            return "SC-3"
-        if re.search(r"\b(typically|usually|commonly|normally|known|expect)\b", t):
-            return "SC-1"
-        return "SC-2"
-    if task == "alteration_tracing":
-        if re.search(r"\b(identical|same|no difference|no change)\b", t):
-            return "SC-1"
-        if re.search(r"\b(changed|moved|removed|added|replaced|different)\b", t):
-            return "SC-3"
-        return "SC-2"
-    if task == "dense_counting":
-        if re.search(r"\b(rows?|columns?|grid|pattern|arranged|per row)\b", t):
-            return "SC-2"
-        if re.search(r"\bone by one\b|\b\d+\s*,\s*\d+\s*,\s*\d+", t):
-            return "SC-3"
-        return "SC-1"
-    return "other"
-
-
-@rules_answer("eval_subcause")
-def _subcause_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    label = classify_subcause(ctx["task"], ctx["response"], dict(ctx.get("facts") or []))
-    return {"label": label, "rationale": "keyword heuristic of the offline rules backend"}
-
-
-def span_type_for(task: str, facts: dict[str, Any]) -> str:
-    if task == "counterfactual_attribute":
-        kind = str(facts.get("attribute_type", "")).lower()
-        return "Color Attribute" if "colo" in kind else "Shape Attribute" if "shape" in kind else "Knowledge Error"
-    if task == "dense_counting":
-        return "Numerical Attribute"
-    if task == "alteration_tracing":
-        return "Spatial Relation"
-    return "Object"
-
-
-@rules_answer("eval_span_detect")
-def _span_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    response, task = str(ctx["response"]), ctx["task"]
-    facts = dict(ctx.get("facts") or [])
-    typ = span_type_for(task, facts)
-    phrases = [(t, typ) for t in ctx.get("prior_terms") or [] if t]
-    if task == "dense_counting" and facts.get("count") is not None:
-        wrong = {n for n in re.findall(r"\b\d+\b", response) if n != str(facts["count"])}
-        phrases += [(n, typ) for n in sorted(wrong)]
-    if task == "alteration_tracing":
-        phrases += [(p, typ) for p in ("identical", "the same", "no change")]
-    spans = spans_from_phrases(response, phrases)
-    return {"tagged_text": render_tagged(response, spans)}

@@ -2,42 +2,69 @@
 
 A rules answer returns the prompt's output fields (or ``None`` for "not applicable"); the rules
 client turns them into text the way a real model answers, so the normal parse path runs.
+
+The registry is built explicitly in :func:`builtin_rules` (which module answers which prompt is
+written down here, not discovered by importing modules for their side effects); plugins add
+theirs with :func:`register_rules`. ``@rules_answer(name)`` only marks a function with the
+prompt it answers, so :func:`builtin_rules` can check that its table and the marks agree.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 RulesFn = Callable[[dict[str, Any]], dict[str, Any] | None]
 
-_RULES: dict[str, RulesFn] = {}
+_EXTRA: dict[str, RulesFn] = {}
 
 
 def rules_answer(prompt_name: str) -> Callable[[RulesFn], RulesFn]:
-    """Decorator: ``@rules_answer("re_instruction") def f(context) -> dict | None``."""
+    """Decorator marking ``fn`` as the rules answer of ``prompt_name`` (it registers nothing)."""
 
     def deco(fn: RulesFn) -> RulesFn:
-        if prompt_name in _RULES and _RULES[prompt_name] is not fn:
-            raise ValueError(f"a rules answer for prompt {prompt_name!r} is already registered ({_RULES[prompt_name].__module__})")
-        _RULES[prompt_name] = fn
+        fn.rules_prompt = prompt_name  # type: ignore[attr-defined]
         return fn
 
     return deco
 
 
-def get_rules_answer(prompt_name: str) -> RulesFn:
-    if prompt_name not in _RULES:
-        from prompts.spec import load_prompt_modules
+@lru_cache(maxsize=1)
+def builtin_rules() -> dict[str, RulesFn]:
+    """Prompt name -> rules answer of every prompt this package defines."""
+    from prompts import analysis, eval_rules, instruct_rules
 
-        load_prompt_modules()
+    table: dict[str, RulesFn] = {
+        "re_instruction": instruct_rules.re_instruction,
+        "ca_instructions": instruct_rules.ca_instructions,
+        "at_edit_plan": instruct_rules.at_edit_plan,
+        "dc_ambiguity": instruct_rules.dc_ambiguity,
+        "re_analysis": analysis.re_analysis,
+        "ca_analysis": analysis.ca_analysis,
+        **eval_rules.RULES,
+    }
+    for name, fn in table.items():
+        mark = getattr(fn, "rules_prompt", name)
+        if mark != name:
+            raise ValueError(f"rules table: {fn.__module__}.{fn.__name__} is listed for {name!r} but marked for {mark!r}")
+    return table
+
+
+def register_rules(prompt_name: str, fn: RulesFn) -> None:
+    """Add a rules answer for a prompt defined outside this package (e.g. a plugin)."""
+    known = {**builtin_rules(), **_EXTRA}
+    if prompt_name in known and known[prompt_name] is not fn:
+        raise ValueError(f"a rules answer for prompt {prompt_name!r} is already registered ({known[prompt_name].__module__})")
+    _EXTRA[prompt_name] = fn
+
+
+def get_rules_answer(prompt_name: str) -> RulesFn:
+    table = {**builtin_rules(), **_EXTRA}
     try:
-        return _RULES[prompt_name]
+        return table[prompt_name]
     except KeyError:
-        raise KeyError(f"the rules backend has no answer for prompt {prompt_name!r}; known: {sorted(_RULES)}") from None
+        raise KeyError(f"the rules backend has no answer for prompt {prompt_name!r}; known: {sorted(table)}") from None
 
 
 def registered_rules() -> list[str]:
-    from prompts.spec import load_prompt_modules
-
-    load_prompt_modules()
-    return sorted(_RULES)
+    return sorted({**builtin_rules(), **_EXTRA})

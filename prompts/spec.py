@@ -1,13 +1,13 @@
 """Named, versioned prompts: a Jinja2 template file plus the pydantic schema its answer must fit.
 
 Prompts are registered by the modules that define them (``register_prompt``); ``get_prompt``
-imports the known prompt modules on first use, so callers need not know where a prompt lives.
+imports those modules (listed in :func:`load_prompt_modules`) on first use, so callers need not
+know where a prompt lives.
 The name and version go into every row a prompt produces.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,9 +17,6 @@ import jinja2
 import pydantic
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
-
-# Modules that register prompts when imported (a missing optional module is skipped).
-PROMPT_MODULES: tuple[str, ...] = ("prompts.instruct_prompts", "prompts.analysis", "prompts.eval_prompts")
 
 _REGISTRY: dict[str, "PromptSpec"] = {}
 
@@ -47,13 +44,8 @@ def register_prompt(spec: PromptSpec) -> PromptSpec:
 
 
 def load_prompt_modules() -> None:
-    """Import every module that registers prompts (and rules answers)."""
-    for mod in PROMPT_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a real import error inside the module: surface it
-                raise
+    """Import every module that defines prompts (rules answers are listed in ``prompts.rules``)."""
+    from prompts import analysis, eval_prompts, instruct_prompts  # noqa: F401
 
 
 def get_prompt(name: str) -> PromptSpec:

@@ -205,10 +205,11 @@ QUESTIONS = ArtifactSchema(
             pa.field("text", pa.string(), nullable=False),
             pa.field("options", pa.list_(pa.string())),  # MC only, in presented order
             pa.field("gold", pa.string(), nullable=False),  # letter for MC, Yes/No, text for SA
-            pa.field("rotation", pa.int32()),  # cyclic MC rotation index (0 when not cyclic)
+            pa.field("rotation", pa.int32()),  # cyclic MC presentation index (0 when not cyclic)
             pa.field("rubric_json", pa.string()),
             pa.field("images", pa.list_(pa.string()), nullable=False),  # image-store paths asked about
             pa.field("image_role", pa.string()),  # edited | original | pair
+            pa.field("prior_options", pa.list_(pa.string())),  # MC: letters of the commonsense distractors ([] = none; null = not recorded)
         ]
     ),
 )

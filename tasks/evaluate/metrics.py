@@ -2,16 +2,25 @@
 
 An answer row (see ``tasks.evaluate.schemas.ANSWERS``) needs: ``task``, ``mode``, ``qtype``,
 ``qid``, ``dimension``, ``question_set``, ``correct`` and, where relevant, ``edit_id``,
-``rotation``, ``image_role``, ``text``, ``beaf_related``, ``prior_fallback``.
+``editor``, ``variant``, ``rotation``, ``image_role``, ``text``, ``parsed``, ``gold``,
+``beaf_related``, ``prior_fallback``. docs/eval.md describes every figure and its source.
 
 - Accuracy per any grouping (task / type / dimension / qid / editor / mode).
 - React-Score (SPEC section 9): S_t^m = 0.5 A_SA + 0.25 A_MC + 0.25 A_YN, S_t the mean over
-  standard and CoT, R = 0.3 S_RE + 0.2 S_CA + 0.2 S_AT + 0.3 S_DC, on the ``main`` set.
-- Cyclic MC: the rotations of one MC question count as one question, correct only when
-  every rotation is correct (FREAK's position-bias-free scoring).
-- BEAF (papers/beaf.txt eqs. 1-4): TU, IG, SB_p, SB_n, ID and F1 = harmonic mean of TU and 100-ID.
+  standard and CoT, R = 0.3 S_RE + 0.2 S_CA + 0.2 S_AT + 0.3 S_DC, on the ``main`` set of
+  the *targeted* items (the control variant is the cause-isolation ablation, :mod:`ablation`).
+- Cyclic MC (FREAK App. C.1.2): the presentations of one MC question count as one question;
+  its averaged accuracy is the share of presentations answered right (what A_MC uses), its
+  consistency accuracy 1 only when every presentation is right.
+- BEAF (papers/beaf.txt eqs. 1-4, Tables 2-3): TU, IG, SB_p, SB_n, ID, F1 of TU and 100-ID,
+  yes-ratios on the removed object before and after, and the traditional accuracy /
+  precision / recall / F1 over every BEAF answer.
 - HalluRate (FREAK): share of answers falling back on the prior (the erased object, the
-  original attribute), over the questions where a prior answer exists.
+  original attribute), over the questions where a prior answer exists; for cyclic MC the
+  share of a question's presentations that picked the recorded prior option.
+
+Nothing is rounded before a derived figure is computed: rounding (4 decimals) happens once,
+on output.
 """
 
 from __future__ import annotations
@@ -34,20 +43,39 @@ TASK_SHORT = {
     "dense_counting": "DC",
 }
 MODES = ("standard", "cot")
+TARGETED = "targeted"
+CONTROL = "control"
 
 Row = Mapping[str, Any]
 
 
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def ratio(num: float, den: float) -> float | None:
+    """An unrounded percentage; ``None`` for an empty denominator."""
+    return None if den == 0 else 100.0 * num / den
+
+
 def pct(num: float, den: float) -> float | None:
     """A percentage rounded to 4 decimals (stable across platforms); ``None`` for an empty denominator."""
-    return None if den == 0 else round(100.0 * num / den, 4)
+    return _round(ratio(num, den))
+
+
+def is_targeted(r: Row) -> bool:
+    """Rows of the targeted variant (rows without a variant count as targeted)."""
+    return (r.get("variant") or TARGETED) != CONTROL
 
 
 def collapse_cyclic(rows: Iterable[Row]) -> list[dict[str, Any]]:
-    """Merge the rotations of each cyclic MC question into one row, correct only when all are.
+    """Merge the presentations of each cyclic MC question into one row.
 
-    Rotations share (mode, edit_id, question_set, qid, image_role); a question with a single
-    row (rotation 0 or null) passes through unchanged.
+    Presentations share (mode, edit_id, question_set, qid, image_role, task); a question with
+    a single row (rotation 0 or null) passes through unchanged. The merged row carries
+    ``correct`` (consistency: every presentation right), ``credit`` (averaged accuracy: the
+    share right), ``rotations``, and for HalluRate ``prior_fallback`` (any presentation picked
+    the prior), ``prior_share`` (the share that did) and ``prior_hits``.
     """
     groups: dict[tuple, list[Row]] = defaultdict(list)
     out: list[dict[str, Any]] = []
@@ -61,40 +89,65 @@ def collapse_cyclic(rows: Iterable[Row]) -> list[dict[str, Any]]:
         members = sorted(groups[key], key=lambda r: r.get("rotation") or 0)
         merged = dict(members[0])
         merged["correct"] = all(bool(m.get("correct")) for m in members)
-        priors = [m.get("prior_fallback") for m in members if m.get("prior_fallback") is not None]
+        merged["credit"] = sum(1 for m in members if m.get("correct")) / len(members)
+        priors = [bool(m["prior_fallback"]) for m in members if m.get("prior_fallback") is not None]
         merged["prior_fallback"] = any(priors) if priors else None
+        merged["prior_share"] = sum(priors) / len(priors) if priors else None
+        merged["prior_hits"] = sum(priors)
+        merged["prior_presentations"] = len(priors)
         merged["rotations"] = len(members)
         out.append(merged)
     return out
 
 
-def accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
-    """Accuracy per group of ``by`` columns: rows ``{**group, n, correct, accuracy}`` sorted by group."""
-    return [{**g, "n": n, "correct": c, "accuracy": pct(c, n)} for g, n, c in _group_counts(rows, by, lambda r: bool(r.get("correct")))]
+def credit(r: Row) -> float:
+    """A question's score: the averaged accuracy of a merged cyclic question, else 0 or 1."""
+    c = r.get("credit")
+    return float(c) if c is not None else (1.0 if r.get("correct") else 0.0)
 
 
-def _group_counts(rows: Iterable[Row], by: Sequence[str], hit: Callable[[Row], bool | None]) -> list[tuple[dict[str, Any], int, int]]:
-    """(group, rows, hits) per group of ``by`` columns, in a stable order; rows where ``hit`` is None are left out."""
-    counts: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+def _group(rows: Iterable[Row], by: Sequence[str], value: Callable[[Row], float | None]) -> list[tuple[dict[str, Any], int, float]]:
+    """(group, rows, sum of values) per group of ``by`` columns, in a stable order; rows whose
+    value is None are left out."""
+    counts: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0])
     for r in rows:
-        h = hit(r)
-        if h is None:
+        v = value(r)
+        if v is None:
             continue
         key = tuple(r.get(k) for k in by)
         counts[key][0] += 1
-        counts[key][1] += 1 if h else 0
+        counts[key][1] += float(v)
     order = sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k))
-    return [(dict(zip(by, key)), counts[key][0], counts[key][1]) for key in order]
+    return [(dict(zip(by, key)), int(counts[key][0]), counts[key][1]) for key in order]
+
+
+def accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
+    """Accuracy per group of ``by`` columns: rows ``{**group, n, correct, accuracy}`` sorted by
+    group; a merged cyclic question counts as right only when every presentation is."""
+    return [{**g, "n": n, "correct": int(c), "accuracy": pct(c, n)} for g, n, c in _group(rows, by, lambda r: 1.0 if r.get("correct") else 0.0)]
+
+
+def mc_cyclic(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
+    """FREAK's two MC figures per group, over merged cyclic questions: averaged accuracy and
+    consistency accuracy, with the number of questions and presentations."""
+    mc = [r for r in rows if r.get("qtype") == "MC"]
+    avg = {tuple(g.items()): (n, c) for g, n, c in _group(mc, by, credit)}
+    cons = {tuple(g.items()): c for g, _, c in _group(mc, by, lambda r: 1.0 if r.get("correct") else 0.0)}
+    pres = {tuple(g.items()): c for g, _, c in _group(mc, by, lambda r: float(r.get("rotations") or 1))}
+    return [
+        {**dict(k), "n": n, "presentations": int(pres[k]), "averaged_accuracy": pct(c, n), "consistency_accuracy": pct(cons[k], n)}
+        for k, (n, c) in avg.items()
+    ]
 
 
 def mode_score(type_acc: Mapping[str, float | None]) -> float | None:
     """S_t^m from per-type accuracies. A type with no questions is left out and the
-    remaining weights renormalised (a build may lack a type); ``None`` when none exist."""
+    remaining weights renormalised (then ``complete`` is false); ``None`` when none exist."""
     present = {t: a for t, a in type_acc.items() if a is not None and t in TYPE_WEIGHTS}
     if not present:
         return None
     wsum = sum(TYPE_WEIGHTS[t] for t in present)
-    return round(sum(TYPE_WEIGHTS[t] * a for t, a in present.items()) / wsum, 4)
+    return sum(TYPE_WEIGHTS[t] * a for t, a in present.items()) / wsum
 
 
 @dataclass(frozen=True)
@@ -102,33 +155,45 @@ class ReactScore:
     per_mode: dict[str, dict[str, float | None]]  # task -> mode -> S_t^m
     per_task: dict[str, float | None]  # task -> S_t
     score: float | None  # R
-    complete: bool  # every task and both modes present (else weights were renormalised)
+    complete: bool  # every task, both modes and every question type present (else weights were renormalised)
+    missing: list[str]  # what was missing ("relational_erasure/cot/SA", "dense_counting")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"per_mode": self.per_mode, "per_task": self.per_task, "react_score": self.score, "complete": self.complete}
+        return {"per_mode": self.per_mode, "per_task": self.per_task, "react_score": self.score, "complete": self.complete, "missing": self.missing}
 
 
 def react_score(rows: Iterable[Row]) -> ReactScore:
-    """React-Score over the ``main`` question set (control and BEAF questions excluded)."""
+    """React-Score over the ``main`` question set of the rows given (control and BEAF
+    questions excluded; callers pick the variant and editor)."""
     main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
-    acc = {(a["task"], a["mode"], a["qtype"]): a["accuracy"] for a in accuracy(main, ["task", "mode", "qtype"])}
+    acc = {(g["task"], g["mode"], g["qtype"]): ratio(c, n) for g, n, c in _group(main, ["task", "mode", "qtype"], credit)}
     tasks = sorted({t for t, _, _ in acc}, key=lambda t: list(TASK_WEIGHTS).index(t) if t in TASK_WEIGHTS else 99)
     per_mode: dict[str, dict[str, float | None]] = {}
-    per_task: dict[str, float | None] = {}
-    complete = set(tasks) == set(TASK_WEIGHTS)
+    raw_task: dict[str, float | None] = {}
+    missing = [t for t in TASK_WEIGHTS if t not in tasks]
     for t in tasks:
         per_mode[t] = {}
         for m in MODES:
-            per_mode[t][m] = mode_score({q: acc.get((t, m, q)) for q in TYPE_WEIGHTS})
+            types = {q: acc.get((t, m, q)) for q in TYPE_WEIGHTS}
+            per_mode[t][m] = mode_score(types)
+            if per_mode[t][m] is None:
+                missing.append(f"{t}/{m}")
+            else:
+                missing += [f"{t}/{m}/{q}" for q, a in types.items() if a is None]
         have = [s for s in per_mode[t].values() if s is not None]
-        complete = complete and len(have) == len(MODES)
-        per_task[t] = round(sum(have) / len(have), 4) if have else None
-    weighted = {t: s for t, s in per_task.items() if s is not None and t in TASK_WEIGHTS}
+        raw_task[t] = sum(have) / len(have) if have else None
+    weighted = {t: s for t, s in raw_task.items() if s is not None and t in TASK_WEIGHTS}
     score = None
     if weighted:
         wsum = sum(TASK_WEIGHTS[t] for t in weighted)
-        score = round(sum(TASK_WEIGHTS[t] * s for t, s in weighted.items()) / wsum, 4)
-    return ReactScore(per_mode, per_task, score, complete)
+        score = sum(TASK_WEIGHTS[t] * s for t, s in weighted.items()) / wsum
+    return ReactScore(
+        {t: {m: _round(v) for m, v in d.items()} for t, d in per_mode.items()},
+        {t: _round(v) for t, v in raw_task.items()},
+        _round(score),
+        not missing,
+        missing,
+    )
 
 
 @dataclass(frozen=True)
@@ -141,7 +206,8 @@ class BeafPair:
 
 
 def beaf_metrics(pairs: Iterable[BeafPair]) -> dict[str, float | int | None]:
-    """TU, IG, SB_p, SB_n over removed-object pairs; ID over the others; F1 of TU and 100-ID."""
+    """TU, IG, SB_p, SB_n over removed-object pairs; ID over the others; F1 of TU and 100-ID
+    (from the unrounded TU and ID)."""
     rel = list(pairs)
     related = [p for p in rel if p.related]
     other = [p for p in rel if not p.related]
@@ -150,16 +216,57 @@ def beaf_metrics(pairs: Iterable[BeafPair]) -> dict[str, float | int | None]:
         return sum(1 for p in items if p.correct_original == o and p.correct_edited == m)
 
     n = len(related)
-    tu = pct(count(related, True, True), n)
-    ig = pct(count(related, False, False), n)
-    sb_p = pct(count(related, True, False), n)
-    sb_n = pct(count(related, False, True), n)
-    idec = pct(count(other, True, False) + count(other, False, True), len(other))
+    tu = ratio(count(related, True, True), n)
+    idec = ratio(count(other, True, False) + count(other, False, True), len(other))
     f1 = None
     if tu is not None and idec is not None:
         keep = 100.0 - idec
-        f1 = 0.0 if tu == 0 or keep == 0 else round(2.0 / (1.0 / tu + 1.0 / keep), 4)
-    return {"TU": tu, "IG": ig, "SB_p": sb_p, "SB_n": sb_n, "ID": idec, "F1": f1, "n_related": n, "n_other": len(other)}
+        f1 = 0.0 if tu == 0 or keep == 0 else 2.0 / (1.0 / tu + 1.0 / keep)
+    return {
+        "TU": _round(tu),
+        "IG": pct(count(related, False, False), n),
+        "SB_p": pct(count(related, True, False), n),
+        "SB_n": pct(count(related, False, True), n),
+        "ID": _round(idec),
+        "F1": _round(f1),
+        "n_related": n,
+        "n_other": len(other),
+    }
+
+
+def beaf_traditional(rows: Iterable[Row]) -> dict[str, float | int | None]:
+    """BEAF's Tables 2-3 companions over BEAF answers (``parsed`` and ``gold`` Yes/No): the
+    yes-ratio on removed-object questions on the original and on the edited image, and the
+    traditional accuracy / precision / recall / F1 (positive = "Yes") and yes-ratio over every
+    BEAF answer of both images, changes ignored. An unreadable answer counts as not "Yes"."""
+    beaf = [r for r in rows if r.get("question_set") == "beaf"]
+
+    def yes(r: Row) -> bool:
+        return str(r.get("parsed") or "").strip().lower() == "yes"
+
+    def gold_yes(r: Row) -> bool:
+        return str(r.get("gold") or "").strip().lower() == "yes"
+
+    removed = [r for r in beaf if r.get("beaf_related")]
+    before = [r for r in removed if r.get("image_role") == "original"]
+    after = [r for r in removed if r.get("image_role") == "edited"]
+    tp = sum(1 for r in beaf if yes(r) and gold_yes(r))
+    fp = sum(1 for r in beaf if yes(r) and not gold_yes(r))
+    fn = sum(1 for r in beaf if not yes(r) and gold_yes(r))
+    right = sum(1 for r in beaf if bool(r.get("correct")))
+    precision = ratio(tp, tp + fp)
+    recall = ratio(tp, tp + fn)
+    f1 = None if precision is None or recall is None else (0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall))
+    return {
+        "yes_ratio_before": pct(sum(1 for r in before if yes(r)), len(before)),
+        "yes_ratio_after": pct(sum(1 for r in after if yes(r)), len(after)),
+        "accuracy": pct(right, len(beaf)),
+        "precision": _round(precision),
+        "recall": _round(recall),
+        "F1": _round(f1),
+        "yes_ratio": pct(sum(1 for r in beaf if yes(r)), len(beaf)),
+        "n": len(beaf),
+    }
 
 
 def beaf_pairs(rows: Iterable[Row]) -> list[BeafPair]:
@@ -191,26 +298,72 @@ def beaf_pairs(rows: Iterable[Row]) -> list[BeafPair]:
 
 
 def hallu_rate(rows: Iterable[Row], by: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Share of answers that fall back on the prior, over rows where a prior exists
-    (``prior_fallback`` not null), per group of ``by`` columns."""
-    def fell_back(r: Row) -> bool | None:
-        return None if r.get("prior_fallback") is None else bool(r["prior_fallback"])
+    """Share of answers that fall back on the prior, per group of ``by`` columns.
 
-    return [{**g, "n": n, "fallbacks": h, "hallu_rate": pct(h, n)} for g, n, h in _group_counts(rows, by, fell_back)]
+    The denominator ``n`` counts the questions where a prior answer exists (``prior_fallback``
+    not null), each once; a merged cyclic question contributes the share of its presentations
+    that picked the prior (``prior_share``), so 4 presentations with the prior picked once
+    give 25. ``fallbacks`` counts the presentations that fell back.
+    """
+    groups: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0, 0])
+    for r in rows:
+        if r.get("prior_fallback") is None:
+            continue
+        g = groups[tuple(r.get(k) for k in by)]
+        share = r.get("prior_share")
+        g[0] += 1
+        g[1] += float(share) if share is not None else (1.0 if r["prior_fallback"] else 0.0)
+        g[2] += int(r.get("prior_hits", 1 if r["prior_fallback"] else 0))
+    order = sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k))
+    return [
+        {**dict(zip(by, k)), "n": int(groups[k][0]), "fallbacks": groups[k][2], "hallu_rate": pct(groups[k][1], groups[k][0])}
+        for k in order
+    ]
+
+
+def scored(rows: Sequence[Row]) -> list[Row]:
+    """Rows that say something about the model (transport failures are left out)."""
+    return [r for r in rows if r.get("status") != "error"]
+
+
+def headline(rows: Sequence[Row]) -> dict[str, Any]:
+    """React-Score, accuracies, FREAK's MC figures and HalluRate of one set of rows."""
+    main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
+    return {
+        "n_main_questions_scored": len(main),
+        "react": react_score(rows).as_dict(),
+        "mc_cyclic": {"task": mc_cyclic(main, ["task", "mode"]), "qid": mc_cyclic(main, ["task", "qid", "mode"])},
+        "hallu_rate": {"task": hallu_rate(main, ["task", "mode"]), "qid": hallu_rate(main, ["task", "qid", "mode"])},
+    }
 
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
-    """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds)."""
+    """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds).
+
+    The headline (React-Score, HalluRate, accuracies) uses the targeted items of every editor;
+    ``by_editor`` gives the same per (editor, variant); ``ablation`` compares targeted and
+    control items per task (:mod:`tasks.evaluate.ablation`); ``completeness`` counts the
+    questions each item has (:mod:`tasks.evaluate.completeness`).
+    """
+    from tasks.evaluate.ablation import control_ablation
+    from tasks.evaluate.completeness import completeness
+
     all_rows = list(rows)
-    rows = [r for r in all_rows if r.get("status") != "error"]  # transport failures say nothing about the model
-    main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
-    control = [r for r in rows if r.get("question_set") == "control"]
+    rows = scored(all_rows)
+    targeted = [r for r in rows if is_targeted(r)]
+    main = collapse_cyclic(r for r in targeted if (r.get("question_set") or "main") == "main")
+    control_questions = [r for r in targeted if r.get("question_set") == "control"]
+    head = headline(targeted)
+    comp = completeness(all_rows)
     out: dict[str, Any] = {
         "n_answers": len(all_rows),
-        "n_main_questions_scored": len(main),
+        "n_main_questions_scored": head["n_main_questions_scored"],
         "unparseable": sum(1 for r in rows if r.get("status") == "unparseable"),
         "errors": sum(1 for r in all_rows if r.get("status") == "error"),
-        "react": react_score(rows).as_dict(),
+        "headline_variant": TARGETED,
+        "react": head["react"],
+        "complete": bool(head["react"]["complete"] and comp["complete"]),
+        "completeness": comp,
         "accuracy": {
             "overall": accuracy(main, ["mode"]),
             "task": accuracy(main, ["task", "mode"]),
@@ -218,14 +371,35 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
             "dimension": accuracy(main, ["task", "dimension", "mode"]),
             "qid": accuracy(main, ["task", "qid", "mode"]),
             "editor": accuracy(main, ["editor", "task", "mode"]),
-            "variant": accuracy(main, ["variant", "task", "mode"]),
-            "control": accuracy(control, ["task", "mode"]),
+            "variant": accuracy(collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main"), ["variant", "task", "mode"]),
+            "control": accuracy(control_questions, ["task", "mode"]),
         },
-        "hallu_rate": {
-            "task": hallu_rate(main, ["task", "mode"]),
-            "qid": hallu_rate(main, ["task", "qid", "mode"]),
-        },
+        "mc_cyclic": head["mc_cyclic"],
+        "hallu_rate": head["hallu_rate"],
+        "by_editor": by_editor(rows),
+        "ablation": control_ablation(rows),
     }
-    beaf_rows = [r for r in rows if r.get("question_set") == "beaf"]
-    out["beaf"] = {m: beaf_metrics(beaf_pairs(r for r in beaf_rows if r.get("mode") == m)) for m in MODES if any(r.get("mode") == m for r in beaf_rows)}
+    beaf_rows = [r for r in targeted if r.get("question_set") == "beaf"]
+    out["beaf"] = {m: beaf_summary([r for r in beaf_rows if r.get("mode") == m]) for m in MODES if any(r.get("mode") == m for r in beaf_rows)}
+    return out
+
+
+def beaf_summary(rows: Sequence[Row]) -> dict[str, Any]:
+    """BEAF's change-aware metrics and yes-ratios (Table 2) plus the traditional ones (Table 3)."""
+    trad = beaf_traditional(rows)
+    return {
+        **beaf_metrics(beaf_pairs(rows)),
+        "yes_ratio_before": trad.pop("yes_ratio_before"),
+        "yes_ratio_after": trad.pop("yes_ratio_after"),
+        "traditional": trad,
+    }
+
+
+def by_editor(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The headline figures per (editor, variant)."""
+    keys = sorted({(str(r.get("editor") or ""), str(r.get("variant") or TARGETED)) for r in rows})
+    out = []
+    for editor, variant in keys:
+        mine = [r for r in rows if str(r.get("editor") or "") == editor and str(r.get("variant") or TARGETED) == variant]
+        out.append({"editor": editor, "variant": variant, **headline(mine)})
     return out

@@ -101,7 +101,11 @@ def compute_metrics(run: RunFS, folder: str, backend: str, model: str, unverifie
             "questions_source": source_for(unverified).label,
             "unverified": unverified,
             "judges": dict(sorted(Counter(a["judge"] for a in answers if a["qtype"] == "SA").items())),
-            "subcauses": subcause_distribution(subcauses),
+            "subcauses": subcause_distribution([r for r in subcauses if (r.get("variant") or "targeted") != "control"]),
+            "subcauses_by_editor": [
+                {"editor": ed, "variant": var, "subcauses": subcause_distribution([r for r in subcauses if r["editor"] == ed and (r.get("variant") or "targeted") == var])}
+                for ed, var in sorted({(r["editor"], r.get("variant") or "targeted") for r in subcauses})
+            ],
             "spans": span_summary(spans),
         }
     )
@@ -109,7 +113,8 @@ def compute_metrics(run: RunFS, folder: str, backend: str, model: str, unverifie
 
 
 def subcause_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per task: count and percent of each sub-cause label over classified CoT hallucinations."""
+    """Per task: count and percent of each sub-cause label over classified CoT hallucinations
+    (one per item and question: cyclic presentations are attributed once)."""
     by_task: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows:
         by_task[r["task"]][r["label"] if r["status"] == "ok" and r["label"] else "unclassified"] += 1

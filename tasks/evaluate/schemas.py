@@ -9,7 +9,7 @@ from storage.schemas import ArtifactSchema, register
 ANSWERS = register(
     ArtifactSchema(
         "eval_answers",
-        1,
+        2,
         pa.schema(
             [
                 pa.field("id", pa.string(), nullable=False),  # stable_id(question_id, mode, backend, model)
@@ -37,6 +37,7 @@ ANSWERS = register(
                 pa.field("status", pa.string(), nullable=False),  # ok | unparseable | error
                 pa.field("error", pa.string()),
                 pa.field("correct", pa.bool_(), nullable=False),
+                pa.field("prior_options", pa.list_(pa.string())),  # MC: letters of the commonsense (prior) options
                 pa.field("prior_fallback", pa.bool_()),  # null where no prior answer exists
                 pa.field("beaf_related", pa.bool_()),  # BEAF only: asks about the removed object
                 pa.field("judge", pa.string()),  # extract | llm | rules | rules_fallback
@@ -52,7 +53,7 @@ ANSWERS = register(
 SUBCAUSES = register(
     ArtifactSchema(
         "eval_subcauses",
-        1,
+        2,
         pa.schema(
             [
                 pa.field("id", pa.string(), nullable=False),
@@ -61,6 +62,8 @@ SUBCAUSES = register(
                 pa.field("qid", pa.string(), nullable=False),
                 pa.field("qtype", pa.string(), nullable=False),
                 pa.field("editor", pa.string(), nullable=False),
+                pa.field("variant", pa.string()),  # targeted | control
+                pa.field("mode", pa.string()),
                 pa.field("status", pa.string(), nullable=False),  # ok | unparseable | error
                 pa.field("label", pa.string()),  # SC-1 | SC-2 | SC-3 | other
                 pa.field("rationale", pa.string()),

@@ -101,7 +101,8 @@ def render_card(
     lines.append(f"| **total** | {len({r['edit_id'] for r in rows})} | {len(rows)} | | | | | | |")
     lines += ["", "## Fields", "", "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
               "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
-              "facts a judge needs for short answers), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
+              "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
+              "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
               "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.", ""]
     lines += ["## Sources and licenses", ""]
     for s in sources:

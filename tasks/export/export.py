@@ -14,11 +14,11 @@ from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader, table_from_rows, write_table
 from storage.rejects import reject
 from storage.schemas import EDITS, REJECTS
-from tasks.evaluate.inputs import read_inputs
+from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
-from tasks.export.lmms_eval import UTILS_PY, task_yaml
-from tasks.export.vlmevalkit import tsv_text
+from tasks.export.lmms_eval import write_lmms_eval
+from tasks.export.vlmevalkit import write_vlmevalkit
 
 STAGE = "export"
 
@@ -63,6 +63,7 @@ def export_benchmark(
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
     """
     questions, kept_edits = read_inputs(run, unverified)
+    annotations = edit_annotations(questions, kept_edits)
     images = ImageStore(run)
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     rejects: list[dict[str, Any]] = []
@@ -70,7 +71,7 @@ def export_benchmark(
         job = bar.add_task("export", total=len(questions))
         for q in questions:
             try:
-                by_task[q["task"]].append(_row(q, kept_edits, images, not unverified))
+                by_task[q["task"]].append(_row(q, kept_edits, images, not unverified, annotations))
             except (FileNotFoundError, ValueError) as exc:
                 rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]}))
             bar.advance(job)
@@ -90,18 +91,24 @@ def export_benchmark(
     out.write_text_atomic("README.md", card)
     files.append("README.md")
     if vlmevalkit:
-        out.write_text_atomic("vlmevalkit/reactbench.tsv", tsv_text(all_rows))
-        files.append("vlmevalkit/reactbench.tsv")
+        files += write_vlmevalkit(out, all_rows)
     if lmms_eval:
-        for t in sorted(by_task):
-            out.write_text_atomic(f"lmms_eval/reactbench_{t}.yaml", task_yaml(t, out.url))
-            files.append(f"lmms_eval/reactbench_{t}.yaml")
-        out.write_text_atomic("lmms_eval/utils.py", UTILS_PY)
-        files.append("lmms_eval/utils.py")
+        temperature, max_tokens = _generation(run)
+        files += write_lmms_eval(out, sorted(by_task), temperature, max_tokens)
     return ExportSummary(out.url, not unverified, {t: len(r) for t, r in sorted(by_task.items())}, len(rejects), files)
 
 
-def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore, verified: bool) -> dict[str, Any]:
+def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore, verified: bool, annotations: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from tasks.export.rows import release_row
 
-    return release_row(q, edits.get(q["edit_id"]), images, verified)
+    prior = list(annotations.get(q["edit_id"], {}).get("prior_terms") or [])
+    return release_row(q, edits.get(q["edit_id"]), images, verified, prior)
+
+
+def _generation(run: RunFS) -> tuple[float, int]:
+    """(temperature, max tokens) of the run's ``eval`` section (the defaults when absent)."""
+    from tasks.config import EvalConfig
+
+    data = yaml.safe_load(run.read_text("config.yaml")) if run.exists("config.yaml") else {}
+    ev = EvalConfig.model_validate((data or {}).get("eval") or {})
+    return ev.temperature, ev.max_tokens

@@ -24,6 +24,7 @@ COLUMNS: tuple[str, ...] = (
     "image_role",
     "images",
     "rubric",
+    "prior_terms",
     "edit_id",
     "editor",
     "variant",
@@ -54,6 +55,7 @@ def features() -> Any:
             "image_role": s,
             "images": datasets.List(datasets.Image()),
             "rubric": s,
+            "prior_terms": datasets.List(s),
             "edit_id": s,
             "editor": s,
             "variant": s,
@@ -75,8 +77,11 @@ def answer_text(q: dict[str, Any]) -> str:
     return gold
 
 
-def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageStore, verified: bool) -> dict[str, Any]:
-    """A question row with its image bytes embedded (names are the content hashes)."""
+def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageStore, verified: bool, prior_terms: list[str] | None = None) -> dict[str, Any]:
+    """A question row with its image bytes embedded (names are the content hashes).
+
+    ``prior_terms`` are what a hallucinating short answer falls back on (the erased object,
+    the original attribute): the offline judge needs them to grade as ``reactbench eval`` does."""
     rubric = q.get("rubric_json")
     return {
         "id": q["id"],
@@ -93,6 +98,7 @@ def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageSto
         "image_role": q.get("image_role"),
         "images": [{"bytes": images.get_bytes(rel), "path": rel.rsplit("/", 1)[-1]} for rel in q["images"]],
         "rubric": json.dumps(json.loads(rubric), sort_keys=True, ensure_ascii=False) if rubric else None,
+        "prior_terms": list(prior_terms or []),
         "edit_id": q["edit_id"],
         "editor": q["editor"],
         "variant": q["variant"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from itertools import permutations
 from math import factorial
 
 LETTERS = "ABCDEFGH"
@@ -60,10 +61,29 @@ def rotations(layout: Layout) -> list[Layout]:
     ]
 
 
-def layouts(options: list[str], correct: int, seed: int, mode: str) -> list[Layout]:
-    """The presentations to emit: one shuffled layout, or all its rotations in ``cyclic`` mode."""
+def fixed_orders(layout: Layout, fixed_slot: int) -> list[Layout]:
+    """FREAK's cyclic scheme (App. C.1.2): the open option ("None of these") stays in its slot
+    and the other options take every order (3! = 6 presentations for four options); the first
+    is ``layout`` itself. Letters always run A, B, C, ... over the slots."""
+    real = [i for i in range(len(layout.options)) if i != fixed_slot]
+    gold_idx = LETTERS.index(layout.gold)
+    out = []
+    for r, order in enumerate(permutations(real)):
+        slots = list(range(len(layout.options)))
+        for slot, src in zip(real, order):
+            slots[slot] = src
+        out.append(Layout(tuple(layout.options[i] for i in slots), LETTERS[slots.index(gold_idx)], r))
+    return out
+
+
+def layouts(options: list[str], correct: int, seed: int, mode: str, fixed: int | None = None) -> list[Layout]:
+    """The presentations to emit: one shuffled layout, or in ``cyclic`` mode FREAK's orders
+    (``fixed``: index of the open option, kept where the shuffle put it) or, without an open
+    option, every rotation (each option visits every slot once)."""
     base = shuffled(options, correct, seed)
     if mode == "cyclic":
+        if fixed is not None:
+            return fixed_orders(base, base.options.index(options[fixed]))
         return rotations(base)
     if mode != "shuffle":
         raise ValueError(f"qa.mc_mode must be 'shuffle' or 'cyclic', got {mode!r}")

@@ -91,6 +91,7 @@ def render_template(
             gold=gold,
             rotation=0,
             rubric_json=canonical_json(rubric) if rubric else None,
+            prior_options=None,
         )
         return [row], []
     # options share one casing, so the right one never stands out by a capital letter
@@ -101,7 +102,8 @@ def render_template(
     seed = mc.question_seed(settings.run_seed, edit_id, f"{set_name}/{t.qid}")
     rubric_json = canonical_json({"correct_option": options[0]})
     rows = []
-    for lay in mc.layouts(options, 0, seed, settings.mc_mode):
+    prior_texts = {options[i] for i in t.prior}
+    for lay in mc.layouts(options, 0, seed, settings.mc_mode, t.open_option):
         rows.append(
             {
                 **row,
@@ -110,6 +112,8 @@ def render_template(
                 "gold": lay.gold,
                 "rotation": lay.rotation,
                 "rubric_json": rubric_json,
+                # letters of the commonsense distractors in this presentation: HalluRate's numerator
+                "prior_options": [mc.LETTERS[i] for i, o in enumerate(lay.options) if o in prior_texts],
             }
         )
     return rows, []

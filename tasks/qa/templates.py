@@ -8,6 +8,7 @@ or ``derived`` — so a typo fails at import time naming the file and the qid, n
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,6 +52,18 @@ class QuestionTemplate:
     distractors: tuple[str, ...]  # MC: the wrong option templates
     rubric: tuple[tuple[str, str], ...]  # SA: (field, template) pairs
     slots: tuple[str, ...]  # every slot any part of the question uses
+    prior: tuple[int, ...] = ()  # MC: indices into [correct, *distractors] of the commonsense (prior) options
+    open_option: int | None = None  # MC: index of the slot-free open option ("None of these"), fixed in cyclic mode
+
+
+# A slot-free option that answers "none of the offered ones": FREAK's fixed open option.
+OPEN_OPTION = re.compile(r"^\s*(none of (these|the above)|no such \w+|(the correct answer is )?not listed|nothing\b.*|no \w+ did)\s*\.?\s*$", re.I)
+
+
+def open_option_index(options: list[str]) -> int | None:
+    """Index of the one slot-free option that says "none of these" (None if there is none)."""
+    hits = [i for i, o in enumerate(options) if "{" not in o and OPEN_OPTION.match(o)]
+    return hits[0] if len(hits) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,17 @@ def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> Quest
         if qtype == "YN" and gold not in ("Yes", "No"):
             raise TemplateError(f"{here}: YN gold must be 'Yes' or 'No', got {gold!r}")
         parts.append(gold)
+    prior: tuple[int, ...] = ()
+    open_option = None
+    if qtype == "MC":
+        listed = [correct, *distractors]
+        unknown_prior = [p for p in raw.get("prior") or [] if p not in distractors]
+        if unknown_prior:
+            raise TemplateError(f"{here}: 'prior' must list distractors, got {unknown_prior}")
+        prior = tuple(sorted(listed.index(p) for p in raw.get("prior") or []))
+        open_option = open_option_index(listed)  # type: ignore[arg-type]
+    elif "prior" in raw:
+        raise TemplateError(f"{here}: 'prior' is for MC questions only")
     rubric = tuple((str(k), str(v)) for k, v in (raw.get("rubric") or {}).items())
     if qtype == "SA" and not rubric:
         raise TemplateError(f"{here}: SA questions need a rubric for the judge")
@@ -102,7 +126,7 @@ def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> Quest
     unknown = [n for n in names if n not in known]
     if unknown:
         raise TemplateError(f"{here}: undeclared slots {unknown}; declare them under 'slots' or 'derived'")
-    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names))
+    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names), prior, open_option)
 
 
 def compile_set(data: dict[str, Any], where: str) -> QuestionSet:

@@ -44,9 +44,12 @@ def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
         per_task = m["react"]["per_task"]
         vals = [per_task.get(t) for t in TASKS] + [m["react"]["react_score"]]
         series.append((_model_name(m), vals))
-        rows.append([_model_name(m), m["questions_source"], *vals, "yes" if m["react"]["complete"] else "no (weights renormalised)"])
-    chart = figure(radar(axes, series, "React-Score and task scores"))
-    tab = table(["model", "questions", *axes, "all tasks and modes"], rows)
+        comp = m.get("completeness") or {}
+        complete = "yes" if m["react"]["complete"] else "no (weights renormalised; missing " + ", ".join(m["react"].get("missing") or []) + ")"
+        items = f"{comp.get('complete_items')} of {comp.get('items')}" if comp else "n/a"
+        rows.append([_model_name(m), m["questions_source"], *vals, complete, items])
+    chart = figure(radar(axes, series, "React-Score and task scores (targeted items)"))
+    tab = table(["model", "questions", *axes, "all tasks, modes and types", "items with every question"], rows)
     return f'<div class="charts">{chart}</div>{tab}'
 
 
@@ -64,16 +67,37 @@ def model_section(m: dict[str, Any]) -> str:
         qid_rows.setdefault((a["task"], a["qid"]), {})[a["mode"]] = a["accuracy"]
     parts.append("<h3>Accuracy per question</h3>")
     parts.append(table(["task", "qid", "standard", "CoT"], [[t, q, v.get("standard"), v.get("cot")] for (t, q), v in sorted(qid_rows.items(), key=lambda kv: (kv[0][0], _qnum(kv[0][1])))]))
+    if m.get("mc_cyclic", {}).get("task"):
+        parts.append("<h3>Multiple choice over presentations (FREAK: averaged and consistency accuracy)</h3>")
+        parts.append(table(["task", "mode", "questions", "presentations", "averaged accuracy %", "consistency accuracy %"],
+                           [[c["task"], c["mode"], c["n"], c["presentations"], c["averaged_accuracy"], c["consistency_accuracy"]] for c in m["mc_cyclic"]["task"]]))
     if m["hallu_rate"]["task"]:
         parts.append("<h3>HalluRate (answers falling back on the erased object / original attribute)</h3>")
-        parts.append(table(["task", "mode", "questions with a prior", "fallbacks", "HalluRate %"], [[h["task"], h["mode"], h["n"], h["fallbacks"], h["hallu_rate"]] for h in m["hallu_rate"]["task"]]))
+        parts.append(table(["task", "mode", "questions with a prior (denominator)", "fallbacks", "HalluRate %"], [[h["task"], h["mode"], h["n"], h["fallbacks"], h["hallu_rate"]] for h in m["hallu_rate"]["task"]]))
+    if m.get("ablation"):
+        parts.append("<h3>Cause isolation: targeted minus control items (95% bootstrap interval over items)</h3>")
+        parts.append(table(["editor", "task", "targeted items", "control items", "targeted %", "control %", "difference (points)", "95% interval"],
+                           [[a["editor"], a["task"], a["targeted_items"], a["control_items"], a["targeted_accuracy"], a["control_accuracy"], a["difference"],
+                             "n/a" if a["ci95"] is None else f"[{a['ci95'][0]}, {a['ci95'][1]}]"] for a in m["ablation"]]))
+    if m.get("by_editor"):
+        parts.append("<h3>Per editor and variant</h3>")
+        parts.append(table(["editor", "variant", *[TASK_SHORT[t] for t in TASKS], "React-Score", "complete"],
+                           [[e["editor"], e["variant"], *[e["react"]["per_task"].get(t) for t in TASKS], e["react"]["react_score"], "yes" if e["react"]["complete"] else "no"] for e in m["by_editor"]]))
+    incomplete = (m.get("completeness") or {}).get("incomplete") or []
+    if incomplete:
+        parts.append(f"<h3>Incomplete items ({len({i['edit_id'] for i in incomplete})})</h3>")
+        parts.append(table(["item", "task", "editor", "mode", "questions", "expected", "missing"],
+                           [[i["edit_id"], i["task"], i["editor"], i["mode"], i["questions"], i["expected"], ", ".join(i["missing"])] for i in incomplete[:200]]))
     if acc["control"]:
         parts.append("<h3>Control questions (nothing changed there)</h3>")
         parts.append(table(["task", "mode", "n", "accuracy %"], [[a["task"], a["mode"], a["n"], a["accuracy"]] for a in acc["control"]]))
     if m.get("beaf"):
         parts.append("<h3>BEAF (change-aware existence questions)</h3>")
-        keys = ["TU", "IG", "SB_p", "SB_n", "ID", "F1", "n_related", "n_other"]
-        parts.append(table(["mode", *keys], [[mode, *[b[k] for k in keys]] for mode, b in sorted(m["beaf"].items())]))
+        keys = ["TU", "IG", "SB_p", "SB_n", "ID", "F1", "yes_ratio_before", "yes_ratio_after", "n_related", "n_other"]
+        parts.append(table(["mode", *keys], [[mode, *[b.get(k) for k in keys]] for mode, b in sorted(m["beaf"].items())]))
+        tkeys = ["accuracy", "precision", "recall", "F1", "yes_ratio", "n"]
+        parts.append("<p class=\"muted\">Traditional metrics over every BEAF answer of both images (BEAF Table 3):</p>")
+        parts.append(table(["mode", *tkeys], [[mode, *[(b.get("traditional") or {}).get(k) for k in tkeys]] for mode, b in sorted(m["beaf"].items())]))
     if m.get("subcauses"):
         rows = [(TASK_SHORT.get(t, t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()]) for t, d in m["subcauses"].items()]
         parts.append("<h3>Sub-causes of CoT hallucinations</h3>" + figure(stacked(rows, "Sub-cause distribution per task")))

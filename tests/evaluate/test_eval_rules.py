@@ -108,10 +108,45 @@ def test_missing_image_is_a_reject(tmp_path, eval_config):
 
 
 def test_prior_options_cover_premise_questions():
-    from tasks.evaluate.stage import _prior_options
+    from tasks.evaluate.score import matched_prior_options as _prior_options
 
     premise = {"text": "The colour of the mustard on the bun is:", "gold": "A", "options": ["No such object", "Yellow", "Brown", "Red"]}
     assert _prior_options(premise, ["mustard"]) == {"B", "C", "D"}
     direct = {"text": "What is on the bun?", "gold": "B", "options": ["A mustard line", "A bare bun", "A bicycle", "No mustard at all"]}
     assert _prior_options(direct, ["mustard"]) == {"A"}
     assert _prior_options({"text": "What is on the bun?", "gold": "A", "options": ["x", "y"]}, ["mustard"]) == set()
+
+
+def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval_config):
+    from prompts.clients.rules import RulesClient
+    from tasks.evaluate.stage import EvalClients
+
+    class RecordingJudge(RulesClient):
+        """The rules judge, keeping what each sub-cause request carried."""
+
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def complete(self, requests):
+            self.seen += [r for r in requests if r.prompt_name.startswith("eval_subcause")]
+            return super().complete(requests)
+
+    run = write_run(tmp_path / "r", verified=False)
+    judge = RecordingJudge()
+    out = run_eval(run, eval_config, "rules:rules-v1", unverified=True, clients=EvalClients(RulesClient(), judge))
+    sub = ArtifactReader(run, f"{out.folder}/subcauses", SUBCAUSES).rows()
+    answers = {a["id"]: a for a in _answers(run, out.folder)}
+    keys = [(answers[s["answer_id"]]["edit_id"], answers[s["answer_id"]]["qid"], answers[s["answer_id"]]["mode"]) for s in sub]
+    assert len(keys) == len(set(keys))  # the four rotations of RE Q12 are attributed once
+    wrong_q12 = [a for a in answers.values() if a["qid"] == "Q12" and a["mode"] == "cot" and not a["correct"]]
+    assert len(wrong_q12) > 1 and sum(1 for k in keys if k[1] == "Q12") == 1
+    assert {s["variant"] for s in sub} == {"targeted"} and {s["mode"] for s in sub} == {"cot"}
+    for req in judge.seen:
+        images = [p for p in req.messages[0]["content"] if p["type"] == "image"]
+        assert len(images) == (2 if req.prompt_name == "eval_subcause_pair" else 1)
+    assert {r.prompt_name for r in judge.seen} == {"eval_subcause", "eval_subcause_pair"}
+    # a YN question of RE gets the item's location and what remains from the item's SA rubric
+    re_yn = next(r for r in judge.seen if r.context["task"] == "relational_erasure" and "Can you see" in r.context["question"])
+    facts = dict(re_yn.context["facts"])
+    assert facts["removed_object"] == "mustard" and facts["location"] == "top of the bun" and facts["remaining_at_location"] == "a bare bun surface"

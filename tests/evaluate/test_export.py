@@ -52,8 +52,11 @@ def test_card_and_extras(exported):
     names = [c["config_name"] for c in header["configs"]]
     assert names[0] == "all" and set(names[1:]) == set(summary.counts)
     assert "UNVERIFIED" not in card and "CC BY 4.0" in card and "| classical |" in card
-    rows = list(csv.reader(io.StringIO(out.read_text("vlmevalkit/reactbench.tsv")), delimiter="\t"))
-    assert rows[0][:3] == ["index", "image", "question"] and len(rows) == 1 + sum(summary.counts.values())
+    # one TSV per question type (issue 13): together they hold every row once
+    tsvs = {q: list(csv.reader(io.StringIO(out.read_text(f"vlmevalkit/reactbench_{q}.tsv")), delimiter="\t")) for q in ("MCQ", "Y_N", "VQA")}
+    assert all(rows[0][:2] == ["index", "image"] and "question" in rows[0] for rows in tsvs.values())
+    assert sum(len(rows) - 1 for rows in tsvs.values()) == sum(summary.counts.values())
+    rows = tsvs["Y_N"]
     pair = next(r for r in rows[1:] if r[rows[0].index("category")] == "alteration_tracing")
     assert len(json.loads(pair[1])) == 2
     y = out.read_text("lmms_eval/reactbench_dense_counting.yaml")

@@ -44,3 +44,26 @@ def test_text_helpers() -> None:
         "cupcakes", "glasses", "buses", "strawberries", "people", "sea shells", "boxes", "knives", "traffic lights"]
     assert [with_article(w) for w in ("apple", "rope", "hour glass", "umbrella", "unicycle", "two cats", "the cat")] == [
         "an apple", "a rope", "an hour glass", "an umbrella", "a unicycle", "two cats", "the cat"]
+
+
+def test_fixed_orders_keep_the_open_option_in_place() -> None:
+    base = mc.Layout(("red", "None of these", "blue", "green"), "B", 0)
+    orders = mc.fixed_orders(base, 1)
+    assert [o.rotation for o in orders] == list(range(6))
+    assert orders[0] == base
+    assert {o.options for o in orders} == {
+        ("red", "None of these", "blue", "green"), ("red", "None of these", "green", "blue"),
+        ("blue", "None of these", "red", "green"), ("blue", "None of these", "green", "red"),
+        ("green", "None of these", "red", "blue"), ("green", "None of these", "blue", "red"),
+    }
+    assert all(o.gold == "B" for o in orders)  # the open option is the right answer here
+    gold_blue = mc.fixed_orders(mc.Layout(("red", "None of these", "blue", "green"), "C", 0), 1)
+    assert all(o.options[mc.LETTERS.index(o.gold)] == "blue" for o in gold_blue)
+    assert sorted(o.gold for o in gold_blue) == ["A", "A", "C", "C", "D", "D"]
+
+
+def test_cyclic_layouts_use_fixed_orders_only_with_an_open_option() -> None:
+    opts = ["None of these", "a", "b", "c"]
+    assert len(mc.layouts(opts, 0, 5, "cyclic", fixed=0)) == 6
+    assert len(mc.layouts(opts, 0, 5, "cyclic")) == 4
+    assert len(mc.layouts(opts, 0, 5, "shuffle", fixed=0)) == 1

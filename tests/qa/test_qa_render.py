@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tasks.qa.mc import LETTERS
+from tasks.qa.templates import OPEN_OPTION
 from tasks.qa.synthesis import questions_for_edit
 from tasks.qa.render import RenderSettings
 from tasks.qa.text import sentence_case as sc
@@ -165,10 +166,26 @@ def test_cyclic_mode_emits_every_rotation_with_gold_following(task: str) -> None
             assert len(rows) == 1 and rows[0]["rotation"] == 0
             continue
         n = len(rows[0]["options"])
+        right = answer_text(shuffled[key][0])
+        assert rows[0]["options"] == shuffled[key][0]["options"]  # presentation 0 is the shuffled layout
+        open_slots = [i for i, o in enumerate(rows[0]["options"]) if OPEN_OPTION.match(o)]
+        if open_slots:  # FREAK: the open option stays in its slot, the other three take all 3! = 6 orders
+            (slot,) = open_slots
+            assert [r["rotation"] for r in rows] == list(range(6))
+            assert len({r["id"] for r in rows}) == 6 and len({tuple(r["options"]) for r in rows}) == 6
+            for r in rows:
+                assert answer_text(r) == right
+                assert r["options"][slot] == rows[0]["options"][slot]
+                assert sorted(r["options"]) == sorted(rows[0]["options"])
+            real = [i for i in range(n) if i != slot]
+            for j in real:  # every real option visits every free slot twice
+                seen = [r["options"][j] for r in rows]
+                assert sorted(seen) == sorted(rows[0]["options"][i] for i in real for _ in range(2))
+            if right != rows[0]["options"][slot]:
+                assert sorted(r["gold"] for r in rows) == sorted(LETTERS[i] for i in real for _ in range(2))
+            continue
         assert [r["rotation"] for r in rows] == list(range(n))
         assert len({r["id"] for r in rows}) == n
-        right = answer_text(shuffled[key][0])
-        assert rows[0]["options"] == shuffled[key][0]["options"]  # rotation 0 is the shuffled layout
         for r in rows:
             assert answer_text(r) == right
             assert r["options"] == rows[0]["options"][r["rotation"]:] + rows[0]["options"][: r["rotation"]]
@@ -196,3 +213,25 @@ def test_gold_letters_are_spread_over_positions() -> None:
             if r["qtype"] == "MC":
                 golds[r["gold"]] += 1
     assert set(golds) == set("ABCD") and min(golds.values()) > 20
+
+
+@pytest.mark.parametrize("task", ["relational_erasure", "counterfactual_attribute"])
+def test_prior_option_is_recorded_in_every_presentation(task: str) -> None:
+    from tasks.qa.templates import question_set
+
+    cyclic, _ = render(task, mc_mode="cyclic")
+    templates = {t.qid: t for t in question_set(task).main}
+    for (qset, qid), rows in cyclic.items():
+        if rows[0]["qtype"] != "MC":
+            assert all(r["prior_options"] is None for r in rows)
+            continue
+        t = templates[qid]
+        assert t.prior, f"{task} {qid} declares no prior distractor"
+        for r in rows:
+            letters = r["prior_options"]
+            assert len(letters) == len(t.prior) and r["gold"] not in letters
+            # the recorded letters point at the same option texts in every presentation
+            assert sorted(r["options"][LETTERS.index(x)] for x in letters) == sorted(rows[0]["options"][LETTERS.index(x)] for x in rows[0]["prior_options"])
+    if task == "relational_erasure":
+        q9 = cyclic[("main", "Q9")][0]
+        assert [q9["options"][LETTERS.index(x)] for x in q9["prior_options"]] == [sc(RE_FIELDS["B_full_desc"])]

@@ -1,0 +1,38 @@
+"""The rules backend's registry is written down in prompts.rules, not filled by import side effects."""
+
+import pytest
+
+from prompts import rules
+from prompts.spec import all_prompts
+
+
+def test_every_prompt_has_a_rules_answer_and_marks_agree():
+    table = rules.builtin_rules()
+    assert set(all_prompts()) <= set(table), sorted(set(all_prompts()) - set(table))
+    for name, fn in table.items():
+        assert getattr(fn, "rules_prompt", name) == name
+
+
+def test_importing_a_module_registers_nothing():
+    from prompts.rules import rules_answer
+
+    @rules_answer("not_a_prompt_anywhere")
+    def fn(ctx):
+        return {}
+
+    assert "not_a_prompt_anywhere" not in rules.registered_rules()
+    with pytest.raises(KeyError, match="no answer for prompt 'not_a_prompt_anywhere'"):
+        rules.get_rules_answer("not_a_prompt_anywhere")
+
+
+def test_register_rules_is_explicit_and_refuses_a_second_answer():
+    def plugin(ctx):
+        return {"answer": "x"}
+
+    rules.register_rules("plugin_prompt_for_test", plugin)
+    try:
+        assert rules.get_rules_answer("plugin_prompt_for_test") is plugin
+        with pytest.raises(ValueError, match="already registered"):
+            rules.register_rules("eval_sa_judge", plugin)
+    finally:
+        rules._EXTRA.pop("plugin_prompt_for_test", None)
