@@ -10,8 +10,8 @@ of failing the run.
     python scripts/mutants.py --only theta-relational --only marker-last
     python scripts/mutants.py --list
 
-Prints one line per mutant (killed / SURVIVED / pattern not found / no tests) and ends with
-one JSON line; exits 1 when a mutant survived, 2 when a pattern was not found (and none survived).
+Prints one line per mutant (killed / SURVIVED / pattern not found / no tests / baseline fails:
+a kill is confirmed by running the same tests unmutated) and ends with one JSON line; exits 1 when a mutant survived, 2 when a pattern was not found (and none survived).
 """
 
 from __future__ import annotations
@@ -136,7 +136,9 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, 
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return -1, time.perf_counter() - started, "timeout"
-    tail = (proc.stdout.strip().splitlines() or [""])[-1]
+    lines = proc.stdout.strip().splitlines() or [""]
+    failed = [ln.split(" - ")[0].removeprefix("FAILED ") for ln in lines if ln.startswith(("FAILED", "ERROR"))]
+    tail = lines[-1] + (f"; first failure: {failed[0]}" if failed else "")
     return proc.returncode, time.perf_counter() - started, tail
 
 
@@ -164,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown mutant(s) {sorted(unknown)}; known: {', '.join(m.name for m in MUTANTS)}")
     results: dict[str, str] = {}
+    baseline: dict[tuple[str, ...], tuple[int, float, str]] = {}
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
         tree = copy_tree(Path(tmp) / "tree") if not args.list else ROOT
         for m in chosen:
@@ -188,8 +191,13 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 target.write_text(original)
             results[m.name] = verdict(code)
+            if code != 0 and m.tests not in baseline:  # a kill counts only if the unmutated tests pass
+                baseline[m.tests] = run_tests(tree, m.tests, args.timeout)
+            if code != 0 and baseline[m.tests][0] != 0:
+                results[m.name] = "baseline fails"
+                tail += f"; the unmutated tests fail too: {baseline[m.tests][2]}"
             print(f"{m.name:32} {results[m.name]:10} in {seconds:6.1f} s  ({m.what}; {' '.join(m.tests)}: {tail})", flush=True)
-    survived = sorted(k for k, v in results.items() if v in ("SURVIVED", "no tests"))
+    survived = sorted(k for k, v in results.items() if v in ("SURVIVED", "no tests", "baseline fails"))
     missing = sorted(k for k, v in results.items() if v == "pattern not found")
     killed = sorted(k for k, v in results.items() if v.startswith("killed"))
     print(json.dumps({"mutants": len(results), "killed": len(killed), "survived": survived, "pattern_not_found": missing}))
