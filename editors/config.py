@@ -17,6 +17,9 @@ class EditorSpec(Section):
     label: str | None = Field(
         None, description="value of the `editor` column; set it to run one editor twice with different params"
     )
+    time_budget_s: float | None = Field(
+        300.0, gt=0, description="wall seconds per item (a batch gets the sum); an item over it becomes an `editor_timeout` reject and the batch goes on; null: no budget"
+    )
 
     @property
     def key(self) -> str:

@@ -1,13 +1,15 @@
 """Running an editor on a batch the way a GPU worker must: serialised model calls, inference mode,
 out-of-memory handled by halving the batch and finally refusing the one item, and a single bad
-item isolated instead of failing its neighbours."""
+item isolated instead of failing its neighbours, and a per-item time budget (``editors.budget``)
+so one pathological item becomes an ``editor_timeout`` reject instead of stalling the shard."""
 
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
+from editors.budget import EditTimeout, run_within
 from storage.oom import free_memory, is_out_of_memory
 
 Outcome = EditResult | EditFailure
@@ -23,14 +25,24 @@ def limit_opencv_threads() -> None:
         cv2.setNumThreads(1)
 
 
-def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
+def _invoke(editor: Editor, requests: Sequence[EditRequest], start: Callable[[], None] = lambda: None) -> list[Outcome]:
+    """The editor call itself; ``start`` marks when its time budget starts (after the model lock)."""
     if editor.uses_model:  # pipelines keep scheduler state: one call at a time per model
         import torch
 
         with editor.lock, torch.inference_mode():
-            out = editor.edit_batch(list(requests))
-    else:  # stateless CPU editors run on every worker thread at once
-        out = editor.edit_batch(list(requests))
+            start()
+            return editor.edit_batch(list(requests))
+    start()  # stateless CPU editors run on every worker thread at once
+    return editor.edit_batch(list(requests))
+
+
+def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
+    budget = getattr(editor, "time_budget_s", None)
+    if budget:
+        out = run_within(budget * len(requests), lambda start: _invoke(editor, requests, start), f"editor {editor.name!r} on {len(requests)} item(s)")
+    else:
+        out = _invoke(editor, requests)
     if len(out) != len(requests):
         raise EditorError(f"editor {editor.name!r} returned {len(out)} results for {len(requests)} requests")
     return out
@@ -38,8 +50,9 @@ def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
 
 def run_batch(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
     """One outcome per request, in order. OOM halves the batch and retries; a single item that
-    still runs out of memory becomes ``out_of_memory``; any other error on a batch is retried
-    item by item so only the culprit becomes ``editor_failed``. ``EditorError`` (bad config,
+    still runs out of memory becomes ``out_of_memory``; a batch over its time budget is retried
+    item by item and an item over its own budget becomes ``editor_timeout``; any other error on
+    a batch is retried item by item so only the culprit becomes ``editor_failed``. ``EditorError`` (bad config,
     missing weights) concerns every item and propagates."""
     todo = [(i, r) for i, r in enumerate(requests)]
     outcomes: list[Outcome | None] = [None] * len(requests)
@@ -62,6 +75,13 @@ def _run(requests: list[EditRequest], editor: Editor) -> list[Outcome]:
         return _call(editor, requests)
     except EditorError:
         raise
+    except EditTimeout as exc:
+        if len(requests) == 1:
+            return [EditFailure("editor_timeout", f"{exc} (time_budget_s {getattr(editor, 'time_budget_s', None)} per item)")]
+        out_t: list[Outcome] = []
+        for r in requests:
+            out_t.extend(_run([r], editor))
+        return out_t
     except BaseException as exc:  # noqa: BLE001 - classify, then isolate
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise

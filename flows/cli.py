@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flows.cli_lock import guard_writers
 from flows.config import DEFAULT_CONFIG, BuildConfig, ConfigError, load_config
 
 app = typer.Typer(
@@ -22,7 +23,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 # Logs and CI capture output without a terminal; rich would then squeeze tables into 80 columns.
-console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140)
+# Messages are soft-wrapped (never broken inside a suggested command; flows/cli_output.py).
+console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
 RunDirOpt = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL such as s3://bucket/run).")
@@ -225,6 +227,7 @@ def _mount_subcommands() -> None:
 
 
 _mount_subcommands()
+guard_writers(app)  # writing commands hold the run directory's lock (flows/cli_lock.py)
 
 
 def main() -> None:  # pragma: no cover

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # messages never hard-wrapped; tables still fit the width
 
 RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL).")
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
@@ -79,6 +79,7 @@ def eval_cmd(
     """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from flows.cli_output import table_console
     from storage.fs import RunFS
     from tasks.base import StageInputError
     from tasks.evaluate.inputs import InputsMissing
@@ -104,7 +105,7 @@ def eval_cmd(
     for task, per_mode in m["react"]["per_mode"].items():
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
-    Console().print(table)
+    table_console().print(table)
     console.print(f"answers and metrics in {RunFS.open(str(run_dir)).path(outcome.folder)}")
 
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
-console = Console()
+console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)
 
 if TYPE_CHECKING:
     from storage.fs import RunFS

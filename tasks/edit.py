@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from editors.base import EditFailure, EditRequest, EditResult, canonical_edit_type
+from editors.budget import with_budget
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
@@ -129,6 +130,7 @@ class EditStage(Stage):
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
+        editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
         params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -14,6 +15,32 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("reactbench order")
+    group.addoption("--reverse", action="store_true", help="run the collected tests in reverse order (order-independence check)")
+    group.addoption("--shuffle", type=int, default=None, metavar="SEED", help="run the test modules in a seeded random order, tests inside a module shuffled too")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--reverse`` / ``--shuffle SEED``: the suite must pass in any order (no test may rely on
+    what an earlier one left behind). Modules stay contiguous so module fixtures are built once."""
+    seed = config.getoption("--shuffle")
+    if seed is not None:
+        import random
+
+        rng = random.Random(seed)
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+        order = list(modules)
+        rng.shuffle(order)
+        for group in modules.values():
+            rng.shuffle(group)
+        items[:] = [item for mod in order for item in modules[mod]]
+    if config.getoption("--reverse"):
+        items.reverse()
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -32,3 +59,27 @@ def artifacts_dir() -> Path:
     """Where tests leave screenshots and reports for people to look at (git-ignored)."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+CHROMIUM = os.environ.get("REACTBENCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """Headless Debian Chromium driven by Playwright (never a Playwright-downloaded browser).
+
+    One per session for every package: Playwright's sync API runs an event loop while it is open,
+    so a second ``sync_playwright()`` in the same process fails ("Sync API inside the asyncio
+    loop") and the suite would pass or fail with the order of its packages.
+    """
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: run `sh scripts/system-deps.sh` (Debian package chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -16,7 +16,6 @@ from tasks.report.write import write_report
 from eval_helpers import write_run
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
 def test_svg_builders_escape_and_validate():
@@ -58,33 +57,30 @@ def test_reports_written_into_the_run(reports):
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (apt-get install -y chromium)")
-def test_reports_render_in_headless_chromium(reports, artifacts_dir):
-    from playwright.sync_api import sync_playwright
-
+def test_reports_render_in_headless_chromium(reports, artifacts_dir, chromium):
     _, paths = reports
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            remote: list[str] = []
-            page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
-            for kind, path in paths.items():
-                page.goto(Path(path).as_uri())
-                charts = page.eval_on_selector_all(
-                    "svg.chart", "els => els.map(e => { const b = e.getBoundingClientRect(); return [e.dataset.kind, b.width, b.height, e.querySelectorAll('rect.bar, polygon.series').length]; })"
-                )
-                assert charts, f"{kind}: no chart rendered"
-                assert all(w > 100 and h > 20 and marks > 0 for _, w, h, marks in charts), (kind, charts)
-                if kind == "eval":
-                    kinds = {c[0] for c in charts}
-                    assert {"radar", "bars", "stacked"} <= kinds, kinds
-                    poly = page.eval_on_selector("svg[data-kind=radar] polygon.series", "e => { const b = e.getBBox(); return b.width * b.height; }")
-                    assert poly > 100  # the model's polygon has area
-                if kind == "ablation":
-                    loaded = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
-                    assert loaded and all(w == 160 for w in loaded)
-                page.screenshot(path=str(artifacts_dir / f"report-{kind}.png"), full_page=True)
-            assert remote == []
-        finally:
-            browser.close()
+    context = chromium.new_context(viewport={"width": 1200, "height": 900})  # the session's browser (tests/conftest.py)
+    try:
+        page = context.new_page()
+        remote: list[str] = []
+        page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+        for kind, path in paths.items():
+            page.goto(Path(path).as_uri())
+            charts = page.eval_on_selector_all(
+                "svg.chart", "els => els.map(e => { const b = e.getBoundingClientRect(); return [e.dataset.kind, b.width, b.height, e.querySelectorAll('rect.bar, polygon.series').length]; })"
+            )
+            assert charts, f"{kind}: no chart rendered"
+            assert all(w > 100 and h > 20 and marks > 0 for _, w, h, marks in charts), (kind, charts)
+            if kind == "eval":
+                kinds = {c[0] for c in charts}
+                assert {"radar", "bars", "stacked"} <= kinds, kinds
+                poly = page.eval_on_selector("svg[data-kind=radar] polygon.series", "e => { const b = e.getBBox(); return b.width * b.height; }")
+                assert poly > 100  # the model's polygon has area
+            if kind == "ablation":
+                loaded = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
+                assert loaded and all(w == 160 for w in loaded)
+            page.screenshot(path=str(artifacts_dir / f"report-{kind}.png"), full_page=True)
+        assert remote == []
+    finally:
+        context.close()
     assert (artifacts_dir / "report-eval.png").stat().st_size > 10_000

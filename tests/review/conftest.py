@@ -15,8 +15,7 @@ import pytest
 
 from review_helpers import fill_queue, free_port, make_run
 
-CHROMIUM = os.environ.get("REACTBENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+# The session-wide `chromium` fixture is in tests/conftest.py (one Playwright per process).
 
 
 class Clock:
@@ -69,21 +68,6 @@ def postgres_url() -> Iterator[str]:
     finally:
         subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """Headless Debian Chromium driven by Playwright (never a Playwright-downloaded browser)."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: run `sh scripts/system-deps.sh` (Debian package chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,210 @@
+"""Apply small deliberate bugs one at a time and report which ones the test suite fails to notice.
+
+Each mutant names a file, a code pattern and the tests that must catch it. The script copies
+the source tree to a temporary folder (the working tree is never touched), applies one mutant
+there, runs its tests against the copy and restores the file. A mutant whose pattern is not in
+the code any more is reported as ``pattern not found`` (retarget it after a refactor) instead
+of failing the run.
+
+    python scripts/mutants.py                 # every mutant
+    python scripts/mutants.py --only theta-relational --only marker-last
+    python scripts/mutants.py --list
+
+Prints one line per mutant (killed / SURVIVED / pattern not found / no tests / baseline fails:
+a kill is confirmed by running the same tests unmutated) and ends with one JSON line; exits 1 when a mutant survived, 2 when a pattern was not found (and none survived).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+IGNORE = shutil.ignore_patterns(".git", ".venv", "runs", "data", "test-artifacts", "__pycache__", "*.egg-info", ".pytest_cache", "node_modules")
+
+Mutate = Callable[[str], "str | None"]  # the mutated source, or None when the pattern is absent
+
+
+def sub_once(pattern: str, repl: str, flags: int = 0) -> Mutate:
+    """Replace every match of ``pattern``; None when there is none."""
+
+    def mutate(src: str) -> str | None:
+        out, n = re.subn(pattern, repl, src, flags=flags)
+        return out if n else None
+
+    return mutate
+
+
+def swap_dict_values(dict_name: str, key_a: str, key_b: str) -> Mutate:
+    """Swap the values of two keys inside the literal ``dict_name = {...}``."""
+
+    def mutate(src: str) -> str | None:
+        m = re.search(rf"{re.escape(dict_name)}[^=\n]*=\s*\{{(.*?)\}}", src, flags=re.S)
+        if not m:
+            return None
+        body = m.group(1)
+        va = re.search(rf"([\"']){re.escape(key_a)}\1\s*:\s*([^,\n}}]+)", body)
+        vb = re.search(rf"([\"']){re.escape(key_b)}\1\s*:\s*([^,\n}}]+)", body)
+        if not va or not vb or va.group(2).strip() == vb.group(2).strip():
+            return None
+        spans = sorted([(va.start(2), va.end(2), vb.group(2)), (vb.start(2), vb.end(2), va.group(2))], reverse=True)
+        for start, end, value in spans:
+            body = body[:start] + value + body[end:]
+        return src[: m.start(1)] + body + src[m.end(1) :]
+
+    return mutate
+
+
+def move_after(block: str, anchor: str) -> Mutate:
+    """Move the lines matching ``block`` to just after the line matching ``anchor`` (both regexes)."""
+
+    def mutate(src: str) -> str | None:
+        b = re.search(block, src, flags=re.M)
+        if not b:
+            return None
+        rest = src[: b.start()] + src[b.end() :]
+        a = re.search(anchor, rest, flags=re.M)
+        if not a or a.start() < b.start():  # the block must originally come before the anchor
+            return None
+        return rest[: a.end()] + b.group(0) + rest[a.end() :]
+
+    return mutate
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    what: str
+    mutate: Mutate
+    tests: tuple[str, ...]
+
+
+MUTANTS = [
+    Mutant(
+        "theta-relational", "miners/relational.py", "P >= theta compared with > (no pair exactly at theta)",
+        sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
+    ),
+    Mutant(
+        "theta-attribute", "miners/attribute.py", "P >= theta compared with > (no attribute exactly at theta)",
+        sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
+    ),
+    Mutant(
+        "react-score-ca-dc-swapped", "tasks/evaluate/metrics.py", "CA and DC React-Score task weights swapped",
+        swap_dict_values("TASK_WEIGHTS", "counterfactual_attribute", "dense_counting"), ("tests/evaluate/test_metrics.py",),
+    ),
+    Mutant(
+        "lease-capacity-recheck-removed", "tasks/review/queue.py", "the re-check of the k lease slots after locking an item removed",
+        sub_once(r"if [^\n]*len\(active\)[^\n]*>=\s*self\.k\s*:", "if False:"), ("tests/review/test_review_queue.py", "tests/review/test_review_concurrency.py"),
+    ),
+    Mutant(
+        "marker-last", "storage/stage_store.py", "a shard's rejects written after its completion marker",
+        move_after(
+            r"^[ \t]*rej = table_from_rows\(REJECTS.*\n[ \t]*write_table\(self\.run, self\.rel\(\"rejects\".*\n",
+            r"^[ \t]*self\.run\.write_text_atomic\(self\.rel\(MARKERS.*\n",
+        ),
+        ("tests/storage",),
+    ),
+    Mutant(
+        "sam-lama-composite-removed", "editors/sam_lama.py", "the composite that keeps pixels outside the dilated mask removed",
+        sub_once(r"np\.where\(\s*(\w+)\[:, :, None\],\s*(\w+),\s*[\w.]+\s*\)", r"\2"), ("tests/editors/test_edit_sam_lama.py",),
+    ),
+]
+
+
+def copy_tree(dest: Path) -> Path:
+    shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
+    return dest
+
+
+def run_tests(tree: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, float, str]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {k: v for k, v in env.items() if not k.startswith("PREFECT_API")}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, time.perf_counter() - started, "timeout"
+    lines = proc.stdout.strip().splitlines() or [""]
+    failed = [ln.split(" - ")[0].removeprefix("FAILED ") for ln in lines if ln.startswith(("FAILED", "ERROR"))]
+    tail = lines[-1] + (f"; first failure: {failed[0]}" if failed else "")
+    return proc.returncode, time.perf_counter() - started, tail
+
+
+def verdict(code: int) -> str:
+    # pytest: 0 all passed, 1 tests failed, 2 interrupted, 3 internal error, 4 usage error, 5 no tests
+    if code == 0:
+        return "SURVIVED"
+    if code == 1:
+        return "killed"
+    if code == 5:
+        return "no tests"
+    if code == -1:
+        return "killed (timeout)"
+    return f"killed (pytest exit {code}: error, e.g. import or collection)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", action="append", help="run only this mutant (repeatable)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and whether their patterns are found")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per mutant's test run")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
+    unknown = set(args.only or []) - {m.name for m in MUTANTS}
+    if unknown:
+        ap.error(f"unknown mutant(s) {sorted(unknown)}; known: {', '.join(m.name for m in MUTANTS)}")
+    results: dict[str, str] = {}
+    baseline: dict[tuple[str, ...], tuple[int, float, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
+        tree = copy_tree(Path(tmp) / "tree") if not args.list else ROOT
+        for m in chosen:
+            target = tree / m.path
+            if not target.exists():
+                results[m.name] = "pattern not found"
+                print(f"{m.name:32} pattern not found: {m.path} does not exist ({m.what})", flush=True)
+                continue
+            original = target.read_text()
+            mutated = m.mutate(original)
+            if mutated is None or mutated == original:
+                results[m.name] = "pattern not found"
+                print(f"{m.name:32} pattern not found in {m.path}: retarget it in scripts/mutants.py ({m.what})", flush=True)
+                continue
+            if args.list:
+                results[m.name] = "found"
+                print(f"{m.name:32} found in {m.path}: {m.what}; tests: {' '.join(m.tests)}")
+                continue
+            target.write_text(mutated)
+            try:
+                code, seconds, tail = run_tests(tree, m.tests, args.timeout)
+            finally:
+                target.write_text(original)
+            results[m.name] = verdict(code)
+            if code != 0 and m.tests not in baseline:  # a kill counts only if the unmutated tests pass
+                baseline[m.tests] = run_tests(tree, m.tests, args.timeout)
+            if code != 0 and baseline[m.tests][0] != 0:
+                results[m.name] = "baseline fails"
+                tail += f"; the unmutated tests fail too: {baseline[m.tests][2]}"
+            print(f"{m.name:32} {results[m.name]:10} in {seconds:6.1f} s  ({m.what}; {' '.join(m.tests)}: {tail})", flush=True)
+    survived = sorted(k for k, v in results.items() if v in ("SURVIVED", "no tests", "baseline fails"))
+    missing = sorted(k for k, v in results.items() if v == "pattern not found")
+    killed = sorted(k for k, v in results.items() if v.startswith("killed"))
+    print(json.dumps({"mutants": len(results), "killed": len(killed), "survived": survived, "pattern_not_found": missing}))
+    if args.list:
+        return 2 if missing else 0
+    return 1 if survived else (2 if missing else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The run-directory lease: one writer, the holder named, stale leases taken over, on local
+folders (flock + lease file) and fsspec URLs (lease file + heartbeat)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage.fs import RunFS
+from storage.run_lock import LEASE_FILE, Lease, RunLock, RunLocked, read_lease, stale_reason
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_second_writer_is_refused_naming_the_holder(tmp_path: Path):
+    run = RunFS.open(str(tmp_path / "run"))
+    with RunLock(run, "reactbench build") as first:
+        with pytest.raises(RunLocked) as err:
+            RunLock(run, "reactbench edit").acquire()
+        msg = str(err.value)
+        assert "`reactbench build`" in msg and f"pid {os.getpid()}" in msg and socket.gethostname() in msg
+        assert read_lease(run).token == first.lease.token
+    assert not run.exists(LEASE_FILE)  # released: the next writer starts clean
+    with RunLock(run, "reactbench edit") as again:
+        assert again.took_over is None
+
+
+def test_lock_held_by_another_process_is_refused_and_released_when_it_dies(tmp_path: Path):
+    root = tmp_path / "run"
+    code = (
+        "import sys, time; from storage.fs import RunFS; from storage.run_lock import RunLock\n"
+        f"lock = RunLock(RunFS.open({str(root)!r}), 'reactbench build'); lock.acquire(); print('held', flush=True); time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        started = time.perf_counter()
+        with pytest.raises(RunLocked, match=f"pid {proc.pid}"):
+            RunLock(RunFS.open(str(root)), "reactbench qa").acquire()
+        assert time.perf_counter() - started < 1.0
+    finally:
+        proc.kill()
+        proc.wait()
+    messages: list[str] = []
+    with RunLock(RunFS.open(str(root)), "reactbench qa", on_message=messages.append) as lock:
+        assert lock.took_over is not None and lock.took_over.pid == proc.pid
+    assert len(messages) == 1 and "Taking over the stale lock" in messages[0] and f"pid {proc.pid}" in messages[0] and "gone" in messages[0]
+
+
+def test_heartbeat_refreshes_the_lease(tmp_path: Path):
+    run = RunFS.open(str(tmp_path / "run"))
+    with RunLock(run, "reactbench build", heartbeat_s=0.05) as lock:
+        first = read_lease(run).heartbeat_at
+        time.sleep(0.3)
+        assert read_lease(run).heartbeat_at > first
+        assert read_lease(run).token == lock.lease.token
+
+
+def _memory_run() -> RunFS:
+    return RunFS.open(f"memory://lock-{uuid.uuid4().hex}/run")
+
+
+def test_fsspec_url_second_writer_refused_then_stale_lease_taken_over():
+    run = _memory_run()
+    with RunLock(run, "reactbench build"):
+        with pytest.raises(RunLocked, match="`reactbench build`"):
+            RunLock(run, "reactbench eval").acquire()
+    # a holder on another machine that stopped beating 10 minutes ago
+    old = time.time() - 600
+    stale = Lease("reactbench build", "elsewhere", 4242, "t" * 32, old, old, 60.0)
+    run.write_bytes_atomic(LEASE_FILE, stale.to_json())
+    assert stale_reason(stale, time.time()).startswith("no heartbeat for")
+    messages: list[str] = []
+    with RunLock(run, "reactbench eval", on_message=messages.append) as lock:
+        assert read_lease(run).token == lock.lease.token
+    assert "host elsewhere" in messages[0] and "no heartbeat" in messages[0]
+    assert not run.exists(LEASE_FILE)
+
+
+def test_fsspec_live_lease_of_another_host_is_respected():
+    run = _memory_run()
+    now = time.time()
+    run.write_bytes_atomic(LEASE_FILE, Lease("reactbench build", "elsewhere", 1, "x" * 32, now, now, 60.0).to_json())
+    with pytest.raises(RunLocked, match="pid 1 on host elsewhere"):
+        RunLock(run, "reactbench eval").acquire()
+
+
+def test_fsspec_holder_notices_when_its_lease_was_taken():
+    run = _memory_run()
+    messages: list[str] = []
+    lock = RunLock(run, "reactbench build", heartbeat_s=3600, on_message=messages.append)
+    lock.acquire()
+    now = time.time()
+    run.write_bytes_atomic(LEASE_FILE, Lease("reactbench edit", "elsewhere", 7, "y" * 32, now, now, 60.0).to_json())
+    lock.heartbeat()
+    assert lock.lost.is_set() and "pid 7 on host elsewhere" in messages[-1]
+    lock.release()
+    assert json.loads(run.read_text(LEASE_FILE))["token"] == "y" * 32  # not ours: left alone
+
+
+def test_local_lease_of_a_dead_process_on_this_host_is_stale(tmp_path: Path):
+    now = time.time()
+    lease = Lease("reactbench build", socket.gethostname(), _dead_pid(), "z" * 32, now, now, 60.0)
+    assert stale_reason(lease, now) is not None and "gone" in stale_reason(lease, now)
+    run = RunFS.open(str(tmp_path / "run"))
+    run.write_bytes_atomic(LEASE_FILE, lease.to_json())  # a file left without its flock
+    messages: list[str] = []
+    with RunLock(run, "reactbench mine", on_message=messages.append) as lock:
+        assert lock.took_over == lease
+    assert "Taking over" in messages[0]
