@@ -32,6 +32,9 @@ MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | open
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
 ModelOpt = typer.Option(None, "--model", help="MLLM model id or local path (mllm.model).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
+ForceItemsOpt = typer.Option(
+    None, "--force-items", help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable)."
+)
 
 
 def _resolve_config(config: Optional[Path], run_dir: str, overrides: dict[str, Any]) -> BuildConfig:
@@ -57,12 +60,15 @@ def _progress_factory(progress: Progress):
 
 def _summary_table(summaries) -> Table:
     table = Table(title="reactbench: rows per stage")
-    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "seconds"):
+    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "items reused", "computed", "seconds"):
         table.add_column(col, justify="right" if col not in ("stage", "rows out", "top reject reasons") else "left")
     for s in summaries:
         out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reject_reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
-        table.add_row(s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons, f"{s.seconds:.1f}")
+        table.add_row(
+            s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons,
+            str(s.items_reused), str(s.items_computed), f"{s.seconds:.1f}",
+        )
     return table
 
 
@@ -74,14 +80,18 @@ def run_stages_cli(
     orchestrator: str,
     overrides: dict[str, Any] | None = None,
     no_cache: bool = False,
+    force_items: list[str] | None = None,
 ) -> None:
     from flows.runtime import run_pipeline
     from tasks.base import StageInputError
     from tasks.runner import ShardFailed
 
+    from tasks.reuse import check_force_items
+
     try:
         cfg = _resolve_config(config, str(run_dir), overrides or {})
-    except ConfigError as exc:
+        check_force_items(force_items or [], [e.key for e in cfg.editors])
+    except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2)
     started = time.perf_counter()
@@ -92,7 +102,7 @@ def run_stages_cli(
         ) as progress:
             result = run_pipeline(
                 cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
-                options={"no_cache": no_cache}, progress=_progress_factory(progress),
+                options={"no_cache": no_cache, "force_items": list(force_items or [])}, progress=_progress_factory(progress),
             )
     except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
         console.print(str(exc), style="red", markup=False)
@@ -122,10 +132,11 @@ def build(
     base_url: Optional[str] = BaseUrlOpt,
     model: Optional[str] = ModelOpt,
     no_cache: bool = NoCacheOpt,
+    force_items: Optional[list[str]] = ForceItemsOpt,
 ) -> None:
     """Run every stage in order: mine, instruct, edit, qa, review (finished shards are skipped)."""
     names = [s.strip() for s in stages.split(",")] if stages else None
-    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
 
 
 def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> None:
@@ -141,13 +152,17 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
             base_url: Optional[str] = BaseUrlOpt,
             model: Optional[str] = ModelOpt,
             no_cache: bool = NoCacheOpt,
+            force_items: Optional[list[str]] = ForceItemsOpt,
         ) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
 
     else:
 
-        def command(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator)
+        def command(
+            config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt,
+            force_items: Optional[list[str]] = ForceItemsOpt,
+        ) -> None:
+            run_stages_cli([stage], config, run_dir, force, orchestrator, force_items=force_items)
 
     command.__doc__ = help_text
     app.command(stage)(command)
@@ -171,19 +186,21 @@ def status(run_dir: Path = RunDirOpt) -> None:
         console.print(f"{run_dir}: no such run directory", style="red", markup=False)
         raise typer.Exit(1)
     table = Table(title=f"reactbench: {run_dir}")
-    for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
+    for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "items reused / computed", "finished"):
         table.add_column(col)
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
         if m is None:
-            table.add_row(name, "not run", "-", "-", "-", "-", "-")
+            table.add_row(name, "not run", "-", "-", "-", "-", "-", "-")
             continue
+        marks = store.summarize(m["key"])
+        items = f"{marks['items_reused']} / {marks['items_computed']}" if marks["items_by_shard"] else "-"
         counts = dict(m.get("counts", {}))
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
-        done = len(m["completed_shards"]) if "completed_shards" in m else len(store.summarize(m["key"])["completed_shards"])
+        done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), items, m.get("finished_at", "-"))
     console.print(table)
 
 
@@ -203,6 +220,7 @@ def sample_data(
 def _mount_subcommands() -> None:
     """Attach the review and evaluation command groups (kept in their own modules)."""
     from flows.cli_eval import register
+    from flows.cli_reuse import reuse_app
     from flows.cli_review import review_app
 
     @review_app.callback(invoke_without_command=True)
@@ -218,6 +236,7 @@ def _mount_subcommands() -> None:
             run_stages_cli(["review"], config, run_dir, force, orchestrator)
 
     app.add_typer(review_app, name="review")
+    app.add_typer(reuse_app, name="reuse")
     register(app)
 
 
