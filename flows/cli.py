@@ -208,12 +208,13 @@ def status(run_dir: Path = RunDirOpt) -> None:
 def sample_data(
     out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/ and fsc147/ into."),
     seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
+    vg_images: int = typer.Option(180, "--vg-images", min=1, help="Visual Genome images; more than 180 extends the default sample (its images unchanged)."),
 ) -> None:
     """Generate the bundled sample data: a small Visual Genome-format and FSC147-format set."""
     from miners.sample_data import generate_sample
 
     started = time.perf_counter()
-    summary = generate_sample(out_dir, seed=seed)
+    summary = generate_sample(out_dir, seed=seed, vg_images=vg_images)
     console.print(f"Sample data written to {out_dir} in {time.perf_counter() - started:.1f} s: {summary}")
 
 

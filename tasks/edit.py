@@ -345,12 +345,17 @@ def source_digest(path: str) -> str | None:
 
 
 def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed: dict[str, Any]) -> str | None:
-    """An instruction's item key: its columns, its source image's content, the editor's resolved
-    parameters, the output-changing settings, the item seed and the code version."""
+    """An instruction's item key: what the editor and QC see (the instruction's columns, the
+    candidate's annotated context, the source image's content), the editor's resolved parameters,
+    the output-changing settings, the item seed and the code version. Dataset statistics that the
+    candidate row carries (pair counts, ranks) change when the dataset grows and are not in it:
+    they are carried into the row from the current instruction (``carry_item_columns``)."""
     digest = source_digest(row["image_path"])
     if digest is None:
         return None
-    return reuse.key(instruction={k: row.get(k) for k in INSTRUCTION_COLUMNS}, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
+    _, context = _fields(row)
+    instruction = {k: row.get(k) for k in INSTRUCTION_COLUMNS if k != "candidate_json"}
+    return reuse.key(instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
 
 
 def reused_shard(
@@ -375,9 +380,9 @@ def reused_shard(
         return out
 
     result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
-    for value in reuse.map(keys, run):
+    for row, value in zip(rows, reuse.map(keys, run)):
         if value.get("edit") is not None:
-            result.outputs["edits"].append(value["edit"])
+            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in ITEM_COLUMNS}})
         result.rejects.extend(value.get("rejects", []))
     result.items = reuse.counts.as_dict()
     return result

@@ -144,7 +144,8 @@ def instruct_candidates(
     else:
         keys = [instruct_item_key(reuse, client, mllm, c) for c in candidates]
         values = reuse.map(keys, lambda misses: run([candidates[i] for i in misses]))
-    rows = [r for v in values for r in v["rows"]]
+    # the item columns come from the current candidate (its dataset statistics may have changed)
+    rows = [{**r, **_item_fields(c)} for c, v in zip(candidates, values) for r in v["rows"]]
     rejects = [j for v in values for j in v["rejects"]]
     if cfg.dedup_counterfactuals:
         rows, dropped = dedup_counterfactual_rows(rows, cfg)
@@ -154,9 +155,11 @@ def instruct_candidates(
 
 
 def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any]) -> str | None:
-    """A candidate's item key: the candidate, its image's content when the backend sees images,
-    the task prompt's version and template, the answer-changing MLLM settings, the code version."""
-    from prompts.instruct_prompts import TASK_PROMPTS
+    """A candidate's item key: what the model sees (the candidate's prompt context, its image's
+    content when the backend sees images), the task prompt's version and template, the
+    answer-changing MLLM settings and the code version. Dataset statistics the candidate carries
+    (pair counts, ranks) are not in it: rows take them from the current candidate."""
+    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
     from prompts.spec import prompt_fingerprints
     from storage.hashing import sha256_hex
 
@@ -169,9 +172,13 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
             image = sha256_hex(read_image_bytes(c["image_path"]))
         except (OSError, ValueError):
             return None  # computed: the row and reject say why
+    try:
+        context = candidate_context(c)
+    except (KeyError, TypeError, ValueError):
+        return None
     settings = mllm.model_dump(mode="json")
     return reuse.key(
-        candidate=c, image=image, prompt=prompt_fingerprints((spec,)), mllm={k: settings[k] for k in ANSWER_KEYS},
+        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm={k: settings[k] for k in ANSWER_KEYS},
         code=code_version("tasks.instruct", "prompts"),
     )
 

@@ -42,17 +42,28 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
     return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits), items=items)
 
 
-def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str:
-    """An edit's analysis key: the edit row (its images are content-addressed paths), the task's
-    analysis prompt, the answer-changing MLLM settings and the code version. The question
-    templates are not in it: changing them re-renders questions from stored analyses."""
+def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
+    """An edit's analysis key: the edit's own columns (its images are content-addressed paths),
+    what the model sees (the analysis context) or, for counting, the true count, the task's
+    analysis prompt, the answer-changing MLLM settings and the code version. The carried item
+    columns (dataset statistics may change when the dataset grows) and the question templates
+    are not in it: changing the templates re-renders questions from stored analyses."""
     from prompts.analysis import ANALYSIS_PROMPTS
     from prompts.spec import prompt_fingerprints
+    from storage.json_columns import load_json_column
+    from tasks.qa.analyse import ITEM_COLUMNS, analysis_context
 
     spec = ANALYSIS_PROMPTS.get(edit["task"])
+    try:
+        context = analysis_context(edit) if spec else None
+        cand = load_json_column(edit.get("candidate_json"), "candidate_json", f"edit {edit['id']}")
+    except (KeyError, TypeError, ValueError):
+        return None  # computed: the analysis row and reject say what is wrong
     mllm = ctx.config.mllm.model_dump(mode="json")
     return reuse.key(
-        edit=edit, prompt=prompt_fingerprints((spec,)) if spec else None, mllm={k: mllm[k] for k in ANSWER_KEYS},
+        edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
+        count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
+        prompt=prompt_fingerprints((spec,)) if spec else None, mllm={k: mllm[k] for k in ANSWER_KEYS},
         code=code_version("tasks.qa.analyse", "prompts"),
     )
 
@@ -73,9 +84,11 @@ def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, r
         values = [e.value for e in run(edits)]
     else:
         values = reuse.map([analysis_item_key(reuse, ctx, e) for e in edits], lambda misses: run([edits[i] for i in misses]))
+    from tasks.qa.analyse import ITEM_COLUMNS
+
     merged = Analysed()
     for e, v in zip(edits, values):
-        merged.rows.extend(v["rows"])
+        merged.rows.extend({**r, **{k: e[k] for k in ITEM_COLUMNS}} for r in v["rows"])
         merged.rejects.extend(v["rejects"])
         if v["fields"] is not None:
             merged.fields[e["id"]] = v["fields"]
