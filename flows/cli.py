@@ -186,22 +186,26 @@ def status(run_dir: Path = RunDirOpt) -> None:
         console.print(f"{run_dir}: no such run directory", style="red", markup=False)
         raise typer.Exit(1)
     table = Table(title=f"reactbench: {run_dir}")
-    for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "items reused / computed", "finished"):
+    for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
+    reuse: list[str] = []
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
         if m is None:
-            table.add_row(name, "not run", "-", "-", "-", "-", "-", "-")
+            table.add_row(name, "not run", "-", "-", "-", "-", "-")
             continue
         marks = store.summarize(m["key"])
-        items = f"{marks['items_reused']} / {marks['items_computed']}" if marks["items_by_shard"] else "-"
+        if marks["items_by_shard"]:
+            reuse.append(f"{name} {marks['items_reused']} reused / {marks['items_computed']} computed")
         counts = dict(m.get("counts", {}))
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
         done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), items, m.get("finished_at", "-"))
+        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
     console.print(table)
+    if reuse:
+        console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
 
 
 @app.command("sample-data")
