@@ -168,6 +168,18 @@ class ItemReuse:
         return values
 
 
-def merge_counts(*counts: ReuseCounts) -> dict[str, int]:
-    """One shard's reused / computed totals over its components."""
-    return {"reused": sum(c.reused for c in counts), "computed": sum(c.computed for c in counts)}
+def complete_with_reuse(reuse: ItemReuse, client: Any, requests: list[Any]) -> list[Any]:
+    """``client.complete(requests)`` for the requests whose answer is not stored (evaluation
+    answers: the key is what determines the answer, as in the MLLM response cache, plus the
+    prompt code for the offline rules backend). Transport errors are never stored."""
+    from prompts.clients.base import MLLMResponse
+    from prompts.clients.cache import cache_key
+
+    code = code_version("prompts") if client.backend == "rules" else None
+    keys = [reuse.key(request=cache_key(client.backend, client.model_id, r), code=code) for r in requests]
+
+    def run(misses: list[int]) -> list[Entry]:
+        got = client.complete([requests[i] for i in misses])
+        return [Entry({"text": r.text, "model_id": r.model_id, "backend": r.backend, "error": r.error}, keep=r.error is None) for r in got]
+
+    return [MLLMResponse(v["text"], v["model_id"], v["backend"], error=v["error"]) for v in reuse.map(keys, run)]

@@ -32,6 +32,7 @@ from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.evaluate.inputs import answer_id, edit_annotations, input_fingerprint, read_inputs, rubric
 from tasks.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
+from tasks.reuse import ItemReuse, complete_with_reuse
 
 PRIOR_TASKS = ("relational_erasure", "counterfactual_attribute")
 
@@ -103,8 +104,10 @@ class EvalStage(Stage):
         result = ShardResult(rows_in=len(questions))
         images, ready = self._load_images(ctx, questions, result)
         answers: list[dict[str, Any]] = []
+        reuse = ItemReuse.for_shard(ctx, self.name, "eval-answer")  # answers already given are not asked again
         for mode in ctx.config.eval.modes:
-            answers += self._answer(ctx, ready, images, mode)
+            answers += self._answer(ctx, ready, images, mode, reuse)
+        result.items = reuse.counts.as_dict()
         self._judge_sa(answers)
         result.outputs["answers"] = sorted(answers, key=lambda a: a["id"])
         wrong_cot = [a for a in answers if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"]
@@ -144,7 +147,9 @@ class EvalStage(Stage):
             "annotations": _jsonable(self._annotations.get(q["edit_id"], {})),
         }
 
-    def _answer(self, ctx: RunContext, questions: list[dict[str, Any]], images: dict[str, bytes], mode: str) -> list[dict[str, Any]]:
+    def _answer(
+        self, ctx: RunContext, questions: list[dict[str, Any]], images: dict[str, bytes], mode: str, reuse: ItemReuse | None = None
+    ) -> list[dict[str, Any]]:
         cfg = ctx.config.eval
         reqs, metas = [], []
         for q in questions:
@@ -152,7 +157,10 @@ class EvalStage(Stage):
             inp = PromptInput(self._context(q, mode), [images[r] for r in q["images"]])
             reqs.append(MLLMRequest(spec.name, spec.version, build_messages(spec, inp), inp.context, cfg.temperature, cfg.max_tokens))
             metas.append((q, spec))
-        responses = self.clients.model.complete(reqs) if reqs else []
+        if not reqs:
+            responses = []
+        else:
+            responses = complete_with_reuse(reuse, self.clients.model, reqs) if reuse else self.clients.model.complete(reqs)
         out = []
         for (q, spec), resp in zip(metas, responses):
             row = self._score(q, mode, resp.text, resp.error)
