@@ -316,10 +316,12 @@ def edit_settings(cfg: Any) -> dict[str, Any]:
 
 
 def reuse_params(editor: Any) -> Any:
-    """What else of a resolved editor determines its output (e.g. a memory plan that changes
-    numerics); editors expose it as ``reuse_fingerprint()``, default none."""
+    """The placed editor's resolved parameters (memory-plan settings such as dtype or offload
+    included; the device it landed on is not: rows are the same on any GPU), plus whatever else
+    an editor declares output-changing through an optional ``reuse_fingerprint()``."""
+    params = {k: v for k, v in editor.params_dict().items() if k != "device"}
     fingerprint = getattr(editor, "reuse_fingerprint", None)
-    return fingerprint() if callable(fingerprint) else None
+    return [params, fingerprint() if callable(fingerprint) else None]
 
 
 def edit_code_version(editor: Any) -> str:
@@ -349,7 +351,7 @@ def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed:
     candidate's annotated context, the source image's content), the editor's resolved parameters,
     the output-changing settings, the item seed and the code version. Dataset statistics that the
     candidate row carries (pair counts, ranks) change when the dataset grows and are not in it:
-    they are carried into the row from the current instruction (``carry_item_columns``)."""
+    ``reused_shard`` carries them into the row from the current instruction."""
     digest = source_digest(row["image_path"])
     if digest is None:
         return None
