@@ -29,6 +29,8 @@ def stage_table_rows(summary: StageSummary) -> list[dict[str, Any]]:
         {"metric": "shards run", "value": summary.shards_run},
         {"metric": "shards skipped", "value": summary.shards_skipped},
         {"metric": "rows in", "value": summary.rows_in},
+        {"metric": "items reused", "value": summary.items_reused},
+        {"metric": "items computed", "value": summary.items_computed},
     ]
     rows += [{"metric": f"rows out: {name}", "value": n} for name, n in summary.rows_out.items()]
     rows.append({"metric": "rejected", "value": summary.rejected})
@@ -56,8 +58,8 @@ def build_summary_markdown(
         "",
         f"Run directory: {_link(run_dir)}  (resolved config: {_link(run_dir, 'config.yaml')})",
         "",
-        "| stage | shards run | skipped | rows in | rows out | rejected | top reject reasons | manifest |",
-        "|---|---|---|---|---|---|---|---|",
+        "| stage | shards run | skipped | rows in | rows out | rejected | top reject reasons | items reused / computed | manifest |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
@@ -65,7 +67,7 @@ def build_summary_markdown(
         reasons = ", ".join(f"{k} {v}" for k, v in top) or "-"
         lines.append(
             f"| {s.stage} | {s.shards_run} | {s.shards_skipped} | {s.rows_in} | {out} | {s.rejected} | {reasons} "
-            f"| {_link(run_dir, f'{s.stage}/_manifest.json')} |"
+            f"| {s.items_reused} / {s.items_computed} | {_link(run_dir, f'{s.stage}/_manifest.json')} |"
         )
     if failed:
         lines += ["", "## Failed", ""]

@@ -34,6 +34,9 @@ MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | open
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
 ModelOpt = typer.Option(None, "--model", help="MLLM model id or local path (mllm.model).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
+ForceItemsOpt = typer.Option(
+    None, "--force-items", help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable)."
+)
 
 
 def _resolve_config(config: Optional[Path], run_dir: str, overrides: dict[str, Any]) -> BuildConfig:
@@ -59,12 +62,15 @@ def _progress_factory(progress: Progress):
 
 def _summary_table(summaries) -> Table:
     table = Table(title="reactbench: rows per stage")
-    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "seconds"):
+    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "items reused", "computed", "seconds"):
         table.add_column(col, justify="right" if col not in ("stage", "rows out", "top reject reasons") else "left")
     for s in summaries:
         out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reject_reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
-        table.add_row(s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons, f"{s.seconds:.1f}")
+        table.add_row(
+            s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons,
+            str(s.items_reused), str(s.items_computed), f"{s.seconds:.1f}",
+        )
     return table
 
 
@@ -76,14 +82,18 @@ def run_stages_cli(
     orchestrator: str,
     overrides: dict[str, Any] | None = None,
     no_cache: bool = False,
+    force_items: list[str] | None = None,
 ) -> None:
     from flows.runtime import run_pipeline
     from tasks.base import StageInputError
     from tasks.runner import ShardFailed
 
+    from tasks.reuse import check_force_items
+
     try:
         cfg = _resolve_config(config, str(run_dir), overrides or {})
-    except ConfigError as exc:
+        check_force_items(force_items or [], [e.key for e in cfg.editors])
+    except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2)
     started = time.perf_counter()
@@ -94,7 +104,7 @@ def run_stages_cli(
         ) as progress:
             result = run_pipeline(
                 cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
-                options={"no_cache": no_cache}, progress=_progress_factory(progress),
+                options={"no_cache": no_cache, "force_items": list(force_items or [])}, progress=_progress_factory(progress),
             )
     except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
         console.print(str(exc), style="red", markup=False)
@@ -127,10 +137,11 @@ def build(
     base_url: Optional[str] = BaseUrlOpt,
     model: Optional[str] = ModelOpt,
     no_cache: bool = NoCacheOpt,
+    force_items: Optional[list[str]] = ForceItemsOpt,
 ) -> None:
     """Run every stage in order: mine, instruct, edit, qa, review (finished shards are skipped)."""
     names = [s.strip() for s in stages.split(",")] if stages else None
-    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
 
 
 def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> None:
@@ -146,13 +157,17 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
             base_url: Optional[str] = BaseUrlOpt,
             model: Optional[str] = ModelOpt,
             no_cache: bool = NoCacheOpt,
+            force_items: Optional[list[str]] = ForceItemsOpt,
         ) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache)
+            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
 
     else:
 
-        def command(config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator)
+        def command(
+            config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt,
+            force_items: Optional[list[str]] = ForceItemsOpt,
+        ) -> None:
+            run_stages_cli([stage], config, run_dir, force, orchestrator, force_items=force_items)
 
     command.__doc__ = help_text
     app.command(stage)(command)
@@ -178,36 +193,44 @@ def status(run_dir: Path = RunDirOpt) -> None:
     table = Table(title=f"reactbench: {run_dir}")
     for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
+    reuse: list[str] = []
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
         if m is None:
             table.add_row(name, "not run", "-", "-", "-", "-", "-")
             continue
+        marks = store.summarize(m["key"])
+        if marks["items_by_shard"]:
+            reuse.append(f"{name} {marks['items_reused']} reused / {marks['items_computed']} computed")
         counts = dict(m.get("counts", {}))
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
-        done = len(m["completed_shards"]) if "completed_shards" in m else len(store.summarize(m["key"])["completed_shards"])
+        done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
         table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
     console.print(table)
+    if reuse:
+        console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
 
 
 @app.command("sample-data")
 def sample_data(
     out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/ and fsc147/ into."),
     seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
+    vg_images: int = typer.Option(180, "--vg-images", min=1, help="Visual Genome images; more than 180 extends the default sample (its images unchanged)."),
 ) -> None:
     """Generate the bundled sample data: a small Visual Genome-format and FSC147-format set."""
     from miners.sample_data import generate_sample
 
     started = time.perf_counter()
-    summary = generate_sample(out_dir, seed=seed)
+    summary = generate_sample(out_dir, seed=seed, vg_images=vg_images)
     console.print(f"Sample data written to {out_dir} in {time.perf_counter() - started:.1f} s: {summary}")
 
 
 def _mount_subcommands() -> None:
     """Attach the review and evaluation command groups (kept in their own modules)."""
     from flows.cli_eval import register
+    from flows.cli_reuse import reuse_app
     from flows.cli_review import review_app
 
     @review_app.callback(invoke_without_command=True)
@@ -223,6 +246,7 @@ def _mount_subcommands() -> None:
             run_stages_cli(["review"], config, run_dir, force, orchestrator)
 
     app.add_typer(review_app, name="review")
+    app.add_typer(reuse_app, name="reuse")
     register(app)
 
 

@@ -27,6 +27,9 @@ class RunSettings(Section):
     seed: int = Field(0, description="seed of every random choice (sampling, MC shuffles, editor seeds)")
     shard_size: int = Field(64, ge=1, description="items per shard (one task run each)")
     workers: int = Field(2, ge=1, description="shards processed at once by the thread runner")
+    reuse_dir: str | None = Field(
+        None, description="per-item reuse store shared by several run directories (any fsspec URL); default <run>/reuse"
+    )
 
 
 class SourcesConfig(Section):

@@ -32,14 +32,26 @@ def rng_for(seed: int, *parts: Any) -> np.random.Generator:
 
 
 def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> list[int]:
-    """The values sorted, then permuted by a generator derived from ``parts``."""
+    """The values in a seeded order where each value's place depends on that value alone (a
+    keyed hash of it): adding values never reorders the others, so a sample that takes the first
+    k keeps its choices when the data grows (bottom-k sampling), and extending a dataset re-mines
+    the same candidates plus a few new ones."""
     if isinstance(values, np.ndarray):
         vals = np.sort(values.astype(np.int64))
     else:
         vals = np.sort(np.fromiter((int(v) for v in values), dtype=np.int64))
     if not len(vals):
         return []
-    return vals[rng_for(seed, *parts).permutation(len(vals))].tolist()
+    keys = mix64(vals.astype(np.uint64) ^ np.uint64(int(stable_id(seed, *parts), 16)))
+    return vals[np.lexsort((vals, keys))].tolist()
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, vectorised: a well-spread 64-bit hash of each value."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 @dataclass

@@ -373,7 +373,7 @@ def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, separators=(", ", ": ")), encoding="utf-8")
 
 
-def _generate_vg(root: Path, rng: np.random.Generator, defects: bool) -> tuple[dict[str, int], dict[str, Any]]:
+def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_VG_IMAGES) -> tuple[dict[str, int], dict[str, Any]]:
     (root / "VG_100K").mkdir(parents=True, exist_ok=True)
     (root / "VG_100K_2").mkdir(parents=True, exist_ok=True)
     image_data, objects_json, rels_json, attrs_json = [], [], [], []
@@ -382,7 +382,7 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool) -> tuple[d
     sizes = [(320, 240), (400, 300), (360, 270), (300, 300)]
     missing_file_image = 13 if defects else None
     n_attr = 0
-    for index in range(N_VG_IMAGES):
+    for index in range(n_images):  # one stream, image by image: a longer run keeps the first images as they were
         image_id = index + 1
         W, H = sizes[int(rng.integers(len(sizes)))]
         folder = "VG_100K" if image_id <= 120 else "VG_100K_2"
@@ -502,15 +502,21 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[
     return {"fsc_images": len(annotations), "fsc_points": sum(len(a["points"]) for a in annotations.values())}, truth
 
 
-def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True) -> dict[str, Any]:
-    """Write the sample under ``out_dir`` (see the module doc) and return summary counts."""
+def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg_images: int = N_VG_IMAGES) -> dict[str, Any]:
+    """Write the sample under ``out_dir`` (see the module doc) and return summary counts.
+
+    ``vg_images`` above the default extends the sample: the first images (their files, objects
+    and ids) are the same as with the default count and the same seed, so a benchmark built on
+    the bigger sample is "the same data plus new images" (how users extend a benchmark)."""
+    if vg_images < 1:
+        raise ValueError(f"vg_images must be >= 1, got {vg_images}")
     out = Path(out_dir)
     vg_root, fsc_root = out / VG_DIR, out / FSC_DIR
     vg_root.mkdir(parents=True, exist_ok=True)
     fsc_root.mkdir(parents=True, exist_ok=True)
     ss = np.random.SeedSequence(seed)
     vg_seed, fsc_seed = ss.spawn(2)
-    vg_counts, vg_truth = _generate_vg(vg_root, np.random.default_rng(vg_seed), defects)
+    vg_counts, vg_truth = _generate_vg(vg_root, np.random.default_rng(vg_seed), defects, vg_images)
     fsc_counts, fsc_truth = _generate_fsc(fsc_root, np.random.default_rng(fsc_seed), defects)
     truth = {"seed": seed, "defects": defects, "images": vg_truth, "fsc147": fsc_truth}
     (out / TRUTH_FILE).write_text(json.dumps(truth, sort_keys=True), encoding="utf-8")

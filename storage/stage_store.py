@@ -52,6 +52,7 @@ class ShardResult:
     outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     rows_in: int = 0
+    items: dict[str, int] = field(default_factory=dict)  # {"reused": n, "computed": m} from the reuse store
 
 
 class StageStore:
@@ -104,6 +105,8 @@ class StageStore:
             "reject_reasons": reasons,
             "finished_at": utc_now(),
         }
+        if result.items:
+            marker["items"] = dict(result.items)
         self.run.write_text_atomic(self.rel(MARKERS, f"{index:05d}.json"), json.dumps(marker, indent=1))
         return marker
 
@@ -148,6 +151,8 @@ class StageStore:
         counts: dict[str, int] = {name: 0 for name in self.outputs}
         reasons: dict[str, int] = {}
         rows_in = rejected = 0
+        items = {"reused": 0, "computed": 0}
+        items_by_shard: dict[int, dict[str, int]] = {}
         done = []
         for m in self.markers():
             if m.get("key") != key:
@@ -159,7 +164,14 @@ class StageStore:
                 counts[k] = counts.get(k, 0) + v
             for k, v in m["reject_reasons"].items():
                 reasons[k] = reasons.get(k, 0) + v
-        return {"completed_shards": done, "rows_in": rows_in, "rows_out": counts, "rejected": rejected, "reject_reasons": reasons}
+            for k, v in (m.get("items") or {}).items():
+                items[k] = items.get(k, 0) + v
+            if m.get("items"):
+                items_by_shard[m["shard"]] = dict(m["items"])
+        return {
+            "completed_shards": done, "rows_in": rows_in, "rows_out": counts, "rejected": rejected, "reject_reasons": reasons,
+            "items_reused": items["reused"], "items_computed": items["computed"], "items_by_shard": items_by_shard,
+        }
 
 
 def read_artifact(run: RunFS, stage: str, artifact: str, schema: ArtifactSchema | str | None = None) -> pa.Table:

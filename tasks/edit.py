@@ -33,6 +33,7 @@ from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
 from storage.stage_store import read_artifact
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
+from tasks.reuse import Entry, ItemReuse, code_version
 
 STAGE = "edit"
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
@@ -134,15 +135,22 @@ class EditStage(Stage):
         params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
-        batches = [rows[i : i + size] for i in range(0, len(rows), size)]
-        result = ShardResult(rows_in=len(rows))
         load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
         finish = lambda loaded, outcomes, per_item: self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)  # noqa: E731
-        for edits, rejects in self._pipeline(batches, editor, load, finish, cfg.overlap_io):
-            result.outputs.setdefault("edits", []).extend(edits)
-            result.rejects.extend(rejects)
-        result.outputs.setdefault("edits", [])
-        return result
+
+        def compute(todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+            edits: list[dict[str, Any]] = []
+            rejects: list[dict[str, Any]] = []
+            for e, r in self._pipeline(batches, editor, load, finish, cfg.overlap_io):
+                edits.extend(e)
+                rejects.extend(r)
+            return edits, rejects
+
+        reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
+        ids = [stable_id(r["id"], spec.key, params_json, item_seed(ctx.seed, r["id"])) for r in rows]
+        fixed = {"editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "code": edit_code_version(editor)}
+        return reused_shard(reuse, rows, ids, [edit_item_key(reuse, ctx, r, fixed) for r in rows], compute)
 
     @staticmethod
     def _pipeline(batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool) -> list[Any]:
@@ -203,6 +211,13 @@ class EditStage(Stage):
     def _pass_through(self, ctx: RunContext, rows: list[dict[str, Any]]) -> ShardResult:
         """Dense counting edits nothing: one row per instruction (editor ``none``) whose edited
         image is the original, so QA, review and export treat every task alike."""
+        reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{NO_EDITOR}")
+        ids = [stable_id(r["id"], NO_EDITOR, item_seed(ctx.seed, r["id"])) for r in rows]
+        fixed = {"code": edit_code_version(None)}
+        keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
+        return reused_shard(reuse, rows, ids, keys, lambda todo: self._pass_through_rows(ctx, todo))
+
+    def _pass_through_rows(self, ctx: RunContext, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
         for row in rows:
             seed = item_seed(ctx.seed, row["id"])
@@ -222,7 +237,7 @@ class EditStage(Stage):
                 edit_seconds=None,
             )
             result.outputs["edits"].append(edit)
-        return result
+        return result.outputs["edits"], result.rejects
 
     def _finish_batch(
         self, ctx: RunContext, spec: EditorSpec, params_json: str, loaded: list[Loaded], outcomes: list[Any], per_item: float
@@ -290,6 +305,91 @@ class EditStage(Stage):
             per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})
             per[r["editor"]][r["status"]] = per[r["editor"]].get(r["status"], 0) + 1
         return {"per_editor": per}
+
+
+# ---------------------------------------------------------------------------- item reuse
+# Output-changing edit settings (batching, overlap and model caching change speed only).
+EDIT_OUTPUT_KEYS = ("record_timings", "png_compress_level", "qc")
+
+
+def edit_settings(cfg: Any) -> dict[str, Any]:
+    dumped = cfg.model_dump(mode="json")
+    return {k: dumped[k] for k in EDIT_OUTPUT_KEYS}
+
+
+def reuse_params(editor: Any) -> Any:
+    """The placed editor's resolved parameters (memory-plan settings such as dtype or offload
+    included; the device it landed on is not: rows are the same on any GPU), plus whatever else
+    an editor declares output-changing through an optional ``reuse_fingerprint()``."""
+    params = {k: v for k, v in editor.params_dict().items() if k != "device"}
+    fingerprint = getattr(editor, "reuse_fingerprint", None)
+    return [params, fingerprint() if callable(fingerprint) else None]
+
+
+def edit_code_version(editor: Any) -> str:
+    """This stage's code, the editors package, and the editor's own module (which may live elsewhere)."""
+    parts: list[Any] = ["tasks.edit", "editors"]
+    if editor is not None:
+        parts.append(type(editor))
+    return code_version(*parts)
+
+
+def source_digest(path: str) -> str | None:
+    """sha256 of a source image's bytes; None when it cannot be read (the item is then computed,
+    which yields the reject that says why)."""
+    import fsspec
+
+    from storage.hashing import sha256_hex
+
+    try:
+        with fsspec.open(path, "rb") as f:
+            return sha256_hex(f.read())
+    except OSError:
+        return None
+
+
+def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed: dict[str, Any]) -> str | None:
+    """An instruction's item key: what the editor and QC see (the instruction's columns, the
+    candidate's annotated context, the source image's content), the editor's resolved parameters,
+    the output-changing settings, the item seed and the code version. Dataset statistics that the
+    candidate row carries (pair counts, ranks) change when the dataset grows and are not in it:
+    ``reused_shard`` carries them into the row from the current instruction."""
+    digest = source_digest(row["image_path"])
+    if digest is None:
+        return None
+    _, context = _fields(row)
+    instruction = {k: row.get(k) for k in INSTRUCTION_COLUMNS if k != "candidate_json"}
+    return reuse.key(instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
+
+
+def reused_shard(
+    reuse: ItemReuse, rows: list[dict[str, Any]], ids: list[str], keys: list[str | None], compute: Any
+) -> ShardResult:
+    """One shard through the reuse store: ``compute(rows)`` -> (edits, rejects) runs on the rows
+    whose key is not stored; rows and rejects come out in row order either way."""
+
+    def run(misses: list[int]) -> list[Entry]:
+        edits, rejects = compute([rows[i] for i in misses])
+        by_id: dict[str, dict[str, Any]] = {e["id"]: {"edit": e} for e in edits}
+        for r in rejects:
+            by_id.setdefault(r["id"], {"rejects": []}).setdefault("rejects", []).append(r)
+        out = []
+        for i in misses:
+            value = by_id.get(ids[i])
+            if value is None:
+                raise RuntimeError(f"edit {ids[i]} (instruction {rows[i]['id']}) produced neither a row nor a reject")
+            edit = value.get("edit")
+            images = [edit["original_image"], edit["edited_image"], edit.get("mask_image")] if edit else []
+            out.append(Entry(value, [i for i in images if i], keep=reuse.keeps(value.get("rejects", []))))
+        return out
+
+    result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
+    for row, value in zip(rows, reuse.map(keys, run)):
+        if value.get("edit") is not None:
+            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in ITEM_COLUMNS}})
+        result.rejects.extend(value.get("rejects", []))
+    result.items = reuse.counts.as_dict()
+    return result
 
 
 def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:

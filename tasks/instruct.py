@@ -20,6 +20,7 @@ from storage.hashing import canonical_json, stable_id
 from storage.parquet_io import ArtifactReader
 from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
+from tasks.reuse import Entry, ItemReuse, code_version
 
 STAGE = "instruct"
 # The MLLM settings that change answers (concurrency, timeouts, devices do not).
@@ -81,8 +82,11 @@ class InstructStage(Stage):
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
-        rows, rejects = instruct_candidates(client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")))
-        return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work))
+        reuse = ItemReuse.for_shard(ctx, STAGE, STAGE)
+        rows, rejects = instruct_candidates(
+            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), reuse=reuse
+        )
+        return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict())
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         rows = ArtifactReader(ctx.run, f"{STAGE}/instructions", schemas.INSTRUCTIONS).rows(["task", "status"])
@@ -124,17 +128,73 @@ def read_image_bytes(path: str) -> bytes:
 
 
 def instruct_candidates(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, reuse: ItemReuse | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run."""
+    """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run.
+
+    With ``reuse``, candidates whose item key is stored skip the model; rows and rejects are
+    assembled in candidate order either way, then deduplicated per object as one shard."""
+
+    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+        outcomes = _candidate_outcomes(client, todo, mllm, progress=progress)
+        return [Entry({"rows": r, "rejects": j}, keep=reuse.keeps(j) if reuse else True) for r, j in outcomes]
+
+    if reuse is None:
+        values = [e.value for e in run(candidates)]
+    else:
+        keys = [instruct_item_key(reuse, client, mllm, c) for c in candidates]
+        values = reuse.map(keys, lambda misses: run([candidates[i] for i in misses]))
+    # the item columns come from the current candidate (its dataset statistics may have changed)
+    rows = [{**r, **_item_fields(c)} for c, v in zip(candidates, values) for r in v["rows"]]
+    rejects = [j for v in values for j in v["rejects"]]
+    if cfg.dedup_counterfactuals:
+        rows, dropped = dedup_counterfactual_rows(rows, cfg)
+        rejects.extend(dropped)
+    rows.sort(key=lambda r: r["id"])
+    return rows, rejects
+
+
+def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any]) -> str | None:
+    """A candidate's item key: what the model sees (the candidate's prompt context, its image's
+    content when the backend sees images), the task prompt's version and template, the
+    answer-changing MLLM settings and the code version. Dataset statistics the candidate carries
+    (pair counts, ranks) are not in it: rows take them from the current candidate."""
+    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+    from prompts.spec import prompt_fingerprints
+    from storage.hashing import sha256_hex
+
+    spec = TASK_PROMPTS.get(c["task"])
+    if spec is None:
+        return None
+    image = None
+    if getattr(client, "uses_images", True):
+        try:
+            image = sha256_hex(read_image_bytes(c["image_path"]))
+        except (OSError, ValueError):
+            return None  # computed: the row and reject say why
+    try:
+        context = candidate_context(c)
+    except (KeyError, TypeError, ValueError):
+        return None
+    settings = mllm.model_dump(mode="json")
+    return reuse.key(
+        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm={k: settings[k] for k in ANSWER_KEYS},
+        code=code_version("tasks.instruct", "prompts"),
+    )
+
+
+def _candidate_outcomes(
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
     from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
     from prompts.runner import PromptInput, run_prompt
 
-    rows: list[dict[str, Any]] = []
-    rejects: list[dict[str, Any]] = []
+    outcomes: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], []) for _ in candidates]
     uses_images = getattr(client, "uses_images", True)
-    by_prompt: dict[str, list[tuple[dict[str, Any], Any]]] = {}
-    for c in candidates:
+    by_prompt: dict[str, list[tuple[int, Any]]] = {}
+    for i, c in enumerate(candidates):
+        rows, rejects = outcomes[i]
         spec = TASK_PROMPTS.get(c["task"])
         if spec is None:
             rejects.append(reject(c["id"], STAGE, "unknown_task", f"candidate {c['id']}: task {c['task']!r} has no instruct prompt"))
@@ -157,25 +217,20 @@ def instruct_candidates(
                 rejects.append(reject(c["id"], STAGE, "image_unreadable", f"candidate {c['id']}: {c['image_path']}: {exc}"))
                 rows.append(_failed_row(c, spec, client, "image unreadable"))
                 continue
-        by_prompt.setdefault(spec.name, []).append((c, PromptInput(context, images)))
+        by_prompt.setdefault(spec.name, []).append((i, PromptInput(context, images)))
 
     for name in sorted(by_prompt):
         items = by_prompt[name]
-        spec = TASK_PROMPTS[items[0][0]["task"]]
-        outcomes = run_prompt(
+        spec = TASK_PROMPTS[candidates[items[0][0]]["task"]]
+        results = run_prompt(
             client, spec, [inp for _, inp in items], parse_retries=mllm.parse_retries, progress=progress,
             temperature=mllm.temperature, max_tokens=mllm.max_tokens,
         )
-        for (c, _), out in zip(items, outcomes):
-            new_rows, new_rejects = _rows_for(c, out)
-            rows.extend(new_rows)
-            rejects.extend(new_rejects)
-
-    if cfg.dedup_counterfactuals:
-        rows, dropped = dedup_counterfactual_rows(rows, cfg)
-        rejects.extend(dropped)
-    rows.sort(key=lambda r: r["id"])
-    return rows, rejects
+        for (i, _), out in zip(items, results):
+            new_rows, new_rejects = _rows_for(candidates[i], out)
+            outcomes[i][0].extend(new_rows)
+            outcomes[i][1].extend(new_rejects)
+    return outcomes
 
 
 def _row(c: dict[str, Any], out: Any, row_id: str, status: str, **cols: Any) -> dict[str, Any]:

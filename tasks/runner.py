@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Protocol
 from storage.hashing import config_hash
 from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
+from tasks.reuse import FORCE_OPTION, forces_stage
 
 ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
 
@@ -56,6 +57,8 @@ class StageSummary:
     reject_reasons: dict[str, int]
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    items_reused: int = 0  # items of this run's shards taken from the reuse store
+    items_computed: int = 0  # ... and computed (editor / model called)
 
     @property
     def all_skipped(self) -> bool:
@@ -75,7 +78,9 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
     chash = config_hash(stage.config_section(ctx))
     key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name})
     manifest = store.read_manifest()
-    if force or (manifest is not None and manifest.get("key") != key):
+    if force:
+        ctx.options[FORCE_OPTION] = True  # the shards' item-reuse hooks compute every item again
+    if force or forces_stage(stage.name, ctx.options) or (manifest is not None and manifest.get("key") != key):
         store.reset()
     work = stage.plan(ctx)
     store.prune_shards(len(work))
@@ -146,6 +151,7 @@ def stage_summary(name: str, plan: StagePlan, summary: dict[str, Any], started: 
     """The counts of a stage run (``summary`` from ``StageStore.summarize``); shards run are those
     of this run's to-do list that completed (all of them when the stage finished)."""
     done = set(summary["completed_shards"])
+    ran = [summary.get("items_by_shard", {}).get(i, {}) for i in plan.todo if i in done]
     return StageSummary(
         stage=name,
         shards_total=len(plan.work),
@@ -157,6 +163,8 @@ def stage_summary(name: str, plan: StagePlan, summary: dict[str, Any], started: 
         reject_reasons=summary["reject_reasons"],
         seconds=time.perf_counter() - started,
         extra=extra or {},
+        items_reused=sum(x.get("reused", 0) for x in ran),
+        items_computed=sum(x.get("computed", 0) for x in ran),
     )
 
 

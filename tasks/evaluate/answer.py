@@ -13,6 +13,7 @@ from prompts.eval_prompts import answer_spec
 from prompts.runner import PromptInput, build_messages
 from storage.image_store import ImageStore
 from storage.rejects import reject
+from tasks.reuse import ItemReuse, complete_with_reuse
 
 
 def load_images(store: ImageStore, stage: str, questions: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -60,15 +61,20 @@ def ask(
     annotations: dict[str, dict[str, Any]],
     temperature: float,
     max_tokens: int,
+    reuse: ItemReuse | None = None,
 ) -> list[tuple[dict[str, Any], Any, Any]]:
-    """Ask every question in one batch: (question, prompt spec, response) in question order."""
+    """Ask every question in one batch: (question, prompt spec, response) in question order;
+    with ``reuse``, answers stored under the same item key are taken instead of asked again."""
     reqs, specs = [], []
     for q in questions:
         spec = answer_spec(q["qtype"], mode, len(q["images"]))
         inp = PromptInput(answer_context(q, mode, annotations.get(q["edit_id"], {})), [images[r] for r in q["images"]])
         reqs.append(MLLMRequest(spec.name, spec.version, build_messages(spec, inp), inp.context, temperature, max_tokens))
         specs.append(spec)
-    responses = client.complete(reqs) if reqs else []
+    if not reqs:
+        responses = []
+    else:
+        responses = complete_with_reuse(reuse, client, reqs) if reuse else client.complete(reqs)
     return list(zip(questions, specs, responses))
 
 

@@ -23,6 +23,7 @@ from tasks.evaluate.judge import judge_short_answers
 from tasks.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.evaluate.score import score_reply
 from tasks.evaluate.spans import detect_spans
+from tasks.reuse import ItemReuse
 
 
 def model_slug(backend: str, model: str, unverified: bool) -> str:
@@ -109,11 +110,13 @@ class EvalStage(Stage):
         images, ready, rejects = load_images(ctx.images, self.name, questions)
         result.rejects += rejects
         answers: list[dict[str, Any]] = []
+        reuse = ItemReuse.for_shard(ctx, self.name, "eval-answer")  # answers already given are not asked again
         for mode in cfg.modes:
-            for q, spec, resp in ask(self.clients.model, ready, images, mode, self._annotations, cfg.temperature, cfg.max_tokens):
+            for q, spec, resp in ask(self.clients.model, ready, images, mode, self._annotations, cfg.temperature, cfg.max_tokens, reuse):
                 row = score_reply(q, mode, resp.text, resp.error, self._annotations.get(q["edit_id"], {}), backend=self.backend, model=self.model, unverified=self.unverified)
                 row.update(prompt_name=spec.name, prompt_version=spec.version, backend=resp.backend or self.clients.model.backend, model_id=resp.model_id or self.clients.model.model_id)
                 answers.append(row)
+        result.items = reuse.counts.as_dict()
         judge_short_answers(self.clients.judge, answers, self._qmap, self._annotations, self._encoder, cfg.embedding_threshold)
         result.outputs["answers"] = sorted(answers, key=lambda a: a["id"])
         wrong_cot = [a for a in answers if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"]

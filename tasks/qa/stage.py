@@ -7,7 +7,8 @@ from typing import Any
 from storage import schemas
 from storage.parquet_io import ArtifactReader
 from tasks.base import RunContext, ShardResult, Stage, chunk
-from tasks.qa.analyse import analyse_edits
+from tasks.qa.analyse import Analysed, analyse_edits
+from tasks.reuse import Entry, ItemReuse, code_version
 from tasks.qa.synthesis import problem_rejects, questions_for_edit, settings_from
 
 STAGE = "qa"
@@ -20,10 +21,11 @@ def wanted(edit: dict[str, Any]) -> bool:
     return edit["status"] == "ok"
 
 
-def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progress: bool = False) -> ShardResult:
-    """The stage logic for one shard, callable without the runner."""
+def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progress: bool = False, reuse: ItemReuse | None = None) -> ShardResult:
+    """The stage logic for one shard, callable without the runner. With ``reuse``, analyses whose
+    item key is stored skip the model; questions are always rendered (templates are cheap)."""
     cfg = ctx.config.qa
-    analysed = analyse_edits(client, edits, ctx.images, ctx.config.mllm, progress=progress)
+    analysed = reused_analyses(client, edits, ctx, reuse, progress=progress)
     settings = settings_from(cfg, ctx.seed)
     questions: list[dict[str, Any]] = []
     rejects = list(analysed.rejects)
@@ -36,7 +38,61 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
         rejects.extend(problem_rejects(e, rendered.problems))
     questions.sort(key=lambda r: (r["edit_id"], r["question_set"], r["id"]))
     analysed.rows.sort(key=lambda r: r["id"])
-    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits))
+    items = reuse.counts.as_dict() if reuse is not None else {}
+    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits), items=items)
+
+
+def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
+    """An edit's analysis key: the edit's own columns (its images are content-addressed paths),
+    what the model sees (the analysis context) or, for counting, the true count, the task's
+    analysis prompt, the answer-changing MLLM settings and the code version. The carried item
+    columns (dataset statistics may change when the dataset grows) and the question templates
+    are not in it: changing the templates re-renders questions from stored analyses."""
+    from prompts.analysis import ANALYSIS_PROMPTS
+    from prompts.spec import prompt_fingerprints
+    from storage.json_columns import load_json_column
+    from tasks.qa.analyse import ITEM_COLUMNS, analysis_context
+
+    spec = ANALYSIS_PROMPTS.get(edit["task"])
+    try:
+        context = analysis_context(edit) if spec else None
+        cand = load_json_column(edit.get("candidate_json"), "candidate_json", f"edit {edit['id']}")
+    except (KeyError, TypeError, ValueError):
+        return None  # computed: the analysis row and reject say what is wrong
+    mllm = ctx.config.mllm.model_dump(mode="json")
+    return reuse.key(
+        edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
+        count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
+        prompt=prompt_fingerprints((spec,)) if spec else None, mllm={k: mllm[k] for k in ANSWER_KEYS},
+        code=code_version("tasks.qa.analyse", "prompts"),
+    )
+
+
+def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False) -> Analysed:
+    """``analyse_edits`` for the edits whose analysis is not stored; rows, rejects and fields in edit order."""
+
+    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+        got = analyse_edits(client, todo, ctx.images, ctx.config.mllm, progress=progress)
+        out = []
+        for e in todo:
+            rejects = [r for r in got.rejects if r["id"] == e["id"]]
+            value = {"rows": [r for r in got.rows if r["edit_id"] == e["id"]], "rejects": rejects, "fields": got.fields.get(e["id"])}
+            out.append(Entry(value, keep=reuse.keeps(rejects) if reuse else True))
+        return out
+
+    if reuse is None:
+        values = [e.value for e in run(edits)]
+    else:
+        values = reuse.map([analysis_item_key(reuse, ctx, e) for e in edits], lambda misses: run([edits[i] for i in misses]))
+    from tasks.qa.analyse import ITEM_COLUMNS
+
+    merged = Analysed()
+    for e, v in zip(edits, values):
+        merged.rows.extend({**r, **{k: e[k] for k in ITEM_COLUMNS}} for r in v["rows"])
+        merged.rejects.extend(v["rejects"])
+        if v["fields"] is not None:
+            merged.fields[e["id"]] = v["fields"]
+    return merged
 
 
 class QAStage(Stage):
@@ -67,7 +123,8 @@ class QAStage(Stage):
         from tasks.instruct import shared_client
 
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
-        return qa_edits(client, list(work), ctx, progress=bool(ctx.options.get("progress")))
+        reuse = ItemReuse.for_shard(ctx, STAGE, "analysis")
+        return qa_edits(client, list(work), ctx, progress=bool(ctx.options.get("progress")), reuse=reuse)
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         rows = ArtifactReader(ctx.run, f"{STAGE}/questions", schemas.QUESTIONS).rows(["task", "question_set"])

@@ -1,0 +1,68 @@
+"""``reactbench reuse ...``: look after the per-item reuse store (``storage.reuse_store``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+reuse_app = typer.Typer(help="The per-item reuse store: finished edits, instructions and analyses that rebuilds take instead of recomputing.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def _store(run_dir: Path, reuse_dir: Optional[str]):
+    from storage.fs import RunFS
+    from storage.reuse_store import ReuseStore
+
+    if reuse_dir:
+        return ReuseStore.open(RunFS.open(str(run_dir)), reuse_dir), reuse_dir
+    run = RunFS.open(str(run_dir))
+    if not run.exists():
+        console.print(f"{run_dir}: no such run directory", style="red", markup=False)
+        raise typer.Exit(1)
+    saved = _saved_reuse_dir(run_dir)
+    return ReuseStore.open(run, saved), saved or f"{run_dir}/reuse"
+
+
+def _saved_reuse_dir(run_dir: Path) -> Optional[str]:
+    """``run.reuse_dir`` of the run's saved config, if it sets one."""
+    import yaml
+
+    path = Path(str(run_dir)) / "config.yaml"
+    if "://" in str(run_dir) or not path.exists():
+        return None
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return ((data.get("run") or {}).get("reuse_dir")) or None
+
+
+@reuse_app.command("prune")
+def prune(
+    keep_days: float = typer.Option(..., "--keep-days", min=0, help="Keep entries used within this many days; delete the rest."),
+    run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory whose store to prune (its run.reuse_dir if set)."),
+    reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to prune instead."),
+) -> None:
+    """Delete reuse entries not used for --keep-days days (and a shared store's images nothing refers to)."""
+    store, where = _store(run_dir, reuse_dir)
+    counts = store.prune(keep_days)
+    console.print(
+        f"{where}: removed {counts['entries_removed']} entr{'y' if counts['entries_removed'] == 1 else 'ies'}, "
+        f"kept {counts['entries_kept']}, removed {counts['images_removed']} unreferenced image(s)",
+        markup=False,
+    )
+
+
+@reuse_app.command("stats")
+def stats(
+    run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory whose store to describe (its run.reuse_dir if set)."),
+    reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to describe instead."),
+) -> None:
+    """Entries per component (edit:<editor>, instruct, analysis)."""
+    store, where = _store(run_dir, reuse_dir)
+    per: dict[str, int] = {}
+    for _, doc in store.entries():
+        name = str(doc.get("component") or "?")
+        per[name] = per.get(name, 0) + 1
+    lines = [f"{where}: {sum(per.values())} entries"] + [f"  {k}: {v}" for k, v in sorted(per.items())]
+    console.print("\n".join(lines), markup=False)
