@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, rng_for, seeded_order
@@ -100,25 +101,24 @@ def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
     return PairTable(a, b, c_a, c_b, c_ab, p_ba, p_ab, best // 2, best % 2 == 0, kept, rel_pair)
 
 
-def pair_rows(scan: Scan, t: PairTable, min_count: int) -> list[dict[str, Any]]:
-    """The ``pair_stats`` artifact rows (pairs with C(A∩B) >= ``min_count``), most frequent first."""
+def pair_stats_table(scan: Scan, t: PairTable, min_count: int) -> pa.Table:
+    """The ``pair_stats`` artifact (pairs with C(A∩B) >= ``min_count``), most frequent first,
+    built column by column (no row dicts: VG has ~0.8M linked pairs)."""
     idx = np.flatnonzero(t.c_ab >= min_count)
     idx = idx[np.lexsort((t.b[idx], t.a[idx], -t.c_ab[idx]))]
-    names, preds = scan.names.names, scan.predicates.names
-    cols = {
-        "a": [names[i] for i in t.a[idx].tolist()],
-        "b": [names[i] for i in t.b[idx].tolist()],
-        "c_a": t.c_a[idx].tolist(),
-        "c_b": t.c_b[idx].tolist(),
-        "c_ab": t.c_ab[idx].tolist(),
-        "p_b_given_a": t.p_b_given_a[idx].tolist(),
-        "p_a_given_b": t.p_a_given_b[idx].tolist(),
-        "predicate": [preds[i] for i in t.predicate[idx].tolist()],
-        "direction": ["a_subject" if v else "b_subject" for v in t.a_subject[idx].tolist()],
-        "kept": t.kept[idx].tolist(),
-    }
-    keys = list(cols)
-    return [dict(zip(keys, vals)) for vals in zip(*cols.values())]
+    names, preds = pa.array(scan.names.names, pa.string()), pa.array(scan.predicates.names, pa.string())
+    direction = pa.array(np.where(t.a_subject[idx], "a_subject", "b_subject").astype(object), pa.string())
+    return pa.table({
+        "a": names.take(t.a[idx]), "b": names.take(t.b[idx]),
+        "c_a": t.c_a[idx].astype(np.int64), "c_b": t.c_b[idx].astype(np.int64), "c_ab": t.c_ab[idx].astype(np.int64),
+        "p_b_given_a": t.p_b_given_a[idx].astype(np.float64), "p_a_given_b": t.p_a_given_b[idx].astype(np.float64),
+        "predicate": preds.take(t.predicate[idx]), "direction": direction, "kept": t.kept[idx].astype(bool),
+    })
+
+
+def pair_rows(scan: Scan, t: PairTable, min_count: int) -> list[dict[str, Any]]:
+    """:func:`pair_stats_table` as rows (for inspection and tests)."""
+    return pair_stats_table(scan, t, min_count).to_pylist()
 
 
 def kept_name_pairs(t: PairTable) -> set[tuple[int, int]]:

@@ -22,7 +22,7 @@ from miners import npx
 from miners.canonical import Canonicalizer
 from miners.vg_scan import Scan, Vocab, _rej
 
-_BOX = "object_id BIGINT, id BIGINT, x DOUBLE, y DOUBLE, w DOUBLE, h DOUBLE, names VARCHAR[], name VARCHAR, synsets VARCHAR[]"
+_BOX = "object_id BIGINT, id BIGINT, x DOUBLE, y DOUBLE, w DOUBLE, h DOUBLE, names VARCHAR[], name VARCHAR, object_names VARCHAR[], synsets VARCHAR[]"
 COLUMNS = {
     "objects": "{image_id: 'BIGINT', id: 'BIGINT', objects: 'STRUCT(" + _BOX + ")[]'}",
     "attributes": "{image_id: 'BIGINT', id: 'BIGINT', attributes: 'STRUCT(" + _BOX + ", attributes VARCHAR[])[]'}",
@@ -46,7 +46,7 @@ def _sql_path(path: str) -> str:
 def _end(p: str) -> str:
     """Columns of one object-like struct ``p``: id, box, raw name, first synset."""
     return (f"coalesce({p}.object_id, {p}.id, -1) AS {p.split('.')[-1]}_oid, {p}.x AS {p.split('.')[-1]}_x, {p}.y AS {p.split('.')[-1]}_y, "
-            f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name) AS {p.split('.')[-1]}_raw, "
+            f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name, {p}.object_names[1]) AS {p.split('.')[-1]}_raw, "
             f"{p}.synsets[1] AS {p.split('.')[-1]}_synset")
 
 
@@ -83,7 +83,7 @@ def _name_ids(tab: Any, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.n
         got = cache.get(key)
         if got is None:
             raw, syn = key
-            got = cache[key] = vocab.id_of_raw(canon.object_name(raw or "", [syn] if syn else None) if syn else raw)
+            got = cache[key] = vocab.id_of_class(canon.object_name(raw or "", [syn])) if syn else vocab.id_of_raw(raw)
         out[i] = got
     return out
 

@@ -2,7 +2,8 @@
 
 The Structs list only the fields mining reads (msgspec skips the rest quickly). Both
 spellings the published versions use are accepted: ``image_id``/``id``, ``object_id``/``id``,
-``names`` (list) / ``name`` (string). ``gc=False``: millions of these are created per file
+``names`` (list) / ``name`` (string) / ``object_names`` (list: VG 1.0's ``attributes.json``).
+``gc=False``: millions of these are created per file
 and none forms a reference cycle.
 """
 
@@ -37,6 +38,7 @@ class VGObject(msgspec.Struct, gc=False):
     h: float = float("nan")
     names: Optional[list[str]] = None
     name: Optional[str] = None
+    object_names: Optional[list[str]] = None  # VG 1.0 attributes.json
     synsets: Optional[list[str]] = None
 
 
@@ -100,8 +102,11 @@ def object_id(o: VGObject) -> Optional[int]:
 
 
 def object_raw_name(o: VGObject) -> Optional[str]:
+    """The first name, whichever way the version spells it."""
     if o.names:
         return o.names[0]
+    if o.name is None and o.object_names:
+        return o.object_names[0]
     return o.name
 
 
@@ -167,12 +172,19 @@ class ImageLocator:
         self._local = "://" not in self.root
 
     def candidates(self, image_id: int, url: str | None) -> list[str]:
-        name = posixpath.basename(url) if url else f"{image_id}.jpg"
+        """Paths to try, in order: the URL's folder and file name under the root, that file name
+        in each image folder, then ``<image_id>.jpg`` in each (VG 1.0 lists the original source
+        URLs, e.g. ``.../VG100/Images/web_static_office/vgabox0.jpg``, for files published as
+        ``VG_100K*/<image_id>.jpg``)."""
+        own = f"{image_id}.jpg"
+        name = posixpath.basename(url) if url else own
         out = []
         if url:
             folder = posixpath.basename(posixpath.dirname(url))
             out.append(posixpath.join(self.root, folder, name))
         out += [posixpath.join(f, name) for f in self.folders]
+        if name != own:
+            out += [posixpath.join(f, own) for f in self.folders]
         return list(dict.fromkeys(out))
 
     def find(self, image_id: int, url: str | None) -> str | None:
