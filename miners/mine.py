@@ -154,4 +154,5 @@ def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
     data = fsc147.read_fsc147(root)
     result.add(fsc147.select(data, cfg.dense_counting, seed))
     result.summary["fsc_images"] = len(data.annotations)
+    result.summary.update(fsc147.split_counts(data, cfg.dense_counting.splits))
     return result.finish()

@@ -3,7 +3,9 @@
 Definitions (also checked by an independent SQL implementation in the tests):
 - C(A): images where class A is a valid object in objects.json or a valid relationship end.
 - C(A∩B), ``count_unit: images``: images in which a valid relationship links A and B in
-  either direction (A != B); ``relations``: the number of such relationships.
+  either direction (A != B); ``relations``: the number of such relationships, and then C(A)
+  is counted in the same unit: valid relationships with A as an end (once per relationship),
+  so P(B|A) is the share of A's relationships that link it to B and never exceeds 1.
 - P(B|A) = C(A∩B) / C(A). Keep when C(A∩B) >= N_min and max(P(B|A), P(A|B)) >= θ.
 - The triplet's predicate and direction: the most frequent (predicate, direction) among the
   linking relationships; ties go to the alphabetically first predicate, then ``a_subject``.
@@ -65,11 +67,23 @@ def class_image_counts(scan: Scan) -> np.ndarray:
     return np.bincount(present % nn, minlength=nn).astype(np.int64)
 
 
+def class_relation_counts(scan: Scan) -> np.ndarray:
+    """C(A) in relationships (``count_unit: relations``): valid relationships with A as an end,
+    once per relationship (A-r-A counts once)."""
+    nn = len(scan.names.names)
+    r = scan.relations
+    if r is None or nn == 0:
+        return np.zeros(nn, dtype=np.int64)
+    v = r["valid"]
+    s, o = r["s_nid"][v], r["o_nid"][v]
+    return (np.bincount(s, minlength=nn) + np.bincount(o[o != s], minlength=nn)).astype(np.int64)
+
+
 def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
-    """Count every linked pair and apply the keep rule."""
+    """Count every linked pair and apply the keep rule (C(A) and C(A∩B) in the same unit)."""
     r = scan.relations
     nn = max(1, len(scan.names.names))
-    c_name = class_image_counts(scan)
+    c_name = class_image_counts(scan) if params.count_unit == "images" else class_relation_counts(scan)
     lo = np.minimum(r["s_nid"], r["o_nid"])
     hi = np.maximum(r["s_nid"], r["o_nid"])
     use = r["valid"] & (lo != hi)

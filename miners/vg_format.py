@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 
 import msgspec
 
-from miners.jsonstream import BadElement, decode_file, iter_array
+from miners.jsonstream import BadElement, decode_file, describe_error, iter_array
 
 
 class VGImage(msgspec.Struct, gc=False):
@@ -124,16 +124,17 @@ def loose(bad: BadElement) -> LooseImage | None:
     """Second chance for an element that failed the strict type: per-part decoding."""
     try:
         return msgspec.json.decode(bad.raw, type=LooseImage)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return None
 
 
-def decode_part(raw: msgspec.Raw, type_: type) -> object | str:
-    """Decode one object / relationship; on failure return the error message."""
+def decode_part(raw: msgspec.Raw, type_: type, at: int | None = None) -> object | str:
+    """Decode one object / relationship (at file offset ``at`` when known); on failure return the
+    error message (invalid UTF-8: with the bad byte's offset)."""
     try:
         return msgspec.json.decode(raw, type=type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        return str(exc)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        return describe_error(exc, bytes(raw), at)
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def read_image_data(path: str, block_bytes: int) -> tuple[dict[int, ImageInfo], 
     for batch in iter_array(path, VGImage, IMAGE_DATA_KEYS, block_bytes=block_bytes):
         for e in batch:
             if isinstance(e, BadElement):
-                problems.append(("malformed_image_entry", f"{path}: {e.error}: {e.raw[:200]!r}"))
+                where = f" (element at byte offset {e.at})" if e.at is not None else ""
+                problems.append(("malformed_image_entry", f"{path}{where}: {e.error}: {e.raw[:200]!r}"))
                 continue
             iid = e.image_id if e.image_id is not None else e.id
             if iid is None or not e.width or not e.height or e.width <= 0 or e.height <= 0:

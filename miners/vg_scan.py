@@ -123,14 +123,20 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Optiona
                 le = loose(e)
                 parts_raw = getattr(le, kind) if le is not None else None
                 if le is None or parts_raw is None:
-                    _rej(rejects, f"vg:{kind}:@{e.offset}", "malformed_entry", f"{path}: element in the batch at byte {e.offset}: {e.error}", e.raw[:500].decode("utf-8", "replace"))
+                    at = e.at if e.at is not None else e.offset
+                    where = f"element at byte offset {e.at}" if e.at is not None else f"element in the batch at byte {e.offset}"
+                    _rej(rejects, f"vg:{kind}:@{at}", "malformed_entry", f"{path}: {where}: {e.error}", e.raw[:500].decode("utf-8", "replace"))
                     continue
                 iid = element_image_id(le)
                 parts = []
                 for k, raw in enumerate(parts_raw):
-                    got = decode_part(raw, part_type)
+                    body = bytes(raw)
+                    pos = e.raw.find(body) if e.at is not None else -1
+                    at = e.at + pos if pos >= 0 else None
+                    got = decode_part(raw, part_type, at)
                     if isinstance(got, str):
-                        _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}: {got}", bytes(raw)[:500].decode("utf-8", "replace"))
+                        where = f" at byte offset {at}" if at is not None else ""
+                        _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}{where}: {got}", body[:500].decode("utf-8", "replace"))
                     else:
                         parts.append(got)
                 out.append((iid, parts))
