@@ -89,7 +89,13 @@ def _name_ids(tab: Any, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.n
 
 
 def _num(tab: Any, name: str, dtype: Any = np.float64, fill: float = np.nan) -> np.ndarray:
-    return tab.column(name).to_numpy().astype(dtype) if tab.column(name).null_count == 0 else tab.column(name).fill_null(fill).to_numpy().astype(dtype)
+    """A numeric column as numpy (nulls filled). Chunks are combined first: ``ChunkedArray.to_numpy``
+    imports pandas (seconds of start-up for nothing)."""
+    col = tab.column(name)
+    if col.null_count:
+        col = col.fill_null(fill)
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    return arr.to_numpy(zero_copy_only=False).astype(dtype)
 
 
 def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.ndarray:
