@@ -196,6 +196,10 @@ def _warm_imports() -> None:
     """Module imports are a once-per-process cost, excluded from every timing (as for the naive reference)."""
     import duckdb  # noqa: F401
     import pyarrow.compute  # noqa: F401
+    try:
+        import pandas  # noqa: F401  (pyarrow imports it on first array conversion)
+    except ImportError:
+        pass
     import pyarrow.parquet  # noqa: F401
 
     import tasks.mine  # noqa: F401
@@ -237,6 +241,7 @@ def phase_parse_duckdb(root: Path) -> dict[str, float]:
         try:
             con.execute(f"SET threads TO {cfg.threads}")
             con.execute("SET preserve_insertion_order = true")
+            con.execute("SET enable_progress_bar = false")
             rows += con.sql(vg_duckdb._query(kind, str(root / f"{kind}.json"))).to_arrow_table().num_rows
         finally:
             con.close()

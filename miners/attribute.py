@@ -100,7 +100,8 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
     is_kept = np.isin(a_key, np.fromiter(kept_keys, dtype=np.int64, count=len(kept_keys)))
     used: set[int] = set()
     names, attrs = scan.names.names, scan.attributes.names
-    stat = {(int(o), int(a)): i for i, (o, a) in enumerate(zip(t.obj, t.attr)) if t.kept[i]}
+    ki = np.flatnonzero(t.kept)
+    stat = dict(zip(zip(t.obj[ki].tolist(), t.attr[ki].tolist()), ki.tolist()))  # kept (o, a) -> stats row
     kk = np.flatnonzero(is_kept)
     kk = kk[np.lexsort((inst["oid"][a_inst[kk]], a_key[kk]))]
     sorted_keys = a_key[kk]
@@ -141,7 +142,7 @@ def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributePara
     """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
     inst = scan.instances
     names, attrs = scan.names.names, scan.attributes.names
-    count = {(int(o), int(a)): (int(c), int(rk)) for o, a, c, rk in zip(t.obj, t.attr, t.c_oa, t.rank)}
+    count = dict(zip(zip(t.obj.tolist(), t.attr.tolist()), zip(t.c_oa.tolist(), t.rank.tolist())))
     by_inst: dict[int, list[int]] = {}
     for r, a in zip(a_inst.tolist(), a_aid.tolist()):
         if int(inst["nid"][r]) in dominant and r not in used:

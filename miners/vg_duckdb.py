@@ -121,6 +121,7 @@ def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: i
     try:
         con.execute(f"SET threads TO {max(1, int(threads))}")
         con.execute("SET preserve_insertion_order = true")
+        con.execute("SET enable_progress_bar = false")  # the stage has its own progress line
         tab = con.sql(_query(kind, path)).to_arrow_table()
     finally:
         con.close()
