@@ -124,7 +124,7 @@ def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional
         return result
     scan = scan_visual_genome(root, cfg, tasks, progress)
     result.rejects.extend(scan.rejects)
-    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects)
+    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None  # per-image index: only for candidates
     if "relational_erasure" in tasks:
         table = relational.pair_table(scan, cfg.relational_erasure)
         result.pair_table = relational.pair_stats_table(scan, table, cfg.stats_min_count)
