@@ -39,7 +39,7 @@ INVARIANT = {
     "asparagus", "hummus", "couscous", "hippopotamus", "rhinoceros", "platypus", "debris", "physics",
     # plural-only nouns (pluralia tantum): the singular is another word or none
     "sweatpants", "slacks", "tweezers", "shears", "spectacles", "eyeglasses", "underpants", "knickers",
-    "trunks", "briefs", "panties", "tights", "jodhpurs", "mathematics", "measles", "premises", "savings",
+    "briefs", "panties", "jodhpurs", "mathematics", "measles", "premises", "savings",
 }
 
 
