@@ -204,3 +204,19 @@ def test_bad_fsc147_images_are_rejects_and_the_rest_is_mined(tmp_path: Path, fsc
         r = got[f"fsc147:{name}"]
         assert r["reason"] == reason and name in r["detail"] and words in r["detail"], r
     assert sorted(c["image_id"] for c in res.candidates) == chosen[4:]
+
+
+@pytest.mark.parametrize("reader", ["auto", "msgspec"])
+def test_synset_lemmas_are_classes_as_written_in_both_readers(tmp_path: Path, reader: str) -> None:
+    """A lemma is a dictionary form: ``spectacles.n.01`` names the class "spectacles", not "spectacle"."""
+    def o(oid, name, synset, **kw):
+        return obj(oid, name, synsets=[synset], **kw)
+
+    objs = [{"image_id": i, "objects": [o(i * 10 + 1, "glasses", "spectacles.n.01"), o(i * 10 + 2, "man", "man.n.01", x=40, w=50, h=60)]} for i in (1, 2)]
+    rels = [{"image_id": i, "relationships": [rel(i, o(i * 10 + 2, "man", "man.n.01", x=40, w=50, h=60), "wearing", o(i * 10 + 1, "glasses", "spectacles.n.01"))]}
+            for i in (1, 2)]
+    root = write_vg(tmp_path / "vg", [image(1), image(2)], objs, rels)
+    cfg = MineConfig(tasks=("relational_erasure",), canonical="synset", reader=reader, relational_erasure={"n_min": 1, "theta": 0.1})
+    res = mine_visual_genome(root, cfg, seed=0)
+    assert [(p["a"], p["b"], p["c_ab"]) for p in res.pair_stats] == [("man", "spectacles", 2)]
+    assert res.summary["canonicalisation"]["synsets"] == 2
