@@ -112,19 +112,29 @@ def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.nda
     return keep
 
 
-def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """One VG file -> the same columns as ``vg_scan.scan_objects`` / ``scan_relationships`` (before validation)."""
+def fetch(kind: str, path: str, threads: int) -> Any:
+    """DuckDB's part alone: one VG file flattened into an Arrow table. Touches no shared state,
+    so the next file can be fetched in a thread while Python turns the previous one into columns
+    (DuckDB releases the GIL while it parses)."""
     import duckdb
-    import pyarrow.compute as pc
 
     con = duckdb.connect()
     try:
         con.execute(f"SET threads TO {max(1, int(threads))}")
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET enable_progress_bar = false")  # the stage has its own progress line
-        tab = con.sql(_query(kind, path)).to_arrow_table()
+        return con.sql(_query(kind, path)).to_arrow_table()
     finally:
         con.close()
+
+
+def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: Any = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """One VG file (or its already fetched table) -> the same columns as ``vg_scan.scan_objects`` /
+    ``scan_relationships`` (before validation)."""
+    import pyarrow.compute as pc
+
+    if tab is None:
+        tab = fetch(kind, path, threads)
     img = _num(tab, "img", np.int64, -1)
     keep = _unknown_images(img, kind, path, scan)
     if not keep.all():
