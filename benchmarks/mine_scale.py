@@ -4,17 +4,22 @@ Generates once (cached under ``benchmarks/.cache/vg_scale``) a synthetic annotat
 VG's shape and size: 108,077 images, ~3.8M objects, ~2.3M relationships, ~2.8M attribute
 annotations, Zipf-like name / predicate / attribute frequencies, names written the messy way
 VG writes them, a few boxes outside their image, and an empty placeholder file per image.
-Then measures, each phase in a fresh subprocess (so peak RSS is that phase's own):
+Then measures, each phase in a fresh subprocess (so peak RSS is that phase's own), each at
+least twice (``--repeat``), reporting the median:
 
-  parse   the floor: stream-decode the four JSON files into our Structs, nothing else
-  mine    RE + CA + AT mining with the paper's thresholds (N_min 50, θ 0.2), candidates included
+  parse   the floor: a parse-only pass of the reader the stage uses. With ``mine.reader: auto``
+          both readers are measured (DuckDB's queries into Arrow; msgspec's block reader into
+          Structs) and the faster is the floor
+  mine    the whole ``mine`` stage through the runner: read, mine RE + CA + AT with the paper's
+          thresholds (N_min 50, θ 0.2), write every artifact (candidates, stats, rejects, manifest)
   naive   json.load + Python dict counting of the same statistics, on a 10% subset
-  ours    our mining on the same 10% subset
+  ours    our statistics on the same 10% subset
 
 and prints a table, then one JSON line with parse_floor_s, mine_s, peak_rss_mb,
-naive_subset_s, ours_subset_s, speedup_vs_naive.
+naive_subset_s, ours_subset_s, speedup_vs_naive. Exits non-zero when the naive reference and
+ours disagree on the subset (kept pairs, dominant attributes, crowded images).
 
-Usage: python benchmarks/mine_scale.py [--images N] [--regenerate]
+Usage: python benchmarks/mine_scale.py [--scale 0.1] [--repeat 2] [--images N] [--regenerate]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -177,35 +183,105 @@ def make_subset(src: Path, dst: Path, fraction: float) -> None:
 
 
 # ----------------------------------------------------------------------------- phases
-def phase_parse(root: Path) -> dict[str, float]:
+STAGE_TASKS = ["relational_erasure", "counterfactual_attribute", "alteration_tracing"]
+
+
+def _stage_config(root: Path | None = None):
+    from flows.config import config_from_dict
+
+    return config_from_dict({"mine": {"tasks": STAGE_TASKS}, **({"sources": {"visual_genome": str(root)}} if root else {})})
+
+
+def _warm_imports() -> None:
+    """Module imports are a once-per-process cost, excluded from every timing (as for the naive reference)."""
+    import duckdb  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    try:
+        import pandas  # noqa: F401  (pyarrow imports it on first array conversion)
+    except ImportError:
+        pass
+    import pyarrow.parquet  # noqa: F401
+
+    import tasks.mine  # noqa: F401
+    import tasks.runner  # noqa: F401
+
+
+def phase_parse_msgspec(root: Path) -> dict[str, float]:
+    """The msgspec block reader's floor: stream-decode the four files into our Structs, nothing else."""
     from miners.jsonstream import gc_paused, iter_array
     from miners.vg_format import (ATTRIBUTES_KEYS, IMAGE_DATA_KEYS, OBJECTS_KEYS, RELATIONSHIPS_KEYS, VGImage, VGImageAttributes,
                                   VGImageObjects, VGImageRelationships)
 
+    block = _stage_config().mine.block_mb << 20
     t = time.perf_counter()
     n = 0
     with gc_paused():
         for name, typ, keys in (("image_data.json", VGImage, IMAGE_DATA_KEYS), ("objects.json", VGImageObjects, OBJECTS_KEYS),
                                 ("relationships.json", VGImageRelationships, RELATIONSHIPS_KEYS), ("attributes.json", VGImageAttributes, ATTRIBUTES_KEYS)):
-            for batch in iter_array(str(root / name), typ, keys):
+            for batch in iter_array(str(root / name), typ, keys, block_bytes=block):
                 n += len(batch)
     return {"seconds": time.perf_counter() - t, "elements": n}
 
 
-def phase_mine(root: Path, candidates: bool = True) -> dict[str, float]:
+def phase_parse_duckdb(root: Path) -> dict[str, float]:
+    """The DuckDB reader's floor, as the stage runs it: image_data.json through msgspec, then the
+    same DuckDB queries the stage runs (same columns, same threads) into Arrow tables, nothing else."""
+    import duckdb
+
+    from miners import vg_duckdb
+    from miners.vg_format import read_image_data
+
+    _warm_imports()
+    cfg = _stage_config().mine
+    t = time.perf_counter()
+    images, _ = read_image_data(str(root / "image_data.json"), cfg.block_mb << 20)
+    rows = len(images)
+    for kind in ("objects", "relationships", "attributes"):
+        con = duckdb.connect()
+        try:
+            con.execute(f"SET threads TO {cfg.threads}")
+            con.execute("SET preserve_insertion_order = true")
+            con.execute("SET enable_progress_bar = false")
+            rows += con.sql(vg_duckdb._query(kind, str(root / f"{kind}.json"))).to_arrow_table().num_rows
+        finally:
+            con.close()
+    return {"seconds": time.perf_counter() - t, "rows": rows}
+
+
+def phase_mine(root: Path) -> dict[str, float]:
+    """The whole ``mine`` stage through the real runner: read, mine RE + CA + AT with the paper's
+    thresholds, write every artifact (candidates, pair_stats, attribute_stats, rejects, manifest)."""
+    import tempfile
+
+    from storage.fs import RunFS
+    from tasks.base import RunContext
+    from tasks.mine import MineStage
+    from tasks.runner import run_stage
+
+    _warm_imports()
+    cfg = _stage_config(root)
+    with tempfile.TemporaryDirectory(prefix="mine_scale_run_") as run_dir:
+        ctx = RunContext(RunFS.open(run_dir), cfg, {"progress": False})
+        t = time.perf_counter()
+        summary = run_stage(MineStage(), ctx, force=True)
+        seconds = time.perf_counter() - t
+        manifest = MineStage().store(ctx).read_manifest() or {}
+    cands = sum(manifest.get("extra", {}).get("candidates_by_task", {}).values())
+    return {"seconds": seconds, "candidates": cands, "pair_rows": summary.rows_out.get("pair_stats", 0),
+            "attribute_rows": summary.rows_out.get("attribute_stats", 0), "rejects": summary.rejected}
+
+
+def phase_ours(root: Path) -> dict[str, float]:
+    """Our statistics (no candidates) on the subset, with the stage's reader: what the naive reference computes."""
     from miners.config import MineConfig
     from miners.mine import mine_visual_genome
-    from miners.vg_duckdb import available
 
-    if available():  # module imports are a once-per-process cost, excluded here as for the naive reference
-        import duckdb  # noqa: F401
-        import pyarrow.compute  # noqa: F401
-
-    cfg = MineConfig(tasks=("relational_erasure", "counterfactual_attribute", "alteration_tracing"))
+    _warm_imports()
+    cfg = MineConfig(tasks=tuple(STAGE_TASKS))
     t = time.perf_counter()
-    res = mine_visual_genome(str(root), cfg, seed=0, candidates=candidates)
-    return {"seconds": time.perf_counter() - t, "candidates": len(res.candidates), "pairs_kept": res.summary.get("pairs_kept", 0),
-            "attributes_kept": res.summary.get("attributes_kept", 0), "crowded": res.summary.get("crowded_images", 0), "rejects": len(res.rejects)}
+    res = mine_visual_genome(str(root), cfg, seed=0, candidates=False)
+    return {"seconds": time.perf_counter() - t, "pairs_kept": res.summary.get("pairs_kept", 0),
+            "attributes_kept": res.summary.get("attributes_kept", 0), "crowded": res.summary.get("crowded_images", 0)}
 
 
 def phase_naive(root: Path) -> dict[str, float]:
@@ -279,46 +355,75 @@ def peak_rss_mb() -> float:
 
 
 def run_phase(phase: str, root: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, __file__, "--phase", phase, "--root", str(root)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, __file__, "--phase", phase, "--root", str(root)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"phase {phase} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def repeated(phase: str, root: Path, repeat: int) -> dict[str, float]:
+    """Run a phase ``repeat`` times (each in a fresh process): median seconds, highest peak RSS."""
+    runs = [run_phase(phase, root) for _ in range(repeat)]
+    out = dict(runs[-1])
+    out["seconds"] = statistics.median(r["seconds"] for r in runs)
+    out["all_seconds"] = [round(r["seconds"], 2) for r in runs]
+    out["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    return out
+
+
+PHASES = {"parse_msgspec": phase_parse_msgspec, "parse_duckdb": phase_parse_duckdb, "mine": phase_mine, "naive": lambda r: phase_naive(r), "ours": phase_ours}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=N_IMAGES)
+    ap.add_argument("--images", type=int, default=N_IMAGES, help="images of the synthetic set (default: VG's 108,077)")
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of --images, for a quick check (e.g. 0.1)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per phase (at least 2; the median is reported)")
     ap.add_argument("--regenerate", action="store_true")
-    ap.add_argument("--phase", choices=["parse", "mine", "naive", "ours"])
+    ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--root")
     args = ap.parse_args()
     if args.phase:
-        fn = {"parse": phase_parse, "mine": phase_mine, "naive": phase_naive, "ours": lambda r: phase_mine(r, candidates=False)}[args.phase]
-        result = fn(Path(args.root))
+        result = PHASES[args.phase](Path(args.root))
         result["peak_rss_mb"] = peak_rss_mb()
         print(json.dumps(result))
         return
-    full = CACHE / f"full_{args.images}"
-    subset = CACHE / f"subset_{args.images}"
+    repeat = max(2, args.repeat)
+    n_images = max(100, int(args.images * args.scale))
+    full = CACHE / f"full_{n_images}"
+    subset = CACHE / f"subset_{n_images}"
     if args.regenerate or not (full / "counts.json").exists():
         t = time.perf_counter()
-        counts = generate(full, args.images)
+        counts = generate(full, n_images)
         print(f"generated {counts} in {time.perf_counter() - t:.1f} s -> {full}", file=sys.stderr)
     if args.regenerate or not (subset / "attributes.json").exists():
         make_subset(full, subset, SUBSET_FRACTION)
     counts = json.loads((full / "counts.json").read_text())
     size_mb = sum((full / f).stat().st_size for f in FILES) / 2**20
-    parse = run_phase("parse", full)
-    mine = run_phase("mine", full)
-    naive = run_phase("naive", subset)
-    ours = run_phase("ours", subset)
+    reader = _stage_config().mine.reader
+    from miners.vg_duckdb import available
+
+    floors = {}
+    if reader in ("auto", "duckdb") and available():
+        floors["duckdb"] = repeated("parse_duckdb", full, repeat)
+    if reader in ("auto", "msgspec") or not floors:
+        floors["msgspec"] = repeated("parse_msgspec", full, repeat)
+    floor_name = min(floors, key=lambda k: floors[k]["seconds"])
+    parse = floors[floor_name]
+    mine = repeated("mine", full, repeat)
+    naive = repeated("naive", subset, repeat)
+    ours = repeated("ours", subset, repeat)
     print(f"data: {counts['images']:,} images, {counts['objects']:,} objects, {counts['relationships']:,} relationships, "
-          f"{counts['attributes']:,} attribute annotations, {size_mb:,.0f} MB of JSON")
-    print(f"{'phase':<34}{'seconds':>10}{'peak RSS MB':>14}")
-    print(f"{'parse floor (4 files, Structs)':<34}{parse['seconds']:>10.1f}{parse['peak_rss_mb']:>14.0f}")
-    print(f"{'mine RE+CA+AT (full)':<34}{mine['seconds']:>10.1f}{mine['peak_rss_mb']:>14.0f}")
-    print(f"{'naive json.load + dicts (10%)':<34}{naive['seconds']:>10.1f}{naive['peak_rss_mb']:>14.0f}")
-    print(f"{'ours, same statistics (10%)':<34}{ours['seconds']:>10.1f}{ours['peak_rss_mb']:>14.0f}")
-    print(f"mine / parse floor = {mine['seconds'] / parse['seconds']:.2f}x ; naive / ours = {naive['seconds'] / ours['seconds']:.1f}x ; "
-          f"kept pairs {mine['pairs_kept']}, dominant attributes {mine['attributes_kept']}, candidates {mine['candidates']}, rejects {mine['rejects']}")
+          f"{counts['attributes']:,} attribute annotations, {size_mb:,.0f} MB of JSON; median of {repeat} runs per phase")
+    print(f"{'phase':<44}{'seconds':>10}{'peak RSS MB':>14}   runs")
+    for name, ph in floors.items():
+        label = f"parse floor, {name} reader" + (" (floor)" if name == floor_name else "")
+        print(f"{label:<44}{ph['seconds']:>10.1f}{ph['peak_rss_mb']:>14.0f}   {ph['all_seconds']}")
+    print(f"{'mine stage RE+CA+AT, all artifacts (full)':<44}{mine['seconds']:>10.1f}{mine['peak_rss_mb']:>14.0f}   {mine['all_seconds']}")
+    print(f"{'naive json.load + dicts (10%)':<44}{naive['seconds']:>10.1f}{naive['peak_rss_mb']:>14.0f}   {naive['all_seconds']}")
+    print(f"{'ours, same statistics (10%)':<44}{ours['seconds']:>10.1f}{ours['peak_rss_mb']:>14.0f}   {ours['all_seconds']}")
+    print(f"mine / parse floor = {mine['seconds'] / parse['seconds']:.2f}x (target <= 2) ; naive / ours = {naive['seconds'] / ours['seconds']:.1f}x (target >= 5) ; "
+          f"candidates {mine['candidates']}, pair rows {mine['pair_rows']}, attribute rows {mine['attribute_rows']}, rejects {mine['rejects']}")
     same = (naive["pairs_kept"], naive["dominant"], naive["crowded"]) == (ours["pairs_kept"], ours["attributes_kept"], ours["crowded"])
     print(f"subset agreement (kept pairs, dominant attributes, crowded images): naive {naive['pairs_kept']}, {naive['dominant']}, {naive['crowded']}; "
           f"ours {ours['pairs_kept']}, {ours['attributes_kept']}, {ours['crowded']} -> {'same' if same else 'DIFFERENT'}")
@@ -330,6 +435,8 @@ def main() -> None:
         "ours_subset_s": round(ours["seconds"], 2),
         "speedup_vs_naive": round(naive["seconds"] / ours["seconds"], 2),
     }))
+    if not same:
+        sys.exit("the naive reference and our mining disagree on the subset's statistics")
 
 
 if __name__ == "__main__":

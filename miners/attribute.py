@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, seeded_order
@@ -65,22 +66,21 @@ def attribute_table(scan: Scan, params: CounterfactualAttributeParams) -> Attrib
     return AttributeTable(obj, attr, c_o, c_oa.astype(np.int64), p, rank, kept)
 
 
-def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, Any]]:
-    """The ``attribute_stats`` artifact rows (C(o∩a) >= ``min_count``), by object then rank."""
+def attribute_stats_table(scan: Scan, t: AttributeTable, min_count: int) -> pa.Table:
+    """The ``attribute_stats`` artifact (C(o∩a) >= ``min_count``), by object then rank, built column by column."""
     idx = np.flatnonzero(t.c_oa >= min_count)
     idx = idx[np.lexsort((t.rank[idx], t.obj[idx]))]
-    names, attrs = scan.names.names, scan.attributes.names
-    cols = {
-        "object": [names[i] for i in t.obj[idx].tolist()],
-        "attribute": [attrs[i] for i in t.attr[idx].tolist()],
-        "c_o": t.c_o[idx].tolist(),
-        "c_oa": t.c_oa[idx].tolist(),
-        "p_a_given_o": t.p[idx].astype(float).tolist(),
-        "rank": t.rank[idx].tolist(),
-        "kept": t.kept[idx].tolist(),
-    }
-    keys = list(cols)
-    return [dict(zip(keys, vals)) for vals in zip(*cols.values())]
+    names, attrs = pa.array(scan.names.names, pa.string()), pa.array(scan.attributes.names, pa.string())
+    return pa.table({
+        "object": names.take(t.obj[idx]), "attribute": attrs.take(t.attr[idx]),
+        "c_o": t.c_o[idx].astype(np.int64), "c_oa": t.c_oa[idx].astype(np.int64),
+        "p_a_given_o": t.p[idx].astype(np.float64), "rank": t.rank[idx].astype(np.int32), "kept": t.kept[idx].astype(bool),
+    })
+
+
+def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, Any]]:
+    """:func:`attribute_stats_table` as rows (for inspection and tests)."""
+    return attribute_stats_table(scan, t, min_count).to_pylist()
 
 
 def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, control: bool) -> Selection:
@@ -100,7 +100,8 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
     is_kept = np.isin(a_key, np.fromiter(kept_keys, dtype=np.int64, count=len(kept_keys)))
     used: set[int] = set()
     names, attrs = scan.names.names, scan.attributes.names
-    stat = {(int(o), int(a)): i for i, (o, a) in enumerate(zip(t.obj, t.attr)) if t.kept[i]}
+    ki = np.flatnonzero(t.kept)
+    stat = dict(zip(zip(t.obj[ki].tolist(), t.attr[ki].tolist()), ki.tolist()))  # kept (o, a) -> stats row
     kk = np.flatnonzero(is_kept)
     kk = kk[np.lexsort((inst["oid"][a_inst[kk]], a_key[kk]))]
     sorted_keys = a_key[kk]
@@ -141,7 +142,7 @@ def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributePara
     """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
     inst = scan.instances
     names, attrs = scan.names.names, scan.attributes.names
-    count = {(int(o), int(a)): (int(c), int(rk)) for o, a, c, rk in zip(t.obj, t.attr, t.c_oa, t.rank)}
+    count = dict(zip(zip(t.obj.tolist(), t.attr.tolist()), zip(t.c_oa.tolist(), t.rank.tolist())))
     by_inst: dict[int, list[int]] = {}
     for r, a in zip(a_inst.tolist(), a_aid.tolist()):
         if int(inst["nid"][r]) in dominant and r not in used:

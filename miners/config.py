@@ -15,7 +15,7 @@ ALL_TASKS: tuple[str, ...] = ("relational_erasure", "counterfactual_attribute", 
 class RelationalErasureParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
-    count_unit: Literal["images", "relations"] = Field("images", description="C(A∩B) counts images linking A and B, or relationships")
+    count_unit: Literal["images", "relations"] = Field("images", description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)")
     area_range: tuple[float, float] = Field((0.005, 0.5), description="erased (RE) / edited (CA) box area as a fraction of the image")
     images_per_pair: int = Field(20, ge=1, description="at most this many candidate images per kept pair (seeded sample)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")

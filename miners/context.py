@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from miners.vg_scan import Scan
@@ -51,11 +52,14 @@ class ImageIndex:
         rows = self._slice(self.inst_rows, self.inst_img, iid)
         inst = scan.annotations["inst"]
         los, his = np.searchsorted(inst, rows, "left"), np.searchsorted(inst, rows, "right")
-        aid = scan.annotations["aid"]
+        if not len(rows):
+            return out
         names = scan.attributes.names
-        for oid, lo, hi in zip(scan.instances["oid"][rows].tolist(), los.tolist(), his.tolist()):
+        base, top = int(los.min()), int(his.max())
+        ann = scan.annotations["aid"][base:top].tolist()  # one slice for the image, not one per object
+        for oid, lo, hi in zip(scan.instances["oid"][rows].tolist(), (los - base).tolist(), (his - base).tolist()):
             if hi > lo:
-                got = {names[a] for a in aid[lo:hi].tolist()}
+                got = {names[a] for a in ann[lo:hi]}
                 out[oid] = sorted(got | set(out[oid])) if oid in out else sorted(got)
         return out
 
@@ -63,37 +67,56 @@ class ImageIndex:
         t = getattr(self.scan, table)
         return [float(t[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]
 
-    def context(self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None) -> list[dict[str, Any]]:
-        """The image's other objects: id, canonical name, box, attributes, relations."""
+    def context(self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None) -> list[ContextObject]:
+        """The image's other objects: id, canonical name, box, attributes, relations (msgspec
+        Structs whose fields are in alphabetical order, so they encode like sorted-key dicts)."""
         scan = self.scan
         if scan.objects is None:
             return []
         if attrs is None:
             attrs = self.attributes(iid)
         names, preds = scan.names.names, scan.predicates.names
-        rels: dict[int, list[dict[str, Any]]] = {}
+        rels: dict[int, list[ContextRelation]] = {}
         if scan.relations is not None:
             r = scan.relations
             rows = self.relations(iid)
+            ends = []  # (other_id, predicate, role, owner, other_name): sorted once, so each owner's list is in order
             for s_oid, o_oid, pid, s_nid, o_nid in zip(r["s_oid"][rows].tolist(), r["o_oid"][rows].tolist(), r["pid"][rows].tolist(),
                                                       r["s_nid"][rows].tolist(), r["o_nid"][rows].tolist()):
                 pred = preds[pid]
-                rels.setdefault(s_oid, []).append({"predicate": pred, "role": "subject", "other_id": o_oid, "other_name": names[o_nid]})
-                rels.setdefault(o_oid, []).append({"predicate": pred, "role": "object", "other_id": s_oid, "other_name": names[s_nid]})
-        out = []
+                ends.append((o_oid, pred, "subject", s_oid, names[o_nid]))
+                ends.append((s_oid, pred, "object", o_oid, names[s_nid]))
+            ends.sort(key=lambda e: e[:3])
+            for other, pred, role, owner, other_name in ends:
+                rels.setdefault(owner, []).append(ContextRelation(other, other_name, pred, role))
+        out: list[ContextObject] = []
         t = scan.objects
         rows = self.objects(iid)
         cols = zip(t["oid"][rows].tolist(), t["nid"][rows].tolist(), t["x"][rows].tolist(), t["y"][rows].tolist(), t["w"][rows].tolist(), t["h"][rows].tolist())
+        no_attrs: list[str] = []
         for oid, nid, x, y, w, h in cols:
             if oid in exclude:
                 continue
-            out.append({
-                "id": oid,
-                "name": names[nid],
-                "box": [x, y, w, h],
-                "attributes": attrs.get(oid, []),
-                "relations": sorted(rels.get(oid, []), key=lambda d: (d["other_id"], d["predicate"], d["role"])),
-            })
+            out.append(ContextObject(attrs.get(oid, no_attrs), [x, y, w, h], oid, names[nid], rels.get(oid, [])))  # relations by (other_id, predicate, role)
             if len(out) >= limit:
                 break
         return out
+
+
+class ContextRelation(msgspec.Struct, gc=False):
+    """One relation of a context object (fields alphabetical: the JSON keys are sorted)."""
+
+    other_id: int
+    other_name: str
+    predicate: str
+    role: str  # subject | object: the context object's role
+
+
+class ContextObject(msgspec.Struct, gc=False):
+    """One other object of a candidate's image in ``context_json`` (fields alphabetical)."""
+
+    attributes: list[str]
+    box: list[float]
+    id: int
+    name: str
+    relations: list[ContextRelation]

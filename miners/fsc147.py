@@ -13,7 +13,9 @@ and draw ``per_bin`` images per bin, seeded.
 
 from __future__ import annotations
 
+import io
 import posixpath
+import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -56,9 +58,13 @@ def read_classes(path: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """``ImageClasses_FSC147.txt``: one ``<file>\\t<class>`` per line."""
     out: dict[str, str] = {}
     problems = []
-    with fsspec.open(path, "rt", encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
+    with fsspec.open(path, "rb") as f:
+        for n, bline in enumerate(f, 1):
+            try:
+                line = bline.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                problems.append(reject(f"fsc147:classes:{n}", "mine", "malformed_entry", f"{path}: line {n}: invalid UTF-8 (byte 0x{bline[exc.start]:02x} at column {exc.start})"))
+                continue
             if not line.strip():
                 continue
             name, sep, cls = line.partition("\t")
@@ -102,12 +108,56 @@ def _exists(path: str) -> bool:
     return fs.exists(p)
 
 
+# Largest FSC147 image accepted, in pixels (the published images are 384 px high, ~0.2 MP).
+# Anything larger is refused before decoding: a decompression bomb must not take the stage down.
+MAX_IMAGE_PIXELS = 50_000_000
+
+
+class BadImage(ValueError):
+    """An image file that cannot be used; ``reason`` is the reject code, the message names the file."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 def _image_size(path: str) -> tuple[int, int]:
+    """Width and height of a fully decodable image; :class:`BadImage` names the file otherwise
+    (zero bytes, not an image, truncated, or more than ``MAX_IMAGE_PIXELS`` pixels)."""
+
     from PIL import Image
 
     with fsspec.open(path, "rb") as f:
-        with Image.open(f) as im:
-            return im.size
+        data = f.read()
+    if not data:
+        raise BadImage("unreadable_image", f"{path}: empty file (0 bytes)")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                w, h = im.size
+                if w * h > MAX_IMAGE_PIXELS:
+                    raise BadImage("image_too_large", f"{path}: {w}x{h} = {w * h:,} pixels, above the {MAX_IMAGE_PIXELS:,}-pixel limit for FSC147 images")
+                im.load()  # decodes everything: a truncated file fails here, not in a later stage
+                return w, h
+        except BadImage:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise BadImage("image_too_large", f"{path}: refused before decoding, above the {MAX_IMAGE_PIXELS:,}-pixel limit for FSC147 images ({exc})") from None
+        except Exception as exc:  # PIL raises UnidentifiedImageError, OSError, SyntaxError, ValueError ...
+            raise BadImage("unreadable_image", f"{path}: not a readable image ({len(data):,} bytes): {exc.__class__.__name__}: {exc}") from None
+
+
+def split_counts(data: FSCData, splits: tuple[str, ...]) -> dict[str, Any]:
+    """Annotated images per split and how many lie outside the configured ``splits``
+    (``(none)``: listed in no split of the split file), so nothing is skipped unseen."""
+    per: dict[str, int] = {}
+    for name in data.annotations:
+        key = data.splits.get(name, "(none)")
+        per[key] = per.get(key, 0) + 1
+    outside = sum(n for k, n in per.items() if k not in splits)
+    return {"fsc_split_counts": dict(sorted(per.items())), "fsc_outside_splits": outside}
 
 
 def bin_of(count: int, edges: tuple[int, ...]) -> int | None:
@@ -127,7 +177,7 @@ def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
     for name in order:
         a = data.annotations[name]
         if data.splits.get(name) not in params.splits:
-            continue
+            continue  # counted by split_counts (the mine manifest's fsc147 section)
         count = len(a.points)
         if not lo <= count <= hi:
             continue
@@ -157,7 +207,11 @@ def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Sel
     if not _exists(path):
         sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_image", f"{path}: image file not found"))
         return None
-    width, height = _image_size(path)
+    try:
+        width, height = _image_size(path)
+    except BadImage as exc:
+        sel.rejects.append(reject(f"fsc147:{name}", "mine", exc.reason, str(exc)))
+        return None
     exemplars = []
     for corners in a.box_examples_coordinates:
         xs, ys = [c[0] for c in corners], [c[1] for c in corners]

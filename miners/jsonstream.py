@@ -38,11 +38,32 @@ class JSONStreamError(ValueError):
 
 @dataclass(frozen=True)
 class BadElement:
-    """A top-level element that parsed as JSON but not as the expected type."""
+    """A top-level element that parsed as JSON but not as the expected type (or holds a
+    string that is not valid UTF-8)."""
 
     raw: bytes
     error: str
     offset: int  # byte offset of the batch the element belongs to
+    at: int | None = None  # byte offset of the element itself in the file
+
+
+def utf8_error_at(data: bytes) -> int | None:
+    """Offset of the first byte of ``data`` that is not valid UTF-8 (None when all is valid)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def describe_error(exc: Exception, raw: bytes, at: int | None) -> str:
+    """The decoder's message; for invalid UTF-8, the absolute byte offset of the bad byte."""
+    if isinstance(exc, UnicodeDecodeError):
+        rel = utf8_error_at(raw)
+        if rel is not None:
+            where = f"byte offset {at + rel}" if at is not None else f"byte {rel} of the entry"
+            return f"invalid UTF-8 (byte 0x{raw[rel]:02x}) at {where}"
+    return str(exc)
 
 
 @contextmanager
@@ -154,8 +175,8 @@ def _try_batch(path, data, start, end, base, typed, raw_dec, one) -> list[Any] |
     chunk = b"[" + data[start:end] + b"]"
     try:
         return typed.decode(chunk)
-    except msgspec.ValidationError:
-        pass  # valid JSON maybe, wrong shape somewhere: check the syntax, then per element
+    except (msgspec.ValidationError, UnicodeDecodeError):
+        pass  # valid JSON maybe, wrong shape or bad bytes somewhere: check the syntax, then per element
     except msgspec.DecodeError as exc:
         _raise_if_inner(path, exc, len(chunk), base + start)
         return None
@@ -164,7 +185,7 @@ def _try_batch(path, data, start, end, base, typed, raw_dec, one) -> list[Any] |
     except msgspec.DecodeError as exc:
         _raise_if_inner(path, exc, len(chunk), base + start)
         return None
-    return _per_element(raws, one, base + start)
+    return _per_element(raws, one, base + start, chunk)
 
 
 def _raise_if_inner(path: str, exc: Exception, chunk_len: int, chunk_offset: int) -> None:
@@ -174,13 +195,21 @@ def _raise_if_inner(path: str, exc: Exception, chunk_len: int, chunk_offset: int
         raise JSONStreamError(f"{path}: malformed JSON at byte offset {chunk_offset + off - 1}: {exc}") from None
 
 
-def _per_element(raws: list[msgspec.Raw], one: msgspec.json.Decoder, offset: int) -> list[Any]:
+def _per_element(raws: list[msgspec.Raw], one: msgspec.json.Decoder, offset: int, chunk: bytes) -> list[Any]:
+    """Decode elements one by one; a failing one becomes a :class:`BadElement` that knows its
+    file offset (``chunk`` is ``b"[" + data[offset:...]``)."""
     out: list[Any] = []
+    cursor = 1
     for raw in raws:
         try:
             out.append(one.decode(raw))
-        except msgspec.ValidationError as exc:
-            out.append(BadElement(bytes(raw)[:4000], str(exc), offset))
+        except (msgspec.ValidationError, UnicodeDecodeError) as exc:
+            body = bytes(raw)
+            pos = chunk.find(body, cursor)
+            at = offset + pos - 1 if pos >= 0 else None
+            if pos >= 0:
+                cursor = pos + len(body)
+            out.append(BadElement(body, describe_error(exc, body, at), offset, at))
     return out
 
 
@@ -199,7 +228,7 @@ def _last_batch(path, data, start, base, typed, raw_dec, one, pattern) -> list[A
     chunk = b"[" + data[start:end]
     try:
         return typed.decode(chunk)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, UnicodeDecodeError):
         pass
     except msgspec.DecodeError as exc:
         raise _tail_error(path, exc, base, start, size) from None
@@ -207,7 +236,7 @@ def _last_batch(path, data, start, base, typed, raw_dec, one, pattern) -> list[A
         raws = raw_dec.decode(chunk)
     except msgspec.DecodeError as exc:
         raise _tail_error(path, exc, base, start, size) from None
-    return _per_element(raws, one, base + start)
+    return _per_element(raws, one, base + start, chunk)
 
 
 def _last_complete_end(data: bytes, start: int, pattern: re.Pattern[bytes], raw_dec: msgspec.json.Decoder) -> int:
@@ -240,6 +269,8 @@ def decode_file(path: str, type_: Any) -> Any:
         return msgspec.json.decode(data, type=type_)
     except msgspec.ValidationError as exc:
         raise JSONStreamError(f"{path}: unexpected structure: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise JSONStreamError(f"{path}: {describe_error(exc, data, 0)}") from None
     except msgspec.DecodeError as exc:
         off = _error_offset(exc)
         if off is None:

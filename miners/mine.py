@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import fsspec
+import pyarrow as pa
 
 from miners import alteration, attribute, fsc147, relational
 from miners.candidates import Selection, VGRows
@@ -27,11 +28,23 @@ Progress = Callable[[str, int], None]
 
 @dataclass
 class MineResult:
+    """Candidates and rejects as rows; the statistics as Arrow tables (the stage writes them as
+    they are: VG has ~0.8M pair rows and ~1M attribute rows); ``pair_stats`` / ``attribute_stats``
+    give them as rows for inspection."""
+
     candidates: list[dict[str, Any]] = field(default_factory=list)
-    pair_stats: list[dict[str, Any]] = field(default_factory=list)
-    attribute_stats: list[dict[str, Any]] = field(default_factory=list)
+    pair_table: Optional[pa.Table] = None
+    attribute_table: Optional[pa.Table] = None
     rejects: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pair_stats(self) -> list[dict[str, Any]]:
+        return self.pair_table.to_pylist() if self.pair_table is not None else []
+
+    @property
+    def attribute_stats(self) -> list[dict[str, Any]]:
+        return self.attribute_table.to_pylist() if self.attribute_table is not None else []
 
     def add(self, sel: Selection) -> None:
         self.candidates.extend(sel.rows)
@@ -95,6 +108,7 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
     jobs = [Job(k, files[k], canon, preds, cfg.box_tolerance, block, cfg.reader, cfg.threads) for k in kinds]
     run_jobs(jobs, scan, progress)
     finish_scan(scan)
+    scan.canonical = canon.merges()
     return scan
 
 
@@ -110,16 +124,16 @@ def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional
         return result
     scan = scan_visual_genome(root, cfg, tasks, progress)
     result.rejects.extend(scan.rejects)
-    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects)
+    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None  # per-image index: only for candidates
     if "relational_erasure" in tasks:
         table = relational.pair_table(scan, cfg.relational_erasure)
-        result.pair_stats = relational.pair_rows(scan, table, cfg.stats_min_count)
+        result.pair_table = relational.pair_stats_table(scan, table, cfg.stats_min_count)
         if candidates:
             result.add(relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for("relational_erasure")))
         result.summary["pairs_kept"] = int(table.kept.sum())
     if "counterfactual_attribute" in tasks:
         atable = attribute.attribute_table(scan, cfg.counterfactual_attribute)
-        result.attribute_stats = attribute.attribute_rows(scan, atable, cfg.stats_min_count)
+        result.attribute_table = attribute.attribute_stats_table(scan, atable, cfg.stats_min_count)
         if candidates:
             result.add(attribute.select(scan, atable, cfg.counterfactual_attribute, rows, seed, cfg.control_for("counterfactual_attribute")))
         result.summary["attributes_kept"] = int(atable.kept.sum())
@@ -127,6 +141,7 @@ def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional
         result.summary["crowded_images"] = alteration.crowded_images(scan, cfg.alteration_tracing).size
         if candidates:
             result.add(alteration.select(scan, cfg.alteration_tracing, rows, seed))
+    result.summary["canonicalisation"] = scan.canonical
     result.summary.update({"images": len(scan.images), "objects": int(len(scan.objects["img"])), "valid_objects": int(scan.objects["valid"].sum()), "classes": len(scan.names.names)})
     return result.finish()
 
@@ -139,4 +154,5 @@ def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
     data = fsc147.read_fsc147(root)
     result.add(fsc147.select(data, cfg.dense_counting, seed))
     result.summary["fsc_images"] = len(data.annotations)
+    result.summary.update(fsc147.split_counts(data, cfg.dense_counting.splits))
     return result.finish()

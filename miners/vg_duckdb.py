@@ -22,7 +22,7 @@ from miners import npx
 from miners.canonical import Canonicalizer
 from miners.vg_scan import Scan, Vocab, _rej
 
-_BOX = "object_id BIGINT, id BIGINT, x DOUBLE, y DOUBLE, w DOUBLE, h DOUBLE, names VARCHAR[], name VARCHAR, synsets VARCHAR[]"
+_BOX = "object_id BIGINT, id BIGINT, x DOUBLE, y DOUBLE, w DOUBLE, h DOUBLE, names VARCHAR[], name VARCHAR, object_names VARCHAR[], synsets VARCHAR[]"
 COLUMNS = {
     "objects": "{image_id: 'BIGINT', id: 'BIGINT', objects: 'STRUCT(" + _BOX + ")[]'}",
     "attributes": "{image_id: 'BIGINT', id: 'BIGINT', attributes: 'STRUCT(" + _BOX + ", attributes VARCHAR[])[]'}",
@@ -46,7 +46,7 @@ def _sql_path(path: str) -> str:
 def _end(p: str) -> str:
     """Columns of one object-like struct ``p``: id, box, raw name, first synset."""
     return (f"coalesce({p}.object_id, {p}.id, -1) AS {p.split('.')[-1]}_oid, {p}.x AS {p.split('.')[-1]}_x, {p}.y AS {p.split('.')[-1]}_y, "
-            f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name) AS {p.split('.')[-1]}_raw, "
+            f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name, {p}.object_names[1]) AS {p.split('.')[-1]}_raw, "
             f"{p}.synsets[1] AS {p.split('.')[-1]}_synset")
 
 
@@ -83,13 +83,19 @@ def _name_ids(tab: Any, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.n
         got = cache.get(key)
         if got is None:
             raw, syn = key
-            got = cache[key] = vocab.id_of_raw(canon.object_name(raw or "", [syn] if syn else None) if syn else raw)
+            got = cache[key] = vocab.id_of_class(canon.object_name(raw or "", [syn])) if syn else vocab.id_of_raw(raw)
         out[i] = got
     return out
 
 
 def _num(tab: Any, name: str, dtype: Any = np.float64, fill: float = np.nan) -> np.ndarray:
-    return tab.column(name).to_numpy().astype(dtype) if tab.column(name).null_count == 0 else tab.column(name).fill_null(fill).to_numpy().astype(dtype)
+    """A numeric column as numpy (nulls filled). Chunks are combined first: ``ChunkedArray.to_numpy``
+    imports pandas (seconds of start-up for nothing)."""
+    col = tab.column(name)
+    if col.null_count:
+        col = col.fill_null(fill)
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    return arr.to_numpy(zero_copy_only=False).astype(dtype)
 
 
 def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.ndarray:
@@ -106,18 +112,29 @@ def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.nda
     return keep
 
 
-def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
-    """One VG file -> the same columns as ``vg_scan.scan_objects`` / ``scan_relationships`` (before validation)."""
+def fetch(kind: str, path: str, threads: int) -> Any:
+    """DuckDB's part alone: one VG file flattened into an Arrow table. Touches no shared state,
+    so the next file can be fetched in a thread while Python turns the previous one into columns
+    (DuckDB releases the GIL while it parses)."""
     import duckdb
-    import pyarrow.compute as pc
 
     con = duckdb.connect()
     try:
         con.execute(f"SET threads TO {max(1, int(threads))}")
         con.execute("SET preserve_insertion_order = true")
-        tab = con.sql(_query(kind, path)).to_arrow_table()
+        con.execute("SET enable_progress_bar = false")  # the stage has its own progress line
+        return con.sql(_query(kind, path)).to_arrow_table()
     finally:
         con.close()
+
+
+def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: Any = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+    """One VG file (or its already fetched table) -> the same columns as ``vg_scan.scan_objects`` /
+    ``scan_relationships`` (before validation)."""
+    import pyarrow.compute as pc
+
+    if tab is None:
+        tab = fetch(kind, path, threads)
     img = _num(tab, "img", np.int64, -1)
     keep = _unknown_images(img, kind, path, scan)
     if not keep.all():

@@ -2,7 +2,8 @@
 
 The Structs list only the fields mining reads (msgspec skips the rest quickly). Both
 spellings the published versions use are accepted: ``image_id``/``id``, ``object_id``/``id``,
-``names`` (list) / ``name`` (string). ``gc=False``: millions of these are created per file
+``names`` (list) / ``name`` (string) / ``object_names`` (list: VG 1.0's ``attributes.json``).
+``gc=False``: millions of these are created per file
 and none forms a reference cycle.
 """
 
@@ -15,7 +16,7 @@ from typing import Iterator, Optional
 
 import msgspec
 
-from miners.jsonstream import BadElement, decode_file, iter_array
+from miners.jsonstream import BadElement, decode_file, describe_error, iter_array
 
 
 class VGImage(msgspec.Struct, gc=False):
@@ -37,6 +38,7 @@ class VGObject(msgspec.Struct, gc=False):
     h: float = float("nan")
     names: Optional[list[str]] = None
     name: Optional[str] = None
+    object_names: Optional[list[str]] = None  # VG 1.0 attributes.json
     synsets: Optional[list[str]] = None
 
 
@@ -100,8 +102,11 @@ def object_id(o: VGObject) -> Optional[int]:
 
 
 def object_raw_name(o: VGObject) -> Optional[str]:
+    """The first name, whichever way the version spells it."""
     if o.names:
         return o.names[0]
+    if o.name is None and o.object_names:
+        return o.object_names[0]
     return o.name
 
 
@@ -119,16 +124,17 @@ def loose(bad: BadElement) -> LooseImage | None:
     """Second chance for an element that failed the strict type: per-part decoding."""
     try:
         return msgspec.json.decode(bad.raw, type=LooseImage)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return None
 
 
-def decode_part(raw: msgspec.Raw, type_: type) -> object | str:
-    """Decode one object / relationship; on failure return the error message."""
+def decode_part(raw: msgspec.Raw, type_: type, at: int | None = None) -> object | str:
+    """Decode one object / relationship (at file offset ``at`` when known); on failure return the
+    error message (invalid UTF-8: with the bad byte's offset)."""
     try:
         return msgspec.json.decode(raw, type=type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        return str(exc)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        return describe_error(exc, bytes(raw), at)
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,8 @@ def read_image_data(path: str, block_bytes: int) -> tuple[dict[int, ImageInfo], 
     for batch in iter_array(path, VGImage, IMAGE_DATA_KEYS, block_bytes=block_bytes):
         for e in batch:
             if isinstance(e, BadElement):
-                problems.append(("malformed_image_entry", f"{path}: {e.error}: {e.raw[:200]!r}"))
+                where = f" (element at byte offset {e.at})" if e.at is not None else ""
+                problems.append(("malformed_image_entry", f"{path}{where}: {e.error}: {e.raw[:200]!r}"))
                 continue
             iid = e.image_id if e.image_id is not None else e.id
             if iid is None or not e.width or not e.height or e.width <= 0 or e.height <= 0:
@@ -167,12 +174,19 @@ class ImageLocator:
         self._local = "://" not in self.root
 
     def candidates(self, image_id: int, url: str | None) -> list[str]:
-        name = posixpath.basename(url) if url else f"{image_id}.jpg"
+        """Paths to try, in order: the URL's folder and file name under the root, that file name
+        in each image folder, then ``<image_id>.jpg`` in each (VG 1.0 lists the original source
+        URLs, e.g. ``.../VG100/Images/web_static_office/vgabox0.jpg``, for files published as
+        ``VG_100K*/<image_id>.jpg``)."""
+        own = f"{image_id}.jpg"
+        name = posixpath.basename(url) if url else own
         out = []
         if url:
             folder = posixpath.basename(posixpath.dirname(url))
             out.append(posixpath.join(self.root, folder, name))
         out += [posixpath.join(f, name) for f in self.folders]
+        if name != own:
+            out += [posixpath.join(f, own) for f in self.folders]
         return list(dict.fromkeys(out))
 
     def find(self, image_id: int, url: str | None) -> str | None:

@@ -10,6 +10,7 @@ is installed (still falling back on refused files). Both produce identical colum
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -37,8 +38,9 @@ def _use_duckdb(job: Job) -> bool:
     return job.reader in ("auto", "duckdb") and "://" not in job.path and vg_duckdb.available()
 
 
-def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None) -> str:
-    """Scan one file into validated columns of ``scan`` (shared vocabularies); returns the reader used."""
+def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None, fetched: Optional[Future] = None) -> str:
+    """Scan one file into validated columns of ``scan`` (shared vocabularies); returns the reader used.
+    ``fetched``: the file's DuckDB table, being fetched in a thread (see :func:`run_jobs`)."""
     canon, preds = job.canon, job.preds
     if _use_duckdb(job):
         import duckdb
@@ -47,7 +49,9 @@ def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None) -> str:
 
         mark = len(scan.rejects)
         try:
-            table, ann = vg_duckdb.scan_file(job.kind, job.path, scan, canon, job.threads)
+            tab = fetched.result() if fetched is not None else None
+            table, ann = vg_duckdb.scan_file(job.kind, job.path, scan, canon, job.threads, tab)
+            del tab
         except duckdb.Error:
             del scan.rejects[mark:]  # refused: the msgspec reader below says exactly what is wrong, entry by entry
         else:
@@ -78,6 +82,26 @@ def _store(scan: Scan, kind: str, table: dict[str, np.ndarray], ann: Optional[di
 
 
 def run_jobs(jobs: list[Job], scan: Scan, progress: Optional[Progress] = None) -> None:
-    """Scan every file into ``scan``, recording which reader produced each."""
-    for job in jobs:
-        scan.readers[job.kind] = run_job(job, scan, progress)
+    """Scan every file into ``scan``, recording which reader produced each.
+
+    With DuckDB, file k+1 is fetched in a background thread while this thread turns file k's
+    table into columns (canonicalising names, validating boxes): the two overlap on two cores,
+    and at most two files' tables are held at once."""
+    from miners import vg_duckdb
+
+    duck = [j for j in jobs if _use_duckdb(j)]
+    if len(duck) < 2:
+        for job in jobs:
+            scan.readers[job.kind] = run_job(job, scan, progress)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vg-fetch") as pool:
+        pending: dict[int, Future] = {}
+
+        def ahead(i: int) -> None:
+            if i < len(jobs) and _use_duckdb(jobs[i]) and i not in pending:
+                pending[i] = pool.submit(vg_duckdb.fetch, jobs[i].kind, jobs[i].path, jobs[i].threads)
+
+        ahead(0)
+        for i, job in enumerate(jobs):
+            ahead(i + 1)  # queued behind file i's fetch: the pool has one worker
+            scan.readers[job.kind] = run_job(job, scan, progress, pending.pop(i, None))

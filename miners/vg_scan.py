@@ -32,6 +32,7 @@ from miners.vg_format import (
     element_image_id,
     iter_elements,
     loose,
+    object_raw_name,
 )
 from storage.rejects import reject
 
@@ -51,15 +52,18 @@ class Vocab:
     def id_of_raw(self, raw: Any) -> int:
         got = self.raw.get(raw)
         if got is None:
-            c = self.canon(raw) if isinstance(raw, str) else ""
-            if not c:
-                got = -1
-            else:
-                got = self.ids.get(c)
-                if got is None:
-                    got = self.ids[c] = len(self.names)
-                    self.names.append(c)
-            self.raw[raw] = got
+            got = self.raw[raw] = self.id_of_class(self.canon(raw) if isinstance(raw, str) else "")
+        return got
+
+    def id_of_class(self, c: str) -> int:
+        """Id of an already canonical string (canonical forms are not canonicalised again:
+        a synset lemma such as "spectacles" must not be singularised)."""
+        if not c:
+            return -1
+        got = self.ids.get(c)
+        if got is None:
+            got = self.ids[c] = len(self.names)
+            self.names.append(c)
         return got
 
     def map(self, raws: list[Any]) -> list[int]:
@@ -101,6 +105,7 @@ class Scan:
     rejects: list[dict[str, Any]] = field(default_factory=list)
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
     readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
+    canonical: dict[str, Any] = field(default_factory=dict)  # what each naming rule merged (Canonicalizer.merges)
 
 
 def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None) -> None:
@@ -118,14 +123,20 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Optiona
                 le = loose(e)
                 parts_raw = getattr(le, kind) if le is not None else None
                 if le is None or parts_raw is None:
-                    _rej(rejects, f"vg:{kind}:@{e.offset}", "malformed_entry", f"{path}: element in the batch at byte {e.offset}: {e.error}", e.raw[:500].decode("utf-8", "replace"))
+                    at = e.at if e.at is not None else e.offset
+                    where = f"element at byte offset {e.at}" if e.at is not None else f"element in the batch at byte {e.offset}"
+                    _rej(rejects, f"vg:{kind}:@{at}", "malformed_entry", f"{path}: {where}: {e.error}", e.raw[:500].decode("utf-8", "replace"))
                     continue
                 iid = element_image_id(le)
                 parts = []
                 for k, raw in enumerate(parts_raw):
-                    got = decode_part(raw, part_type)
+                    body = bytes(raw)
+                    pos = e.raw.find(body) if e.at is not None else -1
+                    at = e.at + pos if pos >= 0 else None
+                    got = decode_part(raw, part_type, at)
                     if isinstance(got, str):
-                        _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}: {got}", bytes(raw)[:500].decode("utf-8", "replace"))
+                        where = f" at byte offset {at}" if at is not None else ""
+                        _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}{where}: {got}", body[:500].decode("utf-8", "replace"))
                     else:
                         parts.append(got)
                 out.append((iid, parts))
@@ -173,12 +184,11 @@ def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]
     if canon.mode == "synset":
         return [_synset_id(vocab, canon, o) for o in parts]
     get = vocab.raw.get
-    out = [get(o.names[0] if o.names else o.name, -2) for o in parts]  # one pass: name and memo probe
+    out = [get(o.names[0] if o.names else object_raw_name(o), -2) for o in parts]  # one pass: name and memo probe
     if -2 in out:
         for i, v in enumerate(out):
             if v == -2:
-                o = parts[i]
-                out[i] = vocab.id_of_raw(o.names[0] if o.names else o.name)
+                out[i] = vocab.id_of_raw(object_raw_name(parts[i]))
     return out
 
 
@@ -195,12 +205,12 @@ def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int
 
 
 def _synset_id(vocab: Vocab, canon: Canonicalizer, o: VGObject) -> int:
-    raw = o.names[0] if o.names else o.name
+    raw = object_raw_name(o)
     if o.synsets:
         key = ("synset", o.synsets[0])
         got = vocab.raw.get(key)
         if got is None:
-            got = vocab.id_of_raw(canon.object_name(raw or "", o.synsets))
+            got = vocab.id_of_class(canon.object_name(raw or "", o.synsets))
             vocab.raw[key] = got
         return got
     return vocab.id_of_raw(raw)

@@ -39,6 +39,22 @@ def table_from_rows(schema: ArtifactSchema, rows: Sequence[dict[str, Any]], wher
         raise ArtifactError(f"{where or schema.name}: cannot build {schema.name!r} table: {exc}") from exc
 
 
+def table_from_output(schema: ArtifactSchema, output: Sequence[dict[str, Any]] | pa.Table, where: str = "") -> pa.Table:
+    """A shard's output as the artifact's table: rows (checked row by row) or an Arrow table
+    (checked column by column: no unknown column, no null in a required one, castable types), so
+    a stage that computes columns (mining statistics) never goes through row dicts."""
+    if not isinstance(output, pa.Table):
+        return table_from_rows(schema, output, where)
+    where = where or schema.name
+    unknown = set(output.column_names) - set(schema.schema.names)
+    if unknown:
+        raise ArtifactError(f"{where}: columns not in schema {schema.name!r} v{schema.version}: {sorted(unknown)}")
+    for field in schema.schema:
+        if not field.nullable and field.name in output.column_names and output.column(field.name).null_count:
+            raise ArtifactError(f"{where}: required field {field.name!r} has {output.column(field.name).null_count} null value(s)")
+    return conform(output.replace_schema_metadata(None), schema, where)
+
+
 def empty_table(schema: ArtifactSchema) -> pa.Table:
     return schema.with_metadata().empty_table()
 

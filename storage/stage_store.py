@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
-from storage.parquet_io import ArtifactReader, shard_name, table_from_rows, write_table
+from storage.parquet_io import ArtifactReader, shard_name, table_from_output, table_from_rows, write_table
 from storage.schemas import REJECTS, ArtifactSchema, get
 
 MANIFEST = "_manifest.json"
@@ -47,12 +47,14 @@ def code_version() -> str:
 
 @dataclass
 class ShardResult:
-    """What processing one shard produced: rows per output artifact, and rejects."""
+    """What processing one shard produced: rows (or an Arrow table) per output artifact, and
+    rejects; ``extra`` (small, JSON-able) is kept in the shard's marker for ``finalize``."""
 
-    outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    outputs: dict[str, list[dict[str, Any]] | pa.Table] = field(default_factory=dict)
     rejects: list[dict[str, Any]] = field(default_factory=list)
     rows_in: int = 0
     items: dict[str, int] = field(default_factory=dict)  # {"reused": n, "computed": m} from the reuse store
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class StageStore:
@@ -85,7 +87,7 @@ class StageStore:
         counts: dict[str, int] = {}
         for name, schema in self.outputs.items():
             rows = result.outputs.get(name, [])
-            table = table_from_rows(schema, rows, where=f"{self.stage}/{name} shard {index}")
+            table = table_from_output(schema, rows, where=f"{self.stage}/{name} shard {index}")
             write_table(self.run, self.rel(name, shard_name(index)), table)
             counts[name] = table.num_rows
         unknown = set(result.outputs) - set(self.outputs)
@@ -107,6 +109,8 @@ class StageStore:
         }
         if result.items:
             marker["items"] = dict(result.items)
+        if result.extra:
+            marker["extra"] = result.extra
         self.run.write_text_atomic(self.rel(MARKERS, f"{index:05d}.json"), json.dumps(marker, indent=1))
         return marker
 

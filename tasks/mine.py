@@ -111,11 +111,10 @@ class MineStage(Stage):
         else:
             result = mine_fsc147(work["root"], cfg, ctx.seed)
             rows_in = int(result.summary.get("fsc_images", 0))
-        return ShardResult(
-            outputs={"candidates": result.candidates, "pair_stats": result.pair_stats, "attribute_stats": result.attribute_stats},
-            rejects=result.rejects,
-            rows_in=rows_in,
-        )
+        outputs: dict[str, Any] = {"candidates": result.candidates}
+        for name, table in (("pair_stats", result.pair_table), ("attribute_stats", result.attribute_table)):
+            outputs[name] = table if table is not None else []  # Arrow tables: checked against the schema by the writer
+        return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=_manifest_extra(work["source"], result))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         from storage.parquet_io import ArtifactReader
@@ -125,7 +124,21 @@ class MineStage(Stage):
         for r in rows:
             key = f"{r['task']}/{r['variant']}"
             by[key] = by.get(key, 0) + 1
-        return {"candidates_by_task": dict(sorted(by.items()))}
+        out: dict[str, Any] = {"candidates_by_task": dict(sorted(by.items()))}
+        done = set(summary.get("completed_shards", []))
+        for marker in self.store(ctx).markers():
+            if marker["shard"] in done:
+                out.update(marker.get("extra", {}))
+        return out
+
+
+def _manifest_extra(source: str, result: MineResult) -> dict[str, Any]:
+    """What the manifest reports per source beyond counts: what each naming rule merged (VG),
+    how many FSC147 images lay outside the configured splits."""
+    if source == "visual_genome":
+        return {"canonicalisation": result.summary.get("canonicalisation", {})}
+    keys = ("fsc_images", "fsc_outside_splits", "fsc_split_counts")
+    return {"fsc147": {k: result.summary[k] for k in keys if k in result.summary}}
 
 
 class _progress:

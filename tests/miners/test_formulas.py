@@ -173,3 +173,35 @@ def test_unique_first_gives_first_occurrences() -> None:
 
     values, first = npx.unique_first(np.array([7, 3, 7, 1, 3, 9]))
     assert values.tolist() == [1, 3, 7, 9] and first.tolist() == [3, 1, 0, 5]
+
+
+def test_count_unit_relations_counts_class_totals_in_relationships_too(hand_root: str) -> None:
+    """C(A) and C(A∩B) in one unit: with relationships, C(wheel) = 7 relationships touch a wheel
+    (11, 12, 21, 31, 61, 71, 81), C(skateboard) = 4; so no P exceeds 1 (images would give 4/3)."""
+    pairs = _pairs(hand_root, n_min=3, theta=0.5, count_unit="relations")
+    sw = pairs[("skateboard", "wheel")]
+    assert (sw["c_a"], sw["c_b"], sw["c_ab"]) == (4, 7, 4)
+    assert sw["p_b_given_a"] == pytest.approx(1.0) and sw["p_a_given_b"] == pytest.approx(4 / 7)
+    cw = pairs[("car", "wheel")]
+    assert (cw["c_a"], cw["c_b"], cw["c_ab"]) == (3, 7, 3) and cw["kept"] is True
+    assert all(0 <= p["p_b_given_a"] <= 1 and 0 <= p["p_a_given_b"] <= 1 for p in pairs.values())
+
+
+def test_pair_with_p_exactly_theta_is_kept(hand_root: str) -> None:
+    """Keep when max(P) >= θ: at exactly θ the pair stays (a strict > would drop both)."""
+    assert _pairs(hand_root, n_min=3, theta=1.0)[("skateboard", "wheel")]["kept"] is True  # P(wheel|skateboard) = 3/3
+    cw = _pairs(hand_root, n_min=3, theta=3 / 7)[("car", "wheel")]
+    assert cw["p_b_given_a"] == 3 / 7 and cw["kept"] is True
+    assert _pairs(hand_root, n_min=3, theta=3 / 7 + 1e-9)[("car", "wheel")]["kept"] is False
+
+
+def test_attribute_with_p_exactly_theta_is_kept(hand_root: str) -> None:
+    """Keep when P(a|o) >= θ: cup-ceramic has P = 1/2 exactly."""
+    def rows(theta: float) -> dict:
+        cfg = MineConfig(tasks=("counterfactual_attribute",), counterfactual_attribute=CounterfactualAttributeParams(n_min=1, theta=theta, top_k=3))
+        scan = scan_visual_genome(hand_root, cfg, cfg.tasks)
+        return {(r["object"], r["attribute"]): r for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)}
+
+    at = rows(0.5)[("cup", "ceramic")]
+    assert at["p_a_given_o"] == 0.5 and at["kept"] is True
+    assert rows(0.5 + 1e-9)[("cup", "ceramic")]["kept"] is False
