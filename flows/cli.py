@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.config import DEFAULT_CONFIG, BuildConfig, ConfigError, load_config
+from flows.config import ConfigError, resolve_run_config
 
 app = typer.Typer(
     name="reactbench",
@@ -32,15 +32,6 @@ MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | open
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
 ModelOpt = typer.Option(None, "--model", help="MLLM model id or local path (mllm.model).")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
-
-
-def _resolve_config(config: Optional[Path], run_dir: str, overrides: dict[str, Any]) -> BuildConfig:
-    """Explicit --config wins; else the run directory's saved config; else the embedded demo config."""
-    path: Path | None = config
-    if path is None:
-        saved = Path(str(run_dir)) / "config.yaml"
-        path = saved if "://" not in str(run_dir) and saved.exists() else DEFAULT_CONFIG
-    return load_config(path, {k: v for k, v in overrides.items() if v is not None})
 
 
 def _progress_factory(progress: Progress):
@@ -80,7 +71,7 @@ def run_stages_cli(
     from tasks.runner import ShardFailed
 
     try:
-        cfg = _resolve_config(config, str(run_dir), overrides or {})
+        cfg = resolve_run_config(config, overrides, run_dir=run_dir)
     except ConfigError as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2)

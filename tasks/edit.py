@@ -104,6 +104,7 @@ class EditStage(Stage):
     name = STAGE
     outputs = {"edits": schemas.EDITS}
     upstream = ("instruct",)
+    uses_gpu = True  # editor models: the runner leases a device per shard (orchestration.gpu_devices, Ray GPUs)
 
     def config_section(self, ctx: RunContext) -> Any:
         return {
