@@ -22,8 +22,6 @@ from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
 
 STAGE = "instruct"
-# The MLLM settings that change answers (concurrency, timeouts, devices do not).
-ANSWER_KEYS = ("backend", "model", "parse_retries", "temperature", "max_tokens")
 
 _CLIENTS: dict[str, MLLMClient] = {}
 _CLIENTS_LOCK = threading.Lock()
@@ -71,9 +69,8 @@ class InstructStage(Stage):
         from prompts.instruct_prompts import TASK_PROMPTS
         from prompts.spec import prompt_fingerprints
 
-        mllm = ctx.config.mllm.model_dump(mode="json")
         prompts = prompt_fingerprints(TASK_PROMPTS.values())
-        return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "instruct": ctx.config.instruct.model_dump(mode="json"), "prompts": prompts}
+        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts}
 
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = ArtifactReader(ctx.run, "mine/candidates", schemas.CANDIDATES).rows()

@@ -11,8 +11,6 @@ from tasks.qa.analyse import analyse_edits
 from tasks.qa.synthesis import problem_rejects, questions_for_edit, settings_from
 
 STAGE = "qa"
-# MLLM settings that change answers (concurrency, timeouts and devices do not).
-ANSWER_KEYS = ("backend", "model", "base_url", "parse_retries", "temperature", "max_tokens")
 
 
 def wanted(edit: dict[str, Any]) -> bool:
@@ -50,10 +48,9 @@ class QAStage(Stage):
         from prompts.spec import prompt_fingerprints
         from tasks.qa.templates import templates_fingerprint
 
-        mllm = ctx.config.mllm.model_dump(mode="json")
         return {
-            "mllm": {k: mllm[k] for k in ANSWER_KEYS},
-            "qa": ctx.config.qa.model_dump(mode="json"),
+            "mllm": ctx.config.mllm.stage_key(),
+            "qa": ctx.config.qa.stage_key(),
             "seed": ctx.seed,
             "prompts": prompt_fingerprints(ANALYSIS_PROMPTS.values()),
             "templates": templates_fingerprint(),
