@@ -14,10 +14,9 @@ from typing import Any
 
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
-from storage import schemas
+from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
-from storage.parquet_io import ArtifactReader
 from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
 
@@ -61,7 +60,7 @@ def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[
 
 class InstructStage(Stage):
     name = STAGE
-    outputs = {"instructions": schemas.INSTRUCTIONS}
+    outputs = addresses.outputs(addresses.INSTRUCTIONS)
     upstream = ("mine",)
 
     def config_section(self, ctx: RunContext) -> Any:
@@ -73,7 +72,7 @@ class InstructStage(Stage):
         return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts}
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        rows = ArtifactReader(ctx.run, "mine/candidates", schemas.CANDIDATES).rows()
+        rows = addresses.CANDIDATES.reader(ctx.run).rows()
         return plan_shards(rows, ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
@@ -82,7 +81,7 @@ class InstructStage(Stage):
         return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        rows = ArtifactReader(ctx.run, f"{STAGE}/instructions", schemas.INSTRUCTIONS).rows(["task", "status"])
+        rows = addresses.INSTRUCTIONS.reader(ctx.run).rows(["task", "status"])
         by: dict[str, dict[str, int]] = {}
         for r in rows:
             by.setdefault(r["task"], {}).setdefault(r["status"], 0)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import schemas
-from storage.parquet_io import ArtifactReader
+from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.qa.analyse import analyse_edits
 from tasks.qa.synthesis import problem_rejects, questions_for_edit, settings_from
@@ -39,7 +38,7 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
 
 class QAStage(Stage):
     name = STAGE
-    outputs = {"analysis": schemas.ANALYSIS, "questions": schemas.QUESTIONS}
+    outputs = addresses.outputs(addresses.ANALYSIS, addresses.QUESTIONS)
     upstream = ("edit",)
 
     def config_section(self, ctx: RunContext) -> Any:
@@ -57,7 +56,7 @@ class QAStage(Stage):
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        edits = [r for r in ArtifactReader(ctx.run, "edit/edits", schemas.EDITS).rows() if wanted(r)]
+        edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r)]
         return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
@@ -67,7 +66,7 @@ class QAStage(Stage):
         return qa_edits(client, list(work), ctx, progress=bool(ctx.options.get("progress")))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        rows = ArtifactReader(ctx.run, f"{STAGE}/questions", schemas.QUESTIONS).rows(["task", "question_set"])
+        rows = addresses.QUESTIONS.reader(ctx.run).rows(["task", "question_set"])
         by: dict[str, dict[str, int]] = {}
         for r in rows:
             by.setdefault(r["task"], {}).setdefault(r["question_set"], 0)
