@@ -15,15 +15,19 @@ venv: $(STAMP)
 
 # Two install stamps: the demo needs only the core dependencies (no torch, transformers, Ray,
 # Playwright or PostgreSQL driver); the tests add the `test` extra on top.
+# The core goes in with uv (from PyPI, through pip): from a warm cache it links the ~120 wheels
+# in seconds where pip unpacks and compiles them for minutes; pip is the fallback. --no-compile:
+# Python compiles only the modules a run imports, on first use.
 $(CORE_STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --no-compile uv
+	$(BIN)/uv pip install --quiet --python $(PY) -e . || $(PY) -m pip install --quiet --no-compile -e .
 	@touch $(CORE_STAMP)
 
 # torch/torchvision come from this machine's local wheels (pinned in pyproject's `gpu` extra).
 $(STAMP): $(CORE_STAMP) pyproject.toml
+	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
