@@ -25,19 +25,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test helper dummy_server.py
 
 ANSWER = "remove: wheel\nkeep: skateboard\ninstruction: Remove the wheel under the skateboard; preserve the skateboard deck and do not alter the background."
 LATENCY = {"s": 0.5}
 
 
 def responder(body: dict):  # module level: runs in the server process
-    from prompts.clients.dummy_server import Reply
+    from dummy_server import Reply
 
     return Reply(ANSWER, delay_s=LATENCY["s"])
 
 
 def _serve(latency: float, q: "mp.Queue[int]") -> None:
-    from prompts.clients.dummy_server import serve_forever
+    from dummy_server import serve_forever
 
     LATENCY["s"] = latency
     serve_forever(responder, "127.0.0.1", 0, q)

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_lock import guard_writers
-from flows.config import DEFAULT_CONFIG, BuildConfig, ConfigError, load_config
+from flows.config import ConfigError, resolve_run_config
 
 app = typer.Typer(
     name="reactbench",
@@ -37,15 +37,6 @@ NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response ca
 ForceItemsOpt = typer.Option(
     None, "--force-items", help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable)."
 )
-
-
-def _resolve_config(config: Optional[Path], run_dir: str, overrides: dict[str, Any]) -> BuildConfig:
-    """Explicit --config wins; else the run directory's saved config; else the embedded demo config."""
-    path: Path | None = config
-    if path is None:
-        saved = Path(str(run_dir)) / "config.yaml"
-        path = saved if "://" not in str(run_dir) and saved.exists() else DEFAULT_CONFIG
-    return load_config(path, {k: v for k, v in overrides.items() if v is not None})
 
 
 def _progress_factory(progress: Progress):
@@ -91,7 +82,7 @@ def run_stages_cli(
     from tasks.reuse import check_force_items
 
     try:
-        cfg = _resolve_config(config, str(run_dir), overrides or {})
+        cfg = resolve_run_config(config, overrides, run_dir=run_dir)
         check_force_items(force_items or [], [e.key for e in cfg.editors])
     except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)

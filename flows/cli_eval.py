@@ -21,13 +21,9 @@ UnverifiedOpt = typer.Option(False, "--unverified", help="Use qa/questions + edi
 
 
 def _config(config: Optional[Path], run_dir: Path, overrides: dict[str, Any] | None = None) -> Any:
-    from flows.config import DEFAULT_CONFIG, load_config
+    from flows.config import resolve_run_config
 
-    path = config
-    if path is None:
-        saved = Path(str(run_dir)) / "config.yaml"
-        path = saved if "://" not in str(run_dir) and saved.exists() else DEFAULT_CONFIG
-    return load_config(path, {k: v for k, v in (overrides or {}).items() if v is not None})
+    return resolve_run_config(config, overrides, run_dir=run_dir)
 
 
 def _fail(exc: Exception) -> None:

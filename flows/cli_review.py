@@ -26,14 +26,13 @@ CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run
 
 def open_queue(run_dir: Path, db: str | None, config: Path | None = None) -> "tuple[RunFS, ReviewQueue]":
     """The run's queue, configured from its saved config (k, lease timeout, database URL)."""
-    from flows.config import BuildConfig, load_config
+    from flows.config import resolve_run_config
     from storage.fs import RunFS
     from tasks.review.queue import ReviewQueue
     from tasks.review.stage import default_db_url
 
     run = RunFS.open(str(run_dir))
-    saved = Path(run_dir) / "config.yaml"
-    cfg = load_config(config) if config else (load_config(saved) if saved.exists() else BuildConfig())
+    cfg = resolve_run_config(config, run_dir=run_dir)
     url = db or cfg.review.db_url or default_db_url(run)
     return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes)
 

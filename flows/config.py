@@ -83,8 +83,13 @@ class BuildConfig(Section):
         """Rows are keyed by (instruction, editor key): two entries with one key would overwrite each other."""
         if not editors:
             raise ValueError("list at least one editor (e.g. `- name: classical`)")
+        from editors.registry import available
+
+        known = available()
         seen: dict[str, int] = {}
         for i, spec in enumerate(editors):
+            if spec.name not in known:
+                raise ValueError(f"editors[{i}].name: unknown editor {spec.name!r}; valid choices: {', '.join(known)}")
             if spec.key == "none":
                 raise ValueError(f"editors[{i}]: the key 'none' is reserved for the unedited dense-counting rows; set another `label`")
             if spec.key in seen:
@@ -139,6 +144,36 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
     return config_from_dict(data, str(path))
+
+
+def resolve_run_config(
+    config: BuildConfig | dict[str, Any] | str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    run_dir: str | Path | None = None,
+) -> BuildConfig:
+    """The config of a command or flow run, by one rule for all of them.
+
+    ``config`` wins when given: a YAML path, a mapping (flow parameters) or a loaded config.
+    Otherwise the run directory's saved ``config.yaml`` (local run directories), else the
+    embedded demo config. ``overrides`` (dotted keys; None values ignored, as unset CLI flags)
+    apply on top, and everything validates here, before any stage runs.
+    """
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if isinstance(config, BuildConfig):
+        config = config.model_dump(mode="json")
+    if isinstance(config, dict):
+        if not overrides:
+            return config_from_dict(config)
+        data = config_from_dict(config).model_dump(mode="json")
+        for dotted, value in overrides.items():
+            set_dotted(data, dotted, value)
+        return config_from_dict(data, "<config + overrides>")
+    path = Path(config) if config else None
+    if path is None and run_dir is not None and "://" not in str(run_dir):
+        saved = Path(str(run_dir)) / "config.yaml"
+        path = saved if saved.exists() else None
+    return load_config(path, overrides)
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:

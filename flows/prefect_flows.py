@@ -1,7 +1,8 @@
 """Prefect flows: ``build`` (all stages) and ``stage`` (one); tasks work on shards, never single images.
 
-The stage logic is the same as in local mode (``tasks.runner``); Prefect adds recorded runs,
-retries of failed shard tasks, the task runner (threads or Ray), GPU placement and artifacts.
+The shard loop is ``tasks.runner.run_stage``, as in local mode; Prefect supplies its mapper:
+one recorded task per shard on the task runner (threads or Ray), Prefect's task retries (with
+the runner's retry classification), Ray GPU reservations, and the artifacts.
 
 Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, or the
 config as a mapping), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
@@ -16,11 +17,8 @@ Finished shards carry completion markers, so rerunning the same build runs only 
 
 from __future__ import annotations
 
-import time
-import traceback
-from contextlib import contextmanager, nullcontext
-from dataclasses import replace
-from pathlib import Path
+from contextlib import contextmanager
+from functools import partial
 from typing import Any, Iterator
 
 from prefect import flow, get_run_logger, task
@@ -29,119 +27,40 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
-from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, set_dotted, load_config
-from flows.devices import lease_device, ray_device
-from flows.runtime import ProgressFactory, make_context
+from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, resolve_run_config
+from flows.context import make_context, progress_for
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
-from tasks.base import DEVICE_OPTION, RunContext
-from tasks.runner import ShardFailed, StageSummary, finish_stage, prepare_stage, requeue_transient_rejects, stage_summary
-
-GPU_STAGES = frozenset({"edit"})  # stages whose shards hold a GPU (Ray num_gpus, device leases)
-
-
-def uses_gpu(stage: Any) -> bool:
-    """A stage's shards hold a GPU: the edit stage, or any stage class with ``uses_gpu = True``."""
-    return bool(getattr(stage, "uses_gpu", stage.name in GPU_STAGES))
-
-
-# --- config ----------------------------------------------------------------------------
-
-
-def resolve_config(config: dict[str, Any] | str | None, overrides: dict[str, Any] | None = None) -> BuildConfig:
-    """A flow's ``config`` parameter: a YAML path (deployments), a mapping (the CLI), or None (demo)."""
-    if config is None or isinstance(config, (str, Path)):
-        return load_config(config, overrides)
-    if not overrides:
-        return config_from_dict(config)
-    data = config_from_dict(config).model_dump(mode="json")
-    for dotted, value in overrides.items():
-        set_dotted(data, dotted, value)
-    return config_from_dict(data, "<config + overrides>")
+from tasks.base import RunContext
+from tasks.retries import RetryPolicy
+from tasks.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
 
 
 # --- retries ---------------------------------------------------------------------------
 
-_PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
-_TRANSIENT_NAME_HINTS = ("outofmemory", "timeout", "connection", "ratelimit", "serviceunavailable", "internalserver", "transport")
 
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: network and I/O hiccups, timeouts, (GPU) out-of-memory, rate limits.
-
-    Matching by class name keeps torch / openai / httpx imports out of this module:
-    ``torch.cuda.OutOfMemoryError``, ``openai.APIConnectionError``, ``openai.RateLimitError``,
-    ``httpx.ConnectTimeout`` all match. Programming and data errors (KeyError, ValueError,
-    schema errors) are not retried: they would fail the same way again.
-    """
-    for e in _chain(exc):
-        if isinstance(e, _PERMANENT_OS_ERRORS):
-            return False
-        if isinstance(e, (OSError, MemoryError, TimeoutError, ConnectionError)):
-            return True
-        name = type(e).__name__.lower()
-        if any(h in name for h in _TRANSIENT_NAME_HINTS):
-            return True
-    return False
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        yield cur
-        cur = cur.__cause__ or cur.__context__
-
-
-def retry_condition(transient_only: bool) -> Any:
-    """A Prefect ``retry_condition_fn``: retry transient errors only, or every error."""
+def retry_condition(policy: RetryPolicy) -> Any:
+    """A Prefect ``retry_condition_fn`` that asks the runner's policy (``tasks.retries``)."""
 
     def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
-        if not transient_only:
+        if not policy.transient_only:
             return True
         try:
             exc = state.result(raise_on_failure=False)
         except Exception as err:  # pragma: no cover - the result could not be read back
             exc = err
-        return isinstance(exc, BaseException) and is_transient(exc)
+        return isinstance(exc, BaseException) and policy.should_retry(exc)
 
     return should_retry
 
 
-# --- GPU placement ---------------------------------------------------------------------
-
-
-@contextmanager
-def shard_placement(stage: Any, ctx: RunContext) -> Iterator[RunContext]:
-    """Place a shard: a Ray-assigned GPU, or a concurrency slot plus a leased device on this node.
-
-    Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]``.
-    """
-    orch: OrchestrationConfig = ctx.config.orchestration
-    if not uses_gpu(stage):
-        yield ctx
-        return
-    device = ray_device()
-    if device is not None:
-        yield _with_device(ctx, device)
-        return
-    slot = _gpu_slot(orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else nullcontext()
-    with slot:
-        if orch.gpu_devices:
-            with lease_device(orch.gpu_devices, orch.device_lock_dir) as index:
-                yield _with_device(ctx, f"cuda:{index}")
-        else:
-            yield ctx
-
-
-def _with_device(ctx: RunContext, device: str) -> RunContext:
-    return replace(ctx, options={**ctx.options, DEVICE_OPTION: device})
+# --- GPU slots -------------------------------------------------------------------------
 
 
 @contextmanager
 def _gpu_slot(limit: str) -> Iterator[None]:
-    """Hold one slot of a Prefect global concurrency limit (strict: a missing limit is an error)."""
+    """Hold one slot of a Prefect global concurrency limit (strict: a missing limit is an error);
+    the runner holds it around each GPU shard, besides the device lease."""
     from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
     from prefect.concurrency.sync import concurrency
 
@@ -163,17 +82,52 @@ def _gpu_slot(limit: str) -> Iterator[None]:
     task_run_name="{stage_name}-shard-{index}",
     cache_policy=NONE,
     persist_result=False,
-    retry_condition_fn=retry_condition(True),
+    retry_condition_fn=retry_condition(RetryPolicy()),
 )
-def process_shard_task(stage_name: str, stage: Any, ctx: RunContext, key: str, index: int, work: Any) -> dict[str, Any]:
-    """Process one shard and write it with its completion marker (the unit that is retried).
+def process_shard_task(stage_name: str, index: int, job: ShardJob) -> dict[str, Any]:
+    """Run one shard job of the runner (the unit Prefect records and retries).
 
-    ``stage`` travels as an object (pickled by reference to its class), so Ray workers run
-    exactly the stage the driver planned; ``stage_name`` names the task run.
+    The job carries its stage as an object (pickled by reference to its class), so Ray workers
+    run exactly the stage the driver planned; ``stage_name`` and ``index`` name the task run.
     """
-    with shard_placement(stage, ctx) as shard_ctx:
-        result = stage.process_shard(shard_ctx, index, work)
-    return stage.store(ctx).write_shard(index, key, result)
+    return job()
+
+
+def prefect_mapper(orch: OrchestrationConfig) -> ShardMapper:
+    """The runner's mapper in Prefect mode: one task per shard on the flow's task runner."""
+
+    def run(jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None:
+        if not jobs:
+            return
+        shard_task = process_shard_task.with_options(
+            retries=retry.retries, retry_delay_seconds=retry.delay_s, retry_condition_fn=retry_condition(retry)
+        )
+        gpu = orch.task_runner == "ray" and jobs[0].stage.uses_gpu and orch.gpus_per_edit_task > 0
+        with _ray_gpus(orch.gpus_per_edit_task) if gpu else _nothing():
+            futures = {id(f): (f, job) for job in jobs for f in [shard_task.submit(job.stage.name, job.index, job)]}
+        for fut in as_completed([f for f, _ in futures.values()]):
+            job = futures[id(fut)][1]
+            try:
+                fut.result()
+            except Exception as exc:  # a failed shard never blocks the others
+                done(job, exc)
+            else:
+                done(job, None)
+
+    return run
+
+
+@contextmanager
+def _ray_gpus(n: float) -> Iterator[None]:
+    from prefect_ray.context import remote_options
+
+    with remote_options(num_gpus=n):
+        yield
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def task_runner_for(config: BuildConfig) -> Any:
@@ -224,92 +178,37 @@ def ray_session(config: BuildConfig) -> Iterator[None]:
         ray.shutdown()
 
 
-def _submit_all(stage: Any, ctx: RunContext, key: str, work: list[Any], todo: list[int]) -> list[Any]:
-    orch = ctx.config.orchestration
-    shard_task = process_shard_task.with_options(
-        retries=orch.retries,
-        retry_delay_seconds=orch.retry_delay_s,
-        retry_condition_fn=retry_condition(orch.retry_transient_only),
-    )
-    stage_name = stage.name
-    gpu_opts = orch.task_runner == "ray" and uses_gpu(stage) and orch.gpus_per_edit_task > 0
-    if gpu_opts:
-        from prefect_ray.context import remote_options
-
-        with remote_options(num_gpus=orch.gpus_per_edit_task):
-            return [shard_task.submit(stage_name, stage, ctx, key, i, work[i]) for i in todo]
-    return [shard_task.submit(stage_name, stage, ctx, key, i, work[i]) for i in todo]
-
-
-# Progress callbacks of a CLI that runs the flows in its own process, by run directory URL. Flow
-# parameters must be serialisable, so the terminal's progress bars travel beside them; a flow run on
-# a worker finds no callback and reports through its progress artifact alone.
-_PROGRESS: dict[str, ProgressFactory] = {}
-
-
-@contextmanager
-def watch_progress(run_dir: str, factory: ProgressFactory | None) -> Iterator[None]:
-    """Show shard progress of flows run in this process for ``run_dir`` (e.g. rich bars in the CLI)."""
-    if factory is None:
-        yield
-        return
-    key = RunFS.open(run_dir).url
-    _PROGRESS[key] = factory
-    try:
-        yield
-    finally:
-        _PROGRESS.pop(key, None)
-
-
 @flow(name="reactbench-stage-shards", flow_run_name="{stage_name}")
 def stage_shards_flow(
     stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
 ) -> StageSummary:
-    """Plan one stage, run its pending shards on the task runner, publish counts and progress."""
+    """Run one stage with the runner on this flow's task runner; publish counts and progress."""
     ctx = RunContext(run=RunFS.open(run_dir), config=config_from_dict(config), options=dict(options or {}))
-    logger = get_run_logger()
-    started = time.perf_counter()
-    stage = get_stage(stage_name)
-    plan = prepare_stage(stage, ctx, force=force)
-    requeued = requeue_transient_rejects(stage, ctx, plan, ctx.config.orchestration.rerun_reject_reasons)
-    if requeued:
-        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage_name, requeued)
-    progress = ProgressArtifact(stage_name, total=len(plan.work), done=len(plan.skipped))
-    factory = _PROGRESS.get(ctx.run.url)
-    terminal = factory(stage_name) if factory else None
-    finished = len(plan.skipped)
-    if terminal:
-        terminal(finished, len(plan.work))
-    logger.info("%s: %d shard(s) to run, %d already complete", stage_name, len(plan.todo), len(plan.skipped))
-    futures = _submit_all(stage, ctx, plan.key, plan.work, plan.todo)
-    failures: list[str] = []
-    for fut in as_completed(futures):
-        try:
-            fut.result()
-        except Exception as exc:  # a failed shard never blocks the others
-            failures.append(f"{exc.__class__.__name__}: {exc}")
-            logger.error("%s: a shard failed after its retries: %s", stage_name, "".join(traceback.format_exception_only(exc)).strip())
-        else:
-            progress.advance()
-        finished += 1
+    orch = ctx.config.orchestration
+    terminal = progress_for(ctx.run.url, stage_name)
+    artifact: list[ProgressArtifact] = []
+
+    def progress(done: int, total: int) -> None:
+        if not artifact:
+            artifact.append(ProgressArtifact(stage_name, total=total, done=done))
+        elif done > artifact[0].done:
+            artifact[0].advance(done - artifact[0].done)
         if terminal:
-            terminal(finished, len(plan.work))
+            terminal(done, total)
+
     try:
-        summary = finish_stage(stage, ctx, plan, started)
+        summary = run_stage(
+            get_stage(stage_name), ctx, force=force, mapper=prefect_mapper(orch), progress=progress,
+            requeue_reasons=orch.rerun_reject_reasons, retry=RetryPolicy.from_config(ctx.config),
+            gpu_slot=partial(_gpu_slot, orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else None,
+            logger=get_run_logger(),
+        )
     except ShardFailed as exc:
-        publish_stage_table(_partial_summary(stage, ctx, plan, started))
-        raise ShardFailed(f"{exc}\n" + "\n".join(failures)) from None
+        if exc.summary is not None:
+            publish_stage_table(exc.summary)
+        raise
     publish_stage_table(summary)
-    logger.info(
-        "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
-        stage_name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
-    )
     return summary
-
-
-def _partial_summary(stage: Any, ctx: RunContext, plan: Any, started: float) -> StageSummary:
-    """Counts over the shards that did finish (for the artifact of a failed stage)."""
-    return stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
 
 
 def _write_build_report(ctx: RunContext) -> list[str]:
@@ -341,7 +240,7 @@ def stage_flow(
     overrides: dict[str, Any] | None = None,
 ) -> StageSummary:
     """One stage on its own (its upstream must be complete in ``run_dir``): reruns, partial rebuilds."""
-    cfg = resolve_config(config, overrides)
+    cfg = resolve_run_config(config, overrides, run_dir=run_dir)
     ctx = make_context(cfg, run_dir, options)
     with ray_session(cfg):
         return _run_stage(get_stage(stage_name).name, ctx, force)
@@ -357,7 +256,7 @@ def build_flow(
     overrides: dict[str, Any] | None = None,
 ) -> list[StageSummary]:
     """All (or the selected) stages in order; publishes a markdown summary even when a stage fails."""
-    cfg = resolve_config(config, overrides)
+    cfg = resolve_run_config(config, overrides, run_dir=run_dir)
     ctx = make_context(cfg, run_dir, options)
     summaries: list[StageSummary] = []
     failed: dict[str, str] = {}

@@ -4,7 +4,8 @@ Prefect 3 has no in-process mode: without ``PREFECT_API_URL`` every flow run sta
 server (11-30 s measured here). A user trying an idea on a laptop should not pay that for a
 stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.runner``) on a thread
 pool when no API is configured, and through the Prefect flows in ``flows/prefect_flows.py``
-(recorded runs, task retries, artifacts, Ray) when one is. ``--orchestrator prefect`` forces
+(recorded runs, task retries, artifacts, Ray) when one is. Both go through ``tasks.runner.run_stage``:
+retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
 Prefect (it then starts the temporary server if needed).
 """
 
@@ -13,16 +14,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
-from flows.config import BuildConfig, dump_config
+from flows.config import BuildConfig
+from flows.context import ProgressFactory, make_context, watch_progress
 from flows.stages import get_stage, select_stages
-from storage.fs import RunFS
-from tasks.base import RunContext
-from tasks.runner import ProgressFn, StageSummary, run_stage
+from tasks.runner import StageSummary, run_stage
 
 Orchestrator = Literal["auto", "local", "prefect"]
-ProgressFactory = Callable[[str], ProgressFn | None]
 
 
 def prefect_api_configured() -> bool:
@@ -56,14 +55,6 @@ def resolve_orchestrator(choice: Orchestrator) -> Literal["local", "prefect"]:
     return choice
 
 
-def make_context(config: BuildConfig, run_dir: str, options: dict | None = None) -> RunContext:
-    """Open the run directory and save the resolved config into it."""
-    run = RunFS.open(run_dir)
-    run.makedirs()
-    run.write_text_atomic("config.yaml", dump_config(config))
-    return RunContext(run=run, config=config, options=dict(options or {}))
-
-
 @dataclass
 class BuildResult:
     orchestrator: str
@@ -84,7 +75,7 @@ def run_pipeline(
     names = select_stages(stages)
     mode = resolve_orchestrator(orchestrator)
     if mode == "prefect":
-        from flows.prefect_flows import build_flow, watch_progress
+        from flows.prefect_flows import build_flow
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(

@@ -7,9 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from storage.config_base import Section
-
-TaskId = Literal["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
-ALL_TASKS: tuple[str, ...] = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+from storage.task_ids import TASK_IDS as ALL_TASKS, TaskId  # noqa: F401 - ALL_TASKS re-exported for the miners
 
 
 class RelationalErasureParams(Section):

@@ -21,8 +21,8 @@ from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
+from storage.task_ids import VG_TASK_IDS as VG_TASKS
 
-VG_TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing")
 Progress = Callable[[str, int], None]
 
 

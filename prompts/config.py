@@ -6,26 +6,26 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from storage.config_base import Section
+from storage.config_base import NOT_IN_STAGE_KEY, Section
 
 
 class MLLMConfig(Section):
     backend: Literal["rules", "openai", "transformers"] = Field("rules", description="rules (offline, from annotations) | openai (any OpenAI-compatible server) | transformers (local model)")
     model: str = Field("rules-v1", description="model id sent to the server, or a local path / hub id for transformers")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://gpu-node:8000/v1")
-    api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key (the key itself is never stored)")
-    concurrency: int = Field(32, ge=1, description="requests in flight at once (openai backend)")
-    timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
-    max_retries: int = Field(5, ge=0, description="transport retries (429, 5xx, timeouts, connection errors)")
-    retry_base_s: float = Field(1.0, ge=0, description="first backoff delay; doubles per retry, with 0.5x-1.5x jitter")
-    retry_max_s: float = Field(30.0, ge=0, description="cap of one backoff delay")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key (the key itself is never stored)", json_schema_extra=NOT_IN_STAGE_KEY)
+    concurrency: int = Field(32, ge=1, description="requests in flight at once (openai backend)", json_schema_extra=NOT_IN_STAGE_KEY)
+    timeout_s: float = Field(120.0, gt=0, description="per-request timeout", json_schema_extra=NOT_IN_STAGE_KEY)
+    max_retries: int = Field(5, ge=0, description="transport retries (429, 5xx, timeouts, connection errors)", json_schema_extra=NOT_IN_STAGE_KEY)
+    retry_base_s: float = Field(1.0, ge=0, description="first backoff delay; doubles per retry, with 0.5x-1.5x jitter", json_schema_extra=NOT_IN_STAGE_KEY)
+    retry_max_s: float = Field(30.0, ge=0, description="cap of one backoff delay", json_schema_extra=NOT_IN_STAGE_KEY)
     parse_retries: int = Field(2, ge=0, description="re-asks with the validation error before llm_unparseable")
     temperature: float = Field(0.0, ge=0.0, description="sampling temperature of instruct/qa calls")
     max_tokens: int = Field(1024, ge=1, description="maximum tokens per answer")
-    cache: bool = Field(True, description="response cache in <run>/cache/mllm (not used for rules)")
-    device: str = Field("cpu", description="transformers backend: cpu, cuda, cuda:1, ...")
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="transformers backend weights dtype")
-    batch_size: int = Field(8, ge=1, description="transformers backend batch size")
+    cache: bool = Field(True, description="response cache in <run>/cache/mllm (not used for rules)", json_schema_extra=NOT_IN_STAGE_KEY)
+    device: str = Field("cpu", description="transformers backend: cpu, cuda, cuda:1, ...", json_schema_extra=NOT_IN_STAGE_KEY)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="transformers backend weights dtype", json_schema_extra=NOT_IN_STAGE_KEY)
+    batch_size: int = Field(8, ge=1, description="transformers backend batch size", json_schema_extra=NOT_IN_STAGE_KEY)
 
     @model_validator(mode="after")
     def _model_named_for_real_backends(self) -> "MLLMConfig":

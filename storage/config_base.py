@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
+
+# ``Field(..., json_schema_extra=NOT_IN_STAGE_KEY)``: a setting that changes how a stage runs
+# (concurrency, timeouts, caches, devices) but not what it writes, so it stays out of stage keys.
+NOT_IN_STAGE_KEY: dict[str, Any] = {"stage_key": False}
 
 
 class Section(BaseModel):
     """Config sections live beside the code they configure and are composed in ``flows/config.py``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    def stage_key(self) -> dict[str, Any]:
+        """The section as a stage key sees it: every field (JSON values, nested sections alike)
+        except those marked ``NOT_IN_STAGE_KEY``. Stages hash the sections they read through
+        this, so a new setting joins the key unless its declaration says it cannot change output."""
+        out: dict[str, Any] = {}
+        dumped = self.model_dump(mode="json")
+        for name, info in type(self).model_fields.items():
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            if extra.get("stage_key") is False:
+                continue
+            value = getattr(self, name)
+            out[name] = value.stage_key() if isinstance(value, Section) else dumped[name]
+        return out

@@ -66,6 +66,7 @@ class Stage(ABC):
     name: ClassVar[str]
     outputs: ClassVar[dict[str, ArtifactSchema]]
     upstream: ClassVar[tuple[str, ...]] = ()
+    uses_gpu: ClassVar[bool] = False  # shards hold a GPU: the runner places them (tasks/devices.py)
 
     def store(self, ctx: RunContext) -> StageStore:
         return StageStore(ctx.run, self.name, self.outputs)

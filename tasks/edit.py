@@ -28,10 +28,9 @@ from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import limit_opencv_threads, timed_batch
-from storage import schemas
+from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
-from storage.stage_store import read_artifact
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
 
@@ -104,8 +103,9 @@ class Loaded:
 
 class EditStage(Stage):
     name = STAGE
-    outputs = {"edits": schemas.EDITS}
+    outputs = addresses.outputs(addresses.EDITS)
     upstream = ("instruct",)
+    uses_gpu = True  # editor models: the runner leases a device per shard (orchestration.gpu_devices, Ray GPUs)
 
     def config_section(self, ctx: RunContext) -> Any:
         return {
@@ -116,7 +116,7 @@ class EditStage(Stage):
 
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)
-        table = read_artifact(ctx.run, "instruct", "instructions", schemas.INSTRUCTIONS).select(INSTRUCTION_COLUMNS)
+        table = addresses.INSTRUCTIONS.reader(ctx.run).read().select(INSTRUCTION_COLUMNS)
         rows = sorted(table.to_pylist(), key=lambda r: r["id"])
         chunks = chunk([r for r in rows if needs_edit(r)], ctx.config.run.shard_size)
         unedited = chunk([r for r in rows if passes_through(r)], ctx.config.run.shard_size)
@@ -299,7 +299,7 @@ class EditStage(Stage):
         return row
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        table = read_artifact(ctx.run, STAGE, "edits", schemas.EDITS).select(["editor", "status"])
+        table = addresses.EDITS.reader(ctx.run).read().select(["editor", "status"])
         per: dict[str, dict[str, int]] = {}
         for r in table.to_pylist():
             per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})

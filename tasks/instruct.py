@@ -14,17 +14,14 @@ from typing import Any
 
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
-from storage import schemas
+from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
-from storage.parquet_io import ArtifactReader
 from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
 
 STAGE = "instruct"
-# The MLLM settings that change answers (concurrency, timeouts, devices do not).
-ANSWER_KEYS = ("backend", "model", "parse_retries", "temperature", "max_tokens")
 
 _CLIENTS: dict[str, MLLMClient] = {}
 _CLIENTS_LOCK = threading.Lock()
@@ -64,7 +61,7 @@ def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[
 
 class InstructStage(Stage):
     name = STAGE
-    outputs = {"instructions": schemas.INSTRUCTIONS}
+    outputs = addresses.outputs(addresses.INSTRUCTIONS)
     upstream = ("mine",)
 
     def config_section(self, ctx: RunContext) -> Any:
@@ -72,12 +69,11 @@ class InstructStage(Stage):
         from prompts.instruct_prompts import TASK_PROMPTS
         from prompts.spec import prompt_fingerprints
 
-        mllm = ctx.config.mllm.model_dump(mode="json")
         prompts = prompt_fingerprints(TASK_PROMPTS.values())
-        return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "instruct": ctx.config.instruct.model_dump(mode="json"), "prompts": prompts}
+        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts}
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        rows = ArtifactReader(ctx.run, "mine/candidates", schemas.CANDIDATES).rows()
+        rows = addresses.CANDIDATES.reader(ctx.run).rows()
         return plan_shards(rows, ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
@@ -89,7 +85,7 @@ class InstructStage(Stage):
         return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict())
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        rows = ArtifactReader(ctx.run, f"{STAGE}/instructions", schemas.INSTRUCTIONS).rows(["task", "status"])
+        rows = addresses.INSTRUCTIONS.reader(ctx.run).rows(["task", "status"])
         by: dict[str, dict[str, int]] = {}
         for r in rows:
             by.setdefault(r["task"], {}).setdefault(r["status"], 0)

@@ -15,7 +15,7 @@ from typing import Any
 
 from miners.fsc147 import ANNOTATIONS, CLASSES, SPLITS
 from miners.mine import VG_TASKS, MineResult, mine_fsc147, mine_visual_genome, vg_files
-from storage import schemas
+from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage, StageInputError
 
 STAGE = "mine"
@@ -79,7 +79,7 @@ def _fingerprint(path: str) -> str:
 
 class MineStage(Stage):
     name = STAGE
-    outputs = {"candidates": schemas.CANDIDATES, "pair_stats": schemas.PAIR_STATS, "attribute_stats": schemas.ATTRIBUTE_STATS}
+    outputs = addresses.outputs(addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS)
     upstream = ()
 
     def config_section(self, ctx: RunContext) -> Any:
@@ -117,9 +117,7 @@ class MineStage(Stage):
         return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=_manifest_extra(work["source"], result))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        from storage.parquet_io import ArtifactReader
-
-        rows = ArtifactReader(ctx.run, f"{STAGE}/candidates", schemas.CANDIDATES).rows(["task", "variant"])
+        rows = addresses.CANDIDATES.reader(ctx.run).rows(["task", "variant"])
         by: dict[str, int] = {}
         for r in rows:
             key = f"{r['task']}/{r['variant']}"

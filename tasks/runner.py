@@ -1,11 +1,16 @@
 """Running a stage: plan, skip finished shards, process the rest, write the manifest.
 
-Plain Python: ``map_shards`` decides where shards run (a thread pool by default; the flows
-pass a Prefect or Ray mapper). Nothing here knows about Prefect.
+The one shard loop of the pipeline, for every mode: local threads, Prefect and Ray differ only
+in the ``ShardMapper`` they pass (where a shard runs, how it is retried). GPU placement
+(``tasks.devices.shard_placement``), retry classification (``tasks.retries``) and the
+``_errors/`` tracebacks live here and in those modules, never in a mapper. Nothing here knows
+about Prefect.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -15,21 +20,83 @@ from typing import Any, Callable, Iterable, Protocol
 from storage.hashing import config_hash
 from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
+from tasks.devices import GpuSlot, shard_placement
+from tasks.retries import RetryPolicy
 from tasks.reuse import FORCE_OPTION, forces_stage
 
 ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
+ShardDone = Callable[["ShardJob", "BaseException | None"], None]  # (job, None or its final error)
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())  # silent unless the application configures logging (the CLI prints the outcome)
+
+
+@dataclass
+class ShardJob:
+    """One shard's work, self-contained so a mapper may run it in another thread or process (Ray).
+
+    Calling it places the shard (GPU), processes it and writes it with its completion marker;
+    a failure leaves its traceback in ``<stage>/_errors/`` and raises, so the mapper can retry.
+    """
+
+    stage: Stage
+    ctx: RunContext
+    key: str
+    index: int
+    work: Any
+    gpu_slot: GpuSlot | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        try:
+            with shard_placement(self.stage, self.ctx, self.gpu_slot) as shard_ctx:
+                result = self.stage.process_shard(shard_ctx, self.index, self.work)
+            return self.stage.store(self.ctx).write_shard(self.index, self.key, result)
+        except Exception:
+            self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
+            raise
+
+
+def error_path(stage: str, index: int) -> str:
+    return f"{stage}/_errors/shard-{index:05d}.txt"
 
 
 class ShardMapper(Protocol):
-    def __call__(self, fn: Callable[[int], dict[str, Any]], indices: list[int]) -> list[dict[str, Any]]: ...
+    """Runs every job (retrying per ``retry``) and calls ``done(job, None | final error)`` for each."""
+
+    def __call__(self, jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None: ...
+
+
+def run_with_retries(job: ShardJob, retry: RetryPolicy) -> dict[str, Any]:
+    """Run a job in this process, retrying errors the policy calls worth it."""
+    attempt = 0
+    while True:
+        try:
+            return job()
+        except Exception as exc:
+            if attempt >= retry.retries or not retry.should_retry(exc):
+                raise
+            attempt += 1
+            log.warning("%s shard %d: retry %d/%d after %s: %s", job.stage.name, job.index, attempt, retry.retries, type(exc).__name__, exc)
+            time.sleep(retry.delay_s)
 
 
 def thread_mapper(workers: int = 2) -> ShardMapper:
-    def run(fn: Callable[[int], dict[str, Any]], indices: list[int]) -> list[dict[str, Any]]:
-        if workers <= 1 or len(indices) <= 1:
-            return [fn(i) for i in indices]
+    """Local mode: ``workers`` shards at once on a thread pool."""
+
+    def run(jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None:
+        def one(job: ShardJob) -> None:
+            try:
+                run_with_retries(job, retry)
+            except Exception as exc:  # a failed shard never blocks the others
+                done(job, exc)
+            else:
+                done(job, None)
+
+        if workers <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                one(job)
+            return
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(fn, indices))
+            list(pool.map(one, jobs))
 
     return run
 
@@ -66,7 +133,9 @@ class StageSummary:
 
 
 class ShardFailed(RuntimeError):
-    pass
+    """Shards of a stage failed; ``summary`` (when set) counts the shards that did finish."""
+
+    summary: "StageSummary | None" = None
 
 
 def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePlan:
@@ -115,13 +184,6 @@ def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, re
         plan.skipped = [i for i in plan.skipped if i not in again]
         plan.todo = sorted([*plan.todo, *again])
     return again
-
-
-def run_one_shard(stage: Stage, ctx: RunContext, plan: StagePlan, index: int) -> dict[str, Any]:
-    """Process and write one shard; returns its completion marker."""
-    store = stage.store(ctx)
-    result = stage.process_shard(ctx, index, plan.work[index])
-    return store.write_shard(index, plan.key, result)
 
 
 def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float) -> StageSummary:
@@ -176,41 +238,73 @@ def run_stage(
     mapper: ShardMapper | None = None,
     progress: ProgressFn | None = None,
     requeue_reasons: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
+    gpu_slot: GpuSlot | None = None,
+    logger: Any = None,
 ) -> StageSummary:
-    """Run a stage to completion in this process (shards on ``mapper``, threads by default).
+    """Run a stage to completion: shards on ``mapper`` (threads by default), then the manifest.
 
     Finished shards with rejects for one of ``requeue_reasons`` (transient failures such as
-    ``out_of_memory``) run again, so a rerun retries exactly the items that failed for passing reasons.
+    ``out_of_memory``) run again, so a rerun retries exactly the items that failed for passing
+    reasons. ``retry`` defaults to ``orchestration.retries`` of the config; ``gpu_slot`` is held
+    around each GPU shard besides its device lease (Prefect: a global concurrency slot).
+    ``progress`` sees (finished shards, total) after each shard; a failed shard is not finished.
+    A stage with failed shards raises ``ShardFailed`` (carrying the counts of what did finish)
+    after every other shard ran.
     """
+    logger = logger or log
     started = time.perf_counter()
     plan = prepare_stage(stage, ctx, force=force)
-    requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
+    requeued = requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
+    if requeued:
+        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
     total = len(plan.work)
-    done = [len(plan.skipped)]
+    logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
+    finished = [len(plan.skipped)]
     if progress:
-        progress(done[0], total)
+        progress(finished[0], total)
     errors: list[tuple[int, str]] = []
+    lock = threading.Lock()
 
-    def one(index: int) -> dict[str, Any]:
-        try:
-            marker = run_one_shard(stage, ctx, plan, index)
-        except Exception as exc:  # a failed shard never blocks the others
-            errors.append((index, f"{exc.__class__.__name__}: {exc}"))
-            ctx.run.write_text_atomic(f"{stage.name}/_errors/shard-{index:05d}.txt", traceback.format_exc())
-            marker = {"shard": index, "failed": True}
-        done[0] += 1
-        if progress:
-            progress(done[0], total)
-        return marker
+    def done(job: ShardJob, exc: BaseException | None) -> None:
+        with lock:
+            if exc is None:
+                finished[0] += 1
+            else:
+                errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
+                logger.error("%s: shard %d failed: %s", stage.name, job.index, "".join(traceback.format_exception_only(exc)).strip())
+            if progress:
+                progress(finished[0], total)
 
-    (mapper or thread_mapper(_workers(ctx)))(one, plan.todo)
+    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot) for i in plan.todo]
+    (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+    _drop_stale_errors(stage, ctx, plan, {i for i, _ in errors})
     if errors:
-        raise ShardFailed(
-            f"stage {stage.name!r}: {len(errors)} shard(s) failed (the others are kept; a rerun retries only these):\n"
-            + describe_failures(errors)
-            + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
+        failed = sorted({i for i, _ in errors})
+        err = ShardFailed(
+            f"stage {stage.name!r}: shards {failed} did not complete; rerun to retry only those "
+            f"(the other shards are kept):\n" + describe_failures(errors) + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
         )
-    return finish_stage(stage, ctx, plan, started)
+        err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
+        raise err
+    summary = finish_stage(stage, ctx, plan, started)
+    logger.info(
+        "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
+        stage.name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
+    )
+    return summary
+
+
+def _drop_stale_errors(stage: Stage, ctx: RunContext, plan: StagePlan, failed: set[int]) -> None:
+    """Remove tracebacks of attempts that a retry then completed (only final failures keep one)."""
+    if not ctx.run.exists(stage.name, "_errors"):
+        return
+    if not failed:
+        ctx.run.rm(stage.name, "_errors")
+        return
+    for i in plan.todo:
+        if i not in failed and ctx.run.exists(error_path(stage.name, i)):
+            ctx.run.rm(error_path(stage.name, i))
 
 
 def describe_failures(errors: list[tuple[int, str]]) -> str:

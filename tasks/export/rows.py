@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 from storage.image_store import ImageStore
-
-TASK_ORDER = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+from storage.task_ids import TASK_IDS as TASK_ORDER
 
 COLUMNS: tuple[str, ...] = (
     "id",

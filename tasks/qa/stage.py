@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import schemas
-from storage.parquet_io import ArtifactReader
+from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.qa.analyse import Analysed, analyse_edits
 from tasks.reuse import Entry, ItemReuse, code_version
 from tasks.qa.synthesis import problem_rejects, questions_for_edit, settings_from
 
 STAGE = "qa"
-# MLLM settings that change answers (concurrency, timeouts and devices do not).
-ANSWER_KEYS = ("backend", "model", "base_url", "parse_retries", "temperature", "max_tokens")
 
 
 def wanted(edit: dict[str, Any]) -> bool:
@@ -97,7 +94,7 @@ def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, r
 
 class QAStage(Stage):
     name = STAGE
-    outputs = {"analysis": schemas.ANALYSIS, "questions": schemas.QUESTIONS}
+    outputs = addresses.outputs(addresses.ANALYSIS, addresses.QUESTIONS)
     upstream = ("edit",)
 
     def config_section(self, ctx: RunContext) -> Any:
@@ -106,17 +103,16 @@ class QAStage(Stage):
         from prompts.spec import prompt_fingerprints
         from tasks.qa.templates import templates_fingerprint
 
-        mllm = ctx.config.mllm.model_dump(mode="json")
         return {
-            "mllm": {k: mllm[k] for k in ANSWER_KEYS},
-            "qa": ctx.config.qa.model_dump(mode="json"),
+            "mllm": ctx.config.mllm.stage_key(),
+            "qa": ctx.config.qa.stage_key(),
             "seed": ctx.seed,
             "prompts": prompt_fingerprints(ANALYSIS_PROMPTS.values()),
             "templates": templates_fingerprint(),
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        edits = [r for r in ArtifactReader(ctx.run, "edit/edits", schemas.EDITS).rows() if wanted(r)]
+        edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r)]
         return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
@@ -127,7 +123,7 @@ class QAStage(Stage):
         return qa_edits(client, list(work), ctx, progress=bool(ctx.options.get("progress")), reuse=reuse)
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        rows = ArtifactReader(ctx.run, f"{STAGE}/questions", schemas.QUESTIONS).rows(["task", "question_set"])
+        rows = addresses.QUESTIONS.reader(ctx.run).rows(["task", "question_set"])
         by: dict[str, dict[str, int]] = {}
         for r in rows:
             by.setdefault(r["task"], {}).setdefault(r["question_set"], 0)

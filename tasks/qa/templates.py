@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
+from storage.task_ids import TASK_IDS as TASKS
+
 QTYPES = ("YN", "SA", "MC")
 _FORMATTER = string.Formatter()
 # ``rubric_base`` only holds a YAML anchor that questions reuse for their rubric.

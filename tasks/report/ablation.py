@@ -14,10 +14,10 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader
-from storage.schemas import EDITS, VERIFIED_EDITS
 from tasks.evaluate.metrics import accuracy
 from tasks.evaluate.schemas import ANSWERS
 from tasks.evaluate.run import list_evaluations
@@ -97,11 +97,11 @@ def thumbnails(run: RunFS, edits: list[dict[str, Any]], limit: int = 6) -> str:
 
 
 def render_ablation_report(run: RunFS) -> str:
-    reader = ArtifactReader(run, "edit/edits", EDITS)
+    reader = addresses.EDITS.reader(run)
     if not reader.exists():
-        raise NoEdits(f"{run.path('edit/edits')}: no edits found; run `reactbench edit --run-dir {run.url}` first")
+        raise NoEdits(f"{run.path(addresses.EDITS.folder)}: no edits found; run `reactbench edit --run-dir {run.url}` first")
     edits = reader.rows()
-    vreader = ArtifactReader(run, "review/verified_edits", VERIFIED_EDITS)
+    vreader = addresses.VERIFIED_EDITS.reader(run)
     if vreader.exists():
         from tasks.review.export_set import require_export_set
 

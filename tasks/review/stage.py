@@ -16,10 +16,11 @@ import pyarrow as pa
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
+from storage import addresses
 from storage.parquet_io import ArtifactReader
 from storage.rejects import reject
 from storage.review_db import DEFAULT_DB_NAME, redact, sqlite_url
-from storage.schemas import EDITS, QUESTIONS, ArtifactSchema, register
+from storage.schemas import ArtifactSchema, register
 from storage.stage_store import MANIFEST, MARKERS, ShardResult, StageStore
 from tasks.base import RunContext, Stage, chunk
 
@@ -130,9 +131,9 @@ class ReviewStage(Stage):
         return {"queue_auto_rejected": cfg.queue_auto_rejected, "db": redact(cfg.db_url) if cfg.db_url else "run-sqlite"}
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        edits = sorted(ArtifactReader(ctx.run, "edit/edits", EDITS).rows(), key=lambda r: r["id"])
+        edits = sorted(addresses.EDITS.reader(ctx.run).rows(), key=lambda r: r["id"])
         by_edit: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for q in ArtifactReader(ctx.run, "qa/questions", QUESTIONS).iter_rows():
+        for q in addresses.QUESTIONS.reader(ctx.run).iter_rows():
             by_edit[q["edit_id"]].append(q)
         work = [{"edit": e, "questions": by_edit.get(e["id"], [])} for e in edits]
         return chunk(work, ctx.config.run.shard_size)

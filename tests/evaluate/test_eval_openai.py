@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prompts.clients.dummy_server import DummyServer, Reply, image_urls, message_text
+from dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.parquet_io import ArtifactReader
 from tasks.evaluate.run import run_eval
 from tasks.evaluate.schemas import ANSWERS

@@ -41,3 +41,15 @@ def test_missing_sources_name_the_files_and_the_fix(tmp_path: Path) -> None:
     proc = _run("mine", "--run-dir", str(tmp_path / "run"), "--orchestrator", "local", cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "data/sample/visual_genome/image_data.json" in proc.stderr and "reactbench sample-data" in proc.stderr
+
+
+def test_misspelt_editor_fails_when_the_config_loads_before_mine_runs(tmp_path: Path) -> None:
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text("editors:\n  - name: clasical\n")
+    run_dir = tmp_path / "run"
+    proc = _run("build", "--config", str(cfg), "--run-dir", str(run_dir), "--orchestrator", "local")
+    text = " ".join(proc.stderr.split())  # the console may wrap long lines
+    assert proc.returncode == 2, proc.stderr
+    assert "editors[0].name: unknown editor 'clasical'" in text and "valid choices: classical," in text
+    assert "Traceback" not in proc.stderr
+    assert not (run_dir / "mine").exists(), "nothing ran: the config failed before the first stage"

@@ -74,3 +74,21 @@ def test_overrides_and_dump_round_trip(tmp_path: Path) -> None:
 def test_real_backend_needs_a_model_name(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="mllm.model must name the openai model"):
         load_config(ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai"})
+
+
+def test_one_resolver_explicit_then_saved_then_demo(tmp_path: Path) -> None:
+    """Every command and flow resolves its config with ``resolve_run_config``: an explicit config
+    wins, else the run directory's saved config.yaml, else the embedded demo config."""
+    from flows.config import DEFAULT_CONFIG, resolve_run_config
+
+    run_dir = tmp_path / "run"
+    assert resolve_run_config(None, run_dir=run_dir) == load_config(DEFAULT_CONFIG)
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(dump_config(load_config(None, {"run.seed": 7})))
+    assert resolve_run_config(None, {"mllm.model": None}, run_dir=run_dir).run.seed == 7, "unset overrides are ignored"
+    explicit = tmp_path / "explicit.yaml"
+    explicit.write_text("run:\n  seed: 3\n")
+    assert resolve_run_config(explicit, {"run.workers": 1}, run_dir=run_dir).run.seed == 3
+    assert resolve_run_config({"run": {"seed": 5}}, {"run.workers": 1}).run.workers == 1
+    with pytest.raises(ConfigError, match=r"editors\[1\].name: unknown editor 'sam_lama'; valid choices: .*sam-lama"):
+        resolve_run_config({"editors": [{"name": "classical"}, {"name": "sam_lama"}]})

@@ -31,13 +31,13 @@ from orch_support import REPO
     ],
 )
 def test_transient_errors(exc: BaseException, transient: bool) -> None:
-    from flows.prefect_flows import is_transient
+    from tasks.retries import is_transient
 
     assert is_transient(exc) is transient
 
 
 def test_an_error_caused_by_a_transient_one_is_transient() -> None:
-    from flows.prefect_flows import is_transient
+    from tasks.retries import is_transient
 
     try:
         try:
@@ -50,7 +50,7 @@ def test_an_error_caused_by_a_transient_one_is_transient() -> None:
 
 _HOLDER = """
 import json, sys, time
-from flows.devices import lease_device
+from tasks.devices import lease_device
 lock_dir, log = sys.argv[1], sys.argv[2]
 with lease_device([0, 1], lock_dir, poll_s=0.02) as dev:
     start = time.monotonic()
@@ -76,7 +76,7 @@ def test_device_leases_exclude_other_processes(tmp_path: Path) -> None:
 
 
 def test_device_lease_times_out_and_needs_devices(tmp_path: Path) -> None:
-    from flows.devices import lease_device
+    from tasks.devices import lease_device
 
     with pytest.raises(ValueError, match="gpu_devices"):
         with lease_device([], tmp_path):
@@ -104,7 +104,7 @@ def test_build_summary_markdown_links_run_dir_and_names_failures(tmp_path: Path)
 
 def test_resolve_config_from_path_mapping_and_overrides(tmp_path: Path) -> None:
     from flows.config import ConfigError
-    from flows.prefect_flows import resolve_config
+    from flows.config import resolve_run_config as resolve_config
 
     cfg = resolve_config(str(REPO / "configs" / "demo.yaml"), {"orchestration.task_runner": "ray"})
     assert cfg.orchestration.task_runner == "ray"

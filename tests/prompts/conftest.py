@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from prompts.clients.dummy_server import DummyServer, Reply, message_text
+from dummy_server import DummyServer, Reply, message_text
 from mllm_helpers import write_image
 
 MARKER_RE = re.compile(r"Proposed object to delete: ([a-z]+)")

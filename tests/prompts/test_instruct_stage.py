@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mllm_helpers import at_candidate, build_config, ca_candidate, crowded_points, dc_candidate, re_candidate, spread_points, write_mine_stage
-from prompts.clients.dummy_server import DummyServer, Reply
+from dummy_server import DummyServer, Reply
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.base import RunContext

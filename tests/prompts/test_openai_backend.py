@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from prompts.clients.base import MLLMRequest
-from prompts.clients.dummy_server import DummyServer, Reply, image_urls, message_text
+from dummy_server import DummyServer, Reply, image_urls, message_text
 from prompts.clients.factory import make_client
 from prompts.clients.openai_client import OpenAIClient, RetryPolicy
 from prompts.config import MLLMConfig

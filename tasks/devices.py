@@ -1,14 +1,17 @@
-"""Which GPU an edit shard runs on: Ray's assignment, or a lease on one of this node's devices.
+"""Which GPU a shard runs on: Ray's assignment, or a lease on one of this node's devices.
 
-Two ways to spread the edit stage over several GPUs:
+Placement belongs to the runner (``tasks.runner``): it works the same in local, Prefect and Ray
+modes for every stage that declares ``uses_gpu = True`` (the edit stage). Two ways to spread
+such a stage over several GPUs:
 
 * **Ray** (``orchestration.task_runner: ray``, ``gpus_per_edit_task: 1``): Ray reserves a GPU
   per shard task and sets ``CUDA_VISIBLE_DEVICES`` in the worker process, so the shard sees
   its GPU as ``cuda:0``.
 * **One node, threads or several flow runs** (``orchestration.gpu_devices: [0, 1, ...]``):
-  a Prefect global concurrency limit bounds how many edit shards run at once, and each shard
-  takes an exclusive file lock on one device index (``lease_device``) so two shards never share
-  a GPU, even across processes on the node.
+  each shard takes an exclusive file lock on one device index (``lease_device``) so two shards
+  never share a GPU, even across processes on the node; in Prefect mode a global concurrency
+  limit (``orchestration.gpu_concurrency_limit``) may bound them further (the flows pass it to
+  the runner as the ``gpu_slot``).
 
 Either way the chosen device reaches the stage as ``ctx.options["device"]`` (``DEVICE_OPTION``),
 e.g. ``"cuda:1"``; the edit stage hands it to its editors. It is also exported as
@@ -20,22 +23,28 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+from tasks.base import DEVICE_OPTION, RunContext
 
 DEVICE_ENV = "REACTBENCH_DEVICE"
+GpuSlot = Callable[[], AbstractContextManager[Any]]  # e.g. a Prefect global-concurrency slot
 
 
 def ray_gpu_ids() -> list[int]:
-    """GPU ids Ray assigned to the current task ([] outside a Ray worker or without GPUs)."""
-    try:
-        import ray
-    except ImportError:
-        return []
-    if not ray.is_initialized():
+    """GPU ids Ray assigned to the current task ([] outside a Ray worker or without GPUs).
+
+    Looks at an already imported ``ray`` only: a Ray worker has imported it, and a local run
+    must not pay (or need) the import.
+    """
+    ray = sys.modules.get("ray")
+    if ray is None or not hasattr(ray, "is_initialized") or not ray.is_initialized():
         return []
     try:
         if ray.get_runtime_context().worker.mode != ray.WORKER_MODE:
@@ -97,3 +106,31 @@ def ray_device() -> str | None:
         return None
     os.environ[DEVICE_ENV] = "cuda:0"
     return "cuda:0"
+
+
+@contextmanager
+def shard_placement(stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None) -> Iterator[RunContext]:
+    """Place one shard of ``stage``: a Ray-assigned GPU, or a slot plus a leased device on this node.
+
+    Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]``.
+    Stages without ``uses_gpu`` run as they are.
+    """
+    if not getattr(stage, "uses_gpu", False):
+        yield ctx
+        return
+    device = ray_device()
+    if device is not None:
+        yield _with_device(ctx, device)
+        return
+    orch = getattr(ctx.config, "orchestration", None)
+    devices = tuple(getattr(orch, "gpu_devices", ()) or ())
+    with gpu_slot() if gpu_slot else nullcontext():
+        if devices:
+            with lease_device(devices, getattr(orch, "device_lock_dir", None)) as index:
+                yield _with_device(ctx, f"cuda:{index}")
+        else:
+            yield ctx
+
+
+def _with_device(ctx: RunContext, device: str) -> RunContext:
+    return replace(ctx, options={**ctx.options, DEVICE_OPTION: device})

@@ -1,0 +1,31 @@
+"""Artifact addresses and task ids are declared once (storage/addresses.py, storage/task_ids.py)."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from storage import addresses
+from storage.task_ids import TASK_IDS, TaskId, task_order
+
+STAGE_ADDRESSES = [addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS, addresses.INSTRUCTIONS,
+                   addresses.EDITS, addresses.ANALYSIS, addresses.QUESTIONS]
+
+
+@pytest.mark.parametrize("address", STAGE_ADDRESSES, ids=lambda a: a.folder)
+def test_each_stage_writes_its_artifacts_at_their_address(address: addresses.Address) -> None:
+    from flows.stages import get_stage
+
+    stage = get_stage(address.stage)
+    assert stage.outputs[address.name] is address.schema
+    assert address.folder == f"{stage.name}/{address.name}"
+
+
+def test_task_ids_in_one_place() -> None:
+    from miners.config import ALL_TASKS, MineConfig
+
+    assert TASK_IDS == get_args(TaskId) == ALL_TASKS
+    assert sorted(["dense_counting", "nope", "relational_erasure"], key=task_order) == ["relational_erasure", "dense_counting", "nope"]
+    with pytest.raises(ValueError, match="relational_erasure"):
+        MineConfig(tasks=("relational_erasure", "dense_countnig"))
