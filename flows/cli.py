@@ -219,6 +219,7 @@ def _mount_subcommands() -> None:
 
     app.add_typer(review_app, name="review")
     register(app)
+    __import__("flows.cli_audit", fromlist=["register"]).register(app)
 
 
 _mount_subcommands()

@@ -115,7 +115,8 @@ class CAInstructions(_Output):
 
     @model_validator(mode="after")
     def _two_directions(self, info: ValidationInfo) -> "CAInstructions":
-        if self.direction_a == self.direction_b:
+        limited = bool(((info.context or {}).get("editor_limits") or {}).get("limited"))
+        if self.direction_a == self.direction_b and not limited:  # limited editors: two colours are all there is
             raise ValueError("direction_b: the two instructions must use two different directions")
         if " ".join(self.new_attribute_a.lower().split()) == " ".join(self.new_attribute_b.lower().split()):
             raise ValueError("new_attribute_b: must differ from new_attribute_a")
@@ -141,6 +142,11 @@ class ATEditPlan(_Output):
     b_prime_distractors: ThreeDistinct
     a_prime_distractors: ThreeDistinct
     c_prime_objects: ThreeDistinct
+    # What a cloning editor needs (editors/capabilities.py): where a moved / added copy goes, and
+    # which annotated object (class + box) a replacement copies.
+    destination_box: list[float] | None = None
+    replacement: str | None = None
+    donor_box: list[float] | None = None
 
     @field_validator("edit_type", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import limit_opencv_threads, timed_batch
+from editors.verify import verify_reject, verify_result
 from storage import schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
@@ -238,6 +239,9 @@ class EditStage(Stage):
                 continue
             try:
                 edits.append(self._row(ctx, spec, params_json, item, outcome, per_item))
+                failed = verify_reject(edits[-1])  # the edit is not the one its instruction asks for
+                if failed is not None:
+                    rejects.append(failed)
             except ValueError as exc:
                 rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
         return edits, rejects
@@ -256,7 +260,8 @@ class EditStage(Stage):
         if dest is not None and kind in ("move", "add"):
             change = [list(dest)] if kind == "add" else [box, list(dest)]
         qc = check_edit(req.image, edited, change, ctx.config.edit.qc, raw_size=raw_size)
-        qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta}
+        verdict = verify_result(req, edited, res, ctx.config.edit.qc.verify)
+        qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta, "verification": verdict.to_json()}
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
             mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
@@ -272,7 +277,7 @@ class EditStage(Stage):
             editor=spec.key,
             editor_params_json=params_json,
             seed=item.seed,
-            status="ok" if qc.passed else "auto_rejected",
+            status="ok" if qc.passed and verdict.passed else "auto_rejected",
             original_image=item.original_rel,
             edited_image=ctx.images.put_bytes(_png(edited, "RGB", ctx.config.edit.png_compress_level), "png"),
             mask_image=mask_rel,

@@ -73,7 +73,8 @@ class InstructStage(Stage):
 
         mllm = ctx.config.mllm.model_dump(mode="json")
         prompts = prompt_fingerprints(TASK_PROMPTS.values())
-        return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "instruct": ctx.config.instruct.model_dump(mode="json"), "prompts": prompts}
+        return {"mllm": {k: mllm[k] for k in ANSWER_KEYS}, "instruct": ctx.config.instruct.model_dump(mode="json"), "prompts": prompts,
+                "editor_limits": editor_limits(ctx).to_json()}
 
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = ArtifactReader(ctx.run, "mine/candidates", schemas.CANDIDATES).rows()
@@ -81,7 +82,9 @@ class InstructStage(Stage):
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
-        rows, rejects = instruct_candidates(client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")))
+        rows, rejects = instruct_candidates(
+            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), limits=editor_limits(ctx)
+        )
         return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +99,14 @@ class InstructStage(Stage):
 
 
 # ---------------------------------------------------------------------------- shard logic
+def editor_limits(ctx: RunContext) -> Any:
+    """What the configured editors can render (editors/capabilities.py): the rules backend then
+    proposes only renderable edits and the LLM prompts are told the allowed families."""
+    from editors.capabilities import limits_for
+
+    return limits_for([s.name for s in ctx.config.editors])
+
+
 def _item_fields(c: dict[str, Any]) -> dict[str, Any]:
     """The item columns carried forward from the candidate (schemas.ITEM_FIELDS)."""
     return {
@@ -124,7 +135,7 @@ def read_image_bytes(path: str) -> bytes:
 
 
 def instruct_candidates(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, limits: Any = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run."""
     from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
@@ -145,6 +156,8 @@ def instruct_candidates(
             rejects.append(reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}"))
             rows.append(_failed_row(c, spec, client, f"bad candidate: {exc}"))
             continue
+        if limits is not None and limits.limited:
+            context["editor_limits"] = limits.to_json()
         images: list[bytes] = []
         if uses_images:
             try:

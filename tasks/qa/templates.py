@@ -51,6 +51,7 @@ class QuestionTemplate:
     distractors: tuple[str, ...]  # MC: the wrong option templates
     rubric: tuple[tuple[str, str], ...]  # SA: (field, template) pairs
     slots: tuple[str, ...]  # every slot any part of the question uses
+    ascending: bool = False  # MC: options shown in ascending numeric order, not shuffled (counting, paper Fig. 16)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,10 @@ def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> Quest
     unknown = [n for n in names if n not in known]
     if unknown:
         raise TemplateError(f"{here}: undeclared slots {unknown}; declare them under 'slots' or 'derived'")
-    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names))
+    order = raw.get("order", "shuffled")
+    if order not in ("shuffled", "ascending") or (order == "ascending" and qtype != "MC"):
+        raise TemplateError(f"{here}: order must be 'shuffled' or (MC only) 'ascending', got {order!r}")
+    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names), order == "ascending")
 
 
 def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
