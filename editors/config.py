@@ -28,6 +28,7 @@ class VerifyParams(Section):
     """Tolerances of the pixel verification (editors/verify.py): does the edit match its instruction?"""
 
     enabled: bool = Field(True, description="verify every performed edit against its instruction before review")
+    model_checks: bool = Field(True, description="also ask the MLLM yes/no questions on both images when its backend sees images (openai, transformers)")
     min_change: float = Field(6.0, ge=0, description="removal: mean absolute change inside the object (0-255)")
     min_psnr_outside: float = Field(28.0, ge=0, description="removal: PSNR (dB) outside the erased region plus margin")
     margin_px: int = Field(15, ge=0, description="margin around the erased region excluded from the outside check")

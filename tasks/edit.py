@@ -28,6 +28,8 @@ from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import limit_opencv_threads, timed_batch
 from editors.verify import verify_reject, verify_result
+from tasks.verify_model import model_verify
+from tasks.verify_model import stage_key as verify_model_key
 from storage import schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
@@ -111,6 +113,7 @@ class EditStage(Stage):
             "editors": [s.model_dump(mode="json") for s in ctx.config.editors],
             "edit": ctx.config.edit.model_dump(mode="json"),
             "seed": ctx.seed,
+            "verify_model": verify_model_key(ctx),
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
@@ -244,6 +247,7 @@ class EditStage(Stage):
                     rejects.append(failed)
             except ValueError as exc:
                 rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
+        model_verify(ctx, edits, rejects)  # yes/no checks by an image-seeing MLLM, when one is configured
         return edits, rejects
 
     def _row(self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float) -> dict[str, Any]:
