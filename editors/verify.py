@@ -14,7 +14,8 @@ is the one the questions will describe*. One verifier per edit kind, all cheap C
   at the target box and the original object's is not.
 
 A :class:`Verdict` goes into the edit row's ``qc_json`` (``verification``); a failed one makes
-the edit ``auto_rejected`` with a ``verify_failed`` reject naming the failed check.
+the edit ``auto_rejected``, and the qa stage, which passes over it, records a ``verify_failed``
+reject naming the failed check (edit/rejects keep holding only requests that yielded no edit).
 """
 
 from __future__ import annotations
@@ -279,7 +280,14 @@ def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyP
                        target_name=request.target_name, object_mask=request.mask, seed=request.seed)
 
 
-def verify_reject(row: Mapping[str, Any], stage: str = "edit") -> dict[str, Any] | None:
+def verification_failed(row: Mapping[str, Any]) -> bool:
+    """Whether an edit row's recorded verification failed."""
+    import json
+
+    return not (json.loads(row.get("qc_json") or "{}").get("verification") or {}).get("passed", True)
+
+
+def verify_reject(row: Mapping[str, Any], stage: str = "qa") -> dict[str, Any] | None:
     """The ``verify_failed`` reject of an edit row whose verification failed (None when it passed)."""
     import json
 

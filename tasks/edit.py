@@ -27,7 +27,7 @@ from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import limit_opencv_threads, timed_batch
-from editors.verify import verify_reject, verify_result
+from editors.verify import verify_result
 from tasks.verify_model import model_verify
 from tasks.verify_model import stage_key as verify_model_key
 from storage import schemas
@@ -242,12 +242,9 @@ class EditStage(Stage):
                 continue
             try:
                 edits.append(self._row(ctx, spec, params_json, item, outcome, per_item))
-                failed = verify_reject(edits[-1])  # the edit is not the one its instruction asks for
-                if failed is not None:
-                    rejects.append(failed)
             except ValueError as exc:
                 rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
-        model_verify(ctx, edits, rejects)  # yes/no checks by an image-seeing MLLM, when one is configured
+        model_verify(ctx, edits)  # yes/no checks by an image-seeing MLLM, when one is configured
         return edits, rejects
 
     def _row(self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float) -> dict[str, Any]:

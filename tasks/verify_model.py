@@ -5,8 +5,8 @@ When the configured MLLM backend sees images (``openai``, ``transformers``) and
 derived from its instruction ("Is there a wheel in the lower left part of the image?"), asked on
 the original and on the edited image through the ``verify_edit`` prompt and its structured
 parser. The expected answers (removal: yes -> no; recolour / move / add / replace: no -> yes) must
-both come back, else the edit becomes ``auto_rejected`` with a ``verify_failed`` reject; an
-unreadable answer fails too (the item is not shown to people on an unchecked claim).
+both come back, else the edit becomes ``auto_rejected`` (and the qa stage records a
+``verify_failed`` reject); an unreadable answer fails too (the item is not shown to people on an unchecked claim).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 from editors.base import canonical_edit_type
 from editors.capabilities import VALUE_KEYS
-from editors.verify import verify_reject
 from prompts.locations import location_phrase
 from storage.hashing import canonical_json
 
@@ -73,8 +72,9 @@ def expected_question(row: dict[str, Any], fields: dict[str, Any], meta: dict[st
     return None
 
 
-def model_verify(ctx: Any, edits: list[dict[str, Any]], rejects: list[dict[str, Any]]) -> None:
-    """Ask the model about every pixel-verified edit of a batch; update rows and rejects in place."""
+def model_verify(ctx: Any, edits: list[dict[str, Any]]) -> None:
+    """Ask the model about every pixel-verified edit of a batch; update the rows in place (the
+    ``verify_failed`` reject is written by the qa stage, which passes over such edits)."""
     if not edits or not model_checks_on(ctx):
         return
     from prompts.runner import PromptInput, run_prompt
@@ -116,6 +116,3 @@ def model_verify(ctx: Any, edits: list[dict[str, Any]], rejects: list[dict[str, 
             verdict.setdefault("failures", []).append(f"model check: {question!r} expected {want_orig} -> {want_edit}, got {why}")
             row["status"] = "auto_rejected"
         row["qc_json"] = canonical_json(qc | {"verification": verdict})
-        failed = verify_reject(row)
-        if failed is not None:
-            rejects.append(failed)

@@ -22,11 +22,15 @@ def wanted(edit: dict[str, Any]) -> bool:
 
 def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progress: bool = False) -> ShardResult:
     """The stage logic for one shard, callable without the runner."""
+    from editors.verify import verification_failed, verify_reject
+
     cfg = ctx.config.qa
+    unverified = [e for e in edits if verification_failed(e)]  # performed, but not what the instruction asked
+    edits = [e for e in edits if not verification_failed(e)]
     analysed = analyse_edits(client, edits, ctx.images, ctx.config.mllm, progress=progress)
     settings = settings_from(cfg, ctx.seed)
     questions: list[dict[str, Any]] = []
-    rejects = list(analysed.rejects)
+    rejects = list(analysed.rejects) + [verify_reject(e, STAGE) for e in unverified]
     for e in edits:
         fields = analysed.fields.get(e["id"])
         if fields is None:
@@ -36,7 +40,7 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
         rejects.extend(problem_rejects(e, rendered.problems))
     questions.sort(key=lambda r: (r["edit_id"], r["question_set"], r["id"]))
     analysed.rows.sort(key=lambda r: r["id"])
-    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits))
+    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits) + len(unverified))
 
 
 class QAStage(Stage):
@@ -60,7 +64,9 @@ class QAStage(Stage):
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        edits = [r for r in ArtifactReader(ctx.run, "edit/edits", schemas.EDITS).rows() if wanted(r)]
+        from editors.verify import verification_failed
+
+        edits = [r for r in ArtifactReader(ctx.run, "edit/edits", schemas.EDITS).rows() if wanted(r) or verification_failed(r)]
         return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:

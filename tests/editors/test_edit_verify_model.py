@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from edit_helpers import instruction_row, write_instructions
 
+from editors.verify import verify_reject
 from flows.config import config_from_dict
 from prompts.clients.dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.fs import RunFS
@@ -59,11 +60,13 @@ def test_openai_model_check_accepts_or_rejects_a_removal(tmp_path, scene_objects
     verdict = json.loads(edit["qc_json"])["verification"]
     assert verdict["method"] == "pixels+model"
     assert verdict["checks"]["model"]["expected"] == ["yes", "no"]
+    assert not rejects  # edit/rejects hold only requests that yielded no edit
     if truthful:
-        assert verdict["passed"] and edit["status"] == "ok" and not rejects
+        assert verdict["passed"] and edit["status"] == "ok" and verify_reject(edit) is None
     else:
         assert not verdict["passed"] and edit["status"] == "auto_rejected"
-        assert [r["reason"] for r in rejects] == ["verify_failed"] and "model check" in rejects[0]["detail"]
+        failed = verify_reject(edit)  # what the qa stage records when it passes over the edit
+        assert failed["reason"] == "verify_failed" and failed["stage"] == "qa" and "model check" in failed["detail"]
 
 
 def test_rules_backend_asks_no_model(tmp_path, scene_objects, sample_dir):
@@ -87,4 +90,4 @@ def test_tiny_qwen_model_check_records_its_verdict(tmp_path, scene_objects, samp
     assert model_check["question"].startswith("Is there") and len(model_check["answers"]) == 2
     # random weights give no readable yes/no: the edit is not passed on an unchecked claim
     if None in model_check["answers"]:
-        assert not verdict["passed"] and rejects and rejects[0]["reason"] == "verify_failed"
+        assert not verdict["passed"] and edits[0]["status"] == "auto_rejected" and verify_reject(edits[0])["reason"] == "verify_failed"
