@@ -20,7 +20,6 @@ reject naming the failed check (edit/rejects keep holding only requests that yie
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
