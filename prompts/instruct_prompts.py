@@ -121,6 +121,12 @@ class CAInstructions(_Output):
         if " ".join(self.new_attribute_a.lower().split()) == " ".join(self.new_attribute_b.lower().split()):
             raise ValueError("new_attribute_b: must differ from new_attribute_a")
         original = (info.context or {}).get("attribute")
+        limits = (info.context or {}).get("editor_limits") or {}
+        if limits.get("limited"):  # the configured editors render only these values: ask again otherwise
+            allowed = {v for vals in (limits.get("attribute_values") or {}).values() for v in vals}
+            for name in ("new_attribute_a", "new_attribute_b"):
+                if " ".join(getattr(self, name).lower().split()) not in allowed:
+                    raise ValueError(f"{name}: the configured editors can render only one of {sorted(allowed)}")
         for name in ("new_attribute_a", "new_attribute_b"):
             if original and getattr(self, name).strip().lower() == str(original).strip().lower():
                 raise ValueError(f"{name}: must differ from the object's typical attribute {original!r}")
@@ -168,6 +174,9 @@ class ATEditPlan(_Output):
             allowed = [assigned, *ctx.get("fallback_chain", [])]
             if self.edit_type not in allowed:
                 raise ValueError(f"edit_type: must be the assigned type {assigned!r} or one of its fallbacks {allowed[1:]}")
+        limits = ctx.get("editor_limits") or {}
+        if limits.get("limited") and {"delete": "remove"}.get(self.edit_type, self.edit_type) not in (limits.get("kinds") or ()):
+            raise ValueError(f"edit_type: the configured editors can only do {limits.get('kinds')}")
         if self.edit_type == "delete" and int(ctx.get("same_instance_count") or 0) < 2:
             raise ValueError("edit_type: delete needs at least two instances of the object; use the next fallback")
         if same_name(self.B, self.B_prime):

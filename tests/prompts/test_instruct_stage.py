@@ -157,3 +157,23 @@ def test_limited_editors_get_only_renderable_edits(image_dir: Path, tmp_path: Pa
             assert side in f["C"] and side in r["instruction"]
         if f["edit_type"] == "replace":
             assert f["replacement"] in f["C"] and f["donor_box"]
+
+
+def test_llm_answers_outside_the_editors_limits_are_sent_back() -> None:
+    """Limited editors: a CA value or an AT edit type they cannot render fails validation, so the
+    prompt runner asks the model again with the reason (and finally rejects it as unparseable)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from prompts.instruct_prompts import CAInstructions
+
+    limits = {"limited": True, "attribute_values": {"colour": ["purple", "teal"]}, "kinds": ["attribute", "remove"]}
+    ctx = {"attribute": "red", "editor_limits": limits}
+    keep = "Preserve the table, and other surrounding objects in the image unchanged; do not alter the background of the image."
+    ok = {"direction_a": "colour", "new_attribute_a": "purple", "instruction_a": f"Make it purple. {keep}",
+          "direction_b": "colour", "new_attribute_b": "teal", "instruction_b": f"Make it teal. {keep}"}
+    assert CAInstructions.model_validate(ok, context=ctx).new_attribute_b == "teal"
+    with pytest.raises(ValidationError, match="can render only"):
+        CAInstructions.model_validate(dict(ok, direction_b="material", new_attribute_b="clear glass"), context=ctx)
+    with pytest.raises(ValidationError, match="different directions"):  # unlimited editors: two directions, as before
+        CAInstructions.model_validate(ok, context={"attribute": "red"})
