@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 from pydantic import ValidationError
 
+from editors.capabilities import UNSUPPORTED, Capabilities, check_capabilities
 from storage.config_base import Section
 
 Box = tuple[float, float, float, float]  # [x, y, w, h] in source pixels (Visual Genome convention)
@@ -106,6 +107,15 @@ class Editor(ABC):
     Params: ClassVar[type[Section]] = NoParams
     supported: ClassVar[frozenset[str]] = frozenset(EDIT_TYPES)
     uses_model: ClassVar[bool] = False  # True: loaded weights, batches, OOM handling matter
+    # Attribute values the editor draws (family -> {value: what is drawn}); None = an open set
+    # (a generative model asked in words, checked afterwards by editors.verify).
+    attribute_values: ClassVar[Mapping[str, Mapping[str, str]] | None] = None
+    clone_from_image: ClassVar[bool] = False  # move/add clone the target; replace clones an annotated instance
+
+    @classmethod
+    def capabilities(cls) -> Capabilities:
+        """What this editor can render (editors/capabilities.py); requests outside it are refused."""
+        return Capabilities(frozenset(cls.supported), cls.attribute_values, cls.clone_from_image)
 
     def __init__(self, params: Mapping[str, Any] | None = None):
         try:
@@ -139,6 +149,9 @@ class Editor(ABC):
             return EditFailure("unknown_edit_type", f"edit type {request.edit_type!r} is not one of {list(EDIT_TYPES)} (or an alias)")
         if request.kind not in self.supported:
             return EditFailure("unsupported_edit_type", f"editor {self.name!r} does {sorted(self.supported)}, not {request.kind!r}")
+        refusal = check_capabilities(self.name, self.capabilities(), request.kind, request.fields, request.instruction, request.box)
+        if refusal is not None:
+            return EditFailure(UNSUPPORTED, f"field {refusal.field}: {refusal.detail}")
         return None
 
     @abstractmethod

@@ -1,14 +1,16 @@
 """Classical CPU editors: real, fast and deterministic; the embedded default and the ablation baseline.
 
 - remove / delete: OpenCV inpainting (Telea or Navier-Stokes) inside the dilated mask or box;
-- attribute (CA): recolour (hue set in HSV, shading kept) or a texture pattern inside the object mask;
-- move / add / replace (AT): masked cut, paste by seamless (Poisson) cloning, and the vacated
-  place inpainted.
+- attribute (CA): recolour to a named colour (hue set in HSV, shading kept) or one of three drawn
+  patterns inside the object mask; nothing else (see :attr:`ClassicalEditor.attribute_values`);
+- move / add (AT): the target cloned (masked cut, seamless (Poisson) paste), the vacated place
+  inpainted; replace: another annotated instance of the requested class cloned into the box.
+  Requests outside that are refused as ``unsupported_edit`` (editors/capabilities.py).
 
 VG gives boxes, not masks: when the request carries no mask the object is separated from its
 box by seeded GrabCut, else an inscribed ellipse. Structured hints come from the instruction's
-fields (``new_attribute``, ``destination_box``, ``donor_box``); what cannot be derived is chosen
-deterministically from the seed and recorded in the result's ``meta``.
+fields (``new_attribute``, ``destination_box``, ``replacement`` + ``donor_box``); a destination that
+is not given is chosen deterministically from the seed and recorded in the result's ``meta``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from editors.base import Box, EditFailure, Editor, EditRequest, EditResult
+from editors.capabilities import donor_for, requested_value
 from editors.masks import box_mask, clip_box, dilate, mask_box, object_mask
 from storage.config_base import Section
 
@@ -34,9 +37,7 @@ COLOURS: dict[str, tuple[int | None, float | None, float]] = {
     "silver": (None, 10.0, 1.2),
 }
 PATTERNS = {"striped": "stripes", "stripes": "stripes", "stripy": "stripes", "checkered": "checks", "checked": "checks",
-            "plaid": "checks", "dotted": "dots", "spotted": "dots", "polka": "dots", "spotty": "dots"}
-_FIELD_KEYS = ("new_attribute", "C_new_attribute", "target_attribute", "attribute_new", "new_value", "to")
-_ORIGINAL_KEYS = ("original_attribute", "B_original_attribute", "attribute", "old_attribute")
+            "plaid": "checks", "dotted": "dots", "dots": "dots", "spotted": "dots", "spotty": "dots"}
 
 
 class ClassicalParams(Section):
@@ -46,13 +47,7 @@ class ClassicalParams(Section):
     mask_method: Literal["grabcut", "ellipse", "box"] = Field("grabcut", description="object shape when the request has no mask")
     blend: Literal["seamless", "mixed", "paste"] = "seamless"
     max_clone_drift: float = Field(25.0, ge=0, description="mean colour drift (0-255) above which a seamless clone falls back to a feathered paste")
-    default_hue_shift: int = Field(90, ge=1, le=179, description="hue rotation (OpenCV units) when no colour is named")
     feather_px: int = Field(2, ge=0)
-
-
-def _word_hits(text: str, vocab: Sequence[str]) -> list[str]:
-    words = re.findall(r"[a-z]+", text.lower())
-    return [w for w in words if w in vocab]
 
 
 def _bgr(rgb: np.ndarray) -> np.ndarray:
@@ -66,6 +61,8 @@ def _rgb(bgr: np.ndarray) -> np.ndarray:
 class ClassicalEditor(Editor):
     name = "classical"
     Params = ClassicalParams
+    attribute_values = {"colour": {c: c for c in COLOURS}, "texture_pattern": PATTERNS}
+    clone_from_image = True
 
     def edit_batch(self, requests: Sequence[EditRequest]) -> list[EditResult | EditFailure]:
         return [self.edit_one(r) for r in requests]
@@ -114,16 +111,14 @@ class ClassicalEditor(Editor):
 
     # -- attribute -----------------------------------------------------------------------
     def _attribute_target(self, req: EditRequest) -> tuple[str, str]:
-        """('colour' | 'pattern' | 'hue_rotation', word)."""
-        original = {str(req.fields.get(k, "")).lower() for k in _ORIGINAL_KEYS}
-        texts = [str(req.fields[k]) for k in _FIELD_KEYS if req.fields.get(k)] + [req.instruction or ""]
-        for text in texts:
-            for w in reversed(_word_hits(text, list(PATTERNS))):
-                return "pattern", w
-            colours = [c for c in _word_hits(text, list(COLOURS)) if c not in original]
-            if colours:
-                return "colour", colours[-1]
-        return "hue_rotation", str(self.params.default_hue_shift)
+        """('colour' | 'pattern', word); the capability check has refused anything else."""
+        caps = self.capabilities()
+        got = requested_value(req.fields, req.instruction or "", caps)
+        resolved = caps.resolve_value(got[1]) if got else None
+        if resolved is None:
+            raise ValueError(f"no renderable colour or pattern in {got!r}")
+        family, word = resolved
+        return ("colour", word) if family == "colour" else ("pattern", word)
 
     def change_attribute(self, req: EditRequest) -> EditResult:
         mask, source = self._object(req)
@@ -136,11 +131,8 @@ class ClassicalEditor(Editor):
                 new[..., 0] = hue
             new[..., 1] = sat if sat is not None else np.maximum(hsv[..., 1], 160.0)
             new[..., 2] = np.clip(np.maximum(hsv[..., 2], 60.0) * vscale, 0, 255)
-        elif kind == "pattern":
-            new[..., 2] = hsv[..., 2] * self._pattern(PATTERNS[word], mask, self._box(req))
         else:
-            new[..., 0] = (hsv[..., 0] + self.params.default_hue_shift) % 180
-            new[..., 1] = np.maximum(hsv[..., 1], 120.0)
+            new[..., 2] = hsv[..., 2] * self._pattern(PATTERNS[word], mask, self._box(req))
         recoloured = _rgb(cv2.cvtColor(new.round().clip(0, 255).astype(np.uint8), cv2.COLOR_HSV2BGR))
         a = self._alpha(mask)
         out = (recoloured * a + req.image * (1 - a)).round().astype(np.uint8)
@@ -260,7 +252,7 @@ class ClassicalEditor(Editor):
 
     def move(self, req: EditRequest) -> EditResult:
         mask, source = self._object(req)
-        box = mask_box(mask) or self._box(req)
+        box = self._box(req) if req.fields.get("destination_box") is not None else (mask_box(mask) or self._box(req))
         dest = self._place(req, box, "destination_box")
         vacated = self._inpaint(req.image, dilate(mask, max(3, self.params.dilation_px // 3)))
         out, placed = self._clone(req.image, vacated, dilate(mask, 2), box, dest)
@@ -269,42 +261,26 @@ class ClassicalEditor(Editor):
 
     def add(self, req: EditRequest) -> EditResult:
         mask, source = self._object(req)
-        box = mask_box(mask) or self._box(req)
+        box = self._box(req) if req.fields.get("destination_box") is not None else (mask_box(mask) or self._box(req))
         dest = self._place(req, box, "destination_box")
         out, placed = self._clone(req.image, req.image, dilate(mask, 2), box, dest)
         return EditResult(out, placed, {"operation": "add", "mask_source": source, "destination_box": [float(v) for v in dest]})
 
     def replace(self, req: EditRequest) -> EditResult:
-        """Swap the object for another annotated object of the image (``donor_box`` or the first
-        context object of a different name), scaled into its box; without a donor, a mirrored and
-        hue-rotated copy stands in (recorded as an approximation)."""
+        """Swap the object for another annotated instance of the requested class (``replacement``
+        at ``donor_box``, checked by :func:`editors.capabilities.donor_for`), scaled into its box."""
         mask, source = self._object(req)
-        box = mask_box(mask) or self._box(req)
-        h, w = req.image.shape[:2]
-        donor = req.fields.get("donor_box")
-        if donor is None:
-            for obj in req.fields.get("_context", []) or []:
-                name = obj.get("name") if isinstance(obj, dict) else None
-                b = obj.get("box") if isinstance(obj, dict) else None
-                if b and len(b) == 4 and name and name != req.target_name and _overlap(tuple(b), box) == 0 and b[2] >= 4 and b[3] >= 4:
-                    donor = b
-                    break
+        box = self._box(req)  # the clone fills the target's box, as the questions place it
+        donor_obj, why = donor_for(req.fields, req.box)
+        if donor_obj is None:
+            raise ValueError(why)
+        donor = tuple(float(v) for v in donor_obj["box"])
         hole = dilate(mask, max(3, self.params.dilation_px // 3))
         cleared = self._inpaint(req.image, hole)
-        if donor is not None:
-            dmask, _ = object_mask(req.image, donor, req.seed, None, self.params.mask_method)
-            out, placed = self._clone(req.image, cleared, dilate(dmask, 2), tuple(float(v) for v in donor), box)  # type: ignore[arg-type]
-            meta: dict[str, Any] = {"operation": "replace", "donor_box": [float(v) for v in donor], "mask_source": source}
-        else:
-            flipped = np.ascontiguousarray(req.image[:, ::-1])
-            hsv = cv2.cvtColor(_bgr(flipped), cv2.COLOR_BGR2HSV)
-            hsv[..., 0] = (hsv[..., 0].astype(np.int32) + self.params.default_hue_shift) % 180
-            hsv[..., 1] = np.maximum(hsv[..., 1], 120)
-            donor_img = _rgb(cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR))
-            x0, y0, x1, y1 = clip_box(box, w, h)
-            mirrored_box = (float(w - x1), float(y0), float(x1 - x0), float(y1 - y0))
-            out, placed = self._clone(donor_img, cleared, dilate(mask[:, ::-1], 2), mirrored_box, box)
-            meta = {"operation": "replace", "approximation": "mirrored_hue_rotated_copy", "mask_source": source}
+        dmask, _ = object_mask(req.image, donor, req.seed, None, self.params.mask_method)
+        out, placed = self._clone(req.image, cleared, dilate(dmask, 2), donor, box)  # type: ignore[arg-type]
+        meta: dict[str, Any] = {"operation": "replace", "replacement": str(req.fields.get("replacement")), "donor_box": list(donor),
+                                "mask_source": source}
         return EditResult(out, hole | placed, meta)
 
 

@@ -54,6 +54,7 @@ class SamLamaEditor(Editor):
     Params = SamLamaParams
     uses_model = True
     supported = frozenset({"remove"})
+    attribute_values = {}  # removal only: no attribute is rendered
 
     def load(self) -> None:
         try:

@@ -239,6 +239,7 @@ def _mount_subcommands() -> None:
     app.add_typer(review_app, name="review")
     app.add_typer(reuse_app, name="reuse")
     register(app)
+    __import__("flows.cli_audit", fromlist=["register"]).register(app)
 
 
 _mount_subcommands()

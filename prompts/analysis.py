@@ -319,7 +319,11 @@ def ca_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     from prompts.instruct_rules import CA_VALUES  # same value lists the instruction used
 
     # wrong values as long as the right one, so length gives nothing away
-    pool = [v for v in list(CA_VALUES.get(direction, ())) + ["slightly faded", "two-toned"] if _norm(v) not in {_norm(original), _norm(new)}]
+    from prompts.colours import colour_of, colours_apart
+
+    shown = colour_of(new)  # a wrong option must not read as the colour the object now shows
+    pool = [v for v in list(CA_VALUES.get(direction, ())) + ["slightly faded", "two-toned"] if _norm(v) not in {_norm(original), _norm(new)}
+            and not (shown and colour_of(v) and not colours_apart(colour_of(v), shown))]
     pool.sort(key=lambda v: (abs(len(v) - len(new)), sha256_hex(f"{key}\x1fwrong\x1f{v}")))
     wrong = pool[:2]
     absurd = _pick(ABSURD_ATTRIBUTES, key + "absurd", 2, exclude={original, new})

@@ -115,11 +115,18 @@ class CAInstructions(_Output):
 
     @model_validator(mode="after")
     def _two_directions(self, info: ValidationInfo) -> "CAInstructions":
-        if self.direction_a == self.direction_b:
+        limited = bool(((info.context or {}).get("editor_limits") or {}).get("limited"))
+        if self.direction_a == self.direction_b and not limited:  # limited editors: two colours are all there is
             raise ValueError("direction_b: the two instructions must use two different directions")
         if " ".join(self.new_attribute_a.lower().split()) == " ".join(self.new_attribute_b.lower().split()):
             raise ValueError("new_attribute_b: must differ from new_attribute_a")
         original = (info.context or {}).get("attribute")
+        limits = (info.context or {}).get("editor_limits") or {}
+        if limits.get("limited"):  # the configured editors render only these values: ask again otherwise
+            allowed = {v for vals in (limits.get("attribute_values") or {}).values() for v in vals}
+            for name in ("new_attribute_a", "new_attribute_b"):
+                if " ".join(getattr(self, name).lower().split()) not in allowed:
+                    raise ValueError(f"{name}: the configured editors can render only one of {sorted(allowed)}")
         for name in ("new_attribute_a", "new_attribute_b"):
             if original and getattr(self, name).strip().lower() == str(original).strip().lower():
                 raise ValueError(f"{name}: must differ from the object's typical attribute {original!r}")
@@ -141,6 +148,11 @@ class ATEditPlan(_Output):
     b_prime_distractors: ThreeDistinct
     a_prime_distractors: ThreeDistinct
     c_prime_objects: ThreeDistinct
+    # What a cloning editor needs (editors/capabilities.py): where a moved / added copy goes, and
+    # which annotated object (class + box) a replacement copies.
+    destination_box: list[float] | None = None
+    replacement: str | None = None
+    donor_box: list[float] | None = None
 
     @field_validator("edit_type", mode="before")
     @classmethod
@@ -162,6 +174,9 @@ class ATEditPlan(_Output):
             allowed = [assigned, *ctx.get("fallback_chain", [])]
             if self.edit_type not in allowed:
                 raise ValueError(f"edit_type: must be the assigned type {assigned!r} or one of its fallbacks {allowed[1:]}")
+        limits = ctx.get("editor_limits") or {}
+        if limits.get("limited") and {"delete": "remove"}.get(self.edit_type, self.edit_type) not in (limits.get("kinds") or ()):
+            raise ValueError(f"edit_type: the configured editors can only do {limits.get('kinds')}")
         if self.edit_type == "delete" and int(ctx.get("same_instance_count") or 0) < 2:
             raise ValueError("edit_type: delete needs at least two instances of the object; use the next fallback")
         if same_name(self.B, self.B_prime):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from prompts.colours import COUNTER_COLOURS, colour_word, colours_apart
 from prompts.locations import box_center, region_words
 from prompts.rules import rules_answer
 from storage.hashing import sha256_hex
@@ -79,6 +80,9 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     if area < 0.01 or area > 0.85:
         return None
     name, cid, original = ctx["target_name"], str(ctx["candidate_id"]), str(ctx["attribute"]).lower()
+    limits = ctx.get("editor_limits") or {}
+    if limits.get("limited"):
+        return _ca_renderable(ctx, limits)
     order = list(NATURAL_DIRECTIONS if _natural(name) else MADE_DIRECTIONS)
     first = _pick(order[:3], cid + ":d1")
     second = _pick([d for d in order if d != first][:4], cid + ":d2")
@@ -89,6 +93,28 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
         out[f"direction_{slot}"] = direction
         out[f"new_attribute_{slot}"] = value
         out[f"instruction_{slot}"] = f"{_ca_sentence(direction, name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+    return out
+
+
+def _ca_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+    """CA for editors that only recolour: two counter-commonsense named colours, and only when the
+    dominant attribute is itself a colour (so "is it still <original>?" is answered by the pixels)."""
+    name, cid, original = ctx["target_name"], str(ctx["candidate_id"]), str(ctx["attribute"]).strip().lower()
+    allowed = set((limits.get("attribute_values") or {}).get("colour") or ())
+    base = colour_word(original)
+    if base is None or not allowed:
+        return None
+    seen = {colour_word(str(a)) for o in ctx["objects"] if o.get("name") == name for a in o.get("attributes") or []}
+    pool = [c for c in COUNTER_COLOURS if c in allowed and colours_apart(c, base) and c not in seen]
+    if len(pool) < 2:
+        return None
+    first = _pick(pool, cid + ":c1")
+    second = _pick([c for c in pool if colours_apart(c, first)], cid + ":c2")
+    out: dict[str, Any] = {}
+    for slot, value in (("a", first), ("b", second)):
+        out[f"direction_{slot}"] = "colour"
+        out[f"new_attribute_{slot}"] = value
+        out[f"instruction_{slot}"] = f"{_ca_sentence('colour', name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
     return out
 
 
@@ -141,6 +167,9 @@ def _side(ctx: dict[str, Any], ref_box: list[float]) -> str:
 def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
     if not ctx.get("target_box"):
         return None
+    limits = ctx.get("editor_limits") or {}
+    if limits.get("limited"):
+        return _at_renderable(ctx, limits)
     etype = _chosen_type(ctx)
     name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
     far = _far_object(ctx, name)
@@ -190,6 +219,129 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
         "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
         "c_prime_objects": others,
     }
+
+
+def _grown(box: list[float], px: float) -> list[float]:
+    return [box[0] - px, box[1] - px, box[2] + 2 * px, box[3] + 2 * px]
+
+
+def _hits(a: list[float], b: list[float]) -> bool:
+    return min(a[0] + a[2], b[0] + b[2]) > max(a[0], b[0]) and min(a[1] + a[3], b[1] + b[3]) > max(a[1], b[1])
+
+
+def _free_slot(ctx: dict[str, Any], key: str) -> tuple[str, list[float]] | None:
+    """(side, box) of a place right or left of the target, inside the image, touching no annotated
+    object: where a clone can go without hiding anything the questions talk about."""
+    x, y, bw, bh = ctx["target_box"]
+    gap = max(4.0, 0.15 * max(bw, bh))
+    sides = [("right", [x + bw + gap, y, bw, bh]), ("left", [x - bw - gap, y, bw, bh])]
+    if int(sha256_hex(key), 16) % 2:
+        sides.reverse()
+    boxes = [o["box"] for o in ctx["objects"] if o.get("box")] + [ctx["target_box"]]
+    for side, cand in sides:
+        if cand[0] < 2 or cand[1] < 2 or cand[0] + cand[2] > ctx["width"] - 2 or cand[1] + cand[3] > ctx["height"] - 2:
+            continue
+        if not any(_hits(_grown(cand, 3), b) for b in boxes):
+            return side, [round(v, 1) for v in cand]
+    return None
+
+
+def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """Another annotated object (other class, similar size, clear of the target) to replace it with."""
+    tb = ctx["target_box"]
+    name = ctx["target_name"]
+    pool = []
+    for o in ctx["objects"]:
+        b = o.get("box")
+        if not b or o["name"] == name or b[2] < 6 or b[3] < 6 or _hits(_grown(b, 4), tb):
+            continue
+        ratio = (b[2] * b[3]) / max(1.0, tb[2] * tb[3])
+        if 0.4 <= ratio <= 2.5 and sum(1 for p in ctx["objects"] if p.get("box") and p is not o and _hits(p["box"], b)) == 0:
+            pool.append(o)
+    pool.sort(key=lambda o: sha256_hex(f"{key}\x1f{o['name']}\x1f{o['box']}"))
+    return pool[0] if pool else None
+
+
+def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+    """AT for editors that clone and inpaint: the edit type the configured editors can do, a clone
+    destination that is free and named in the instruction, a replacement by another annotated
+    object (``replacement`` + ``donor_box``), and control objects clear of every changed place."""
+    kinds = set(limits.get("kinds") or ())
+    clone = bool(limits.get("clone_from_image"))
+    name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
+    w, h = ctx["width"], ctx["height"]
+    plan: dict[str, Any] | None = None
+    for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
+        if t == "delete" and "remove" in kinds and ctx.get("same_instance_count", 1) >= 2:
+            plan = {"edit_type": "delete", "C": "was removed from the scene",
+                    "instruction": f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else.",
+                    "changed": [ctx["target_box"]]}
+        elif t in ("add", "move") and t in kinds and clone:
+            slot = _free_slot(ctx, cid + ":slot")
+            if slot is None:
+                continue
+            side, dest = slot
+            if t == "add":
+                plan = {"edit_type": "add", "C": f"had a new identical copy added to its {side}", "destination_box": dest,
+                        "instruction": f"Add one more {name} right next to the {name} in {where}, on its {side} side; change nothing else.",
+                        "changed": [ctx["target_box"], dest]}
+            else:
+                plan = {"edit_type": "move", "C": f"was moved a short distance to the {side}", "destination_box": dest,
+                        "instruction": f"Move the {name} in {where} a short distance to the {side}; fill its old place with the background and change nothing else.",
+                        "changed": [ctx["target_box"], dest]}
+        elif t == "replace" and "replace" in kinds and clone:
+            donor = _donor(ctx, cid + ":donor")
+            if donor is None:
+                continue
+            plan = {"edit_type": "replace", "C": f"was replaced with {_with_a(donor['name'])}", "replacement": donor["name"], "donor_box": list(donor["box"]),
+                    "instruction": f"Replace the {name} in {where} with a copy of the {donor['name']} {donor.get('location') or ''}, scaled to fit; change nothing else.".replace(" ,", ","),
+                    "changed": [ctx["target_box"]]}
+        if plan is not None:
+            break
+    if plan is None:
+        return None
+    changed = [_grown(b, 15) for b in plan.pop("changed")]
+    names = [n for n in ctx["object_names"] if n != name]
+    clear = [o for o in ctx["objects"] if o.get("box") and o["name"] != name and not any(_hits(o["box"], c) for c in changed)
+             and sum(1 for p in ctx["objects"] if p.get("box") and p["name"] == o["name"]) == 1]
+    if not clear or len(names) < 4:
+        return None
+    cx, cy = box_center(ctx["target_box"])
+    far = max(clear, key=lambda o: (math.hypot(box_center(o["box"])[0] - cx, box_center(o["box"])[1] - cy), o["name"]))
+    region = region_words(ctx["target_box"], w, h)
+    etype = plan["edit_type"]
+    wrong_changes = {
+        "delete": ["was replaced with a differently shaped one", "was moved a short distance to the left", "had a new identical copy added to its right"],
+        "add": ["was replaced with a differently shaped one", "was moved a short distance to the left", "was removed from the scene"],
+        "replace": ["was moved a short distance to the left", "had a new identical copy added to its right"],
+        "move": ["was replaced with a differently shaped one", "had a new identical copy added to its right"],
+    }[etype]
+    c_prime = _pick(wrong_changes, cid + ":cprime")
+    b_prime = far["name"]
+    far_region = region_words(far["box"], w, h)
+    a_prime = f"the area around the {b_prime} in the {far_region} of the image"
+    a = f"the {region} part of the image"
+    others = [n for n in names if n != b_prime and n != plan.get("replacement")][:3]
+    if len(others) < 3:
+        return None
+    return {
+        **plan,
+        "A": a,
+        "B": name,
+        "A_prime": a_prime,
+        "B_prime": b_prime,
+        "C_prime": c_prime,
+        "overall_distractors": [f"The {n} in the {_region_of(ctx, n)} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
+        "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"The {name} at {a} grew twice as large."],
+        "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
+        "b_prime_distractors": [f"The {b_prime} changed colour.", f"The {b_prime} was moved slightly.", f"The {b_prime} was removed."],
+        "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
+        "c_prime_objects": others,
+    }
+
+
+def _with_a(name: str) -> str:
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
 def _region_of(ctx: dict[str, Any], name: str) -> str:

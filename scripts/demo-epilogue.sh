@@ -7,6 +7,8 @@ BIN=.venv/bin
 $BIN/reactbench eval --run-dir "$RUN" --model rules:rules-v1 --unverified
 $BIN/reactbench report eval --run-dir "$RUN"
 $BIN/reactbench report build --run-dir "$RUN"
+# Every gold answer of every queued item checked against the sample's drawn truth (ends with one JSON line).
+$BIN/reactbench audit --run-dir "$RUN"
 cat <<MSG
 
 The demo benchmark is in $RUN. To review it in the browser:

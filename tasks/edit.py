@@ -28,11 +28,14 @@ from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import limit_opencv_threads, timed_batch
+from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
+from tasks.verify_model import model_verify
+from tasks.verify_model import stage_key as verify_model_key
 
 STAGE = "edit"
 ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
@@ -112,6 +115,7 @@ class EditStage(Stage):
             "editors": [s.model_dump(mode="json") for s in ctx.config.editors],
             "edit": ctx.config.edit.model_dump(mode="json"),
             "seed": ctx.seed,
+            "verify_model": verify_model_key(ctx),
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
@@ -149,7 +153,10 @@ class EditStage(Stage):
 
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
         ids = [stable_id(r["id"], spec.key, params_json, item_seed(ctx.seed, r["id"])) for r in rows]
-        fixed = {"editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "code": edit_code_version(editor)}
+        fixed = {
+            "editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "verify_model": verify_model_key(ctx),
+            "code": edit_code_version(editor),
+        }
         return reused_shard(reuse, rows, ids, [edit_item_key(reuse, ctx, r, fixed) for r in rows], compute)
 
     @staticmethod
@@ -257,6 +264,7 @@ class EditStage(Stage):
                 edits.append(self._row(ctx, spec, params_json, item, outcome, per_item))
             except ValueError as exc:
                 rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
+        model_verify(ctx, edits)  # yes/no checks by an image-seeing MLLM, when one is configured
         return edits, rejects
 
     def _row(self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float) -> dict[str, Any]:
@@ -273,7 +281,8 @@ class EditStage(Stage):
         if dest is not None and kind in ("move", "add"):
             change = [list(dest)] if kind == "add" else [box, list(dest)]
         qc = check_edit(req.image, edited, change, ctx.config.edit.qc, raw_size=raw_size)
-        qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta}
+        verdict = verify_result(req, edited, res, ctx.config.edit.qc.verify)
+        qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta, "verification": verdict.to_json()}
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
             mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
@@ -289,7 +298,7 @@ class EditStage(Stage):
             editor=spec.key,
             editor_params_json=params_json,
             seed=item.seed,
-            status="ok" if qc.passed else "auto_rejected",
+            status="ok" if qc.passed and verdict.passed else "auto_rejected",
             original_image=item.original_rel,
             edited_image=ctx.images.put_bytes(_png(edited, "RGB", ctx.config.edit.png_compress_level), "png"),
             mask_image=mask_rel,
@@ -327,8 +336,8 @@ def reuse_params(editor: Any) -> Any:
 
 
 def edit_code_version(editor: Any) -> str:
-    """This stage's code, the editors package, and the editor's own module (which may live elsewhere)."""
-    parts: list[Any] = ["tasks.edit", "editors"]
+    """This stage's code (with the model checks), the editors package, and the editor's own module (which may live elsewhere)."""
+    parts: list[Any] = ["tasks.edit", "tasks.verify_model", "editors"]
     if editor is not None:
         parts.append(type(editor))
     return code_version(*parts)

@@ -70,7 +70,8 @@ class InstructStage(Stage):
         from prompts.spec import prompt_fingerprints
 
         prompts = prompt_fingerprints(TASK_PROMPTS.values())
-        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts}
+        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts,
+                "editor_limits": editor_limits(ctx).to_json()}
 
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = addresses.CANDIDATES.reader(ctx.run).rows()
@@ -80,7 +81,8 @@ class InstructStage(Stage):
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
         reuse = ItemReuse.for_shard(ctx, STAGE, STAGE)
         rows, rejects = instruct_candidates(
-            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), reuse=reuse
+            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), reuse=reuse,
+            limits=editor_limits(ctx),
         )
         return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict())
 
@@ -96,6 +98,14 @@ class InstructStage(Stage):
 
 
 # ---------------------------------------------------------------------------- shard logic
+def editor_limits(ctx: RunContext) -> Any:
+    """What the configured editors can render (editors/capabilities.py): the rules backend then
+    proposes only renderable edits and the LLM prompts are told the allowed families."""
+    from editors.capabilities import limits_for
+
+    return limits_for([s.name for s in ctx.config.editors])
+
+
 def _item_fields(c: dict[str, Any]) -> dict[str, Any]:
     """The item columns carried forward from the candidate (schemas.ITEM_FIELDS)."""
     return {
@@ -124,7 +134,8 @@ def read_image_bytes(path: str) -> bytes:
 
 
 def instruct_candidates(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, reuse: ItemReuse | None = None
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, reuse: ItemReuse | None = None,
+    limits: Any = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run.
 
@@ -138,7 +149,7 @@ def instruct_candidates(
     if reuse is None:
         values = [e.value for e in run(candidates)]
     else:
-        keys = [instruct_item_key(reuse, client, mllm, c) for c in candidates]
+        keys = [instruct_item_key(reuse, client, mllm, c, limits) for c in candidates]
         values = reuse.map(keys, lambda misses: run([candidates[i] for i in misses]))
     # the item columns come from the current candidate (its dataset statistics may have changed)
     rows = [{**r, **_item_fields(c)} for c, v in zip(candidates, values) for r in v["rows"]]
@@ -150,10 +161,11 @@ def instruct_candidates(
     return rows, rejects
 
 
-def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any]) -> str | None:
+def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any], limits: Any = None) -> str | None:
     """A candidate's item key: what the model sees (the candidate's prompt context, its image's
     content when the backend sees images), the task prompt's version and template, the
-    answer-changing MLLM settings and the code version. Dataset statistics the candidate carries
+    answer-changing MLLM settings, what the configured editors can render (it shapes the
+    proposals) and the code version. Dataset statistics the candidate carries
     (pair counts, ranks) are not in it: rows take them from the current candidate."""
     from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
     from prompts.spec import prompt_fingerprints
@@ -172,9 +184,8 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
         context = candidate_context(c)
     except (KeyError, TypeError, ValueError):
         return None
-    settings = mllm.model_dump(mode="json")
     return reuse.key(
-        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm={k: settings[k] for k in ANSWER_KEYS},
+        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
         code=code_version("tasks.instruct", "prompts"),
     )
 
@@ -201,6 +212,8 @@ def _candidate_outcomes(
             rejects.append(reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}"))
             rows.append(_failed_row(c, spec, client, f"bad candidate: {exc}"))
             continue
+        if limits is not None and limits.limited:
+            context["editor_limits"] = limits.to_json()
         images: list[bytes] = []
         if uses_images:
             try:

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from storage.hashing import stable_id
 from tasks.qa.render import Problem, Rendered
 from tasks.qa.templates import beaf_settings
-from tasks.qa.text import clean, plural, with_article
+from tasks.qa.text import canonical, with_article
 
 
 def _order(names: list[str], key: str) -> list[str]:
@@ -40,35 +40,40 @@ def beaf_questions(
     base: Mapping[str, Any],
     original_image: str,
     edited_image: str,
+    *,
+    same_type_elsewhere: bool | None = None,
 ) -> Rendered:
-    """The BEAF pairs of one removal edit; ``context`` lists the other annotated objects ({name, box})."""
+    """The BEAF pairs of one removal edit; ``context`` lists the other annotated objects ({name, box}).
+
+    Names are compared as canonical classes (the miner's canonicaliser: "skateboard wheels" and
+    "wheel" differ, "Wheels" and "wheel" do not), so gold "No" on the edited image is given only
+    when no other instance of the removed class remains; the analysis' ``same_type_elsewhere``
+    says the same from the model's side, and either one drops the question with a reason."""
     cfg = beaf_settings()
     edit_id = str(base["edit_id"])
-    removed = clean(removed).lower()
-    names_in_image = {clean(o.get("name")).lower() for o in context if o.get("name")}
-    same_forms = {removed, plural(removed)}
-    # objects of the removed kind that stay (the removed instance itself lies inside the erased box)
-    left_same = {clean(o.get("name")).lower() for o in context if o.get("name") and not _covered(o.get("box"), target_box)} & same_forms
+    removed = canonical(removed)
+    names_in_image = {canonical(o.get("name")) for o in context if o.get("name")}
+    # objects of the removed class that stay (the removed instance itself lies inside the erased box)
+    left_same = [o for o in context if o.get("name") and canonical(o.get("name")) == removed and not _covered(o.get("box"), target_box)]
     probes: list[tuple[str, str, str, str]] = []  # (dimension, object, gold on original, gold on edited)
     out = Rendered()
     if not removed:
         out.problems.append(Problem("beaf", "B1", "empty_slot", "beaf: the removed object has no name"))
-    elif left_same:
-        out.problems.append(
-            Problem("beaf", "B1", "beaf_removed_object_still_present", f"beaf: another {removed!r} is annotated in the picture, so 'is there' stays Yes")
-        )
+    elif left_same or same_type_elsewhere:
+        why = f"another {removed!r} is annotated in the picture" if left_same else f"the analysis says another {removed!r} is elsewhere in the picture"
+        out.problems.append(Problem("beaf", "B1", "beaf_removed_object_still_present", f"beaf: {why}, so 'is there' stays Yes"))
     else:
         probes.append(("removed", removed, "Yes", "No"))
     present = sorted(
         {
-            clean(o.get("name")).lower()
+            canonical(o.get("name"))
             for o in context
-            if o.get("name") and clean(o.get("name")).lower() not in same_forms and not _covered(o.get("box"), target_box)
+            if o.get("name") and canonical(o.get("name")) != removed and not _covered(o.get("box"), target_box)
         }
     )
     for name in _order(present, edit_id)[: int(cfg["max_present"])]:
         probes.append(("present", name, "Yes", "Yes"))
-    absent = [n for n in cfg["absent_pool"] if n not in names_in_image and plural(n) not in names_in_image and n not in same_forms]
+    absent = [n for n in cfg["absent_pool"] if canonical(n) not in names_in_image and canonical(n) != removed]
     for name in _order(absent, edit_id)[: int(cfg["max_absent"])]:
         probes.append(("absent", name, "No", "No"))
     for i, (dimension, name, gold_orig, gold_edit) in enumerate(probes, start=1):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tasks.qa.text import normalize_option
+from tasks.qa.text import normalize_option, option_key
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,12 @@ def check_options(options: list[str], correct: int, rule: LengthRule) -> list[tu
         if k and k in seen:
             bad.append(("mc_duplicate_options", f"options {seen[k] + 1} and {i + 1} are the same: {options[i]!r}"))
         seen.setdefault(k, i)
+    near: dict[str, int] = {}
+    for i, o in enumerate(options):
+        k = option_key(o)
+        if k and k in near and keys[i] != keys[near[k]]:
+            bad.append(("mc_near_duplicate_options", f"options {near[k] + 1} and {i + 1} say the same: {options[near[k]]!r} / {options[i]!r}"))
+        near.setdefault(k, i)
     if len(options) > 1:
         right = len(options[correct])
         longest_other = max(len(o) for i, o in enumerate(options) if i != correct)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tasks.qa.counting import CountPlan, plan_counts
-from tasks.qa.text import clean, plural, with_article
+from tasks.qa.text import canonical, clean, plural, with_article
 
 OP_PAST = {"delete": "removed", "add": "added", "replace": "replaced", "move": "moved"}
 
@@ -40,7 +40,11 @@ def re_slots(analysis: Mapping[str, Any]) -> dict[str, str]:
     name = out.get("B_name", "")
     det = out.get("B_count_descriptor", "").lower()
     if name:
-        out["B"] = with_article(name) if det in ("", "a", "an") else f"{det} {name}"
+        if det in ("", "a", "an"):  # one object: the singular class name agrees with "a"/"an"
+            out["B_name"] = name = canonical(name)
+            out["B"] = with_article(name)
+        else:
+            out["B"] = f"{det} {name}"
     return out
 
 

@@ -103,7 +103,7 @@ def render_template(
     rubric_json = canonical_json({"correct_option": options[0]})
     rows = []
     prior_texts = {options[i] for i in t.prior}
-    for lay in mc.layouts(options, 0, seed, settings.mc_mode, t.open_option):
+    for lay in (_ascending(options, settings.mc_mode) if t.ascending else mc.layouts(options, 0, seed, settings.mc_mode, t.open_option)):
         rows.append(
             {
                 **row,
@@ -117,6 +117,19 @@ def render_template(
             }
         )
     return rows, []
+
+
+def _ascending(options: list[str], mode: str) -> list[mc.Layout]:
+    """Counting options in ascending order (the paper's Figure 16), the correct one being options[0]."""
+    import re
+
+    def key(o: str) -> float:
+        m = re.search(r"\d+(?:\.\d+)?", o)
+        return float(m.group()) if m else float("inf")
+
+    order = sorted(range(len(options)), key=lambda i: (key(options[i]), i))
+    base = mc.Layout(tuple(options[i] for i in order), mc.LETTERS[order.index(0)], 0)
+    return mc.rotations(base) if mode == "cyclic" else [base]
 
 
 def render_questions(

@@ -21,11 +21,15 @@ def wanted(edit: dict[str, Any]) -> bool:
 def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progress: bool = False, reuse: ItemReuse | None = None) -> ShardResult:
     """The stage logic for one shard, callable without the runner. With ``reuse``, analyses whose
     item key is stored skip the model; questions are always rendered (templates are cheap)."""
+    from editors.verify import verification_failed, verify_reject
+
     cfg = ctx.config.qa
+    unverified = [e for e in edits if verification_failed(e)]  # performed, but not what the instruction asked
+    edits = [e for e in edits if not verification_failed(e)]
     analysed = reused_analyses(client, edits, ctx, reuse, progress=progress)
     settings = settings_from(cfg, ctx.seed)
     questions: list[dict[str, Any]] = []
-    rejects = list(analysed.rejects)
+    rejects = list(analysed.rejects) + [verify_reject(e, STAGE) for e in unverified]
     for e in edits:
         fields = analysed.fields.get(e["id"])
         if fields is None:
@@ -36,7 +40,7 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
     questions.sort(key=lambda r: (r["edit_id"], r["question_set"], r["id"]))
     analysed.rows.sort(key=lambda r: r["id"])
     items = reuse.counts.as_dict() if reuse is not None else {}
-    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits), items=items)
+    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits) + len(unverified), items=items)
 
 
 def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
@@ -56,11 +60,10 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
         cand = load_json_column(edit.get("candidate_json"), "candidate_json", f"edit {edit['id']}")
     except (KeyError, TypeError, ValueError):
         return None  # computed: the analysis row and reject say what is wrong
-    mllm = ctx.config.mllm.model_dump(mode="json")
     return reuse.key(
         edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
         count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
-        prompt=prompt_fingerprints((spec,)) if spec else None, mllm={k: mllm[k] for k in ANSWER_KEYS},
+        prompt=prompt_fingerprints((spec,)) if spec else None, mllm=ctx.config.mllm.stage_key(),
         code=code_version("tasks.qa.analyse", "prompts"),
     )
 
@@ -112,7 +115,9 @@ class QAStage(Stage):
         }
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r)]
+        from editors.verify import verification_failed
+
+        edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r) or verification_failed(r)]
         return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:

@@ -62,8 +62,11 @@ def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: R
     out = render_questions(task, values, base, images, settings)
     removal = task == "relational_erasure" or (task == "alteration_tracing" and values.get("op_past") == "removed")
     if beaf and removal:
-        removed = values.get("B_name") if task == "relational_erasure" else values.get("B")
-        more = beaf_questions(removed or "", _context_objects(edit), edit.get("target_box"), base, original, edited)
+        # the annotated class of the erased object, not the model's phrase ("a red apple" is an apple)
+        removed = edit.get("target_name") or (values.get("B_name") if task == "relational_erasure" else values.get("B"))
+        elsewhere = fields.get("same_type_elsewhere") if task == "relational_erasure" else None
+        more = beaf_questions(removed or "", _context_objects(edit), edit.get("target_box"), base, original, edited,
+                              same_type_elsewhere=elsewhere in (True, "true", "True", "yes"))
         out.rows.extend(more.rows)
         out.problems.extend(more.problems)
     return out

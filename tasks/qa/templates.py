@@ -55,6 +55,7 @@ class QuestionTemplate:
     slots: tuple[str, ...]  # every slot any part of the question uses
     prior: tuple[int, ...] = ()  # MC: indices into [correct, *distractors] of the commonsense (prior) options
     open_option: int | None = None  # MC: index of the slot-free open option ("None of these"), fixed in cyclic mode
+    ascending: bool = False  # MC: options shown in ascending numeric order, not shuffled (counting, paper Fig. 16)
 
 
 # A slot-free option that answers "none of the offered ones": FREAK's fixed open option.
@@ -127,7 +128,10 @@ def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> Quest
     unknown = [n for n in names if n not in known]
     if unknown:
         raise TemplateError(f"{here}: undeclared slots {unknown}; declare them under 'slots' or 'derived'")
-    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names), prior, open_option)
+    order = raw.get("order", "shuffled")
+    if order not in ("shuffled", "ascending") or (order == "ascending" and qtype != "MC"):
+        raise TemplateError(f"{here}: order must be 'shuffled' or (MC only) 'ascending', got {order!r}")
+    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names), prior, open_option, order == "ascending")
 
 
 def compile_set(data: dict[str, Any], where: str) -> QuestionSet:

@@ -86,6 +86,39 @@ def normalize_option(text: str) -> str:
     return _SPACE.sub(" ", text.casefold()).strip(_EDGE_PUNCT)
 
 
+_SPELLINGS = {"gray": "grey", "colour": "color", "coloured": "colored", "centre": "center", "grey-ish": "greyish"}
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def option_key(text: str) -> str:
+    """A stricter key for near-duplicate options: :func:`normalize_option`, then leading articles
+    dropped, British/American spellings and numerals unified and each word singular, so
+    "The black sunglasses" / "Black sunglasses", "grey" / "gray" and "20" / "20.0" collide."""
+    words = normalize_option(text).replace(",", " ").split()
+    while words and words[0] in ("a", "an", "the"):
+        words = words[1:]
+    out = []
+    for w in words:
+        w = _SPELLINGS.get(w, w)
+        if _NUMBER.match(w):
+            w = repr(float(w)).removesuffix(".0")
+        out.append(_singular(w))
+    return " ".join(out)
+
+
+def _singular(word: str) -> str:
+    from miners.canonical import singular
+
+    return singular(word)
+
+
+def canonical(name: object) -> str:
+    """An object name as the miner's canonical class (lowercase, no article, singular head)."""
+    from miners.canonical import basic_name
+
+    return basic_name(clean(name))
+
+
 def sentence_case(text: str) -> str:
     """First letter upper-cased; the rest as written (names keep their case)."""
     return text[:1].upper() + text[1:] if text else text

@@ -29,10 +29,32 @@ class NoEdits(RuntimeError):
     """The run has no ``edit/edits`` to compare."""
 
 
-def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None) -> list[dict[str, Any]]:
-    """One summary dict per editor (sorted by name)."""
+def edit_rejects_per_editor(run: RunFS) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Per editor: requests refused as ``unsupported_edit`` (outside its capabilities), and the other
+    edit-stage rejects by reason (``verify_failed`` excluded: those edits are rows too)."""
+    from storage.schemas import REJECTS
+
+    reader = ArtifactReader(run, "edit/rejects", REJECTS)
+    unsupported: dict[str, int] = defaultdict(int)
+    other: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    if reader.exists():
+        for r in reader.rows(columns=["reason", "payload_json"]):
+            ed = json.loads(r.get("payload_json") or "{}").get("editor")
+            if ed is None or r["reason"] == "verify_failed":
+                continue
+            if r["reason"] in ("unsupported_edit", "unsupported_edit_type"):
+                unsupported[ed] += 1
+            else:
+                other[ed][r["reason"]] += 1
+    return dict(unsupported), {k: dict(v) for k, v in other.items()}
+
+
+def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None, unsupported: dict[str, int] | None = None,
+                other_rejects: dict[str, dict[str, int]] | None = None) -> list[dict[str, Any]]:
+    """One summary dict per editor (sorted by name): supported requests (performed or failed while
+    trying), unsupported ones, verified and failed verification, auto-QC, acceptance, timing."""
     out = []
-    for ed in sorted({e["editor"] for e in edits}):
+    for ed in sorted({e["editor"] for e in edits} | set(unsupported or {})):
         mine = [e for e in edits if e["editor"] == ed]
         passed = [e for e in mine if e["status"] == "ok"]
         qc: dict[str, list[float]] = defaultdict(list)
@@ -41,10 +63,16 @@ def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None) -> list[
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     qc[k].append(float(v))
         secs = [e["edit_seconds"] for e in mine if e.get("edit_seconds") is not None]
+        verdicts = [(json.loads(e.get("qc_json") or "{}").get("verification") or {}).get("passed", True) for e in mine]
+        refused = (unsupported or {}).get(ed, 0)
         out.append(
             {
                 "editor": ed,
                 "edits": len(mine),
+                "supported": len(mine) + sum((other_rejects or {}).get(ed, {}).values()),
+                "unsupported": refused,
+                "verified": sum(1 for v in verdicts if v),
+                "failed_verification": sum(1 for v in verdicts if not v),
                 "auto_qc_pass": 100.0 * len(passed) / len(mine) if mine else None,
                 "human_acceptance": (100.0 * sum(1 for e in passed if e["id"] in accepted) / len(passed) if passed else None) if accepted is not None else None,
                 "seconds_per_image": sum(secs) / len(secs) if secs else None,
@@ -96,6 +124,31 @@ def thumbnails(run: RunFS, edits: list[dict[str, Any]], limit: int = 6) -> str:
     return "\n".join(blocks)
 
 
+def gallery(run: RunFS, edits: list[dict[str, Any]], per: int = 2) -> str:
+    """Before / after thumbnails with the instruction and the verification verdict: a sample of
+    ``per`` edits per (task, editor), so an author sees what each editor really does."""
+    from html import escape
+
+    images = ImageStore(run)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in sorted(edits, key=lambda e: e["id"]):
+        if e["editor"] != "none" and len(groups[(e["task"], e["editor"])]) < per:
+            groups[(e["task"], e["editor"])].append(e)
+    blocks = []
+    for (task, ed), group in sorted(groups.items()):
+        for e in group:
+            v = json.loads(e.get("qc_json") or "{}").get("verification") or {}
+            verdict = "verified" if v.get("passed", True) else "failed: " + "; ".join(v.get("failures") or [])
+            try:
+                figs = (f'<figure><img alt="before" src="{_thumb(images, e["original_image"])}"><figcaption>before</figcaption></figure>'
+                        f'<figure><img alt="after" src="{_thumb(images, e["edited_image"])}"><figcaption>after ({escape(e["status"])})</figcaption></figure>')
+            except (FileNotFoundError, ValueError) as exc:
+                figs = f'<p class="muted">images missing: {escape(str(exc))}</p>'
+            blocks.append(f'<h3>{escape(task)} / {escape(ed)}</h3><p>{escape(e.get("instruction") or "")}</p>'
+                          f'<p><b>verdict:</b> {escape(verdict)}</p><div class="thumbs">{figs}</div>')
+    return "\n".join(blocks) or '<p class="muted">no edits</p>'
+
+
 def render_ablation_report(run: RunFS) -> str:
     reader = addresses.EDITS.reader(run)
     if not reader.exists():
@@ -107,7 +160,8 @@ def render_ablation_report(run: RunFS) -> str:
 
         require_export_set(run, ("verified_edits",))  # never half of an interrupted export
     accepted = {e["id"] for e in vreader.rows(columns=["id"])} if vreader.exists() else None
-    eds = editor_rows(edits, accepted)
+    unsupported, other = edit_rejects_per_editor(run)
+    eds = editor_rows(edits, accepted, unsupported, other)
     down = downstream(run)
     charts = [
         hbars([(e["editor"], e["auto_qc_pass"]) for e in eds], "Auto-QC pass rate per editor"),
@@ -119,15 +173,17 @@ def render_ablation_report(run: RunFS) -> str:
         charts.append(hbars([(e["editor"], per_editor.get(e["editor"])) for e in eds], f"Accuracy of {model} per editor (lower = harder)"))
     qc_keys = sorted({k for e in eds for k in e["qc_means"]})
     summary = table(
-        ["editor", "edits", "auto-QC pass %", "human acceptance %", "s / image", *[f"mean {k}" for k in qc_keys], *[f"acc. {m}" for m in sorted(down)]],
+        ["editor", "supported", "unsupported", "verified", "failed verification", "edits", "auto-QC pass %", "human acceptance %", "s / image",
+         *[f"mean {k}" for k in qc_keys], *[f"acc. {m}" for m in sorted(down)]],
         [
-            [e["editor"], e["edits"], e["auto_qc_pass"], e["human_acceptance"], e["seconds_per_image"], *[e["qc_means"].get(k) for k in qc_keys], *[down[m].get(e["editor"]) for m in sorted(down)]]
+            [e["editor"], e["supported"], e["unsupported"], e["verified"], e["failed_verification"], e["edits"], e["auto_qc_pass"], e["human_acceptance"], e["seconds_per_image"], *[e["qc_means"].get(k) for k in qc_keys], *[down[m].get(e["editor"]) for m in sorted(down)]]
             for e in eds
         ],
     )
     sections = [
         ("Editors", summary + '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>"),
         ("Side by side", thumbnails(run, edits)),
+        ("Verification gallery", gallery(run, edits)),
     ]
     note = None if accepted is not None else "Human acceptance: not reviewed yet (no review/verified_edits)."
     return page("Editor ablation", sections, banner=note, subtitle=f"run {run.url}")

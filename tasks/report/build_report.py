@@ -48,4 +48,9 @@ def render_build_report(run: RunFS) -> str:
             top_r = float(max(f["reasons"].values()))
             rej_parts.append(f"<h3>{f['stage']}</h3>" + figure(hbars(sorted(f["reasons"].items(), key=lambda kv: (-kv[1], kv[0])), f"Reject reasons in {f['stage']}", max_value=top_r, unit="")))
     sections.append(("Reject reasons", "\n".join(rej_parts) or '<p class="muted">nothing was rejected</p>'))
+    if run.exists("edit", "edits"):
+        from storage.schemas import EDITS
+        from tasks.report.ablation import gallery
+
+        sections.append(("Verification gallery", gallery(run, ArtifactReader(run, "edit/edits", EDITS).rows())))
     return page("Build report", sections, subtitle=f"run {run.url}")

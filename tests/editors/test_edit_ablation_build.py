@@ -47,3 +47,40 @@ def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tm
     pair = next(v for v in by_inst.values() if v[0]["edit_type"] == "remove" and len(v) == 2)  # inpainting differs
     assert pair[0]["original_image"] == pair[1]["original_image"] and pair[0]["seed"] == pair[1]["seed"]
     assert pair[0]["edited_image"] != pair[1]["edited_image"]
+
+
+def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_path, scene_objects, sample_dir, tiny_sam, tiny_lama):
+    """classical + sam-lama (tiny random models): sam-lama refuses everything but removals, classical
+    refuses a material it cannot draw; every performed edit carries a verdict, counted in the report."""
+    from edit_helpers import instruction_row, write_instructions
+
+    from flows.config import config_from_dict
+    from tasks.base import RunContext
+    from tasks.edit import EditStage
+    from tasks.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report
+    from tasks.runner import run_stage
+
+    objs = scene_objects[:4]
+    rows = [
+        instruction_row(objs[0], sample_dir, "remove", f"remove the {objs[0]['name']}", task="relational_erasure"),
+        instruction_row(objs[1], sample_dir, "attribute", f"make the {objs[1]['name']} purple", task="counterfactual_attribute", new_attribute="purple"),
+        instruction_row(objs[2], sample_dir, "attribute", f"make the {objs[2]['name']} out of clear glass", task="counterfactual_attribute", new_attribute="clear glass"),
+        instruction_row(objs[3], sample_dir, "delete", f"delete the {objs[3]['name']}"),
+    ]
+    write_instructions(tmp_path, rows)
+    editors = [{"name": "classical"},
+               {"name": "sam-lama", "params": {"sam_checkpoint": str(tiny_sam[0]), "sam_model_type": tiny_sam[1], "lama_model": str(tiny_lama)}}]
+    ctx = RunContext(RunFS.open(str(tmp_path)), config_from_dict({"run": {"seed": 2, "shard_size": 4, "workers": 1}, "editors": editors}))
+    run_stage(EditStage(), ctx)
+    edits = read_artifact(ctx.run, "edit", "edits").to_pylist()
+    unsupported, other = edit_rejects_per_editor(ctx.run)
+    assert unsupported == {"classical": 1, "sam-lama": 2}
+    per = {r["editor"]: r for r in editor_rows(edits, None, unsupported, other)}
+    assert per["classical"]["edits"] == 3 and per["sam-lama"]["edits"] == 2
+    for ed, r in per.items():
+        assert r["verified"] + r["failed_verification"] == r["edits"]
+        assert r["supported"] == r["edits"] + sum(other.get(ed, {}).values())
+    verdicts = [json.loads(e["qc_json"])["verification"] for e in edits]
+    assert all("passed" in v and "checks" in v for v in verdicts)
+    html = render_ablation_report(ctx.run)
+    assert "failed verification" in html and "Verification gallery" in html and "unsupported" in html

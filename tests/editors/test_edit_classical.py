@@ -151,9 +151,20 @@ def test_add_places_a_copy_and_keeps_the_original(editor, scene_objects):
     assert colour_fraction(res.image, dest & res.mask, obj["rgb"]) > 0.5
 
 
-def test_replace_changes_the_object(editor, scene_objects):
+def _donor_fields(obj, truth) -> dict:
+    """replacement + donor_box: another annotated object of the image, clear of the target (classical
+    replaces only with an annotated instance of the requested class)."""
+    x, y, w, h = obj["box"]
+    for oid, o in sorted(truth["images"][obj["image_id"]]["objects"].items()):
+        b = o["box"]
+        if oid != obj["object_id"] and o["name"] != obj["name"] and b[2] >= 6 and b[3] >= 6 and not (b[0] < x + w and x < b[0] + b[2] and b[1] < y + h and y < b[1] + b[3]):
+            return {"replacement": o["name"], "donor_box": list(b), "_context": [{"name": o["name"], "box": list(b)}]}
+    raise AssertionError("no donor in the image")
+
+
+def test_replace_changes_the_object(editor, scene_objects, truth):
     obj = scene_objects[0]
-    req = make_request(obj, "replace", f"replace the {obj['name']}", seed=3)
+    req = make_request(obj, "replace", f"replace the {obj['name']}", seed=3, **_donor_fields(obj, truth))
     res = editor.edit_batch([req])[0]
     assert isinstance(res, EditResult)
     assert np.abs(res.image[obj["mask"]].astype(int) - req.image[obj["mask"]].astype(int)).mean() > 10

@@ -44,7 +44,9 @@ def run_instruct(run_dir: Path, rows: list[dict], **cfg: object) -> tuple[list[d
 def test_rules_backend_all_tasks(image_dir: Path, tmp_path: Path) -> None:
     img = str(image_dir / "scene.png")
     cands = candidates(img)
-    rows, rejects, summary = run_instruct(tmp_path / "run", cands)
+    # an open-set editor in the config: the rules backend uses every CA direction (the limited
+    # classical-only case is test_limited_editors_get_only_renderable_edits)
+    rows, rejects, summary = run_instruct(tmp_path / "run", cands, editors=[{"name": "instruct-pix2pix"}])
     by_task: dict[str, list[dict]] = {}
     for r in rows:
         by_task.setdefault(r["task"], []).append(r)
@@ -131,3 +133,47 @@ def test_unknown_backend_names_the_key() -> None:
 
     with pytest.raises(Exception, match="backend"):
         make_client(MLLMConfig.model_validate({"backend": "nope"}), None)
+
+
+def test_limited_editors_get_only_renderable_edits(image_dir: Path, tmp_path: Path) -> None:
+    """classical alone: CA asks only for named colours far from a colour original; AT moves/adds carry
+    a free destination_box named in C, replacements an annotated donor of the named class."""
+    from editors.capabilities import limits_for
+    from prompts.colours import NAMED_COLOURS, colours_apart
+
+    assert limits_for(["classical"]).limited and not limits_for(["classical", "qwen-image-edit"]).limited
+    img = str(image_dir / "scene.png")
+    rows, rejects, _ = run_instruct(tmp_path / "run", candidates(img), editors=[{"name": "classical"}])
+    ca = [r for r in rows if r["task"] == "counterfactual_attribute" and r["status"] == "applicable"]
+    assert ca
+    for r in ca:
+        f = json.loads(r["fields_json"])
+        assert f["direction"] == "colour" and f["new_attribute"] in NAMED_COLOURS
+        assert colours_apart(f["new_attribute"], f["original_attribute"])
+    for r in [r for r in rows if r["task"] == "alteration_tracing" and r["status"] == "applicable"]:
+        f = json.loads(r["fields_json"])
+        if f["edit_type"] in ("move", "add"):
+            side = "left" if f["destination_box"][0] < r["target_box"][0] else "right"
+            assert side in f["C"] and side in r["instruction"]
+        if f["edit_type"] == "replace":
+            assert f["replacement"] in f["C"] and f["donor_box"]
+
+
+def test_llm_answers_outside_the_editors_limits_are_sent_back() -> None:
+    """Limited editors: a CA value or an AT edit type they cannot render fails validation, so the
+    prompt runner asks the model again with the reason (and finally rejects it as unparseable)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from prompts.instruct_prompts import CAInstructions
+
+    limits = {"limited": True, "attribute_values": {"colour": ["purple", "teal"]}, "kinds": ["attribute", "remove"]}
+    ctx = {"attribute": "red", "editor_limits": limits}
+    keep = "Preserve the table, and other surrounding objects in the image unchanged; do not alter the background of the image."
+    ok = {"direction_a": "colour", "new_attribute_a": "purple", "instruction_a": f"Make it purple. {keep}",
+          "direction_b": "colour", "new_attribute_b": "teal", "instruction_b": f"Make it teal. {keep}"}
+    assert CAInstructions.model_validate(ok, context=ctx).new_attribute_b == "teal"
+    with pytest.raises(ValidationError, match="can render only"):
+        CAInstructions.model_validate(dict(ok, direction_b="material", new_attribute_b="clear glass"), context=ctx)
+    with pytest.raises(ValidationError, match="different directions"):  # unlimited editors: two directions, as before
+        CAInstructions.model_validate(ok, context={"attribute": "red"})

@@ -1,0 +1,299 @@
+"""Pixel verification of a performed edit against its instruction, before anyone reviews it.
+
+Auto-QC (editors/qc.py) measures *where* pixels changed; this module checks *whether the edit
+is the one the questions will describe*. One verifier per edit kind, all cheap CPU checks:
+
+- remove: the target region changed, the outside was kept, the object's appearance is gone
+  from its box, and no other annotated instance of the target's class overlaps the erased box;
+- attribute (colour): the circular-mean hue, mean saturation and value inside the object mask
+  match the named colour within :class:`editors.config.VerifyParams` tolerances; (pattern): the
+  value contrast inside the mask rose while the hue stayed;
+- move / add: the object's appearance is found at the destination by template matching, and
+  for a move it is gone from the source (for an add it is still there);
+- replace: the clone comes from an annotated instance of the requested class, its appearance is
+  at the target box and the original object's is not.
+
+A :class:`Verdict` goes into the edit row's ``qc_json`` (``verification``); a failed one makes
+the edit ``auto_rejected``, and the qa stage, which passes over it, records a ``verify_failed``
+reject naming the failed check (edit/rejects keep holding only requests that yielded no edit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import cv2
+import numpy as np
+
+from editors.capabilities import VALUE_KEYS, donor_for
+from editors.config import VerifyParams
+from editors.masks import box_mask, clip_box, dilate
+from editors.masks import object_mask as donor_mask_of
+from editors.qc import mean_abs_change, psnr
+from miners.canonical import basic_name
+from prompts.colours import NAMED_COLOURS, colour_word, hue_distance
+
+VERIFY_FAILED = "verify_failed"
+
+PATTERN_WORDS = {"striped", "stripes", "stripy", "checkered", "checked", "plaid", "dotted", "dots", "spotted", "spotty"}
+
+
+@dataclass
+class Verdict:
+    """Passed or not, the measured values, and one reason per failed check."""
+
+    passed: bool
+    checks: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    method: str = "pixels"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "method": self.method, "checks": self.checks, "failures": self.failures}
+
+
+def _bool_mask(mask: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray | None:
+    if mask is None or mask.shape != shape or not mask.any():
+        return None
+    return mask.astype(bool)
+
+
+def hsv_stats(image: np.ndarray, mask: np.ndarray) -> tuple[float, float, float]:
+    """(circular-mean hue 0-179, mean saturation, mean value) of the masked pixels (OpenCV scales)."""
+    hsv = cv2.cvtColor(np.ascontiguousarray(image[:, :, ::-1]), cv2.COLOR_BGR2HSV)
+    px = hsv[mask].astype(np.float64)
+    ang = px[:, 0] * 2 * np.pi / 180.0
+    w = px[:, 1] + 1e-6  # weigh hue by saturation: grey pixels carry no hue
+    hue = float(np.degrees(np.arctan2((np.sin(ang) * w).sum(), (np.cos(ang) * w).sum())) % 360) / 2.0
+    return hue, float(px[:, 1].mean()), float(px[:, 2].mean())
+
+
+def matches_colour(stats: tuple[float, float, float], name: str, hue_tol: float) -> tuple[bool, str]:
+    """Whether (hue, sat, val) reads as the named colour; the reason when it does not."""
+    hue, sat, val = stats
+    centre, (s0, s1, v0, v1) = NAMED_COLOURS[name]
+    if not (s0 <= sat <= s1):
+        return False, f"mean saturation {sat:.0f} outside [{s0:.0f}, {s1:.0f}] for {name}"
+    if not (v0 <= val <= v1):
+        return False, f"mean value {val:.0f} outside [{v0:.0f}, {v1:.0f}] for {name}"
+    if centre is not None and hue_distance(hue, centre) > hue_tol:
+        return False, f"mean hue {hue:.0f} is {hue_distance(hue, centre):.0f} from {name} ({centre}), tolerance {hue_tol:.0f}"
+    return True, ""
+
+
+def similarity(patch: np.ndarray, image: np.ndarray, box: Sequence[float], search_px: int, mask: np.ndarray | None = None, scale: float = 64.0) -> float:
+    """How well ``patch`` (its ``mask`` pixels: the object, not the background it stood on) is found
+    in ``box`` of ``image``, shifted by up to ``search_px``: 1 - mean absolute RGB difference / ``scale``
+    at the best shift (1 = identical; <= 0 = nothing alike). Flat-coloured objects have no texture
+    for a correlation to lock on, so colour difference is the measure."""
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = clip_box(box, w, h)
+    bw, bh = x1 - x0, y1 - y0
+    if bw < 2 or bh < 2:
+        return 0.0
+    pmask = np.ones(patch.shape[:2], bool) if mask is None else mask.astype(bool)
+    if patch.shape[:2] != (bh, bw):
+        patch = cv2.resize(patch, (bw, bh), interpolation=cv2.INTER_AREA)
+        pmask = cv2.resize(pmask.astype(np.uint8), (bw, bh), interpolation=cv2.INTER_NEAREST).astype(bool)
+    if not pmask.any():
+        return 0.0
+    ref = patch[pmask].astype(np.float32)
+    best = -1.0
+    step = max(1, search_px // 3)
+    for dy in range(-search_px, search_px + 1, step):
+        for dx in range(-search_px, search_px + 1, step):
+            if y0 + dy < 0 or x0 + dx < 0 or y1 + dy > h or x1 + dx > w:
+                continue
+            win = image[y0 + dy : y1 + dy, x0 + dx : x1 + dx][pmask].astype(np.float32)
+            best = max(best, 1.0 - float(np.abs(win - ref).mean()) / scale)
+    return round(best, 4)
+
+
+def donor_mask(image: np.ndarray, box: Sequence[float]) -> tuple[np.ndarray, str]:
+    """The donor object's pixels inside its box (GrabCut, seed 0: the object, not its background)."""
+    return donor_mask_of(image, box, 0, None, "grabcut")
+
+
+def _crop(image: np.ndarray, box: Sequence[float]) -> np.ndarray:
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = clip_box(box, w, h)
+    return image[y0:y1, x0:x1]
+
+
+def _class_left(fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray) -> list[dict[str, Any]]:
+    """Other annotated instances of the target's class that overlap its box and were not erased."""
+    want = basic_name(target_name or "")
+    h, w = hole.shape
+    left = []
+    for o in fields.get("_context", []) or []:
+        if not isinstance(o, dict) or not o.get("box") or basic_name(str(o.get("name") or "")) != want:
+            continue
+        obox = box_mask(o["box"], w, h)
+        if not (obox & box_mask(box, w, h)).any():
+            continue
+        if (obox & ~hole).sum() > 0.5 * max(1, obox.sum()):
+            left.append(o)
+    return left
+
+
+def _collateral(fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray, limit: float = 0.3) -> list[dict[str, Any]]:
+    """Other annotated objects (not the target) of which the erased region covers more than ``limit``."""
+    h, w = hole.shape
+    out = []
+    for o in fields.get("_context", []) or []:
+        if not isinstance(o, dict) or not o.get("box"):
+            continue
+        if all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box)):
+            continue  # the target itself
+        obox = box_mask(o["box"], w, h)
+        if obox.any() and (obox & hole).sum() > limit * obox.sum():
+            out.append(o)
+    return out
+
+
+def verify_edit(
+    original: np.ndarray,
+    edited: np.ndarray,
+    kind: str | None,
+    box: Sequence[float] | None,
+    fields: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    mask: np.ndarray | None,
+    params: VerifyParams,
+    *,
+    target_name: str | None = None,
+    object_mask: np.ndarray | None = None,
+    seed: int = 0,
+) -> Verdict:
+    """Check one performed edit against what it was asked to do (see the module doc).
+
+    ``mask``: the pixels the editor says it changed; ``object_mask``: the target's exact pixels
+    when known (else the editor's mask inside the box stands for them)."""
+    h, w = original.shape[:2]
+    if box is None or kind not in ("remove", "attribute", "move", "add", "replace"):
+        return Verdict(True, {"skipped": f"nothing to verify for edit kind {kind!r}"})
+    checks: dict[str, Any] = {}
+    failures: list[str] = []
+    boxm = box_mask(box, w, h)
+    changed = _bool_mask(mask, (h, w))
+    obj = _bool_mask(object_mask, (h, w))
+    if obj is None:  # the object's own pixels, separated from its box as the editors do
+        obj = donor_mask_of(original, box, seed, None, "grabcut")[0] & boxm
+        if obj.sum() < 0.05 * boxm.sum():
+            obj = boxm
+    patch = _crop(original, box)
+    pmask = _crop(obj.astype(np.uint8), box).astype(bool)
+    if kind == "remove":
+        hole = changed if changed is not None else dilate(boxm, 4)
+        checks["change_inside"] = round(mean_abs_change(original, edited, obj), 3)
+        checks["psnr_outside"] = round(psnr(original, edited, ~dilate(hole | boxm, params.margin_px)), 3)
+        checks["object_similarity"] = round(similarity(patch, edited, box, 0, pmask), 4)
+        left = _class_left(fields, target_name, box, hole)
+        lost = _collateral(fields, target_name, box, hole)
+        checks["also_erased"] = [o.get("name") for o in lost]
+        if lost:
+            failures.append(f"removal: the erased region also covers the annotated {', '.join(sorted({str(o.get('name')) for o in lost}))}")
+        checks["same_class_left"] = [list(o["box"]) for o in left]
+        if checks["change_inside"] < params.min_change:
+            failures.append(f"removal: the target region barely changed (mean change {checks['change_inside']} < {params.min_change})")
+        if checks["psnr_outside"] < params.min_psnr_outside:
+            failures.append(f"removal: the outside was not kept (PSNR {checks['psnr_outside']} < {params.min_psnr_outside})")
+        if checks["object_similarity"] >= params.max_similarity_gone:
+            failures.append(f"removal: the object is still there (similarity {checks['object_similarity']} >= {params.max_similarity_gone})")
+        if left:
+            failures.append(f"removal: another {basic_name(target_name or '')!r} still overlaps the erased box at {checks['same_class_left']}")
+    elif kind == "attribute":
+        value = next((str(fields[k]) for k in VALUE_KEYS if fields.get(k)), str(meta.get("value") or ""))
+        word = colour_word(value) or (str(meta.get("value")) if meta.get("operation") == "colour" else None)
+        pattern = meta.get("operation") == "pattern" or any(p in value.lower().split() for p in PATTERN_WORDS)
+        if word in NAMED_COLOURS:
+            stats = hsv_stats(edited, obj)
+            checks.update(colour=word, hue=round(stats[0], 2), saturation=round(stats[1], 2), value=round(stats[2], 2), hue_tolerance=params.hue_tolerance)
+            ok, why = matches_colour(stats, word, params.hue_tolerance)
+            if not ok:
+                failures.append(f"recolour: the object does not read as {word}: {why}")
+        elif pattern:
+            before, after = hsv_stats(original, obj), hsv_stats(edited, obj)
+            v0 = float(cv2.cvtColor(np.ascontiguousarray(original[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
+            v1 = float(cv2.cvtColor(np.ascontiguousarray(edited[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
+            checks.update(pattern=value, value_std_before=round(v0, 2), value_std_after=round(v1, 2))
+            if v1 - v0 < params.min_pattern_contrast:
+                failures.append(f"pattern: the value contrast inside the object rose by {v1 - v0:.1f} < {params.min_pattern_contrast}")
+            if before[1] > 60 and hue_distance(before[0], after[0]) > params.hue_tolerance:
+                failures.append("pattern: the object's hue changed, not only its pattern")
+        else:
+            failures.append(f"attribute: no pixel check knows the value {value!r}; it cannot be verified")
+    elif kind in ("move", "add"):
+        dest = meta.get("destination_box") or fields.get("destination_box")
+        if dest is None:
+            failures.append(f"{kind}: no destination recorded by the editor or the instruction")
+        else:
+            wanted = fields.get("destination_box")
+            if wanted is not None and meta.get("destination_box") is not None:
+                checks["destination_agrees"] = _iou(wanted, meta["destination_box"])
+                if checks["destination_agrees"] < 0.5:
+                    failures.append(f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}")
+            at_dest = similarity(patch, edited, dest, params.search_px, pmask)
+            at_src = similarity(patch, edited, box, 0, pmask)
+            checks.update(similarity_at_destination=round(at_dest, 4), similarity_at_source=round(at_src, 4))
+            if at_dest < params.min_similarity_found:
+                failures.append(f"{kind}: the object is not found at the destination (similarity {at_dest:.2f} < {params.min_similarity_found})")
+            if kind == "move" and at_src >= params.max_similarity_gone:
+                failures.append(f"move: the object is still at its source (similarity {at_src:.2f} >= {params.max_similarity_gone})")
+            if kind == "add" and at_src < params.min_similarity_found:
+                failures.append(f"add: the original object is no longer at its place (similarity {at_src:.2f})")
+    else:  # replace
+        donor, why = donor_for(fields, box)
+        if donor is None and meta.get("donor_box") is None:
+            failures.append(f"replace: {why}")
+        else:
+            dbox = donor["box"] if donor is not None else meta["donor_box"]
+            if donor is None:
+                failures.append(f"replace: the clone's class is not the requested one ({why})")
+            donor_patch = _crop(original, dbox)
+            dmask, _ = donor_mask(original, dbox)
+            found = similarity(donor_patch, edited, box, params.search_px, _crop(dmask.astype(np.uint8), dbox).astype(bool))
+            gone = similarity(patch, edited, box, 0, pmask)
+            checks.update(replacement=str(fields.get("replacement")), donor_box=list(dbox), similarity_donor_at_target=round(found, 4),
+                          similarity_original_at_target=round(gone, 4))
+            if found < params.min_similarity_found:
+                failures.append(f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})")
+            if gone >= params.max_similarity_gone and found < gone:
+                failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
+    return Verdict(not failures, checks, failures)
+
+
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = a[2] * a[3] + b[2] * b[3] - inter
+    return round(inter / union, 4) if union > 0 else 0.0
+
+
+def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyParams) -> Verdict:
+    """The edit stage's hook: verify an editor's result (at the source size) against its request."""
+    if not params.enabled:
+        return Verdict(True, {"skipped": "edit.qc.verify.enabled is false"}, method="none")
+    return verify_edit(request.image, edited, request.kind, request.box, request.fields, result.meta, result.mask, params,
+                       target_name=request.target_name, object_mask=request.mask, seed=request.seed)
+
+
+def verification_failed(row: Mapping[str, Any]) -> bool:
+    """Whether an edit row's recorded verification failed."""
+    import json
+
+    return not (json.loads(row.get("qc_json") or "{}").get("verification") or {}).get("passed", True)
+
+
+def verify_reject(row: Mapping[str, Any], stage: str = "qa") -> dict[str, Any] | None:
+    """The ``verify_failed`` reject of an edit row whose verification failed (None when it passed)."""
+    import json
+
+    from storage.rejects import reject
+
+    verdict = json.loads(row.get("qc_json") or "{}").get("verification") or {}
+    if verdict.get("passed", True):
+        return None
+    detail = f"instruction {row['instruction_id']}, editor {row['editor']}: " + "; ".join(verdict.get("failures") or ["verification failed"])
+    return reject(row["id"], stage, VERIFY_FAILED, detail, {"instruction_id": row["instruction_id"], "editor": row["editor"], "verification": verdict})

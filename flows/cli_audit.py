@@ -1,0 +1,48 @@
+"""``reactbench audit``: check every gold answer of a run's queued items against the drawn truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``audit`` command to the root CLI."""
+
+    @app.command("audit")
+    def audit(
+        run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory to audit."),
+        truth: Optional[Path] = typer.Option(None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."),
+    ) -> None:
+        """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""
+        from storage.fs import RunFS
+        from tasks.audit import find_truth, run_audit
+
+        console = Console()
+        run = RunFS.open(str(run_dir))
+        path = truth or find_truth(run)
+        if truth is not None and not truth.exists():
+            raise typer.BadParameter(f"{truth}: no such truth file", param_hint="--truth")
+        try:
+            out = run_audit(run, path)
+        except FileNotFoundError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+        if out["mode"] == "verification":
+            console.print("No sample truth: verification verdicts of the queued edits only.")
+            for key, counts in out["per_task_editor"].items():
+                console.print(f"  {key}: {counts}")
+            print(json.dumps({"items": out["items"], "per_task_editor": out["per_task_editor"]}, sort_keys=True))
+            return
+        for task, t in sorted(out["per_task"].items()):
+            console.print(f"{task}: {t['consistent']}/{t['items']} consistent, {t['items'] - t['consistent']} inconsistent")
+            for ed, e in sorted(t["per_editor"].items()):
+                console.print(f"  editor {ed}: {e['consistent']}/{e['items']} consistent")
+            for ex in t["examples"]:
+                console.print(f"  [yellow]inconsistent[/yellow] {ex['edit_id']} ({ex['editor']}): {'; '.join(ex['problems'])}", markup=True, highlight=False)
+        per_task = {k: {"items": v["items"], "consistent": v["consistent"]} for k, v in sorted(out["per_task"].items())}
+        print(json.dumps({"items": out["items"], "consistent": out["consistent"], "fraction": out["fraction"], "per_task": per_task}, sort_keys=False))

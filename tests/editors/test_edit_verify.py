@@ -1,0 +1,103 @@
+"""Pixel verification: good edits pass, crafted bad ones (wrong colour, removal that left the
+object, move that did not move) fail; requests outside an editor's capabilities are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from editors.base import EditFailure, EditResult
+from editors.classical import ClassicalEditor
+from editors.config import VerifyParams
+from editors.verify import verify_edit
+from edit_helpers import make_request
+
+P = VerifyParams()
+
+
+def _editor() -> ClassicalEditor:
+    return ClassicalEditor({})
+
+
+def _chromatic(scene_objects):
+    return next(o for o in scene_objects if o["colour"] in ("red", "blue", "green", "yellow"))
+
+
+def test_recolour_to_the_named_colour_passes_and_a_wrong_colour_fails(scene_objects):
+    obj = _chromatic(scene_objects)
+    new = "purple" if obj["colour"] != "purple" else "orange"
+    req = make_request(obj, "attribute", f"make it {new}", new_attribute=new)
+    res = _editor().edit_batch([req])[0]
+    assert isinstance(res, EditResult)
+    good = verify_edit(req.image, res.image, "attribute", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert good.passed, good.failures
+    # the same pixels claimed as another colour: rejected, naming the colour
+    bad = verify_edit(req.image, res.image, "attribute", req.box, {"new_attribute": "green"}, {}, res.mask, P, object_mask=obj["mask"])
+    assert not bad.passed and "green" in bad.failures[0]
+    # an unedited image claimed as the new colour
+    same = verify_edit(req.image, req.image.copy(), "attribute", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert not same.passed
+
+
+def test_removal_that_left_the_object_fails(scene_objects):
+    obj = scene_objects[0]
+    req = make_request(obj, "remove", "remove it")
+    res = _editor().edit_batch([req])[0]
+    good = verify_edit(req.image, res.image, "remove", req.box, {}, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert good.passed, good.failures
+    bad = verify_edit(req.image, req.image.copy(), "remove", req.box, {}, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert not bad.passed and any("still there" in f for f in bad.failures)
+
+
+def test_removal_fails_when_another_instance_of_the_class_overlaps(scene_objects):
+    obj = scene_objects[0]
+    req = make_request(obj, "remove", "remove it")
+    res = _editor().edit_batch([req])[0]
+    x, y, w, h = obj["box"]
+    twin = {"name": obj["name"] + "s", "box": [x + w * 0.6, y, w, h]}  # same class, another spelling, half outside the hole
+    out = verify_edit(req.image, res.image, "remove", req.box, {"_context": [twin]}, res.meta, res.mask, P,
+                      target_name=obj["name"], object_mask=obj["mask"])
+    assert not out.passed and any("still overlaps" in f for f in out.failures)
+
+
+def test_move_that_did_not_move_fails(scene_objects):
+    obj = next(o for o in scene_objects if o["box"][0] + 2.5 * o["box"][2] < o["mask"].shape[1])
+    x, y, w, h = obj["box"]
+    dest = [x + w + 6, y, w, h]
+    req = make_request(obj, "move", "move it to the right", destination_box=dest)
+    res = _editor().edit_batch([req])[0]
+    assert isinstance(res, EditResult)
+    good = verify_edit(req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert good.passed, good.failures
+    bad = verify_edit(req.image, req.image.copy(), "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert not bad.passed and any("not found at the destination" in f for f in bad.failures)
+    assert any("still at its source" in f for f in bad.failures)
+
+
+def test_classical_refuses_what_it_cannot_render(scene_objects):
+    obj = scene_objects[0]
+    ed = _editor()
+    glass = ed.edit_batch([make_request(obj, "attribute", "make it glass", new_attribute="clear glass")])[0]
+    assert isinstance(glass, EditFailure) and glass.reason == "unsupported_edit"
+    assert "classical" in glass.detail and "new_attribute" in glass.detail
+    swap = ed.edit_batch([make_request(obj, "replace", "replace it with a candle", replacement="candle")])[0]
+    assert isinstance(swap, EditFailure) and swap.reason == "unsupported_edit" and "replacement" in swap.detail
+    assert ClassicalEditor.capabilities().to_json()["attribute_values"]["colour"]
+
+
+def test_replace_with_an_annotated_instance_passes_verification(scene_objects, truth):
+    obj = scene_objects[0]
+    image = truth["images"][obj["image_id"]]
+    x, y, w, h = obj["box"]
+    others = [dict(o, box=o["box"]) for oid, o in image["objects"].items() if oid != obj["object_id"] and o["name"] != obj["name"]
+              and not (o["box"][0] < x + w and x < o["box"][0] + o["box"][2] and o["box"][1] < y + h and y < o["box"][1] + o["box"][3])
+              and o["box"][2] >= 6 and o["box"][3] >= 6 and o["box"][2] * o["box"][3] < 0.2 * w * h * 20]
+    donor = others[0]
+    fields = {"replacement": donor["name"], "donor_box": donor["box"], "_context": [{"name": donor["name"], "box": donor["box"]}]}
+    req = make_request(obj, "replace", f"replace it with the {donor['name']}", **fields)
+    res = _editor().edit_batch([req])[0]
+    assert isinstance(res, EditResult), res
+    out = verify_edit(req.image, res.image, "replace", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert out.passed, out.failures
+    wrong = dict(fields, replacement="giraffe")
+    assert not verify_edit(req.image, res.image, "replace", req.box, wrong, res.meta, res.mask, P, object_mask=obj["mask"]).passed
+    assert np.abs(res.image.astype(int) - req.image.astype(int)).sum() > 0

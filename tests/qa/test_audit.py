@@ -1,0 +1,70 @@
+"""``reactbench audit`` on a demo build of the sample: every gold answer true of its image, and
+tampered gold answers caught."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.config import CONFIG_DIR, config_from_dict
+from flows.runtime import run_pipeline
+from storage.fs import RunFS
+from storage.image_store import ImageStore
+from storage.parquet_io import ArtifactReader
+from storage.schemas import ANALYSIS, EDITS, QUESTIONS
+from tasks.audit import audit_item, run_audit
+
+
+@pytest.fixture(scope="module")
+def demo_run(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFS:
+    data = yaml.safe_load((CONFIG_DIR / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
+    root = tmp_path_factory.mktemp("audit") / "run"
+    run_pipeline(config_from_dict(data), str(root), orchestrator="local")
+    return RunFS.open(str(root))
+
+
+def test_demo_gold_answers_are_all_true(demo_run: RunFS, sample_dir: Path):
+    out = run_audit(demo_run, sample_dir / "sample_truth.json")
+    assert out["fraction"] == 1.0, json.dumps(out["per_task"], indent=1)[:3000]
+    assert set(out["per_task"]) == {"relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"}
+    assert all(t["items"] >= 20 for t in out["per_task"].values()), {k: v["items"] for k, v in out["per_task"].items()}
+    # without truth: the verification verdicts only
+    plain = run_audit(demo_run, None)
+    assert plain["mode"] == "verification" and plain["items"] == out["items"]
+
+
+def _item(run: RunFS, task: str) -> tuple[dict, list[dict], dict]:
+    edits = [e for e in ArtifactReader(run, "edit/edits", EDITS).rows() if e["task"] == task and e["status"] == "ok"]
+    edit = sorted(edits, key=lambda e: e["id"])[0]
+    qs = [q for q in ArtifactReader(run, "qa/questions", QUESTIONS).rows() if q["edit_id"] == edit["id"]]
+    fields = next(json.loads(a["fields_json"]) for a in ArtifactReader(run, "qa/analysis", ANALYSIS).rows() if a["edit_id"] == edit["id"])
+    return edit, qs, fields
+
+
+def test_tampered_gold_answers_are_caught(demo_run: RunFS, sample_dir: Path):
+    truth = json.loads((sample_dir / "sample_truth.json").read_text())
+    images = ImageStore(demo_run)
+    # CA: the gold colour is not the one the object shows
+    edit, qs, fields = _item(demo_run, "counterfactual_attribute")
+    assert audit_item(edit, qs, fields, truth, images).consistent
+    shown = json.loads(edit["qc_json"])["editor_meta"]["value"]
+    wrong = "green" if shown != "green" else "purple"
+    assert not audit_item(edit, qs, dict(fields, C_new_attribute=wrong), truth, images).consistent
+    # DC: a count question whose gold is off by one
+    edit, qs, fields = _item(demo_run, "dense_counting")
+    q5 = next(q for q in qs if q["qid"] == "Q5")
+    bad = [dict(q, gold=str(int(q5["gold"]) + 1)) if q is q5 else q for q in qs]
+    assert audit_item(edit, qs, fields, truth, images).consistent and not audit_item(edit, bad, fields, truth, images).consistent
+    # RE: the edit record says nothing was erased (a removal that left the object)
+    edit, qs, fields = _item(demo_run, "relational_erasure")
+    assert audit_item(edit, qs, fields, truth, images).consistent
+    assert not audit_item(dict(edit, mask_image=None), qs, fields, truth, images).consistent
+    # BEAF: "is there X?" with the wrong gold on the edited image
+    beaf = [q for q in qs if q["question_set"] == "beaf" and q["image_role"] == "edited"]
+    if beaf:
+        flipped = [dict(q, gold="No" if q["gold"] == "Yes" else "Yes") if q is beaf[0] else q for q in qs]
+        assert not audit_item(edit, flipped, fields, truth, images).consistent
