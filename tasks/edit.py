@@ -135,8 +135,12 @@ class EditStage(Stage):
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
-        editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
         params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
+        fixed = {  # what every item key of this shard shares (the bare editor: its own class and params)
+            "editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "verify_model": verify_model_key(ctx),
+            "code": edit_code_version(editor),
+        }
+        editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
         load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
@@ -153,10 +157,6 @@ class EditStage(Stage):
 
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
         ids = [stable_id(r["id"], spec.key, params_json, item_seed(ctx.seed, r["id"])) for r in rows]
-        fixed = {
-            "editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "verify_model": verify_model_key(ctx),
-            "code": edit_code_version(editor),
-        }
         return reused_shard(reuse, rows, ids, [edit_item_key(reuse, ctx, r, fixed) for r in rows], compute)
 
     @staticmethod
