@@ -143,7 +143,7 @@ def instruct_candidates(
     assembled in candidate order either way, then deduplicated per object as one shard."""
 
     def run(todo: list[dict[str, Any]]) -> list[Entry]:
-        outcomes = _candidate_outcomes(client, todo, mllm, progress=progress)
+        outcomes = _candidate_outcomes(client, todo, mllm, progress=progress, limits=limits)
         return [Entry({"rows": r, "rejects": j}, keep=reuse.keeps(j) if reuse else True) for r, j in outcomes]
 
     if reuse is None:
@@ -191,7 +191,7 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
 
 
 def _candidate_outcomes(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False, limits: Any = None
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
     from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
