@@ -69,7 +69,7 @@ def main() -> None:
     from editors.base import EditRequest
     from editors.registry import clear_cache, get_editor
     from editors.runtime import run_batch
-    from editors.tiny import build_qwen_image_edit
+    from tests.tiny_checkpoints import build_qwen_image_edit
     from flows.config import config_from_dict
     from miners.sample_data import generate_sample
     from storage.fs import RunFS

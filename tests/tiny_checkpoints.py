@@ -1,4 +1,4 @@
-"""Tiny random-weight checkpoints for tests and benchmarks (never for real edits).
+"""Tiny random-weight checkpoints for tests and benchmarks (never for real edits; not shipped in the package).
 
 Each builder saves a real checkpoint folder (or file) that loads back through the same public
 path a downloaded model takes (``from_pretrained(local_dir)``, segment-anything's builder,
