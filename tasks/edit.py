@@ -26,7 +26,7 @@ from editors.base import EditFailure, EditRequest, EditResult, canonical_edit_ty
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
-from editors.runtime import limit_opencv_threads, timed_batch
+from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
 from storage import schemas
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
@@ -129,12 +129,17 @@ class EditStage(Stage):
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
-        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
+        # Rows record the params with defaults filled and the load's choices (memory plan), not the placed device.
+        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | editor.resolved_params()})
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
         batches = [rows[i : i + size] for i in range(0, len(rows), size)]
         result = ShardResult(rows_in=len(rows))
         load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
+        if editor.encodes_first:  # two-phase memory plan: embed the whole shard, then edit it
+            loaded_all = [load(b) for b in batches]
+            encode_ahead(editor, [[x.request for x in items if x.request is not None] for items in loaded_all])
+            batches, load = loaded_all, lambda items: items  # type: ignore[assignment]  # noqa: E731
         finish = lambda loaded, outcomes, per_item: self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)  # noqa: E731
         for edits, rejects in self._pipeline(batches, editor, load, finish, cfg.overlap_io):
             result.outputs.setdefault("edits", []).extend(edits)
@@ -282,12 +287,18 @@ class EditStage(Stage):
         return row
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        table = read_artifact(ctx.run, STAGE, "edits", schemas.EDITS).select(["editor", "status"])
+        table = read_artifact(ctx.run, STAGE, "edits", schemas.EDITS).select(["editor", "status", "editor_params_json"])
         per: dict[str, dict[str, int]] = {}
+        plans: dict[str, list[str]] = {}  # memory plans the rows were made with (an ablation tells runs apart)
         for r in table.to_pylist():
             per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})
             per[r["editor"]][r["status"]] = per[r["editor"]].get(r["status"], 0) + 1
-        return {"per_editor": per}
+            params = json.loads(r["editor_params_json"] or "{}").get("params", {})
+            if "memory_plan" in params:
+                plan = params["memory_plan"] + ("" if params.get("quantization", "none") == "none" else f"+{params['quantization']}")
+                if plan not in plans.setdefault(r["editor"], []):
+                    plans[r["editor"]].append(plan)
+        return {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
 
 
 def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
