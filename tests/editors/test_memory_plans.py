@@ -101,3 +101,56 @@ def test_quantized_plans_build_the_bitsandbytes_configs_and_need_cuda(tiny_qwen_
         pytest.skip("checks the CPU refusal; CUDA machines load the quantized transformer")
     with pytest.raises(EditorError, match="quantization='int8' needs a CUDA device"):
         QwenImageEditEditor({"model": str(tiny_qwen_edit), "quantization": "int8", "device": "cpu"}).ensure_loaded()
+
+
+MEASURE = """
+import json, resource, sys
+import numpy as np, torch
+torch.set_num_threads(1)
+from editors.base import EditRequest
+from editors.qwen_image_edit import QwenImageEditEditor
+model, areas = sys.argv[1], [int(a) for a in sys.argv[2:]]
+ed = QwenImageEditEditor({"model": model, "steps": 1, "process_area": 64 * 64, "true_cfg_scale": 1.0, "device": "cpu"})
+req = EditRequest("a", np.random.default_rng(0).integers(0, 255, (375, 500, 3), dtype=np.uint8), "remove the ball", "t", "remove", 0, (1, 1, 5, 5))
+ed.edit_batch([req])  # weights loaded, thread pools up: the baseline
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for area in areas:  # increasing: the high-water mark after each call is that call's peak
+    ed.params = ed.params.model_copy(update={"process_area": area})
+    ed.edit_batch([req])
+    print(json.dumps([area, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024]), flush=True)
+"""
+
+
+def test_activation_estimate_bounds_the_measured_cpu_peak(tiny_qwen_edit, tmp_path):
+    """The stated formula (editors/memory.py) against the resident-memory high-water mark of real
+    calls of the tiny pipeline on the CPU, where the VAE term (with conv3d's unfold) dominates."""
+    import os
+    import subprocess
+    import sys
+
+    from editors.qwen_image_edit import QwenImageEditParams, memory_profile
+
+    script = tmp_path / "measure.py"
+    script.write_text(MEASURE)
+    areas = [384 * 384, 512 * 512]
+    proc = subprocess.run([sys.executable, str(script), str(tiny_qwen_edit), *map(str, areas)], capture_output=True, text=True,
+                          timeout=600, env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    measured = dict(json.loads(line) for line in proc.stdout.splitlines() if line.startswith("["))
+    for area in areas:
+        params = QwenImageEditParams(model=str(tiny_qwen_edit), process_area=area, true_cfg_scale=1.0, batch_size=1)
+        estimate = max(c.activation_bytes for c in memory_profile(params, "q", "cpu").components)
+        assert measured[area] <= estimate <= 2 * measured[area], f"area {area}: estimate {estimate / 1e6:.0f} MB, measured {measured[area] / 1e6:.0f} MB"
+
+
+def test_meta_device_counts_match_the_loaded_tiny_pipeline(tiny_qwen_edit):
+    from editors.architectures import count_module_params
+    from editors.qwen_image_edit import QwenImageEditParams, memory_profile
+
+    profile = memory_profile(QwenImageEditParams(model=str(tiny_qwen_edit)), "q", "cpu")
+    assert "local folder" in profile.source
+    ed = QwenImageEditEditor({"model": str(tiny_qwen_edit), "device": "cpu"})
+    ed.ensure_loaded()
+    for comp in profile.components:
+        module = getattr(ed.pipe, comp.name.split("/")[1])
+        assert (comp.params, comp.linear_params) == count_module_params(module)
