@@ -18,7 +18,6 @@ Each of them is tried with the transformer in the configured precision, then 8-b
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
@@ -148,10 +147,6 @@ def text_encoder_activation(
 def mllm_activation(tokens: float, hidden: int, layers: int, kv_heads_dim: int, vocab: int, batch: int, elem_bytes: float) -> float:
     """Generation with a KV cache: keys and values of every layer, plus one layer's work and the logits."""
     return batch * tokens * (2 * layers * kv_heads_dim + hidden * 12 + vocab) * elem_bytes
-
-
-def ceil_gb(x: float) -> float:
-    return math.ceil(x * 10) / 10
 
 
 @dataclass
