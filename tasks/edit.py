@@ -293,15 +293,18 @@ class EditStage(Stage):
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         table = read_artifact(ctx.run, STAGE, "edits", schemas.EDITS).select(["editor", "status", "editor_params_json"])
         per: dict[str, dict[str, int]] = {}
-        plans: dict[str, list[str]] = {}  # memory plans the rows were made with (an ablation tells runs apart)
+        seen: dict[tuple[str, str], None] = {}
         for r in table.to_pylist():
             per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})
             per[r["editor"]][r["status"]] = per[r["editor"]].get(r["status"], 0) + 1
-            params = json.loads(r["editor_params_json"] or "{}").get("params", {})
+            seen[(r["editor"], r["editor_params_json"] or "{}")] = None
+        plans: dict[str, list[str]] = {}  # memory plans the rows were made with (an ablation tells runs apart)
+        for editor, params_json in seen:
+            params = json.loads(params_json).get("params", {})
             if "memory_plan" in params:
                 plan = params["memory_plan"] + ("" if params.get("quantization", "none") == "none" else f"+{params['quantization']}")
-                if plan not in plans.setdefault(r["editor"], []):
-                    plans[r["editor"]].append(plan)
+                if plan not in plans.setdefault(editor, []):
+                    plans[editor].append(plan)
         return {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
 
 

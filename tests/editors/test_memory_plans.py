@@ -104,20 +104,27 @@ def test_quantized_plans_build_the_bitsandbytes_configs_and_need_cuda(tiny_qwen_
 
 
 MEASURE = """
-import json, resource, sys
+import ctypes, json, re, sys
 import numpy as np, torch
 torch.set_num_threads(1)
 from editors.base import EditRequest
 from editors.qwen_image_edit import QwenImageEditEditor
+
+def status(key):
+    return int(re.search(key + r":\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)) * 1024
+
 model, areas = sys.argv[1], [int(a) for a in sys.argv[2:]]
 ed = QwenImageEditEditor({"model": model, "steps": 1, "process_area": 64 * 64, "true_cfg_scale": 1.0, "device": "cpu"})
 req = EditRequest("a", np.random.default_rng(0).integers(0, 255, (375, 500, 3), dtype=np.uint8), "remove the ball", "t", "remove", 0, (1, 1, 5, 5))
-ed.edit_batch([req])  # weights loaded, thread pools up: the baseline
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-for area in areas:  # increasing: the high-water mark after each call is that call's peak
+ed.edit_batch([req])  # weights loaded, thread pools up
+for area in areas:
     ed.params = ed.params.model_copy(update={"process_area": area})
+    ed.edit_batch([req])  # first call at this size: one-off allocations
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # return freed heap pages: the baseline is what is live
+    before = status("VmRSS")
+    open("/proc/self/clear_refs", "w").write("5")  # reset the resident high-water mark (VmHWM)
     ed.edit_batch([req])
-    print(json.dumps([area, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024]), flush=True)
+    print(json.dumps([area, status("VmHWM") - before]), flush=True)
 """
 
 
