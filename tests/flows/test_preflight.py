@@ -104,12 +104,20 @@ def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(tm
 
 
 def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
-    from flows.cli_preflight import PreflightFailed
-    from flows.prefect_flows import build_flow
-
-    cfg = yaml.safe_load(_bad_config(tmp_path).read_text())
-    with pytest.raises(PreflightFailed, match="unknown editor 'qwen-imge-edit'"):
-        build_flow.fn(config=cfg, run_dir=str(tmp_path / "run"))
+    """In a subprocess: importing Prefect here would freeze its settings for later tests."""
+    code = (
+        "import sys, yaml\n"
+        "from flows.cli_preflight import PreflightFailed\n"
+        "from flows.prefect_flows import build_flow\n"
+        "try:\n"
+        "    build_flow.fn(config=yaml.safe_load(open(sys.argv[1])), run_dir=sys.argv[2])\n"
+        "except PreflightFailed as exc:\n"
+        "    print('STOPPED', exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")} | {"PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", code, str(_bad_config(tmp_path)), str(tmp_path / "run")],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert "STOPPED preflight failed" in proc.stdout and "unknown editor 'qwen-imge-edit'" in proc.stdout, proc.stderr[-2000:]
     assert not (tmp_path / "run" / "mine").exists()
 
 
