@@ -191,7 +191,9 @@ class QwenImageEditEditor(Editor):
         from editors.memory import choose
 
         index = torch.device(dev).index or 0
-        gpus = torch.cuda.device_count() if p.device == "auto" else 1
+        # A placed device (one leased GPU per shard) means one GPU, unless split was asked for
+        # (e.g. Ray with two GPUs per edit task: both visible, the shard placed on cuda:0).
+        gpus = torch.cuda.device_count() if p.device == "auto" or layout == "split" else 1
         memory = torch.cuda.get_device_properties(index).total_memory / 1e9
         profile = memory_profile(p, self.name, "cuda")
         best, tried = choose(profile.components, gpus, memory, profile.layouts, profile.quants)
