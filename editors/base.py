@@ -143,6 +143,21 @@ class Editor(ABC):
     def max_batch(self) -> int:
         return int(getattr(self.params, "batch_size", 0) or 64)
 
+    @classmethod
+    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+        """For the preflight: an ``editors.memory.Profile`` of the models ``params`` load, sized for
+        ``target`` (``cuda`` or ``cpu``); None for editors without model weights."""
+        return None
+
+    def resolved_params(self) -> dict[str, Any]:
+        """Choices made when loading (e.g. the memory plan), recorded on every row beside the params."""
+        return {}
+
+    @property
+    def encodes_first(self) -> bool:
+        """True when the stage should call ``encode(requests)`` on a whole shard before editing it."""
+        return False
+
     def supports(self, request: EditRequest) -> EditFailure | None:
         """``None`` when this editor can do the request, else the failure to record."""
         if request.kind is None:

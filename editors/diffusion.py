@@ -13,8 +13,11 @@ from editors.base import EditorError
 from editors.weights import pick_device, resolve_file, resolve_model, torch_dtype
 
 
-def load_pipeline(cls: Any, model: str, editor: str, what: str, dtype: str, device: str, cpu_offload: str = "none", **kwargs: Any) -> tuple[Any, str]:
-    """``cls.from_pretrained`` on a resolved local folder or hub id; returns (pipeline, device)."""
+def load_pipeline(
+    cls: Any, model: str, editor: str, what: str, dtype: str, device: str, cpu_offload: str = "none", place: bool = True, **kwargs: Any
+) -> tuple[Any, str]:
+    """``cls.from_pretrained`` on a resolved local folder or hub id; returns (pipeline, device).
+    ``place=False`` leaves the components on the CPU (in ``device``'s dtype) for the caller to place."""
     ref = resolve_model(model, what, editor)
     dev = pick_device(device)
     try:
@@ -25,7 +28,7 @@ def load_pipeline(cls: Any, model: str, editor: str, what: str, dtype: str, devi
         if not dev.startswith("cuda"):
             raise EditorError(f"editor {editor!r}: cpu_offload={cpu_offload!r} needs a CUDA device (device is {dev!r})")
         (pipe.enable_model_cpu_offload if cpu_offload == "model" else pipe.enable_sequential_cpu_offload)()
-    else:
+    elif place:
         pipe.to(dev)
     pipe.set_progress_bar_config(disable=True)
     return pipe, dev

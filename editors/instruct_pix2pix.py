@@ -5,7 +5,7 @@ is at most ``max_side`` (multiples of 8), batched by working size, and brought b
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from PIL import Image
 from pydantic import Field
@@ -37,6 +37,33 @@ class InstructPix2PixEditor(Editor):
     name = "instruct-pix2pix"
     Params = InstructPix2PixParams
     uses_model = True
+
+    @classmethod
+    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+        """UNet, CLIP text encoder and VAE sized on the meta device. Activations per image at
+        ``max_side``: the UNet runs three guidance branches at once (text, image, none)."""
+        from editors.architectures import count_params, pipeline_configs
+        from editors.memory import DTYPE_BYTES, Component, Profile, transformer_activation, vae_activation
+
+        configs = pipeline_configs(params.model, "InstructPix2Pix weights", f"editor {key!r}")
+        dtype = params.dtype if params.dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")
+        b = DTYPE_BYTES[dtype]
+        area = params.max_side**2
+        roles = {"unet": "denoiser", "text_encoder": "text_encoder", "vae": "vae"}
+        comps = []
+        for spec in configs.components:
+            if spec.name not in roles:
+                continue
+            n, lin = count_params(spec)
+            if spec.name == "unet":
+                act = transformer_activation(area / 64, spec.config.get("block_out_channels", [320])[0], 3 * params.batch_size, b)
+            elif spec.name == "vae":
+                act = vae_activation(area, spec.config.get("block_out_channels", [128])[0], params.batch_size, b, cpu=target == "cpu")
+            else:
+                act = transformer_activation(77, spec.config.get("hidden_size", 768), 2 * params.batch_size, b)
+            comps.append(Component(f"{key}/{spec.name}", roles[spec.name], n, lin, b, act))
+        layout = "model_offload" if params.cpu_offload == "model" else "single"
+        return Profile(key, comps, f"{params.model} ({configs.source})", (layout,), ("none",), layout)
 
     def load(self) -> None:
         try:

@@ -104,3 +104,22 @@ def timed_batch(editor: Editor, requests: Sequence[EditRequest]) -> tuple[list[O
     started = time.perf_counter()
     out = run_batch(editor, requests)
     return out, time.perf_counter() - started
+
+
+def encode_ahead(editor: Editor, batches: Sequence[Sequence[EditRequest]]) -> None:
+    """Two-phase editors: embed every batch of a shard before the first edit (one encoder/denoiser
+    swap per shard). A batch whose encoding fails is left to ``edit_batch``, which encodes it
+    itself, so a failure there is classified per item as usual."""
+    import torch
+
+    with editor.lock, torch.inference_mode():
+        for batch in batches:
+            runnable = [r for r in batch if editor.supports(r) is None]
+            if not runnable:
+                continue
+            try:
+                editor.encode(runnable)  # type: ignore[attr-defined]
+            except EditorError:
+                raise
+            except Exception:  # noqa: BLE001 - retried, and reported, by the edit call
+                continue

@@ -56,6 +56,33 @@ class SamLamaEditor(Editor):
     supported = frozenset({"remove"})
     attribute_values = {}  # removal only: no attribute is rendered
 
+    @classmethod
+    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+        """SAM built on the meta device from segment-anything's builder; LaMa counted from its file.
+        Activations (fp32): SAM's ViT on 64x64 tokens of 1024x1024, LaMa at about 1024x1024 with
+        64 channels (both rough: not checked against measurements)."""
+        import torch
+        from accelerate import init_empty_weights
+
+        from editors.architectures import count_module_params
+        from editors.memory import Component, Profile, transformer_activation, vae_activation
+
+        comps = []
+        if params.use_sam:
+            from segment_anything import sam_model_registry
+
+            if params.sam_model_type not in sam_model_registry:
+                raise EditorError(f"editor {key!r}: sam_model_type {params.sam_model_type!r} is not one of {sorted(sam_model_registry)}")
+            with init_empty_weights():
+                sam = sam_model_registry[params.sam_model_type](checkpoint=None)
+            n, lin = count_module_params(sam)
+            width = sam.image_encoder.patch_embed.proj.out_channels
+            comps.append(Component(f"{key}/sam", "model", n, lin, 4, transformer_activation(64 * 64, width, 1, 4)))
+        lama = resolve_file(params.lama_model, "LaMa TorchScript model", key, env=LAMA_ENV, hint=LAMA_HINT)
+        n, lin = count_module_params(torch.jit.load(str(lama), map_location="cpu"))
+        comps.append(Component(f"{key}/lama", "model", n, lin, 4, vae_activation(1024 * 1024, 64, 1, 4, cpu=target == "cpu")))
+        return Profile(key, comps, "segment-anything builder + LaMa file")
+
     def load(self) -> None:
         try:
             import torch

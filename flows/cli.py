@@ -75,6 +75,7 @@ def run_stages_cli(
     no_cache: bool = False,
     force_items: list[str] | None = None,
 ) -> None:
+    from flows.cli_preflight import PreflightFailed, check_before_build
     from flows.runtime import run_pipeline
     from tasks.base import StageInputError
     from tasks.runner import ShardFailed
@@ -89,6 +90,7 @@ def run_stages_cli(
         raise typer.Exit(2)
     started = time.perf_counter()
     try:
+        check_before_build(cfg, stages, console)  # edit will run: stop in seconds if it cannot (before mine)
         with Progress(
             TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"), TimeElapsedColumn(),
             console=console, transient=False,
@@ -97,7 +99,7 @@ def run_stages_cli(
                 cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
                 options={"no_cache": no_cache, "force_items": list(force_items or [])}, progress=_progress_factory(progress),
             )
-    except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
+    except (StageInputError, ShardFailed, ConfigError, KeyError, PreflightFailed) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(1)
     console.print(_summary_table(result.summaries))
@@ -240,6 +242,9 @@ def _mount_subcommands() -> None:
     app.add_typer(reuse_app, name="reuse")
     register(app)
     __import__("flows.cli_audit", fromlist=["register"]).register(app)
+    from flows.cli_preflight import register as register_preflight
+
+    register_preflight(app)
 
 
 _mount_subcommands()

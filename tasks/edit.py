@@ -27,7 +27,7 @@ from editors.budget import with_budget
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
-from editors.runtime import limit_opencv_threads, timed_batch
+from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
 from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
@@ -135,7 +135,8 @@ class EditStage(Stage):
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
-        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict()})
+        # Rows record the params with defaults filled and the load's choices (memory plan), not the placed device.
+        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | editor.resolved_params()})
         fixed = {  # what every item key of this shard shares (the bare editor: its own class and params)
             "editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "verify_model": verify_model_key(ctx),
             "code": edit_code_version(editor),
@@ -147,10 +148,16 @@ class EditStage(Stage):
         finish = lambda loaded, outcomes, per_item: self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)  # noqa: E731
 
         def compute(todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+            """Edit the items the reuse store does not hold."""
+            batches: list[Any] = [todo[i : i + size] for i in range(0, len(todo), size)]
+            load_batch = load
+            if editor.encodes_first:  # two-phase memory plan: embed every item to edit, then edit them
+                batches = [load(b) for b in batches]
+                encode_ahead(editor, [[x.request for x in items if x.request is not None] for items in batches])
+                load_batch = lambda items: items  # noqa: E731
             edits: list[dict[str, Any]] = []
             rejects: list[dict[str, Any]] = []
-            for e, r in self._pipeline(batches, editor, load, finish, cfg.overlap_io):
+            for e, r in self._pipeline(batches, editor, load_batch, finish, cfg.overlap_io):
                 edits.extend(e)
                 rejects.extend(r)
             return edits, rejects
@@ -173,14 +180,18 @@ class EditStage(Stage):
                 out.append(finish(loaded, outcomes, seconds / max(1, len(ready))))
             return out
         finished: list[Future] = []
-        with ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader, ThreadPoolExecutor(1, thread_name_prefix="edit-finish") as finisher:
+        # Finishing (QC, PNG, writes) goes item by item on two threads: the last batch of a shard,
+        # which nothing overlaps, drains in half the time; results are collected in item order.
+        with ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader, ThreadPoolExecutor(2, thread_name_prefix="edit-finish") as finisher:
             pending = loader.submit(load, batches[0]) if batches else None
             for b in range(len(batches)):
                 loaded = pending.result()  # type: ignore[union-attr]
                 pending = loader.submit(load, batches[b + 1]) if b + 1 < len(batches) else None
                 ready = [x for x in loaded if x.request is not None]
                 outcomes, seconds = timed_batch(editor, [x.request for x in ready]) if ready else ([], 0.0)
-                finished.append(finisher.submit(finish, loaded, outcomes, seconds / max(1, len(ready))))
+                it = iter(outcomes)
+                for x in loaded:
+                    finished.append(finisher.submit(finish, [x], [next(it)] if x.request is not None else [], seconds / max(1, len(ready))))
             return [f.result() for f in finished]
 
     # -- per item ------------------------------------------------------------------------
@@ -308,12 +319,21 @@ class EditStage(Stage):
         return row
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
-        table = addresses.EDITS.reader(ctx.run).read().select(["editor", "status"])
+        table = addresses.EDITS.reader(ctx.run).read().select(["editor", "status", "editor_params_json"])
         per: dict[str, dict[str, int]] = {}
+        seen: dict[tuple[str, str], None] = {}
         for r in table.to_pylist():
             per.setdefault(r["editor"], {"ok": 0, "auto_rejected": 0})
             per[r["editor"]][r["status"]] = per[r["editor"]].get(r["status"], 0) + 1
-        return {"per_editor": per}
+            seen[(r["editor"], r["editor_params_json"] or "{}")] = None
+        plans: dict[str, list[str]] = {}  # memory plans the rows were made with (an ablation tells runs apart)
+        for editor, params_json in seen:
+            params = json.loads(params_json).get("params", {})
+            if "memory_plan" in params:
+                plan = params["memory_plan"] + ("" if params.get("quantization", "none") == "none" else f"+{params['quantization']}")
+                if plan not in plans.setdefault(editor, []):
+                    plans[editor].append(plan)
+        return {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
 
 
 # ---------------------------------------------------------------------------- item reuse

@@ -47,14 +47,14 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_qwen_edit(tiny_models: Path) -> Path:
-    from editors.tiny import build_qwen_image_edit
+    from tiny_checkpoints import build_qwen_image_edit
 
     return build_qwen_image_edit(tiny_models / "qwen-image-edit", plus=False)
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen_edit_plus(tiny_models: Path) -> Path:
-    from editors.tiny import build_qwen_image_edit
+    from tiny_checkpoints import build_qwen_image_edit
 
     return build_qwen_image_edit(tiny_models / "qwen-image-edit-plus", plus=True)
 
@@ -62,20 +62,20 @@ def tiny_qwen_edit_plus(tiny_models: Path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_sam(tiny_models: Path) -> tuple[Path, str]:
     """(checkpoint, builder name) of a random 2-layer SAM registered with segment-anything."""
-    from editors.tiny import TINY_SAM, build_tiny_sam
+    from tiny_checkpoints import TINY_SAM, build_tiny_sam
 
     return build_tiny_sam(tiny_models / "sam-tiny.pth"), TINY_SAM
 
 
 @pytest.fixture(scope="session")
 def tiny_lama(tiny_models: Path) -> Path:
-    from editors.tiny import build_tiny_lama
+    from tiny_checkpoints import build_tiny_lama
 
     return build_tiny_lama(tiny_models / "lama-tiny.pt")
 
 
 @pytest.fixture(scope="session")
 def tiny_pix2pix(tiny_models: Path) -> Path:
-    from editors.tiny import build_instruct_pix2pix
+    from tiny_checkpoints import build_instruct_pix2pix
 
     return build_instruct_pix2pix(tiny_models / "instruct-pix2pix")

@@ -79,7 +79,7 @@ def test_offline_hub_id_not_in_cache_says_how_to_get_it(monkeypatch, tmp_path):
 
 
 def test_lora_is_loaded_and_scaled(tiny_qwen_edit, tmp_path_factory):
-    from editors.tiny import build_qwen_lora
+    from tiny_checkpoints import build_qwen_lora
 
     lora = build_qwen_lora(tiny_qwen_edit, tmp_path_factory.mktemp("lora"))
     reqs = _requests()[:1]

@@ -1,4 +1,4 @@
-"""Tiny random-weight checkpoints for tests and benchmarks (never for real edits).
+"""Tiny random-weight checkpoints for tests and benchmarks (never for real edits; not shipped in the package).
 
 Each builder saves a real checkpoint folder (or file) that loads back through the same public
 path a downloaded model takes (``from_pretrained(local_dir)``, segment-anything's builder,
@@ -137,28 +137,31 @@ def build_tiny_sam(path: str | Path, seed: int = 0) -> Path:
     return out
 
 
-def build_tiny_lama(path: str | Path, seed: int = 0) -> Path:
+def build_tiny_lama(path: str | Path, seed: int = 0, composite: bool = True) -> Path:
     """Save a TorchScript file with LaMa's calling contract: ``model(image[1,3,H,W] 0..1,
-    mask[1,1,H,W] int64 0/1) -> image[1,3,H,W] 0..1`` on inputs padded to a multiple of 8."""
+    mask[1,1,H,W] int64 0/1) -> image[1,3,H,W] 0..1`` on inputs padded to a multiple of 8.
+    ``composite=False``: the output is the network's fill everywhere (unmasked pixels change
+    too), so only the editor's own composite step can keep them."""
     import torch
     from torch import nn
 
     class TinyLama(nn.Module):
-        def __init__(self) -> None:
+        def __init__(self, keep: float) -> None:
             super().__init__()
             self.inp = nn.Conv2d(4, 8, 3, padding=1)
             self.out = nn.Conv2d(8, 3, 3, padding=1)
+            self.keep = keep
 
         def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             m = mask.to(image.dtype)
             x = torch.cat([image * (1 - m), m], dim=1)
             fill = torch.sigmoid(self.out(torch.relu(self.inp(x))))
-            return image * (1 - m) + fill * m
+            return (image * (1 - m) + fill * m) * self.keep + fill * (1 - self.keep)
 
     torch.manual_seed(seed)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    torch.jit.script(TinyLama().eval()).save(str(out))
+    torch.jit.script(TinyLama(1.0 if composite else 0.0).eval()).save(str(out))
     return out
 
 

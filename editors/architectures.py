@@ -1,0 +1,190 @@
+"""Model sizes without weights: read a model's ``config.json`` files (local folder, else the local
+Hugging Face cache, else the known architecture of a built-in default) and build each component
+on the meta device with accelerate's ``init_empty_weights`` to count its parameters.
+
+The known architectures are the published configs of the built-in defaults, kept here so a
+preflight can size a build before anything is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from editors.base import EditorError
+from editors.weights import looks_like_path, offline
+
+_QWEN25_VL_7B = {
+    "model_type": "qwen2_5_vl",
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"],
+    "vocab_size": 152064,
+    "tie_word_embeddings": False,
+    "text_config": {
+        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 128000, "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
+    },
+    "vision_config": {
+        "depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584,
+        "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31], "hidden_act": "silu",
+    },
+}
+_QWEN_IMAGE = {
+    "text_encoder": ("transformers", "Qwen2_5_VLForConditionalGeneration", _QWEN25_VL_7B),
+    "transformer": ("diffusers", "QwenImageTransformer2DModel", {
+        "patch_size": 2, "in_channels": 64, "out_channels": 16, "num_layers": 60, "attention_head_dim": 128,
+        "num_attention_heads": 24, "joint_attention_dim": 3584, "guidance_embeds": False, "axes_dims_rope": [16, 56, 56],
+    }),
+    "vae": ("diffusers", "AutoencoderKLQwenImage", {
+        "base_dim": 96, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
+        "temperal_downsample": [False, True, True],
+    }),
+}
+_SD15_PIX2PIX = {
+    "text_encoder": ("transformers", "CLIPTextModel", {
+        "model_type": "clip_text_model", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+        "num_attention_heads": 12, "max_position_embeddings": 77, "vocab_size": 49408, "projection_dim": 768,
+    }),
+    "unet": ("diffusers", "UNet2DConditionModel", {
+        "in_channels": 8, "out_channels": 4, "sample_size": 64, "cross_attention_dim": 768, "attention_head_dim": 8,
+        "block_out_channels": [320, 640, 1280, 1280], "layers_per_block": 2,
+    }),
+    "vae": ("diffusers", "AutoencoderKL", {
+        "in_channels": 3, "out_channels": 3, "latent_channels": 4, "layers_per_block": 2, "sample_size": 512,
+        "block_out_channels": [128, 256, 512, 512],
+        "down_block_types": ["DownEncoderBlock2D"] * 4, "up_block_types": ["UpDecoderBlock2D"] * 4,
+    }),
+}
+# Built-in default ids -> their component configs (library, class, config).
+KNOWN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
+    "Qwen/Qwen-Image-Edit": _QWEN_IMAGE,
+    "Qwen/Qwen-Image-Edit-2509": _QWEN_IMAGE,
+    "Qwen/Qwen-Image-Edit-2511": _QWEN_IMAGE,
+    "timbrooks/instruct-pix2pix": _SD15_PIX2PIX,
+}
+MODEL_LIBRARIES = ("diffusers", "transformers")
+
+
+@dataclass
+class ComponentSpec:
+    name: str
+    library: str
+    cls: str
+    config: dict[str, Any]
+
+
+@dataclass
+class ModelConfigs:
+    """The model-bearing components of a pipeline (or one model) and where their configs came from."""
+
+    ref: str
+    source: str  # "local folder" | "hub cache" | "known architecture"
+    components: list[ComponentSpec]
+
+
+def _cached_file(repo: str, filename: str) -> Path | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with the gpu extra
+        return None
+    found = try_to_load_from_cache(repo, filename)
+    return Path(found) if isinstance(found, str) else None
+
+
+def _reader(ref: str) -> tuple[str, Any] | None:
+    """(source, read(relative path) -> dict | None) for a local folder or a cached hub repo."""
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        def read_local(rel: str) -> dict[str, Any] | None:
+            f = path / rel
+            return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+
+        return "local folder", read_local
+    if looks_like_path(ref):
+        return None
+
+    def read_cache(rel: str) -> dict[str, Any] | None:
+        f = _cached_file(ref, rel)
+        return json.loads(f.read_text(encoding="utf-8")) if f is not None else None
+
+    if read_cache("model_index.json") is not None or read_cache("config.json") is not None:
+        return "hub cache", read_cache
+    return None
+
+
+def pipeline_configs(ref: str, what: str, owner: str) -> ModelConfigs:
+    """The component configs of a diffusers pipeline (``model_index.json``) or of one
+    transformers model (``config.json``). Raises ``EditorError`` saying how to get them."""
+    found = _reader(ref)
+    if found is not None:
+        source, read = found
+        index = read("model_index.json")
+        if index is not None:
+            comps = []
+            for name, entry in sorted(index.items()):
+                if name.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[0] not in MODEL_LIBRARIES:
+                    continue
+                cfg = read(f"{name}/config.json")
+                if cfg is not None and _is_model_class(entry[0], entry[1]):
+                    comps.append(ComponentSpec(name, entry[0], entry[1], cfg))
+            return ModelConfigs(ref, source, comps)
+        cfg = read("config.json")
+        if cfg is not None:
+            arch = (cfg.get("architectures") or ["AutoModel"])[0]
+            return ModelConfigs(ref, source, [ComponentSpec("model", "transformers", arch, cfg)])
+    if ref in KNOWN:
+        return ModelConfigs(ref, "known architecture", [ComponentSpec(n, lib, cls, dict(cfg)) for n, (lib, cls, cfg) in KNOWN[ref].items()])
+    if looks_like_path(ref):
+        raise EditorError(f"{owner}: {what} not found at local path {str(Path(ref).expanduser())!r} (no model_index.json or config.json there)")
+    hint = "it is not in the local Hugging Face cache" + (" and HF_HUB_OFFLINE is set" if offline() else "")
+    raise EditorError(
+        f"{owner}: cannot size {what} {ref!r}: {hint}. Fetch its configs (`hf download {ref} --include '*.json'`) or point at a local folder."
+    )
+
+
+def _is_model_class(library: str, cls: str) -> bool:
+    try:
+        mod = __import__(library)
+        obj = getattr(mod, cls, None)
+    except ImportError:
+        return False
+    import torch
+
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+@lru_cache(maxsize=64)
+def _count(library: str, cls: str, config_json: str) -> tuple[int, int]:
+    import torch
+    from accelerate import init_empty_weights
+
+    config = json.loads(config_json)
+    mod = __import__(library)
+    klass = getattr(mod, cls, None)
+    if klass is None:
+        raise EditorError(f"{library} has no class {cls!r} (installed version too old for this model?)")
+    with init_empty_weights():
+        if library == "diffusers":
+            model = klass.from_config({k: v for k, v in config.items() if not k.startswith("_")})
+        else:
+            model = klass(klass.config_class.from_dict(config))
+    total = sum(p.numel() for p in model.parameters())
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    return int(total), int(linear)
+
+
+def count_params(spec: ComponentSpec) -> tuple[int, int]:
+    """(parameters, nn.Linear weight parameters) of a component built on the meta device."""
+    return _count(spec.library, spec.cls, json.dumps(spec.config, sort_keys=True))
+
+
+def count_module_params(module: Any) -> tuple[int, int]:
+    import torch
+
+    total = sum(p.numel() for p in module.parameters())
+    linear = sum(m.weight.numel() for m in module.modules() if isinstance(m, torch.nn.Linear))
+    return int(total), int(linear)
