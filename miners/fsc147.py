@@ -13,11 +13,13 @@ and draw ``per_bin`` images per bin, seeded.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import posixpath
+import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import fsspec
 import msgspec
@@ -121,6 +123,24 @@ class BadImage(ValueError):
         self.reason = reason
 
 
+_DECODING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _strict_decoding() -> Iterator[None]:
+    """Truncated images raise while decoding, whatever the process set: some libraries (lmms-eval
+    among them) switch Pillow's process-wide ``LOAD_TRUNCATED_IMAGES`` on at import, which would
+    make a truncated FSC147 image pass for a whole one."""
+    from PIL import ImageFile
+
+    with _DECODING:
+        saved, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, False
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = saved
+
+
 def _image_size(path: str) -> tuple[int, int]:
     """Width and height of a fully decodable image; :class:`BadImage` names the file otherwise
     (zero bytes, not an image, truncated, or more than ``MAX_IMAGE_PIXELS`` pixels)."""
@@ -139,7 +159,8 @@ def _image_size(path: str) -> tuple[int, int]:
                 w, h = im.size
                 if w * h > MAX_IMAGE_PIXELS:
                     raise BadImage("image_too_large", f"{path}: {w}x{h} = {w * h:,} pixels, above the {MAX_IMAGE_PIXELS:,}-pixel limit for FSC147 images")
-                im.load()  # decodes everything: a truncated file fails here, not in a later stage
+                with _strict_decoding():
+                    im.load()  # decodes everything: a truncated file fails here, not in a later stage
                 return w, h
         except BadImage:
             raise

@@ -18,6 +18,12 @@ RulesFn = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 _EXTRA: dict[str, RulesFn] = {}
 
+# Prompts that exist only to look at pixels: the rules backend sees no image, so an answer would
+# merely restate what the caller expects. They are never sent to it (tasks/verify_model.model_checks_on).
+IMAGE_ONLY_PROMPTS: dict[str, str] = {
+    "verify_edit": "edit checks are asked only of image-seeing backends (openai, transformers)",
+}
+
 
 def rules_answer(prompt_name: str) -> Callable[[RulesFn], RulesFn]:
     """Decorator marking ``fn`` as the rules answer of ``prompt_name`` (it registers nothing)."""
@@ -63,6 +69,8 @@ def get_rules_answer(prompt_name: str) -> RulesFn:
     try:
         return table[prompt_name]
     except KeyError:
+        if prompt_name in IMAGE_ONLY_PROMPTS:
+            raise KeyError(f"the rules backend does not answer prompt {prompt_name!r}: {IMAGE_ONLY_PROMPTS[prompt_name]}") from None
         raise KeyError(f"the rules backend has no answer for prompt {prompt_name!r}; known: {sorted(table)}") from None
 
 

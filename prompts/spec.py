@@ -45,7 +45,7 @@ def register_prompt(spec: PromptSpec) -> PromptSpec:
 
 def load_prompt_modules() -> None:
     """Import every module that defines prompts (rules answers are listed in ``prompts.rules``)."""
-    from prompts import analysis, eval_prompts, instruct_prompts  # noqa: F401
+    from prompts import analysis, eval_prompts, instruct_prompts, verify_prompts  # noqa: F401
 
 
 def get_prompt(name: str) -> PromptSpec:

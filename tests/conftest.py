@@ -65,13 +65,15 @@ CHROMIUM = os.environ.get("REACTBENCH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[object]:
     """Headless Debian Chromium driven by Playwright (never a Playwright-downloaded browser).
 
-    One per session for every package: Playwright's sync API runs an event loop while it is open,
-    so a second ``sync_playwright()`` in the same process fails ("Sync API inside the asyncio
-    loop") and the suite would pass or fail with the order of its packages.
+    One per test module, closed when the module ends: Playwright's sync API runs an event loop in
+    the main thread while it is open, so a second ``sync_playwright()`` fails ("Sync API inside
+    the asyncio loop") and every later ``asyncio.run()`` (Prefect client calls in the
+    orchestration tests) fails too; kept open for the session, the suite would pass or fail
+    with the order of its modules.
     """
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not found: run `sh scripts/system-deps.sh` (Debian package chromium)")

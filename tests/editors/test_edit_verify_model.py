@@ -15,7 +15,7 @@ from edit_helpers import instruction_row, write_instructions
 
 from editors.verify import verify_reject
 from flows.config import config_from_dict
-from prompts.clients.dummy_server import DummyServer, Reply, image_urls, message_text
+from dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
 from tasks.base import RunContext

@@ -80,10 +80,12 @@ def test_a_fixed_plan_is_checked_not_replaced() -> None:
     assert not report.fits and [t.name for t in report.fits_list[0].tried] == ["single"]
 
 
-def _bad_config(tmp_path: Path) -> Path:
+def _bad_config(tmp_path: Path, misspelt: bool = False) -> Path:
+    """Editors whose weights are missing (the preflight's job); with ``misspelt``, also an editor
+    name the registry does not know (refused earlier, when the config loads)."""
     cfg = {
         "editors": [
-            {"name": "qwen-imge-edit"},
+            *([{"name": "qwen-imge-edit"}] if misspelt else []),
             {"name": "qwen-image-edit", "label": "folder", "params": {"model": str(tmp_path / "no-such-model")}},
             {"name": "qwen-image-edit", "label": "lora", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}},
         ],
@@ -98,8 +100,12 @@ def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(tm
     proc = _run("build", "--config", str(_bad_config(tmp_path)), "--run-dir", str(run_dir), "--orchestrator", "local")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "preflight failed, nothing was run" in proc.stderr
-    assert "unknown editor 'qwen-imge-edit'" in proc.stderr
     assert "no-such-model" in proc.stderr and "no-such-lora.safetensors" in proc.stderr
+    assert not (run_dir / "mine").exists()
+    # a misspelt editor name does not even reach the preflight: the config is refused as it loads
+    proc = _run("build", "--config", str(_bad_config(tmp_path, misspelt=True)), "--run-dir", str(run_dir), "--orchestrator", "local")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unknown editor 'qwen-imge-edit'" in proc.stderr
     assert not (run_dir / "mine").exists()
 
 
@@ -117,7 +123,7 @@ def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")} | {"PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run([sys.executable, "-c", code, str(_bad_config(tmp_path)), str(tmp_path / "run")],
                           capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
-    assert "STOPPED preflight failed" in proc.stdout and "unknown editor 'qwen-imge-edit'" in proc.stdout, proc.stderr[-2000:]
+    assert "STOPPED preflight failed" in proc.stdout and "no-such-lora.safetensors" in proc.stdout, proc.stderr[-2000:]
     assert not (tmp_path / "run" / "mine").exists()
 
 
@@ -128,4 +134,5 @@ def test_builds_without_edit_or_without_models_pass_quickly() -> None:
     check_before_build(cfg, None)
     report = run_preflight(cfg)
     assert report.ok and report.fits_list == [] and report.plan == "no models"
-    check_before_build(config_from_dict({"editors": [{"name": "nope"}]}), ["mine", "instruct"])  # edit not run: not checked
+    bad_weights = config_from_dict({"editors": [{"name": "qwen-image-edit", "params": {"lora": "/no/such/lora.safetensors"}}]})
+    check_before_build(bad_weights, ["mine", "instruct"])  # edit not run: not checked

@@ -220,3 +220,24 @@ def test_synset_lemmas_are_classes_as_written_in_both_readers(tmp_path: Path, re
     res = mine_visual_genome(root, cfg, seed=0)
     assert [(p["a"], p["b"], p["c_ab"]) for p in res.pair_stats] == [("man", "spectacles", 2)]
     assert res.summary["canonicalisation"]["synsets"] == 2
+
+
+def test_truncated_fsc147_images_are_refused_even_when_pillow_was_told_to_accept_them(tmp_path: Path, fsc_root: str) -> None:
+    """Some libraries switch Pillow's process-wide LOAD_TRUNCATED_IMAGES on at import (lmms-eval does)."""
+    import shutil
+
+    from PIL import ImageFile
+
+    root = tmp_path / "fsc"
+    shutil.copytree(fsc_root, root)
+    cfg = mine_config(tasks=["dense_counting"], dense_counting__per_bin=100)
+    name = sorted(c["image_id"] for c in mine_fsc147(str(root), cfg, seed=0).candidates)[0]
+    path = root / "images_384_VarV2" / name
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    saved, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, True
+    try:
+        res = mine_fsc147(str(root), cfg, seed=0)
+        assert ImageFile.LOAD_TRUNCATED_IMAGES is True  # the process's own setting is left as it was
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = saved
+    assert {r["id"]: r["reason"] for r in res.rejects}.get(f"fsc147:{name}") == "unreadable_image"

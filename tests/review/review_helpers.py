@@ -80,7 +80,7 @@ def question_rows(edits: list[dict[str, Any]], *, skip: int = 0, text: str | Non
     """Three questions (YN, MC, SA) per edit; the last ``skip`` edits get none."""
     rows = []
     for e in edits[: len(edits) - skip] if skip else edits:
-        common = {"edit_id": e["id"], "editor": e["editor"], "task": e["task"], "variant": e["variant"], "question_set": "main", "rotation": 0, "rubric_json": None, "images": [e["edited_image"]], "image_role": "edited"}
+        common = {"edit_id": e["id"], "editor": e["editor"], "task": e["task"], "variant": e["variant"], "question_set": "main", "rotation": 0, "rubric_json": None, "prior_options": None, "images": [e["edited_image"]], "image_role": "edited"}
         rows += [
             {**common, "id": stable_id(e["id"], "Q1"), "qid": "Q1", "qtype": "YN", "dimension": "existence", "text": text or "Is there a cup on the table?", "options": None, "gold": "No"},
             {**common, "id": stable_id(e["id"], "Q2"), "qid": "Q2", "qtype": "MC", "dimension": "relation", "text": "What is on the table?", "options": ["a cup", "nothing", "a plate", "a bowl"], "gold": "B"},
