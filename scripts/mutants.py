@@ -101,11 +101,11 @@ MUTANTS = [
     ),
     Mutant(
         "react-score-ca-dc-swapped", "tasks/evaluate/metrics.py", "CA and DC React-Score task weights swapped",
-        swap_dict_values("TASK_WEIGHTS", "counterfactual_attribute", "dense_counting"), ("tests/evaluate/test_metrics.py",),
+        swap_dict_values("TASK_WEIGHTS", "counterfactual_attribute", "dense_counting"), ("tests/evaluate/test_metrics.py", "tests/evaluate/test_metrics_schemes.py"),
     ),
     Mutant(
-        "lease-capacity-recheck-removed", "tasks/review/queue.py", "the re-check of the k lease slots after locking an item removed",
-        sub_once(r"if [^\n]*len\(active\)[^\n]*>=\s*self\.k\s*:", "if False:"), ("tests/review/test_review_queue.py", "tests/review/test_review_concurrency.py"),
+        "lease-capacity-recheck-removed", "tasks/review/leasing.py", "the re-check of the k lease slots after locking an item removed",
+        sub_once(r"if [^\n]*len\(active\)[^\n]*>=\s*k\s*:", "if False:"), ("tests/review/test_review_queue.py", "tests/review/test_review_rules.py", "tests/review/test_review_concurrency.py"),
     ),
     Mutant(
         "marker-last", "storage/stage_store.py", "a shard's rejects written after its completion marker",
