@@ -214,6 +214,13 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
         "C_prime": c_prime,
         "overall_distractors": [f"The {n} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
         "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"Something next to the {name} at {a} was removed."],
+        **_trace_distractors(ctx, a_prime, b_prime, others),
+    }
+
+
+def _trace_distractors(ctx: dict[str, Any], a_prime: str, b_prime: str, others: list[str]) -> dict[str, Any]:
+    """The wrong options every AT plan shares: other objects by place, other fates of B' and A'."""
+    return {
         "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
         "b_prime_distractors": [f"The {b_prime} changed colour.", f"The {b_prime} was moved slightly.", f"The {b_prime} was removed."],
         "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
@@ -333,10 +340,7 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
         "C_prime": c_prime,
         "overall_distractors": [f"The {n} in the {_region_of(ctx, n)} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
         "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"The {name} at {a} grew twice as large."],
-        "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
-        "b_prime_distractors": [f"The {b_prime} changed colour.", f"The {b_prime} was moved slightly.", f"The {b_prime} was removed."],
-        "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
-        "c_prime_objects": others,
+        **_trace_distractors(ctx, a_prime, b_prime, others),
     }
 
 
