@@ -75,7 +75,8 @@ def run_stages_cli(
     no_cache: bool = False,
     force_items: list[str] | None = None,
 ) -> None:
-    from flows.cli_preflight import PreflightFailed, check_before_build
+    from flows.cli_preflight import check_before_build
+    from tasks.preflight import PreflightFailed
     from flows.runtime import run_pipeline
     from tasks.base import StageInputError
     from tasks.runner import ShardFailed

@@ -14,10 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 
-class PreflightFailed(RuntimeError):
-    """The config cannot run here: the message holds the problems and the fix."""
-
-
 def render(report: Any, console: Console) -> None:
     from tasks.preflight import table_rows
 
@@ -37,18 +33,15 @@ def render(report: Any, console: Console) -> None:
 
 
 def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None) -> None:
-    """Raise ``PreflightFailed`` (after printing the table) when ``edit`` will run and the config
-    names something missing or no memory plan fits; nothing to do otherwise."""
-    if stages is not None and "edit" not in stages:
-        return
-    from tasks.preflight import run_preflight
+    """``tasks.preflight.require_preflight``, printing the table on ``console`` when it fails."""
+    from tasks.preflight import PreflightFailed, require_preflight
 
-    report = run_preflight(cfg, stages=stages)
-    if report.ok:
-        return
-    if console is not None:
-        render(report, console)
-    raise PreflightFailed(f"preflight failed, nothing was run:\n{report.fix()}\n(see `reactbench preflight --config ...` for the table)")
+    try:
+        require_preflight(cfg, stages)
+    except PreflightFailed as exc:
+        if console is not None:
+            render(exc.report, console)
+        raise
 
 
 def register(app: typer.Typer) -> None:

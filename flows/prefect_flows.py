@@ -26,13 +26,13 @@ from prefect.cache_policies import NONE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.cli_preflight import check_before_build
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
 from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, resolve_run_config
 from flows.context import make_context, progress_for
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from tasks.base import RunContext
+from tasks.preflight import require_preflight
 from tasks.retries import RetryPolicy
 from tasks.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
 
@@ -258,7 +258,7 @@ def build_flow(
 ) -> list[StageSummary]:
     """All (or the selected) stages in order; publishes a markdown summary even when a stage fails."""
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    check_before_build(cfg, stages)  # edit will run: stop before mine when it cannot (flows/cli_preflight.py)
+    require_preflight(cfg, stages)  # edit will run: stop before mine when it cannot (tasks/preflight.py)
     ctx = make_context(cfg, run_dir, options)
     summaries: list[StageSummary] = []
     failed: dict[str, str] = {}

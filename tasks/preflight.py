@@ -265,3 +265,21 @@ def table_rows(report: PreflightReport) -> list[tuple[str, str, str, str]]:
 
 def json_line(report: PreflightReport) -> str:
     return json.dumps(report.to_json())
+
+
+class PreflightFailed(RuntimeError):
+    """The config cannot run here: the message holds the problems and the fix; ``report`` the table."""
+
+    def __init__(self, message: str, report: PreflightReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def require_preflight(cfg: Any, stages: list[str] | None) -> None:
+    """The gate before a build (CLI and Prefect alike): raise ``PreflightFailed`` when ``edit`` will
+    run and the config names something missing or no memory plan fits; nothing to do otherwise."""
+    if stages is not None and "edit" not in stages:
+        return
+    report = run_preflight(cfg, stages=stages)
+    if not report.ok:
+        raise PreflightFailed(f"preflight failed, nothing was run:\n{report.fix()}\n(see `reactbench preflight --config ...` for the table)", report)
