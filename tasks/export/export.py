@@ -9,11 +9,12 @@ from typing import Any
 import yaml
 from rich.progress import Progress
 
+from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader, table_from_rows, write_table
 from storage.rejects import reject
-from storage.schemas import EDITS, REJECTS
+from storage.schemas import REJECTS
 from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
@@ -78,7 +79,7 @@ def export_benchmark(
     write_table(run, f"{STAGE}/rejects/part-00000.parquet", table_from_rows(REJECTS, rejects, where=f"{STAGE}/rejects"))
     files = [write_task_parquet(out, t, rows) for t, rows in sorted(by_task.items())]
     all_rows = [r for t in sorted(by_task) for r in sorted(by_task[t], key=lambda r: r["id"])]
-    edit_reader = ArtifactReader(run, "edit/edits", EDITS)
+    edit_reader = addresses.EDITS.reader(run)
     all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
     card = render_card(
         name,

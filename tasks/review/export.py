@@ -15,10 +15,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json
-from storage.parquet_io import ArtifactReader, table_from_rows
-from storage.schemas import DECISIONS, EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
+from storage.parquet_io import table_from_rows
+from storage.schemas import DECISIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
 from tasks.review.export_set import MANIFEST, write_export_set
 from tasks.review.queue import SYSTEM_USER, ReviewQueue
 from tasks.review.rules import RETIRED, current_decisions, latest_by_item
@@ -70,8 +71,8 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
         if e.kind in ("question_edit", "question_validity"):
             q_events[e.item_id].append({"kind": e.kind, "question_id": e.question_id, "after": json.loads(e.after_json)})
 
-    edits = ArtifactReader(run, "edit/edits", EDITS).rows()
-    questions = ArtifactReader(run, "qa/questions", QUESTIONS).rows()
+    edits = addresses.EDITS.reader(run).rows()
+    questions = addresses.QUESTIONS.reader(run).rows()
     by_edit: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in questions:
         by_edit[q["edit_id"]].append(q)
