@@ -58,6 +58,7 @@ benchmarks: $(STAMP)
 	$(PY) benchmarks/edit_overhead.py
 	$(PY) benchmarks/mllm_throughput.py
 	$(PY) benchmarks/review_load.py
+	$(PY) benchmarks/lock_refusal.py
 	$(PY) benchmarks/orchestration_startup.py
 	$(PY) benchmarks/mine_scale.py
 

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_lock import guard_writers
+from flows.cli_options import run_dir_option
 from flows.config import ConfigError, resolve_run_config
 
 app = typer.Typer(
@@ -27,7 +28,7 @@ app = typer.Typer(
 console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
-RunDirOpt = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL such as s3://bucket/run).")
+RunDirOpt = run_dir_option()
 ForceOpt = typer.Option(False, "--force", help="Recompute every shard even if it is complete.")
 OrchOpt = typer.Option("auto", "--orchestrator", help="auto: Prefect when a Prefect API is configured, else local threads; local; prefect.")
 MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | openai | transformers (config key mllm.backend).")
@@ -68,7 +69,7 @@ def _summary_table(summaries) -> Table:
 def run_stages_cli(
     stages: list[str] | None,
     config: Optional[Path],
-    run_dir: Path,
+    run_dir: str,
     force: bool,
     orchestrator: str,
     overrides: dict[str, Any] | None = None,
@@ -123,7 +124,7 @@ def _mllm_overrides(mllm: Optional[str], base_url: Optional[str], model: Optiona
 @app.command()
 def build(
     config: Optional[Path] = ConfigOpt,
-    run_dir: Path = RunDirOpt,
+    run_dir: str = RunDirOpt,
     force: bool = ForceOpt,
     stages: Optional[str] = typer.Option(None, "--stages", help="Comma-separated subset, e.g. mine,instruct."),
     orchestrator: str = OrchOpt,
@@ -144,7 +145,7 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
 
         def command(
             config: Optional[Path] = ConfigOpt,
-            run_dir: Path = RunDirOpt,
+            run_dir: str = RunDirOpt,
             force: bool = ForceOpt,
             orchestrator: str = OrchOpt,
             mllm: Optional[str] = MllmOpt,
@@ -158,7 +159,7 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
     else:
 
         def command(
-            config: Optional[Path] = ConfigOpt, run_dir: Path = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt,
+            config: Optional[Path] = ConfigOpt, run_dir: str = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt,
             force_items: Optional[list[str]] = ForceItemsOpt,
         ) -> None:
             run_stages_cli([stage], config, run_dir, force, orchestrator, force_items=force_items)
@@ -174,7 +175,7 @@ _stage_command("qa", "Analyse each edit and render its exam-style questions.", m
 
 
 @app.command()
-def status(run_dir: Path = RunDirOpt) -> None:
+def status(run_dir: str = RunDirOpt) -> None:
     """Show what each stage of a run directory holds (from its manifests)."""
     from flows.stages import STAGE_ORDER
     from storage.fs import RunFS
@@ -231,7 +232,7 @@ def _mount_subcommands() -> None:
     def review(
         ctx: typer.Context,
         config: Optional[Path] = ConfigOpt,
-        run_dir: Path = RunDirOpt,
+        run_dir: str = RunDirOpt,
         force: bool = ForceOpt,
         orchestrator: str = OrchOpt,
     ) -> None:

@@ -9,13 +9,15 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from flows.cli_options import run_dir_option
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``audit`` command to the root CLI."""
 
     @app.command("audit")
     def audit(
-        run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory to audit."),
+        run_dir: str = run_dir_option("Run directory to audit (local path or fsspec URL)."),
         truth: Optional[Path] = typer.Option(None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."),
     ) -> None:
         """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""

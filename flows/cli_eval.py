@@ -11,16 +11,18 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+
+from flows.cli_options import run_dir_option
 from rich.table import Table
 
 console = Console(stderr=True, soft_wrap=True)  # messages never hard-wrapped; tables still fit the width
 
-RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory (local path or fsspec URL).")
+RunDir = run_dir_option()
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
 UnverifiedOpt = typer.Option(False, "--unverified", help="Use qa/questions + edit/edits (no human review yet); outputs are labelled unverified.")
 
 
-def _config(config: Optional[Path], run_dir: Path, overrides: dict[str, Any] | None = None) -> Any:
+def _config(config: Optional[Path], run_dir: str, overrides: dict[str, Any] | None = None) -> Any:
     from flows.config import resolve_run_config
 
     return resolve_run_config(config, overrides, run_dir=run_dir)
@@ -32,8 +34,8 @@ def _fail(exc: Exception) -> None:
 
 
 def export_cmd(
-    run_dir: Path = RunDir,
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the Hugging Face datasets release (local path or fsspec URL)."),
+    run_dir: str = RunDir,
+    out: str = typer.Option(..., "--out", "-o", help="Folder for the Hugging Face datasets release (local path or fsspec URL)."),
     unverified: bool = UnverifiedOpt,
     vlmevalkit: Optional[bool] = typer.Option(None, "--vlmevalkit/--no-vlmevalkit", help="Also write a VLMEvalKit TSV (default: export.vlmevalkit_tsv)."),
     lmms_eval: Optional[bool] = typer.Option(None, "--lmms-eval/--no-lmms-eval", help="Also write lmms-eval task YAMLs (default: export.lmms_eval_yaml)."),
@@ -61,7 +63,7 @@ def export_cmd(
 
 
 def eval_cmd(
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     model: str = typer.Option(..., "--model", "-m", help="BACKEND:MODEL, e.g. rules:rules-v1 or openai:Qwen/Qwen2.5-VL-7B-Instruct."),
     unverified: bool = UnverifiedOpt,
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint of the model under test (default: mllm.base_url)."),
@@ -111,7 +113,7 @@ def _num(v: float | None) -> str:
 
 def report_cmd(
     kind: str = typer.Argument(..., help="eval | ablation | build"),
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     out: Optional[str] = typer.Option(None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."),
     model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="eval: only these evaluation folders (e.g. rules-rules-v1); repeatable."),
 ) -> None:

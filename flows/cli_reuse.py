@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 
+from flows.cli_options import run_dir_option
+
 reuse_app = typer.Typer(help="The per-item reuse store: finished edits, instructions and analyses that rebuilds take instead of recomputing.", no_args_is_help=True)
 console = Console(stderr=True)
 
 
-def _store(run_dir: Path, reuse_dir: Optional[str]):
+def _store(run_dir: str, reuse_dir: Optional[str]):
     from storage.fs import RunFS
     from storage.reuse_store import ReuseStore
 
@@ -26,21 +27,17 @@ def _store(run_dir: Path, reuse_dir: Optional[str]):
     return ReuseStore.open(run, saved), saved or f"{run_dir}/reuse"
 
 
-def _saved_reuse_dir(run_dir: Path) -> Optional[str]:
-    """``run.reuse_dir`` of the run's saved config, if it sets one."""
-    import yaml
+def _saved_reuse_dir(run_dir: str) -> Optional[str]:
+    """``run.reuse_dir`` of the run's config (the one rule: ``flows.config.resolve_run_config``)."""
+    from flows.config import resolve_run_config
 
-    path = Path(str(run_dir)) / "config.yaml"
-    if "://" in str(run_dir) or not path.exists():
-        return None
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return ((data.get("run") or {}).get("reuse_dir")) or None
+    return resolve_run_config(None, run_dir=run_dir).run.reuse_dir
 
 
 @reuse_app.command("prune")
 def prune(
     keep_days: float = typer.Option(..., "--keep-days", min=0, help="Keep entries used within this many days; delete the rest."),
-    run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory whose store to prune (its run.reuse_dir if set)."),
+    run_dir: str = run_dir_option("Run directory whose store to prune (its run.reuse_dir if set)."),
     reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to prune instead."),
 ) -> None:
     """Delete reuse entries not used for --keep-days days (and a shared store's images nothing refers to)."""
@@ -55,7 +52,7 @@ def prune(
 
 @reuse_app.command("stats")
 def stats(
-    run_dir: Path = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory whose store to describe (its run.reuse_dir if set)."),
+    run_dir: str = run_dir_option("Run directory whose store to describe (its run.reuse_dir if set)."),
     reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to describe instead."),
 ) -> None:
     """Entries per component (edit:<editor>, instruct, analysis)."""

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.console import Console
 
+from flows.cli_options import run_dir_option
+
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
 console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)
 
@@ -19,12 +21,12 @@ if TYPE_CHECKING:
     from storage.fs import RunFS
     from tasks.review.queue import ReviewQueue
 
-RunDir = typer.Option(Path("runs/demo"), "--run-dir", "-r", help="Run directory holding review/queue.sqlite and images/.")
+RunDir = run_dir_option("Run directory holding review/queue.sqlite and images/ (local path or fsspec URL).")
 DbOpt = typer.Option(None, "--db", help="Queue database URL (default: review.db_url of the run's config, else sqlite in the run dir).")
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml).")
 
 
-def open_queue(run_dir: Path, db: str | None, config: Path | None = None) -> "tuple[RunFS, ReviewQueue]":
+def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> "tuple[RunFS, ReviewQueue]":
     """The run's queue, configured from its saved config (k, lease timeout, database URL)."""
     from flows.config import resolve_run_config
     from storage.fs import RunFS
@@ -48,7 +50,7 @@ def _has_users(engine) -> bool:
 
 @review_app.command("serve")
 def serve(
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     db: Optional[str] = DbOpt,
     config: Optional[Path] = CfgOpt,
     host: str = typer.Option("127.0.0.1", help="Interface to listen on (use 0.0.0.0 only behind TLS)."),
@@ -73,7 +75,7 @@ def serve(
 def add_user_cmd(
     name: str = typer.Argument(..., help="Account name (shown on the dashboard, pseudonymised on export)."),
     role: str = typer.Option("annotator", "--role", help="annotator | admin"),
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     db: Optional[str] = DbOpt,
     config: Optional[Path] = CfgOpt,
 ) -> None:
@@ -92,7 +94,7 @@ def add_user_cmd(
 
 @review_app.command("export")
 def export_cmd(
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     db: Optional[str] = DbOpt,
     config: Optional[Path] = CfgOpt,
     labelstudio: Optional[Path] = typer.Option(None, "--labelstudio", help="Also write Label Studio tasks (JSON) here, with a labeling config beside it."),
@@ -115,7 +117,7 @@ def export_cmd(
 @review_app.command("import-labelstudio")
 def import_labelstudio_cmd(
     path: Path = typer.Argument(..., help="Label Studio JSON export of the tasks written by `review export --labelstudio`."),
-    run_dir: Path = RunDir,
+    run_dir: str = RunDir,
     db: Optional[str] = DbOpt,
     config: Optional[Path] = CfgOpt,
 ) -> None:

@@ -137,13 +137,18 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    return config_from_yaml(text, str(path), overrides)
+
+
+def config_from_yaml(text: str, source: str, overrides: dict[str, Any] | None = None) -> BuildConfig:
+    """A config from YAML text; ``source`` names it in every error."""
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
-    return config_from_dict(data, str(path))
+    return config_from_dict(data, source)
 
 
 def resolve_run_config(
@@ -169,11 +174,23 @@ def resolve_run_config(
         for dotted, value in overrides.items():
             set_dotted(data, dotted, value)
         return config_from_dict(data, "<config + overrides>")
-    path = Path(config) if config else None
-    if path is None and run_dir is not None and "://" not in str(run_dir):
-        saved = Path(str(run_dir)) / "config.yaml"
-        path = saved if saved.exists() else None
-    return load_config(path, overrides)
+    if config:
+        return load_config(config, overrides)
+    saved = saved_config(run_dir) if run_dir is not None else None
+    if saved is not None:
+        return config_from_yaml(saved[1], saved[0], overrides)
+    return load_config(None, overrides)
+
+
+def saved_config(run_dir: str | Path) -> tuple[str, str] | None:
+    """(address, text) of the run directory's ``config.yaml`` (local folder or fsspec URL), if any."""
+    from storage.fs import RunFS
+
+    run = RunFS.open(str(run_dir))
+    try:
+        return run.url.rstrip("/") + "/config.yaml", run.read_text("config.yaml")
+    except (FileNotFoundError, IsADirectoryError):
+        return None
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -31,6 +31,7 @@ from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, res
 from flows.context import make_context, progress_for
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
+from storage.run_lock import hold_run
 from tasks.base import RunContext
 from tasks.preflight import require_preflight
 from tasks.retries import RetryPolicy
@@ -241,10 +242,19 @@ def stage_flow(
     overrides: dict[str, Any] | None = None,
 ) -> StageSummary:
     """One stage on its own (its upstream must be complete in ``run_dir``): reruns, partial rebuilds."""
-    cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    ctx = make_context(cfg, run_dir, options)
-    with ray_session(cfg):
-        return _run_stage(get_stage(stage_name).name, ctx, force)
+    with _run_lease(run_dir, f"prefect flow reactbench-stage ({stage_name})"):
+        cfg = resolve_run_config(config, overrides, run_dir=run_dir)
+        ctx = make_context(cfg, run_dir, options)
+        with ray_session(cfg):
+            return _run_stage(get_stage(stage_name).name, ctx, force)
+
+
+@contextmanager
+def _run_lease(run_dir: str, owner: str) -> Iterator[None]:
+    """The run directory's write lease (storage/run_lock.py) for a flow run a worker started; a
+    flow called by ``reactbench build``, which holds it already, gets a nested handle."""
+    with hold_run(run_dir, owner, on_message=lambda m: get_run_logger().warning(m)):
+        yield
 
 
 @flow(name="reactbench-build")
@@ -257,6 +267,14 @@ def build_flow(
     overrides: dict[str, Any] | None = None,
 ) -> list[StageSummary]:
     """All (or the selected) stages in order; publishes a markdown summary even when a stage fails."""
+    with _run_lease(run_dir, "prefect flow reactbench-build"):
+        return _build(config, run_dir, stages, force, options, overrides)
+
+
+def _build(
+    config: dict[str, Any] | str | None, run_dir: str, stages: list[str] | None, force: bool,
+    options: dict[str, Any] | None, overrides: dict[str, Any] | None,
+) -> list[StageSummary]:
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
     require_preflight(cfg, stages)  # edit will run: stop before mine when it cannot (tasks/preflight.py)
     ctx = make_context(cfg, run_dir, options)

@@ -24,14 +24,20 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from storage.fs import RunFS
+if TYPE_CHECKING:  # storage.fs pulls fsspec; the CLI's early refusal (local_holder) must stay light
+    from storage.fs import RunFS
 
 LEASE_FILE = ".reactbench-lock.json"
 DEFAULT_TTL_S = 60.0  # a lease whose heartbeat is older is stale (fsspec URLs)
 DEFAULT_HEARTBEAT_S = 10.0
 SETTLE_S = 0.5  # fsspec URLs: wait this long before re-reading the lease to see who won
+
+# Run directories this process holds (URL -> lock): a Prefect flow started by a CLI command that
+# already holds the lease gets a nested handle (hold_run) instead of refusing its own caller.
+_held_here: dict[str, "RunLock"] = {}
+_held_guard = threading.Lock()
 
 
 class RunLocked(RuntimeError):
@@ -94,7 +100,9 @@ def stale_reason(lease: Lease, now: float) -> str | None:
 class RunLock:
     """The write lease of one run directory; use as a context manager around a writing command.
 
-    ``on_message`` receives the takeover notice when a stale lease is replaced.
+    ``on_message`` receives the takeover notice when a stale lease is replaced. ``reentrant``:
+    code running under this holder (in this process) may ``hold_run`` the same directory and
+    gets a :class:`NestedLock`; otherwise a second holder in this process is refused like any other.
     """
 
     def __init__(
@@ -105,12 +113,14 @@ class RunLock:
         ttl_s: float = DEFAULT_TTL_S,
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         on_message: Callable[[str], None] | None = None,
+        reentrant: bool = False,
     ):
         self.run = run
         self.owner = owner
         self.ttl_s = ttl_s
         self.heartbeat_s = heartbeat_s
         self.on_message = on_message or (lambda msg: print(msg, file=sys.stderr))
+        self.reentrant = reentrant  # code this holder calls may hold_run() the same directory (nested)
         self.lease: Lease | None = None
         self.took_over: Lease | None = None
         self.lost = threading.Event()  # set when another writer replaced our lease (fsspec only)
@@ -144,6 +154,8 @@ class RunLock:
         self._beat = threading.Thread(target=self._heartbeat_loop, name="run-lock-heartbeat", daemon=True)
         self._beat.start()
         assert self.lease is not None
+        with _held_guard:
+            _held_here[self.run.url] = self
         return self.lease
 
     def _acquire_local(self) -> Lease | None:
@@ -156,7 +168,10 @@ class RunLock:
             except BlockingIOError:
                 holder = self._read_fd(fd)
                 os.close(fd)
-                if holder is None:  # the holder is between creating and writing the file
+                # None: the holder is between creating and writing the file. A stale lease under
+                # a held flock: a momentary holder (local_holder's probe, or a writer about to
+                # replace the lease), not a live writer; either way, look again shortly.
+                if holder is None or stale_reason(holder, time.time()) is not None:
                     time.sleep(0.05)
                     continue
                 raise RunLocked(self.run.url, holder) from None
@@ -193,6 +208,9 @@ class RunLock:
 
     def release(self) -> None:
         """Stop the heartbeat and remove the lease (only if it is still ours)."""
+        with _held_guard:
+            if _held_here.get(self.run.url) is self:
+                del _held_here[self.run.url]
         self._stop.set()
         if self._beat is not None:
             self._beat.join(timeout=5)
@@ -272,7 +290,70 @@ def read_lease(run: RunFS) -> Lease | None:
         return None
 
 
-def hold_run(url: str, owner: str, **kwargs: Any) -> RunLock:
-    """The lock of the run directory at ``url`` (a context manager): ``with hold_run(d, "reactbench build"): ...``."""
-    return RunLock(RunFS.open(url), owner, **kwargs)
+def local_holder(run_dir: str) -> Lease | None:
+    """The live holder of a local run directory's lease, or None (free, stale, or not local).
+
+    A cheap look that needs neither fsspec nor the CLI: ``reactbench build`` on a locked run
+    directory is refused by this before the heavy imports. It only ever refuses; taking the
+    lease stays with :meth:`RunLock.acquire`.
+    """
+    import fcntl
+
+    if "://" in run_dir and not run_dir.startswith("file://"):
+        return None
+    path = os.path.join(run_dir.removeprefix("file://"), LEASE_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = Lease.parse(os.pread(fd, 1 << 16, 0))
+            return holder if holder is not None and stale_reason(holder, time.time()) is None else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+class NestedLock:
+    """A handle on a lease this process already holds: entering and leaving it change nothing."""
+
+    def __init__(self, outer: RunLock):
+        self.outer = outer
+
+    @property
+    def lease(self) -> Lease | None:
+        return self.outer.lease
+
+    def acquire(self) -> Lease | None:
+        return self.outer.lease
+
+    def release(self) -> None:
+        return None
+
+    def __enter__(self) -> "NestedLock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def hold_run(url: str, owner: str, **kwargs: Any) -> "RunLock | NestedLock":
+    """The lock of the run directory at ``url`` (a context manager): ``with hold_run(d, "reactbench build"): ...``.
+
+    When this process already holds it through a ``reentrant`` lock (the CLI's ``build`` running
+    the Prefect build flow in process), the handle is nested: the outer holder keeps the lease
+    and releases it.
+    """
+    from storage.fs import RunFS
+
+    run = RunFS.open(url)
+    with _held_guard:
+        outer = _held_here.get(run.url)
+        if outer is not None and outer.reentrant and outer.lease is not None:
+            return NestedLock(outer)
+    return RunLock(run, owner, **kwargs)
 

@@ -64,25 +64,18 @@ def _wait_for_lease(run_dir: Path, pid: int, timeout: float = 60.0) -> dict:
     raise AssertionError(f"no lease of pid {pid} in {run_dir} after {timeout} s")
 
 
-def _cli_startup_seconds() -> float:
-    """How long the CLI takes to start at all on this (possibly busy) machine."""
-    started = time.perf_counter()
-    subprocess.run([CLI, "--help"], capture_output=True, env=_env(), timeout=120, check=True)
-    return time.perf_counter() - started
-
-
 def test_second_build_fails_at_once_and_a_killed_holder_is_taken_over(tmp_path: Path, sample_dir: Path):
     config, run_dir = _config(tmp_path, sample_dir, "demo"), tmp_path / "run"
     first = subprocess.Popen(_build(config, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=tmp_path)
     try:
         _wait_for_lease(run_dir, first.pid)
-        startup = _cli_startup_seconds()
         started = time.perf_counter()
         second = subprocess.run(_build(config, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
-        waited = time.perf_counter() - started - startup
+        waited = time.perf_counter() - started
         assert second.returncode == LOCKED_EXIT, second.stderr
         assert "`reactbench build`" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
-        assert waited < 2.0, f"the refused build took {waited:.1f} s beyond the CLI's {startup:.1f} s startup"
+        # refused by the executable before the CLI loads (flows/entry.py): interpreter start-up only
+        assert waited < 2.0, f"the refused build took {waited:.1f} s while the first build ran"
         assert "Traceback" not in second.stderr
         assert first.poll() is None, "the first build finished before it could be killed: the takeover below would prove nothing"
         os.kill(first.pid, signal.SIGKILL)

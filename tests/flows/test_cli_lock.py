@@ -42,3 +42,58 @@ def test_readers_need_no_lock(tmp_path: Path, argv: list[str]):
     with RunLock(RunFS.open(str(run_dir)), "reactbench build"):
         res = CliRunner().invoke(app, [*argv, "--run-dir", str(run_dir)])
     assert res.exit_code != LOCKED_EXIT and "is being written by" not in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    "argv, refused",
+    [
+        (["build", "--run-dir", "{run}"], True),
+        (["edit", "-r", "{run}", "--force"], True),
+        (["qa", "--run-dir={run}"], True),
+        (["mine", "--config", "x.yaml", "--run-dir", "elsewhere", "--run-dir", "{run}"], True),  # the last one wins, as in Typer
+        (["build", "--run-dir", "{run}", "--help"], False),  # help is always shown
+        (["status", "--run-dir", "{run}"], False),  # a reader
+        (["review", "export", "--run-dir", "{run}"], False),  # groups: the full CLI checks them
+        (["build", "--run-dir", "{run}-other"], False),
+        ([], False),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
+)
+def test_early_refusal_reads_the_writer_and_its_run_dir(tmp_path: Path, argv: list[str], refused: bool):
+    from flows.cli_lock import early_refusal
+
+    run_dir = tmp_path / "run"
+    with RunLock(RunFS.open(str(run_dir)), "reactbench build"):
+        message = early_refusal([a.replace("{run}", str(run_dir)) for a in argv])
+    assert (message is not None) is refused
+    if refused:
+        assert "`reactbench build`" in message and f"pid {os.getpid()}" in message
+
+
+def test_the_executable_refuses_before_importing_the_cli(tmp_path: Path):
+    """A refused writer exits 3 naming the holder without loading Typer, pydantic or numpy: the
+    refusal costs the interpreter's start-up, not the CLI's (which is seconds on a busy node)."""
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    code = (
+        "import sys\n"
+        f"sys.argv = ['reactbench', 'build', '--run-dir', {str(run_dir)!r}]\n"
+        "from flows.entry import main\n"
+        "try:\n    main()\n"
+        "except SystemExit as exc:\n"
+        "    heavy = sorted(m for m in ('typer', 'pydantic', 'numpy', 'fsspec', 'flows.cli', 'flows.config') if m in sys.modules)\n"
+        "    print(exc.code, heavy)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    with RunLock(RunFS.open(str(run_dir)), "reactbench build"):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert proc.stdout.strip() == f"{LOCKED_EXIT} []", proc.stdout + proc.stderr
+    assert "`reactbench build`" in proc.stderr and f"pid {os.getpid()}" in proc.stderr
+
+
+def test_run_dir_urls_reach_commands_unchanged():
+    """--run-dir is a string: a Path would fold ``memory://bucket/run`` into ``memory:/bucket/run``."""
+    res = CliRunner().invoke(app, ["status", "--run-dir", "memory://rb-cli-url/absent"])
+    assert "memory://rb-cli-url/absent" in res.output and "memory:/rb" not in res.output.replace("memory://rb", ""), res.output

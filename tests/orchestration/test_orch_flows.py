@@ -157,3 +157,21 @@ def test_cli_progress_follows_the_shards_of_a_prefect_run(tmp_path: Path, prefec
     )
     assert result.orchestrator == "prefect" and result.summaries[0].shards_run == 4
     assert seen["cube"][0] == (0, 4) and seen["cube"][-1] == (4, 4) and len(seen["cube"]) == 5
+
+
+def test_a_flow_run_started_by_a_worker_holds_the_run_lease(tmp_path: Path, prefect_api: Any) -> None:
+    """Deployments run the flows without the CLI: the flow itself takes the lease, so a flow run
+    on a directory another process writes fails naming it, and a CLI build that holds the lease
+    runs the same flow in process through a nested handle."""
+    from flows.prefect_flows import stage_flow
+    from lock_holder import held_by_another_process
+    from storage.run_lock import RunLocked, hold_run
+
+    run_dir, cfg = tmp_path / "run", _config()
+    with held_by_another_process(run_dir) as holder:
+        with pytest.raises(RunLocked, match=f"pid {holder.pid}"):
+            stage_flow(stage_name="cube", config=cfg, run_dir=str(run_dir), options={"n": 6})
+    assert CubeStage.calls == [], "no shard ran under another writer's lease"
+    with hold_run(str(run_dir), "reactbench build", reentrant=True):  # what the CLI's lock wrapper takes
+        summary = stage_flow(stage_name="cube", config=cfg, run_dir=str(run_dir), options={"n": 6})
+    assert summary.shards_run == 2

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from lock_holder import held_by_another_process
 from storage.fs import RunFS
-from storage.run_lock import LEASE_FILE, Lease, RunLock, RunLocked, read_lease, stale_reason
+from storage.run_lock import LEASE_FILE, Lease, NestedLock, RunLock, RunLocked, hold_run, local_holder, read_lease, stale_reason
 
 
 def _dead_pid() -> int:
@@ -39,24 +40,61 @@ def test_second_writer_is_refused_naming_the_holder(tmp_path: Path):
 
 def test_lock_held_by_another_process_is_refused_and_released_when_it_dies(tmp_path: Path):
     root = tmp_path / "run"
-    code = (
-        "import sys, time; from storage.fs import RunFS; from storage.run_lock import RunLock\n"
-        f"lock = RunLock(RunFS.open({str(root)!r}), 'reactbench build'); lock.acquire(); print('held', flush=True); time.sleep(60)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    try:
-        assert proc.stdout.readline().strip() == "held"
+    with held_by_another_process(root) as proc:
         started = time.perf_counter()
         with pytest.raises(RunLocked, match=f"pid {proc.pid}"):
             RunLock(RunFS.open(str(root)), "reactbench qa").acquire()
         assert time.perf_counter() - started < 1.0
-    finally:
-        proc.kill()
-        proc.wait()
     messages: list[str] = []
     with RunLock(RunFS.open(str(root)), "reactbench qa", on_message=messages.append) as lock:
         assert lock.took_over is not None and lock.took_over.pid == proc.pid
     assert len(messages) == 1 and "Taking over the stale lock" in messages[0] and f"pid {proc.pid}" in messages[0] and "gone" in messages[0]
+
+
+def test_local_holder_names_a_live_holder_only(tmp_path: Path):
+    """The CLI's early refusal: a live holder is named; a free, missing or stale lease is not."""
+    root = tmp_path / "run"
+    assert local_holder(str(root)) is None  # no run directory yet
+    with held_by_another_process(root) as proc:
+        holder = local_holder(str(root))
+        assert holder is not None and holder.pid == proc.pid and holder.owner == "reactbench build"
+        assert local_holder(f"file://{root}") == holder
+    assert (root / LEASE_FILE).exists() and local_holder(str(root)) is None  # left by a killed holder: stale
+    assert local_holder("memory://rb-lock/run") is None  # fsspec URLs: the full CLI checks them
+
+
+def test_a_probe_holding_the_flock_over_a_stale_lease_does_not_refuse_a_writer(tmp_path: Path):
+    """local_holder's shared flock is momentary; a writer that meets it over a dead holder's
+    lease waits for it instead of naming the dead process as a live writer."""
+    import fcntl
+    import threading
+
+    run = RunFS.open(str(tmp_path / "run"))
+    now = time.time()
+    dead = Lease("reactbench build", socket.gethostname(), _dead_pid(), "d" * 32, now, now, 60.0)
+    run.write_bytes_atomic(LEASE_FILE, dead.to_json())
+    fd = os.open(run.path(LEASE_FILE), os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # the probe's moment, stretched
+    threading.Timer(0.2, lambda: os.close(fd)).start()
+    with RunLock(run, "reactbench mine", on_message=lambda m: None) as lock:
+        assert lock.took_over == dead
+
+
+def test_a_process_holding_the_lease_gets_a_nested_handle(tmp_path: Path):
+    """``reactbench build`` holds the lease and runs the Prefect build flow in process; the flow's
+    own ``hold_run`` must neither refuse its caller nor release the caller's lease."""
+    url = str(tmp_path / "run")
+    with RunLock(RunFS.open(url), "a library caller"):  # not reentrant: a second holder here is refused
+        with pytest.raises(RunLocked):
+            hold_run(url, "prefect flow reactbench-build").acquire()
+    with hold_run(url, "reactbench build", reentrant=True) as outer:
+        assert isinstance(outer, RunLock)
+        with hold_run(url, "prefect flow reactbench-build") as inner:
+            assert isinstance(inner, NestedLock) and inner.lease == outer.lease
+        assert read_lease(RunFS.open(url)).token == outer.lease.token  # still held after the nested exit
+    assert not RunFS.open(url).exists(LEASE_FILE)
+    with hold_run(url, "prefect flow reactbench-build") as again:  # released: a fresh lease, not a nested one
+        assert isinstance(again, RunLock)
 
 
 def test_heartbeat_refreshes_the_lease(tmp_path: Path):
