@@ -92,3 +92,19 @@ def test_one_resolver_explicit_then_saved_then_demo(tmp_path: Path) -> None:
     assert resolve_run_config({"run": {"seed": 5}}, {"run.workers": 1}).run.workers == 1
     with pytest.raises(ConfigError, match=r"editors\[1\].name: unknown editor 'sam_lama'; valid choices: .*sam-lama"):
         resolve_run_config({"editors": [{"name": "classical"}, {"name": "sam_lama"}]})
+
+
+def test_saved_config_of_an_fsspec_run_is_read(tmp_path: Path) -> None:
+    """A run on ``s3://`` (here ``memory://``) keeps its config.yaml there: a command without
+    --config must read it, not fall back to the demo config; a broken one is named by its URL."""
+    from flows.config import resolve_run_config
+    from storage.fs import RunFS
+
+    url = "memory://rb-config-test/run"
+    run = RunFS.open(url)
+    run.write_bytes_atomic("config.yaml", dump_config(load_config(None, {"run.seed": 11})).encode())
+    assert resolve_run_config(None, {"run.workers": 1}, run_dir=url).run.seed == 11
+    run.write_bytes_atomic("config.yaml", b"run:\n  seed: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"memory://+rb-config-test/run/config.yaml: not valid YAML"):
+        resolve_run_config(None, run_dir=url)
+    run.rm("config.yaml")
