@@ -30,6 +30,11 @@ def check_deadline(step: str = "") -> None:
         raise EditTimeout(f"time budget spent{f' during {step}' if step else ''}")
 
 
+def set_deadline(seconds: float | None) -> None:
+    """Start the current thread's budget clock (``seconds`` from now), or stop it with None."""
+    _local.deadline = None if seconds is None else time.monotonic() + seconds
+
+
 def remaining_seconds() -> float | None:
     """Seconds left in the current call's budget, or None when it has none."""
     deadline = getattr(_local, "deadline", None)
@@ -43,7 +48,7 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
     box: dict[str, Any] = {}
 
     def start() -> None:
-        _local.deadline = time.monotonic() + seconds
+        set_deadline(seconds)
         started.set()
 
     def target() -> None:
@@ -52,7 +57,7 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             box["error"] = exc
         finally:
-            _local.deadline = None
+            set_deadline(None)
             started.set()
             finished.set()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from storage.config_base import Section
+from storage.config_base import NOT_IN_STAGE_KEY, Section
 
 
 class EditorSpec(Section):
@@ -18,7 +18,8 @@ class EditorSpec(Section):
         None, description="value of the `editor` column; set it to run one editor twice with different params"
     )
     time_budget_s: float | None = Field(
-        300.0, gt=0, description="wall seconds per item (a batch gets the sum); an item over it becomes an `editor_timeout` reject and the batch goes on; null: no budget"
+        300.0, gt=0, json_schema_extra=NOT_IN_STAGE_KEY,
+        description="wall seconds per item (a batch gets the sum); an item over it becomes an `editor_timeout` reject and the batch goes on (a rerun retries it); null: no budget",
     )
 
     @property

@@ -1,5 +1,6 @@
 """What the diffusers editors share: loading a pipeline (dtype, device, offload, LoRA) with clear
-errors, per-item seeded generators, and bringing outputs back to uint8 at the source size."""
+errors, per-item seeded generators, the per-step time-budget check, and bringing outputs back to
+uint8 at the source size."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from PIL import Image
 
 from editors.base import EditorError
+from editors.budget import check_deadline
 from editors.weights import pick_device, resolve_file, resolve_model, torch_dtype
 
 
@@ -57,6 +59,14 @@ def generators(seeds: Sequence[int]) -> list[Any]:
     import torch
 
     return [torch.Generator("cpu").manual_seed(int(s)) for s in seeds]
+
+
+def stop_when_over_budget(pipe: Any, step: int, timestep: Any, callback_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``callback_on_step_end`` of every diffusers call: an abandoned call (its item ran over
+    ``time_budget_s``, editors/budget.py) stops at the next denoising step instead of holding
+    the GPU for the rest of its steps."""
+    check_deadline(f"denoising step {step + 1}")
+    return callback_kwargs
 
 
 def to_uint8(image: Any) -> np.ndarray:

@@ -11,7 +11,7 @@ from PIL import Image
 from pydantic import Field
 
 from editors.base import EditFailure, Editor, EditRequest, EditResult, missing_extra
-from editors.diffusion import back_to_source, generators, load_pipeline, to_uint8
+from editors.diffusion import back_to_source, generators, load_pipeline, stop_when_over_budget, to_uint8
 from storage.config_base import Section
 
 
@@ -91,6 +91,7 @@ class InstructPix2PixEditor(Editor):
                     prompt=[p.prompt_template.format(instruction=r.instruction, target_name=r.target_name or "") for r in part],
                     image=images, num_inference_steps=p.steps, guidance_scale=p.guidance_scale,
                     image_guidance_scale=p.image_guidance_scale, generator=generators([r.seed for r in part]), output_type="np",
+                    callback_on_step_end=stop_when_over_budget,
                 ).images
                 for i, r, img in zip(idx[k : k + p.batch_size], part, out):
                     image, raw = back_to_source(to_uint8(img), r.image.shape[1], r.image.shape[0])

@@ -29,7 +29,7 @@ from PIL import Image
 from pydantic import Field
 
 from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult, missing_extra
-from editors.diffusion import back_to_source, generators, load_lora, load_pipeline, to_uint8
+from editors.diffusion import back_to_source, generators, load_lora, load_pipeline, stop_when_over_budget, to_uint8
 from editors.weights import pick_device, resolve_model
 from storage.config_base import Section
 
@@ -340,6 +340,7 @@ class QwenImageEditEditor(Editor):
             "generator": generators([r.seed for r in reqs]),
             "output_type": "np",
             "max_sequence_length": p.max_sequence_length,
+            "callback_on_step_end": stop_when_over_budget,  # a call over its time budget stops at the next step
         }
         if p.true_cfg_scale > 1:
             kwargs["negative_prompt"] = [p.negative_prompt] * len(reqs)

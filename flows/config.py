@@ -17,7 +17,7 @@ from editors.config import EditorSpec
 from miners.config import MineConfig
 from prompts.config import MLLMConfig
 from storage.config_base import Section
-from tasks.config import EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
+from tasks.config import TRANSIENT_REJECT_REASONS, EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
@@ -57,8 +57,8 @@ class OrchestrationConfig(Section):
     )
     device_lock_dir: str | None = Field(None, description="folder of the per-GPU lock files (default: <tmp>/reactbench-gpu-locks)")
     rerun_reject_reasons: tuple[str, ...] = Field(
-        ("out_of_memory", "llm_error"),
-        description="reject reasons of transient item failures: a rerun recomputes the shards holding such rejects",
+        TRANSIENT_REJECT_REASONS,
+        description="reject reasons of transient item failures: a rerun recomputes the shards holding such rejects (their other items come from the reuse store)",
     )
 
 

@@ -7,7 +7,12 @@ from typing import Literal
 from pydantic import Field
 
 from editors.config import QCParams
-from storage.config_base import Section
+from storage.config_base import NOT_IN_STAGE_KEY, Section
+
+# Reject reasons of passing item failures: never stored for reuse, recomputed by a rerun
+# (the default of orchestration.rerun_reject_reasons). A timeout depends on the node's load,
+# and a raised editors[].time_budget_s must reach the items that ran out of it.
+TRANSIENT_REJECT_REASONS = ("out_of_memory", "llm_error", "editor_timeout")
 
 
 class InstructConfig(Section):
@@ -17,11 +22,11 @@ class InstructConfig(Section):
 
 
 class EditConfig(Section):
-    batch_size: int = Field(4, ge=1, description="requests per editor call (capped by the editor's own batch_size)")
-    keep_loaded: int = Field(1, ge=1, description="model editors kept loaded per worker process (ablations of big models)")
+    batch_size: int = Field(4, ge=1, description="requests per editor call (capped by the editor's own batch_size)", json_schema_extra=NOT_IN_STAGE_KEY)
+    keep_loaded: int = Field(1, ge=1, description="model editors kept loaded per worker process (ablations of big models)", json_schema_extra=NOT_IN_STAGE_KEY)
     record_timings: bool = Field(False, description="fill edits.edit_seconds (wall time varies, so artifacts stop being byte-identical)")
     png_compress_level: int = Field(1, ge=0, le=9, description="zlib level of edited PNGs: 1 is ~4x faster than 6 for ~5% more bytes")
-    overlap_io: bool = Field(True, description="read the next batch and QC/encode/write the previous one while the editor runs")
+    overlap_io: bool = Field(True, description="read the next batch and QC/encode/write the previous one while the editor runs", json_schema_extra=NOT_IN_STAGE_KEY)
     qc: QCParams = QCParams()
 
 

@@ -112,8 +112,8 @@ class EditStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         return {
-            "editors": [s.model_dump(mode="json") for s in ctx.config.editors],
-            "edit": ctx.config.edit.model_dump(mode="json"),
+            "editors": [s.stage_key() for s in ctx.config.editors],
+            "edit": ctx.config.edit.stage_key(),
             "seed": ctx.seed,
             "verify_model": verify_model_key(ctx),
         }
@@ -138,7 +138,7 @@ class EditStage(Stage):
         # Rows record the params with defaults filled and the load's choices (memory plan), not the placed device.
         params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | editor.resolved_params()})
         fixed = {  # what every item key of this shard shares (the bare editor: its own class and params)
-            "editor": [spec.key, params_json, reuse_params(editor)], "edit": edit_settings(cfg), "verify_model": verify_model_key(ctx),
+            "editor": [spec.key, params_json, reuse_params(editor)], "edit": cfg.stage_key(), "verify_model": verify_model_key(ctx),
             "code": edit_code_version(editor),
         }
         editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
@@ -337,13 +337,6 @@ class EditStage(Stage):
 
 
 # ---------------------------------------------------------------------------- item reuse
-# Output-changing edit settings (batching, overlap and model caching change speed only).
-EDIT_OUTPUT_KEYS = ("record_timings", "png_compress_level", "qc")
-
-
-def edit_settings(cfg: Any) -> dict[str, Any]:
-    dumped = cfg.model_dump(mode="json")
-    return {k: dumped[k] for k in EDIT_OUTPUT_KEYS}
 
 
 def reuse_params(editor: Any) -> Any:

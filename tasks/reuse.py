@@ -107,7 +107,9 @@ def transient_reasons(ctx: Any) -> frozenset[str]:
     try:
         return frozenset(ctx.config.orchestration.rerun_reject_reasons)
     except AttributeError:
-        return frozenset({"out_of_memory", "llm_error"})
+        from tasks.config import TRANSIENT_REJECT_REASONS
+
+        return frozenset(TRANSIENT_REJECT_REASONS)
 
 
 @dataclass

@@ -57,3 +57,19 @@ def test_runs_through_the_edit_stage(tmp_path, scene_objects, sample_dir, tiny_p
         edited, original = images.get_array(r["edited_image"]), images.get_array(r["original_image"])
         assert edited.shape == original.shape == (r["height"], r["width"], 3)
         assert not np.array_equal(edited, original)
+
+
+def test_a_call_over_its_budget_stops_at_the_next_denoising_step(tiny_pix2pix):
+    import pytest
+
+    from editors.budget import EditTimeout, set_deadline
+
+    ed = InstructPix2PixEditor({"model": str(tiny_pix2pix), "steps": 4, "max_side": 64, "batch_size": 1})
+    req = EditRequest("0", np.zeros((64, 64, 3), np.uint8), "make it blue", "t", "attribute", 0)
+    ed.ensure_loaded()
+    set_deadline(-1.0)  # the item's budget is already spent when denoising starts
+    try:
+        with pytest.raises(EditTimeout, match="denoising step 1"):
+            ed.edit_batch([req])
+    finally:
+        set_deadline(None)

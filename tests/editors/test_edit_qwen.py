@@ -100,3 +100,20 @@ def test_cpu_offload_without_cuda_is_a_clear_error(tiny_qwen_edit):
 
     with pytest.raises(EditorError, match="cpu_offload='model' needs a CUDA device"):
         QwenImageEditEditor({"model": str(tiny_qwen_edit), "cpu_offload": "model"}).ensure_loaded()
+
+
+@pytest.mark.parametrize("budget_spent", [True, False], ids=["spent", "left"])
+def test_a_call_over_its_budget_stops_at_the_next_denoising_step(edit_editor, budget_spent: bool):
+    """The abandoned call of an item over ``time_budget_s`` must not hold the GPU for its
+    remaining steps: the pipeline's step callback checks the budget (editors/diffusion.py)."""
+    from editors.budget import EditTimeout, set_deadline
+
+    set_deadline(-1.0 if budget_spent else 600.0)
+    try:
+        if budget_spent:
+            with pytest.raises(EditTimeout, match="denoising step 1"):
+                edit_editor.edit_batch(_requests()[:1])
+        else:
+            assert isinstance(edit_editor.edit_batch(_requests()[:1])[0], EditResult)
+    finally:
+        set_deadline(None)

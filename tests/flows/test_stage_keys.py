@@ -57,3 +57,17 @@ def test_new_settings_join_the_key_unless_declared_otherwise() -> None:
         b: str = "x"
 
     assert Outer().stage_key() == {"inner": {"a": 1}, "b": "x"}
+
+
+def test_edit_key_ignores_budgets_and_batching_but_not_what_changes_pixels(tmp_path: Path) -> None:
+    from tasks.edit import EditStage
+
+    def key(**changes: object) -> str:
+        return config_hash(EditStage().config_section(RunContext(RunFS.open(str(tmp_path)), load_config(None, changes))))
+
+    base = key()
+    demo_editor = {"name": "classical", "params": {"dilation_px": 5}}
+    speed_only = {"edit.batch_size": 1, "edit.keep_loaded": 2, "edit.overlap_io": False, "editors": [{**demo_editor, "time_budget_s": 30}]}
+    assert key(**speed_only) == base
+    assert key(**{"edit.png_compress_level": 6}) != base and key(**{"edit.qc.min_psnr_outside": 25.0}) != base
+    assert key(editors=[{"name": "classical", "params": {"dilation_px": 5, "mask_method": "ellipse"}}]) != base
