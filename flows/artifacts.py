@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from uuid import UUID
 
 from tasks.runner import StageSummary
+from tasks.suggest import suggest
 
 
 def artifact_key(*parts: str) -> str:
@@ -76,7 +77,7 @@ def build_summary_markdown(
     lines += ["", "## Reports", ""]
     lines += [f"- {_link(run_dir, rel)}" for rel in reports]
     lines += [
-        f"- review queue: {_link(run_dir, 'review/queue.sqlite')} (`reactbench review serve --run-dir {run_dir}`)",
+        f"- review queue: {_link(run_dir, 'review/queue.sqlite')} (`{suggest('review', 'serve', '--run-dir', str(run_dir))}`)",
         f"- more reports (eval, ablation) land under {_link(run_dir, 'reports')}",
     ]
     return "\n".join(lines)

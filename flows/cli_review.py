@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from flows.cli_options import run_dir_option
+from tasks.suggest import suggest
 
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
 console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)
@@ -67,7 +68,7 @@ def serve(
     app = create_app(str(run_dir), queue, secure_cookies=secure_cookies)
     console.print(f"Review app for {run_dir} (queue {redact(str(queue.engine.url))}) on http://{host}:{port}/")
     if not _has_users(queue.engine):
-        console.print(f"No account yet: reactbench review add-user NAME --role admin --run-dir {run_dir}")
+        console.print(f"No account yet: {suggest('review', 'add-user', 'NAME', '--role', 'admin', '--run-dir', run_dir)}")
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -7,7 +7,6 @@ those per-image questions with binary searches instead of dictionaries over mill
 
 from __future__ import annotations
 
-from typing import Any
 
 import msgspec
 import numpy as np

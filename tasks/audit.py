@@ -32,6 +32,7 @@ import numpy as np
 from miners.canonical import basic_name
 from prompts.colours import colour_of, colours_apart
 from prompts.locations import region_words
+from tasks.suggest import suggest
 
 @dataclass
 class ItemAudit:
@@ -309,7 +310,7 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
 
     queue = ArtifactReader(run, "review/queue", REVIEW_QUEUE)
     if not queue.exists():
-        raise FileNotFoundError(f"{run.url}: no review/queue; run `reactbench build` (or the review stage) first")
+        raise FileNotFoundError(f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first")
     queued = sorted({r["edit_id"] for r in queue.rows(["edit_id"])})
     edits = {e["id"]: e for e in ArtifactReader(run, "edit/edits", EDITS).rows() if e["id"] in set(queued)}
     if truth_path is None:

@@ -16,6 +16,7 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
+from tasks.suggest import suggest
 
 DEVICE_OPTION = "device"  # RunContext.options key: the device an orchestrator placed a shard on (e.g. cuda:1)
 
@@ -83,7 +84,7 @@ class Stage(ABC):
             if not manifest or manifest.get("status") != "complete":
                 raise UpstreamMissing(
                     f"stage {self.name!r} reads {up!r}, which has not completed in {ctx.run.url}; "
-                    f"run `reactbench {up} --run-dir {ctx.run.url}` (or `reactbench build`) first"
+                    f"run `{suggest(up, '--run-dir', ctx.run.url)}` (or `reactbench build`) first"
                 )
             fps[up] = manifest["output_fingerprint"]
         return fps

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from storage.image_store import ImageStore
-from storage.task_ids import TASK_IDS as TASK_ORDER
 
 COLUMNS: tuple[str, ...] = (
     "id",

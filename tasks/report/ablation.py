@@ -23,6 +23,7 @@ from tasks.evaluate.schemas import ANSWERS
 from tasks.evaluate.run import list_evaluations
 from tasks.report.html import figure, page, table
 from tasks.report.svg import hbars
+from tasks.suggest import suggest
 
 
 class NoEdits(RuntimeError):
@@ -152,7 +153,7 @@ def gallery(run: RunFS, edits: list[dict[str, Any]], per: int = 2) -> str:
 def render_ablation_report(run: RunFS) -> str:
     reader = addresses.EDITS.reader(run)
     if not reader.exists():
-        raise NoEdits(f"{run.path(addresses.EDITS.folder)}: no edits found; run `reactbench edit --run-dir {run.url}` first")
+        raise NoEdits(f"{run.path(addresses.EDITS.folder)}: no edits found; run `{suggest('edit', '--run-dir', run.url)}` first")
     edits = reader.rows()
     vreader = addresses.VERIFIED_EDITS.reader(run)
     if vreader.exists():

@@ -11,6 +11,7 @@ from storage.parquet_io import ArtifactReader
 from storage.schemas import REJECTS
 from tasks.report.html import figure, page, table
 from tasks.report.svg import hbars
+from tasks.suggest import suggest
 
 STAGES = ("mine", "instruct", "edit", "qa", "review", "export")
 
@@ -32,7 +33,7 @@ def stage_facts(run: RunFS) -> list[dict[str, Any]]:
 def render_build_report(run: RunFS) -> str:
     facts = stage_facts(run)
     if not facts:
-        raise FileNotFoundError(f"{run.url}: no stage output found; run `reactbench build --run-dir {run.url}` first")
+        raise FileNotFoundError(f"{run.url}: no stage output found; run `{suggest('build', '--run-dir', run.url)}` first")
     flow_items = []
     rows = []
     for f in facts:

@@ -11,6 +11,7 @@ from tasks.evaluate.metrics import TASK_SHORT
 from tasks.evaluate.run import list_evaluations
 from tasks.report.html import figure, page, table
 from tasks.report.svg import hbars, radar, stacked
+from tasks.suggest import suggest
 
 TASKS = list(TASK_SHORT)
 MODE_SHORT = {"standard": "std", "cot": "CoT"}
@@ -23,7 +24,7 @@ class NoEvaluations(RuntimeError):
 def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     folders = folders or list_evaluations(run)
     if not folders:
-        raise NoEvaluations(f"{run.path('eval')}: no evaluation found; run `reactbench eval --run-dir {run.url} --model BACKEND:MODEL` first")
+        raise NoEvaluations(f"{run.path('eval')}: no evaluation found; run `{suggest('eval', '--run-dir', run.url, '--model', 'BACKEND:MODEL')}` first")
     out = []
     for f in folders:
         f = f if f.startswith("eval/") else f"eval/{f}"

@@ -20,6 +20,7 @@ import pyarrow as pa
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
 from storage.parquet_io import shard_name, write_table
+from tasks.suggest import suggest
 
 EXPORT_DIR = "review"
 MANIFEST = f"{EXPORT_DIR}/export_manifest.json"
@@ -73,13 +74,13 @@ def read_manifest(run: RunFS) -> dict[str, Any] | None:
     try:
         return json.loads(run.read_text(MANIFEST))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ExportSetError(f"{run.path(MANIFEST)} is not valid JSON ({exc}); run `reactbench review export` again") from None
+        raise ExportSetError(f"{run.path(MANIFEST)} is not valid JSON ({exc}); run `{suggest('review', 'export', '--run-dir', run.url)}` again") from None
 
 
 def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The manifest of a complete review export, after checking every file it lists (hash,
     and no other file in those folders). Raises :class:`ExportSetError` otherwise."""
-    again = "run `reactbench review export` again"
+    again = "run `{suggest('review', 'export', '--run-dir', run.url)}` again"
     manifest = read_manifest(run)
     if manifest is None:
         present = [n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)]

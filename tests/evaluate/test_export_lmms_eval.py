@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -22,7 +22,8 @@ def _run(args: list[str], cwd: Path, columns: str) -> subprocess.CompletedProces
 def test_suggested_command_survives_a_long_path_and_narrow_columns(tmp_path: Path, sample_dir: Path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "sample").symlink_to(sample_dir, target_is_directory=True)
-    run_dir = tmp_path.joinpath(*[f"a-rather-long-folder-name-{i:02d}" for i in range(8)], "run")
+    # long enough to wrap anywhere, and with what a shell would split or expand unless quoted
+    run_dir = tmp_path.joinpath(*[f"a-rather-long-folder-name-{i:02d}" for i in range(8)], "my run (v2) $HOME")
     assert len(str(run_dir)) > 240
     proc = _run([CLI, "instruct", "--run-dir", str(run_dir), "--orchestrator", "local"], tmp_path, "30")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
@@ -47,3 +48,17 @@ def test_lock_refusal_names_the_holder_on_one_line(tmp_path: Path):
     assert proc.returncode == 3
     lines = [ln for ln in proc.stderr.splitlines() if "is being written by" in ln]
     assert lines and str(run_dir) in lines[0] and f"pid {os.getpid()}" in lines[0], proc.stderr
+
+
+def test_usage_errors_are_whole_lines_at_any_width(tmp_path: Path):
+    """Typer would draw a usage error in a terminal-wide panel, breaking the option's name."""
+    bogus = "--an-option-name-that-does-not-exist-anywhere"
+    proc = _run([CLI, "build", bogus, "--run-dir", str(tmp_path / "run")], tmp_path, "30")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert f"Error: No such option: {bogus}" in lines, proc.stderr
+    assert "Try 'reactbench build --help' for help." in lines and lines[0].startswith("Usage: reactbench build")
+    missing = _run([CLI, "eval", "--run-dir", str(tmp_path / "run")], tmp_path, "30")
+    assert missing.returncode == 2 and "Error: Missing option '--model' / '-m'." in missing.stderr.splitlines(), missing.stderr
+    bare = _run([CLI], tmp_path, "30")  # no command: the help, as Typer prints it, and click's exit status
+    assert bare.returncode == 2 and "Usage:" in bare.stdout + bare.stderr and "Error:" not in bare.stderr
