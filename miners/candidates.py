@@ -46,6 +46,13 @@ def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> 
     return vals[np.lexsort((vals, keys))].tolist()
 
 
+def seeded_names(names: Iterable[str], seed: int, *parts: Any) -> list[str]:
+    """:func:`seeded_order` for ids that are names (FSC147 file names): each name's place
+    depends on the name alone, never on its position among the others."""
+    salt = stable_id(seed, *parts)
+    return sorted(names, key=lambda name: (stable_id(salt, name), name))
+
+
 def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, vectorised: a well-spread 64-bit hash of each value."""
     z = x + np.uint64(0x9E3779B97F4A7C15)

@@ -7,7 +7,6 @@ those per-image questions with binary searches instead of dictionaries over mill
 
 from __future__ import annotations
 
-
 import msgspec
 import numpy as np
 

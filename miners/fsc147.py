@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import fsspec
 import msgspec
 
-from miners.candidates import FSC, Selection, seeded_order
+from miners.candidates import FSC, Selection, seeded_names
 from miners.config import DenseCountingParams
 from miners.jsonstream import decode_file
 from storage.hashing import canonical_json, stable_id
@@ -193,12 +193,13 @@ def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
     sel = Selection(rejects=list(data.problems))
     lo, hi = params.count_range
     bins: dict[int, list[str]] = {}
-    order = sorted(data.annotations)
-    index = {name: i for i, name in enumerate(order)}
-    for name in order:
+    for name in sorted(data.annotations):
         a = data.annotations[name]
         if data.splits.get(name) not in params.splits:
             continue  # counted by split_counts (the mine manifest's fsc147 section)
+        if name not in data.classes:  # unusable whether drawn or not: reported, never drawn
+            sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_class", f"{data.root}/{CLASSES}: no class line for {name}"))
+            continue
         count = len(a.points)
         if not lo <= count <= hi:
             continue
@@ -208,10 +209,9 @@ def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
         bins.setdefault(b, []).append(name)
     for b in sorted(bins):
         chosen = 0
-        for i in seeded_order([index[n] for n in bins[b]], seed, TASK, b):
+        for name in seeded_names(bins[b], seed, TASK, b):  # keyed by file name: new images never reorder the others
             if chosen >= params.per_bin:
                 break
-            name = order[i]
             row = _row(data, name, b, params, sel)
             if row is not None:
                 sel.rows.append(row)
@@ -221,9 +221,6 @@ def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
 
 def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Selection) -> dict[str, Any] | None:
     a = data.annotations[name]
-    if name not in data.classes:
-        sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_class", f"{data.root}/{CLASSES}: no class line for {name}"))
-        return None
     path = posixpath.join(data.root, IMAGES, name)
     if not _exists(path):
         sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_image", f"{path}: image file not found"))

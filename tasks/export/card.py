@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
+from storage.task_ids import task_order
 from tasks.export.hf import configs_yaml
-from tasks.export.rows import TASK_ORDER
 
 SOURCES = {
     "visual_genome": (
@@ -31,7 +31,7 @@ TASK_TEXT = {
 
 
 def _order(tasks: list[str]) -> list[str]:
-    return sorted(tasks, key=lambda t: TASK_ORDER.index(t) if t in TASK_ORDER else 99)
+    return sorted(tasks, key=task_order)
 
 
 def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verified: bool) -> list[dict[str, Any]]:

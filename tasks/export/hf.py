@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage.fs import RunFS
-from tasks.export.rows import COLUMNS, TASK_ORDER, features
+from storage.task_ids import task_order
+from tasks.export.rows import COLUMNS, features
 
 
 def data_file(task: str) -> str:
@@ -43,6 +44,6 @@ def configs_yaml(tasks: list[str]) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = [
         {"config_name": "all", "default": True, "data_files": [{"split": "test", "path": "data/*/test-*.parquet"}]}
     ]
-    for t in sorted(tasks, key=lambda t: TASK_ORDER.index(t) if t in TASK_ORDER else 99):
+    for t in sorted(tasks, key=task_order):
         entries.append({"config_name": t, "data_files": [{"split": "test", "path": f"data/{t}/test-*.parquet"}]})
     return entries

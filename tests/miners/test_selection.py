@@ -122,7 +122,9 @@ def test_dense_counting_counts_bins_and_rejects(fsc_root: str, sample_dir: Path)
         assert c["class_name"] == truth[c["image_id"]]["class"]
         assert 5 <= c["count"] <= 150 and Path(c["image_path"]).is_file()
         assert len(json.loads(c["extra_json"])["exemplar_boxes"]) == 3
-    assert {r["reason"] for r in res.rejects} == {"missing_class", "missing_image"}
+    # the sample's defective images (no class line, no image file) are rejects when drawn; draw every image
+    everything = mine_fsc147(fsc_root, mine_config(dense_counting__per_bin=10_000), seed=0)
+    assert {r["reason"] for r in everything.rejects} == {"missing_class", "missing_image"}
     only_test = mine_fsc147(fsc_root, mine_config(dense_counting__splits=["test"]), seed=0)
     data = read_fsc147(fsc_root)
     assert only_test.candidates and all(data.splits[c["image_id"]] == "test" for c in only_test.candidates)
@@ -160,3 +162,25 @@ def test_duckdb_and_msgspec_readers_give_the_same_result(vg_root: str, mined_vg,
     ref = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True, reader="msgspec"), seed=0)
     assert fast.candidates == ref.candidates and fast.pair_stats == ref.pair_stats and fast.attribute_stats == ref.attribute_stats
     assert fast.rejects == ref.rejects
+
+
+def test_new_fsc147_images_never_reorder_the_chosen_ones(fsc_root: str) -> None:
+    """Bottom-k by file name: an added image (here one whose name sorts before every other, which
+    shifts every position) can take at most one place in its bin and moves no other choice."""
+    import dataclasses
+
+    from miners.fsc147 import select
+
+    params = mine_config().dense_counting
+    data = read_fsc147(fsc_root)
+    before = {c["image_id"] for c in select(data, params, seed=0).rows}
+    grown = dataclasses.replace(data, annotations=dict(data.annotations), classes=dict(data.classes), splits=dict(data.splits))
+    added = []
+    for i, name in enumerate(sorted(before)):  # a twin of each chosen image, under a name sorting first
+        twin = f"0000{i:02d}_{name}"
+        grown.annotations[twin], grown.classes[twin], grown.splits[twin] = data.annotations[name], data.classes[name], data.splits[name]
+        added.append(twin)
+    after = {c["image_id"] for c in select(grown, params, seed=0).rows if not c["image_id"].startswith("0000")}
+    assert after <= before, "an image chosen now was not chosen before: the order of old images changed"
+    moved = before - after
+    assert len(moved) <= sum(1 for c in select(grown, params, seed=0).rows if c["image_id"] in added), "only new images displace old ones"
