@@ -14,7 +14,9 @@ Steps, all in one run directory on the sample data (rules MLLM backend, classica
 Then a fresh build of the final config in a new run directory; its Parquet files must equal
 the incremental run's byte for byte. Editor calls are counted at ``editors.runtime.run_batch``
 (every editor request of the edit stage goes through it) and model requests at the rules
-client, both by wrapping the real functions (the editors and the backend still run).
+client, both by wrapping the real functions (the editors and the backend still run). The QA
+template change of (c) is made in this process (the packaged file is read with its version line
+bumped), so the checkout is never modified, even by a killed run.
 
 Run: ``python benchmarks/incremental.py`` (a few minutes on two cores). Ends with one JSON line.
 """
@@ -27,14 +29,15 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 STAGES = ["mine", "instruct", "edit", "qa"]
-TEMPLATE = ROOT / "tasks" / "qa" / "templates" / "relational_erasure.yaml"
+TEMPLATE_TASK = "relational_erasure"  # (c) bumps this task's question-template version
 
 
 class Counters:
@@ -125,7 +128,7 @@ def main() -> None:
     two = [{"name": "classical", "label": "classical-box", "params": {"mask_method": "box"}},
            {"name": "classical", "label": "classical-ellipse", "params": {"mask_method": "ellipse"}}]
     three = [*two, {"name": "classical", "label": "classical-ns", "params": {"mask_method": "box", "inpaint_method": "ns"}}]
-    original = TEMPLATE.read_text(encoding="utf-8")
+    template_change = ExitStack()  # entered at (c), left after the fresh build
     lines = []
     try:
         generate_sample(data, seed=0)
@@ -152,7 +155,7 @@ def main() -> None:
         lines.append(f"(a) add a third editor:      {add_editor:5d} editor calls {add_model:5d} model requests  {time.perf_counter() - t:6.1f} s  (expected {expected})")
 
         t = time.perf_counter()
-        TEMPLATE.write_text(_bump_version(original), encoding="utf-8")
+        template_change.enter_context(bumped_template_version(TEMPLATE_TASK))
         summaries = build(config(data, three), run)
         qa_editor, qa_model = counters.take()
         qa_summary = next(s for s in summaries if s.stage == "qa")
@@ -167,7 +170,7 @@ def main() -> None:
         lines.append(f"fresh build of the final:    {fresh_editor:5d} editor calls {fresh_model:5d} model requests  {time.perf_counter() - t:6.1f} s")
         identical = parquet_snapshot(run) == parquet_snapshot(fresh) and images_of(fresh) <= images_of(run)
     finally:
-        TEMPLATE.write_text(original, encoding="utf-8")
+        template_change.close()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     for line in lines:
@@ -187,7 +190,27 @@ def main() -> None:
     }))
 
 
-def _bump_version(text: str) -> str:
+@contextmanager
+def bumped_template_version(task: str) -> Iterator[None]:
+    """While inside, the question templates of ``task`` read as their packaged text with the
+    top-level ``version:`` one higher (as if a template author had bumped it)."""
+    import tasks.qa.templates as templates
+
+    read = templates._read_text
+
+    def bumped(name: str) -> str:
+        return _bump_version(read(name), name) if name == task else read(name)
+
+    templates._read_text = bumped
+    templates.question_set.cache_clear()
+    try:
+        yield
+    finally:
+        templates._read_text = read
+        templates.question_set.cache_clear()
+
+
+def _bump_version(text: str, name: str) -> str:
     out, done = [], False
     for line in text.splitlines(keepends=True):
         if not done and line.startswith("version:"):
@@ -195,7 +218,7 @@ def _bump_version(text: str) -> str:
             done = True
         out.append(line)
     if not done:
-        raise SystemExit(f"{TEMPLATE}: no top-level 'version:' line to bump")
+        raise SystemExit(f"tasks/qa/templates/{name}.yaml: no top-level 'version:' line to bump")
     return "".join(out)
 
 
