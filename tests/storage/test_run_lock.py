@@ -74,7 +74,9 @@ def test_a_probe_holding_the_flock_over_a_stale_lease_does_not_refuse_a_writer(t
     dead = Lease("reactbench build", socket.gethostname(), _dead_pid(), "d" * 32, now, now, 60.0)
     run.write_bytes_atomic(LEASE_FILE, dead.to_json())
     fd = os.open(run.path(LEASE_FILE), os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_SH)  # the probe's moment, stretched
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a writer taking the stale lease over, before it rewrites the file
+    assert local_holder(str(tmp_path / "run")) is None, "a dead process's lease names no live holder, flock or not"
+    fcntl.flock(fd, fcntl.LOCK_SH)  # now the probe's moment, stretched
     threading.Timer(0.2, lambda: os.close(fd)).start()
     with RunLock(run, "reactbench mine", on_message=lambda m: None) as lock:
         assert lock.took_over == dead
