@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -79,9 +80,13 @@ def chromium() -> Iterator[object]:
         pytest.fail(f"{CHROMIUM} not found: run `sh scripts/system-deps.sh` (Debian package chromium)")
     from playwright.sync_api import sync_playwright
 
+    from short_paths import socket_safe_tmpdir
+
+    sockets = socket_safe_tmpdir("rb-chromium-")  # Chromium's singleton socket lives in its TMPDIR
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, env={**os.environ, "TMPDIR": str(sockets)})
         try:
             yield browser
         finally:
             browser.close()
+            shutil.rmtree(sockets, ignore_errors=True)

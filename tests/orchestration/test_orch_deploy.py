@@ -17,8 +17,10 @@ TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
 def _prefect(server: PrefectServer, *args: str, **env: str) -> str:
+    # Prefect's CLI draws its tables at the terminal's width; the names this test reads must not
+    # be folded across rows, whatever COLUMNS the suite runs with.
     proc = subprocess.run(
-        [str(VENV_BIN / "prefect"), *args], cwd=REPO, env=server.env(**env), capture_output=True, text=True, timeout=180
+        [str(VENV_BIN / "prefect"), *args], cwd=REPO, env=server.env(COLUMNS="250", **env), capture_output=True, text=True, timeout=180
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"prefect {' '.join(args)} failed ({proc.returncode}):\n{out}"

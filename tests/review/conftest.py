@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from review_helpers import fill_queue, free_port, make_run
+from short_paths import socket_safe_tmpdir
 
 # The session-wide `chromium` fixture is in tests/conftest.py (one Playwright per process).
 
@@ -51,7 +52,7 @@ def postgres_url() -> Iterator[str]:
     if not bins:
         pytest.fail("PostgreSQL is not installed: run `sh scripts/system-deps.sh` (Debian package postgresql)")
     bindir = Path(bins[-1]).parent
-    root = Path(tempfile.mkdtemp(prefix="rb-pg-"))
+    root = socket_safe_tmpdir("rb-pg-")  # the server's unix socket lives here too
     data = root / "data"
     as_root = os.geteuid() == 0
     prefix: list[str] = []
@@ -61,7 +62,7 @@ def postgres_url() -> Iterator[str]:
         prefix = ["runuser", "-u", "postgres", "--"]
     port = free_port()
     subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -F -c max_connections=100"
+    opts = f"-p {port} -k {shlex.quote(str(root))} -c listen_addresses=127.0.0.1 -F -c max_connections=100"  # pg_ctl runs it through sh
     subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "30", "start"], check=True, capture_output=True)
     try:
         yield f"postgresql://rb@127.0.0.1:{port}/postgres"
