@@ -11,9 +11,9 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from flows.cli_options import run_dir_option
-from rich.table import Table
 
 console = Console(stderr=True, soft_wrap=True)  # messages never hard-wrapped; tables still fit the width
 

@@ -68,19 +68,24 @@ def clean_leftovers(run: RunFS) -> None:
             run.rm(EXPORT_DIR, name)
 
 
+def export_again(run: RunFS) -> str:
+    """What every refusal of an export set tells the user to do."""
+    return f"run `{suggest('review', 'export', '--run-dir', run.url)}` again"
+
+
 def read_manifest(run: RunFS) -> dict[str, Any] | None:
     if not run.exists(MANIFEST):
         return None
     try:
         return json.loads(run.read_text(MANIFEST))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ExportSetError(f"{run.path(MANIFEST)} is not valid JSON ({exc}); run `{suggest('review', 'export', '--run-dir', run.url)}` again") from None
+        raise ExportSetError(f"{run.path(MANIFEST)} is not valid JSON ({exc}); {export_again(run)}") from None
 
 
 def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The manifest of a complete review export, after checking every file it lists (hash,
     and no other file in those folders). Raises :class:`ExportSetError` otherwise."""
-    again = "run `{suggest('review', 'export', '--run-dir', run.url)}` again"
+    again = export_again(run)
     manifest = read_manifest(run)
     if manifest is None:
         present = [n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -99,8 +100,9 @@ def test_readers_refuse_export_files_without_their_manifest(tmp_path):
     assert summary.verified_edits == 4 and json.loads(run.read_text(MANIFEST))["decision_log_position"] == q.log_position()
     assert len(read_inputs(run, unverified=False)[0]) == 12
     run.rm(MANIFEST)  # as after an interrupted export
-    with pytest.raises(InputsMissing, match="no manifest"):
+    with pytest.raises(InputsMissing, match="no manifest") as refused:
         read_inputs(run, unverified=False)
+    assert f"run `reactbench review export --run-dir {shlex.quote(run.url)}` again" in str(refused.value)  # the command, filled in
     export_review(run, q)
     rel = json.loads(run.read_text(MANIFEST))["files"]["verified_questions"]["path"]
     Path(run.path(rel)).write_bytes(Path(run.path(rel)).read_bytes()[:-8])  # a file of another (or a broken) export
