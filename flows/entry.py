@@ -7,7 +7,8 @@ Two things happen here rather than in the Typer app (``flows.cli``):
   refusal names the holder at once (``flows.cli_lock.early_refusal``);
 * usage errors (an unknown option, a missing argument) are printed on unwrapped lines: Typer
   would draw them in a panel as wide as the terminal, breaking an option name or a path across
-  lines. Help screens keep Typer's layout.
+  lines. Help screens keep Typer's layout. A config that does not load (``ConfigError``) is
+  one message naming the file and keys, with exit status 2, whichever command read it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ def main() -> None:
 
     from flows.cli import app
     from flows.cli_output import print_error
+    from flows.config import ConfigError
 
     try:
         code = app(standalone_mode=False)
+    except ConfigError as exc:  # a bad config file, for every command (the message names file and keys)
+        print_error(str(exc))
+        raise SystemExit(2) from None
     except Exception as exc:
         kinds = {c.__name__ for c in type(exc).__mro__}  # click's classes, vendored or not by Typer
         if "ClickException" in kinds:

@@ -62,3 +62,14 @@ def test_usage_errors_are_whole_lines_at_any_width(tmp_path: Path):
     assert missing.returncode == 2 and "Error: Missing option '--model' / '-m'." in missing.stderr.splitlines(), missing.stderr
     bare = _run([CLI], tmp_path, "30")  # no command: the help, as Typer prints it, and click's exit status
     assert bare.returncode == 2 and "Usage:" in bare.stdout + bare.stderr and "Error:" not in bare.stderr
+
+
+def test_a_broken_saved_config_is_one_message_for_any_command(tmp_path: Path):
+    """Commands that read the run's config.yaml without catching config errors themselves
+    (here `reuse stats`) report it as the build does: the file named, exit 2, no traceback."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("run:\n  seed: [unclosed\n")
+    proc = _run([CLI, "reuse", "stats", "--run-dir", str(run_dir)], tmp_path, "30")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{run_dir}/config.yaml: not valid YAML" in proc.stderr
