@@ -161,3 +161,16 @@ def test_status_reports_every_stage_complete(reference_run: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("│")]
     assert len(lines) == 5 and all("complete" in ln for ln in lines), proc.stderr
+
+
+def test_every_place_in_an_instruction_has_its_preposition(reference_run: Path) -> None:
+    """A location phrase ("the upper left part of the image") always follows a preposition: the
+    AT replace instruction once read "... a copy of the lamp the upper left part of the image"."""
+    import re
+
+    texts = [r["instruction"] for r in _rows(reference_run, "instruct", "instructions") if r["instruction"]]
+    places = [(t, m.group(1)) for t in texts for m in re.finditer(r"(\w+) the (?:\w+ ){1,2}part of the image", t)]
+    assert places, "no instruction names a place: the check would pass vacuously"
+    assert any("copy of the" in t for t in texts), "the demo no longer writes a replace-by-copy instruction"
+    bad = [t for t, word in places if word not in {"in", "at", "from", "to", "into", "near", "of"}]
+    assert not bad, bad[:3]
