@@ -168,7 +168,7 @@ def doc_to_text(doc):
         "options": [[chr(65 + i), o] for i, o in enumerate(options)],
         "options_list": options,
         "cot": False,
-        "pair": len(doc["images"]) == 2,
+        "pair": doc["image_role"] == "pair",  # lmms-eval strips the image column before it asks
         "task": doc["task"],
         "qtype": doc["qtype"],
         "question_set": doc["question_set"],
@@ -228,7 +228,7 @@ def verdict(doc, reply):
 
 def _record(doc, ok):
     keys = ("task", "qtype", "qid", "edit_id", "rotation", "question_set", "variant", "image_role", "editor")
-    return {**{k: doc[k] for k in keys}, "mode": "standard", "correct": bool(ok)}
+    return {**{k: doc[k] for k in keys}, "question_id": doc["id"], "mode": "standard", "correct": bool(ok)}
 
 
 def process_results(doc, results):
