@@ -54,7 +54,7 @@ _NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "否", "不�
 _YN_HEDGE = re.compile(r"\b(?:yes\s+and\s+no|yes\s+or\s+no|no\s+and\s+yes|yes\s*/\s*no|partly|partially|sort\s+of|kind\s+of)\b", re.I)
 # Non-committal replies: no verdict unless they open with one.
 _YN_UNSURE = re.compile(
-    r"\b(?:maybe|perhaps|possibly|probably\s+not\s+sure|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"
+    r"\b(?:maybe|perhaps|possibly|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"
     r"difficult\s+to\s+(?:say|tell)|impossible\s+to\s+(?:say|tell)|(?:can\s*not|cannot|can'?t|unable\s+to|could\s*n'?t)\s+(?:tell|determine|say|be\s+sure|decide))\b",
     re.I,
 )
@@ -67,10 +67,12 @@ _NO_LEAD = re.compile(
     re.I,
 )
 _YES_LEAD = re.compile(
-    r"^(?:(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure|right|clearly|obviously)\b(?!\s+not\b)|"
-    r"i\s+(?:think|believe)\s+so\b|no\s+doubt\b|without\s+(?:a\s+)?doubt\b|(?:it|there|they)\s+(?:is|are|does|do|has|have)\s*[.!]?$)",
+    r"^(?:i\s+(?:think|believe)\s+so\b|no\s+doubt\b|without\s+(?:a\s+)?doubt\b|(?:it|there|they)\s+(?:is|are|does|do|has|have)\s*[.!]?$)",
     re.I,
 )
+# An affirming word set off on its own ("Of course!", "Sure, ..."): Yes, unless what follows says
+# otherwise ("Sure! ... there is no mustard"). "Clearly the bun is bare" is an adverb, not a Yes.
+_AFFIRM = re.compile(r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure)(?:\s+yes)?\s*(?:[,.!;:]+|$)", re.I)
 _NEG_PHRASES = re.compile(
     r"\b(there\s+(?:is|are)\s+no|there\s+(?:isn't|aren't|is\s+not|are\s+not)|no\s+such|not\s+(?:present|visible|there)|"
     r"does\s+not|doesn't|(?:cannot|can't|can\s+not|do\s+not|don't)\s+see|absent|nothing|no\s+longer)\b",
@@ -156,6 +158,9 @@ def _yn_of(segment: str) -> str | None:
         return "No"
     if _YES_LEAD.search(s):
         return "Yes"
+    affirm = _AFFIRM.match(s)
+    if affirm:
+        return _yn_of(s[affirm.end() :]) or "Yes"
     first = toks[0]
     if first in _YES_WORDS:
         return "Yes"
@@ -177,8 +182,10 @@ def _yn_of(segment: str) -> str | None:
 def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
     """``"Yes"``, ``"No"`` or ``None`` when the reply does not commit to one (or hedges)."""
     fixed, seg, body = _parts(text, cot)
-    rest = _LEADING_NO.sub("", fixed)  # "No... actually no, yes": the "no" takes back the first answer
-    for where in (rest if rest != fixed and _yn_of(rest) else fixed, seg):
+    rest = _LEADING_NO.sub("", fixed)
+    if rest != fixed and _yn_of(rest):  # "No... actually no, yes": that "no" takes back the first answer
+        fixed = rest
+    for where in (fixed, seg):
         found = _yn_of(where) if where else None
         if found:
             return None if found == HEDGE else found
@@ -194,7 +201,7 @@ def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
 def _letter_patterns(letters: str) -> list[re.Pattern[str]]:
     L = f"[{letters}]"
     Li = f"[{letters}{letters.lower()}]"
-    marker = r"(?:answer|option|choice|select|choose|pick|go\s+with|going\s+with|opt\s+for|it'?s|it\s+is|it\s+must\s+be|i'?d\s+say|i\s+would\s+say)"
+    marker = r"(?:answer|option|choice|select|choose|pick|go\s+with|going\s+with|opt\s+for|it'?s|it\s+is|it\s+must\s+be|i'?d\s+say|i\s+would\s+say|\bso|\bthus|\bhence)"
     return [
         re.compile(rf"{marker}\s*(?:is|would\s+be|:|：)?\s*[(\[]?({L})\b(?![a-z'])", re.I),
         re.compile(rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer)\b"),
@@ -226,14 +233,17 @@ def _norm(text: str) -> str:
 
 def _choice_in(where: str, letters: str, options: list[str]) -> str | None:
     """The option letter one stretch of a reply names, :data:`HEDGE`, or None."""
-    if _choice_hedge(where, letters):
-        return HEDGE
     pats = _letter_patterns(letters)
+    called_right = {m.group(1).upper() for m in pats[1].finditer(where)}  # "B, C and D are wrong; A is correct"
+    if len(called_right) == 1:
+        return called_right.pop()
+    if _choice_hedge(where, letters) or called_right:
+        return HEDGE
     # Explicit answer markers: the last one wins (CoT restates); "A" before a lowercase word is the article.
     hits = [m.group(1).upper() for m in pats[0].finditer(where) if not _is_article(where, m)]
     if hits:
         return hits[-1]
-    for pat in pats[1:4]:
+    for pat in pats[2:4]:
         m = pat.search(where)
         if m and not _is_article(where, m):
             return next(g for g in m.groups() if g).upper()

@@ -13,9 +13,11 @@ Layout under ``<release>/lmms_eval/``::
 The YAMLs read the release's Parquet files through lmms-eval's local ``parquet`` builder with
 ``data_files`` relative to the YAML, so a moved or uploaded release loads unedited. The copies
 make the release self-contained (no reactbench install needed) and keep the verdicts identical;
-a test loads the tasks through lmms-eval's ``TaskManager`` and compares them with
-``reactbench eval`` on the same replies. Generation follows the run's ``eval`` section:
-``do_sample`` is true exactly when the temperature is above 0.
+tests run the tasks under lmms-eval's own evaluator (command line and ``simple_evaluate``, its
+``openai`` model against a loopback server) and compare React-Score, S_t and every verdict with
+``reactbench eval`` on the same replies. lmms-eval renders prompts from docs whose image
+columns it removed, so the text hooks read text columns only. Generation follows the run's
+``eval`` section: ``do_sample`` is true exactly when the temperature is above 0.
 """
 
 from __future__ import annotations
