@@ -103,8 +103,8 @@ def clean(text: str | None) -> str:
 
 def _segment(body: str, cot: bool) -> tuple[str, str]:
     """(the answer segment, where a self-correction of it may be): after the last final-answer
-    marker; else the last line (CoT) or the first line (standard, whose corrections may follow
-    on later lines)."""
+    marker; else the last line (CoT) or the first line (standard), with the last later line
+    that opens with a correction ("Yes.\nWait, no.")."""
     matches = list(_FINAL.finditer(body))
     if matches:
         tail = body[matches[-1].end() :].strip()
@@ -112,7 +112,10 @@ def _segment(body: str, cot: bool) -> tuple[str, str]:
             seg = tail.split("\n")[0].strip()
             return seg, seg
     lines = body.split("\n")
-    return (lines[-1].strip(), lines[-1]) if cot else (lines[0].strip(), body)
+    if cot:
+        return lines[-1].strip(), lines[-1]
+    later = [line for line in lines[1:] if _CORRECTION.match(line)]
+    return lines[0].strip(), lines[0] + ("\n" + later[-1] if later else "")
 
 
 def _corrected(scope: str) -> str:

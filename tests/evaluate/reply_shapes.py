@@ -233,5 +233,7 @@ SEGMENTS: list[tuple[str, bool, str]] = [
     ("It's yellow... actually no, it's blue.", False, "it's blue."),
     ("Mustard. Wait, no: the bun is bare.", False, "the bun is bare."),
     ("**Answer:** blue", False, "blue"),
+    ("A bare bun.\nThe photo is small. Actually, the plate is white.", False, "A bare bun."),
+    ("Mustard.\nWait, no: nothing is on the bun.", False, "nothing is on the bun."),
     ("", False, ""),
 ]
