@@ -29,13 +29,12 @@ import json
 
 import yaml
 
-import prompts.eval_parsing
-import prompts.offline_judge
 import tasks.evaluate.metrics
 from prompts.eval_prompts import TASKS
 from prompts.spec import TEMPLATE_DIR
 from tasks.evaluate.metrics import TASK_SHORT
 from tasks.export.hf import data_file
+from tasks.export.shipped_scoring import scoring_files
 
 ANSWER_TEMPLATES = ("eval_answer_yn.j2", "eval_answer_mc.j2", "eval_answer_sa.j2", "eval_sa_judge.j2")
 
@@ -94,14 +93,7 @@ def _source(module: Any) -> str:
 
 def support_files() -> dict[str, str]:
     """The verbatim copies utils.py loads, by release-relative name."""
-    judge = _source(prompts.offline_judge)
-    if "from prompts.eval_parsing import" not in judge:
-        raise RuntimeError("prompts/offline_judge.py no longer imports prompts.eval_parsing as the export expects")
-    files = {
-        "reactbench_parsing.py": _source(prompts.eval_parsing),
-        "reactbench_judge.py": judge.replace("from prompts.eval_parsing import", "from reactbench_parsing import"),
-        "reactbench_metrics.py": _source(tasks.evaluate.metrics),
-    }
+    files = {**scoring_files(), "reactbench_metrics.py": _source(tasks.evaluate.metrics)}
     for name in ANSWER_TEMPLATES:
         files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
     files["reactbench_tasks.json"] = json.dumps({t: v["note"] for t, v in TASKS.items()}, indent=1, sort_keys=True) + "\n"

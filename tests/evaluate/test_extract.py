@@ -48,3 +48,26 @@ def test_mentions_and_negation():
     assert negated_mention("There is no mustard on the bun.", "mustard")
     assert not negated_mention("The mustard is yellow.", "mustard")
     assert not negated_mention("No ketchup, but the mustard is there.", "mustard")
+
+
+def test_the_shipped_copy_gives_the_same_verdicts(tmp_path, monkeypatch):
+    """What an export ships (``tasks.export.shipped_scoring``) reads every reply shape alike and
+    runs without the project: its judge imports the shipped parser, not ``prompts``."""
+    import importlib
+    import sys
+
+    from tasks.export.shipped_scoring import scoring_files
+
+    for name, text in scoring_files().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in ("reactbench_parsing", "reactbench_judge"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    parsing = importlib.import_module("reactbench_parsing")
+    judge = importlib.import_module("reactbench_judge")
+    assert parsing.__file__.startswith(str(tmp_path)) and judge.extract_number is parsing.extract_number
+    assert [parsing.extract_yes_no(t, c) for t, c, _ in YES_NO] == [w for _, _, w in YES_NO]
+    assert [parsing.extract_choice(t, MC_OPTIONS, c) for t, c, _ in CHOICE] == [w for _, _, w in CHOICE]
+    assert [parsing.extract_number(t, c) for t, c, _ in COUNT] == [w for _, _, w in COUNT]
+    assert judge.offline_judge("dense_counting", "21", "20... actually no, 21", {"count": "21"})["verdict"] == "correct"
+    assert judge.offline_judge("dense_counting", "21", "21 or 22", {"count": "21"})["verdict"] == "hallucination"
