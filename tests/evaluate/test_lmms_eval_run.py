@@ -10,7 +10,9 @@ compares the two systems' numbers, never hard-coded ones. lmms-eval's ``openai``
 
 Two builds: ``shuffle`` (one presentation per MC question) run through the ``lmms-eval`` command
 line exactly as docs/eval.md says, and ``cyclic`` (every rotation of RE Q12) through
-``simple_evaluate``. Both releases are moved after export: a moved release must still run.
+``simple_evaluate`` from a script. Both run in child processes, as a user runs them, which also
+keeps lmms-eval's process-wide patches out of the test process. Both releases are moved after
+export: a moved release must still run.
 """
 
 from __future__ import annotations
@@ -121,23 +123,29 @@ def _lmms_cli(release: Path, url: str, out: Path, env: dict[str, str]) -> tuple[
     return results, samples
 
 
-def _lmms_simple_evaluate(release: Path, url: str, env: dict[str, str], cwd: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """lmms-eval's Python entry point, in this process."""
-    from lmms_eval.evaluator import simple_evaluate
-    from lmms_eval.tasks import TaskManager
+SIMPLE_EVALUATE = """
+import json, sys
+from lmms_eval.evaluator import simple_evaluate
+from lmms_eval.tasks import TaskManager
 
-    mp = pytest.MonkeyPatch()
-    for k in [k for k in os.environ if k.startswith("REACTBENCH_JUDGE_")]:
-        mp.delenv(k)
-    for k in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "HF_HOME", "OPENAI_API_KEY"):
-        mp.setenv(k, env[k])
-    mp.chdir(cwd)
-    try:
-        manager = TaskManager(include_path=str(release / "lmms_eval"), include_defaults=False)
-        out = simple_evaluate(model="openai", model_args=f"model={LMMS_MODEL},base_url={url}", tasks=NAMES, task_manager=manager, batch_size=1, log_samples=True)
-    finally:
-        mp.undo()
-    return out["results"], out["samples"]
+include, url, model, out, *names = sys.argv[1:]
+manager = TaskManager(include_path=include, include_defaults=False)
+res = simple_evaluate(model="openai", model_args=f"model={model},base_url={url}", tasks=names, task_manager=manager, batch_size=1, log_samples=True)
+keep = ("accuracy", "task_score", "react_score", "filtered_resps")
+samples = {n: [{k: s[k] for k in keep if k in s} for s in res["samples"][n]] for n in names}
+json.dump({"results": res["results"], "samples": samples}, open(out, "w"), default=str)
+"""
+
+
+def _lmms_simple_evaluate(release: Path, url: str, env: dict[str, str], cwd: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """lmms-eval's Python entry point, called from a script as a user would (in a child process:
+    ``simple_evaluate`` patches filelock process-wide, which must not leak into other tests)."""
+    out = cwd / "simple_evaluate.json"
+    cmd = [sys.executable, "-c", SIMPLE_EVALUATE, str(release / "lmms_eval"), url, LMMS_MODEL, str(out), *NAMES]
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(out.read_text())
+    return got["results"], got["samples"]
 
 
 @pytest.fixture(scope="module", params=["shuffle", "cyclic"])
@@ -159,17 +167,13 @@ def both_systems(request, tmp_path_factory):
     config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "mllm": {"api_key_env": "RB_EVAL_KEY"},
                                          "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
     (root / "cwd").mkdir()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("RB_EVAL_KEY", env["RB_EVAL_KEY"])
-    try:
-        with DummyServer(model) as url:
-            ours = run_eval(run, config, f"openai:{OURS_MODEL}", base_url=url, no_cache=True)
-            if build == "cyclic":
-                results, samples = _lmms_simple_evaluate(release, url, env, root / "cwd")
-            else:
-                results, samples = _lmms_cli(release, url, root / "cwd" / "lmms-out", env)
-    finally:
-        mp.undo()
+    with pytest.MonkeyPatch.context() as mp, DummyServer(model) as url:
+        mp.setenv("RB_EVAL_KEY", env["RB_EVAL_KEY"])
+        ours = run_eval(run, config, f"openai:{OURS_MODEL}", base_url=url, no_cache=True)
+        if build == "cyclic":
+            results, samples = _lmms_simple_evaluate(release, url, env, root / "cwd")
+        else:
+            results, samples = _lmms_cli(release, url, root / "cwd" / "lmms-out", env)
     metrics = json.loads(run.read_text(f"{ours.folder}/metrics.json"))
     answers = ArtifactReader(run, f"{ours.folder}/answers", ANSWERS).rows()
     return {"questions": questions, "model": model, "metrics": metrics, "answers": answers, "results": results, "samples": samples}
