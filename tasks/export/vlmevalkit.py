@@ -123,6 +123,28 @@ def config_text(names: list[str], qtypes: list[str]) -> str:
     return json.dumps({"model": EXAMPLE_MODEL, "data": data}, indent=2) + "\n"
 
 
+def card_lines() -> list[str]:
+    """The release card's section on scoring the TSVs with VLMEvalKit: the exact commands."""
+    return [
+        "## Scoring with VLMEvalKit",
+        "",
+        "`vlmevalkit/` holds one TSV per question type and `reactbench.json`, a VLMEvalKit `--config` whose",
+        "`data` entries name each file's class (`ImageMCQDataset`, scored circularly: a cyclic question counts",
+        "only when every presentation is right; `ImageYORNDataset`; `ImageVQADataset`, exact match). Point its",
+        "`model` entry at your model (any OpenAI-compatible endpoint, or any VLMEvalKit model class), then:",
+        "",
+        "```bash",
+        "pip install ms-vlmeval==0.0.20",
+        'export LMUData="$HOME/LMUData" && mkdir -p "$LMUData" && cp vlmevalkit/*.tsv "$LMUData/"',
+        "python -m vlmeval --config vlmevalkit/reactbench.json --judge exact_matching --work-dir vlmeval_outputs",
+        "```",
+        "",
+        "Short answers are credited only when they equal the reference after VQA normalisation; for",
+        "paraphrases use reactbench-pipeline's `reactbench eval` or the lmms-eval tasks.",
+        "",
+    ]
+
+
 def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> list[str]:
     """Write one TSV per question type present and the config; returns their release-relative paths."""
     written, names, qtypes = [], [], []

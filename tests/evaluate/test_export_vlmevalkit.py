@@ -282,3 +282,39 @@ def test_tsv_bytes_within_one_and_a_half_times_distinct_images_plus_text(exporte
         other = len(text.encode()) - sum(len(r["image"]) for r in rows)
         assert len(text.encode()) <= 1.5 * (image_bytes + other), name
         assert len(text.encode()) < other + inline, name
+
+
+def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
+    """The release card's commands, as a user runs them: VLMEvalKit asks the model (a loopback
+    OpenAI-compatible server here) every question of the three files and scores its replies."""
+    from dummy_server import DummyServer, Reply, message_text
+
+    release = tmp_path / "release"
+    shutil.copytree(exported["release"], release)
+    card = (release / "README.md").read_text()
+    block = card.split("## Scoring with VLMEvalKit", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0] == "pip install ms-vlmeval==0.0.20"
+    run_cmd = block[-1].split()
+    assert run_cmd[:3] == ["python", "-m", "vlmeval"] and "exact_matching" in run_cmd
+
+    def responder(body):
+        text = message_text(body)
+        return Reply("B" if "Options:" in text else "21" if "single word or phrase" in text else "Yes")
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with DummyServer(responder) as url:
+        cfg = json.loads((release / "vlmevalkit" / "reactbench.json").read_text())
+        (entry,) = cfg["model"].values()
+        entry["api_base"] = f"{url}/chat/completions"
+        (release / "vlmevalkit" / "reactbench.json").write_text(json.dumps(cfg))  # "point its model entry at your model"
+        python = vlmeval_python()
+        script = "\n".join(block[1:-1] + [" ".join([str(python)] + run_cmd[1:])])
+        env = dict(os.environ, HOME=str(home), PYTHONPATH="")
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=release, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    outputs = release / "vlmeval_outputs"
+    for name in NAMES.values():
+        assert list(outputs.rglob(f"*_{name}_acc.csv")) or list(outputs.rglob(f"*_{name}_score.csv")), name
+    summary = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("reactbench_")]
+    assert len(summary) == len(NAMES) and all(ln.count("0.00% (0/") == 2 for ln in summary), summary  # no inference or judge failures
