@@ -284,6 +284,7 @@ def test_tsv_bytes_within_one_and_a_half_times_distinct_images_plus_text(exporte
         assert len(text.encode()) < other + inline, name
 
 
+@pytest.mark.slow
 def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
     """The release card's commands, as a user runs them: VLMEvalKit asks the model (a loopback
     OpenAI-compatible server here) every question of the three files and scores its replies."""
