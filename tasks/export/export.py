@@ -88,6 +88,7 @@ def export_benchmark(
         build_mllm_ids(run),
         run.read_text("config.yaml") if run.exists("config.yaml") else None,
         verified=not unverified,
+        vlmevalkit=vlmevalkit,
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")

@@ -37,7 +37,7 @@ def test_eval_report_export_commands(tmp_path):
     assert (tmp_path / "run" / "reports" / "eval.html").exists()
     res = cli.invoke(app, ["export", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "rel"), "--unverified", "--vlmevalkit"])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "rel" / "vlmevalkit" / "reactbench_MCQ.tsv").exists() and not (tmp_path / "rel" / "lmms_eval").exists()
+    assert (tmp_path / "rel" / "vlmevalkit" / "reactbench_MCQ_circular.tsv").exists() and not (tmp_path / "rel" / "lmms_eval").exists()
 
 
 def test_clear_errors(tmp_path):

@@ -53,7 +53,7 @@ def test_card_and_extras(exported):
     assert names[0] == "all" and set(names[1:]) == set(summary.counts)
     assert "UNVERIFIED" not in card and "CC BY 4.0" in card and "| classical |" in card
     # one TSV per question type (issue 13): together they hold every row once
-    tsvs = {q: list(csv.reader(io.StringIO(out.read_text(f"vlmevalkit/reactbench_{q}.tsv")), delimiter="\t")) for q in ("MCQ", "Y_N", "VQA")}
+    tsvs = {q: list(csv.reader(io.StringIO(out.read_text(f"vlmevalkit/reactbench_{q}.tsv")), delimiter="\t")) for q in ("MCQ_circular", "Y_N", "VQA")}
     assert all(rows[0][:2] == ["index", "image"] and "question" in rows[0] for rows in tsvs.values())
     assert sum(len(rows) - 1 for rows in tsvs.values()) == sum(summary.counts.values())
     rows = tsvs["Y_N"]

@@ -1,45 +1,215 @@
-"""VLMEvalKit forms: one TSV per question type, circular MC grouped, each image stored once.
+"""VLMEvalKit forms, scored by VLMEvalKit itself (``ms-vlmeval`` 0.0.20, in its overlay venv).
 
-VLMEvalKit itself is not installed here; the checks read the TSVs the way its
-``ImageBaseDataset`` does (an ``image`` of at most 64 characters is another row's index; a
-JSON list is a multi-image row) and its circular MCQ convention (``g_index = index % 1e6``).
+``reactbench eval`` answers the hand-made run with scripted replies (``tests/evaluate/eval_helpers``);
+the very same replies go into VLMEvalKit's prediction files, and VLMEvalKit's own classes, built
+from the release's ``vlmevalkit/reactbench.json`` as ``python -m vlmeval --config`` builds them,
+score them with ``evaluate()`` under the ``exact_matching`` judge. Replies are unambiguous (the
+gold verbatim, or a plainly wrong answer), so both sides must agree on every figure: overall,
+per task (``category``) and per dimension (``l2-category``); for MC and short answers (all in
+the main set) also with ``metrics.json``. The images VLMEvalKit writes out must hold the source
+pixels, a JPEG original included.
 """
 
 from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from PIL import Image
 
+from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
+from tasks.evaluate.metrics import accuracy, collapse_cyclic
+from tasks.evaluate.run import run_eval
+from tasks.evaluate.stage import EvalClients
 from tasks.export.export import export_benchmark
-from tasks.export.vlmevalkit import CIRCULAR_STRIDE
-from eval_helpers import write_run
+from tasks.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
+from eval_helpers import ScriptedReplies, write_run
 
 csv.field_size_limit(1 << 30)
+REPO = Path(__file__).resolve().parents[2]
+NAMES = {"MC": "reactbench_MCQ_circular", "YN": "reactbench_Y_N", "SA": "reactbench_VQA"}
+CLASSES = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}
+JPEG_SET = "reactbench_jpeg_Y_N"  # one pair with a JPEG original: is it carried losslessly?
+
+
+def _right(q: dict[str, Any]) -> bool:
+    """About half the questions (and of a cyclic question's presentations) are answered right."""
+    return int(hashlib.sha256(q["id"].encode()).hexdigest(), 16) % 3 != 0
+
+
+def mixed_reply(q: dict[str, Any]) -> str:
+    """The gold verbatim, or a plainly wrong answer: replies no parser can read two ways."""
+    gold = str(q["gold"])
+    if _right(q):
+        return gold
+    return {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(q["qtype"], "A bicycle and a giraffe.")
+
+
+def vlmeval_python() -> Path:
+    """The VLMEvalKit overlay venv's python, built by the project's script when missing or stale."""
+    target = Path(os.environ.get("REACTBENCH_VLMEVAL_VENV") or REPO / ".venv-vlmeval")
+    subprocess.run(["bash", str(REPO / "scripts" / "vlmevalkit-venv.sh"), sys.prefix, str(target)], check=True)
+    return target / "bin" / "python"
+
+
+def _read_tsv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")), delimiter="\t"))
+
+
+def _write_predictions(tsv: Path, replies: dict[str, str], dest: Path) -> Path:
+    """VLMEvalKit's prediction file: the dataset's rows less ``image``, plus ``prediction``."""
+    rows = _read_tsv(tsv)
+    cols = [c for c in rows[0] if c != "image"] + ["prediction"]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([r[c] for c in cols[:-1]] + [replies[r["id"]]])
+    return dest
+
+
+def _pixels(data: bytes) -> str:
+    with Image.open(io.BytesIO(data)) as im:
+        return hashlib.sha256(np.asarray(im.convert("RGB")).tobytes()).hexdigest()
+
+
+def _jpeg_pair_rows() -> tuple[list[dict[str, Any]], list[bytes]]:
+    """A before/after Y/N row whose original is a JPEG and whose edit is a PNG."""
+    rng = np.random.default_rng(7)
+    arr = rng.integers(0, 255, size=(24, 32, 3), dtype=np.uint8)
+    jpg, png = io.BytesIO(), io.BytesIO()
+    Image.fromarray(arr).save(jpg, format="JPEG", quality=90)
+    Image.fromarray(arr[::-1]).save(png, format="PNG")
+    row = {"qtype": "YN", "task": "alteration_tracing", "dimension": "none", "qid": "Q1", "question_set": "main", "variant": "targeted",
+           "editor": "classical", "id": "jpeg-pair", "question": "Has anything changed?", "answer": "Yes",
+           "images": [{"bytes": jpg.getvalue(), "path": "aa.jpg"}, {"bytes": png.getvalue(), "path": "bb.png"}]}
+    return [row], [jpg.getvalue(), png.getvalue()]
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    from flows.config import BuildConfig
+
     root = tmp_path_factory.mktemp("vlmeval")
     run = write_run(root / "run")
     out = RunFS.open(str(root / "release"))
-    export_benchmark(run, out, vlmevalkit=True)
+    summary = export_benchmark(run, out, vlmevalkit=True)
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
-    return run, out, questions
+    image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
+    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    clients = EvalClients(ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient())
+    outcome = run_eval(run, config, "scripted:mixed", clients=clients)
+    answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
+    return {"run": run, "root": root, "release": Path(out.root), "summary": summary, "questions": questions, "answers": answers, "metrics": outcome.metrics}
 
 
-def _read(out, name):
-    rows = list(csv.DictReader(io.StringIO(out.read_text(f"vlmevalkit/{name}")), delimiter="\t"))
-    return rows
+@pytest.fixture(scope="module")
+def scored(exported, tmp_path_factory):
+    """VLMEvalKit's verdict on the release: its classes, its evaluate(), its image dumps."""
+    python = vlmeval_python()
+    work = tmp_path_factory.mktemp("vlmeval-work")
+    lmudata = work / "LMUData"  # VLMEvalKit's documented home of custom TSVs
+    lmudata.mkdir()
+    for tsv in (exported["release"] / "vlmevalkit").glob("*.tsv"):
+        shutil.copy(tsv, lmudata / tsv.name)
+    jpeg_rows, _ = _jpeg_pair_rows()
+    (lmudata / f"{JPEG_SET}.tsv").write_text(tsv_text(jpeg_rows, "YN"), encoding="utf-8")
+    config = json.loads((exported["release"] / "vlmevalkit" / "reactbench.json").read_text())
+    config["data"][JPEG_SET] = {"class": "ImageYORNDataset", "dataset": JPEG_SET}
+    (work / "config.json").write_text(json.dumps(config))
+    replies = {a["question_id"]: a["raw_response"] for a in exported["answers"]}
+    preds = {name: [str(_write_predictions(lmudata / f"{name}.tsv", replies, work / "outputs" / f"scripted_{name}.tsv"))] for name in NAMES.values()}
+    preds[JPEG_SET] = []
+    job = json.dumps({"config": str(work / "config.json"), "predictions": preds})
+    env = dict(os.environ, LMUData=str(lmudata), PYTHONPATH="")
+    proc = subprocess.run([str(python), str(Path(__file__).with_name("vlmevalkit_driver.py"))], input=job, capture_output=True, text=True, env=env, cwd=work, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):]), config
 
 
-def _resolve(rows):
+def _vlmeval_scores(result: list[dict[str, Any]], qtype: str) -> dict[str, float]:
+    """Overall / per-category figures in percent (VLMEvalKit's MCQ report is a fraction)."""
+    (row,) = result
+    scale = 100.0 if qtype == "MC" else 1.0
+    return {k: float(v) * scale for k, v in row.items() if k != "split"}
+
+
+def _ours(answers: list[dict[str, Any]], qtype: str) -> dict[str, float]:
+    """The same figures from ``reactbench eval``'s answers, through the project's metrics (cyclic
+    MC merged: right only when every presentation is). VLMEvalKit's VQA report has no
+    per-dimension figures."""
+    rows = collapse_cyclic(a for a in answers if a["qtype"] == qtype and a["mode"] == "standard")
+    out = {"Overall": accuracy(rows, [])[0]["accuracy"]}
+    for by in ("task",) if qtype == "SA" else ("task", "dimension"):
+        out.update({g[by]: g["accuracy"] for g in accuracy(rows, [by])})
+    return out
+
+
+def test_release_names_vlmevalkit_classes_in_its_config(exported, scored):
+    result, config = scored
+    assert {k: v["class"] for k, v in config["data"].items() if k != JPEG_SET} == {NAMES[q]: CLASSES[q] for q in NAMES}
+    assert {name: result[name]["class"] for name in NAMES.values()} == {NAMES[q]: CLASSES[q] for q in NAMES}
+    assert "reactbench_MCQ_circular" in result  # the name that turns on VLMEvalKit's circular scoring
+
+
+@pytest.mark.parametrize("qtype", ["MC", "YN", "SA"])
+def test_vlmevalkit_scores_equal_reactbench_eval(exported, scored, qtype):
+    result, _ = scored
+    theirs = _vlmeval_scores(result[NAMES[qtype]]["results"][0], qtype)
+    ours = _ours(exported["answers"], qtype)
+    assert set(theirs) == set(ours)
+    assert theirs == pytest.approx(ours, abs=1e-3)
+    assert 0 < ours["Overall"] < 100, "the scripted replies are right on some questions only"
+    if qtype in ("MC", "SA"):  # every MC and short-answer question is in the main set: metrics.json's figures
+        from_metrics = {r["task"]: r["accuracy"] for r in exported["metrics"]["accuracy"]["type"] if r["qtype"] == qtype and r["mode"] == "standard"}
+        assert {t: theirs[t] for t in from_metrics} == pytest.approx(from_metrics, abs=1e-3)
+
+
+def test_circular_score_is_consistency_accuracy_not_per_presentation(exported, scored):
+    result, _ = scored
+    theirs = _vlmeval_scores(result[NAMES["MC"]]["results"][0], "MC")
+    cyclic = {r["task"]: r for r in exported["metrics"]["mc_cyclic"]["task"] if r["mode"] == "standard"}
+    re_ = cyclic["relational_erasure"]
+    assert re_["presentations"] > re_["n"] and re_["averaged_accuracy"] != re_["consistency_accuracy"], "a partly right cyclic question"
+    assert theirs["relational_erasure"] == pytest.approx(re_["consistency_accuracy"], abs=1e-3)
+
+
+def test_vlmevalkit_writes_the_source_pixels_of_every_image(exported, scored):
+    result, _ = scored
+    questions = {q["id"]: q for q in exported["questions"]}
+    run = exported["run"]
+    for name in NAMES.values():
+        rows = _read_tsv(exported["release"] / "vlmevalkit" / f"{name}.tsv")
+        dumped = result[name]["images"]
+        for r in rows:
+            want = [_pixels(run.read_bytes(p)) for p in questions[r["id"]]["images"]]
+            assert dumped[r["index"]] == want, (name, r["id"])
+    # a JPEG original and its PNG edit: both arrive with the pixels the JPEG decodes to
+    _, (jpg, png) = _jpeg_pair_rows()
+    assert result[JPEG_SET]["images"]["0"] == [_pixels(jpg), _pixels(png)]
+
+
+def _read(out: Path, name: str) -> list[dict[str, str]]:
+    return _read_tsv(out / "vlmevalkit" / f"{name}.tsv")
+
+
+def _resolve(rows: list[dict[str, str]]) -> dict[str, list[str]]:
     """VLMEvalKit's image resolution: short strings are indices of rows that carry the image."""
     image_map = {r["index"]: r["image"] for r in rows}
     out = {}
@@ -51,30 +221,31 @@ def _resolve(rows):
     return out
 
 
-@pytest.mark.parametrize("name,qtype", [("reactbench_MCQ.tsv", "MC"), ("reactbench_Y_N.tsv", "YN"), ("reactbench_VQA.tsv", "SA")])
-def test_one_tsv_per_type_with_every_image_resolvable(exported, name, qtype):
-    run, out, questions = exported
-    rows = _read(out, name)
+@pytest.mark.parametrize("qtype", ["MC", "YN", "SA"])
+def test_one_tsv_per_type_with_every_image_stored_once_as_png(exported, qtype):
+    run, questions = exported["run"], exported["questions"]
+    rows = _read(exported["release"], NAMES[qtype])
     mine = {q["id"]: q for q in questions if q["qtype"] == qtype}
     assert {r["id"] for r in rows} == set(mine)
     images = _resolve(rows)
     for r in rows:
         q = mine[r["id"]]
         got = [base64.b64decode(b) for b in images[r["index"]]]
-        assert got == [run.read_bytes(p) for p in q["images"]]
-        assert r["answer"] == q["gold"]
+        assert all(g.startswith(b"\x89PNG") for g in got)
+        assert [_pixels(g) for g in got] == [_pixels(run.read_bytes(p)) for p in q["images"]]
+        assert all(n.endswith(".png") for n in (json.loads(r["image_path"]) if r["image_path"].startswith("[") else [r["image_path"]]))
+        want = repr([q["gold"]] * VQA_REFERENCES) if qtype == "SA" else q["gold"]
+        assert r["answer"] == want
     if qtype == "YN":
         assert {r["answer"] for r in rows} <= {"Yes", "No"}
     if qtype == "MC":
         assert all(r["answer"] in "ABCDE" and r[r["answer"]] for r in rows)
-    # each distinct image (or pair) is carried by exactly one row of the file
     carried = [r["image"] for r in rows if len(r["image"]) > 64]
     assert len(carried) == len(set(carried)) == len({tuple(q["images"]) for q in mine.values()})
 
 
 def test_circular_mc_is_grouped_by_index(exported):
-    _, out, questions = exported
-    rows = _read(out, "reactbench_MCQ.tsv")
+    rows = _read(exported["release"], NAMES["MC"])
     groups = defaultdict(list)
     for r in rows:
         groups[int(r["index"]) % CIRCULAR_STRIDE].append(r)
@@ -84,19 +255,67 @@ def test_circular_mc_is_grouped_by_index(exported):
         assert len({r["qid"] for r in g}) == 1
         assert sorted(int(r["rotation"]) for r in g) == list(range(len(g)))
         assert all(int(r["index"]) // CIRCULAR_STRIDE == int(r["rotation"]) for r in g)
-        # the same options in every presentation, the gold following the right option
-        right = {r[r["answer"]] for r in g}
-        assert len(right) == 1
-    assert len(groups) == len({(q["edit_id"], q["qid"]) for q in questions if q["qtype"] == "MC"})
+        assert len({r[r["answer"]] for r in g}) == 1  # the gold follows the right option
+    assert len(groups) == len({(q["edit_id"], q["qid"]) for q in exported["questions"] if q["qtype"] == "MC"})
+
+
+def test_mc_file_without_cyclic_questions_is_not_called_circular():
+    from tasks.export.vlmevalkit import dataset_name
+
+    rows = [{"qtype": "MC", "rotation": 0}, {"qtype": "YN", "rotation": 0}]
+    assert dataset_name(rows, "MC") == "reactbench_MCQ"
+    assert dataset_name(rows + [{"qtype": "MC", "rotation": 2}], "MC") == "reactbench_MCQ_circular"
+
+
+def test_png_bytes_is_lossless_and_leaves_png_alone():
+    (row,), (jpg, png) = _jpeg_pair_rows()
+    assert png_bytes(png) == png
+    assert png_bytes(jpg).startswith(b"\x89PNG") and _pixels(png_bytes(jpg)) == _pixels(jpg)
 
 
 def test_tsv_bytes_within_one_and_a_half_times_distinct_images_plus_text(exported):
-    _, out, _ = exported
-    for name in ("reactbench_MCQ.tsv", "reactbench_Y_N.tsv", "reactbench_VQA.tsv"):
-        text = out.read_text(f"vlmevalkit/{name}")
-        rows = _read(out, name)
+    for name in NAMES.values():
+        text = (exported["release"] / "vlmevalkit" / f"{name}.tsv").read_text(encoding="utf-8")
+        rows = _read(exported["release"], name)
         image_bytes = sum(len(r["image"]) for r in rows if len(r["image"]) > 64)
         inline = sum(len(json.dumps(_resolve(rows)[r["index"]])) for r in rows)  # what inlining every row would cost
         other = len(text.encode()) - sum(len(r["image"]) for r in rows)
         assert len(text.encode()) <= 1.5 * (image_bytes + other), name
         assert len(text.encode()) < other + inline, name
+
+
+@pytest.mark.slow
+def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
+    """The release card's commands, as a user runs them: VLMEvalKit asks the model (a loopback
+    OpenAI-compatible server here) every question of the three files and scores its replies."""
+    from dummy_server import DummyServer, Reply, message_text
+
+    release = tmp_path / "release"
+    shutil.copytree(exported["release"], release)
+    card = (release / "README.md").read_text()
+    block = card.split("## Scoring with VLMEvalKit", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0] == "pip install ms-vlmeval==0.0.20"
+    run_cmd = block[-1].split()
+    assert run_cmd[:3] == ["python", "-m", "vlmeval"] and "exact_matching" in run_cmd
+
+    def responder(body):
+        text = message_text(body)
+        return Reply("B" if "Options:" in text else "21" if "single word or phrase" in text else "Yes")
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with DummyServer(responder) as url:
+        cfg = json.loads((release / "vlmevalkit" / "reactbench.json").read_text())
+        (entry,) = cfg["model"].values()
+        entry["api_base"] = f"{url}/chat/completions"
+        (release / "vlmevalkit" / "reactbench.json").write_text(json.dumps(cfg))  # "point its model entry at your model"
+        python = vlmeval_python()
+        script = "\n".join(block[1:-1] + [" ".join([str(python)] + run_cmd[1:])])
+        env = dict(os.environ, HOME=str(home), PYTHONPATH="")
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=release, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    outputs = release / "vlmeval_outputs"
+    for name in NAMES.values():
+        assert list(outputs.rglob(f"*_{name}_acc.csv")) or list(outputs.rglob(f"*_{name}_score.csv")), name
+    summary = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("reactbench_")]
+    assert len(summary) == len(NAMES) and all(ln.count("0.00% (0/") == 2 for ln in summary), summary  # no inference or judge failures
