@@ -46,7 +46,7 @@ class ReviewConfig(Section):
 
 
 class ExportConfig(Section):
-    vlmevalkit_tsv: bool = Field(False, description="also write a VLMEvalKit TSV")
+    vlmevalkit_tsv: bool = Field(False, description="also write the VLMEvalKit release: a TSV per question type (PNG images) and the --config file naming their classes")
     lmms_eval_yaml: bool = Field(False, description="also write an lmms-eval task YAML")
 
 
