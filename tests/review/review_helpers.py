@@ -3,7 +3,10 @@ and completed upstream manifests, so the review stage runs without the other sta
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -127,6 +130,34 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def serve_process(run_dir: Path, port: int, *options: str) -> subprocess.Popen:
+    """``reactbench review serve`` for ``run_dir`` as its own process on 127.0.0.1:``port``
+    (extra CLI ``options``, e.g. ``--db URL``), once it answers; its output goes to
+    ``serve-<port>.log`` beside the run directory."""
+    import httpx
+
+    log_path = run_dir.parent / f"serve-{port}.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port), *options],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
+            return proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("review server did not start: " + log_path.read_text(errors="replace")[-2000:])
 
 
 class ServerThread:
