@@ -160,6 +160,41 @@ def serve_process(run_dir: Path, port: int, *options: str) -> subprocess.Popen:
     raise AssertionError("review server did not start: " + log_path.read_text(errors="replace")[-2000:])
 
 
+def http_login(client: Any, secret: str) -> str:
+    """Log ``client`` (an httpx client on the app) in with ``secret``; returns the session's
+    CSRF token for JSON posts."""
+    import re
+
+    tok = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+    r = client.post("/login", data={"secret": secret, "csrf_token": tok})
+    if r.status_code != 303:
+        raise AssertionError(f"login refused: {r.status_code} {r.text[:200]}")
+    return re.search(r'data-csrf="([^"]+)"', client.get("/review/edit").text).group(1)
+
+
+def concurrent_wrong_logins(bases: list[str], n: int = 30) -> dict[int, int]:
+    """``n`` logins with a wrong secret released at once, spread over the servers ``bases``
+    (round robin); returns how many got each status code."""
+    import re
+    from collections import Counter
+
+    import httpx
+
+    codes: list[int] = []
+    start = threading.Barrier(n)
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=bases[i % len(bases)], timeout=60) as c:
+            tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
+            start.wait()
+            codes.append(c.post("/login", data={"secret": "rbk_wrong", "csrf_token": tok}).status_code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    [t.start() for t in threads]
+    [t.join(120) for t in threads]
+    return dict(Counter(codes))
+
+
 class ServerThread:
     """Uvicorn serving an app on 127.0.0.1 in a background thread (stopped by ``stop``)."""
 
