@@ -6,9 +6,9 @@ directory) or in a throwaway PostgreSQL server (``--db postgresql``, the Debian 
 the tests start it), then runs rounds against them one after the other: 1 annotator and N
 annotators with the realistic think time (``--think-ms``, 500 ms), N annotators with a short
 think time (``--short-think-ms``, 100 ms) and N annotators with no think time at all
-(saturation reference). Annotator i talks to server i mod ``--servers``. Each annotator logs
-in and loops: ``GET /api/next`` then ``POST`` a decision, pausing the think time in between (logins happen once, before
-the rounds, and are not measured).
+(saturation reference). Annotator i talks to server i mod ``--servers``. Every annotator
+logs in once, before the rounds (logins are not measured), then each loops: ``GET
+/api/next`` then ``POST`` a decision, pausing the think time in between.
 With two servers or more a last round repeats the realistic one and ``kill -9``s the first
 server halfway through: its annotators go on through the next server with the same session.
 Reports p50 / p95 latency of those requests and throughput side by side, and checks that no

@@ -101,6 +101,22 @@ def test_login_rejects_unknown_secret_and_secrets_are_hashed(site):
     assert all(h and len(h) == 64 for h in stored)
 
 
+def test_login_sets_a_device_cookie_stored_only_as_a_hash(site):
+    """The device cookie (which spares a browser the global login cap) is a random token
+    like a secret: the database holds its SHA-256, never the token."""
+    from tasks.review.accounts import hash_secret
+
+    _, queue, secrets, _, _ = site
+    c = _client(site)
+    login(c, secrets["ann"])
+    device = c.cookies["rb_device"]
+    with queue.engine.connect() as conn:
+        stored = {r[0] for r in conn.exec_driver_sql("SELECT token_hash FROM review_login_devices")}
+    assert hash_secret(device) in stored and device not in stored
+    login(c, secrets["ann"])  # logging in again from the same browser keeps its device token
+    assert c.cookies["rb_device"] == device
+
+
 @pytest.mark.parametrize(
     "path",
     [
