@@ -184,8 +184,8 @@ def run_round(
     t0 = time.perf_counter()
     for t in threads:
         t.start()
-    if kill is not None:
-        time.sleep(seconds / 2)
+    if kill is not None:  # halfway through the round (starting 100 threads can take seconds on a busy machine)
+        time.sleep(max(0.0, stop_at - seconds / 2 - time.perf_counter()))
         kill.kill()
         kill.wait()
     for t in threads:
@@ -265,6 +265,8 @@ def main() -> None:
         (str(args.annotators), 0.0, stress, "none: saturation reference, back-to-back requests"),
     ]
     if killed is not None:
+        if not killed["failovers"]:
+            print("warning: no annotator failed over in the kill round (none made a request after the kill)")
         rows.append((str(args.annotators), args.think_ms, killed, f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers"))
     for label, think, rnd, note in rows:
         print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
