@@ -14,7 +14,7 @@ class RelationalErasureParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
     count_unit: Literal["images", "relations"] = Field("images", description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)")
-    area_range: FloatRange = Field((0.005, 0.5), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    area_range: FloatRange = Field((0.005, 0.5), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
     images_per_pair: int = Field(20, ge=1, description="at most this many candidate images per kept pair (seeded sample)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
@@ -23,7 +23,7 @@ class CounterfactualAttributeParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(o∩a) for an object-attribute pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum P(a|o)")
     top_k: int = Field(3, ge=1, description="dominant attributes kept per object")
-    area_range: FloatRange = Field((0.05, 0.8), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    area_range: FloatRange = Field((0.05, 0.8), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
     images_per_attribute: int = Field(20, ge=1, description="at most this many candidate instances per (object, attribute)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
@@ -44,14 +44,14 @@ class AlterationTracingParams(Section):
 
 
 class DenseCountingParams(Section):
-    count_range: IntRange = Field((10, 200), description="inclusive range of object counts (annotated points) of DC images")
-    bins: IntEdges = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling")
+    count_range: IntRange = Field((10, 200), description="inclusive [low, high] range of object counts (annotated points) of DC images")
+    bins: IntEdges = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling (at least two, increasing)")
     per_bin: int = Field(20, ge=1, description="DC images drawn per count bin")
     splits: tuple[str, ...] = Field(("train", "val", "test"), description="keys of Train_Test_Val_FSC_147.json to draw DC images from")
 
 
 class MineConfig(Section):
-    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build)")
+    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build); at least one")
     canonical: Literal["name", "synset"] = Field("name", description="group object classes by canonical name or by WordNet synset")
     control: bool = Field(False, description="one switch for the RE and CA control variants")
     object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
