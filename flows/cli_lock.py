@@ -56,8 +56,7 @@ def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -
             from flows.config import resolve_run_config
 
             resolve_run_config(kwargs["config"], run_dir=run_dir)  # ConfigError: exit 2, nothing written
-        created = _local_dir(str(run_dir))
-        created = created if created is not None and not os.path.exists(created) else None
+        created = _first_missing(str(run_dir))  # taking the lease creates it: removed again if left empty
         try:
             lock = hold_run(str(run_dir), f"reactbench {command}", on_message=lambda m: print_error(m, style="yellow"), reentrant=True)
             lock.acquire()
@@ -70,23 +69,37 @@ def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -
         finally:
             lock.release()
             if created is not None:
-                _remove_if_empty(created)
+                _remove_empty_up_to(str(run_dir), created)
 
     return wrapper
 
 
-def _local_dir(run_dir: str) -> str | None:
-    """The folder of a local run directory; None for fsspec URLs."""
+def _first_missing(run_dir: str) -> str | None:
+    """The outermost folder of a local run directory's path that does not exist yet (None when
+    the run directory exists, or for fsspec URLs)."""
     if "://" in run_dir and not run_dir.startswith("file://"):
         return None
-    return run_dir.removeprefix("file://")
+    path = os.path.abspath(run_dir.removeprefix("file://"))
+    missing = None
+    while not os.path.exists(path):
+        missing, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
 
 
-def _remove_if_empty(folder: str) -> None:
-    try:
-        os.rmdir(folder)  # only ever removes an empty folder
-    except OSError:
-        pass
+def _remove_empty_up_to(run_dir: str, top: str) -> None:
+    """Remove the run directory and its parents up to ``top`` while they are empty."""
+    path = os.path.abspath(run_dir.removeprefix("file://"))
+    while True:
+        try:
+            os.rmdir(path)  # only ever removes an empty folder
+        except OSError:
+            return
+        if path == top or os.path.dirname(path) == path:
+            return
+        path = os.path.dirname(path)
 
 
 def _drop_lease_now(lock: Any) -> None:

@@ -82,3 +82,30 @@ def test_bad_saved_config_is_named_and_the_run_is_untouched(tmp_path: Path):
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert f"{run_dir}/config.yaml: run.seed: duplicate key" in lines[0]
     assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml"]
+
+
+def test_bad_override_leaves_no_run_directory(tmp_path: Path):
+    """An override that fails validation is only seen after the lease is taken: the run
+    directory (and the parents) that taking it created are removed again."""
+    run_dir = tmp_path / "runs" / "deep" / "r"
+    proc = subprocess.run(
+        [CLI, "build", "--mllm", "openai", "--run-dir", str(run_dir), "--stages", "mine"],
+        capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path,
+    )
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "mllm.model" in lines[0], lines
+    assert not (tmp_path / "runs").exists()
+
+
+def test_anchors_within_bounds_still_load(tmp_path: Path):
+    """The bounds refuse abuse, not YAML's ordinary sharing: anchors reused a few times load."""
+    from flows.config import load_config
+
+    config = tmp_path / "anchors.yaml"
+    config.write_text(
+        "editors:\n  - {name: classical, label: a, params: &p {dilation_px: 5}}\n  - {name: classical, label: b, params: *p}\n"
+        "mine:\n  relational_erasure: {area_range: &r [0.01, 0.5]}\n  counterfactual_attribute: {area_range: *r}\n"
+    )
+    cfg = load_config(config)
+    assert [e.params for e in cfg.editors] == [{"dilation_px": 5}] * 2
+    assert cfg.mine.counterfactual_attribute.area_range == (0.01, 0.5)
