@@ -25,7 +25,7 @@ from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
 from tasks.export.lmms_eval import write_lmms_eval
-from tasks.export.seal import MANIFEST, check_target, sealed_release
+from tasks.export.seal import MANIFEST, ReleaseRefused, check_target, sealed_release
 from tasks.export.vlmevalkit import write_vlmevalkit
 
 STAGE = "export"
@@ -73,6 +73,8 @@ def export_benchmark(
     ``out`` holding anything but an older version of this release (or a release with tasks or
     formats this one lacks) raises :class:`tasks.export.seal.ReleaseRefused` unless ``replace``.
     """
+    if out.protocol == run.protocol and (run.root + "/").startswith(out.root.rstrip("/") + "/"):
+        raise ReleaseRefused(f"--out {out.url} is the run directory {run.url} or holds it; choose a folder of its own for the release")
     check_target(out, replace)  # before the work: a folder that is no release is refused at once
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)

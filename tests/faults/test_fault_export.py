@@ -158,3 +158,32 @@ def test_export_during_a_build_is_refused_by_the_lease(tmp_path: Path):
     assert proc.returncode == 3, proc.stderr
     assert f"pid {holder.pid}" in proc.stderr and "`reactbench build`" in proc.stderr
     assert not out.exists() and not (run_dir / "export").exists()
+
+
+def test_out_may_not_be_or_hold_the_run_directory(runs: dict[str, RunFS], tmp_path: Path):
+    """`--replace` swaps the whole of --out: pointed at the run (or a folder above it) it would
+    throw the run away, so that is refused whatever the flags."""
+    run = runs["old"]
+    for out in (run.root, str(Path(run.root).parent)):
+        with pytest.raises(ReleaseRefused, match="is the run directory"):
+            export_benchmark(run, RunFS.open(out), unverified=True, replace=True)
+    assert run.exists("qa", "questions")
+
+
+def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(runs: dict[str, RunFS]):
+    """Without renameat2 (an object store, here fsspec's memory://) the old release is moved
+    aside, then the new one in; an export killed between the two moves leaves the old release
+    aside, and the next export puts it back before anything else."""
+    from tasks.export.seal import OLD_TAG, recover
+
+    out = RunFS.open("memory://rb-seal-test/release")
+    first = export_benchmark(runs["old"], out, unverified=True)
+    assert verify_release(out)["counts"] == first.counts
+    aside = RunFS.open(f"memory://rb-seal-test/.release{OLD_TAG}0123")
+    out.fs.mv(out.root, aside.root, recursive=True)  # the state a kill between the two moves leaves
+    assert not out.exists()
+    recover(out)
+    assert verify_release(out)["counts"] == first.counts and not aside.exists()
+    second = export_benchmark(runs["new"], out, unverified=True)
+    assert verify_release(out)["counts"] == second.counts != first.counts
+    assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
