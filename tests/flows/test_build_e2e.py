@@ -239,3 +239,28 @@ def test_full_disk_is_one_line_naming_the_file_and_the_run_resumes(reference_run
         assert _snapshot(run_dir) == _snapshot(reference_run)
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_second_sigterm_abandons_the_running_shards_at_once(e2e_config: Path, tmp_path: Path) -> None:
+    """While shards finish after a first SIGTERM, a second one exits at once (143), still leaving
+    no lease file; the abandoned shards have no marker (a resume recomputes them)."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [CLI, "build", "--config", str(e2e_config), "--run-dir", str(run_dir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
+    )
+    try:
+        _stop_mid_stage(proc, run_dir, signal.SIGTERM)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err[-3000:]
+    assert "SIGTERM again: abandoning the running shards" in err or "stopped by SIGTERM" in err, err[-3000:]
+    assert not (run_dir / ".reactbench-lock.json").exists()
+    assert took < 5, f"the second SIGTERM took {took:.1f} s"
