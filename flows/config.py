@@ -134,7 +134,7 @@ def _format_errors(source: str, exc: ValidationError) -> str:
             hint = " (unknown key: check the spelling against the README's config reference)"
         elif not isinstance(got, (dict, list, tuple)) and err["type"] != "value_error":
             hint = f" (got {got!r})"
-        parts.append(f"{msg}{hint}" if msg.startswith(path.split(".")[0]) else f"{path}: {msg}{hint}")
+        parts.append(f"{path}: {msg}{hint}")
     return f"{source}: " + "; ".join(parts)
 
 
