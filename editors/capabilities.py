@@ -157,10 +157,3 @@ def combine(caps: Sequence[Capabilities]) -> EditorLimits:
         for fam, vals in (c.attribute_values or {}).items():
             values.setdefault(fam, set()).update(vals)
     return EditorLimits(True, tuple(kinds), {f: tuple(sorted(v)) for f, v in sorted(values.items())}, any(c.clone_from_image for c in caps))
-
-
-def limits_for(editor_names: Sequence[str]) -> EditorLimits:
-    """The instruct stage's view of the configured editors (by registry name)."""
-    from editors.registry import editor_class
-
-    return combine([editor_class(n).capabilities() for n in editor_names])

@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib
 import threading
 from importlib.metadata import entry_points
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from editors.base import Editor, EditorError
+from editors.capabilities import EditorLimits, combine
 
 ENTRY_POINT_GROUP = "reactbench.editors"
 
@@ -122,3 +123,8 @@ def clear_cache() -> None:
     """Drop every cached editor (tests; freeing GPU memory between builds)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+
+
+def limits_for(editor_names: Sequence[str]) -> EditorLimits:
+    """The instruct stage's view of the configured editors (by registry name)."""
+    return combine([editor_class(n).capabilities() for n in editor_names])

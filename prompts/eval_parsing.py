@@ -1,9 +1,20 @@
 """Reading evaluation answers: Yes/No, option letters, numbers, and tagged hallucination spans.
 
 Models answer in prose, markdown, with chain-of-thought before the verdict, sometimes in
-Chinese. The rule everywhere: an explicit final-answer marker wins; otherwise the start of
-the reply (standard mode) or its last line (CoT mode); otherwise an unambiguous mention
-anywhere. Ambiguity returns ``None`` (scored as wrong and counted as unparseable), never a guess.
+Chinese. A reply gets the verdict a careful human grader would give it:
+
+- an explicit final-answer marker ("Final answer:", "The answer is") wins; otherwise the start
+  of the reply (standard mode) or its last line (CoT mode); otherwise an unambiguous mention
+  anywhere;
+- a self-correction ("B... actually no, C", "Yes. Wait, no.", "or rather") counts what the
+  model settled on: the part after the last correction, when it holds an answer;
+- a hedge is not credited: "Yes and no", "maybe", "I can't tell", two options named as the
+  answer ("(A) and (B)", "A or B"), two counts ("20 or 21", "19-23" for an exact count);
+- idiomatic answers count: "Definitely not.", "Not that I can tell.", "I don't think so." are
+  No; "I think so", "Of course" are Yes; "A is correct", a lowercase "c", "twenty-one".
+
+Ambiguity returns ``None`` (scored as wrong and counted as unparseable), never a guess. The
+exported lmms-eval tasks ship a verbatim copy of this file, so keep it standard-library only.
 
 Hallucination spans (MHALO, papers/mhalo.txt): a detector copies the response with XML-style
 tags (``<hallucination type="Object">two dogs</hallucination>``). Spans are half-open token
@@ -19,6 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 LETTERS = string.ascii_uppercase
+HEDGE = "?"  # what a reader returns for a reply that hedges: no verdict, and stop looking
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
@@ -27,22 +39,55 @@ _FINAL = re.compile(
     re.I,
 )
 _MARKDOWN = re.compile(r"[*_`#>]+")
+# A self-correction: what follows the last one is what the model settled on.
+_CORRECTION = re.compile(
+    r"(?:(?:^|(?<=[.,;:!?…\-—(]))\s*(?:actually|wait|hmm|on\s+second\s+thought|correction|scratch\s+that|no\s+wait|"
+    r"let\s+me\s+correct(?:\s+(?:myself|that))?|i\s+take\s+(?:that|it)\s+back|my\s+mistake|i\s+was\s+wrong)\b"
+    r"|\bactually(?=\s*,|\s+no\b|\s+(?:it'?s|it\s+is|the\s+answer|i\s+think|there))|\bor\s+rather\b)\s*[,:;!.]*",
+    re.I,
+)
+_LEADING_NO = re.compile(r"^\s*(?:no|nope|sorry)\b[\s,.:;!\-—]*(?=\S)", re.I)
 
-_YES_WORDS = {"yes", "yeah", "yep", "true", "correct", "affirmative", "是", "有", "对"}
-_NO_WORDS = {"no", "nope", "false", "incorrect", "negative", "否", "不是", "没有", "不", "无"}
+_YES_WORDS = {"yes", "yeah", "yep", "yup", "yea", "true", "correct", "affirmative", "是", "有", "对"}
+_NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "否", "不是", "没有", "不", "无"}
+# Two-sided replies: no verdict, whatever else they say.
+_YN_HEDGE = re.compile(r"\b(?:yes\s+and\s+no|yes\s+or\s+no|no\s+and\s+yes|yes\s*/\s*no|partly|partially|sort\s+of|kind\s+of)\b", re.I)
+# Non-committal replies: no verdict unless they open with one.
+_YN_UNSURE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"
+    r"difficult\s+to\s+(?:say|tell)|impossible\s+to\s+(?:say|tell)|(?:can\s*not|cannot|can'?t|unable\s+to|could\s*n'?t)\s+(?:tell|determine|say|be\s+sure|decide))\b",
+    re.I,
+)
+_NO_LEAD = re.compile(
+    r"^(?:(?:definitely|certainly|absolutely|of\s+course|surely|clearly|obviously|probably|likely)\s+not\b|"
+    r"not\s+(?:at\s+all|really|quite|that\s+i\s+(?:can|could)\s+(?:tell|see)|as\s+far\s+as\s+i\s+can\s+(?:tell|see)|to\s+my\s+eye|"
+    r"visible|present|anymore|any\s+more|that\s+i\s+see)\b|"
+    r"i\s+(?:don'?t|do\s+not)\s+(?:think|believe)\s+so\b|i\s+doubt\s+it\b|(?:it|there|they|this|that)\s*(?:'s|\s+is|\s+are|\s+does|\s+do|\s+has|\s+have|\s+was|\s+were)\s*(?:not\b|n'?t\b)|"
+    r"(?:it|there|they|this|that)\s+(?:isn'?t|aren'?t|doesn'?t|don'?t|hasn'?t|haven'?t|wasn'?t|weren'?t)\b|none\b|nothing\b|never\b)",
+    re.I,
+)
+_YES_LEAD = re.compile(
+    r"^(?:i\s+(?:think|believe)\s+so\b|no\s+doubt\b|without\s+(?:a\s+)?doubt\b|(?:it|there|they)\s+(?:is|are|does|do|has|have)\s*[.!]?$)",
+    re.I,
+)
+# An affirming word set off on its own ("Of course!", "Sure, ..."): Yes, unless what follows says
+# otherwise ("Sure! ... there is no mustard"). "Clearly the bun is bare" is an adverb, not a Yes.
+_AFFIRM = re.compile(r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure)(?:\s+yes)?\s*(?:[,.!;:]+|$)", re.I)
 _NEG_PHRASES = re.compile(
     r"\b(there\s+(?:is|are)\s+no|there\s+(?:isn't|aren't|is\s+not|are\s+not)|no\s+such|not\s+(?:present|visible|there)|"
-    r"does\s+not|doesn't|cannot\s+see|can't\s+see|absent|nothing)\b",
+    r"does\s+not|doesn't|(?:cannot|can't|can\s+not|do\s+not|don't)\s+see|absent|nothing|no\s+longer)\b",
     re.I,
 )
 
-_WORD_NUMBERS = {
+_UNITS = {
     w: i
     for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen twenty".split()
+        "sixteen seventeen eighteen nineteen".split()
     )
 }
+_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+_WORD_NUMBERS = {**_UNITS, **_TENS, "none": 0}
 
 
 def clean(text: str | None) -> str:
@@ -56,19 +101,48 @@ def clean(text: str | None) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def answer_segment(text: str | None, cot: bool = False) -> str:
-    """The part of a reply that holds the verdict: after the last final-answer marker, else
-    the last line (CoT) or the first line (standard), else the whole reply."""
-    body = clean(text)
-    if not body:
-        return ""
+def _segment(body: str, cot: bool) -> tuple[str, str]:
+    """(the answer segment, where a self-correction of it may be): after the last final-answer
+    marker; else the last line (CoT) or the first line (standard), with the last later line
+    that opens with a correction ("Yes.\nWait, no.")."""
     matches = list(_FINAL.finditer(body))
     if matches:
         tail = body[matches[-1].end() :].strip()
         if tail:
-            return tail.split("\n")[0].strip()
+            seg = tail.split("\n")[0].strip()
+            return seg, seg
     lines = body.split("\n")
-    return (lines[-1] if cot else lines[0]).strip()
+    if cot:
+        return lines[-1].strip(), lines[-1]
+    later = [line for line in lines[1:] if _CORRECTION.match(line)]
+    return lines[0].strip(), lines[0] + ("\n" + later[-1] if later else "")
+
+
+def _corrected(scope: str) -> str:
+    """What follows the last self-correction in ``scope`` (first line), or "" when there is none."""
+    last = None
+    for last in _CORRECTION.finditer(scope):
+        pass
+    if last is None:
+        return ""
+    tail = scope[last.end() :].strip().split("\n")[0].strip()
+    return tail if re.search(r"\w", tail) else ""
+
+
+def _parts(text: str | None, cot: bool) -> tuple[str, str, str]:
+    """(the corrected answer, the answer segment, the whole cleaned reply), most decisive first."""
+    body = clean(text)
+    if not body:
+        return "", "", ""
+    seg, scope = _segment(body, cot)
+    return _corrected(scope), seg, body
+
+
+def answer_segment(text: str | None, cot: bool = False) -> str:
+    """The part of a reply that holds the answer: after a self-correction, else after the last
+    final-answer marker, else the last line (CoT) or the first line (standard)."""
+    fixed, seg, _ = _parts(text, cot)
+    return _LEADING_NO.sub("", fixed) if fixed else seg
 
 
 def _tokens(text: str) -> list[str]:
@@ -76,33 +150,48 @@ def _tokens(text: str) -> list[str]:
 
 
 def _yn_of(segment: str) -> str | None:
-    toks = _tokens(segment)
+    """"Yes", "No", :data:`HEDGE`, or None when the segment says nothing either way."""
+    s = re.sub(r"^[\s\W_]+", "", segment.strip().lower().replace("’", "'"))
+    toks = _tokens(s)
     if not toks:
         return None
+    if _YN_HEDGE.search(s):
+        return HEDGE
+    if _NO_LEAD.search(s):
+        return "No"
+    if _YES_LEAD.search(s):
+        return "Yes"
+    affirm = _AFFIRM.match(s)
+    if affirm:
+        return _yn_of(s[affirm.end() :]) or "Yes"
     first = toks[0]
     if first in _YES_WORDS:
         return "Yes"
     if first in _NO_WORDS:
         return "No"
     for zh_no in ("不是", "没有", "否"):
-        if segment.strip().startswith(zh_no):
+        if s.startswith(zh_no):
             return "No"
-    if segment.strip()[:1] in ("是", "有", "对"):
+    if s[:1] in ("是", "有", "对"):
         return "Yes"
-    yes = any(t in ("yes",) for t in toks)
-    no = any(t in ("no",) for t in toks)
+    if _YN_UNSURE.search(s):
+        return HEDGE
+    yes, no = "yes" in toks, "no" in toks
     if yes != no:
         return "Yes" if yes else "No"
     return None
 
 
 def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
-    """``"Yes"``, ``"No"`` or ``None`` when the reply does not commit to one."""
-    seg = answer_segment(text, cot)
-    found = _yn_of(seg)
-    if found:
-        return found
-    body = clean(text)
+    """``"Yes"``, ``"No"`` or ``None`` when the reply does not commit to one (or hedges)."""
+    fixed, seg, body = _parts(text, cot)
+    rest = _LEADING_NO.sub("", fixed)
+    if rest != fixed and _yn_of(rest):  # "No... actually no, yes": that "no" takes back the first answer
+        fixed = rest
+    for where in (fixed, seg):
+        found = _yn_of(where) if where else None
+        if found:
+            return None if found == HEDGE else found
     words = set(_tokens(body))
     has_yes, has_no = "yes" in words, "no" in words
     if has_yes != has_no:
@@ -114,84 +203,160 @@ def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
 
 def _letter_patterns(letters: str) -> list[re.Pattern[str]]:
     L = f"[{letters}]"
+    Li = f"[{letters}{letters.lower()}]"
+    marker = r"(?:answer|option|choice|select|choose|pick|go\s+with|going\s+with|opt\s+for|it'?s|it\s+is|it\s+must\s+be|i'?d\s+say|i\s+would\s+say|\bso|\bthus|\bhence)"
     return [
-        re.compile(rf"(?:answer|option|choice|select|choose|pick)\s*(?:is|would\s+be|:|：)?\s*[(\[]?({L})\b(?![a-z'])", re.I),
-        re.compile(rf"^\s*[(\[]?({L})[)\].:：]?\s*$"),  # a bare letter
-        re.compile(rf"^\s*[(\[]?({L})[)\].:：](?:\s|$)"),  # "B. text", "(B) text", "B: text"
-        re.compile(rf"[(\[]({L})[)\]]"),  # "(B)" anywhere
+        re.compile(rf"{marker}\s*(?:is|would\s+be|:|：)?\s*[(\[]?({L})\b(?![a-z'])", re.I),
+        re.compile(rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer)\b"),
+        re.compile(rf"^\s*[(\[]?({Li})[)\].:：!]?\s*$"),  # a bare letter, either case
+        re.compile(rf"^\s*[(\[]?({L})[)\].:：](?:\s|$)|^\s*[(\[]({Li})[)\]](?:\s|$)"),  # "B. text", "(B) text", "b) text"
+        re.compile(rf"[(\[]({Li})[)\]]"),  # "(B)" anywhere
     ]
+
+
+def _choice_hedge(where: str, letters: str) -> bool:
+    """Two different options named as the answer: "(A) and (B)", "A or B", "either B or C"."""
+    Li = f"[{letters}{letters.lower()}]"
+    join = r"\s*(?:,\s*(?:and|or)?|/|&|\band\b|\bor\b|\bor\s+maybe\b)\s*(?:option\s+|choice\s+)?"
+    not_denied = r"(?!\s+(?:is|are)\s+(?:not|wrong|incorrect|false))"
+    pats = (
+        rf"[(\[]({Li})[)\]]{join}[(\[]({Li})[)\]]{not_denied}",
+        rf"(?<![\w'])([{letters}])[)\]]?{join}[(\[]?([{letters}])\b(?![\w']){not_denied}",
+    )
+    for p in pats:
+        for m in re.finditer(p, where):
+            if m.group(1).upper() != m.group(2).upper():
+                return True
+    return False
 
 
 def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+def _choice_in(where: str, letters: str, options: list[str]) -> str | None:
+    """The option letter one stretch of a reply names, :data:`HEDGE`, or None."""
+    pats = _letter_patterns(letters)
+    called_right = {m.group(1).upper() for m in pats[1].finditer(where)}  # "B, C and D are wrong; A is correct"
+    if len(called_right) == 1:
+        return called_right.pop()
+    if _choice_hedge(where, letters) or called_right:
+        return HEDGE
+    # Explicit answer markers: the last one wins (CoT restates); "A" before a lowercase word is the article.
+    hits = [m.group(1).upper() for m in pats[0].finditer(where) if not _is_article(where, m)]
+    if hits:
+        return hits[-1]
+    for pat in pats[2:4]:
+        m = pat.search(where)
+        if m and not _is_article(where, m):
+            return next(g for g in m.groups() if g).upper()
+    paren = {m.group(1).upper() for m in pats[4].finditer(where)}
+    if len(paren) == 1:
+        return paren.pop()
+    if len(paren) > 1:
+        return HEDGE
+    return _match_option_text(where, options)
+
+
 def extract_choice(text: str | None, options: list[str] | None, cot: bool = False) -> str | None:
     """The chosen option letter, or ``None``.
 
-    Accepts "B", "(B)", "B.", "**B**", "Answer: B", "option B", "B: <option text>", or the
-    option's own text when exactly one option is quoted. An "A" that is an English article
-    ("A cat sits ...") is not a choice.
+    Accepts "B", "(B)", "b", "B.", "**B**", "Answer: B", "option B", "B is correct", "B: <option
+    text>", or the option's own text when exactly one option is quoted; a self-correction counts
+    its final choice. An "A" that is an English article ("A cat sits ...") is not a choice, and
+    a reply naming two options as its answer is a hedge (``None``).
     """
     n = len(options or []) or 5
     letters = LETTERS[:n]
-    body = clean(text)
-    if not body:
-        return None
-    seg = answer_segment(text, cot)
-    pats = _letter_patterns(letters)
-    for where in (seg, body):
-        # Explicit answer markers in the whole body: the last one wins (CoT restates).
-        hits = [m.group(1).upper() for m in pats[0].finditer(where)]
-        if hits:
-            return hits[-1]
-        for pat in pats[1:3]:
-            m = pat.search(where)
-            if m and not _is_article(where, m):
-                return m.group(1).upper()
-        paren = {m.group(1).upper() for m in pats[3].finditer(where)}
-        if len(paren) == 1:
-            return paren.pop()
-        by_text = _match_option_text(where, options or [])
-        if by_text:
-            return by_text
+    fixed, seg, body = _parts(text, cot)
+    for where in (_LEADING_NO.sub("", fixed) if fixed else "", seg, body):
+        found = _choice_in(where, letters, options or []) if where else None
+        if found:
+            return None if found == HEDGE else found
     return None
 
 
 def _is_article(where: str, m: re.Match[str]) -> bool:
     """"A" followed by a lowercase word is the article, not option A."""
-    if m.group(1).upper() != "A":
+    g = next((i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 1)
+    if m.group(g).upper() != "A":
         return False
-    rest = where[m.end(1) :]
-    return bool(re.match(r"\s+[a-z]", rest))
+    rest = where[m.end(g) :]
+    return bool(re.match(r"\s+[a-z]", rest)) and not re.match(r"\s+(?:is|seems|looks|would)\s+(?:the\s+)?(?:correct|right|best|true|most|answer)\b", rest)
 
 
 def _match_option_text(where: str, options: list[str]) -> str | None:
+    """The one option whose text the reply quotes; a longer option quoted over a shorter one it
+    contains wins; two separate options quoted is a hedge."""
     target = _norm(where)
     if not target:
         return None
     hits = []
     for i, opt in enumerate(options):
         o = _norm(opt)
-        if o and re.search(rf"\b{re.escape(o)}\b", target):
-            hits.append((len(o), LETTERS[i]))
+        if not o:
+            continue
+        for m in re.finditer(rf"\b{re.escape(o)}\b", target):
+            hits.append((m.start(), m.end(), LETTERS[i]))
     if not hits:
         return None
-    hits.sort(reverse=True)
-    if len(hits) > 1 and hits[0][0] == hits[1][0]:
-        return None
-    return hits[0][1]
+    kept = {h[2] for h in hits if not any(o[0] <= h[0] and h[1] <= o[1] and (o[1] - o[0]) > (h[1] - h[0]) for o in hits)}
+    if len(kept) != 1:
+        return HEDGE
+    return kept.pop()
+
+
+def _word_number(toks: list[str]) -> int | None:
+    """The first number written in words ("twenty-one", "one hundred and five", "none")."""
+    i = 0
+    while i < len(toks):
+        if toks[i] in _WORD_NUMBERS or toks[i] == "hundred":
+            total, cur, seen = 0, 0, False
+            while i < len(toks):
+                t = toks[i]
+                if t in _WORD_NUMBERS:
+                    cur += _WORD_NUMBERS[t]
+                elif t == "hundred":
+                    cur = (cur or 1) * 100
+                elif t == "thousand" and seen:
+                    total, cur = total + (cur or 1) * 1000, 0
+                elif not (t == "and" and seen and i + 1 < len(toks) and toks[i + 1] in _WORD_NUMBERS):
+                    break
+                seen = True
+                i += 1
+            return total + cur
+        i += 1
+    return None
+
+
+_NUMBER = r"(?<![\d.])(\d{1,6})(?![\d.]*\d)"
+_TWO_COUNTS = re.compile(r"(?<![\d.])(\d{1,6})\s*(?:-|–|—|~|/|\bto\b|\bor\b|\bor\s+maybe\b|\band\b)\s*(\d{1,6})(?![\d.]*\d)", re.I)
+_CONCLUDES = re.compile(r"(?:\bso\b|\bthus\b|\bhence\b|\bthat\s+makes\b|\bmaking\b|\bgives\b|\btotal(?:\s+of)?\b|\bin\s+total\b|\baltogether\b|=)[^\d\n]{0,24}?" + _NUMBER, re.I)
+
+
+def _number_in(where: str) -> int | str | None:
+    """The count one stretch of a reply commits to, :data:`HEDGE` for two counts, or None."""
+    flat = re.sub(r"(?<=\d),(?=\d{3}\b)", "", where)
+    concluded = list(_CONCLUDES.finditer(flat))
+    if concluded:
+        return int(concluded[-1].group(1))
+    two = _TWO_COUNTS.search(flat)
+    if two and two.group(1) != two.group(2):
+        return HEDGE
+    m = re.search(_NUMBER, flat)
+    if m:
+        return int(m.group(1))
+    return _word_number(_tokens(flat))
 
 
 def extract_number(text: str | None, cot: bool = False) -> int | None:
-    """The first whole number of the answer segment (digits or English words up to twenty)."""
-    for where in (answer_segment(text, cot), clean(text)):
-        m = re.search(r"(?<![\d.])(\d{1,6})(?![\d.]*\d)", where.replace(",", ""))
-        if m:
-            return int(m.group(1))
-        for tok in _tokens(where):
-            if tok in _WORD_NUMBERS:
-                return _WORD_NUMBERS[tok]
+    """The count a reply commits to: digits or English words ("twenty-one"); a conclusion ("so
+    21 in total") over the working before it; ``None`` for two counts ("20 or 21", "19-23")."""
+    fixed, seg, body = _parts(text, cot)
+    for where in (fixed, seg, body):
+        found = _number_in(where) if where else None
+        if found is not None:
+            return None if found == HEDGE else int(found)
     return None
 
 

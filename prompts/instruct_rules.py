@@ -253,6 +253,11 @@ def _free_slot(ctx: dict[str, Any], key: str) -> tuple[str, list[float]] | None:
     return None
 
 
+def _in_place(location: str | None) -> str:
+    """The words that say where a donor object is ("in the upper left part ..."), or none."""
+    return f" in {location}" if location else ""
+
+
 def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
     """Another annotated object (other class, similar size, clear of the target) to replace it with."""
     tb = ctx["target_box"]
@@ -301,7 +306,7 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
             if donor is None:
                 continue
             plan = {"edit_type": "replace", "C": f"was replaced with {_with_a(donor['name'])}", "replacement": donor["name"], "donor_box": list(donor["box"]),
-                    "instruction": f"Replace the {name} in {where} with a copy of the {donor['name']} {donor.get('location') or ''}, scaled to fit; change nothing else.".replace(" ,", ","),
+                    "instruction": f"Replace the {name} in {where} with a copy of the {donor['name']}{_in_place(donor.get('location'))}, scaled to fit; change nothing else.",
                     "changed": [ctx["target_box"]]}
         if plan is not None:
             break

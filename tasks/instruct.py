@@ -101,7 +101,7 @@ class InstructStage(Stage):
 def editor_limits(ctx: RunContext) -> Any:
     """What the configured editors can render (editors/capabilities.py): the rules backend then
     proposes only renderable edits and the LLM prompts are told the allowed families."""
-    from editors.capabilities import limits_for
+    from editors.registry import limits_for
 
     return limits_for([s.name for s in ctx.config.editors])
 

@@ -19,9 +19,9 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.base import RunContext
 from tasks.evaluate.inputs import source_for
-from tasks.evaluate.metrics import summarize
 from tasks.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.evaluate.stage import EvalClients, EvalStage, model_slug
+from tasks.evaluate.summary import summarize
 from tasks.runner import StageSummary, run_stage
 
 METRICS_FILE = "metrics.json"

@@ -13,9 +13,11 @@ Layout under ``<release>/lmms_eval/``::
 The YAMLs read the release's Parquet files through lmms-eval's local ``parquet`` builder with
 ``data_files`` relative to the YAML, so a moved or uploaded release loads unedited. The copies
 make the release self-contained (no reactbench install needed) and keep the verdicts identical;
-a test loads the tasks through lmms-eval's ``TaskManager`` and compares them with
-``reactbench eval`` on the same replies. Generation follows the run's ``eval`` section:
-``do_sample`` is true exactly when the temperature is above 0.
+tests run the tasks under lmms-eval's own evaluator (command line and ``simple_evaluate``, its
+``openai`` model against a loopback server) and compare React-Score, S_t and every verdict with
+``reactbench eval`` on the same replies. lmms-eval renders prompts from docs whose image
+columns it removed, so the text hooks read text columns only. Generation follows the run's
+``eval`` section: ``do_sample`` is true exactly when the temperature is above 0.
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ import json
 
 import yaml
 
-import prompts.eval_parsing
-import prompts.offline_judge
 import tasks.evaluate.metrics
 from prompts.eval_prompts import TASKS
 from prompts.spec import TEMPLATE_DIR
 from tasks.evaluate.metrics import TASK_SHORT
 from tasks.export.hf import data_file
+from tasks.export.shipped_scoring import scoring_files
 
 ANSWER_TEMPLATES = ("eval_answer_yn.j2", "eval_answer_mc.j2", "eval_answer_sa.j2", "eval_sa_judge.j2")
 
@@ -92,14 +93,7 @@ def _source(module: Any) -> str:
 
 def support_files() -> dict[str, str]:
     """The verbatim copies utils.py loads, by release-relative name."""
-    judge = _source(prompts.offline_judge)
-    if "from prompts.eval_parsing import" not in judge:
-        raise RuntimeError("prompts/offline_judge.py no longer imports prompts.eval_parsing as the export expects")
-    files = {
-        "reactbench_parsing.py": _source(prompts.eval_parsing),
-        "reactbench_judge.py": judge.replace("from prompts.eval_parsing import", "from reactbench_parsing import"),
-        "reactbench_metrics.py": _source(tasks.evaluate.metrics),
-    }
+    files = {**scoring_files(), "reactbench_metrics.py": _source(tasks.evaluate.metrics)}
     for name in ANSWER_TEMPLATES:
         files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
     files["reactbench_tasks.json"] = json.dumps({t: v["note"] for t, v in TASKS.items()}, indent=1, sort_keys=True) + "\n"
@@ -168,7 +162,7 @@ def doc_to_text(doc):
         "options": [[chr(65 + i), o] for i, o in enumerate(options)],
         "options_list": options,
         "cot": False,
-        "pair": len(doc["images"]) == 2,
+        "pair": doc["image_role"] == "pair",  # lmms-eval strips the image column before it asks
         "task": doc["task"],
         "qtype": doc["qtype"],
         "question_set": doc["question_set"],
@@ -228,7 +222,7 @@ def verdict(doc, reply):
 
 def _record(doc, ok):
     keys = ("task", "qtype", "qid", "edit_id", "rotation", "question_set", "variant", "image_role", "editor")
-    return {**{k: doc[k] for k in keys}, "mode": "standard", "correct": bool(ok)}
+    return {**{k: doc[k] for k in keys}, "question_id": doc["id"], "mode": "standard", "correct": bool(ok)}
 
 
 def process_results(doc, results):

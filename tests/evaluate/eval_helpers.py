@@ -71,7 +71,9 @@ def _q(edit: dict[str, Any], qset: str, qid: str, qtype: str, dim: str, text: st
     }
 
 
-def build_rows(store: ImageStore, editor: str = "classical", seconds: float = 0.5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def build_rows(store: ImageStore, editor: str = "classical", seconds: float = 0.5, cyclic: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Edits and questions of all four tasks; RE Q12 in its four cyclic presentations, or with
+    ``cyclic=False`` once (what a ``qa.mc_mode: shuffle`` build holds)."""
     o = [_img(store, i) for i in range(4)]
     e = [_img(store, 10 + i + (100 if editor != "classical" else 0)) for i in range(4)]
     sfx = "" if editor == "classical" else f"-{editor}"
@@ -87,7 +89,7 @@ def build_rows(store: ImageStore, editor: str = "classical", seconds: float = 0.
            options=["A mustard line", "A bare bun surface with no condiment", "Mustard blobs", "A dotted mustard trail"]),
     ]
     opts12 = ["None of these", "a mustard line", "a bicycle", "a car"]
-    for r in range(4):
+    for r in range(4 if cyclic else 1):
         rot = opts12[r:] + opts12[:r]
         qs.append(_q(re_, "main", "Q12", "MC", "absurd", "Which of these is on top of the bun?", "ABCD"[rot.index("None of these")], [e[0]], "edited", options=rot, rotation=r))
     for i, (dim, obj, g_o, g_e) in enumerate([("removed", "a mustard", "Yes", "No"), ("present", "a ketchup", "Yes", "Yes"), ("absent", "a giraffe", "No", "No")], 1):
@@ -112,14 +114,14 @@ def build_rows(store: ImageStore, editor: str = "classical", seconds: float = 0.
     return [re_, ca, at, dc], qs
 
 
-def write_run(root: Path, verified: bool = True, unverified: bool = True, editors: tuple[str, ...] = ("classical",)) -> RunFS:
+def write_run(root: Path, verified: bool = True, unverified: bool = True, editors: tuple[str, ...] = ("classical",), cyclic: bool = True) -> RunFS:
     """A run directory holding qa/questions + edit/edits and (optionally) the review export."""
     run = RunFS.open(str(root))
     store = ImageStore(run)
     edits: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
     for k, ed in enumerate(editors):
-        e, q = build_rows(store, ed, seconds=0.5 + k)
+        e, q = build_rows(store, ed, seconds=0.5 + k, cyclic=cyclic)
         edits += e
         questions += q
     if unverified:

@@ -26,12 +26,17 @@ from eval_helpers import write_run
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to check the exported tasks")
 
 TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
-REPLY_SETS = ("gold", "paraphrase", "article", "near", "wrong")
+REPLY_SETS = ("gold", "paraphrase", "article", "near", "wrong", "hedge", "corrected")
 
 
 def reply_for(kind: str, qtype: str, gold: str, options: list[str]) -> str:
     if kind == "gold":
         return gold
+    other = {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(qtype, "a bicycle")
+    if kind == "hedge":  # names two answers: never credited
+        return {"YN": "Yes and no, it depends.", "MC": f"({gold}) and ({other})"}.get(qtype, f"{gold} or {int(gold) + 1}" if gold.isdigit() else "Hard to say.")
+    if kind == "corrected":  # a self-correction settles on the gold answer
+        return f"{other}... actually no, {gold}."
     if kind == "paraphrase":
         return {"YN": f"The answer is {gold.lower()}.", "MC": f"The answer is {gold}."}.get(qtype, f"I would say: {gold}")
     if kind == "article":  # "A" is an article here, not option A
@@ -139,6 +144,10 @@ def test_every_reply_gets_the_same_verdict_as_reactbench_eval(release, lmms_task
     counts = [i for i, q in by_id.items() if q["task"] == "dense_counting" and q["qtype"] == "SA" and q["gold"].isdigit()]
     assert counts and all(verdicts["gold"][i] and not verdicts["near"][i] for i in counts)  # "211" is not 21
     assert all(verdicts["gold"].values()) and not all(verdicts["wrong"].values())
+    closed = [i for i, q in by_id.items() if q["qtype"] in ("YN", "MC")]
+    assert not any(verdicts["hedge"][i] for i in closed)  # "(A) and (B)", "Yes and no" are hedges
+    assert all(verdicts["corrected"][i] for i in closed)  # "B... actually no, C" is C
+    assert all(verdicts["corrected"][i] and not verdicts["hedge"][i] for i in counts)  # "22... actually no, 21"; "21 or 22"
 
 
 def test_prompts_are_reactbench_prompts(release, lmms_tasks):

@@ -1,68 +1,45 @@
-"""Answer extraction against messy real-world outputs."""
+"""Answer extraction against messy real-world outputs: every reply shape of ``reply_shapes`` gets
+the verdict a careful human grader gives it (hedges none, self-corrections their final answer)."""
 
 import pytest
 
-from prompts.eval_parsing import extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
+from prompts.eval_parsing import answer_segment, extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
+from reply_shapes import CHOICE, COUNT, MC_OPTIONS, RANGES, SEGMENTS, YES_NO
 
-OPTS = ["a red cup", "a blue cup", "a cat", "none of the above"]
+
+def test_the_tables_are_large_enough():
+    assert len(YES_NO) >= 60 and len(CHOICE) >= 60 and len(COUNT) + len(RANGES) + len(SEGMENTS) >= 60
 
 
-@pytest.mark.parametrize(
-    "text,cot,want",
-    [
-        ("Yes", False, "Yes"),
-        ("no.", False, "No"),
-        ("**No**, there is no mustard on the bun.", False, "No"),
-        ("Yes, there is a cup on the table.", False, "Yes"),
-        ("```\nYES\n```", False, "Yes"),
-        ("<think>maybe yes, maybe no</think>No", False, "No"),
-        ("Let me look. The bun has ketchup. I see no mustard line.\nFinal answer: No", True, "No"),
-        ("Step 1: the table... yes the cup is there? Looking closer it was removed.\nAnswer: no", True, "No"),
-        ("There is no dog in the picture.", False, "No"),
-        ("不是，图中没有狗。", False, "No"),
-        ("是的，有一只猫。", False, "Yes"),
-        ("I cannot tell.", False, None),
-        ("", False, None),
-        ("Yes and no: it depends.", False, "Yes"),
-    ],
-)
+@pytest.mark.parametrize("text,cot,want", YES_NO)
 def test_yes_no(text, cot, want):
     assert extract_yes_no(text, cot) == want
 
 
-@pytest.mark.parametrize(
-    "text,cot,want",
-    [
-        ("B", False, "B"),
-        ("(C)", False, "C"),
-        ("**D**", False, "D"),
-        ("D. none of the above", False, "D"),
-        ("The answer is B.", False, "B"),
-        ("Answer: (a)", False, "A"),
-        ("A cat sits on the mat, so the answer is C.", False, "C"),
-        ("A cat sits on the mat.", False, "C"),  # option text quoted: "a cat"
-        ("I think it is a blue cup.", False, "B"),
-        ("Looking at the table I compare A and B. A is red... Final answer: B", True, "B"),
-        ("Option D", False, "D"),
-        ("It could be (A) or (B).", False, None),
-        ("I am not sure.", False, None),
-        ("E", False, None),  # only four options
-    ],
-)
+@pytest.mark.parametrize("text,cot,want", CHOICE)
 def test_choice(text, cot, want):
-    assert extract_choice(text, OPTS, cot) == want
+    assert extract_choice(text, MC_OPTIONS, cot) == want
 
 
-def test_numbers_and_ranges():
-    assert extract_number("There are 17 cupcakes.") == 17
-    assert extract_number("I count twelve apples") == 12
-    assert extract_number("Counting row by row: 4, 8, 12.\nFinal answer: 12", cot=True) == 12
-    assert extract_number("1,024 beads") == 1024
-    assert extract_number("none") is None
-    assert extract_range("Between 15 and 20") == (15, 20)
-    assert extract_range("roughly 20-24 birds") == (20, 24)
-    assert extract_range("about 30 to 25") == (25, 30)
-    assert extract_range("exactly 20") is None
+@pytest.mark.parametrize("text,cot,want", COUNT)
+def test_count(text, cot, want):
+    assert extract_number(text, cot) == want
+
+
+@pytest.mark.parametrize("text,cot,want", RANGES)
+def test_range(text, cot, want):
+    assert extract_range(text, cot) == want
+
+
+@pytest.mark.parametrize("text,cot,want", SEGMENTS)
+def test_short_answer_segment(text, cot, want):
+    assert answer_segment(text, cot) == want
+
+
+def test_choice_respects_the_number_of_options():
+    assert extract_choice("E", MC_OPTIONS + ["a dog"]) == "E"
+    assert extract_choice("e", MC_OPTIONS) is None
+    assert extract_choice("B is correct", None) == "B"  # no options: letters A-E
 
 
 def test_mentions_and_negation():
@@ -71,3 +48,26 @@ def test_mentions_and_negation():
     assert negated_mention("There is no mustard on the bun.", "mustard")
     assert not negated_mention("The mustard is yellow.", "mustard")
     assert not negated_mention("No ketchup, but the mustard is there.", "mustard")
+
+
+def test_the_shipped_copy_gives_the_same_verdicts(tmp_path, monkeypatch):
+    """What an export ships (``tasks.export.shipped_scoring``) reads every reply shape alike and
+    runs without the project: its judge imports the shipped parser, not ``prompts``."""
+    import importlib
+    import sys
+
+    from tasks.export.shipped_scoring import scoring_files
+
+    for name, text in scoring_files().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in ("reactbench_parsing", "reactbench_judge"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    parsing = importlib.import_module("reactbench_parsing")
+    judge = importlib.import_module("reactbench_judge")
+    assert parsing.__file__.startswith(str(tmp_path)) and judge.extract_number is parsing.extract_number
+    assert [parsing.extract_yes_no(t, c) for t, c, _ in YES_NO] == [w for _, _, w in YES_NO]
+    assert [parsing.extract_choice(t, MC_OPTIONS, c) for t, c, _ in CHOICE] == [w for _, _, w in CHOICE]
+    assert [parsing.extract_number(t, c) for t, c, _ in COUNT] == [w for _, _, w in COUNT]
+    assert judge.offline_judge("dense_counting", "21", "20... actually no, 21", {"count": "21"})["verdict"] == "correct"
+    assert judge.offline_judge("dense_counting", "21", "21 or 22", {"count": "21"})["verdict"] == "hallucination"

@@ -11,8 +11,8 @@ from tasks.evaluate.metrics import (
     hallu_rate,
     mode_score,
     react_score,
-    summarize,
 )
+from tasks.evaluate.summary import summarize
 
 
 def _rows(task, mode, qtype, results):

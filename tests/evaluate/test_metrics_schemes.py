@@ -12,8 +12,8 @@ from tasks.evaluate.metrics import (
     hallu_rate,
     mc_cyclic,
     react_score,
-    summarize,
 )
+from tasks.evaluate.summary import summarize
 
 RE, CA, AT, DC = "relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"
 T, F = True, False

@@ -264,3 +264,16 @@ def test_a_second_sigterm_abandons_the_running_shards_at_once(e2e_config: Path, 
     assert "SIGTERM again: abandoning the running shards" in err or "stopped by SIGTERM" in err, err[-3000:]
     assert not (run_dir / ".reactbench-lock.json").exists()
     assert took < 5, f"the second SIGTERM took {took:.1f} s"
+
+
+def test_every_place_in_an_instruction_has_its_preposition(reference_run: Path) -> None:
+    """A location phrase ("the upper left part of the image") always follows a preposition: the
+    AT replace instruction once read "... a copy of the lamp the upper left part of the image"."""
+    import re
+
+    texts = [r["instruction"] for r in _rows(reference_run, "instruct", "instructions") if r["instruction"]]
+    places = [(t, m.group(1)) for t in texts for m in re.finditer(r"(\w+) the (?:\w+ ){1,2}part of the image", t)]
+    assert places, "no instruction names a place: the check would pass vacuously"
+    assert any("copy of the" in t for t in texts), "the demo no longer writes a replace-by-copy instruction"
+    bad = [t for t, word in places if word not in {"in", "at", "from", "to", "into", "near", "of"}]
+    assert not bad, bad[:3]
