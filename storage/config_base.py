@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -41,7 +42,7 @@ def _ordered(pair: tuple[Any, Any]) -> tuple[Any, Any]:
 def _increasing(edges: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(edges) < 2:
         raise ValueError(f"{list(edges)}: give at least two bin edges")
-    for a, b in zip(edges, edges[1:]):
+    for a, b in pairwise(edges):
         if a >= b:
             raise ValueError(f"{list(edges)}: bin edges must increase ({a} is followed by {b})")
     return edges

@@ -24,8 +24,9 @@ import json
 import os
 import posixpath
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
@@ -126,7 +127,7 @@ def recover(out: RunFS) -> None:
     that did not finish, and remove temporary folders."""
     parent, name = posixpath.split(out.root.rstrip("/"))
     here = RunFS(out.fs, parent or "/")
-    leftovers = [n for n in here.listdir() if n.startswith(f".{name}{TMP_TAG}") or n.startswith(f".{name}{OLD_TAG}")]
+    leftovers = [n for n in here.listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
     for n in leftovers:
         if n.startswith(f".{name}{OLD_TAG}") and not out.exists() and read_release(here.sub(n)) is not None:
             out.fs.mv(here.path(n), out.root, recursive=True)

@@ -28,7 +28,7 @@ from tasks.export.seal import MANIFEST, ReleaseRefused, verify_release
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
 sys.path.insert(0, str(ROOT / "tests" / "evaluate"))
-from eval_helpers import write_run  # noqa: E402
+from eval_helpers import write_run
 
 pytestmark = pytest.mark.slow
 KILLS = 10
