@@ -1,21 +1,27 @@
 """Load test of the review app: simulated annotators doing next + decide over HTTP.
 
-Starts ``reactbench review serve`` (as ``python -m flows.cli_review serve``) on 127.0.0.1 over
-a fresh run with a filled SQLite queue, then runs rounds against it one after the other:
-1 annotator and N annotators with the realistic think time (``--think-ms``, 500 ms), N
-annotators with a short think time (``--short-think-ms``, 100 ms) and N annotators with no
-think time at all (saturation reference). Each annotator logs in and loops: ``GET /api/next``
-then ``POST`` a decision, pausing the think time in between. Reports p50 / p95 latency of
-those requests and throughput side by side, and checks that no item was leased to two
-annotators and that every acknowledged decision is in the event log.
+Starts ``--servers`` processes of ``reactbench review serve`` (as ``python -m flows.cli_review
+serve``) on 127.0.0.1 over a fresh run whose queue is filled in SQLite (WAL, in the run
+directory) or in a throwaway PostgreSQL server (``--db postgresql``, the Debian package, as
+the tests start it), then runs rounds against them one after the other: 1 annotator and N
+annotators with the realistic think time (``--think-ms``, 500 ms), N annotators with a short
+think time (``--short-think-ms``, 100 ms) and N annotators with no think time at all
+(saturation reference). Annotator i talks to server i mod ``--servers``. Every annotator
+logs in once, before the rounds (logins are not measured), then each loops: ``GET
+/api/next`` then ``POST`` a decision, pausing the think time in between.
+With two servers or more a last round repeats the realistic one and ``kill -9``s the first
+server halfway through: its annotators go on through the next server with the same session.
+Reports p50 / p95 latency of those requests and throughput side by side, and checks that no
+item was leased to two annotators and that every acknowledged decision is in the event log.
 
 The last line is one JSON object with keys ``annotators``, ``requests``, ``p50_ms``,
-``p95_ms``, ``double_leases``, ``lost_decisions``; its latency figures are those of the main
-configuration, N annotators with the SHORT think time (100 ms, the harder of the two;
-``--json-round realistic`` reports the 500 ms round instead). Double leases and lost
-decisions are counted over all rounds.
+``p95_ms``, ``double_leases``, ``lost_decisions``, ``servers``, ``db``, ``killed_servers``;
+its latency figures are those of N annotators with the ``--think-ms`` think time
+(``--json-round short`` reports the short round instead). Double leases and lost decisions
+are counted over all rounds, the kill round included.
 
     .venv/bin/python benchmarks/review_load.py [--annotators 20] [--items 8000] [--think-ms 500] [--short-think-ms 100]
+    .venv/bin/python benchmarks/review_load.py --annotators 100 --think-ms 1000 --db postgresql --servers 2
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import numpy as np
@@ -38,6 +47,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "tests" / "review"))  # the throwaway PostgreSQL server of the tests
+
+from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from storage.fs import RunFS  # noqa: E402
 from storage.hashing import stable_id  # noqa: E402
 from storage.image_store import ImageStore  # noqa: E402
@@ -46,8 +58,9 @@ from tasks.review.queue import ReviewQueue  # noqa: E402
 from tasks.review.stage import default_db_url, queue_rows  # noqa: E402
 
 
-def build_queue(run_dir: Path, n_items: int) -> str:
-    """A run with ``n_items`` edits in the queue (each with 3 questions); returns the DB URL."""
+def build_queue(run_dir: Path, n_items: int, url: str | None = None) -> str:
+    """A run with ``n_items`` edits in the queue (each with 3 questions) in the database
+    ``url`` (default: SQLite in the run directory); returns the DB URL."""
     run = RunFS.open(str(run_dir))
     store = ImageStore(run)
     rows = []
@@ -69,65 +82,126 @@ def build_queue(run_dir: Path, n_items: int) -> str:
             for j in range(3)
         ]
         rows.extend(queue_rows(edit, questions))
-    url = default_db_url(run)
+    url = url or default_db_url(run)
     q = ReviewQueue.open(url)
     q.enqueue(rows)
     q.close()
     return url
 
 
+@dataclass
+class Session:
+    """A logged-in annotator: its session cookie and CSRF token, valid on every server."""
+
+    name: str
+    cookies: dict
+    csrf: str
+
+
+def log_in(base: str, name: str, secret: str) -> Session:
+    with httpx.Client(base_url=base, timeout=60) as c:
+        tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
+        c.post("/login", data={"secret": secret, "csrf_token": tok})
+        csrf = re.search(r'data-csrf="([^"]+)"', c.get("/review/qa").text).group(1)
+        return Session(name, dict(c.cookies), csrf)
+
+
+def log_in_all(base: str, secrets: list[tuple[str, str]]) -> list[Session]:
+    """Every annotator logs in once, before any round (logins are not what is measured)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(lambda ns: log_in(base, *ns), secrets))
+
+
 class Annotator(threading.Thread):
-    def __init__(self, base: str, secret: str, name: str, stop_at: float, think_s: float, results: dict):
+    """One simulated annotator on ``bases[0]``; when that server stops answering (killed) it
+    goes on through the next one with the same session cookie."""
+
+    def __init__(self, bases: list[str], session: Session, stop_at: float, think_s: float, results: dict):
         super().__init__(daemon=True)
-        self.base, self.secret, self.name, self.stop_at, self.think_s, self.results = base, secret, name, stop_at, think_s, results
+        self.bases, self.session, self.stop_at, self.think_s, self.results = bases, session, stop_at, think_s, results
 
     def run(self) -> None:
-        lat, handed, acked, errors = [], [], [], []
+        lat, handed, acked, errors, failovers = [], [], [], [], 0
         try:
-            with httpx.Client(base_url=self.base, timeout=30) as c:
-                tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
-                c.post("/login", data={"secret": self.secret, "csrf_token": tok})
-                csrf = re.search(r'data-csrf="([^"]+)"', c.get("/review/qa").text).group(1)
+            with httpx.Client(base_url=self.bases[0], timeout=30, cookies=self.session.cookies) as c:
                 while time.perf_counter() < self.stop_at:
-                    t0 = time.perf_counter()
-                    r = c.get("/api/next", params={"stage": "edit"})
-                    lat.append(time.perf_counter() - t0)
-                    items = r.json()["items"]
-                    if not items:
-                        break
-                    handed.append(items[0]["id"])
-                    if self.think_s:
-                        time.sleep(self.think_s)
-                    t0 = time.perf_counter()
-                    r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": csrf})
-                    lat.append(time.perf_counter() - t0)
+                    try:
+                        t0 = time.perf_counter()
+                        r = c.get("/api/next", params={"stage": "edit"})
+                        lat.append(time.perf_counter() - t0)
+                        items = r.json()["items"]
+                        if not items:
+                            break
+                        handed.append(items[0]["id"])
+                        if self.think_s:
+                            time.sleep(self.think_s)
+                        t0 = time.perf_counter()
+                        r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": self.session.csrf})
+                        lat.append(time.perf_counter() - t0)
+                    except httpx.TransportError:
+                        if failovers + 1 >= len(self.bases):
+                            raise
+                        failovers += 1
+                        c.base_url = httpx.URL(self.bases[failovers])
+                        continue
                     if r.status_code == 200:
                         acked.append(r.json()["event_id"])
                     else:
                         errors.append(f"{r.status_code} {r.text[:200]}")
         except Exception as exc:  # reported, not hidden
             errors.append(repr(exc))
-        self.results[self.name] = {"lat": lat, "handed": handed, "acked": acked, "errors": errors}
+        self.results[self.session.name] = {"lat": lat, "handed": handed, "acked": acked, "errors": errors, "failovers": failovers}
 
 
-def run_round(base: str, secrets: list[tuple[str, str]], seconds: float, think_s: float) -> dict:
+def cpu_seconds(procs: list[subprocess.Popen]) -> float:
+    """CPU time (user + system) used so far by the live processes ``procs`` (Linux /proc):
+    a cost per decision that, unlike latency, hardly depends on what else the machine runs."""
+    import os
+
+    total = 0.0
+    for p in procs:
+        try:
+            fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def run_round(
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None
+) -> dict:
+    """One round: annotator i starts on server i mod len(bases); ``kill`` (a server process)
+    is killed with SIGKILL halfway through. ``procs``: the servers, for their CPU time."""
     results: dict = {}
+    cpu0 = cpu_seconds(procs)
     stop_at = time.perf_counter() + seconds
-    threads = [Annotator(base, s, n, stop_at, think_s, results) for n, s in secrets]
+    threads = [
+        Annotator(bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, results) for i, s in enumerate(sessions)
+    ]
     t0 = time.perf_counter()
     for t in threads:
         t.start()
+    if kill is not None:  # halfway through the round (starting 100 threads can take seconds on a busy machine)
+        time.sleep(max(0.0, stop_at - seconds / 2 - time.perf_counter()))
+        kill.kill()
+        kill.wait()
     for t in threads:
         t.join(seconds + 60)
     wall = time.perf_counter() - t0
     lat = sorted(x for r in results.values() for x in r["lat"])
+    decisions = sum(len(r["acked"]) for r in results.values())
     return {
+        "server_cpu_ms_per_decision": 1000 * (cpu_seconds(procs) - cpu0) / max(decisions, 1) if kill is None else float("nan"),
         "results": results,
         "requests": len(lat),
         "p50_ms": 1000 * statistics.median(lat) if lat else float("nan"),
         "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else float("nan"),
-        "decisions_per_s": sum(len(r["acked"]) for r in results.values()) / wall,
+        "decisions_per_s": decisions / wall,
         "errors": [e for r in results.values() for e in r["errors"]],
+        "failovers": sum(r["failovers"] for r in results.values()),
     }
 
 
@@ -137,35 +211,40 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=8000, help="queue size; enough that no round runs out of items")
     ap.add_argument("--seconds", type=float, default=15.0, help="duration of each round")
     ap.add_argument("--think-ms", type=float, default=500.0, help="realistic pause between next and decide (human reviewers take 5-20 s)")
-    ap.add_argument("--short-think-ms", type=float, default=100.0, help="short pause for the main (stress) configuration")
-    ap.add_argument("--json-round", choices=("short", "realistic"), default="short", help="which N-annotator round the JSON line reports")
+    ap.add_argument("--short-think-ms", type=float, default=100.0, help="short pause for the stress configuration")
+    ap.add_argument("--json-round", choices=("short", "realistic"), default="realistic", help="which N-annotator round the JSON line reports")
+    ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite", help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server")
+    ap.add_argument("--servers", type=int, default=1, help="review server processes sharing the database")
     args = ap.parse_args()
+    if args.servers < 1:
+        ap.error("--servers must be >= 1")
 
-    with tempfile.TemporaryDirectory(prefix="rb-review-load-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rb-review-load-") as tmp, _database(args.db) as db_url:
         run_dir = Path(tmp) / "run"
         run_dir.mkdir()
-        url = build_queue(run_dir, args.items)
+        url = build_queue(run_dir, args.items, db_url)
         queue = ReviewQueue.open(url)
         secrets = [(f"ann{i:02d}", add_user(queue.engine, f"ann{i:02d}", "annotator")) for i in range(args.annotators + 1)]
-        port = _free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port)],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        base = f"http://127.0.0.1:{port}"
+        servers = [_serve(run_dir, url) for _ in range(args.servers)]
+        bases = [base for base, _ in servers]
+        procs = [proc for _, proc in servers]
+        sessions = log_in_all(bases[0], secrets)
+        killed = None
         try:
-            _wait(base, server)
-            single = run_round(base, secrets[:1], args.seconds / 2, args.think_ms / 1000)
-            many = run_round(base, secrets[1:], args.seconds, args.think_ms / 1000)
-            short = run_round(base, secrets[1:], args.seconds, args.short_think_ms / 1000)
-            stress = run_round(base, secrets[1:], args.seconds / 2, 0.0)  # no think time: saturation, for reference
+            single = run_round(bases, sessions[:1], args.seconds / 2, args.think_ms / 1000, procs)
+            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs)
+            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs)
+            stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
+            if args.servers > 1:  # kill -9 of the first server halfway through a realistic round
+                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0])
         finally:
-            server.terminate()
-            server.wait(10)
-
+            for _, proc in servers:
+                proc.terminate()
+                proc.wait(10)
+        rounds_run = [r for r in (single, many, short, stress, killed) if r is not None]
         handed = defaultdict(set)
         acked = []
-        for rnd in (single, many, short, stress):
+        for rnd in rounds_run:
             for name, r in rnd["results"].items():
                 for item in r["handed"]:
                     handed[item].add(name)
@@ -176,19 +255,25 @@ def main() -> None:
         queue.close()
 
     main_round, main_think = (short, args.short_think_ms) if args.json_round == "short" else (many, args.think_ms)
-    print(f"items {args.items}, SQLite WAL, one uvicorn process, clients in this process; latency of GET /api/next and POST decision")
-    print(f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12}")
-    rounds = (
+    db_label = "SQLite WAL" if args.db == "sqlite" else "PostgreSQL"
+    print(f"items {args.items}, {db_label}, {args.servers} uvicorn process(es), clients in this process; latency of GET /api/next and POST decision")
+    print(f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12} {'server CPU ms/decision':>23}")
+    rows = [
         ("1", args.think_ms, single, ""),
         (str(args.annotators), args.think_ms, many, "realistic" + (" (JSON line)" if main_round is many else "")),
         (str(args.annotators), args.short_think_ms, short, "short" + (" (JSON line)" if main_round is short else "")),
         (str(args.annotators), 0.0, stress, "none: saturation reference, back-to-back requests"),
-    )
-    for label, think, rnd, note in rounds:
-        print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f}  {note}")
+    ]
+    if killed is not None:
+        if not killed["failovers"]:
+            print("warning: no annotator failed over in the kill round (none made a request after the kill)")
+        rows.append((str(args.annotators), args.think_ms, killed, f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers"))
+    for label, think, rnd, note in rows:
+        print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
+              f"{rnd['server_cpu_ms_per_decision']:>23.1f}  {note}")
     print(f"p95 ratio {args.annotators} vs 1 annotator ({args.think_ms:.0f} ms think): {many['p95_ms'] / single['p95_ms']:.2f}x; "
           f"throughput ratio: {many['decisions_per_s'] / single['decisions_per_s']:.2f}x")
-    errors = single["errors"] + many["errors"] + short["errors"] + stress["errors"]
+    errors = [e for rnd in rounds_run for e in rnd["errors"]]
     print(f"double leases: {double_leases}; lost decisions: {lost}; errors: {len(errors)} (all rounds)")
     for e in errors[:5]:
         print("  error:", e)
@@ -202,7 +287,31 @@ def main() -> None:
         "p95_ms": round(main_round["p95_ms"], 2),
         "double_leases": double_leases,
         "lost_decisions": lost,
+        "servers": args.servers,
+        "db": args.db,
+        "killed_servers": int(killed is not None),
     }))
+
+
+@contextmanager
+def _database(kind: str) -> Iterator[str | None]:
+    """None for SQLite in the run directory; else a fresh database on a throwaway PostgreSQL server."""
+    if kind == "sqlite":
+        yield None
+        return
+    with throwaway_postgres(max_connections=300) as base:
+        yield fresh_database(base)
+
+
+def _serve(run_dir: Path, url: str) -> tuple[str, subprocess.Popen]:
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--db", url, "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    _wait(base, server)
+    return base, server
 
 
 def _free_port() -> int:
@@ -214,7 +323,7 @@ def _free_port() -> int:
 
 
 def _wait(base: str, server: subprocess.Popen) -> None:
-    deadline = time.time() + 30
+    deadline = time.time() + 120  # a busy machine takes its time to import the app
     while time.time() < deadline:
         if server.poll() is not None:
             raise RuntimeError(f"server exited: {server.stderr.read().decode()[-2000:]}")
@@ -223,7 +332,7 @@ def _wait(base: str, server: subprocess.Popen) -> None:
             return
         except httpx.TransportError:
             time.sleep(0.2)
-    raise RuntimeError("server did not start within 30 s")
+    raise RuntimeError("server did not start within 120 s")
 
 
 if __name__ == "__main__":

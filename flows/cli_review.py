@@ -57,6 +57,11 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on (use 0.0.0.0 only behind TLS)."),
     port: int = typer.Option(8765, help="Port."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark cookies Secure (when served over HTTPS)."),
+    forwarded_allow_ips: Optional[str] = typer.Option(
+        None,
+        "--forwarded-allow-ips",
+        help="Trust X-Forwarded-For / -Proto from these proxy addresses (comma-separated, or '*'); by default no proxy header is trusted.",
+    ),
 ) -> None:
     """Serve the review web app for a run."""
     import uvicorn
@@ -69,7 +74,10 @@ def serve(
     console.print(f"Review app for {run_dir} (queue {redact(str(queue.engine.url))}) on http://{host}:{port}/")
     if not _has_users(queue.engine):
         console.print(f"No account yet: {suggest('review', 'add-user', 'NAME', '--role', 'admin', '--run-dir', run_dir)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # proxy headers only when configured: otherwise anyone could name their own address in
+    # X-Forwarded-For and rotate it past the per-client login limit
+    proxy = {"proxy_headers": True, "forwarded_allow_ips": forwarded_allow_ips} if forwarded_allow_ips else {"proxy_headers": False}
+    uvicorn.run(app, host=host, port=port, log_level="warning", **proxy)
 
 
 @review_app.command("add-user")

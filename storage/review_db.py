@@ -6,8 +6,8 @@ an item is read from its latest events. ``review_item_state`` is a cache of that
 state (the item's latest resolution and whether it can be leased), written in the same
 transaction as each resolution event and rebuildable from the events at any time
 (:func:`sync_item_state`); it lets the queue find open items through an index instead of
-scanning every resolved item. Leases, login sessions and refused-login counters are
-operational state (who holds what right now) and are deleted when released or stale.
+scanning every resolved item. Leases, login sessions, known login devices and refused-login
+counters are operational state (who holds what right now) and are deleted when released or stale.
 
 SQLite (WAL) in the run directory by default; PostgreSQL by URL for a team. On SQLite every
 write transaction starts with ``BEGIN IMMEDIATE`` so writers queue up instead of failing on
@@ -80,6 +80,18 @@ class LoginFailure(Base):
     key: Mapped[str] = mapped_column(String(200))
     at: Mapped[float] = mapped_column(Float)
     __table_args__ = (Index("ix_review_login_failures_key_at", "key", "at"),)
+
+
+class LoginDevice(Base):
+    """A browser that logged in successfully: ``token_hash`` is the sha256 of the random token
+    in its ``rb_device`` cookie. Such a browser is counted on its own for refused logins and
+    is spared the global cap, so a flood of wrong secrets cannot lock out the team.
+    Operational state: rows unused for the device lifetime are deleted."""
+
+    __tablename__ = "review_login_devices"
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("review_users.id"))
+    last_login_at: Mapped[float] = mapped_column(Float)
 
 
 class Item(Base):

@@ -12,10 +12,10 @@ import time
 from typing import Literal
 
 from sqlalchemy import delete, insert, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from storage.review_db import LoginFailure, LoginSession, User
+from storage.review_db import LoginSession, User
 from tasks.review.rules import Account
 
 Role = Literal["annotator", "admin"]
@@ -71,23 +71,30 @@ def get_user(engine: Engine, name: str) -> Account | None:
 
 
 def authenticate(engine: Engine, secret: str) -> Account | None:
+    with engine.connect() as conn:
+        return authenticate_in(conn, secret)
+
+
+def authenticate_in(conn: Connection, secret: str) -> Account | None:
+    """The account whose secret this is, or None (one indexed lookup of the secret's hash)."""
     if not secret or len(secret) > 200:
         return None
-    with engine.connect() as conn:
-        row = conn.execute(select(User.id, User.name, User.role).where(User.secret_hash == hash_secret(secret.strip()))).first()
+    row = conn.execute(select(User.id, User.name, User.role).where(User.secret_hash == hash_secret(secret.strip()))).first()
     return Account(row.id, row.name, row.role) if row else None
 
 
 def open_session(engine: Engine, user: Account) -> tuple[str, str]:
     """A new login session; returns (cookie token, CSRF token). Only the token's hash is stored."""
+    with engine.begin() as conn:
+        return session_in(conn, user, time.time())
+
+
+def session_in(conn: Connection, user: Account, now: float) -> tuple[str, str]:
+    """:func:`open_session` inside the caller's transaction (a login decided in one transaction)."""
     token = secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
-    now = time.time()
-    with engine.begin() as conn:
-        conn.execute(delete(LoginSession).where(LoginSession.expires_at < now))
-        conn.execute(
-            insert(LoginSession).values(token_hash=hash_secret(token), user_id=user.id, csrf=csrf, created_at=now, expires_at=now + SESSION_SECONDS)
-        )
+    conn.execute(delete(LoginSession).where(LoginSession.expires_at < now))
+    conn.execute(insert(LoginSession).values(token_hash=hash_secret(token), user_id=user.id, csrf=csrf, created_at=now, expires_at=now + SESSION_SECONDS))
     return token, csrf
 
 
@@ -110,37 +117,3 @@ def close_session(engine: Engine, token: str | None) -> None:
     if token:
         with engine.begin() as conn:
             conn.execute(delete(LoginSession).where(LoginSession.token_hash == hash_secret(token)))
-
-
-# Refused logins allowed per window before a key is told to wait: per client address, and
-# over all clients together (a secret names no account before it matches, so a per-account
-# count cannot exist; the global cap bounds guessing spread over many addresses).
-LOGIN_WINDOW_S = 600.0
-LOGIN_LIMITS = {"client": 10, "all": 200}
-
-
-def login_keys(client: str) -> dict[str, str]:
-    return {"client": f"client:{client[:150]}", "all": "all"}
-
-
-def login_retry_after(engine: Engine, client: str, now: float | None = None) -> float | None:
-    """Seconds until ``client`` may try again, or None when a login attempt is allowed. The
-    counters live in the database, so every server process on it enforces the same limit."""
-    now = time.time() if now is None else now
-    keys = login_keys(client)
-    with engine.connect() as conn:
-        for scope, key in keys.items():
-            rows = conn.execute(
-                select(LoginFailure.at).where(LoginFailure.key == key, LoginFailure.at > now - LOGIN_WINDOW_S).order_by(LoginFailure.at.desc()).limit(LOGIN_LIMITS[scope])
-            ).scalars().all()
-            if len(rows) >= LOGIN_LIMITS[scope]:
-                return max(1.0, rows[-1] + LOGIN_WINDOW_S - now)
-    return None
-
-
-def record_login_failure(engine: Engine, client: str, now: float | None = None) -> None:
-    now = time.time() if now is None else now
-    with engine.begin() as conn:
-        conn.execute(delete(LoginFailure).where(LoginFailure.at <= now - LOGIN_WINDOW_S))
-        conn.execute(insert(LoginFailure), [{"key": key, "at": now} for key in login_keys(client).values()])
-

@@ -118,8 +118,8 @@ class _TooLarge(Exception):
 class SessionGate:
     """Pure ASGI middleware: every path but the login page needs a live session (the user and
     CSRF token land in ``request.state``); every response gets the security headers. The
-    session is read from the database on every request (a snapshot read that never waits
-    for writers): revocation needs no cache to expire."""
+    session is read from the database on every request (one statement that never waits for
+    writers, outside any transaction on PostgreSQL): revocation needs no cache to expire."""
 
     def __init__(self, app: Any, queue: ReviewQueue):
         self.app = app
@@ -141,7 +141,7 @@ class SessionGate:
         path = scope["path"]
         if path not in PUBLIC_PATHS:
             token = Request(scope).cookies.get(SESSION_COOKIE)
-            found = await run_sync(session_user, self.queue.reader, token) if token else None
+            found = await run_sync(session_user, self.queue.lookup, token) if token else None
             if found is None:
                 if path.startswith("/api/"):
                     response: Response = JSONResponse({"error": "login required"}, status_code=401)

@@ -93,7 +93,7 @@ class DecisionsMixin:
         lease = item.lease_slot
         mine = my_decision(item)
         if lease is None and mine is None:
-            raise LeaseLost(f"item {item_id} is no longer leased to {user.name!r} (lease expired and the item was reassigned); take the next item")
+            raise self._not_leased(conn, item_id, user, now)
         if question_updates and item.stage != "qa":
             raise QueueError(f"item {item_id} is an edit-verification item; questions are edited at QA review")
         new_events: list[dict[str, Any]] = []
@@ -111,6 +111,24 @@ class DecisionsMixin:
             conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
         self._resolve(conn, item_id, user.id, now)
         return event_id
+
+    def _not_leased(self, conn: Connection, item_id: str, user: Account, now: float) -> LeaseLost:
+        """Why ``user`` may not decide ``item_id``, told as it is now: another annotator holds
+        it, it needs no more decisions, or nobody leased it to the user (a lease ends
+        ``lease_seconds`` after the user's last request)."""
+        held = conn.execute(
+            select(func.count()).select_from(Lease).where(Lease.item_id == item_id, Lease.annotator_id != user.id, Lease.expires_at > now)
+        ).scalar_one()
+        state = conn.execute(select(ItemState.outcome, ItemState.available).where(ItemState.item_id == item_id)).first()
+        if held:
+            why = "another annotator holds it"
+        elif state is not None and state.outcome != "pending":
+            why = f"it needs no more decisions (outcome: {state.outcome})"
+        elif state is not None and not state.available:
+            why = "it is not open for review (its edit has not been accepted)"
+        else:
+            why = f"it is not leased to anyone (leases end {self.lease_seconds / 60:.0f} min after an annotator's last request)"
+        return LeaseLost(f"item {item_id} is not leased to {user.name!r}: {why}; take the next item")
 
     @staticmethod
     def _record_decision(

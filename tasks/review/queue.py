@@ -75,12 +75,21 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         self._sqlite = is_sqlite(engine)
         self._write_lock = write_lock(engine)
         self._reader = engine.execution_options(review_read=True)  # deferred snapshot reads on SQLite
+        # one-statement reads (the session lookup of every request): on PostgreSQL without
+        # BEGIN / ROLLBACK, one round trip instead of three
+        self._lookup = self._reader if self._sqlite else engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @property
     def reader(self) -> Engine:
         """The engine for read-only work: on SQLite a deferred snapshot that never waits for
         (or blocks) writers; the same as :attr:`engine` on PostgreSQL."""
         return self._reader
+
+    @property
+    def lookup(self) -> Engine:
+        """The engine for a read that is one statement (a single statement is its own
+        snapshot): no transaction round trips on PostgreSQL; :attr:`reader` on SQLite."""
+        return self._lookup
 
     @classmethod
     def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, **kw: Any) -> "ReviewQueue":
@@ -212,9 +221,10 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
 
 
 def _transient(exc: Exception) -> bool:
-    """Lock timeouts, serialisation failures, deadlocks and unique-key races are retried."""
-    if isinstance(exc, IntegrityError):
-        return True
+    """Lock timeouts, serialisation failures, deadlocks, unique-key races and connections lost
+    to a database restart are retried."""
+    if isinstance(exc, IntegrityError) or getattr(exc, "connection_invalidated", False):
+        return True  # a unique-key race, or a pooled connection the database closed (restart): retry afresh
     msg = str(getattr(exc, "orig", exc)).lower()
     return any(s in msg for s in ("locked", "deadlock", "could not serialize", "busy", "duplicate key", "unique"))
 

@@ -18,8 +18,7 @@ router = APIRouter(prefix="/api")
 def api_next(request: Request, stage: str = "edit", want: Annotated[int, Query(ge=1, le=5)] = 1) -> Response:
     check_stage(stage)
     queue, user = ctx(request).queue, request.state.user
-    ids = queue.next_items(user, stage, want=want)
-    return JSONResponse({"items": [public(queue.get_item(user, i), user) for i in ids]})
+    return JSONResponse({"items": [public(view, user) for view in queue.next_views(user, stage, want=want)]})
 
 
 @router.post("/items/{item_id}/decision")

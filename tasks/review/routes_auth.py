@@ -1,6 +1,7 @@
 """Login and logout. Sessions live in the database only (no cache), so a logout through any
-server process ends the session in every other one at once; refused logins are counted in
-the database per client address and overall, and past the limit the client waits (429)."""
+server process ends the session in every other one at once. Each login attempt is decided
+in one transaction by :func:`tasks.review.login.attempt_login` (limits per client and over
+unknown clients; past a limit the client waits, 429 with ``Retry-After``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from storage.review_db import write_lock
-from tasks.review.accounts import authenticate, close_session, login_retry_after, open_session, record_login_failure
+from tasks.review.accounts import SESSION_SECONDS, close_session
 from tasks.review.bodies import LoginForm, known_fields
+from tasks.review.login import DEVICE_SECONDS, attempt_login
 from tasks.review.web import HERE, check_csrf, LOGIN_CSRF_COOKIE, SESSION_COOKIE, ctx, render, run_sync, validate
 
 router = APIRouter()
+DEVICE_COOKIE = "rb_device"  # a browser that logged in before (tasks.review.login)
 
 
 def _css() -> str:
@@ -47,19 +50,17 @@ async def login(request: Request) -> Response:
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not secrets.compare_digest(form.csrf_token, cookie):
         raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
-    client = _client(request)
-    wait = await run_sync(login_retry_after, web.queue.reader, client)
-    if wait is not None:
+    result = await run_sync(attempt_login, web.queue.engine, _client(request), form.secret, request.cookies.get(DEVICE_COOKIE))
+    if result.retry_after is not None:
+        wait = result.retry_after
         refused = render(request, "login.html", status=429, login_csrf=cookie, error=f"Too many refused logins; try again in {wait:.0f} s.", css=_css())
         refused.headers["Retry-After"] = str(int(wait + 0.999))
         return refused
-    user = await run_sync(authenticate, web.queue.reader, form.secret)
-    if user is None:
-        await run_sync(_locked, web.queue, record_login_failure, web.queue.engine, client)
+    if result.user is None:
         return render(request, "login.html", status=401, login_csrf=cookie, error="Unknown secret.", css=_css())
-    token, _csrf = await run_sync(_locked, web.queue, open_session, web.queue.engine, user)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="strict", secure=web.secure_cookies, max_age=12 * 3600)
+    response.set_cookie(SESSION_COOKIE, result.token, httponly=True, samesite="strict", secure=web.secure_cookies, max_age=SESSION_SECONDS)
+    response.set_cookie(DEVICE_COOKIE, result.device, httponly=True, samesite="strict", secure=web.secure_cookies, max_age=int(DEVICE_SECONDS))
     response.delete_cookie(LOGIN_CSRF_COOKIE)
     return response
 

@@ -39,10 +39,9 @@ async def _csrf_form(request: Request) -> None:
 def review_next(request: Request, stage: str) -> Response:
     check_stage(stage)
     queue, user = ctx(request).queue, request.state.user
-    ids = queue.next_items(user, stage, want=2)
-    if not ids:
+    views = queue.next_views(user, stage, want=2)
+    if not views:
         return render(request, "empty.html", stage=stage, progress=queue.progress(user, stage))
-    views = [queue.get_item(user, i) for i in ids]
     return item_page(request, views[0], views[1:])
 
 

@@ -43,7 +43,8 @@ class NotAllowed(QueueError):
 
 
 class LeaseLost(QueueError):
-    """The lease expired and the item went to someone else: the decision was not recorded."""
+    """The user holds no lease on the item (never had one, it expired, or another annotator
+    holds it; the message says which): the decision was not recorded."""
 
 
 @dataclass(frozen=True)

@@ -89,28 +89,32 @@ class ViewsMixin:
         """An item the user may see: admins any; annotators only items leased to them or
         that they decided before."""
         with self._reader.connect() as conn:
-            item = conn.execute(text(ITEM_SQL), {"item_id": item_id, "me": user.id}).first()
-            if item is None:
-                raise UnknownItem(f"no review item {item_id!r}")
-            lease = item.lease_expires_at
-            decided_before = item.ev_id is not None  # a retract always follows a decision of the same user
-            if not user.is_admin and lease is None and not decided_before:
-                raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
-            payload = json.loads(item.payload_json)
-            questions = question_state(payload.get("questions", []), question_events(conn, item_id)) if item.stage == "qa" else []
-            return ItemView(
-                id=item.id,
-                stage=item.stage,
-                edit_id=item.edit_id,
-                task=item.task,
-                variant=item.variant,
-                editor=item.editor,
-                payload=payload,
-                questions=questions,
-                my_decision=my_decision(item),
-                lease_expires_at=lease,
-                resolution=item.outcome or "pending",
-            )
+            return self._get_item(conn, user, item_id)
+
+    def _get_item(self, conn: Connection, user: Account, item_id: str) -> ItemView:
+        """:meth:`get_item` on the caller's connection (``next_views`` reads in its leasing transaction)."""
+        item = conn.execute(text(ITEM_SQL), {"item_id": item_id, "me": user.id}).first()
+        if item is None:
+            raise UnknownItem(f"no review item {item_id!r}")
+        lease = item.lease_expires_at
+        decided_before = item.ev_id is not None  # a retract always follows a decision of the same user
+        if not user.is_admin and lease is None and not decided_before:
+            raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
+        payload = json.loads(item.payload_json)
+        questions = question_state(payload.get("questions", []), question_events(conn, item_id)) if item.stage == "qa" else []
+        return ItemView(
+            id=item.id,
+            stage=item.stage,
+            edit_id=item.edit_id,
+            task=item.task,
+            variant=item.variant,
+            editor=item.editor,
+            payload=payload,
+            questions=questions,
+            my_decision=my_decision(item),
+            lease_expires_at=lease,
+            resolution=item.outcome or "pending",
+        )
 
     def previous(self, user: Account, stage: str, before_event: int | None = None) -> tuple[str, int] | None:
         """The item of the user's decision just before ``before_event`` (newest when None)."""

@@ -3,18 +3,13 @@
 
 from __future__ import annotations
 
-import glob
-import os
-import shlex
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from review_helpers import fill_queue, free_port, make_run
-from short_paths import socket_safe_tmpdir
+from pg_cluster import throwaway_postgres
+from review_helpers import fill_queue, make_run
 
 # The session-wide `chromium` fixture is in tests/conftest.py (one Playwright per process).
 
@@ -48,27 +43,8 @@ def filled_run(tmp_path: Path):
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl from the Debian package)."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not bins:
-        pytest.fail("PostgreSQL is not installed: run `sh scripts/system-deps.sh` (Debian package postgresql)")
-    bindir = Path(bins[-1]).parent
-    root = socket_safe_tmpdir("rb-pg-")  # the server's unix socket lives here too
-    data = root / "data"
-    as_root = os.geteuid() == 0
-    prefix: list[str] = []
-    if as_root:  # initdb refuses to run as root: run the server as the package's postgres user
-        shutil.chown(root, "postgres", "postgres")
-        os.chmod(root, 0o700)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    opts = f"-p {port} -k {shlex.quote(str(root))} -c listen_addresses=127.0.0.1 -F -c max_connections=100"  # pg_ctl runs it through sh
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "30", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://rb@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+    with throwaway_postgres(max_connections=200) as url:  # fails naming the Debian package when missing
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,10 @@ and completed upstream manifests, so the review stage runs without the other sta
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -127,6 +130,69 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def serve_process(run_dir: Path, port: int, *options: str) -> subprocess.Popen:
+    """``reactbench review serve`` for ``run_dir`` as its own process on 127.0.0.1:``port``
+    (extra CLI ``options``, e.g. ``--db URL``), once it answers; its output goes to
+    ``serve-<port>.log`` beside the run directory."""
+    import httpx
+
+    log_path = run_dir.parent / f"serve-{port}.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port), *options],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
+            return proc
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("review server did not start: " + log_path.read_text(errors="replace")[-2000:])
+
+
+def http_login(client: Any, secret: str) -> str:
+    """Log ``client`` (an httpx client on the app) in with ``secret``; returns the session's
+    CSRF token for JSON posts."""
+    import re
+
+    tok = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+    r = client.post("/login", data={"secret": secret, "csrf_token": tok})
+    if r.status_code != 303:
+        raise AssertionError(f"login refused: {r.status_code} {r.text[:200]}")
+    return re.search(r'data-csrf="([^"]+)"', client.get("/review/edit").text).group(1)
+
+
+def concurrent_wrong_logins(bases: list[str], n: int = 30) -> dict[int, int]:
+    """``n`` logins with a wrong secret released at once, spread over the servers ``bases``
+    (round robin); returns how many got each status code."""
+    import re
+    from collections import Counter
+
+    import httpx
+
+    codes: list[int] = []
+    start = threading.Barrier(n)
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=bases[i % len(bases)], timeout=60) as c:
+            tok = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
+            start.wait()
+            codes.append(c.post("/login", data={"secret": "rbk_wrong", "csrf_token": tok}).status_code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    [t.start() for t in threads]
+    [t.join(120) for t in threads]
+    return dict(Counter(codes))
 
 
 class ServerThread:

@@ -101,6 +101,22 @@ def test_login_rejects_unknown_secret_and_secrets_are_hashed(site):
     assert all(h and len(h) == 64 for h in stored)
 
 
+def test_login_sets_a_device_cookie_stored_only_as_a_hash(site):
+    """The device cookie (which spares a browser the global login cap) is a random token
+    like a secret: the database holds its SHA-256, never the token."""
+    from tasks.review.accounts import hash_secret
+
+    _, queue, secrets, _, _ = site
+    c = _client(site)
+    login(c, secrets["ann"])
+    device = c.cookies["rb_device"]
+    with queue.engine.connect() as conn:
+        stored = {r[0] for r in conn.exec_driver_sql("SELECT token_hash FROM review_login_devices")}
+    assert hash_secret(device) in stored and device not in stored
+    login(c, secrets["ann"])  # logging in again from the same browser keeps its device token
+    assert c.cookies["rb_device"] == device
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -152,6 +168,11 @@ def test_annotator_sees_only_own_items_and_no_admin_pages(site):
     ann, bob = _client(site, "ann"), _client(site, "bob")
     mine = ann.get("/api/next?stage=edit").json()["items"][0]["id"]
     assert bob.get(f"/review/edit/item/{mine}").status_code == 403
+    token = csrf_of(bob.get("/review/edit").text)
+    r = bob.post(f"/api/items/{mine}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": token})
+    assert r.status_code == 409 and r.json()["error"] == f"item {mine} is not leased to 'bob': another annotator holds it; take the next item"
+    page = bob.post(f"/review/edit/item/{mine}/decide", data={"verdict": "accept", "csrf_token": token})
+    assert page.status_code == 409 and "another annotator holds it" in page.text and "no longer" not in page.text
     assert bob.get("/admin").status_code == 403
     assert bob.get("/admin/adjudicate").status_code == 403
     assert ann.get(f"/review/edit/item/{mine}").status_code == 200
@@ -169,3 +190,73 @@ def test_json_api_next_and_decide(site):
     logout = c.post("/logout", data={"csrf_token": token}, follow_redirects=False)
     assert logout.status_code == 303
     assert c.get("/api/next").status_code == 401  # the session is gone server-side
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    """The site on a real uvicorn server, and a logged-in session cookie for raw requests."""
+    import httpx
+
+    from review_helpers import ServerThread
+
+    app, _, secrets, _, edits = site
+    server = ServerThread(app).start()
+    with httpx.Client(base_url=server.url) as c:
+        tok = csrf_of(c.get("/login").text)
+        c.post("/login", data={"secret": secrets["ann"], "csrf_token": tok})
+        cookie = c.cookies["rb_session"]
+    yield server, cookie, edits[0]["original_image"]
+    server.stop()
+
+
+def raw_get(port: int, target: str, cookie: str) -> int:
+    """Send ``target`` byte for byte (no client-side normalisation of ``..`` or escapes)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: rb_session={cookie}\r\nConnection: close\r\n\r\n".encode("latin-1"))
+        head = b""
+        while b"\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def _hostile(good: str) -> dict[str, str]:
+    """Malformed variants of a real image path ``images/ab/<sha>.png``."""
+    _, prefix, name = good.split("/")
+    sha = name.split(".")[0]
+    return {
+        "nul before extension": f"images/{prefix}/{sha}.jpg%00.png",
+        "nul in digest": f"images/{prefix}/{sha[:10]}%00{sha[11:]}.png",
+        "encoded slashes": f"images%2f{prefix}%2f{sha}.png",
+        "encoded slash, lower": f"images/{prefix}%2f{sha}.png",
+        "encoded dot": f"images/{prefix}/{sha}%2epng",
+        "encoded letters": f"%69mages/{prefix}/{sha}.png",
+        "dot-dot": f"images/{prefix}/../{prefix}/{sha}.png",
+        "encoded dot-dot": f"images/{prefix}/%2e%2e/{prefix}/{sha}.png",
+        "backslash": f"images\\{prefix}\\{sha}.png",
+        "double slash": f"images//{prefix}/{sha}.png",
+        "trailing slash": f"images/{prefix}/{sha}.png/",
+        "overlong digest": f"images/{prefix}/{sha}{'0' * 5000}.png",
+        "overlong path": "images/" + "/".join([prefix] * 3000) + f"/{sha}.png",
+        "short digest": f"images/{prefix}/{sha[:63]}.png",
+        "non-hex digest": f"images/{prefix}/{sha[:-1]}g.png",
+        "upper-case digest": f"images/{prefix.upper()}/{sha.upper()}.png",
+        "wrong folder": f"images/{'00' if prefix != '00' else '11'}/{sha}.png",
+        "wrong extension": f"images/{prefix}/{sha}.gif",
+        "upper-case extension": f"images/{prefix}/{sha}.PNG",
+        "double extension": f"images/{prefix}/{sha}.png.png",
+        "no extension": f"images/{prefix}/{sha}",
+        "query-like": f"images/{prefix}/{sha}.png%3Fx=1",
+        "unicode": f"images/{prefix}/{sha}.p%C3%B1g",
+    }
+
+
+def test_malformed_image_paths_are_404_on_a_real_server(served):
+    server, cookie, good = served
+    assert raw_get(server.port, "/images/" + good, cookie) == 200  # the table below is not failing for another reason
+    answers = {why: raw_get(server.port, "/images/" + path, cookie) for why, path in _hostile(good).items()}
+    assert answers == {why: 404 for why in answers}, answers

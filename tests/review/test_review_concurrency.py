@@ -5,27 +5,18 @@ from __future__ import annotations
 
 import re
 import threading
-import uuid
 from collections import defaultdict
 
 import httpx
 import pytest
 
+from pg_cluster import fresh_database
 from review_helpers import ServerThread, assert_state_matches_events, fill_queue, make_run
 from tasks.review.accounts import add_user, get_user
 from tasks.review.queue import ReviewQueue
 
 N_EDITS = 40
 N_WORKERS = 8
-
-
-def _fresh_pg_db(base_url: str) -> str:
-    import psycopg
-
-    name = "rb_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return base_url.rsplit("/", 1)[0] + "/" + name
 
 
 def _hammer(queue: ReviewQueue, n_workers: int, stage: str = "edit") -> tuple[dict[str, set[str]], list[tuple[int, str, str]], list[str]]:
@@ -106,7 +97,7 @@ def test_sqlite_k2(big_run, tmp_path):
 
 
 def test_postgres_no_double_lease_no_lost_decision(big_run, postgres_url):
-    db = _fresh_pg_db(postgres_url)
+    db = fresh_database(postgres_url)
     s = fill_queue(big_run, db_url=db)
     assert s.extra["queue_items_added"] == 2 * N_EDITS
     q = ReviewQueue.open(db)
@@ -182,7 +173,7 @@ def test_http_annotators_sqlite(big_run, tmp_path):
 def test_postgres_k2(big_run, postgres_url):
     """Two annotators deciding the same item at once on PostgreSQL: the item-state row lock
     makes the second count both decisions (no item stuck as pending with n=1)."""
-    db = _fresh_pg_db(postgres_url)
+    db = fresh_database(postgres_url)
     fill_queue(big_run, db_url=db)
     q = ReviewQueue.open(db, k=2)
     _check(q, *_hammer(q, N_WORKERS), k=2, n_items=N_EDITS)

@@ -6,24 +6,15 @@ databases without the cache are upgraded from their events."""
 from __future__ import annotations
 
 import random
-import uuid
 
 import pytest
 from sqlalchemy import text
 
+from pg_cluster import fresh_database
 from review_helpers import assert_state_matches_events, fill_queue
 from storage.review_db import SCHEMA_VERSION
 from tasks.review.accounts import add_user, get_user
 from tasks.review.queue import LeaseLost, NotAllowed, ReviewQueue
-
-
-def _fresh_pg_db(base_url: str) -> str:
-    import psycopg
-
-    name = "rb_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return base_url.rsplit("/", 1)[0] + "/" + name
 
 
 def _random_walk(q: ReviewQueue, clock, seed: int, steps: int = 150) -> set[str]:
@@ -88,7 +79,7 @@ def test_sqlite_item_state_equals_events(filled_run, clock, k):
 
 def test_postgres_item_state_equals_events(filled_run, clock, postgres_url):
     run, _, _, _ = filled_run
-    db = _fresh_pg_db(postgres_url)
+    db = fresh_database(postgres_url)
     fill_queue(run, db_url=db)
     q = ReviewQueue.open(db, k=2, clock=clock)
     assert q.engine.dialect.name == "postgresql"

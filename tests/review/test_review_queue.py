@@ -56,7 +56,7 @@ def test_expired_lease_returns_and_late_decision_is_refused(filled_run, clock):
     clock.advance(2 * 60)
     taken = q.next_items(ann, "edit", want=1)
     assert len(taken) == 1 and taken[0] in everything  # expired leases return
-    with pytest.raises(LeaseLost):
+    with pytest.raises(LeaseLost, match=f"item {taken[0]} is not leased to 'bob': another annotator holds it"):
         q.decide(bob, taken[0], "accept")
     assert q.decide(ann, taken[0], "reject", ["artifacts"]) > 0
 
@@ -136,9 +136,31 @@ def test_annotators_see_only_their_items(filled_run, clock):
     mine = q.next_items(ann, "edit", want=1)[0]
     with pytest.raises(NotAllowed):
         q.get_item(bob, mine)
-    with pytest.raises(LeaseLost):
+    with pytest.raises(LeaseLost, match="another annotator holds it"):
         q.decide(bob, mine, "accept")
     assert q.get_item(admin, mine).id == mine
+
+
+def test_refusal_messages_say_what_is_true_now(filled_run, clock):
+    """Deciding an item one does not hold names the actual reason: never "no longer leased"
+    for an item that was never the annotator's."""
+    _, url, _, _ = filled_run
+    q = _queue(url, clock, minutes=15)
+    ann, bob, cy = _users(q, "ann", "bob", "cy")
+    theirs = q.next_items(ann, "edit", want=1)[0]
+    with pytest.raises(LeaseLost) as held:
+        q.decide(bob, theirs, "accept")
+    assert str(held.value) == f"item {theirs} is not leased to 'bob': another annotator holds it; take the next item"
+    q.decide(ann, theirs, "accept")
+    with pytest.raises(LeaseLost, match=r"it needs no more decisions \(outcome: accept\)"):
+        q.decide(bob, theirs, "accept")
+    expired = q.next_items(cy, "edit", want=1)[0]
+    clock.advance(16 * 60)
+    with pytest.raises(LeaseLost, match=r"it is not leased to anyone \(leases end 15 min after an annotator's last request\)"):
+        q.decide(bob, expired, "accept")
+    qa_closed = next(i.id for i in q.items() if i.stage == "qa" and i.parent_id != theirs)
+    with pytest.raises(LeaseLost, match="not open for review"):
+        q.decide(bob, qa_closed, "accept")
 
 
 def test_events_are_append_only(filled_run, clock):

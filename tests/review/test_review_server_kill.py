@@ -4,42 +4,20 @@ no item is decided twice, and the annotators finish the queue across the restart
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import httpx
 
-from review_helpers import fill_queue, free_port, make_run
+from review_helpers import fill_queue, free_port, make_run, serve_process
 from tasks.review.accounts import add_user
 from tasks.review.queue import ReviewQueue
 
-ROOT = Path(__file__).resolve().parents[2]
 ANNOTATORS = 4
 KILLS = 2
-
-
-def _serve(run_dir: Path, port: int) -> subprocess.Popen:
-    log = open(run_dir.parent / "serve.log", "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port)],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("review server did not start: " + (run_dir.parent / "serve.log").read_text(errors="replace")[-2000:])
 
 
 def test_kill_9_under_load_loses_no_acknowledged_decision(tmp_path):
@@ -72,7 +50,7 @@ def test_kill_9_under_load_loses_no_acknowledged_decision(tmp_path):
             except (httpx.TransportError, AttributeError, ValueError):
                 time.sleep(0.1)  # server down (killed): log in again once it is back
 
-    proc = _serve(run_dir, port)
+    proc = serve_process(run_dir, port)
     threads = [threading.Thread(target=annotate, args=(s,)) for s in secrets]
     [t.start() for t in threads]
     try:
@@ -84,7 +62,7 @@ def test_kill_9_under_load_loses_no_acknowledged_decision(tmp_path):
                 seen = list(acked)
             logged = {e.id for e in q.events(kinds=("decision",))}
             assert set(seen) <= logged, "an acknowledged decision was lost"
-            proc = _serve(run_dir, port)
+            proc = serve_process(run_dir, port)
         [t.join(120) for t in threads]
     finally:
         stop.set()
