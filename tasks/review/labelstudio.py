@@ -198,16 +198,11 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
 
 
 def annotator(ann: dict[str, Any]) -> str:
-    """Who made an annotation: the email where the export carries it, else the user id.
-
-    Label Studio's JSON export gives ``completed_by`` as an id and ``created_username`` as
-    ``"<email>, <id>"``; older exports give ``completed_by`` as an object."""
+    """Who made an annotation: the email where the export carries it (an export snapshot with
+    the annotators' details), else Label Studio's user id (the quick JSON export)."""
     who = ann.get("completed_by")
     if isinstance(who, dict):
-        return str(who.get("email") or who.get("id") or "unknown")
-    named = str(ann.get("created_username") or "").rsplit(",", 1)
-    if len(named) == 2 and "@" in named[0] and named[1].strip() == str(who):
-        return named[0].strip()
+        who = who.get("email") or who.get("id")
     return str(who) if who is not None else "unknown"
 
 
