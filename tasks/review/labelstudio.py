@@ -54,14 +54,16 @@ _QUESTIONS_VIEW = """  <Header value="Questions: rewrite a field only to change 
 
 def _verdict_view() -> str:
     reasons = "\n".join(f"    <Choice value={quoteattr(code)} hint={quoteattr(label)}/>" for code, label in REASONS.items())
-    return f"""  <Choices name="verdict" toName="edited" choice="single" required="true">
+    return f"""  <Header value="Verdict (a reject needs a reason; 'other' needs a note)"/>
+  <Choices name="verdict" toName="edited" choice="single" required="true">
     <Choice value="accept"/>
     <Choice value="reject"/>
   </Choices>
+  <Header value="Reject reasons"/>
   <Choices name="reasons" toName="edited" choice="multiple">
 {reasons}
   </Choices>
-  <TextArea name="note" toName="edited" maxSubmissions="1"/>"""
+  <TextArea name="note" toName="edited" placeholder="note" maxSubmissions="1"/>"""
 
 
 def label_config(stage: str = "edit") -> str:

@@ -64,6 +64,7 @@ def migrated_db(venv: Path) -> Path:
 @dataclass
 class Annotator:
     email: str
+    password: str  # for logging in with a browser
     id: int
     client: httpx.Client  # authenticated with the annotator's own API token
 
@@ -81,7 +82,7 @@ class LabelStudio:
         self._log = open(self.log_path, "wb")
         cmd = [
             str(venv / "bin" / "label-studio"), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port),
-            "--username", "admin@reactbench.test", "--password", secrets.token_urlsafe(12), "--user-token", token, "--enable-legacy-api-token",
+            "--username", "admin@reactbench.test", "--password", "pw-" + secrets.token_hex(8), "--user-token", token, "--enable-legacy-api-token",
         ]  # fmt: skip
         started = time.monotonic()
         self.proc = subprocess.Popen(cmd, cwd=data_dir, env=_env(data_dir, document_root), stdout=self._log, stderr=subprocess.STDOUT)
@@ -129,13 +130,14 @@ class LabelStudio:
         with httpx.Client(base_url=self.url, timeout=60) as browser:
             browser.get("/user/signup/", params={"token": invite["token"]})
             csrf = browser.cookies.get("csrftoken")
-            form = {"email": email, "password": secrets.token_urlsafe(12), "csrfmiddlewaretoken": csrf}
+            password = "pw-" + secrets.token_hex(8)
+            form = {"email": email, "password": password, "csrfmiddlewaretoken": csrf}
             r = browser.post("/user/signup/", params={"token": invite["token"]}, data=form, headers={"Referer": f"{self.url}/user/signup/"})
             assert r.status_code == 302, f"sign-up of {email}: HTTP {r.status_code}: {r.text[:1000]}"
             token = self.check(browser.get("/api/current-user/token"), f"token of {email}")["token"]
         client = httpx.Client(base_url=self.url, headers={"Authorization": f"Token {token}"}, timeout=120)
         me = self.check(client.get("/api/current-user/whoami"), f"whoami {email}")
-        return Annotator(email, int(me["id"]), client)
+        return Annotator(email, password, int(me["id"]), client)
 
     def create_project(self, title: str, label_config: str, images_dir: Path) -> int:
         """A project with our labeling config, its images served from ``images_dir`` (a Local
