@@ -212,9 +212,13 @@ def parse_annotation(result: list[dict[str, Any]], questions: list[dict[str, Any
     """An annotation's result list as a decision; raises :class:`QueueError` naming what is wrong."""
     verdict, reasons, note = None, [], ""
     updates: dict[str, dict[str, Any]] = {}
+    if not isinstance(result, list):
+        raise QueueError(f"the annotation result is a {type(result).__name__}, not a list")
     for r in result:
+        value = r.get("value") if isinstance(r, dict) else None
+        if not isinstance(value, dict):
+            raise QueueError(f"a result entry without a 'value' object: {json.dumps(r)[:200]}")
         name = str(r.get("from_name") or "")
-        value = r.get("value") or {}
         if name == "verdict":
             choices = value.get("choices") or []
             verdict = choices[0] if choices else None

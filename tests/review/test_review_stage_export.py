@@ -108,14 +108,15 @@ def test_labelstudio_round_trip(filled_run, tmp_path):
         {"id": 2, "data": tasks[1]["data"], "annotations": [{"id": 21, "completed_by": 7, "result": [
             {"from_name": "verdict", "value": {"choices": ["reject"]}}]}]},  # reject without reason
         {"id": 3, "data": {}, "annotations": []},
+        {"id": 4, "data": tasks[2]["data"], "annotations": [{"id": 41, "completed_by": 7, "result": ["accept"]}]},  # not a result entry
     ]
     path = tmp_path / "export.json"
     path.write_text(json.dumps(ls_export))
     s1 = import_decisions(q, path)
     assert s1.imported == 1
-    assert sorted(r["reason"] for r in s1.rejected) == ["cancelled", "invalid_annotation", "missing_item_id"]
+    assert sorted(r["reason"] for r in s1.rejected) == ["cancelled", "invalid_annotation", "invalid_annotation", "missing_item_id"]
     assert q.resolutions()[tasks[0]["data"]["item_id"]] == ("reject", 1)
-    assert [r["detail"] for r in s1.rejected if r["reason"] == "invalid_annotation"] == ["a rejection needs at least one reason code"]
+    assert [r["detail"] for r in s1.rejected if r["reason"] == "invalid_annotation"] == ["a rejection needs at least one reason code", "a result entry without a 'value' object: \"accept\""]
     s2 = import_decisions(q, path)
     assert s2.imported == 0 and s2.already_imported == 1
     assert len(q.events(kinds=("decision",))) == 1
