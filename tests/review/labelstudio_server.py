@@ -35,14 +35,14 @@ class LabelStudioUnavailable(RuntimeError):
     """Label Studio could not be installed or started; the message says which step and why."""
 
 
-def ensure_venv() -> Path:
+def ensure_venv(venv: Path = VENV) -> Path:
     """The Label Studio venv, created by the project's script when missing (minutes, once)."""
-    if not (VENV / ".labelstudio-stamp").exists():
+    if not (venv / ".labelstudio-stamp").exists():
         env = {**os.environ, "PATH": os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])}  # finds this venv's uv
-        proc = subprocess.run(["bash", str(SCRIPT), str(VENV)], cwd=ROOT, env=env, capture_output=True, text=True)
+        proc = subprocess.run(["bash", str(SCRIPT), str(venv)], cwd=ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise LabelStudioUnavailable(f"{SCRIPT.name} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return VENV
+            raise LabelStudioUnavailable(f"{SCRIPT.name} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr[-3000:]}")
+    return venv
 
 
 def _env(data_dir: Path, document_root: Path | None = None) -> dict[str, str]:

@@ -69,6 +69,15 @@ def decisions_by_user(queue: ReviewQueue) -> dict[tuple[str, str], list[tuple[st
     return out
 
 
+def test_a_failed_install_is_a_clear_error(tmp_path, monkeypatch):
+    """No silent skip: an install that cannot succeed (a version PyPI lacks) fails with the
+    script's message and leaves no half-made venv behind."""
+    monkeypatch.setenv("LABEL_STUDIO_VERSION", "0.0.0")
+    with pytest.raises(LabelStudioUnavailable, match=r"installing label-studio==0\.0\.0 into .* failed"):
+        ensure_venv(tmp_path / "venv")
+    assert not (tmp_path / "venv").exists()
+
+
 def test_old_config_is_refused_by_the_server(label_studio, tmp_path):
     """The reason for this module: the server, unlike the SDK's validator, refuses a task that
     lacks a key a config's ``$value`` names (``$task / $target_name`` named one key)."""
