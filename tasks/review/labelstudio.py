@@ -30,8 +30,7 @@ from tasks.review.validation import QuestionError, question_state
 from tasks.review.views import question_events
 
 DEFAULT_IMAGE_PREFIX = "/data/local-files/?d="  # Label Studio's local-files URL; document root = the run directory
-QUESTION_FIELDS = ("text", "gold", "options")  # per-question TextAreas of the QA config, named <field>_<index>
-_QUESTION_RESULT = re.compile(r"^(text|gold|options|invalid)_(\d+)$")
+_QUESTION_RESULT = re.compile(r"^(text|gold|options|invalid)_(\d+)$")  # per-question controls: <field>_<index>
 
 _ITEM_VIEW = """  <Header value="$instruction"/>
   <Text name="meta" value="$meta"/>
@@ -53,7 +52,8 @@ _QUESTIONS_VIEW = """  <Header value="Questions: rewrite a field only to change 
 
 
 def _verdict_view() -> str:
-    reasons = "\n".join(f"    <Choice value={quoteattr(code)} hint={quoteattr(label)}/>" for code, label in REASONS.items())
+    # the annotator reads the label; ``alias`` puts the reason code into the result
+    reasons = "\n".join(f"    <Choice value={quoteattr(label)} alias={quoteattr(code)}/>" for code, label in REASONS.items())
     return f"""  <Header value="Verdict (a reject needs a reason; 'other' needs a note)"/>
   <Choices name="verdict" toName="edited" choice="single" required="true">
     <Choice value="accept"/>
