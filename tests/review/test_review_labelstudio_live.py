@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
 from labelstudio_server import LabelStudio, LabelStudioUnavailable, ensure_venv
 from review_helpers import fill_queue, free_port, make_run
+from typer.testing import CliRunner
+
 from tasks.review.accounts import ensure_user
 from tasks.review.labelstudio import export_tasks, parse_annotation
 from tasks.review.queue import ReviewQueue

@@ -126,7 +126,7 @@ def test_labelstudio_qa_tasks_carry_question_edits(filled_run, tmp_path):
     """QA tasks appear once their edit is accepted; a question rewritten, re-keyed or marked
     invalid in Label Studio arrives as question events with the decision, once; a bad edit
     (a gold answer a yes/no question cannot have) is refused whole, naming the question."""
-    run, url, _, _ = filled_run
+    _run, url, _, _ = filled_run
     q = ReviewQueue.open(url)
     out = tmp_path / "ls" / "tasks.json"
     edit_tasks = json.loads(out.read_text()) if export_tasks(q, out) else []
