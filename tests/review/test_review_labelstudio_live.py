@@ -181,6 +181,7 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
     exported = export_tasks(q, tmp_path / "tasks.json")
     viewer = server.sign_up("viewer@lab.test")
     page = chromium.new_page(viewport={"width": 1280, "height": 1500})
+    page.set_default_timeout(90_000)  # Label Studio's front end is heavy for two shared cores
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
@@ -218,4 +219,4 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
                 assert (parsed.verdict, parsed.question_updates) == ("accept", {task["data"]["questions"][0]["id"]: {"text": "Is any cup left?"}})
     finally:
         page.close()
-    assert errors == []
+    assert errors == [], f"errors in Label Studio's page: {errors}"
