@@ -277,9 +277,18 @@ class QwenImageEditEditor(Editor):
         extra: dict[str, Any] = {}
         if self.quant != "none":
             extra["quantization_config"] = quantization_config(self.quant)
-        pipe, self.device = load_pipeline(
+        pipe, device = load_pipeline(
             cls, ref, self.name, "Qwen-Image-Edit weights", p.dtype, dev, offload, place=self.layout not in ("split", "two_phase"), **extra
         )
+        self.attach(pipe, device)
+        if p.lora:
+            load_lora(pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
+
+    def attach(self, pipe: Any, device: str) -> None:
+        """Place a loaded pipeline's components for ``self.layout`` on ``device`` and make it this
+        editor's model. ``load`` calls it; benchmarks/gpu_validate.py calls it (after setting
+        ``kind``, ``layout`` and ``quant``) with a pipeline built from configs with random weights."""
+        self.device = device
         self.encoder_device = self.device
         if self.layout == "split":
             self.encoder_device = self._text_encoder_device(self.device)
@@ -287,14 +296,14 @@ class QwenImageEditEditor(Editor):
             pipe.transformer.to(self.device)
             pipe.vae.to(self.device)
         elif self.layout == "two_phase":
+            pipe.text_encoder.to("cpu")  # phase 1 brings it in
             pipe.vae.to(self.device)
             pipe.transformer.to(self.device)
         self._phase = "denoise"
         self.phase_swaps = 0  # two-phase plan: encoder <-> transformer moves (two per shard)
         self._encoded: dict[tuple[str, ...], tuple[Any, ...]] = {}
-        if p.lora:
-            load_lora(pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
         self.pipe = pipe
+        self._loaded = True
 
     def _text_encoder_device(self, dev: str) -> str:
         if self.params.text_encoder_device != "auto":
@@ -365,12 +374,12 @@ class QwenImageEditEditor(Editor):
                 conds = []
                 for img in images:
                     w, h = img.size
-                    cw, ch, _ = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)
+                    cw, ch = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)[:2]  # 2 values since diffusers 0.36
                     conds.append(self.pipe.image_processor.resize(img, ch, cw))
                 prompts, prompt_image = prompts[:1], conds
             else:
                 w, h = images[0].size
-                cw, ch, _ = edit_mod.calculate_dimensions(NATIVE_AREA, w / h)
+                cw, ch = edit_mod.calculate_dimensions(NATIVE_AREA, w / h)[:2]
                 prompt_image = self.pipe.image_processor.resize(images, ch, cw)
             out = list(self.pipe._get_qwen_prompt_embeds(prompts, prompt_image, self.encoder_device))
             if p.true_cfg_scale > 1:

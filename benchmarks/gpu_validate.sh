@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Run benchmarks/gpu_validate.py on a CUDA machine's own Python (torch, transformers, accelerate
+# preinstalled; no diffusers, no internet): install the wheels previously downloaded into
+# benchmarks/.wheels (git-ignored; carried with the working tree), then run the script.
+#
+# Fill the folder once on a machine with a package index (Python 3.12, x86-64 Linux wheels):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --platform manylinux_2_17_x86_64 -d benchmarks/.wheels diffusers pydantic pydantic_core \
+#     annotated-types typing-inspection segment-anything opencv-python-headless
+# Arguments go to the script (default: --size real).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+WHEELS=benchmarks/.wheels
+missing=$("$PY" - <<'PYEOF'
+import importlib.util
+need = {"diffusers": "diffusers", "pydantic": "pydantic", "segment_anything": "segment-anything", "cv2": "opencv-python-headless"}
+print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod) is None))
+PYEOF
+)
+if [ -n "$missing" ]; then
+  ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "missing $missing and no wheels in $WHEELS (see the header of $0)"; exit 2; }
+  # --no-deps: torch, transformers, huggingface_hub, safetensors, numpy, Pillow come with the machine
+  "$PY" -m pip install --quiet --no-index --no-deps "$WHEELS"/*.whl
+fi
+export HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" benchmarks/gpu_validate.py "$@"
