@@ -388,7 +388,7 @@ def print_table(result: dict[str, Any]) -> None:
     log(f"  sam-lama: {result['sam_lama_s_per_edit']} s/edit; CUDA matches CPU: {result['cuda_matches_cpu']}")
 
 
-def record_result(result: dict[str, Any]) -> int:
+def record_result(result: dict[str, Any], table: Path) -> int:
     from editors.timing import TimingEntry, record
 
     side = max(int(k.rsplit("_", 1)[1]) for f in result["plans"].values() for k in f if k.startswith("s_per_edit_"))
@@ -397,7 +397,7 @@ def record_result(result: dict[str, Any]) -> int:
                     time.strftime("%Y-%m-%d"))
         for plan, f in result["plans"].items() for s in (side // 2, side) if f"s_per_edit_{s}" in f
     ]
-    return record(entries)
+    return record(entries, table)
 
 
 def main() -> None:
@@ -408,11 +408,15 @@ def main() -> None:
     ap.add_argument("--skip-compare", action="store_true", help="skip the tiny CUDA-vs-CPU comparison")
     ap.add_argument("--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)")
     ap.add_argument("--from-manifest", metavar="FILE", help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit")
+    ap.add_argument("--table", type=Path, default=None, help="timing table to append to (default: editors/gpu_timings.json)")
     args = ap.parse_args()
+    from editors.timing import TABLE
+
+    table = args.table or TABLE
     if args.from_manifest:
         from editors.timing import manifest_entries, record
 
-        n = record(manifest_entries(json.loads(Path(args.from_manifest).read_text(encoding="utf-8"))))
+        n = record(manifest_entries(json.loads(Path(args.from_manifest).read_text(encoding="utf-8"))), table)
         print(json.dumps({"recorded": n}))
         return
     started = time.perf_counter()
@@ -420,7 +424,7 @@ def main() -> None:
     result["wall_s"] = round(time.perf_counter() - started, 1)
     print_table(result)
     if args.record:
-        result["recorded"] = record_result(result)
+        result["recorded"] = record_result(result, table)
     print(json.dumps(result))
 
 

@@ -3,10 +3,9 @@
 # preinstalled; no diffusers, no internet): install the wheels previously downloaded into
 # benchmarks/.wheels (git-ignored; carried with the working tree), then run the script.
 #
-# Fill the folder once on a machine with a package index (Python 3.12, x86-64 Linux wheels):
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
-#     --platform manylinux_2_17_x86_64 -d benchmarks/.wheels diffusers pydantic pydantic_core \
-#     annotated-types typing-inspection segment-anything opencv-python-headless
+# Fill the folder once on a machine with a package index: `make gpu-wheels` (Python 3.12, x86-64
+# Linux wheels, about 63 MiB: under the 64 MiB a device run carries). Then, from the device tool:
+#   run(command="bash benchmarks/gpu_validate.sh --record", carry=["benchmarks/.wheels"], timeout_s=540)
 # Arguments go to the script (default: --size real).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +19,10 @@ PYEOF
 )
 if [ -n "$missing" ]; then
   ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "missing $missing and no wheels in $WHEELS (see the header of $0)"; exit 2; }
-  # --no-deps: torch, transformers, huggingface_hub, safetensors, numpy, Pillow come with the machine
-  "$PY" -m pip install --quiet --no-index --no-deps "$WHEELS"/*.whl
+  # Dependencies resolve against what the machine has (torch, transformers, huggingface_hub,
+  # safetensors, numpy, Pillow) and the folder; if a pin cannot be met, the wheels go in as they are.
+  "$PY" -m pip install --quiet --no-index --find-links "$WHEELS" $missing \
+    || "$PY" -m pip install --quiet --no-index --no-deps "$WHEELS"/*.whl
 fi
 export HF_HUB_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PY" benchmarks/gpu_validate.py "$@"
