@@ -11,9 +11,11 @@ What it does (``--size real``, the default; one H100 run is meant to take under 
 2. For every memory plan the card can run (``single``, ``two_phase``, ``model_offload``; ``split``
    with 2+ GPUs) it hands the pipeline to ``QwenImageEditEditor.attach`` and runs the editor's
    own call path (``encode_ahead`` then ``editors.runtime.run_batch``, as the edit stage does)
-   at 512 and 1024 px for two small step counts. s/step is the difference of the two runs over
-   the difference of the steps (the fixed part, text encoding and VAE, cancels); s/edit is the
-   fixed part plus the configured steps x s/step. Peak = ``torch.cuda.max_memory_allocated``
+   at 512 and 1024 px for two small step counts, after one warm-up call. s/step is the
+   difference of the two runs over the difference of the steps (the fixed part, text encoding
+   and VAE, cancels); s/edit is the fixed part plus the configured steps x s/step (``two_phase``:
+   its encoder <-> transformer round trip, timed alone, counted once per 256-item shard instead
+   of once per one-item call). No plan starts after ``--budget-s`` (listed as skipped). Peak = ``torch.cuda.max_memory_allocated``
    over the 1024 px runs (all GPUs of the plan), against the preflight's figure for the same
    card and settings (``editors.memory.evaluate``: the numbers ``reactbench preflight``
    prints). Off by more than 10% is flagged. int8/int4 plans are listed as skipped: quantizing
@@ -81,38 +83,55 @@ def materialise_on(device: str, dtype: Any) -> Iterator[None]:
         torch.set_default_dtype(old)
 
 
-def real_pipeline(device: str) -> Any:
-    """QwenImageEditPlusPipeline at real size from the known configs, random bf16 weights on ``device``."""
+def component_configs(size: str, tiny_folder: Path) -> dict[str, dict[str, Any]]:
+    """The transformer / VAE / text-encoder configs to build: the published ones the preflight
+    keeps (``editors.architectures.KNOWN``), or the tiny test pipeline's, read back from its folder."""
+    from editors.architectures import KNOWN, pipeline_configs
+
+    if size == "real":
+        return {name: dict(cfg) for name, (_, _, cfg) in KNOWN[MODEL].items()}
+    from tiny_checkpoints import build_qwen_image_edit
+
+    if not (tiny_folder / "model_index.json").is_file():
+        build_qwen_image_edit(tiny_folder, plus=True)
+    return {c.name: c.config for c in pipeline_configs(str(tiny_folder), "tiny pipeline", "gpu_validate").components}
+
+
+def build_pipeline(configs: dict[str, dict[str, Any]], device: str, dtype: Any) -> Any:
+    """A QwenImageEditPlusPipeline built from ``configs`` with random weights created on ``device``
+    in ``dtype``. The tokenizer is the offline one the tests train (token ids only need to be below
+    the vocabulary size); the image processor is Qwen2-VL's default."""
     import torch
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageEditPlusPipeline, QwenImageTransformer2DModel
     from tiny_checkpoints import QWEN_SPECIAL, qwen_tokenizer
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    from editors.architectures import KNOWN
-
-    known = KNOWN[MODEL]
+    plain = lambda cfg: {k: v for k, v in cfg.items() if not k.startswith("_")}  # noqa: E731
     tokenizer = qwen_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
-    te_cfg = Qwen2_5_VLConfig(**{k: v for k, v in known["text_encoder"][2].items() if k not in ("model_type", "architectures")})
+    te_cfg = Qwen2_5_VLConfig.from_dict(plain(configs["text_encoder"]))
     te_cfg.image_token_id, te_cfg.video_token_id = ids["<|image_pad|>"], ids["<|video_pad|>"]
     te_cfg.vision_start_token_id, te_cfg.vision_end_token_id = ids["<|vision_start|>"], ids["<|vision_end|>"]
     started = time.perf_counter()
-    with materialise_on(device, torch.bfloat16), torch.no_grad():
-        transformer = QwenImageTransformer2DModel.from_config(known["transformer"][2])
-        vae = AutoencoderKLQwenImage.from_config(known["vae"][2])
+    with materialise_on(device, dtype), torch.no_grad():
+        transformer = QwenImageTransformer2DModel.from_config(plain(configs["transformer"]))
+        vae = AutoencoderKLQwenImage.from_config(plain(configs["vae"]))
         encoder = Qwen2_5_VLForConditionalGeneration(te_cfg)
-    log(f"built the real-size components on {device} in {time.perf_counter() - started:.1f} s")
+    n = sum(p.numel() for m in (transformer, vae, encoder) for p in m.parameters())
+    log(f"built {n / 1e9:.2f} B parameters on {device} ({str(dtype).split('.')[-1]}) in {time.perf_counter() - started:.1f} s")
     chat = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     processor = Qwen2VLProcessor(image_processor=Qwen2VLImageProcessor(), tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(), chat_template=chat)
-    return QwenImageEditPlusPipeline(
+    pipe = QwenImageEditPlusPipeline(
         transformer=transformer.eval(), vae=vae.eval(), scheduler=FlowMatchEulerDiscreteScheduler(), text_encoder=encoder.eval(),
         tokenizer=tokenizer, processor=processor,
     )
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
 
 
 def tiny_pipeline(folder: Path, device: str, dtype: Any) -> Any:
-    """The tiny random Plus pipeline, saved once and loaded back as a downloaded one would be."""
+    """The tiny random Plus pipeline loaded from its folder, as a downloaded one would be."""
     from diffusers import QwenImageEditPlusPipeline
     from tiny_checkpoints import build_qwen_image_edit
 
@@ -207,10 +226,27 @@ def predicted_gb(model: str, plan: str, side: int, gpus: int, memory: float) -> 
     return evaluate(profile.components, plan, "none", max(gpus, 2 if plan == "split" else 1), memory).peak_gb
 
 
+def swap_seconds(ed: Any) -> float:
+    """Two-phase plan: one encoder <-> transformer round trip (a shard of ``SHARD`` items pays it once)."""
+    cuda_sync()
+    started = time.perf_counter()
+    ed._set_phase("encode")
+    ed._set_phase("denoise")
+    cuda_sync()
+    return time.perf_counter() - started
+
+
+SHARD = 256  # run.shard_size of configs/reactbench.yaml
+
+
 def measure_plan(ed: Any, sides: list[int], probe: tuple[int, int], steps: int) -> dict[str, Any]:
-    """s/step and s/edit per side (two step counts, the difference), peak memory at the largest side."""
+    """s/step and s/edit per side (two step counts: the difference), peak memory at the largest side.
+    One-item calls pay a two-phase swap each; s/edit counts it once per ``SHARD`` items instead."""
     out: dict[str, Any] = {}
     devices = sorted({0, 1} if ed.layout == "split" else {0})
+    swap = swap_seconds(ed) if ed.layout == "two_phase" else 0.0
+    if swap:
+        out["swap_s"] = round(swap, 3)
     for side in sides:
         times = []
         for n in probe:
@@ -223,7 +259,7 @@ def measure_plan(ed: Any, sides: list[int], probe: tuple[int, int], steps: int) 
             cuda_sync()
             times.append(seconds)
         per_step = max(0.0, (times[1] - times[0]) / (probe[1] - probe[0]))
-        fixed = max(0.0, times[0] - probe[0] * per_step)
+        fixed = max(0.0, times[0] - probe[0] * per_step - swap * (1 - 1 / SHARD))
         out[f"s_per_step_{side}"] = round(per_step, 4)
         out[f"s_per_edit_{side}"] = round(fixed + steps * per_step, 3)
     out["peak_gb"] = peak_gb(devices)
@@ -231,7 +267,7 @@ def measure_plan(ed: Any, sides: list[int], probe: tuple[int, int], steps: int) 
 
 
 def sam_lama_editor(size: str, device: str) -> Any:
-    """SamLamaEditor with SAM (ViT-H, or the tiny test architecture) and a LaMa-sized stand-in, random weights on ``device``."""
+    """SamLamaEditor with SAM (ViT-H, or the tiny test architecture) and a LaMa-sized stand-in, random weights, on ``device``."""
     import torch
     from segment_anything import SamPredictor, sam_model_registry
 
@@ -242,9 +278,12 @@ def sam_lama_editor(size: str, device: str) -> Any:
         from tiny_checkpoints import register_tiny_sam
 
         sam_type = register_tiny_sam()
-    with materialise_on(device, torch.float32), torch.no_grad():
-        sam = sam_model_registry[sam_type](checkpoint=None).eval()
-        lama = torch.jit.script(lama_standin(8 if size == "tiny" else 64, 1 if size == "tiny" else 9).eval())
+    # Built on the CPU and moved (2.6 GB for ViT-H): segment-anything makes buffers with the legacy
+    # torch.Tensor constructor, which a default-device context does not reach.
+    torch.manual_seed(0)
+    with torch.no_grad():
+        sam = sam_model_registry[sam_type](checkpoint=None).eval().to(device)
+        lama = torch.jit.script(lama_standin(8 if size == "tiny" else 64, 1 if size == "tiny" else 9).eval().to(device))
     ed = SamLamaEditor({"sam_model_type": sam_type, "device": device})
     ed.device, ed.lama, ed.predictor, ed._loaded = device, lama, SamPredictor(sam), True
     return ed
@@ -316,7 +355,7 @@ def plans_here(size: str) -> tuple[list[str], dict[str, str]]:
     cuda = torch.cuda.is_available() and size == "real"
     plans = ["single", "two_phase"]
     if cuda:
-        plans.append("model_offload")
+        plans.append("model_offload")  # last: its offload hooks stay on the modules
     else:
         skipped["model_offload"] = "needs CUDA"
     if cuda and torch.cuda.device_count() >= 2:
@@ -336,6 +375,7 @@ def plans_here(size: str) -> tuple[list[str], dict[str, str]]:
 def validate(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    started = time.perf_counter()
     from editors.timing import device_name
 
     cuda = torch.cuda.is_available()
@@ -349,11 +389,18 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
     gpus = torch.cuda.device_count() if cuda else 0
     plans, skipped = plans_here(args.size)
     result: dict[str, Any] = {"gpu": gpu, "size": args.size, "configured_steps": args.steps, "plans": {}, "skipped": skipped}
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     with tempfile.TemporaryDirectory(prefix="gpu-validate-") as tmp:
         tiny = Path(tmp) / "tiny-qwen-image-edit-plus"
         model = MODEL if args.size == "real" else str(tiny)
-        pipe = real_pipeline(device) if args.size == "real" else tiny_pipeline(tiny, device, torch.float32)
+        pipe = build_pipeline(component_configs(args.size, tiny), device, dtype)
+        warm = qwen_editor(pipe, "single", device, model)  # kernels, allocator, cuDNN autotune: before any timing
+        warm.params = warm.params.model_copy(update={"steps": 1, "process_area": min(sides) ** 2})
+        run_editor(warm, requests(1, min(sides), min(sides)))
         for plan in plans:
+            if time.perf_counter() - started > args.budget_s:
+                skipped[plan] = f"out of time (--budget-s {args.budget_s:g})"
+                continue
             log(f"plan {plan}: {probe} steps at {sides} px ...")
             ed = qwen_editor(pipe, plan, device, model)
             fig = measure_plan(ed, sides, probe, args.steps)
@@ -362,9 +409,7 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
                 fig["off_by"] = round(fig["peak_gb"] / fig["predicted_gb"] - 1, 3)
                 fig["flag"] = abs(fig["off_by"]) > FLAG
             result["plans"][plan] = fig
-            if plan == "model_offload":  # hooks stay on the modules: the last plan of the list
-                break
-        del pipe, ed
+        del pipe, ed, warm
         reset_peaks()
         result["sam_lama_s_per_edit"] = time_sam_lama(args.size, device)
         if cuda and not args.skip_compare:
@@ -405,6 +450,7 @@ def main() -> None:
     ap.add_argument("--size", choices=("real", "tiny"), default="real", help="real: published sizes on CUDA; tiny: test models on the CPU")
     ap.add_argument("--steps", type=int, default=40, help="configured denoising steps s/edit is extrapolated to (the paper: 40)")
     ap.add_argument("--tolerance", type=float, default=4.0, help="mean absolute pixel difference (0-255) allowed between CUDA bf16 and CPU float32")
+    ap.add_argument("--budget-s", type=float, default=400, help="start no further plan after this many seconds (the rest are listed as skipped)")
     ap.add_argument("--skip-compare", action="store_true", help="skip the tiny CUDA-vs-CPU comparison")
     ap.add_argument("--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)")
     ap.add_argument("--from-manifest", metavar="FILE", help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit")

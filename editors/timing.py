@@ -95,7 +95,7 @@ def device_name(device: str) -> str:
 
 def resolution_of(area: int | None) -> int | None:
     """Side in pixels of a square working area (what the table and the window advice speak in)."""
-    return None if area is None else int(round(math.sqrt(area)))
+    return None if area is None else round(math.sqrt(area))
 
 
 def load_table(extra: Iterable[TimingEntry] = (), path: Path = TABLE) -> list[TimingEntry]:

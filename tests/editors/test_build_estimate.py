@@ -83,3 +83,24 @@ def test_paper_config_estimate_and_window_advice(monkeypatch):
     bigger = int(advice.split("--gpus ")[1].split()[0])
     assert bigger % 2 == 0 and est.wall_h * 2 / (bigger / 2) <= 8.01
     assert run_preflight(cfg, 4, 48, stages=["edit"], gpu_name="A6000").to_json()["pending_edits"] is None  # nothing to count yet
+
+
+def test_a_build_prints_the_estimate_before_its_first_stage(monkeypatch, tmp_path):
+    """`reactbench build`'s gate (flows/cli_preflight.check_before_build) on a 48 GB node."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+
+    import tasks.preflight as preflight
+    from flows.cli_preflight import check_before_build
+    from flows.config import load_config
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(preflight, "detect_gpus", lambda gpus, mem: (1, 48.0, "flags"))
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "reactbench.yaml")
+    buf = io.StringIO()
+    check_before_build(cfg, ["edit"], Console(file=buf, width=200), str(tmp_path / "run"))
+    text = buf.getvalue()
+    assert "build-time estimate on A40" in text and "two_phase" in text and "formula" in text
+    assert "? pending edit(s)" in text  # no instructions yet: the count is unknown, not invented
