@@ -104,3 +104,22 @@ def test_a_build_prints_the_estimate_before_its_first_stage(monkeypatch, tmp_pat
     text = buf.getvalue()
     assert "build-time estimate on A40" in text and "two_phase" in text and "formula" in text
     assert "? pending edit(s)" in text  # no instructions yet: the count is unknown, not invented
+
+
+def test_the_issue_command_prints_the_estimate_keys():
+    """`reactbench preflight --config configs/reactbench.yaml --gpus 4 --gpu-memory-gb 48 --window-h 8`."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE" and not k.startswith("PREFECT_API")}
+    proc = subprocess.run([str(Path(sys.executable).with_name("reactbench")), "preflight", "--config", "configs/reactbench.yaml", "--gpus", "4",
+                           "--gpu-memory-gb", "48", "--window-h", "8"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {"pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "fits_window"} <= set(out)
+    assert out["s_per_edit_source"] == "formula" and out["s_per_edit"] > 0 and out["plan"] == "split"
+    assert out["pending_edits"] is None and out["fits_window"] is None  # nothing to count before instruct (no --items)
+    assert "build-time estimate on A40" in proc.stderr
