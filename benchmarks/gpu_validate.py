@@ -450,7 +450,7 @@ def main() -> None:
     ap.add_argument("--size", choices=("real", "tiny"), default="real", help="real: published sizes on CUDA; tiny: test models on the CPU")
     ap.add_argument("--steps", type=int, default=40, help="configured denoising steps s/edit is extrapolated to (the paper: 40)")
     ap.add_argument("--tolerance", type=float, default=4.0, help="mean absolute pixel difference (0-255) allowed between CUDA bf16 and CPU float32")
-    ap.add_argument("--budget-s", type=float, default=400, help="start no further plan after this many seconds (the rest are listed as skipped)")
+    ap.add_argument("--budget-s", type=float, default=330, help="start no further plan after this many seconds (the rest are listed as skipped)")
     ap.add_argument("--skip-compare", action="store_true", help="skip the tiny CUDA-vs-CPU comparison")
     ap.add_argument("--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)")
     ap.add_argument("--from-manifest", metavar="FILE", help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit")
