@@ -79,6 +79,9 @@ def test_the_plan_is_recorded_on_every_row_and_in_the_manifest(plan_runs):
             assert params["memory_plan"] == plan and params["quantization"] == "none"
         manifest = StageStore(ctx.run, "edit", EditStage.outputs).read_manifest()
         assert manifest["extra"]["memory_plans"] == {"qwen-image-edit": [plan]}
+        (timing,) = manifest["extra"]["timings"].values()  # the build-time estimate's measured figure
+        assert (timing["gpu"], timing["plan"], timing["steps"], timing["resolution"], timing["items"]) == ("cpu", plan, 2, 64, 5)
+        assert timing["model"] == plan_runs["single_editor"].params.model and timing["s_per_edit"] > 0
     ids = {plan: {r["id"] for r in plan_runs[plan][1]["_rows"]} for plan in ("single", "two_phase")}
     assert not ids["single"] & ids["two_phase"]  # an ablation can tell the runs apart
 
