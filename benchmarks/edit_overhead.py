@@ -32,6 +32,9 @@ from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# The test helpers by file location, not as `tests.tiny_checkpoints`: lmms-eval pulls in latex2sympy2,
+# which installs a top-level `tests` package that shadows the repository's tests/ folder.
+sys.path.insert(0, str(ROOT / "tests"))
 
 
 def instruction_rows(sample: Path, n: int) -> list[dict]:
@@ -119,7 +122,7 @@ def main() -> None:
     from tasks.base import RunContext
     from tasks.edit import EditStage, item_seed
     from tasks.runner import run_stage
-    from tests.tiny_checkpoints import build_qwen_image_edit
+    from tiny_checkpoints import build_qwen_image_edit
 
     console = Console(stderr=True)
     gpu_cls = register(gpu_like_editor(args.gpu_s))

@@ -149,6 +149,18 @@ class Editor(ABC):
         ``target`` (``cuda`` or ``cpu``); None for editors without model weights."""
         return None
 
+    @classmethod
+    def edit_flops(cls, params: Any, key: str) -> float | None:
+        """Floating-point operations of one edit at ``params`` (the build-time estimate's last
+        resort, editors/timing.py); None when the editor has no formula."""
+        return None
+
+    @staticmethod
+    def plan_params(layout: str, quant: str) -> dict[str, Any]:
+        """What :meth:`resolved_params` records for a memory plan, so a preflight can compute the
+        item keys a build will use without loading the model; {} for editors without plans."""
+        return {}
+
     def resolved_params(self) -> dict[str, Any]:
         """Choices made when loading (e.g. the memory plan), recorded on every row beside the params."""
         return {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal, Sequence
 
@@ -118,29 +119,76 @@ def quantization_config(quant: str) -> Any:
     )
 
 
-def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
-    """Components (sized on the meta device) and the activation peak of one batch at the
-    configured working area, for the preflight and for ``memory_plan: auto``."""
-    from editors.architectures import count_params, pipeline_configs
-    from editors.memory import DTYPE_BYTES, Component, Profile, text_encoder_activation, transformer_activation, vae_activation
+@dataclass
+class Shapes:
+    """What one edit works on at the configured area: the components' configs and token counts."""
+
+    configs: Any
+    by: dict[str, Any]
+    kind: str
+    batch: int
+    area: int
+    tokens: float  # transformer sequence: 2 latent images + the text
+    cond_area: float  # the text encoder's view of the image
+    vision_tokens: float
+
+
+def shapes(params: QwenImageEditParams, key: str) -> Shapes:
+    """Component configs (local folder, hub cache or known architecture) and the sequence lengths
+    one call works with; shared by the memory profile and the FLOPs estimate."""
+    from editors.architectures import pipeline_configs
 
     configs = pipeline_configs(params.model, "Qwen-Image-Edit weights", f"editor {key!r}")
-    dtype = params.dtype if params.dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")
-    b = DTYPE_BYTES[dtype]
     area = params.process_area or NATIVE_AREA
     kind = pipeline_kind(params.model, params.pipeline)
-    batch = 1 if kind == "plus" else params.batch_size
     by = {c.name: c for c in configs.components}
     missing = {"text_encoder", "transformer", "vae"} - set(by)
     if missing:
         raise EditorError(f"editor {key!r}: {params.model!r} ({configs.source}) has no {sorted(missing)} component config")
     t, v, te = by["transformer"].config, by["vae"].config, by["text_encoder"].config
-    text, vision = te.get("text_config") or te, te.get("vision_config") or {}
+    vision = te.get("vision_config") or {}
     scale = 2 ** len(v.get("temperal_downsample", [False, True, True])) * t.get("patch_size", 2)
-    tokens = 2 * area / scale**2 + params.max_sequence_length
     cond_area = area if kind == "edit" else min(384 * 384, area)
+    vision_tokens = cond_area / (vision.get("patch_size", 14) * vision.get("spatial_merge_size", 2)) ** 2
+    return Shapes(configs, by, kind, 1 if kind == "plus" else params.batch_size, area, 2 * area / scale**2 + params.max_sequence_length, cond_area, vision_tokens)
+
+
+PROMPT_TOKENS = 64  # an instruction and the chat template, beside the image tokens the encoder returns
+
+
+def edit_flops(params: QwenImageEditParams, key: str) -> float:
+    """Multiply-adds x 2 of one edit (one image): every denoising step runs the transformer once,
+    twice with true CFG (2 N S for its linear layers + 4 S^2 D L for attention, S = the two latent
+    images + the prompt embeddings), plus the text encoder once per prompt. The VAE (a few TFLOP
+    at 1024 px, under 1% here) is left out."""
+    from editors.architectures import count_params
+
+    sh = shapes(params, key)
+    t = sh.by["transformer"].config
+    n_t, _ = count_params(sh.by["transformer"])
+    n_te, _ = count_params(sh.by["text_encoder"])
+    text = sh.vision_tokens + PROMPT_TOKENS
+    seq = sh.tokens - params.max_sequence_length + text
+    inner = t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128)
+    per_pass = 2 * n_t * seq + 4 * seq**2 * inner * t.get("num_layers", 60)
+    passes = 2 if params.true_cfg_scale > 1 else 1
+    return float(params.steps * passes * per_pass + passes * 2 * n_te * text)
+
+
+def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
+    """Components (sized on the meta device) and the activation peak of one batch at the
+    configured working area, for the preflight and for ``memory_plan: auto``."""
+    from editors.architectures import count_params
+    from editors.memory import DTYPE_BYTES, Component, Profile, text_encoder_activation, transformer_activation, vae_activation
+
+    sh = shapes(params, key)
+    configs, by, area, batch = sh.configs, sh.by, sh.area, sh.batch
+    dtype = params.dtype if params.dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")
+    b = DTYPE_BYTES[dtype]
+    t, v, te = by["transformer"].config, by["vae"].config, by["text_encoder"].config
+    text, vision = te.get("text_config") or te, te.get("vision_config") or {}
+    tokens, cond_area, vision_tokens = sh.tokens, sh.cond_area, sh.vision_tokens
     patch = vision.get("patch_size", 14)
-    vision_tokens = cond_area / (patch * vision.get("spatial_merge_size", 2)) ** 2
     acts = {
         "text_encoder": text_encoder_activation(
             params.max_sequence_length + vision_tokens, text.get("hidden_size", 3584), text.get("num_hidden_layers", 28),
@@ -174,6 +222,14 @@ class QwenImageEditEditor(Editor):
     @classmethod
     def memory_profile(cls, params: Any, key: str, target: str) -> Any:
         return memory_profile(params, key, target)
+
+    @classmethod
+    def edit_flops(cls, params: Any, key: str) -> float | None:
+        return edit_flops(params, key)
+
+    @staticmethod
+    def plan_params(layout: str, quant: str) -> dict[str, Any]:
+        return {"memory_plan": layout, "quantization": quant}
 
     def _resolve_plan(self, dev: str) -> tuple[str, str]:
         """(layout, quantization) for this load: as configured, or the fastest that fits the GPUs."""
@@ -221,9 +277,18 @@ class QwenImageEditEditor(Editor):
         extra: dict[str, Any] = {}
         if self.quant != "none":
             extra["quantization_config"] = quantization_config(self.quant)
-        pipe, self.device = load_pipeline(
+        pipe, device = load_pipeline(
             cls, ref, self.name, "Qwen-Image-Edit weights", p.dtype, dev, offload, place=self.layout not in ("split", "two_phase"), **extra
         )
+        self.attach(pipe, device)
+        if p.lora:
+            load_lora(pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
+
+    def attach(self, pipe: Any, device: str) -> None:
+        """Place a loaded pipeline's components for ``self.layout`` on ``device`` and make it this
+        editor's model. ``load`` calls it; benchmarks/gpu_validate.py calls it (after setting
+        ``kind``, ``layout`` and ``quant``) with a pipeline built from configs with random weights."""
+        self.device = device
         self.encoder_device = self.device
         if self.layout == "split":
             self.encoder_device = self._text_encoder_device(self.device)
@@ -231,14 +296,14 @@ class QwenImageEditEditor(Editor):
             pipe.transformer.to(self.device)
             pipe.vae.to(self.device)
         elif self.layout == "two_phase":
+            pipe.text_encoder.to("cpu")  # phase 1 brings it in
             pipe.vae.to(self.device)
             pipe.transformer.to(self.device)
         self._phase = "denoise"
         self.phase_swaps = 0  # two-phase plan: encoder <-> transformer moves (two per shard)
         self._encoded: dict[tuple[str, ...], tuple[Any, ...]] = {}
-        if p.lora:
-            load_lora(pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
         self.pipe = pipe
+        self._loaded = True
 
     def _text_encoder_device(self, dev: str) -> str:
         if self.params.text_encoder_device != "auto":
@@ -253,7 +318,7 @@ class QwenImageEditEditor(Editor):
     def resolved_params(self) -> dict[str, Any]:
         """The plan this load uses (recorded on every row, so runs on other hardware are told apart)."""
         self.ensure_loaded()
-        return {"memory_plan": self.layout, "quantization": self.quant}
+        return self.plan_params(self.layout, self.quant)
 
     @property
     def encodes_first(self) -> bool:
@@ -309,12 +374,12 @@ class QwenImageEditEditor(Editor):
                 conds = []
                 for img in images:
                     w, h = img.size
-                    cw, ch, _ = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)
+                    cw, ch = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)[:2]  # 2 values since diffusers 0.36
                     conds.append(self.pipe.image_processor.resize(img, ch, cw))
                 prompts, prompt_image = prompts[:1], conds
             else:
                 w, h = images[0].size
-                cw, ch, _ = edit_mod.calculate_dimensions(NATIVE_AREA, w / h)
+                cw, ch = edit_mod.calculate_dimensions(NATIVE_AREA, w / h)[:2]
                 prompt_image = self.pipe.image_processor.resize(images, ch, cw)
             out = list(self.pipe._get_qwen_prompt_embeds(prompts, prompt_image, self.encoder_device))
             if p.true_cfg_scale > 1:

@@ -92,7 +92,7 @@ def run_stages_cli(
         raise typer.Exit(2)
     started = time.perf_counter()
     try:
-        check_before_build(cfg, stages, console)  # edit will run: stop in seconds if it cannot (before mine)
+        check_before_build(cfg, stages, console, str(run_dir))  # edit will run: stop in seconds if it cannot (before mine)
         with Progress(
             TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"), TimeElapsedColumn(),
             console=console, transient=False,

@@ -30,18 +30,30 @@ def render(report: Any, console: Console) -> None:
         console.print(f"{f.key}: {chosen}   [{f.profile.source}; peak per GPU by plan: {tried}]", markup=False, soft_wrap=True)
     for p in report.problems:
         console.print(f"{p.severity}: {p.where}: {p.detail}", style="red" if p.severity == "error" else "yellow", markup=False, soft_wrap=True)
+    render_estimate(report, console)
 
 
-def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None) -> None:
-    """``tasks.preflight.require_preflight``, printing the table on ``console`` when it fails."""
+def render_estimate(report: Any, console: Console) -> None:
+    """The build-time estimate's lines (tasks/estimate.py), when the edit stage has model editors."""
+    est = getattr(report, "estimate", None)
+    if est is not None and est.models:
+        for line in est.lines():
+            console.print(line, markup=False, soft_wrap=True)
+
+
+def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None, run_dir: str | None = None) -> None:
+    """``tasks.preflight.require_preflight``, printing the table on ``console`` when it fails and
+    the build-time estimate of the pending edits when it passes."""
     from tasks.preflight import PreflightFailed, require_preflight
 
     try:
-        require_preflight(cfg, stages)
+        report = require_preflight(cfg, stages, run_dir)
     except PreflightFailed as exc:
         if console is not None:
             render(exc.report, console)
         raise
+    if console is not None and report is not None:
+        render_estimate(report, console)
 
 
 def register(app: typer.Typer) -> None:
@@ -50,8 +62,12 @@ def register(app: typer.Typer) -> None:
         config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the embedded demo config)."),
         gpus: Optional[int] = typer.Option(None, "--gpus", min=0, help="GPUs per node to plan for (default: what torch.cuda sees)."),
         gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, help="memory per GPU in GB (default: torch.cuda)."),
+        gpu_name: Optional[str] = typer.Option(None, "--gpu-name", help="GPU kind for the time estimate, e.g. 'RTX A6000' (default: torch.cuda, else the slowest card of that memory)."),
+        run_dir: Optional[str] = typer.Option(None, "--run-dir", help="run whose instructions and reuse store give the pending edits."),
+        items: Optional[int] = typer.Option(None, "--items", min=0, help="instructions expected, for a run that has none yet."),
+        window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, help="say whether the pending edits fit this many hours, and what would."),
     ) -> None:
-        """Size every model the config names on the meta device, pick a memory plan, check names and files."""
+        """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time."""
         import sys
 
         from flows.config import ConfigError, load_config
@@ -60,7 +76,7 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
         try:
             cfg = load_config(config)
-            report = run_preflight(cfg, gpus, gpu_memory_gb)
+            report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
         except (ConfigError, ValueError) as exc:
             console.print(str(exc), style="red", markup=False, soft_wrap=True)
             raise typer.Exit(2)

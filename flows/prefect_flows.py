@@ -276,7 +276,9 @@ def _build(
     options: dict[str, Any] | None, overrides: dict[str, Any] | None,
 ) -> list[StageSummary]:
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    require_preflight(cfg, stages)  # edit will run: stop before mine when it cannot (tasks/preflight.py)
+    report = require_preflight(cfg, stages, run_dir)  # edit will run: stop before mine when it cannot (tasks/preflight.py)
+    if report is not None and report.estimate is not None and report.estimate.models:
+        get_run_logger().info("\n".join(report.estimate.lines()))  # the pending edits' GPU time (tasks/estimate.py)
     ctx = make_context(cfg, run_dir, options)
     summaries: list[StageSummary] = []
     failed: dict[str, str] = {}

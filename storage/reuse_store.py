@@ -102,6 +102,15 @@ class ReuseStore:
             self.root.write_text_atomic(rel, json.dumps(doc, sort_keys=True))
         return Entry(doc["value"], images)
 
+    def holds(self, component: str, key: str, run: RunFS) -> bool:
+        """Whether :meth:`get` would hit, without copying images or touching ``used_at`` (for estimates)."""
+        try:
+            doc = json.loads(self.root.read_text(self._rel(component, key)))
+        except (OSError, ValueError):
+            return False
+        where = run if self._same_images(run) else self.images_root
+        return all(run.exists(rel) or where.exists(rel) for rel in doc.get("images") or [])
+
     def put(self, component: str, key: str, value: Any, images: Iterable[str], run: RunFS) -> None:
         """Store one result; the images it refers to are copied from ``run`` when the store keeps its own."""
         images = sorted({i for i in images if i})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -135,17 +136,19 @@ class EditStage(Stage):
         # The device an orchestrator placed this shard on (ctx.options["device"], e.g. cuda:1)
         # changes where the model runs, not what the row records: ids stay the same on any GPU.
         editor = get_editor(spec.name, spec.params, keep_loaded=cfg.keep_loaded, device=ctx.options.get(DEVICE_OPTION))
-        # Rows record the params with defaults filled and the load's choices (memory plan), not the placed device.
-        params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | editor.resolved_params()})
-        fixed = {  # what every item key of this shard shares (the bare editor: its own class and params)
-            "editor": [spec.key, params_json, reuse_params(editor)], "edit": cfg.stage_key(), "verify_model": verify_model_key(ctx),
-            "code": edit_code_version(editor),
-        }
+        bare = editor
+        params_json, fixed = shard_fixed(ctx, spec, editor, editor.resolved_params())
         editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
         rows: list[dict[str, Any]] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
+        clock = {"seconds": 0.0, "items": 0}  # editor wall time of this shard (the manifest's timing record)
+
+        def finish(loaded: list[Loaded], outcomes: list[Any], per_item: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            clock["seconds"] += per_item * len(outcomes)
+            clock["items"] += len(outcomes)
+            return self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)
+
         load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
-        finish = lambda loaded, outcomes, per_item: self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)  # noqa: E731
 
         def compute(todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             """Edit the items the reuse store does not hold."""
@@ -153,7 +156,9 @@ class EditStage(Stage):
             load_batch = load
             if editor.encodes_first:  # two-phase memory plan: embed every item to edit, then edit them
                 batches = [load(b) for b in batches]
+                started = time.perf_counter()
                 encode_ahead(editor, [[x.request for x in items if x.request is not None] for items in batches])
+                clock["seconds"] += time.perf_counter() - started
                 load_batch = lambda items: items  # noqa: E731
             edits: list[dict[str, Any]] = []
             rejects: list[dict[str, Any]] = []
@@ -164,7 +169,10 @@ class EditStage(Stage):
 
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
         ids = [stable_id(r["id"], spec.key, params_json, item_seed(ctx.seed, r["id"])) for r in rows]
-        return reused_shard(reuse, rows, ids, [edit_item_key(reuse, ctx, r, fixed) for r in rows], compute)
+        result = reused_shard(reuse, rows, ids, [edit_item_key(reuse, ctx, r, fixed) for r in rows], compute)
+        if clock["items"]:
+            result.extra["timing"] = timing_record(spec, bare, clock["seconds"], clock["items"])
+        return result
 
     @staticmethod
     def _pipeline(batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool) -> list[Any]:
@@ -333,7 +341,77 @@ class EditStage(Stage):
                 plan = params["memory_plan"] + ("" if params.get("quantization", "none") == "none" else f"+{params['quantization']}")
                 if plan not in plans.setdefault(editor, []):
                     plans[editor].append(plan)
-        return {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
+        out: dict[str, Any] = {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
+        done = set(summary["completed_shards"])
+        timings = merge_timings([m["extra"]["timing"] for m in self.store(ctx).markers() if m["shard"] in done and "timing" in (m.get("extra") or {})])
+        if timings:
+            out["timings"] = timings
+        return out
+
+
+# ---------------------------------------------------------------------------- timing record
+
+
+def timing_record(spec: EditorSpec, editor: Any, seconds: float, items: int) -> dict[str, Any]:
+    """What one shard measured: the editor's wall seconds over the items it computed, with the GPU,
+    memory plan, steps and resolution they ran at (the build-time estimate's measured figures,
+    editors/timing.py; reused items are not counted). Kept in the shard marker, not the rows, so
+    the artifacts stay byte-identical."""
+    from editors.timing import device_name, resolution_of
+
+    p = editor.params
+    resolved = editor.resolved_params()  # the editor has run, so this loads nothing
+    plan, quant = resolved.get("memory_plan", "single"), resolved.get("quantization", "none")
+    area = getattr(p, "process_area", None) or (1024 * 1024 if hasattr(p, "process_area") else None)
+    return {
+        "editor": spec.name, "key": spec.key, "model": getattr(p, "model", None), "gpu": device_name(str(getattr(editor, "device", "cpu"))),
+        "plan": plan if quant in ("none", None) else f"{plan}+{quant}", "steps": getattr(p, "steps", None),
+        "resolution": resolution_of(area), "seconds": round(seconds, 4), "items": items,
+    }
+
+
+def merge_timings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Shard records summed per (editor key, GPU, plan, steps, resolution), with ``s_per_edit``."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        name = "|".join(str(r.get(k)) for k in ("key", "gpu", "plan", "steps", "resolution"))
+        acc = out.setdefault(name, {**r, "seconds": 0.0, "items": 0})
+        acc["seconds"] = round(acc["seconds"] + r["seconds"], 4)
+        acc["items"] += r["items"]
+        acc["s_per_edit"] = round(acc["seconds"] / acc["items"], 4)
+    return out
+
+
+def shard_fixed(ctx: RunContext, spec: EditorSpec, editor: Any, resolved: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(params_json, the parts every item key of a shard shares). Rows record the params with
+    defaults filled and the load's choices (``resolved``: the memory plan), not the placed
+    device; the key holds the bare editor's own class and params."""
+    params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | resolved})
+    fixed = {
+        "editor": [spec.key, params_json, reuse_params(editor)], "edit": ctx.config.edit.stage_key(), "verify_model": verify_model_key(ctx),
+        "code": edit_code_version(editor),
+    }
+    return params_json, fixed
+
+
+def pending_items(ctx: RunContext, plans: dict[str, tuple[str, str]]) -> dict[str, tuple[int, int]]:
+    """Per editor key: (items to edit, items the reuse store does not hold), computed with the item
+    keys a build would use (``plans``: the memory plan per model editor, as the preflight chose
+    it), without loading any model. Empty when the run has no instructions yet."""
+    reader = addresses.INSTRUCTIONS.reader(ctx.run)
+    if not reader.exists():
+        return {}
+    rows = [r for r in reader.read().select(INSTRUCTION_COLUMNS).to_pylist() if needs_edit(r)]
+    out = {}
+    for spec in editor_specs(ctx):
+        editor = create_editor(spec.name, spec.params)
+        resolved = type(editor).plan_params(*plans[spec.key]) if spec.key in plans else {}
+        _, fixed = shard_fixed(ctx, spec, editor, resolved)
+        reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
+        keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
+        held = sum(1 for k in keys if k and reuse.enabled and reuse.store.holds(reuse.component, k, ctx.run))
+        out[spec.key] = (len(rows), len(rows) - held)
+    return out
 
 
 # ---------------------------------------------------------------------------- item reuse

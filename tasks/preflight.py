@@ -21,6 +21,9 @@ from editors.memory import GPUS_PER_REPLICA, RESERVE_GB, PlanFit, Profile, choos
 from editors.weights import looks_like_path, resolve_file, resolve_model
 
 
+ESTIMATE_KEYS = ("pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "wall_h", "fits_window")
+
+
 @dataclass
 class Problem:
     severity: str  # error | warning
@@ -44,6 +47,7 @@ class PreflightReport:
     gpu_source: str
     fits_list: list[ModelFit] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    estimate: Any = None  # tasks.estimate.BuildEstimate when edit runs
 
     @property
     def fits(self) -> bool:
@@ -76,6 +80,7 @@ class PreflightReport:
         return {
             "gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "fits": self.fits, "plan": self.plan, "peak_gb": self.peak_gb,
             "models": models, "ok": self.ok, "problems": [f"{p.severity}: {p.where}: {p.detail}" for p in self.problems],
+            **(self.estimate.to_json() if self.estimate is not None else dict.fromkeys(ESTIMATE_KEYS)),
         }
 
     def fix(self) -> str:
@@ -209,8 +214,12 @@ def _mllm_profile(cfg: Any) -> Profile:
     return Profile("mllm", [Component("mllm/model", "model", n, lin, DTYPE_BYTES[dtype], act)], f"{m.model} ({configs.source})")
 
 
-def run_preflight(cfg: Any, gpus: int | None = None, gpu_memory_gb: float | None = None, stages: list[str] | None = None) -> PreflightReport:
-    """Check ``cfg`` (a ``BuildConfig``) for the stages that will run (all when None)."""
+def run_preflight(
+    cfg: Any, gpus: int | None = None, gpu_memory_gb: float | None = None, stages: list[str] | None = None, *,
+    run_dir: str | None = None, items: int | None = None, gpu_name: str | None = None, window_h: float | None = None,
+) -> PreflightReport:
+    """Check ``cfg`` (a ``BuildConfig``) for the stages that will run (all when None); with edit
+    among them, also estimate the GPU time of its pending items (``tasks.estimate``)."""
     from editors.registry import editor_class
 
     n, mem, source = detect_gpus(gpus, gpu_memory_gb)
@@ -238,6 +247,7 @@ def run_preflight(cfg: Any, gpus: int | None = None, gpu_memory_gb: float | None
                 continue
             if profile is not None:
                 report.fits_list.append(_fit(profile, n, mem, target))
+        _add_estimate(report, cfg, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
     if wanted & {"instruct", "qa"}:
         if cfg.mllm.backend == "openai":
             p = _endpoint_problem(cfg.mllm.base_url)
@@ -250,6 +260,16 @@ def run_preflight(cfg: Any, gpus: int | None = None, gpu_memory_gb: float | None
             except (EditorError, ImportError) as exc:
                 report.problems.append(Problem("error", "mllm", str(exc)))
     return report
+
+
+def _add_estimate(report: PreflightReport, cfg: Any, **kwargs: Any) -> None:
+    """The build-time estimate; a failure to estimate is a warning, never a refusal."""
+    from tasks.estimate import estimate_build
+
+    try:
+        report.estimate = estimate_build(cfg, report, **kwargs)
+    except (EditorError, ImportError, OSError, ValueError) as exc:
+        report.problems.append(Problem("warning", "estimate", f"no build-time estimate: {exc}"))
 
 
 def table_rows(report: PreflightReport) -> list[tuple[str, str, str, str]]:
@@ -275,11 +295,13 @@ class PreflightFailed(RuntimeError):
         self.report = report
 
 
-def require_preflight(cfg: Any, stages: list[str] | None) -> None:
+def require_preflight(cfg: Any, stages: list[str] | None, run_dir: str | None = None) -> PreflightReport | None:
     """The gate before a build (CLI and Prefect alike): raise ``PreflightFailed`` when ``edit`` will
-    run and the config names something missing or no memory plan fits; nothing to do otherwise."""
+    run and the config names something missing or no memory plan fits; the report (with the
+    build-time estimate of ``run_dir``'s pending edits) otherwise, None when edit does not run."""
     if stages is not None and "edit" not in stages:
-        return
-    report = run_preflight(cfg, stages=stages)
+        return None
+    report = run_preflight(cfg, stages=stages, run_dir=run_dir)
     if not report.ok:
         raise PreflightFailed(f"preflight failed, nothing was run:\n{report.fix()}\n(see `reactbench preflight --config ...` for the table)", report)
+    return report

@@ -87,6 +87,13 @@ def qwen_vl_components(seed: int = 0) -> tuple[Any, Any, Any]:
 
 def build_qwen_image_edit(out_dir: str | Path, plus: bool = False, seed: int = 0) -> Path:
     """Save a tiny QwenImageEdit(Plus)Pipeline to ``out_dir``; returns the folder."""
+    out = Path(out_dir)
+    tiny_qwen_pipeline(plus, seed).save_pretrained(out)
+    return out
+
+
+def tiny_qwen_pipeline(plus: bool = False, seed: int = 0) -> Any:
+    """A tiny QwenImageEdit(Plus)Pipeline in memory (2 layers, hidden size 16, random weights)."""
     import torch
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageEditPipeline, QwenImageEditPlusPipeline, QwenImageTransformer2DModel
 
@@ -103,10 +110,7 @@ def build_qwen_image_edit(out_dir: str | Path, plus: bool = False, seed: int = 0
     )
     encoder, tokenizer, processor = qwen_vl_components(seed)
     cls = QwenImageEditPlusPipeline if plus else QwenImageEditPipeline
-    pipe = cls(transformer=transformer, vae=vae, scheduler=FlowMatchEulerDiscreteScheduler(), text_encoder=encoder, tokenizer=tokenizer, processor=processor)
-    out = Path(out_dir)
-    pipe.save_pretrained(out)
-    return out
+    return cls(transformer=transformer, vae=vae, scheduler=FlowMatchEulerDiscreteScheduler(), text_encoder=encoder, tokenizer=tokenizer, processor=processor)
 
 
 TINY_SAM = "reactbench_tiny"

@@ -18,6 +18,7 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader
+from storage.stage_store import StageStore
 from tasks.evaluate.metrics import accuracy
 from tasks.evaluate.schemas import ANSWERS
 from tasks.evaluate.run import list_evaluations
@@ -50,10 +51,24 @@ def edit_rejects_per_editor(run: RunFS) -> tuple[dict[str, int], dict[str, dict[
     return dict(unsupported), {k: dict(v) for k, v in other.items()}
 
 
+def seconds_per_editor(run: RunFS) -> dict[str, float]:
+    """Per editor key: editor wall seconds per computed item, from the edit manifest's timing record
+    (tasks/edit.py ``timing_record``: kept for every build, outside the rows so they stay byte-identical)."""
+    from tasks.edit import EditStage
+
+    manifest = StageStore(run, "edit", EditStage.outputs).read_manifest() or {}
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for rec in ((manifest.get("extra") or {}).get("timings") or {}).values():
+        totals[rec["key"]][0] += rec["seconds"]
+        totals[rec["key"]][1] += rec["items"]
+    return {k: s / n for k, (s, n) in totals.items() if n}
+
+
 def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None, unsupported: dict[str, int] | None = None,
-                other_rejects: dict[str, dict[str, int]] | None = None) -> list[dict[str, Any]]:
+                other_rejects: dict[str, dict[str, int]] | None = None, seconds: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """One summary dict per editor (sorted by name): supported requests (performed or failed while
-    trying), unsupported ones, verified and failed verification, auto-QC, acceptance, timing."""
+    trying), unsupported ones, verified and failed verification, auto-QC, acceptance, timing (the
+    rows' ``edit_seconds`` when ``edit.record_timings`` kept them, else ``seconds``: the manifest's record)."""
     out = []
     for ed in sorted({e["editor"] for e in edits} | set(unsupported or {})):
         mine = [e for e in edits if e["editor"] == ed]
@@ -76,7 +91,7 @@ def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None, unsuppor
                 "failed_verification": sum(1 for v in verdicts if not v),
                 "auto_qc_pass": 100.0 * len(passed) / len(mine) if mine else None,
                 "human_acceptance": (100.0 * sum(1 for e in passed if e["id"] in accepted) / len(passed) if passed else None) if accepted is not None else None,
-                "seconds_per_image": sum(secs) / len(secs) if secs else None,
+                "seconds_per_image": sum(secs) / len(secs) if secs else (seconds or {}).get(ed),
                 "qc_means": {k: sum(v) / len(v) for k, v in sorted(qc.items())},
             }
         )
@@ -162,7 +177,7 @@ def render_ablation_report(run: RunFS) -> str:
         require_export_set(run, ("verified_edits",))  # never half of an interrupted export
     accepted = {e["id"] for e in vreader.rows(columns=["id"])} if vreader.exists() else None
     unsupported, other = edit_rejects_per_editor(run)
-    eds = editor_rows(edits, accepted, unsupported, other)
+    eds = editor_rows(edits, accepted, unsupported, other, seconds_per_editor(run))
     down = downstream(run)
     charts = [
         hbars([(e["editor"], e["auto_qc_pass"]) for e in eds], "Auto-QC pass rate per editor"),

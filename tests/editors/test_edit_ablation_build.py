@@ -57,7 +57,7 @@ def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_p
     from flows.config import config_from_dict
     from tasks.base import RunContext
     from tasks.edit import EditStage
-    from tasks.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report
+    from tasks.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report, seconds_per_editor
     from tasks.runner import run_stage
 
     objs = scene_objects[:4]
@@ -82,5 +82,9 @@ def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_p
         assert r["supported"] == r["edits"] + sum(other.get(ed, {}).values())
     verdicts = [json.loads(e["qc_json"])["verification"] for e in edits]
     assert all("passed" in v and "checks" in v for v in verdicts)
+    seconds = seconds_per_editor(ctx.run)  # record_timings is off: the manifest's timing record fills "s / image"
+    assert set(seconds) == {"classical", "sam-lama"} and all(v > 0 for v in seconds.values())
+    assert all(e["edit_seconds"] is None for e in edits)
+    assert editor_rows(edits, None, unsupported, other, seconds)[0]["seconds_per_image"] == seconds["classical"]
     html = render_ablation_report(ctx.run)
     assert "failed verification" in html and "Verification gallery" in html and "unsupported" in html

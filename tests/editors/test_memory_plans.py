@@ -79,6 +79,9 @@ def test_the_plan_is_recorded_on_every_row_and_in_the_manifest(plan_runs):
             assert params["memory_plan"] == plan and params["quantization"] == "none"
         manifest = StageStore(ctx.run, "edit", EditStage.outputs).read_manifest()
         assert manifest["extra"]["memory_plans"] == {"qwen-image-edit": [plan]}
+        (timing,) = manifest["extra"]["timings"].values()  # the build-time estimate's measured figure
+        assert (timing["gpu"], timing["plan"], timing["steps"], timing["resolution"], timing["items"]) == ("cpu", plan, 2, 64, 5)
+        assert timing["model"] == plan_runs["single_editor"].params.model and timing["s_per_edit"] > 0
     ids = {plan: {r["id"] for r in plan_runs[plan][1]["_rows"]} for plan in ("single", "two_phase")}
     assert not ids["single"] & ids["two_phase"]  # an ablation can tell the runs apart
 
@@ -161,3 +164,24 @@ def test_meta_device_counts_match_the_loaded_tiny_pipeline(tiny_qwen_edit):
     for comp in profile.components:
         module = getattr(ed.pipe, comp.name.split("/")[1])
         assert (comp.params, comp.linear_params) == count_module_params(module)
+
+
+def test_two_phase_runs_the_plus_pipeline_and_matches_single(tiny_qwen_edit_plus):
+    """The paper's -2511 model is a Plus pipeline, and two_phase is what one 48 GB card gets: its
+    prompt embedding (the Plus pipeline's 2-value calculate_dimensions) must work and give the same pixels."""
+    from editors.base import EditRequest, EditResult
+    from editors.runtime import encode_ahead, run_batch
+
+    rng = np.random.default_rng(0)
+    reqs = [EditRequest(f"p{i}", rng.integers(0, 255, (48, 64, 3), dtype=np.uint8), "remove the box", "t", "remove", i, box=(8, 8, 20, 16))
+            for i in range(2)]
+    images = {}
+    for plan in ("single", "two_phase"):
+        ed = QwenImageEditEditor({"model": str(tiny_qwen_edit_plus), "steps": 2, "process_area": 64 * 64, "memory_plan": plan, "true_cfg_scale": 2.0})
+        ed.ensure_loaded()
+        if ed.encodes_first:
+            encode_ahead(ed, [reqs])
+        out = run_batch(ed, reqs)
+        assert all(isinstance(o, EditResult) for o in out), out
+        images[plan] = [o.image for o in out]
+    assert all(np.array_equal(a, b) for a, b in zip(images["single"], images["two_phase"]))
