@@ -120,6 +120,10 @@ MUTANTS = [
         sub_once(r"np\.where\(\s*(\w+)\[:, :, None\],\s*(\w+),\s*[\w.]+\s*\)", r"\2"), ("tests/editors/test_edit_sam_lama.py",),
     ),
     Mutant(
+        "stage-key-without-plan", "tasks/runner.py", "the planned shards left out of the stage key (a new run.shard_size reuses markers by index)",
+        sub_once(r', "plan": layout\}', "}"), ("tests/faults/test_fault_regrouping.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),
