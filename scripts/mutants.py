@@ -124,6 +124,14 @@ MUTANTS = [
         sub_once(r', "plan": layout\}', "}"), ("tests/faults/test_fault_regrouping.py",),
     ),
     Mutant(
+        "reuse-checksum-ignored", "storage/reuse_store.py", "a reuse entry whose content does not match its checksum is trusted",
+        sub_once(r"if doc\[CHECKSUM\] != entry_checksum\(doc\):", "if False:"), ("tests/faults/test_fault_reuse_tamper.py",),
+    ),
+    Mutant(
+        "reuse-image-check-ignored", "storage/reuse_store.py", "an image a reuse entry refers to is trusted when it exists, whatever its bytes",
+        sub_once(r"if own\.intact\(rel\):", "if True:"), ("tests/faults/test_fault_reuse_tamper.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import posixpath
 
 import numpy as np
 from PIL import Image
@@ -22,9 +23,20 @@ class ImageStore:
         ext = ext.lower().lstrip(".")
         digest = sha256_hex(data)
         rel = f"{IMAGES_DIR}/{digest[:2]}/{digest}.{ext}"
-        if not self.run.exists(rel):
+        if not (self.run.exists(rel) and self.intact(rel)):  # a damaged copy is replaced, never kept
             self.run.write_bytes_atomic(rel, data)
         return rel
+
+    def intact(self, rel: str) -> bool:
+        """True when the stored bytes hash to the name they are stored under (the store's one
+        integrity check: a flipped bit or a file written over shows here)."""
+        if not self._is_store_path(rel):
+            return False
+        try:
+            data = self.run.read_bytes(rel)
+        except FileNotFoundError:
+            return False
+        return sha256_hex(data) == posixpath.basename(rel).split(".")[0]
 
     def put_array(self, rgb: np.ndarray) -> str:
         """Store an RGB uint8 array as PNG (lossless, so quality checks see the real pixels)."""
