@@ -132,6 +132,10 @@ MUTANTS = [
         sub_once(r"if own\.intact\(rel\):", "if True:"), ("tests/faults/test_fault_reuse_tamper.py",),
     ),
     Mutant(
+        "instruct-key-without-code", "tasks/instruct.py", "the code version dropped from the instruct item key (changed rules code served stale instructions)",
+        sub_once(r"\n\s*code=code_version\(\"tasks\.instruct\", \"prompts\"\),", ""), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),
