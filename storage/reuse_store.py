@@ -117,7 +117,7 @@ class ReuseStore:
         rel = self._rel(component, key)
         try:
             raw = self.root.read_bytes(rel)
-        except FileNotFoundError:
+        except OSError:  # absent, or unreadable now (permissions, a remote store): computed, not judged
             return None
         try:
             doc = _verified(raw, component, key)

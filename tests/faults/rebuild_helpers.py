@@ -17,11 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["mine", "instruct", "edit", "qa", "review"]
 
 
-def demo_config(sample_dir: Path, **run: Any) -> BuildConfig:
-    """``configs/demo.yaml`` on the session's sample, with ``run`` settings changed."""
+def demo_config(sample_dir: Path, sections: dict[str, dict[str, Any]] | None = None, **run: Any) -> BuildConfig:
+    """``configs/demo.yaml`` on the session's sample, with ``run`` settings (and other sections' keys) changed."""
     data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
     data["run"].update(run)
+    for name, values in (sections or {}).items():
+        data.setdefault(name, {}).update(values)
     return config_from_dict(data)
 
 

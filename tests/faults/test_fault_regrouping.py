@@ -8,6 +8,7 @@ rebuild equals, byte for byte, a fresh build with the new setting, review queue 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,18 @@ def test_a_new_shard_size_reevaluates_to_a_fresh_evaluation(demo_run: Path, samp
     got, want = artifacts(run, folder), artifacts(fresh, folder)
     assert got and got == want
     assert (run / again.folder / "metrics.json").read_bytes() == (fresh / again.folder / "metrics.json").read_bytes()
+
+
+def test_a_new_edit_batch_size_regroups_nothing_that_is_kept(demo_run: Path, sample_dir: Path, tmp_path: Path) -> None:
+    """``edit.batch_size`` groups items into editor calls inside a shard and stays out of the
+    stage key: a finished run keeps its edits, and they are the edits a fresh build with the new
+    batch size computes (each item edited alone gives the same bytes)."""
+    cfg = demo_config(sample_dir, {"edit": {"batch_size": 1}})
+    run = copy_run(demo_run, tmp_path / "run")
+    assert build(cfg, run)["edit"].all_skipped
+    fresh = copy_run(demo_run, tmp_path / "fresh")
+    for name in ("edit", "qa", "review", "reuse"):
+        shutil.rmtree(fresh / name)
+    summaries = build(cfg, fresh)
+    assert summaries["edit"].items_computed == summaries["edit"].rows_in > 0 and summaries["edit"].items_reused == 0
+    assert_same_build(fresh, run)
