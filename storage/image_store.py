@@ -28,7 +28,7 @@ class ImageStore:
         ext = ext.lower().lstrip(".")
         digest = sha256_hex(data)
         rel = f"{IMAGES_DIR}/{digest[:2]}/{digest}.{ext}"
-        if not (self.run.exists(rel) and self.intact(rel)):  # a damaged copy is replaced, never kept
+        if not self.intact(rel):  # absent, or a damaged copy: (re)written, never kept as it is
             self.run.write_bytes_atomic(rel, data)
         return rel
 
