@@ -112,25 +112,35 @@ def _strict_decoding() -> Iterator[None]:
             ImageFile.LOAD_TRUNCATED_IMAGES = saved
 
 
+def check_source_size(data: bytes, where: str) -> None:
+    """:class:`BadImage` (``too_large``) when the header of a source image promises more than
+    :data:`MAX_SOURCE_PIXELS` pixels; nothing is decoded. For stages that pass bytes on (to a
+    model) without decoding them; a file that is not an image is left to its decoder to name."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            w, h = Image.open(io.BytesIO(data)).size
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise BadImage(f"{where}: refused before decoding, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True) from None
+        except Exception:  # not an image, or a damaged header: the decoder (or the model) says what is wrong
+            return
+    if w * h > MAX_SOURCE_PIXELS:
+        raise BadImage(f"{where}: {w}x{h} = {w * h:,} pixels, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True)
+
+
 def decode_source(data: bytes, where: str) -> Image.Image:
     """A source image's bytes, fully decoded under the one pixel limit; :class:`BadImage` naming
     ``where`` otherwise (empty, not an image, truncated, or above :data:`MAX_SOURCE_PIXELS`)."""
     if not data:
         raise BadImage(f"{where}: empty file (0 bytes)")
+    check_source_size(data, where)
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             im = Image.open(io.BytesIO(data))
-            w, h = im.size
-            if w * h > MAX_SOURCE_PIXELS:
-                raise BadImage(f"{where}: {w}x{h} = {w * h:,} pixels, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True)
             with _strict_decoding():
                 im.load()  # decodes everything: a truncated file fails here, not in a later stage
             return im
-        except BadImage:
-            raise
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise BadImage(f"{where}: refused before decoding, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True) from None
         except UnidentifiedImageError:  # its message holds the repr of our buffer (an address)
             raise BadImage(f"{where}: not a readable image ({len(data):,} bytes): not a known image format") from None
         except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... on a damaged file

@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import re
 import shutil
-import struct
-import zlib
 from pathlib import Path
 
 import pytest
 
+from image_bombs import png_header
 from rebuild_helpers import artifacts, build, copy_run, demo_config
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 
 pytestmark = pytest.mark.slow
 REPR = re.compile(r"0x[0-9a-fA-F]{6,}| object at |<[\w.]+ object")
-
-
-def png_header(width: int, height: int) -> bytes:
-    """A PNG whose header claims ``width`` x ``height`` (a decompression bomb's first bytes)."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
 
 
 def test_one_pixel_limit_for_every_source_image() -> None:
