@@ -136,6 +136,10 @@ MUTANTS = [
         sub_once(r"\n\s*code=code_version\(\"tasks\.instruct\", \"prompts\"\),", ""), ("tests/flows/test_reuse_code_version.py",),
     ),
     Mutant(
+        "eval-key-without-code", "tasks/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",
+        sub_once(r"code = code_version\(\"prompts\"\) if client\.backend == \"rules\" else None", "code = None"), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),
