@@ -45,7 +45,8 @@ def prune(
     counts = store.prune(keep_days)
     console.print(
         f"{where}: removed {counts['entries_removed']} entr{'y' if counts['entries_removed'] == 1 else 'ies'}, "
-        f"kept {counts['entries_kept']}, removed {counts['images_removed']} unreferenced image(s)",
+        f"kept {counts['entries_kept']}, removed {counts['images_removed']} unreferenced image(s) "
+        f"and {counts['quarantine_removed']} quarantine record(s)",
         markup=False,
     )
 
@@ -55,11 +56,16 @@ def stats(
     run_dir: str = run_dir_option("Run directory whose store to describe (its run.reuse_dir if set)."),
     reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to describe instead."),
 ) -> None:
-    """Entries per component (edit:<editor>, instruct, analysis)."""
+    """Entries per component (edit:<editor>, instruct, analysis), and how many failed their check."""
     store, where = _store(run_dir, reuse_dir)
     per: dict[str, int] = {}
     for _, doc in store.entries():
         name = str(doc.get("component") or "?")
         per[name] = per.get(name, 0) + 1
+    damaged = store.quarantined()
     lines = [f"{where}: {sum(per.values())} entries"] + [f"  {k}: {v}" for k, v in sorted(per.items())]
+    lines.append(
+        f"failed verification (recomputed): {len(damaged)}"
+        + (f"; records in {where}/quarantine/, the last: {damaged[-1].get('entry')}: {damaged[-1].get('why')}" if damaged else "")
+    )
     console.print("\n".join(lines), markup=False)

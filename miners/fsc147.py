@@ -13,13 +13,9 @@ and draw ``per_bin`` images per bin, seeded.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import posixpath
-import threading
-import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import fsspec
 import msgspec
@@ -28,6 +24,7 @@ from miners.candidates import FSC, Selection, seeded_names
 from miners.config import DenseCountingParams
 from miners.jsonstream import decode_file
 from storage.hashing import canonical_json, stable_id
+from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 from storage.rejects import reject
 
 TASK = "dense_counting"
@@ -110,64 +107,15 @@ def _exists(path: str) -> bool:
     return fs.exists(p)
 
 
-# Largest FSC147 image accepted, in pixels (the published images are 384 px high, ~0.2 MP).
-# Anything larger is refused before decoding: a decompression bomb must not take the stage down.
-MAX_IMAGE_PIXELS = 50_000_000
-
-
-class BadImage(ValueError):
-    """An image file that cannot be used; ``reason`` is the reject code, the message names the file."""
-
-    def __init__(self, reason: str, message: str):
-        super().__init__(message)
-        self.reason = reason
-
-
-_DECODING = threading.Lock()
-
-
-@contextlib.contextmanager
-def _strict_decoding() -> Iterator[None]:
-    """Truncated images raise while decoding, whatever the process set: some libraries (lmms-eval
-    among them) switch Pillow's process-wide ``LOAD_TRUNCATED_IMAGES`` on at import, which would
-    make a truncated FSC147 image pass for a whole one."""
-    from PIL import ImageFile
-
-    with _DECODING:
-        saved, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, False
-        try:
-            yield
-        finally:
-            ImageFile.LOAD_TRUNCATED_IMAGES = saved
+MAX_IMAGE_PIXELS = MAX_SOURCE_PIXELS  # the one limit of every source image (storage.image_store)
 
 
 def _image_size(path: str) -> tuple[int, int]:
-    """Width and height of a fully decodable image; :class:`BadImage` names the file otherwise
-    (zero bytes, not an image, truncated, or more than ``MAX_IMAGE_PIXELS`` pixels)."""
-
-    from PIL import Image
-
+    """Width and height of a fully decodable image; ``BadImage`` (``storage.image_store``) otherwise."""
     with fsspec.open(path, "rb") as f:
         data = f.read()
-    if not data:
-        raise BadImage("unreadable_image", f"{path}: empty file (0 bytes)")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", Image.DecompressionBombWarning)
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                w, h = im.size
-                if w * h > MAX_IMAGE_PIXELS:
-                    raise BadImage("image_too_large", f"{path}: {w}x{h} = {w * h:,} pixels, above the {MAX_IMAGE_PIXELS:,}-pixel limit for FSC147 images")
-                with _strict_decoding():
-                    im.load()  # decodes everything: a truncated file fails here, not in a later stage
-                return w, h
-        except BadImage:
-            raise
-        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-            raise BadImage("image_too_large", f"{path}: refused before decoding, above the {MAX_IMAGE_PIXELS:,}-pixel limit for FSC147 images ({exc})") from None
-        except Exception as exc:  # PIL raises UnidentifiedImageError, OSError, SyntaxError, ValueError ...
-            raise BadImage("unreadable_image", f"{path}: not a readable image ({len(data):,} bytes): {exc.__class__.__name__}: {exc}") from None
+    with decode_source(data, path) as im:
+        return im.size
 
 
 def split_counts(data: FSCData, splits: tuple[str, ...]) -> dict[str, Any]:
@@ -228,7 +176,7 @@ def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Sel
     try:
         width, height = _image_size(path)
     except BadImage as exc:
-        sel.rejects.append(reject(f"fsc147:{name}", "mine", exc.reason, str(exc)))
+        sel.rejects.append(reject(f"fsc147:{name}", "mine", "image_too_large" if exc.too_large else "unreadable_image", str(exc)))
         return None
     exemplars = []
     for corners in a.box_examples_coordinates:

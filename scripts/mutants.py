@@ -120,6 +120,26 @@ MUTANTS = [
         sub_once(r"np\.where\(\s*(\w+)\[:, :, None\],\s*(\w+),\s*[\w.]+\s*\)", r"\2"), ("tests/editors/test_edit_sam_lama.py",),
     ),
     Mutant(
+        "stage-key-without-plan", "tasks/runner.py", "the planned shards left out of the stage key (a new run.shard_size reuses markers by index)",
+        sub_once(r', "plan": layout\}', "}"), ("tests/faults/test_fault_regrouping.py",),
+    ),
+    Mutant(
+        "reuse-checksum-ignored", "storage/reuse_store.py", "a reuse entry whose content does not match its checksum is trusted",
+        sub_once(r"if doc\[CHECKSUM\] != entry_checksum\(doc\):", "if False:"), ("tests/faults/test_fault_reuse_tamper.py",),
+    ),
+    Mutant(
+        "reuse-image-check-ignored", "storage/reuse_store.py", "an image a reuse entry refers to is trusted when it exists, whatever its bytes",
+        sub_once(r"if own\.intact\(rel\):", "if True:"), ("tests/faults/test_fault_reuse_tamper.py",),
+    ),
+    Mutant(
+        "instruct-key-without-code", "tasks/instruct.py", "the code version dropped from the instruct item key (changed rules code served stale instructions)",
+        sub_once(r"\n\s*code=code_version\(\"tasks\.instruct\", \"prompts\"\),", ""), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
+        "eval-key-without-code", "tasks/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",
+        sub_once(r"code = code_version\(\"prompts\"\) if client\.backend == \"rules\" else None", "code = None"), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from storage.hashing import canonical_json
+
+# ``<_io.BytesIO object at 0x7f...>``: an object's default repr holds its memory address, which
+# differs on every run; rejects name what failed in words, so two builds give the same rows.
+_ADDRESS = re.compile(r"<([^<>]*?) at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with the memory address of every default object repr removed."""
+    return _ADDRESS.sub(r"<\1>", text)
 
 
 def reject(item_id: str, stage: str, reason: str, detail: str = "", payload: Any = None) -> dict[str, Any]:
@@ -15,6 +25,6 @@ def reject(item_id: str, stage: str, reason: str, detail: str = "", payload: Any
         "id": str(item_id),
         "stage": stage,
         "reason": reason,
-        "detail": detail,
-        "payload_json": None if payload is None else canonical_json(payload),
+        "detail": without_addresses(detail),
+        "payload_json": None if payload is None else without_addresses(canonical_json(payload)),
     }

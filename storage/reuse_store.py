@@ -9,7 +9,14 @@ same result a fresh computation would give, byte for byte.
 Layout (content-addressed like the image store)::
 
     <reuse>/items/<component>/<ab>/<key>.json   one entry: the result, its images, when used
+    <reuse>/quarantine/<what>-<digest>.json     one record per entry or image that failed its check
     <images>/ab/<sha256>.<ext>                  the images entries refer to
+
+Nothing found here is trusted: an entry carries the SHA-256 of its content (``sha256``) and must
+name the component and key it is read for; an image's bytes must hash to its file name. An entry
+or image that fails (edited, a flipped bit, torn, copied to another key) is a miss: the item is
+computed again, its entry overwritten, a damaged image replaced, and a quarantine record (the
+damaged entry's text included) counts it for ``reactbench reuse stats``.
 
 By default the store is ``<run>/reuse/`` and its images are the run's own image store, so
 nothing is stored twice and ``StageStore.reset()`` (which removes ``<run>/<stage>/``) leaves
@@ -31,6 +38,8 @@ from storage.image_store import IMAGES_DIR, ImageStore
 
 REUSE_DIR = "reuse"
 ITEMS_DIR = "items"
+QUARANTINE_DIR = "quarantine"
+CHECKSUM = "sha256"  # the entry field holding the hash of the rest of the entry
 # Entries used again are re-stamped at most this often (a hit is then a read, not a write).
 TOUCH_AFTER = _dt.timedelta(hours=12)
 
@@ -44,15 +53,31 @@ def item_key(**parts: Any) -> str:
     return sha256_hex(canonical_json(parts))
 
 
+def entry_checksum(doc: dict[str, Any]) -> str:
+    """SHA-256 of an entry's content (every field but the checksum itself), as canonical JSON:
+    JSON parsing round-trips exactly, so any change to what is read back changes it."""
+    return sha256_hex(canonical_json({k: v for k, v in doc.items() if k != CHECKSUM}))
+
+
+def _sealed(doc: dict[str, Any]) -> str:
+    return json.dumps({**doc, CHECKSUM: entry_checksum(doc)}, sort_keys=True)
+
+
+class Damaged(ValueError):
+    """A stored entry or image that fails its check; the message says how."""
+
+
 @dataclass
 class ReuseCounts:
     """How many items of a shard came from the store and how many were computed."""
 
     reused: int = 0
     computed: int = 0
+    damaged: int = 0  # of the computed: stored but failing the check (see ``reuse stats``)
 
     def as_dict(self) -> dict[str, int]:
-        return {"reused": self.reused, "computed": self.computed}
+        out = {"reused": self.reused, "computed": self.computed}
+        return {**out, "damaged": self.damaged} if self.damaged else out
 
 
 @dataclass
@@ -70,6 +95,7 @@ class ReuseStore:
     def __init__(self, root: RunFS, images_root: RunFS):
         self.root = root
         self.images_root = images_root
+        self.damaged = 0  # entries this instance found failing their check (each recorded in the quarantine)
 
     @classmethod
     def open(cls, run: RunFS, reuse_dir: str | None = None) -> "ReuseStore":
@@ -85,21 +111,26 @@ class ReuseStore:
     # -- one entry ---------------------------------------------------------------------
     def get(self, component: str, key: str, run: RunFS) -> Entry | None:
         """The stored result, with its images copied into ``run``'s image store; None on a miss
-        (also when an image it refers to has gone, e.g. pruned: the item is then recomputed)."""
+        (also when an image it refers to has gone, e.g. pruned: the item is then recomputed).
+        An entry or image failing its check is a miss too, recorded in the quarantine and
+        counted in ``self.damaged``."""
         rel = self._rel(component, key)
         try:
-            doc = json.loads(self.root.read_text(rel))
-        except FileNotFoundError:
+            raw = self.root.read_bytes(rel)
+        except OSError:  # absent, or unreadable now (permissions, a remote store): computed, not judged
             return None
-        except (OSError, ValueError):  # a torn or foreign file: recompute and overwrite it
-            return None
-        images = list(doc.get("images") or [])
-        if not self._materialise(images, run):
+        try:
+            doc = _verified(raw, component, key)
+            images = [str(i) for i in doc.get("images") or []]
+            if not self._materialise(images, run):
+                return None
+        except Damaged as exc:
+            self._quarantine(rel, str(exc), raw)
             return None
         used = _parse(doc.get("used_at"))
         if used is None or _now() - used > TOUCH_AFTER:
             doc["used_at"] = _now().isoformat(timespec="seconds")
-            self.root.write_text_atomic(rel, json.dumps(doc, sort_keys=True))
+            self.root.write_text_atomic(rel, _sealed(doc))
         return Entry(doc["value"], images)
 
     def holds(self, component: str, key: str, run: RunFS) -> bool:
@@ -117,26 +148,54 @@ class ReuseStore:
         if not self._same_images(run):
             target = ImageStore(self.images_root)
             for rel in images:
-                if not self.images_root.exists(rel):
-                    target.put_bytes(run.read_bytes(rel), posixpath.splitext(rel)[1])
+                target.put_bytes(run.read_bytes(rel), posixpath.splitext(rel)[1])  # replaces a damaged copy
         now = _now().isoformat(timespec="seconds")
         doc = {"component": component, "key": key, "value": value, "images": images, "created_at": now, "used_at": now}
-        self.root.write_text_atomic(self._rel(component, key), json.dumps(doc, sort_keys=True))
+        self.root.write_text_atomic(self._rel(component, key), _sealed(doc))
 
     def _same_images(self, run: RunFS) -> bool:
         """True for the run's own store, whose images are the run's image store."""
         return self.images_root.protocol == run.protocol and self.images_root.root == run.root
 
     def _materialise(self, images: list[str], run: RunFS) -> bool:
-        if self._same_images(run):
-            return all(run.exists(rel) for rel in images)
+        """True when every image is in ``run``'s store with the bytes its name promises (copied
+        from a shared store when missing); False when one is gone; ``Damaged`` when one fails."""
+        own = ImageStore(run)
         for rel in images:
             if run.exists(rel):
-                continue
+                if own.intact(rel):
+                    continue
+                if self._same_images(run):
+                    raise Damaged(f"image {rel}: its bytes do not hash to its name")
+            elif self._same_images(run):
+                return False
             if not self.images_root.exists(rel):
                 return False
-            run.write_bytes_atomic(rel, self.images_root.read_bytes(rel))
+            if not ImageStore(self.images_root).intact(rel):
+                raise Damaged(f"image {self.images_root.url}/{rel}: its bytes do not hash to its name")
+            run.write_bytes_atomic(rel, self.images_root.read_bytes(rel))  # also replaces a damaged copy in the run
         return True
+
+    def _quarantine(self, rel: str, why: str, raw: bytes) -> None:
+        """Record a failed check (one file per damage: threads and workers never share one)."""
+        self.damaged += 1
+        record = {"entry": rel, "why": why, "detected_at": _now().isoformat(timespec="seconds"), "bytes_sha256": sha256_hex(raw),
+                  "text": raw.decode("utf-8", errors="replace")}
+        name = f"{QUARANTINE_DIR}/{sha256_hex(canonical_json([rel, why, record['bytes_sha256']]))[:32]}.json"
+        self.root.write_text_atomic(name, json.dumps(record, sort_keys=True))
+
+    def quarantined(self) -> list[dict[str, Any]]:
+        """The records of every entry or image that failed its check (newest last)."""
+        out = [r for r in map(self._record, self.root.listdir(QUARANTINE_DIR)) if r is not None]
+        return sorted(out, key=lambda r: str(r.get("detected_at")))
+
+    def _record(self, name: str) -> dict[str, Any] | None:
+        if not name.endswith(".json") or name.startswith(".tmp-"):
+            return None
+        try:
+            return dict(json.loads(self.root.read_text(QUARANTINE_DIR, name)))
+        except (OSError, ValueError, TypeError):
+            return {"entry": name, "why": "unreadable quarantine record"}
 
     # -- the whole store ---------------------------------------------------------------
     def entries(self) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -175,7 +234,29 @@ class ReuseStore:
                 if rel not in kept_images and not posixpath.basename(rel).startswith(".tmp-"):
                     self.images_root.rm(rel)
                     images_removed += 1
-        return {"entries_removed": removed, "entries_kept": kept, "images_removed": images_removed}
+        quarantine_removed = 0
+        for name in self.root.listdir(QUARANTINE_DIR):
+            record = self._record(name) or {}
+            seen = _parse(record.get("detected_at"))
+            if seen is not None and seen < cutoff:
+                self.root.rm(QUARANTINE_DIR, name)
+                quarantine_removed += 1
+        return {"entries_removed": removed, "entries_kept": kept, "images_removed": images_removed, "quarantine_removed": quarantine_removed}
+
+
+def _verified(raw: bytes, component: str, key: str) -> dict[str, Any]:
+    """The entry in ``raw`` when it is intact and is the one asked for; ``Damaged`` otherwise."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Damaged(f"not JSON ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(doc, dict) or CHECKSUM not in doc:
+        raise Damaged("no checksum (not an entry of this store, or written before entries carried one)")
+    if doc[CHECKSUM] != entry_checksum(doc):
+        raise Damaged("content does not match its checksum (edited or damaged)")
+    if doc.get("component") != component or doc.get("key") != key or "value" not in doc:
+        raise Damaged(f"an entry for {doc.get('component')!r} {str(doc.get('key'))[:16]}..., stored under {component!r} {key[:16]}...")
+    return doc
 
 
 def _safe(component: str) -> str:

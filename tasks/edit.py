@@ -32,6 +32,7 @@ from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
 from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
+from storage.image_store import BadImage, decode_source
 from storage.rejects import reject
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
@@ -68,9 +69,9 @@ def read_source(row: dict[str, Any], edit_id: str, payload: dict[str, Any]) -> t
     except OSError as exc:  # permissions, a remote store refusing the read, ...
         return reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
     try:
-        image = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
-    except Exception as exc:  # corrupt or truncated file
-        return reject(edit_id, STAGE, "image_unreadable", f"{where}: {type(exc).__name__}: {exc}", payload)
+        image = np.asarray(decode_source(data, where).convert("RGB"))
+    except BadImage as exc:  # corrupt, truncated, or above the one pixel limit of source images
+        return reject(edit_id, STAGE, "image_too_large" if exc.too_large else "image_unreadable", str(exc), payload)
     h, w = image.shape[:2]
     if (w, h) != (row["width"], row["height"]):
         return reject(edit_id, STAGE, "image_size_mismatch", f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}", payload)

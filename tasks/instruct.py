@@ -17,6 +17,7 @@ from prompts.config import MLLMConfig
 from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
+from storage.image_store import BadImage, check_source_size
 from storage.rejects import reject
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
@@ -122,7 +123,8 @@ def _item_fields(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_image_bytes(path: str) -> bytes:
-    """The source image's bytes; raises ValueError (unreadable) or FileNotFoundError (missing)."""
+    """The source image's bytes; raises ValueError (unreadable; ``BadImage`` above the one pixel
+    limit of source images) or FileNotFoundError (missing)."""
     import fsspec
 
     from prompts.runner import image_mime
@@ -130,6 +132,7 @@ def read_image_bytes(path: str) -> bytes:
     with fsspec.open(path, "rb") as f:
         data = f.read()
     image_mime(data)  # raises ValueError on anything but PNG/JPEG/WebP/GIF
+    check_source_size(data, path)  # a model must not be sent what the edit stage would refuse
     return data
 
 
@@ -221,6 +224,10 @@ def _candidate_outcomes(
             except FileNotFoundError:
                 rejects.append(reject(c["id"], STAGE, "image_missing", f"candidate {c['id']}: image not found: {c['image_path']}"))
                 rows.append(_failed_row(c, spec, client, "image missing"))
+                continue
+            except BadImage as exc:
+                rejects.append(reject(c["id"], STAGE, "image_too_large", f"candidate {c['id']}: {exc}"))
+                rows.append(_failed_row(c, spec, client, "image too large"))
                 continue
             except (OSError, ValueError) as exc:
                 rejects.append(reject(c["id"], STAGE, "image_unreadable", f"candidate {c['id']}: {c['image_path']}: {exc}"))

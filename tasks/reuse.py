@@ -150,6 +150,7 @@ class ItemReuse:
         source image could not be read: computing it yields the reject that says so)."""
         values: list[Any] = [None] * len(keys)
         misses: list[int] = []
+        damaged = self.store.damaged
         for i, key in enumerate(keys):
             hit = self.store.get(self.component, key, self.run) if (key and self.enabled) else None
             if hit is None:
@@ -158,6 +159,7 @@ class ItemReuse:
                 values[i] = hit.value
         self.counts.reused += len(keys) - len(misses)
         self.counts.computed += len(misses)
+        self.counts.damaged += self.store.damaged - damaged
         if misses:
             entries = compute(misses)
             if len(entries) != len(misses):

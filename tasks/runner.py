@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from storage.fs import is_disk_full
-from storage.hashing import config_hash
+from storage.hashing import canonical_json, config_hash, sha256_hex
 from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
 from tasks.devices import GpuSlot, shard_placement
@@ -146,13 +146,14 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
     ctx.run.rm(stage.name, "_errors")  # tracebacks of an earlier attempt
     inputs = stage.input_fingerprints(ctx)
     chash = config_hash(stage.config_section(ctx))
-    key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name})
+    work = stage.plan(ctx)  # reads upstream artifacts only, so it may come before a reset
+    layout = plan_fingerprint(work)
+    key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name, "plan": layout})
     manifest = store.read_manifest()
     if force:
         ctx.options[FORCE_OPTION] = True  # the shards' item-reuse hooks compute every item again
     if force or forces_stage(stage.name, ctx.options) or (manifest is not None and manifest.get("key") != key):
         store.reset()
-    work = stage.plan(ctx)
     store.prune_shards(len(work))
     plan = StagePlan(stage.name, key, chash, inputs, work)
     for i in range(len(work)):
@@ -166,11 +167,22 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
             "input_fingerprints": inputs,
             "code_version": code_version(),
             "shards_total": len(work),
+            "plan_fingerprint": layout,
             "started_at": utc_now(),
             "schemas": {k: v.version for k, v in stage.outputs.items()},
         }
     )
     return plan
+
+
+def plan_fingerprint(work: list[Any]) -> str:
+    """A hash of the shards as planned: which items each holds, in order.
+
+    Markers are found by shard index, so the stage key must change whenever the same index would
+    hold other items: a new ``run.shard_size``, or any other setting that regroups items. Keying
+    the plan itself, rather than a list of such settings, covers those not thought of yet.
+    """
+    return config_hash([sha256_hex(canonical_json(shard)) for shard in work])
 
 
 def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, reasons: Iterable[str]) -> list[int]:

@@ -10,6 +10,7 @@ import pytest
 
 from mllm_helpers import at_candidate, build_config, ca_candidate, crowded_points, dc_candidate, re_candidate, spread_points, write_mine_stage
 from dummy_server import DummyServer, Reply
+from image_bombs import png_header
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.base import RunContext
@@ -113,17 +114,20 @@ def test_bad_inputs_become_rejects_with_openai_backend(image_dir: Path, tmp_path
     missing = re_candidate(str(image_dir / "nope.png"), image_id="missing")
     broken = re_candidate(str(image_dir / "broken.png"), image_id="broken")
     bad_ctx = re_candidate(str(image_dir / "scene.png"), image_id="badctx", context_json="{not json")
+    (tmp_path / "huge.png").write_bytes(png_header(9000, 6000))  # 54 MP: above the one limit of source images
+    huge = re_candidate(str(tmp_path / "huge.png"), image_id="huge")
     answer = "remove: wheel\nkeep: skateboard\ninstruction: Remove the wheel; preserve the skateboard and do not alter the background."
     with DummyServer(lambda body: Reply(answer)) as url:
         rows, rejects, _ = run_instruct(
-            tmp_path / "run", [ok, missing, broken, bad_ctx],
+            tmp_path / "run", [ok, missing, broken, bad_ctx, huge],
             mllm={"backend": "openai", "model": "m", "base_url": url, "timeout_s": 5, "max_retries": 0},
         )
     reasons = {r["id"]: r["reason"] for r in rejects}
-    assert reasons == {missing["id"]: "image_missing", broken["id"]: "image_unreadable", bad_ctx["id"]: "bad_candidate"}
+    assert reasons == {missing["id"]: "image_missing", broken["id"]: "image_unreadable", bad_ctx["id"]: "bad_candidate", huge["id"]: "image_too_large"}
+    assert "50,000,000-pixel limit" in next(r["detail"] for r in rejects if r["id"] == huge["id"])
     assert "nope.png" in next(r["detail"] for r in rejects if r["id"] == missing["id"])
     status = {r["candidate_id"]: r["status"] for r in rows}
-    assert status == {ok["id"]: "applicable", missing["id"]: "failed", broken["id"]: "failed", bad_ctx["id"]: "failed"}
+    assert status == {ok["id"]: "applicable", missing["id"]: "failed", broken["id"]: "failed", bad_ctx["id"]: "failed", huge["id"]: "failed"}
     assert (tmp_path / "run" / "cache" / "mllm").exists()
 
 

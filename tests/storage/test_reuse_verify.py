@@ -1,0 +1,67 @@
+"""Reuse-store entries and images are checked on every read (the fast, storage-level half of
+``tests/faults/test_fault_reuse_tamper.py``): a damaged one is a counted miss, never a hit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import numpy as np
+
+from storage.fs import RunFS
+from storage.image_store import ImageStore
+from storage.reuse_store import ReuseStore
+
+
+def _run() -> RunFS:
+    return RunFS.open(f"memory://reuse-verify-{uuid.uuid4().hex}")
+
+
+def _entry_path(store: ReuseStore, key: str) -> str:
+    return next(rel for rel, doc in store.entries() if doc.get("key") == key)
+
+
+def test_an_intact_entry_is_served_and_an_edited_one_is_a_counted_miss() -> None:
+    run = _run()
+    store = ReuseStore.open(run)
+    key, other = "a" * 64, "b" * 64
+    store.put("instruct", key, {"text": "remove the dog"}, [], run)
+    store.put("instruct", other, {"text": "remove the cat"}, [], run)
+    hit = store.get("instruct", key, run)
+    assert hit is not None and hit.value == {"text": "remove the dog"} and store.damaged == 0
+
+    rel = _entry_path(store, key)
+    doc = json.loads(store.root.read_text(rel))
+    doc["value"]["text"] = "remove the cat"  # other valid JSON, checksum unchanged
+    store.root.write_text_atomic(rel, json.dumps(doc))
+    assert store.get("instruct", key, run) is None and store.damaged == 1
+    records = store.quarantined()
+    assert len(records) == 1 and "checksum" in records[0]["why"] and "remove the cat" in records[0]["text"]
+
+    store.put("instruct", key, {"text": "remove the dog"}, [], run)  # the recomputed result overwrites it
+    assert store.get("instruct", key, run).value == {"text": "remove the dog"}
+
+
+def test_an_entry_under_another_key_is_refused() -> None:
+    run = _run()
+    store = ReuseStore.open(run)
+    store.put("instruct", "a" * 64, 1, [], run)
+    store.put("instruct", "b" * 64, 2, [], run)
+    store.root.write_bytes_atomic(_entry_path(store, "b" * 64), store.root.read_bytes(_entry_path(store, "a" * 64)))
+    assert store.get("instruct", "b" * 64, run) is None and "stored under" in store.quarantined()[0]["why"]
+
+
+def test_a_damaged_image_is_a_miss_and_is_replaced_when_stored_again() -> None:
+    run = _run()
+    store = ReuseStore.open(run)
+    pixels = np.full((8, 8, 3), 200, np.uint8)
+    rel = ImageStore(run).put_array(pixels)
+    store.put("edit:box", "c" * 64, {"edited_image": rel}, [rel], run)
+    good = run.read_bytes(rel)
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 1
+    run.write_bytes_atomic(rel, bytes(bad))
+    assert not ImageStore(run).intact(rel)
+    assert store.get("edit:box", "c" * 64, run) is None and store.damaged == 1
+    assert ImageStore(run).put_array(pixels) == rel and run.read_bytes(rel) == good  # not kept because it "exists"
+    assert store.get("edit:box", "c" * 64, run) is not None
