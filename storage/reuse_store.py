@@ -134,10 +134,12 @@ class ReuseStore:
         return Entry(doc["value"], images)
 
     def holds(self, component: str, key: str, run: RunFS) -> bool:
-        """Whether :meth:`get` would hit, without copying images or touching ``used_at`` (for estimates)."""
+        """Whether :meth:`get` would hit, without copying images or touching ``used_at`` (for
+        estimates): the entry must pass its checksum; its images need only exist (hashing every
+        image would cost an estimate as much as the reuse itself)."""
         try:
-            doc = json.loads(self.root.read_text(self._rel(component, key)))
-        except (OSError, ValueError):
+            doc = _verified(self.root.read_bytes(self._rel(component, key)), component, key)
+        except (OSError, Damaged):
             return False
         where = run if self._same_images(run) else self.images_root
         return all(run.exists(rel) or where.exists(rel) for rel in doc.get("images") or [])
