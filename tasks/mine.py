@@ -54,6 +54,16 @@ def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
     return units
 
 
+# Sources every release had; the others key the stage only when set, so a run built before
+# they existed keeps its mine key (and is not re-mined) after an upgrade.
+_FIRST_SOURCES = ("visual_genome", "fsc147")
+
+
+def _sources_key(sources: Any) -> dict[str, Any]:
+    dumped = sources.model_dump(mode="json")
+    return {k: v for k, v in dumped.items() if k in _FIRST_SOURCES or v}
+
+
 def _spec(unit: dict[str, str]) -> SourceSpec:
     return source_spec(unit["source"])
 
@@ -87,7 +97,7 @@ class MineStage(Stage):
     def config_section(self, ctx: RunContext) -> Any:
         return {
             "mine": ctx.config.mine.model_dump(mode="json"),
-            "sources": ctx.config.sources.model_dump(mode="json"),
+            "sources": _sources_key(ctx.config.sources),
             "seed": ctx.seed,
         }
 
