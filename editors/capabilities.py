@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from miners.canonical import basic_name
+from storage.names import basic_name
 
 UNSUPPORTED = "unsupported_edit"
 # Words a value may carry around its one meaningful word ("a striped pattern", "pink-coloured").

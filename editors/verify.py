@@ -31,8 +31,8 @@ from editors.config import VerifyParams
 from editors.masks import box_mask, clip_box, dilate
 from editors.masks import object_mask as donor_mask_of
 from editors.qc import mean_abs_change, psnr
-from miners.canonical import basic_name
-from prompts.colours import NAMED_COLOURS, colour_word, hue_distance
+from storage.colours import NAMED_COLOURS, colour_word, hue_distance
+from storage.names import basic_name
 
 VERIFY_FAILED = "verify_failed"
 

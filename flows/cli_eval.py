@@ -40,8 +40,12 @@ def export_cmd(
     vlmevalkit: Optional[bool] = typer.Option(None, "--vlmevalkit/--no-vlmevalkit", help="Also write a VLMEvalKit TSV (default: export.vlmevalkit_tsv)."),
     lmms_eval: Optional[bool] = typer.Option(None, "--lmms-eval/--no-lmms-eval", help="Also write lmms-eval task YAMLs (default: export.lmms_eval_yaml)."),
     config: Optional[Path] = CfgOpt,
+    replace: bool = typer.Option(False, "--replace", help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool."),
 ) -> None:
-    """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval)."""
+    """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval).
+
+    The release is written aside and swapped in whole with a manifest of every file's sha256, so
+    --out holds the old release or the new one, never a mix."""
     from storage.fs import RunFS
     from tasks.evaluate.inputs import InputsMissing
     from tasks.export.export import export_benchmark
@@ -54,6 +58,7 @@ def export_cmd(
             unverified=unverified,
             vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
             lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
+            replace=replace,
         )
     except (InputsMissing, ValueError) as exc:
         _fail(exc)

@@ -1,8 +1,9 @@
 """Every CLI command that writes a run directory holds its lock (``storage.run_lock``) while it runs.
 
 Applied once, after all commands are registered (``guard_writers(app)`` in ``flows/cli.py``), by
-wrapping the callbacks of the writing commands; readers (``status``, ``report``, ``export``,
-``review serve``) are left alone. A second writer exits with :data:`LOCKED_EXIT` at once,
+wrapping the callbacks of the writing commands; readers (``status``, ``reuse stats``,
+``review serve``) are left alone. ``export`` (its rejects), ``report`` (``<run>/reports/``) and
+``reuse prune`` (deletes from the run's store) write too, so they hold the lease as well. A second writer exits with :data:`LOCKED_EXIT` at once,
 naming the holder.
 
 "At once" includes start-up: the ``reactbench`` executable (``flows.entry``) first asks
@@ -14,6 +15,7 @@ imported. It only refuses: taking the lease is always the wrapper's job.
 from __future__ import annotations
 
 import functools
+import os
 from typing import TYPE_CHECKING, Any, Callable
 
 from flows.cli_options import DEFAULT_RUN_DIR
@@ -26,23 +28,35 @@ LOCKED_EXIT = 3
 WRITERS: set[tuple[str, str | None]] = {
     ("", "build"), ("", "mine"), ("", "instruct"), ("", "edit"), ("", "qa"), ("", "eval"),
     ("review", None), ("review", "export"), ("review", "import-labelstudio"),
+    ("", "export"), ("", "report"), ("reuse", "prune"),  # export's rejects, report's HTML, prune's deletions
 }
 
 
 def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -> Callable[..., Any]:
-    """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer)."""
+    """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer).
+
+    Nothing is written before the command's config validates: a ``--config`` given to the
+    command is loaded first (a bad one exits 2 without creating the run directory), and a run
+    directory that taking the lease created is removed again if the command left it empty.
+    SIGTERM / SIGHUP end the command cleanly (``flows.cli_signals``)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import typer
 
         from flows.cli_output import print_error
+        from flows.cli_signals import stop_on_signals
         from storage.run_lock import RunLocked, hold_run
 
         run_dir = kwargs.get("run_dir")
         ctx = kwargs.get("ctx")
         if run_dir is None or (group_callback and ctx is not None and ctx.invoked_subcommand is not None):
             return fn(*args, **kwargs)
+        if "config" in kwargs:
+            from flows.config import resolve_run_config
+
+            resolve_run_config(kwargs["config"], run_dir=run_dir)  # ConfigError: exit 2, nothing written
+        created = _first_missing(str(run_dir))  # taking the lease creates it: removed again if left empty
         try:
             lock = hold_run(str(run_dir), f"reactbench {command}", on_message=lambda m: print_error(m, style="yellow"), reentrant=True)
             lock.acquire()
@@ -50,11 +64,53 @@ def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -
             print_error(str(exc))
             raise typer.Exit(LOCKED_EXIT) from None
         try:
-            return fn(*args, **kwargs)
+            with stop_on_signals(lambda: _drop_lease_now(lock)):
+                return fn(*args, **kwargs)
         finally:
             lock.release()
+            if created is not None:
+                _remove_empty_up_to(str(run_dir), created)
 
     return wrapper
+
+
+def _first_missing(run_dir: str) -> str | None:
+    """The outermost folder of a local run directory's path that does not exist yet (None when
+    the run directory exists, or for fsspec URLs)."""
+    if "://" in run_dir and not run_dir.startswith("file://"):
+        return None
+    path = os.path.abspath(run_dir.removeprefix("file://"))
+    missing = None
+    while not os.path.exists(path):
+        missing, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def _remove_empty_up_to(run_dir: str, top: str) -> None:
+    """Remove the run directory and its parents up to ``top`` while they are empty."""
+    path = os.path.abspath(run_dir.removeprefix("file://"))
+    while True:
+        try:
+            os.rmdir(path)  # only ever removes an empty folder
+        except OSError:
+            return
+        if path == top or os.path.dirname(path) == path:
+            return
+        path = os.path.dirname(path)
+
+
+def _drop_lease_now(lock: Any) -> None:
+    """Release a local lease without waiting (a second signal: the process exits next). The
+    kernel drops the ``flock`` at exit; unlinking the file is what leaves no lease behind."""
+    path = getattr(lock, "path", None)
+    if getattr(lock, "local", False) and getattr(lock, "lease", None) is not None and path:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def guard_writers(app: typer.Typer) -> None:

@@ -106,7 +106,7 @@ def export_cmd(
     run_dir: str = RunDir,
     db: Optional[str] = DbOpt,
     config: Optional[Path] = CfgOpt,
-    labelstudio: Optional[Path] = typer.Option(None, "--labelstudio", help="Also write Label Studio tasks (JSON) here, with a labeling config beside it."),
+    labelstudio: Optional[Path] = typer.Option(None, "--labelstudio", help="Also write Label Studio tasks (JSON) here (QA tasks as <stem>.qa.json), each with its labeling config beside it."),
     image_url_prefix: str = typer.Option("/data/local-files/?d=", help="Prefix of image URLs in the Label Studio tasks."),
 ) -> None:
     """Write review/verified_edits, review/verified_questions and review/decisions."""
@@ -119,8 +119,7 @@ def export_cmd(
     for name, path in summary.paths.items():
         console.print(f"  {name}: {path}")
     if labelstudio:
-        n = export_tasks(queue, labelstudio, image_url_prefix)
-        console.print(f"Label Studio: {n} tasks -> {labelstudio} (labeling config: {labelstudio.stem}.label_config.xml)")
+        console.print(export_tasks(queue, labelstudio, image_url_prefix).message)
 
 
 @review_app.command("import-labelstudio")

@@ -14,6 +14,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from editors.config import EditorSpec
+from flows.config_yaml import YamlRefused, decode_config, load_bounded, read_config_text
 from miners.config import MineConfig
 from prompts.config import MLLMConfig
 from storage.config_base import Section
@@ -92,6 +93,7 @@ class BuildConfig(Section):
         for i, spec in enumerate(editors):
             if spec.name not in known:
                 raise ValueError(f"editors[{i}].name: unknown editor {spec.name!r}; valid choices: {', '.join(known)}")
+            _check_editor_params(i, spec)
             if spec.key == "none":
                 raise ValueError(f"editors[{i}]: the key 'none' is reserved for the unedited dense-counting rows; set another `label`")
             if spec.key in seen:
@@ -100,22 +102,42 @@ class BuildConfig(Section):
         return editors
 
 
+def _check_editor_params(i: int, spec: EditorSpec) -> None:
+    """An editor's ``params`` validate here, with the config, not when the edit stage starts."""
+    from editors.base import EditorError
+    from editors.registry import editor_class
+
+    try:
+        params_model = editor_class(spec.name).Params
+    except EditorError as exc:  # a third-party editor whose entry point fails to load
+        raise ValueError(f"editors[{i}].name: {exc}") from None
+    try:
+        params_model.model_validate(dict(spec.params))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ValueError(f"editors[{i}].params.{where}: {err['msg']} for editor {spec.name!r}{more}") from None
+
+
 class ConfigError(ValueError):
     """A config file that does not validate; the message names the file and every bad key path."""
 
 
 def _format_errors(source: str, exc: ValidationError) -> str:
-    lines = [f"{source}: invalid config ({exc.error_count()} error(s))"]
+    """One line: the file, then each bad key path with what is wrong (``; `` between several)."""
+    parts = []
     for err in exc.errors():
         path = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
         hint = ""
         if err["type"] == "extra_forbidden":
             hint = " (unknown key: check the spelling against the README's config reference)"
-        elif not isinstance(got, (dict, list)):
+        elif not isinstance(got, (dict, list, tuple)) and err["type"] != "value_error":
             hint = f" (got {got!r})"
-        lines.append(f"  {path}: {err['msg']}{hint}")
-    return "\n".join(lines)
+        parts.append(f"{path}: {msg}{hint}")
+    return f"{source}: " + "; ".join(parts)
 
 
 def config_from_dict(data: dict[str, Any], source: str = "<config>") -> BuildConfig:
@@ -136,18 +158,18 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     """
     path = Path(path) if path else DEFAULT_CONFIG
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        text = read_config_text(path)
+    except YamlRefused as exc:
+        raise ConfigError(str(exc)) from None
     return config_from_yaml(text, str(path), overrides)
 
 
 def config_from_yaml(text: str, source: str, overrides: dict[str, Any] | None = None) -> BuildConfig:
     """A config from YAML text; ``source`` names it in every error."""
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+        data = load_bounded(text, source) or {}
+    except YamlRefused as exc:
+        raise ConfigError(str(exc)) from None
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
     return config_from_dict(data, source)
@@ -189,10 +211,13 @@ def saved_config(run_dir: str | Path) -> tuple[str, str] | None:
     from storage.fs import RunFS
 
     run = RunFS.open(str(run_dir))
+    where = run.url.rstrip("/") + "/config.yaml"
     try:
-        return run.url.rstrip("/") + "/config.yaml", run.read_text("config.yaml")
+        return where, decode_config(run.read_bytes("config.yaml"), where)
     except (FileNotFoundError, IsADirectoryError):
         return None
+    except YamlRefused as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -8,7 +8,10 @@ Two things happen here rather than in the Typer app (``flows.cli``):
 * usage errors (an unknown option, a missing argument) are printed on unwrapped lines: Typer
   would draw them in a panel as wide as the terminal, breaking an option name or a path across
   lines. Help screens keep Typer's layout. A config that does not load (``ConfigError``) is
-  one message naming the file and keys, with exit status 2, whichever command read it.
+  one message naming the file and keys, with exit status 2, whichever command read it;
+* a command stopped by SIGTERM / SIGHUP (``flows.cli_signals``) says so and how to resume, and
+  exits 143 / 129; a full disk is one line naming the file and the space it needs, with the
+  command that resumes (finished shards are kept), exit 1.
 """
 
 from __future__ import annotations
@@ -26,13 +29,24 @@ def main() -> None:
 
     from flows.cli import app
     from flows.cli_output import print_error
+    from flows.cli_signals import Interrupted, stopped_message
     from flows.config import ConfigError
+    from storage.fs import is_disk_full
+    from tasks.suggest import suggest
 
     try:
         code = app(standalone_mode=False)
     except ConfigError as exc:  # a bad config file, for every command (the message names file and keys)
         print_error(str(exc))
         raise SystemExit(2) from None
+    except Interrupted as exc:  # the writer's lease is already released (flows.cli_lock)
+        print_error(stopped_message(command_name(sys.argv[1:]), exc.signum, suggest(*sys.argv[1:])), style="yellow")
+        raise SystemExit(exc.exit_code) from None
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        print_error(f"{disk_full_text(exc)}; free some space and resume with `{suggest(*sys.argv[1:])}` (finished shards are kept)")
+        raise SystemExit(1) from None
     except Exception as exc:
         kinds = {c.__name__ for c in type(exc).__mro__}  # click's classes, vendored or not by Typer
         if "ClickException" in kinds:
@@ -44,6 +58,34 @@ def main() -> None:
             raise SystemExit(1) from None
         raise
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def command_name(argv: list[str]) -> str:
+    """``reactbench review export`` from the arguments (the words before the first option)."""
+    words = []
+    for a in argv:
+        if a.startswith("-"):
+            break
+        words.append(a)
+    return " ".join(["reactbench", *words[:2]])
+
+
+def disk_full_text(exc: BaseException) -> str:
+    """The original ENOSPC of a chain (a failure while recording a failure wraps the first one)."""
+    from storage.fs import DiskFull, is_disk_full
+
+    found: BaseException = exc
+    cur: BaseException | None = exc
+    seen: set[int] = set()
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if is_disk_full(cur) and (isinstance(cur, DiskFull) or not isinstance(found, DiskFull)):
+            found = cur
+        cur = cur.__cause__ or cur.__context__
+    if isinstance(found, DiskFull):
+        return str(found)
+    where = getattr(found, "filename", None)
+    return f"no space left on device{f' writing {where}' if where else ''} ({found})"
 
 
 def usage_error_text(exc: Exception) -> str:

@@ -1,5 +1,8 @@
 """Name canonicalisation: one canonical form per class, used by every stage downstream.
 
+The word-level forms (clean, drop the article, singularise) are :mod:`storage.names`, shared with
+the editors and the audit; the alias and synset rules here are the miners' own.
+
 Visual Genome names are free text ("Wheels", " the wheel", "a cup"); counting them raw
 splits one class into many. The rules (details in :class:`Canonicalizer` and
 docs/mining.md): lowercase, trim, collapse spaces, drop a leading article; the alias table
@@ -12,74 +15,10 @@ aliases applied, never singularised); objects without one fall back to the name 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-ARTICLES = ("a ", "an ", "the ")
-_SPACES = re.compile(r"\s+")
-
-# Words whose plural is irregular, or that look plural but are not.
-IRREGULAR = {
-    "men": "man", "women": "woman", "people": "person", "children": "child", "feet": "foot",
-    "teeth": "tooth", "mice": "mouse", "geese": "goose", "oxen": "ox", "leaves": "leaf",
-    "knives": "knife", "shelves": "shelf", "wolves": "wolf", "halves": "half", "loaves": "loaf",
-    "scarves": "scarf", "calves": "calf", "lives": "life", "wives": "wife", "thieves": "thief",
-    "dice": "die", "cacti": "cactus", "fungi": "fungus", "buses": "bus", "gases": "gas",
-    "potatoes": "potato", "tomatoes": "tomato", "heroes": "hero", "echoes": "echo",
-}
-INVARIANT = {
-    "glasses", "pants", "jeans", "shorts", "scissors", "sheep", "fish", "deer", "series", "species",
-    "news", "grass", "bus", "gas", "tennis", "lens", "dress", "glass", "cross", "class", "moss",
-    "boss", "chess", "mattress", "compass", "canvas", "cactus", "octopus", "circus", "campus",
-    "virus", "status", "bonus", "bias", "atlas", "iris", "axis", "chassis", "trousers", "goggles",
-    "binoculars", "tongs", "pliers", "clothes", "stairs", "suds", "headphones", "earphones",
-    "sunglasses", "overalls", "leggings", "tights", "pajamas", "this", "is", "his", "yes", "us",
-    "plus", "thus", "kiss", "hiss", "mess", "business", "princess", "waitress", "actress", "walrus",
-    "asparagus", "hummus", "couscous", "hippopotamus", "rhinoceros", "platypus", "debris", "physics",
-    # plural-only nouns (pluralia tantum): the singular is another word or none
-    "sweatpants", "slacks", "tweezers", "shears", "spectacles", "eyeglasses", "underpants", "knickers",
-    "briefs", "panties", "jodhpurs", "mathematics", "measles", "premises", "savings",
-}
-
-
-def singular(word: str) -> str:
-    """English singular of one lowercase word, by rules good enough for object names."""
-    if len(word) <= 2 or word in INVARIANT:
-        return word
-    if word in IRREGULAR:
-        return IRREGULAR[word]
-    if len(word) == 3 and word[1] in "aeiou":
-        return word  # "vas", "has": a vowel before the s of a three-letter word is not a plural ("tvs", "ads" are)
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes", "zzes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is", "'s")):
-        return word[:-1]
-    return word
-
-
-def _clean(raw: str) -> str:
-    text = raw.strip().lower()
-    if "  " in text or "\t" in text or "\n" in text or "\r" in text:
-        text = _SPACES.sub(" ", text)
-    return text
-
-
-def basic_name(raw: str) -> str:
-    """Lowercase, trimmed, single-spaced, without a leading article, head word singular."""
-    text = cleaned_name(raw)
-    return _singular_phrase(text) if text else ""
-
-
-def basic_attribute(raw: str) -> str:
-    """Attributes are trimmed, lowercased and single-spaced, not singularised ("glass" stays)."""
-    return _clean(raw)
-
-
-def basic_predicate(raw: str) -> str:
-    return _clean(raw)
+from storage.names import basic_predicate, cleaned_name, singular_phrase
 
 
 def synset_lemma(synset: str) -> str:
@@ -98,31 +37,15 @@ def read_alias_file(path: str | Path) -> list[list[str]]:
     return groups
 
 
-def cleaned_name(raw: str) -> str:
-    """Lowercase, trimmed, single-spaced, without a leading article; nothing singularised."""
-    text = _clean(raw)
-    if text.startswith(ARTICLES):
-        for art in ARTICLES:
-            if text.startswith(art) and len(text) > len(art):
-                return text[len(art) :].lstrip()
-    return text
-
-
 def number_variants(a: str, b: str) -> bool:
     """True when two cleaned names differ only in grammatical number, by the singulariser's
     rules or by a bare ``s`` / ``es`` suffix (``vas,vases``, ``glass,glasses``, ``va,vas``)."""
     if a == b:
         return True
     for x, y in ((a, b), (b, a)):
-        if y in (x + "s", x + "es") or _singular_phrase(y) == x:
+        if y in (x + "s", x + "es") or singular_phrase(y) == x:
             return True
     return False
-
-
-def _singular_phrase(text: str) -> str:
-    head, _, last = text.rpartition(" ")
-    last = singular(last)
-    return f"{head} {last}" if head else last
 
 
 class Canonicalizer:
@@ -163,7 +86,7 @@ class Canonicalizer:
         # singular forms of alias words, so "tee shirt" finds "tee shirts"; never overriding a word
         self._alias_singular: dict[str, str] = {}
         for w, t in self.alias.items():
-            s = _singular_phrase(w)
+            s = singular_phrase(w)
             if s != w and s not in self.alias and s != t:
                 self._alias_singular.setdefault(s, t)
         self._memo: dict[str, str] = {}
@@ -199,7 +122,7 @@ class Canonicalizer:
         if t is not None:
             self._rule[key] = ("alias", f"{c} -> {t}")
             return t
-        s = _singular_phrase(c) if singularise else c
+        s = singular_phrase(c) if singularise else c
         t = self._alias_of(s)
         if t is not None:
             self._rule[key] = ("alias", f"{c} -> {t}")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from storage.config_base import Section
+from storage.config_base import FloatRange, IntEdges, IntRange, Section
 from storage.task_ids import TASK_IDS as ALL_TASKS, TaskId  # noqa: F401 - ALL_TASKS re-exported for the miners
 
 
@@ -14,7 +14,7 @@ class RelationalErasureParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
     count_unit: Literal["images", "relations"] = Field("images", description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)")
-    area_range: tuple[float, float] = Field((0.005, 0.5), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    area_range: FloatRange = Field((0.005, 0.5), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
     images_per_pair: int = Field(20, ge=1, description="at most this many candidate images per kept pair (seeded sample)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
@@ -23,7 +23,7 @@ class CounterfactualAttributeParams(Section):
     n_min: int = Field(50, ge=1, description="minimum C(o∩a) for an object-attribute pair to be kept")
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum P(a|o)")
     top_k: int = Field(3, ge=1, description="dominant attributes kept per object")
-    area_range: tuple[float, float] = Field((0.05, 0.8), description="erased (RE) / edited (CA) box area as a fraction of the image")
+    area_range: FloatRange = Field((0.05, 0.8), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
     images_per_attribute: int = Field(20, ge=1, description="at most this many candidate instances per (object, attribute)")
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
 
@@ -35,16 +35,23 @@ class AlterationTracingParams(Section):
     max_images: int = Field(200, ge=1, description="at most this many AT candidate images (seeded sample)")
     edit_types: tuple[str, ...] = Field(("delete", "add", "replace", "move"), description="AT edit types assigned in balanced seeded rotation (the others form the fallback chain)")
 
+    @model_validator(mode="after")
+    def _area_bounds_ordered(self) -> "AlterationTracingParams":
+        """min/max target area form one range: inverted, no object qualifies."""
+        if self.min_target_area >= self.max_target_area:
+            raise ValueError(f"min_target_area {self.min_target_area} must be below max_target_area {self.max_target_area}")
+        return self
+
 
 class DenseCountingParams(Section):
-    count_range: tuple[int, int] = Field((10, 200), description="inclusive range of object counts (annotated points) of DC images")
-    bins: tuple[int, ...] = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling")
+    count_range: IntRange = Field((10, 200), description="inclusive [low, high] range of object counts (annotated points) of DC images")
+    bins: IntEdges = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling (at least two, increasing)")
     per_bin: int = Field(20, ge=1, description="DC images drawn per count bin")
     splits: tuple[str, ...] = Field(("train", "val", "test"), description="keys of Train_Test_Val_FSC_147.json to draw DC images from")
 
 
 class MineConfig(Section):
-    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build)")
+    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build); at least one")
     canonical: Literal["name", "synset"] = Field("name", description="group object classes by canonical name or by WordNet synset")
     control: bool = Field(False, description="one switch for the RE and CA control variants")
     object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
@@ -60,6 +67,14 @@ class MineConfig(Section):
     counterfactual_attribute: CounterfactualAttributeParams = CounterfactualAttributeParams()
     alteration_tracing: AlterationTracingParams = AlterationTracingParams()
     dense_counting: DenseCountingParams = DenseCountingParams()
+
+    @field_validator("tasks")
+    @classmethod
+    def _some_task(cls, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        """An empty list would build an empty benchmark and exit 0."""
+        if not tasks:
+            raise ValueError(f"list at least one task; choices: {', '.join(ALL_TASKS)}")
+        return tasks
 
     def control_for(self, task: str) -> bool:
         own = getattr(self, task).control

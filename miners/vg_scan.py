@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from miners import npx
-from miners.canonical import Canonicalizer, PredicateCanonicalizer, basic_attribute
+from miners.canonical import Canonicalizer, PredicateCanonicalizer
 from miners.jsonstream import BadElement, gc_paused
 from miners.vg_format import (
     ImageInfo,
@@ -34,6 +34,7 @@ from miners.vg_format import (
     loose,
     object_raw_name,
 )
+from storage.names import basic_attribute
 from storage.rejects import reject
 
 STAGE = "mine"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from prompts.eval_parsing import HALLUCINATION_TYPES
-from prompts.spec import PromptSpec, register_prompt
+from prompts.spec import PromptSpec
 
 QTYPES = ("YN", "MC", "SA")
 MODES = ("standard", "cot")
@@ -133,18 +133,17 @@ def _answer_name(qtype: str, mode: str, n_images: int) -> str:
     return f"eval_{qtype.lower()}_{mode}" + ("_pair" if n_images == 2 else "")
 
 
-ANSWER_SPECS: dict[str, PromptSpec] = {}
-for _q in QTYPES:
-    for _m in MODES:
-        for _n in (1, 2):
-            ANSWER_SPECS[_answer_name(_q, _m, _n)] = register_prompt(
-                PromptSpec(_answer_name(_q, _m, _n), "1", f"eval_answer_{_q.lower()}.j2", FreeAnswer, _n)
-            )
+ANSWER_SPECS: dict[str, PromptSpec] = {
+    _answer_name(q, m, n): PromptSpec(_answer_name(q, m, n), "1", f"eval_answer_{q.lower()}.j2", FreeAnswer, n)
+    for q in QTYPES
+    for m in MODES
+    for n in (1, 2)
+}
 
-SA_JUDGE = register_prompt(PromptSpec("eval_sa_judge", "1", "eval_sa_judge.j2", JudgeVerdict, 0))
-SUBCAUSE = register_prompt(PromptSpec("eval_subcause", "2", "eval_subcause.j2", SubcauseLabel, 1))
-SUBCAUSE_PAIR = register_prompt(PromptSpec("eval_subcause_pair", "2", "eval_subcause.j2", SubcauseLabel, 2))
-SPAN_DETECT = register_prompt(PromptSpec("eval_span_detect", "1", "eval_span_detect.j2", TaggedText, 0))
+SA_JUDGE = PromptSpec("eval_sa_judge", "1", "eval_sa_judge.j2", JudgeVerdict, 0)
+SUBCAUSE = PromptSpec("eval_subcause", "2", "eval_subcause.j2", SubcauseLabel, 1)
+SUBCAUSE_PAIR = PromptSpec("eval_subcause_pair", "2", "eval_subcause.j2", SubcauseLabel, 2)
+SPAN_DETECT = PromptSpec("eval_span_detect", "1", "eval_span_detect.j2", TaggedText, 0)
 
 
 def answer_spec(qtype: str, mode: str, n_images: int) -> PromptSpec:

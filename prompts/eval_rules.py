@@ -17,7 +17,7 @@ from typing import Any
 from prompts.eval_parsing import mentions, negated_mention, render_tagged, spans_from_phrases
 from prompts.eval_prompts import ANSWER_SPECS, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
 from prompts.offline_judge import is_denial, offline_judge
-from prompts.rules import RulesFn
+from prompts.rules_api import RulesFn
 
 
 def _ann(ctx: dict[str, Any]) -> dict[str, Any]:

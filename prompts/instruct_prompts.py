@@ -2,7 +2,8 @@
 
 Each prompt is a template under ``prompts/templates/`` plus the pydantic schema its answer must
 satisfy. Validators that need the item (allowed edit types, the names in the relation) read it
-from the validation context, which the prompt runner sets to the prompt's context.
+from the validation context, which the prompt runner sets to the prompt's context. The specs are
+plain values (``prompts.catalogue`` lists them); the rules answers are ``prompts/instruct_rules.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, mod
 
 from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
 from prompts.locations import area_fraction, distance, location_phrase
-from prompts.spec import PromptSpec, register_prompt
+from prompts.spec import PromptSpec
 from storage.json_columns import load_json_column
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
@@ -208,10 +209,10 @@ class DCAmbiguity(_Output):
         return self.severity in ("none", "mild")
 
 
-RE_INSTRUCTION = register_prompt(PromptSpec("re_instruction", "1", "re_instruction.j2", REInstruction, 1))
-CA_INSTRUCTIONS = register_prompt(PromptSpec("ca_instructions", "1", "ca_instructions.j2", CAInstructions, 1))
-AT_EDIT_PLAN = register_prompt(PromptSpec("at_edit_plan", "1", "at_edit_plan.j2", ATEditPlan, 1))
-DC_AMBIGUITY = register_prompt(PromptSpec("dc_ambiguity", "1", "dc_ambiguity.j2", DCAmbiguity, 1))
+RE_INSTRUCTION = PromptSpec("re_instruction", "1", "re_instruction.j2", REInstruction, 1)
+CA_INSTRUCTIONS = PromptSpec("ca_instructions", "1", "ca_instructions.j2", CAInstructions, 1)
+AT_EDIT_PLAN = PromptSpec("at_edit_plan", "1", "at_edit_plan.j2", ATEditPlan, 1)
+DC_AMBIGUITY = PromptSpec("dc_ambiguity", "1", "dc_ambiguity.j2", DCAmbiguity, 1)
 
 TASK_PROMPTS: dict[str, PromptSpec] = {
     "relational_erasure": RE_INSTRUCTION,
@@ -272,6 +273,3 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
         "neighbour_names": neighbours[:3],
     }
     return ctx
-
-
-import prompts.instruct_rules  # noqa: E402,F401  (registers the rules answers of these prompts)

@@ -1,7 +1,8 @@
 """Rules answers for the instruct prompts: what a careful annotator could say from annotations alone.
 
 Choices that need variety (CA directions and values, AT substitutes) are drawn by hashing the
-candidate id, so answers are deterministic and independent of processing order.
+candidate id, so answers are deterministic and independent of processing order. The word lists
+are ``prompts/vocabulary.py``; ``prompts.rules.builtin_rules`` lists these answers.
 """
 
 from __future__ import annotations
@@ -9,30 +10,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from prompts.colours import COUNTER_COLOURS, colour_word, colours_apart
 from prompts.locations import box_center, region_words
-from prompts.rules import rules_answer
+from prompts.rules_api import rules_answer
+from prompts.vocabulary import CA_VALUES, MADE_DIRECTIONS, NATURAL_DIRECTIONS, NATURAL_HINTS, SUBSTITUTES
+from storage.colours import COUNTER_COLOURS, colour_word, colours_apart
 from storage.hashing import sha256_hex
-
-# Counter-commonsense values per direction (real-world, muted, no sci-fi), in a fixed order.
-CA_VALUES: dict[str, tuple[str, ...]] = {
-    "material": ("rough grey stone", "woven wicker", "brushed steel", "knitted wool", "cork", "clear glass", "terracotta clay", "braided rope", "polished marble", "corrugated cardboard", "hammered copper", "bamboo slats"),
-    "colour": ("slate grey", "olive green", "dusty purple", "navy blue", "brick red", "mustard yellow", "teal", "charcoal black", "sand beige", "plum", "rust orange", "sage green"),
-    "texture_pattern": ("a tree-bark texture", "a fish-scale pattern", "zebra-like stripes", "a woven basket texture", "a honeycomb pattern", "leopard-like spots", "a knitted cable pattern", "a crocodile-skin texture", "a checkerboard pattern", "a pebbled leather grain", "a marbled swirl pattern", "a quilted diamond pattern"),
-    "state": ("thickly frosted over", "covered in fine sand", "soaking wet and dripping", "overgrown with green moss", "wrapped in cobwebs", "dusted with flour", "half buried in snow", "coated in dried mud", "sprouting small green shoots", "draped in wet seaweed", "crusted with salt crystals", "covered in autumn leaves"),
-    "finish_gloss": ("mirror-polished chrome finish", "high-gloss lacquer", "matte chalky finish", "satin pearl sheen", "varnished wood gloss", "frosted matte finish", "wet-look glaze", "brushed satin metal finish", "oily iridescent sheen", "powder-coated flat finish", "glossy ceramic glaze", "waxed candle-like sheen"),
-    "shape_structure": ("a perfectly cubic body", "a body stretched to twice its usual length", "a flat, disc-like body", "a spirally twisted body", "a body split into two stacked halves", "a sharp right-angle bend", "a perfectly spherical body", "a hexagonal outline", "a wavy, rippled outline", "a body with three identical segments", "a pyramid-shaped top", "a hollow ring shape"),
-}
-NATURAL_HINTS = ("apple", "banana", "orange", "fruit", "tree", "plant", "flower", "leaf", "grass", "dog", "cat", "horse", "cow", "sheep", "bird", "elephant", "zebra", "giraffe", "bear", "broccoli", "carrot", "pizza", "sandwich", "cake", "donut")
-NATURAL_DIRECTIONS = ("colour", "texture_pattern", "state", "material", "finish_gloss")
-MADE_DIRECTIONS = ("shape_structure", "material", "colour", "texture_pattern", "state", "finish_gloss")
-
-SUBSTITUTES: dict[str, str] = {
-    "apple": "orange", "orange": "lemon", "banana": "cucumber", "cup": "glass tumbler", "mug": "teacup", "chair": "stool",
-    "bottle": "can", "car": "van", "book": "notebook", "plate": "bowl", "bowl": "plate", "spoon": "fork", "fork": "spoon",
-    "pillow": "folded blanket", "clock": "framed photo", "lamp": "candle", "vase": "jar", "bag": "backpack", "hat": "cap",
-    "sign": "banner", "bench": "stool", "window": "mirror", "flower": "fern", "bird": "pigeon", "cat": "dog", "dog": "cat",
-}
 
 
 def _pick(seq: tuple[str, ...] | list[str], key: str) -> str:

@@ -1,20 +1,20 @@
-"""The offline ``rules`` backend's registry: per prompt, a function that answers from annotations.
+"""The offline ``rules`` backend's table: per prompt, a function that answers from annotations.
 
 A rules answer returns the prompt's output fields (or ``None`` for "not applicable"); the rules
 client turns them into text the way a real model answers, so the normal parse path runs.
 
-The registry is built explicitly in :func:`builtin_rules` (which module answers which prompt is
-written down here, not discovered by importing modules for their side effects); plugins add
-theirs with :func:`register_rules`. ``@rules_answer(name)`` only marks a function with the
-prompt it answers, so :func:`builtin_rules` can check that its table and the marks agree.
+The top of ``prompts/``: the table is built explicitly in :func:`builtin_rules` (which module
+answers which prompt is written down here, not discovered by importing modules for their side
+effects); plugins add theirs with :func:`register_rules`. The answer modules import only
+``prompts.rules_api`` (``RulesFn``, the ``@rules_answer`` mark), never this module.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
 
-RulesFn = Callable[[dict[str, Any]], dict[str, Any] | None]
+from prompts import analysis_rules, eval_rules, instruct_rules
+from prompts.rules_api import RulesFn
 
 _EXTRA: dict[str, RulesFn] = {}
 
@@ -25,28 +25,16 @@ IMAGE_ONLY_PROMPTS: dict[str, str] = {
 }
 
 
-def rules_answer(prompt_name: str) -> Callable[[RulesFn], RulesFn]:
-    """Decorator marking ``fn`` as the rules answer of ``prompt_name`` (it registers nothing)."""
-
-    def deco(fn: RulesFn) -> RulesFn:
-        fn.rules_prompt = prompt_name  # type: ignore[attr-defined]
-        return fn
-
-    return deco
-
-
 @lru_cache(maxsize=1)
 def builtin_rules() -> dict[str, RulesFn]:
     """Prompt name -> rules answer of every prompt this package defines."""
-    from prompts import analysis, eval_rules, instruct_rules
-
     table: dict[str, RulesFn] = {
         "re_instruction": instruct_rules.re_instruction,
         "ca_instructions": instruct_rules.ca_instructions,
         "at_edit_plan": instruct_rules.at_edit_plan,
         "dc_ambiguity": instruct_rules.dc_ambiguity,
-        "re_analysis": analysis.re_analysis,
-        "ca_analysis": analysis.ca_analysis,
+        "re_analysis": analysis_rules.re_analysis,
+        "ca_analysis": analysis_rules.ca_analysis,
         **eval_rules.RULES,
     }
     for name, fn in table.items():
@@ -65,6 +53,7 @@ def register_rules(prompt_name: str, fn: RulesFn) -> None:
 
 
 def get_rules_answer(prompt_name: str) -> RulesFn:
+    """The answer of ``prompt_name``; an image-only or unknown prompt raises saying why."""
     table = {**builtin_rules(), **_EXTRA}
     try:
         return table[prompt_name]
@@ -75,4 +64,5 @@ def get_rules_answer(prompt_name: str) -> RulesFn:
 
 
 def registered_rules() -> list[str]:
+    """Names of every prompt the rules backend answers, built-in and registered."""
     return sorted({**builtin_rules(), **_EXTRA})

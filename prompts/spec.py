@@ -1,9 +1,8 @@
 """Named, versioned prompts: a Jinja2 template file plus the pydantic schema its answer must fit.
 
-Prompts are registered by the modules that define them (``register_prompt``); ``get_prompt``
-imports those modules (listed in :func:`load_prompt_modules`) on first use, so callers need not
-know where a prompt lives.
-The name and version go into every row a prompt produces.
+The bottom of ``prompts/``: it imports no prompt module. The prompt modules define their specs as
+plain values; ``prompts.catalogue`` lists them. The name and version go into every row a prompt
+produces.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ import pydantic
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
-_REGISTRY: dict[str, "PromptSpec"] = {}
-
 
 @dataclass(frozen=True)
 class PromptSpec:
@@ -30,36 +27,6 @@ class PromptSpec:
     template: str
     output: type[pydantic.BaseModel]
     n_images: int
-
-
-def register_prompt(spec: PromptSpec) -> PromptSpec:
-    """Add a prompt to the registry (re-registering the identical spec is allowed)."""
-    if not (TEMPLATE_DIR / spec.template).is_file():
-        raise FileNotFoundError(f"prompt {spec.name!r}: template {spec.template!r} not found in {TEMPLATE_DIR}")
-    old = _REGISTRY.get(spec.name)
-    if old is not None and old != spec:
-        raise ValueError(f"prompt {spec.name!r} is already registered with a different spec ({old.version} vs {spec.version})")
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def load_prompt_modules() -> None:
-    """Import every module that defines prompts (rules answers are listed in ``prompts.rules``)."""
-    from prompts import analysis, eval_prompts, instruct_prompts, verify_prompts  # noqa: F401
-
-
-def get_prompt(name: str) -> PromptSpec:
-    if name not in _REGISTRY:
-        load_prompt_modules()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown prompt {name!r}; registered: {sorted(_REGISTRY)}") from None
-
-
-def all_prompts() -> dict[str, PromptSpec]:
-    load_prompt_modules()
-    return dict(sorted(_REGISTRY.items()))
 
 
 @lru_cache(maxsize=1)

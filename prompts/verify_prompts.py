@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from prompts.spec import PromptSpec, register_prompt
+from prompts.spec import PromptSpec
 
 
 class YesNo(BaseModel):
@@ -24,4 +24,4 @@ class YesNo(BaseModel):
         return v.strip().strip(".!").lower() if isinstance(v, str) else v
 
 
-VERIFY_EDIT = register_prompt(PromptSpec("verify_edit", "1", "verify_edit.j2", YesNo, 1))
+VERIFY_EDIT = PromptSpec("verify_edit", "1", "verify_edit.j2", YesNo, 1)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import pairwise
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 # ``Field(..., json_schema_extra=NOT_IN_STAGE_KEY)``: a setting that changes how a stage runs
 # (concurrency, timeouts, caches, devices) but not what it writes, so it stays out of stage keys.
@@ -29,3 +30,26 @@ class Section(BaseModel):
             value = getattr(self, name)
             out[name] = value.stage_key() if isinstance(value, Section) else dumped[name]
         return out
+
+
+def _ordered(pair: tuple[Any, Any]) -> tuple[Any, Any]:
+    lo, hi = pair
+    if lo > hi:
+        raise ValueError(f"[{lo}, {hi}] is inverted: write the range as [low, high], e.g. [{hi}, {lo}]")
+    return pair
+
+
+def _increasing(edges: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(edges) < 2:
+        raise ValueError(f"{list(edges)}: give at least two bin edges")
+    for a, b in pairwise(edges):
+        if a >= b:
+            raise ValueError(f"{list(edges)}: bin edges must increase ({a} is followed by {b})")
+    return edges
+
+
+# An inclusive [low, high] setting: an inverted pair would silently select nothing.
+FloatRange = Annotated[tuple[float, float], AfterValidator(_ordered)]
+IntRange = Annotated[tuple[int, int], AfterValidator(_ordered)]
+# Bin edges: at least two, strictly increasing.
+IntEdges = Annotated[tuple[int, ...], AfterValidator(_increasing)]

@@ -6,6 +6,8 @@ behaves like a local folder.
 
 from __future__ import annotations
 
+import errno
+import os
 import posixpath
 import uuid
 from dataclasses import dataclass
@@ -13,6 +15,33 @@ from typing import Iterator
 
 import fsspec
 from fsspec.core import url_to_fs
+
+
+class DiskFull(OSError):
+    """A write ran out of space (ENOSPC): one line naming the file, its size and the space free.
+
+    Still an ``OSError`` with ``errno.ENOSPC``, so retry policies treat it as before."""
+
+    def __init__(self, path: str, needed: int, free: int | None):
+        self.path, self.needed, self.free = path, needed, free
+        have = f", {_mb(free)} free there" if free is not None else ""
+        super().__init__(errno.ENOSPC, f"no space left on device writing {path}: it needs {_mb(needed)}{have}")
+        self.filename = path
+
+    def __str__(self) -> str:
+        return self.strerror or ""
+
+    def __reduce__(self):  # pickles across processes (Ray) with its fields
+        return (type(self), (self.path, self.needed, self.free))
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC (or EDQUOT, a full quota), whatever wrapped it (pyarrow sets no errno)."""
+    return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in str(exc)
 
 
 @dataclass(frozen=True)
@@ -64,9 +93,26 @@ class RunFS:
         parent = posixpath.dirname(final)
         self.fs.makedirs(parent, exist_ok=True)
         tmp = posixpath.join(parent, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(final)}")
-        with self.fs.open(tmp, "wb") as f:
-            f.write(data)
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)  # give the space of the partial file back
+            raise DiskFull(final, len(data), self._free(parent)) from exc
         self.fs.mv(tmp, final)
+
+    def _free(self, folder: str) -> int | None:
+        """Bytes free on the filesystem of a local folder (None elsewhere)."""
+        if self.protocol not in ("file", "local"):
+            return None
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
 
     def write_text_atomic(self, rel: str, text: str) -> None:
         self.write_bytes_atomic(rel, text.encode("utf-8"))

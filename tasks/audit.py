@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from miners.canonical import basic_name
-from prompts.colours import colour_of, colours_apart
 from prompts.locations import region_words
+from storage.colours import colour_of, colours_apart
+from storage.names import basic_name
 from tasks.suggest import suggest
 
 @dataclass

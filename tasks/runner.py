@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
+from storage.fs import is_disk_full
 from storage.hashing import config_hash
 from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
@@ -264,6 +265,7 @@ def run_stage(
     if progress:
         progress(finished[0], total)
     errors: list[tuple[int, str]] = []
+    disk_full: list[BaseException] = []  # a full disk: one message for the stage, not one per shard
     lock = threading.Lock()
 
     def done(job: ShardJob, exc: BaseException | None) -> None:
@@ -271,6 +273,8 @@ def run_stage(
             if exc is None:
                 finished[0] += 1
             else:
+                if is_disk_full(exc):
+                    disk_full.append(exc)
                 errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
                 logger.error("%s: shard %d failed: %s", stage.name, job.index, "".join(traceback.format_exception_only(exc)).strip())
             if progress:
@@ -278,6 +282,8 @@ def run_stage(
 
     jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot) for i in plan.todo]
     (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+    if disk_full:  # finished shards are kept; the rerun computes the rest
+        raise disk_full[0]
     _drop_stale_errors(stage, ctx, plan, {i for i, _ in errors})
     if errors:
         failed = sorted({i for i, _ in errors})

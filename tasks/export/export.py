@@ -1,4 +1,10 @@
-"""``reactbench export``: a verified (or, labelled, unverified) build -> a release folder."""
+"""``reactbench export``: a verified (or, labelled, unverified) build -> a release folder.
+
+The release is one sealed set (``tasks.export.seal``): written aside, listed with every file's
+sha256 in ``release_manifest.json``, swapped in whole, so ``--out`` holds the old release or the
+new one at every instant and never a mix. The CLI holds the run's lease meanwhile, so the
+inputs cannot change under the export and its rejects are written by the lease holder.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
 from tasks.export.lmms_eval import write_lmms_eval
+from tasks.export.seal import MANIFEST, ReleaseRefused, check_target, sealed_release
 from tasks.export.vlmevalkit import write_vlmevalkit
 
 STAGE = "export"
@@ -57,12 +64,18 @@ def export_benchmark(
     vlmevalkit: bool = False,
     lmms_eval: bool = False,
     name: str = "ReactBench-style hallucination benchmark",
+    replace: bool = False,
 ) -> ExportSummary:
-    """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out``.
+    """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out`` as one sealed set.
 
     A question whose image is missing from the store is not released; it becomes a reject row
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
+    ``out`` holding anything but an older version of this release (or a release with tasks or
+    formats this one lacks) raises :class:`tasks.export.seal.ReleaseRefused` unless ``replace``.
     """
+    if out.protocol == run.protocol and (run.root + "/").startswith(out.root.rstrip("/") + "/"):
+        raise ReleaseRefused(f"--out {out.url} is the run directory {run.url} or holds it; choose a folder of its own for the release")
+    check_target(out, replace)  # before the work: a folder that is no release is refused at once
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)
     images = ImageStore(run)
@@ -76,7 +89,28 @@ def export_benchmark(
             except (FileNotFoundError, ValueError) as exc:
                 rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]}))
             bar.advance(job)
+    counts = {t: len(r) for t, r in sorted(by_task.items())}
+    extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    with sealed_release(out, replace=replace, extra=extra) as stage:
+        files = _write_release(run, stage, by_task, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval)
+    # after the swap: a refused or failed export records nothing in the run
     write_table(run, f"{STAGE}/rejects/part-00000.parquet", table_from_rows(REJECTS, rejects, where=f"{STAGE}/rejects"))
+    files.append(MANIFEST)
+    return ExportSummary(out.url, not unverified, counts, len(rejects), files)
+
+
+def _write_release(
+    run: RunFS,
+    out: RunFS,
+    by_task: dict[str, list[dict[str, Any]]],
+    kept_edits: dict[str, dict[str, Any]],
+    unverified: bool,
+    name: str,
+    *,
+    vlmevalkit: bool,
+    lmms_eval: bool,
+) -> list[str]:
+    """Every file of the release into ``out`` (the staging folder); returns their paths."""
     files = [write_task_parquet(out, t, rows) for t, rows in sorted(by_task.items())]
     all_rows = [r for t in sorted(by_task) for r in sorted(by_task[t], key=lambda r: r["id"])]
     edit_reader = addresses.EDITS.reader(run)
@@ -97,7 +131,7 @@ def export_benchmark(
     if lmms_eval:
         temperature, max_tokens = _generation(run)
         files += write_lmms_eval(out, sorted(by_task), temperature, max_tokens)
-    return ExportSummary(out.url, not unverified, {t: len(r) for t, r in sorted(by_task.items())}, len(rejects), files)
+    return files
 
 
 def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore, verified: bool, annotations: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -86,7 +86,7 @@ NO_PROMPT: dict[str, Any] = {"prompt_name": None, "prompt_version": None, "backe
 
 def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: ImageStore, mllm: Any, *, progress: bool = False) -> Analysed:
     """Analyse one shard of edits (any mix of tasks). Model calls are batched per prompt."""
-    from prompts.analysis import ANALYSIS_PROMPTS
+    from prompts.analysis_prompts import ANALYSIS_PROMPTS
     from prompts.runner import PromptInput, run_prompt
 
     out = Analysed()

@@ -49,7 +49,7 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
     columns (dataset statistics may change when the dataset grows) and the question templates
     are not in it: changing the templates re-renders questions from stored analyses."""
-    from prompts.analysis import ANALYSIS_PROMPTS
+    from prompts.analysis_prompts import ANALYSIS_PROMPTS
     from prompts.spec import prompt_fingerprints
     from storage.json_columns import load_json_column
     from tasks.qa.analyse import ITEM_COLUMNS, analysis_context
@@ -102,7 +102,7 @@ class QAStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
-        from prompts.analysis import ANALYSIS_PROMPTS
+        from prompts.analysis_prompts import ANALYSIS_PROMPTS
         from prompts.spec import prompt_fingerprints
         from tasks.qa.templates import templates_fingerprint
 

@@ -107,14 +107,14 @@ def option_key(text: str) -> str:
 
 
 def _singular(word: str) -> str:
-    from miners.canonical import singular
+    from storage.names import singular
 
     return singular(word)
 
 
 def canonical(name: object) -> str:
     """An object name as the miner's canonical class (lowercase, no article, singular head)."""
-    from miners.canonical import basic_name
+    from storage.names import basic_name
 
     return basic_name(clean(name))
 

@@ -46,6 +46,23 @@ def _retired_refusal(item_id: str) -> NotAllowed:
     return NotAllowed(f"item {item_id} was retired (its edit or questions are no longer in qa/questions); take the next item")
 
 
+def _question_update_events(conn: Connection, item: Any, question_updates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The question events of a decision's inline edits (``item``: a row with id, stage and
+    payload_json); raises :class:`QuestionError` before anything is written."""
+    if not question_updates:
+        return []
+    if item.stage != "qa":
+        raise QueueError(f"item {item.id} is an edit-verification item; questions are edited at QA review")
+    payload = json.loads(item.payload_json)
+    current = {q["id"]: q for q in question_state(payload.get("questions", []), question_events(conn, item.id))}
+    new_events: list[dict[str, Any]] = []
+    for qid, upd in sorted(question_updates.items()):
+        if qid not in current:
+            raise QuestionError(qid, "id", f"question {qid!r} does not belong to item {item.id}")
+        new_events.extend(apply_question_update(current[qid], upd))
+    return new_events
+
+
 class DecisionsMixin:
     """The write side of ``ReviewQueue`` (besides leasing and filling)."""
 
@@ -94,16 +111,7 @@ class DecisionsMixin:
         mine = my_decision(item)
         if lease is None and mine is None:
             raise self._not_leased(conn, item_id, user, now)
-        if question_updates and item.stage != "qa":
-            raise QueueError(f"item {item_id} is an edit-verification item; questions are edited at QA review")
-        new_events: list[dict[str, Any]] = []
-        if question_updates:
-            payload = json.loads(item.payload_json)
-            current = {q["id"]: q for q in question_state(payload.get("questions", []), question_events(conn, item_id))}
-            for qid, upd in sorted(question_updates.items()):
-                if qid not in current:
-                    raise QuestionError(qid, "id", f"question {qid!r} does not belong to item {item_id}")
-                new_events.extend(apply_question_update(current[qid], upd))
+        new_events = _question_update_events(conn, item, question_updates)
         event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
         for ev in new_events:
             conn.execute(insert(Event).values(item_id=item_id, annotator_id=user.id, created_at=now, **ev))
@@ -152,22 +160,31 @@ class DecisionsMixin:
         )
         return int(result.inserted_primary_key[0])
 
-    def import_decision(self, user: Account, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str) -> int | None:
-        """Record a decision made in another tool (Label Studio) without a lease; idempotent by
-        ``source_ref``. Returns the event id, or None when that decision was imported before."""
+    def import_decision(
+        self, user: Account, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str,
+        question_updates: dict[str, dict[str, Any]] | None = None,
+    ) -> int | None:
+        """Record a decision made in another tool (Label Studio), with its question edits,
+        without a lease; idempotent by ``source_ref``. Returns the event id, or None when that
+        decision was imported before."""
         reasons = check_verdict(verdict, reasons, note)
 
         def run(conn: Connection) -> int | None:
             if conn.execute(select(Event.id).where(Event.source_ref == source_ref)).first() is not None:
                 return None
-            state = conn.execute(select(Item.id, ItemState.outcome).outerjoin(ItemState, ItemState.item_id == Item.id).where(Item.id == item_id)).first()
+            state = conn.execute(
+                select(Item.id, Item.stage, Item.payload_json, ItemState.outcome).outerjoin(ItemState, ItemState.item_id == Item.id).where(Item.id == item_id)
+            ).first()
             if state is None:
                 raise UnknownItem(f"no review item {item_id!r}")
             if state.outcome == RETIRED:
                 raise _retired_refusal(item_id)
+            new_events = _question_update_events(conn, state, question_updates or {})
             now = self.clock()
             mine = self._my_decision(conn, item_id, user.id)
             event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
+            for ev in new_events:
+                conn.execute(insert(Event).values(item_id=item_id, annotator_id=user.id, created_at=now, **ev))
             conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
             self._resolve(conn, item_id, user.id, now)
             return event_id

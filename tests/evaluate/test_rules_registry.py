@@ -3,7 +3,7 @@
 import pytest
 
 from prompts import rules
-from prompts.spec import all_prompts
+from prompts.catalogue import all_prompts
 
 
 def test_every_prompt_has_a_rules_answer_and_marks_agree():
@@ -16,7 +16,7 @@ def test_every_prompt_has_a_rules_answer_and_marks_agree():
 
 
 def test_importing_a_module_registers_nothing():
-    from prompts.rules import rules_answer
+    from prompts.rules_api import rules_answer
 
     @rules_answer("not_a_prompt_anywhere")
     def fn(ctx):

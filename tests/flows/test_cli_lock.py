@@ -18,11 +18,14 @@ WRITING = [
     ["build"], ["mine"], ["instruct"], ["edit"], ["qa"], ["review"],
     ["review", "export"], ["review", "import-labelstudio", "tasks.json"],
     ["eval", "--model", "rules:rules-v1", "--unverified"],
+    # issue 24.5: export writes <run>/export/rejects, report <run>/reports/, prune deletes from the store
+    ["export", "--out", "{tmp}/release"], ["report", "build"], ["reuse", "prune", "--keep-days", "0"],
 ]
+GROUPS = ("review", "reuse")
 
 
 def test_every_writer_is_listed_here():
-    listed = {(c[0], c[1]) if c[0] == "review" and len(c) > 1 else (("review", None) if c == ["review"] else ("", c[0])) for c in WRITING}
+    listed = {(c[0], c[1]) if c[0] in GROUPS and len(c) > 1 else ((c[0], None) if c[0] in GROUPS else ("", c[0])) for c in WRITING}
     assert listed == WRITERS
 
 
@@ -30,13 +33,14 @@ def test_every_writer_is_listed_here():
 def test_writer_refused_while_the_run_is_locked(tmp_path: Path, argv: list[str]):
     run_dir = tmp_path / "run"
     with RunLock(RunFS.open(str(run_dir)), "reactbench build"):
-        res = CliRunner().invoke(app, [*argv, "--run-dir", str(run_dir)])
+        res = CliRunner().invoke(app, [*[a.replace("{tmp}", str(tmp_path)) for a in argv], "--run-dir", str(run_dir)])
         assert (run_dir / LEASE_FILE).exists()
     assert res.exit_code == LOCKED_EXIT, res.output
+    assert not (tmp_path / "release").exists() and not (run_dir / "reports").exists() and not (run_dir / "export").exists()
     assert "`reactbench build`" in res.output and f"pid {os.getpid()}" in res.output
 
 
-@pytest.mark.parametrize("argv", [["status"], ["report", "build"]], ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("argv", [["status"], ["reuse", "stats"]], ids=lambda a: " ".join(a))
 def test_readers_need_no_lock(tmp_path: Path, argv: list[str]):
     run_dir = tmp_path / "run"
     with RunLock(RunFS.open(str(run_dir)), "reactbench build"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from miners.canonical import Canonicalizer, PredicateCanonicalizer, basic_attribute, basic_name, read_alias_file, synset_lemma
+from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file, synset_lemma
+from storage.names import basic_attribute, basic_name
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from miners.canonical import basic_attribute, basic_name, basic_predicate
+from storage.names import basic_attribute, basic_name, basic_predicate
 from miners.mine import mine_visual_genome, scan_visual_genome
 from miners.relational import class_image_counts
 from mining_helpers import mine_config

@@ -1,4 +1,4 @@
-"""Prompt registry, rendering (StrictUndefined), the rules backend end to end, the response cache key."""
+"""Prompt catalogue, rendering (StrictUndefined), the rules backend end to end, the response cache key."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from prompts.clients.base import MLLMRequest
 from prompts.clients.cache import cache_key
 from prompts.clients.rules import RulesClient
 from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+from prompts.catalogue import all_prompts, get_prompt, register_prompt
 from prompts.runner import PromptInput, build_messages, run_prompt
-from prompts.spec import PromptSpec, all_prompts, get_prompt, register_prompt, render
+from prompts.spec import PromptSpec, render
 
 
 def test_registry_has_the_instruct_prompts_with_versions() -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from prompts.analysis import CA_ANALYSIS, RE_ANALYSIS, CAAnalysis, REAnalysis
+from prompts.analysis_prompts import CA_ANALYSIS, RE_ANALYSIS, CAAnalysis, REAnalysis
 from prompts.clients.rules import RulesClient
 from prompts.parsing import ParseError, parse_answer
 from prompts.runner import PromptInput, run_prompt

@@ -1,5 +1,8 @@
-"""Named colours as a viewer would call them, shared by the instruct rules, the QA options and the
-pixel verification, so a colour word means the same pixels everywhere."""
+"""Named colours as a viewer would call them, shared by the instruct and analysis rules, the audit
+and the pixel verification, so a colour word means the same pixels everywhere.
+
+A vocabulary, not a store: it sits in the bottom layer because prompts, editors and tasks all
+read it, and those siblings may not import one another."""
 
 from __future__ import annotations
 

@@ -1,0 +1,76 @@
+"""SIGTERM / SIGHUP during a writing command: stop cleanly, release the lease, say how to resume.
+
+Python's default for both signals is to die at once: no message, and the lease file stays
+behind (the kernel frees its ``flock``, so the next writer takes it over, but the user is told
+nothing). A scheduler stopping a job (Kubernetes, Slurm, systemd) or a closed terminal sends one
+of these, so writers handle them:
+
+* the first signal raises :class:`Interrupted` in the main thread. The thread runner's
+  ``Executor.map`` cancels the shards not yet started and the shards running finish (each is
+  written with its completion marker last, so a shard is either kept or recomputed later); the
+  writer's ``finally`` releases the lease; the executable prints what happened and the command
+  to resume, and exits 128 + the signal number (143 for SIGTERM, 129 for SIGHUP);
+* a second signal while shards are finishing abandons them: the lease is released and the
+  process exits at once with the same status (a half-written shard has no marker and is
+  recomputed by the next run).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+HANDLED = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(BaseException):
+    """A handled signal arrived; a BaseException so ``except Exception`` in stage code lets it through."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def stopped_message(command: str, signum: int, resume: str) -> str:
+    """What the executable prints after a handled signal stopped ``command``."""
+    return (
+        f"{command}: stopped by {signal.Signals(signum).name}; the lease is released and finished shards are kept. "
+        f"Resume with `{resume}`"
+    )
+
+
+@contextmanager
+def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
+    """Handle SIGTERM / SIGHUP while the block runs (main thread only; elsewhere a no-op).
+
+    ``abandon`` runs on a second signal, just before the process exits without waiting for
+    running shards: it must release the lease without blocking."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = {"signum": 0}
+
+    def handler(signum: int, frame: object) -> None:
+        if state["signum"]:
+            try:
+                abandon()
+            finally:
+                print(f"{signal.Signals(signum).name} again: abandoning the running shards (they are recomputed on resume)", file=sys.stderr, flush=True)
+                os._exit(128 + state["signum"])
+        state["signum"] = signum
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in HANDLED}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)

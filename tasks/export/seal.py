@@ -1,0 +1,167 @@
+"""A release folder as one sealed set: written aside, checked, swapped in whole.
+
+``reactbench export`` used to write straight into ``--out``: a kill left old and new files side
+by side, and a one-task export into a four-task folder left three stale tasks that
+``datasets.load_dataset(out, "all")`` loaded with the new one. Now, as the review export does
+for its set (``tasks.review.export_set``):
+
+* every file is written into a sibling folder ``.<name>.export-tmp-<token>``;
+* :data:`MANIFEST` is written last into it, naming every file with its sha256 and size;
+* the folder is swapped in. Local folders: one ``renameat2(RENAME_EXCHANGE)`` (Linux), so a
+  reader sees the old release or the new one at every instant; the old one, now at the
+  temporary name, is deleted afterwards. Elsewhere (fsspec URLs, other kernels): two renames,
+  and the next export puts back an old release left aside by a kill between them;
+* an existing folder that is not a sealed release, or a release this export would shrink (a
+  task or a format it had is missing from the new one), is refused unless ``replace`` is given.
+
+Leftover temporary folders of a killed export are removed by the next one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import posixpath
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from storage.fs import RunFS
+from storage.hashing import sha256_hex
+
+MANIFEST = "release_manifest.json"
+FORMAT = 1
+TMP_TAG = ".export-tmp-"
+OLD_TAG = ".export-old-"
+
+
+class ReleaseRefused(ValueError):
+    """``--out`` holds something this export must not silently replace; the message says what."""
+
+
+def file_entries(folder: RunFS) -> dict[str, dict[str, Any]]:
+    """Every file below ``folder`` (relative path -> sha256 and size), the manifest excluded."""
+    entries = {}
+    for path in folder.walk_files():
+        rel = posixpath.relpath(path, folder.root)
+        if rel != MANIFEST:
+            data = folder.fs.cat_file(path)
+            entries[rel] = {"sha256": sha256_hex(data), "bytes": len(data)}
+    return dict(sorted(entries.items()))
+
+
+def read_release(out: RunFS) -> dict[str, Any] | None:
+    """The manifest of the release in ``out``, or None when there is none (or it is unreadable)."""
+    try:
+        return json.loads(out.read_text(MANIFEST))
+    except (FileNotFoundError, IsADirectoryError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def verify_release(out: RunFS) -> dict[str, Any]:
+    """The manifest, after checking that the folder holds exactly the files it names, unchanged."""
+    manifest = read_release(out)
+    if manifest is None:
+        raise ReleaseRefused(f"{out.url}: no {MANIFEST}; not a sealed release (export it again)")
+    found = file_entries(out)
+    if found != manifest.get("files"):
+        named, present = set(manifest.get("files") or {}), set(found)
+        diff = sorted(present - named)[:3] or sorted(named - present)[:3] or sorted(k for k in named if found[k] != manifest["files"][k])[:3]
+        raise ReleaseRefused(f"{out.url}: the files differ from {MANIFEST} (e.g. {', '.join(diff)}); export it again")
+    return manifest
+
+
+def check_target(out: RunFS, replace: bool, new_files: dict[str, Any] | None = None) -> None:
+    """Refuse an ``out`` holding something else than an older version of this release.
+
+    Without ``new_files`` (before any work): only a folder that is not a sealed release is
+    refused. With them: also a release that holds files the new one lacks."""
+    if replace or not out.exists() or not out.listdir():
+        return
+    old = read_release(out)
+    if old is None:
+        listed = ", ".join(out.listdir()[:4])
+        raise ReleaseRefused(
+            f"--out {out.url} is not empty and holds no {MANIFEST} (found {listed}): not a release this tool sealed; "
+            "pass --replace to replace the whole folder, or choose another --out"
+        )
+    if new_files is None:
+        return
+    dropped = sorted(set(old.get("files") or {}) - set(new_files))
+    if dropped:
+        had, has = sorted(old.get("counts") or {}), sorted({f.split("/")[1] for f in new_files if f.startswith("data/")})
+        raise ReleaseRefused(
+            f"--out {out.url} holds a release with tasks {', '.join(had) or '-'}; this export has {', '.join(has) or 'none'} "
+            f"and would drop {len(dropped)} file(s) ({', '.join(dropped[:3])}{', ...' if len(dropped) > 3 else ''}): "
+            "pass --replace to replace the whole folder, or choose another --out"
+        )
+
+
+@contextmanager
+def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any]) -> Iterator[RunFS]:
+    """Yield a staging folder to write the release into; on success seal it and swap it in.
+
+    ``extra`` goes into the manifest (counts per task, verified, source run). On an error the
+    staging folder is removed and ``out`` is left as it was."""
+    parent, name = posixpath.split(out.root.rstrip("/"))
+    recover(out)
+    check_target(out, replace)
+    token = uuid.uuid4().hex[:12]
+    stage = RunFS(out.fs, posixpath.join(parent, f".{name}{TMP_TAG}{token}"))
+    stage.makedirs()
+    try:
+        yield stage
+        files = file_entries(stage)
+        check_target(out, replace, files)
+        manifest = {"format": FORMAT, "files": files, **extra}
+        stage.write_text_atomic(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        _swap_in(stage, out, posixpath.join(parent, f".{name}{OLD_TAG}{token}"))
+    finally:
+        stage.rm()
+
+
+def recover(out: RunFS) -> None:
+    """Undo what a killed export left: put back an old release set aside by a two-rename swap
+    that did not finish, and remove temporary folders."""
+    parent, name = posixpath.split(out.root.rstrip("/"))
+    here = RunFS(out.fs, parent or "/")
+    leftovers = [n for n in here.listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
+    for n in leftovers:
+        if n.startswith(f".{name}{OLD_TAG}") and not out.exists() and read_release(here.sub(n)) is not None:
+            out.fs.mv(here.path(n), out.root, recursive=True)
+            continue
+        here.rm(n)
+
+
+def _swap_in(stage: RunFS, out: RunFS, old: str) -> None:
+    """Put the sealed ``stage`` folder at ``out``: atomically where the kernel can exchange."""
+    if out.protocol in ("file", "local"):
+        if not os.path.exists(out.root):
+            os.makedirs(os.path.dirname(out.root) or ".", exist_ok=True)
+            os.rename(stage.root, out.root)  # atomic; nothing to replace
+            return
+        if _exchange(stage.root, out.root):
+            stage.rm()  # the old release, now under the temporary name
+            return
+    if out.exists():
+        out.fs.mv(out.root, old, recursive=True)  # a kill here: recover() puts it back
+    out.fs.mv(stage.root, out.root, recursive=True)
+    if out.fs.exists(old):
+        out.fs.rm(old, recursive=True)
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL / ENOSYS / EOPNOTSUPP: a filesystem without the flag
+        return False
+    raise OSError(err, os.strerror(err), b)

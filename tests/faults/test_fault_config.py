@@ -1,0 +1,111 @@
+"""Fault injection: hostile or mistaken config files through the real `reactbench build` (issue 26.4).
+
+Each case was accepted (an empty or silently empty run), hung (a "billion laughs" under a
+free-form section), or refused with several lines, a wrong status or no file name, and every
+refusal left an empty run directory behind. Now: exit 2, one line naming the file and the
+field, and no run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(Path(sys.executable).with_name("reactbench"))
+
+LAUGHS = "orchestration:\n  ray_init:\n    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10)
+)
+
+# (id, file content, text the one line must contain besides the file name)
+CASES: list[tuple[str, bytes, str]] = [
+    ("empty-task-list", b"mine:\n  tasks: []\n", "mine.tasks"),
+    ("inverted-area-range", b"mine:\n  relational_erasure: {area_range: [0.5, 0.003]}\n", "mine.relational_erasure.area_range"),
+    ("inverted-ca-area-range", b"mine:\n  counterfactual_attribute: {area_range: [0.8, 0.05]}\n", "mine.counterfactual_attribute.area_range"),
+    ("inverted-count-range", b"mine:\n  dense_counting: {count_range: [150, 5]}\n", "mine.dense_counting.count_range"),
+    ("decreasing-bins", b"mine:\n  dense_counting: {bins: [150, 5]}\n", "mine.dense_counting.bins"),
+    ("inverted-target-area", b"mine:\n  alteration_tracing: {min_target_area: 0.5, max_target_area: 0.2}\n", "min_target_area"),
+    ("duplicate-key", b"run:\n  seed: 1\n  seed: 2\n", "run.seed: duplicate key"),
+    ("duplicate-top-level-key", b"qa: {beaf: true}\nqa: {beaf: false}\n", "qa: duplicate key"),
+    ("billion-laughs", LAUGHS.encode(), "orchestration.ray_init"),
+    ("recursive-alias", b"orchestration:\n  ray_init: &x {a: *x}\n", "orchestration.ray_init"),
+    ("deep-nesting", b"orchestration:\n  ray_init: {a: " + b"[" * 200 + b"]" * 200 + b"}\n", "nested deeper than"),
+    ("too-many-aliases", b"a: &a 1\nb: [" + b", ".join([b"*a"] * 300) + b"]\n", "aliases"),
+    ("oversized-file", b"run: {seed: 1}\n" + b"# padding\n" * 120_000, "byte limit"),
+    ("bad-editor-params", b"editors:\n  - name: classical\n    params: {bogus: 3}\n", "editors[0].params.bogus"),
+    ("unknown-editor", b"editors:\n  - name: nope\n", "editors[0].name"),
+    ("invalid-utf8", b"run:\n  seed: 1\n# caf\xe9\n", "not UTF-8"),
+    ("bad-yaml", b"run: [unclosed\n", "not valid YAML"),
+    ("unknown-key", b"run: {sede: 1}\n", "run.sede"),
+]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PYTHONPATH=str(ROOT), COLUMNS="80")
+    return env
+
+
+@pytest.mark.parametrize("content, field", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, content: bytes, field: str):
+    config = tmp_path / "bad.yaml"
+    config.write_bytes(content)
+    run_dir = tmp_path / "runs" / "r"
+    started = time.monotonic()
+    proc = subprocess.run(
+        [CLI, "build", "--config", str(config), "--run-dir", str(run_dir), "--orchestrator", "local"],
+        capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path, errors="replace",
+    )
+    took = time.monotonic() - started
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1, lines
+    assert str(config) in lines[0] and field in lines[0], lines[0]
+    assert "Traceback" not in lines[0]
+    assert not run_dir.exists() and not (tmp_path / "runs").exists(), "a refused config left a run directory"
+    assert took < 60, f"refusing took {took:.0f} s"
+
+
+def test_bad_saved_config_is_named_and_the_run_is_untouched(tmp_path: Path):
+    """No --config: the run's own config.yaml is read; a broken one is named, and nothing changes."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_bytes(b"run:\n  seed: 1\n  seed: 2\n")
+    proc = subprocess.run([CLI, "build", "--run-dir", str(run_dir)], capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert f"{run_dir}/config.yaml: run.seed: duplicate key" in lines[0]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml"]
+
+
+def test_bad_override_leaves_no_run_directory(tmp_path: Path):
+    """An override that fails validation is only seen after the lease is taken: the run
+    directory (and the parents) that taking it created are removed again."""
+    run_dir = tmp_path / "runs" / "deep" / "r"
+    proc = subprocess.run(
+        [CLI, "build", "--mllm", "openai", "--run-dir", str(run_dir), "--stages", "mine"],
+        capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path,
+    )
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "mllm.model" in lines[0], lines
+    assert not (tmp_path / "runs").exists()
+
+
+def test_anchors_within_bounds_still_load(tmp_path: Path):
+    """The bounds refuse abuse, not YAML's ordinary sharing: anchors reused a few times load."""
+    from flows.config import load_config
+
+    config = tmp_path / "anchors.yaml"
+    config.write_text(
+        "editors:\n  - {name: classical, label: a, params: &p {dilation_px: 5}}\n  - {name: classical, label: b, params: *p}\n"
+        "mine:\n  relational_erasure: {area_range: &r [0.01, 0.5]}\n  counterfactual_attribute: {area_range: *r}\n"
+    )
+    cfg = load_config(config)
+    assert [e.params for e in cfg.editors] == [{"dilation_px": 5}] * 2
+    assert cfg.mine.counterfactual_attribute.area_range == (0.01, 0.5)

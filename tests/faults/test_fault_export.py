@@ -1,0 +1,189 @@
+"""Fault injection: `reactbench export` as a real process, killed, refused, or racing a build.
+
+Issue 26.3: a kill while re-exporting left old and new files side by side (and `load_dataset(out,
+"all")` loaded the mix), a one-task export into a four-task folder left three stale tasks, and an
+export during a build read half-written inputs. Now a release is one sealed set swapped in whole
+(`tasks/export/seal.py`), a shrinking export is refused without `--replace`, and export holds
+the run's lease (issue 24.5).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from storage.fs import RunFS
+from storage.parquet_io import table_from_rows, write_table
+from storage.schemas import QUESTIONS
+from tasks.export.export import export_benchmark
+from tasks.export.seal import MANIFEST, ReleaseRefused, verify_release
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(Path(sys.executable).with_name("reactbench"))
+sys.path.insert(0, str(ROOT / "tests" / "evaluate"))
+from eval_helpers import write_run
+
+pytestmark = pytest.mark.slow
+KILLS = 10
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PYTHONPATH=str(ROOT), HF_DATASETS_OFFLINE="1")
+    return env
+
+
+def _export(run: Path, out: Path, *extra: str) -> list[str]:
+    return [CLI, "export", "--run-dir", str(run), "--out", str(out), "--unverified", *extra]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunFS]:
+    """old: 4 tasks x 1 editor (24 rows); new: 4 tasks x 40 editors (960 rows, a ~3 s export);
+    one: the new run's dense-counting questions only."""
+    root = tmp_path_factory.mktemp("export-runs")
+    old = write_run(root / "old", verified=False)
+    new = write_run(root / "new", verified=False, editors=tuple(f"ed{i:02d}" for i in range(40)))
+    one = write_run(root / "one", verified=False)
+    dc = [q for q in _questions(one) if q["task"] == "dense_counting"]
+    write_table(one, "qa/questions/part-00000.parquet", table_from_rows(QUESTIONS, dc))
+    return {"old": old, "new": new, "one": one}
+
+
+def _questions(run: RunFS) -> list[dict]:
+    from storage.parquet_io import ArtifactReader
+
+    return ArtifactReader(run, "qa/questions", "questions").rows()
+
+
+def _loaded_rows(out: Path, cache: Path) -> int:
+    import datasets
+
+    return len(datasets.load_dataset(str(out), "all", split="test", cache_dir=str(cache)))
+
+
+def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: dict[str, RunFS], tmp_path: Path):
+    out = tmp_path / "release"
+    old_rows = sum(export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True).counts.values())
+    new_rows = len(_questions(runs["new"]))
+    # calibrate: how long a whole export runs, from start and from its staging folder's appearance
+    started = time.monotonic()
+    proc = subprocess.Popen(_export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    staged_at = None
+    while proc.poll() is None:
+        if staged_at is None and any(p.name.startswith(".release.export-tmp-") for p in tmp_path.iterdir()):
+            staged_at = time.monotonic()
+        time.sleep(0.002)
+    assert proc.returncode == 0, proc.stderr.read()
+    whole = time.monotonic() - started
+    writing = time.monotonic() - (staged_at or started)
+    assert _loaded_rows(out, tmp_path / "hf") == new_rows
+
+    rng = random.Random(26)
+    outcomes = []
+    for i in range(KILLS):
+        export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True, replace=True)  # back to the old release
+        # half the kills at any instant of the command, half inside the writing / sealing / swap window
+        anchor_on_staging = i % 2 == 1
+        delay = rng.uniform(0, writing if anchor_on_staging else whole)
+        proc = subprocess.Popen(_export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+        t0 = time.monotonic()
+        if anchor_on_staging:
+            while proc.poll() is None and not any(p.name.startswith(".release.export-tmp-") for p in tmp_path.iterdir()):
+                time.sleep(0.002)
+            t0 = time.monotonic()
+        while proc.poll() is None and time.monotonic() - t0 < delay:
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        manifest = verify_release(RunFS.open(str(out)))  # exactly the files it names, unchanged
+        rows = _loaded_rows(out, tmp_path / f"hf{i}")
+        assert rows in (old_rows, new_rows), f"kill {i} after {delay:.2f} s: {rows} rows, a mix of releases"
+        assert rows == sum(manifest["counts"].values())
+        outcomes.append("new" if rows == new_rows else "old")
+    print({"kills": KILLS, "old": outcomes.count("old"), "new": outcomes.count("new"), "whole_s": round(whole, 2), "writing_s": round(writing, 2)})
+    # whatever the kills left behind, the next export completes and cleans up
+    done = subprocess.run(_export(Path(runs["new"].root), out), capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _loaded_rows(out, tmp_path / "hf-final") == new_rows
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".release.")] == []
+
+
+def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole(runs: dict[str, RunFS], tmp_path: Path):
+    out = tmp_path / "release"
+    four = export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    refused = subprocess.run(_export(Path(runs["one"].root), out), capture_output=True, text=True, env=_env(), timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    message = " ".join(refused.stderr.split())
+    assert "--replace" in message and "relational_erasure" in message and "dense_counting" in message, message
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, "a refused export changed the release"
+    assert not RunFS.open(runs["one"].root).exists("export", "rejects"), "a refused export recorded rejects"
+
+    replaced = subprocess.run(_export(Path(runs["one"].root), out, "--replace"), capture_output=True, text=True, env=_env(), timeout=300)
+    assert replaced.returncode == 0, replaced.stderr
+    manifest = verify_release(RunFS.open(str(out)))
+    assert list(manifest["counts"]) == ["dense_counting"] and sorted(p.name for p in (out / "data").iterdir()) == ["dense_counting"]
+    assert _loaded_rows(out, tmp_path / "hf") == manifest["counts"]["dense_counting"] < sum(four.counts.values())
+
+
+def test_a_folder_that_is_no_release_is_refused(runs: dict[str, RunFS], tmp_path: Path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(ReleaseRefused, match=f"holds no {MANIFEST}"):
+        export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True, replace=True)
+    assert not (out / "notes.txt").exists() and verify_release(RunFS.open(str(out)))["counts"]
+
+
+def test_export_during_a_build_is_refused_by_the_lease(tmp_path: Path):
+    """Export reads a consistent run: while a build holds the lease it is refused (exit 3, holder
+    named) before reading anything, and it writes neither the release nor the run's rejects."""
+    from lock_holder import held_by_another_process
+
+    run_dir = tmp_path / "run"
+    write_run(run_dir, verified=False)
+    out = tmp_path / "release"
+    with held_by_another_process(run_dir) as holder:
+        proc = subprocess.run(_export(run_dir, out), capture_output=True, text=True, env=_env(), timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert f"pid {holder.pid}" in proc.stderr and "`reactbench build`" in proc.stderr
+    assert not out.exists() and not (run_dir / "export").exists()
+
+
+def test_out_may_not_be_or_hold_the_run_directory(runs: dict[str, RunFS], tmp_path: Path):
+    """`--replace` swaps the whole of --out: pointed at the run (or a folder above it) it would
+    throw the run away, so that is refused whatever the flags."""
+    run = runs["old"]
+    for out in (run.root, str(Path(run.root).parent)):
+        with pytest.raises(ReleaseRefused, match="is the run directory"):
+            export_benchmark(run, RunFS.open(out), unverified=True, replace=True)
+    assert run.exists("qa", "questions")
+
+
+def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(runs: dict[str, RunFS]):
+    """Without renameat2 (an object store, here fsspec's memory://) the old release is moved
+    aside, then the new one in; an export killed between the two moves leaves the old release
+    aside, and the next export puts it back before anything else."""
+    from tasks.export.seal import OLD_TAG, recover
+
+    out = RunFS.open("memory://rb-seal-test/release")
+    first = export_benchmark(runs["old"], out, unverified=True)
+    assert verify_release(out)["counts"] == first.counts
+    aside = RunFS.open(f"memory://rb-seal-test/.release{OLD_TAG}0123")
+    out.fs.mv(out.root, aside.root, recursive=True)  # the state a kill between the two moves leaves
+    assert not out.exists()
+    recover(out)
+    assert verify_release(out)["counts"] == first.counts and not aside.exists()
+    second = export_benchmark(runs["new"], out, unverified=True)
+    assert verify_release(out)["counts"] == second.counts != first.counts
+    assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
