@@ -24,17 +24,18 @@ import dataclasses
 import posixpath
 import re
 from collections import defaultdict
-from typing import Any, Optional
+from typing import Any
 
 import fsspec
 import numpy as np
 
 from miners import alteration, relational
-from miners.candidates import COCO as SOURCE, Selection, VGRows, seeded_names
-from miners.config import MineConfig
+from miners.candidates import COCO as SOURCE
+from miners.candidates import Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
+from miners.config import MineConfig
 from miners.fsc147 import bin_of
-from miners.mine import MineResult
+from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageInfo
 from miners.vg_scan import Scan, Vocab
@@ -226,7 +227,7 @@ def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path:
     }
 
 
-def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Optional[Any] = None) -> MineResult:
+def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Any | None = None) -> MineResult:
     """RE, AT and DC candidates (whichever ``cfg.tasks`` asks for) and the pair statistics."""
     tasks = [t for t in cfg.tasks if t in TASKS]
     result = MineResult()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -32,8 +32,8 @@ class CocoImage(msgspec.Struct, gc=False):
     id: int
     width: int
     height: int
-    file_name: Optional[str] = None
-    coco_url: Optional[str] = None
+    file_name: str | None = None
+    coco_url: str | None = None
     not_exhaustive_category_ids: list[int] = []
     neg_category_ids: list[int] = []
 
@@ -41,10 +41,10 @@ class CocoImage(msgspec.Struct, gc=False):
 class CocoCategory(msgspec.Struct, gc=False):
     id: int
     name: str
-    supercategory: Optional[str] = None
+    supercategory: str | None = None
     synonyms: list[str] = []
-    frequency: Optional[str] = None
-    synset: Optional[str] = None
+    frequency: str | None = None
+    synset: str | None = None
 
 
 class CocoAnnotation(msgspec.Struct, gc=False):

@@ -8,16 +8,15 @@ the ``mine`` stage; the scale benchmark and the tests call them directly.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import fsspec
-import pyarrow as pa
 
 from miners import alteration, attribute, fsc147, relational
-from miners.candidates import Selection, VGRows
+from miners.candidates import VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
+from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
@@ -26,44 +25,6 @@ from storage.rejects import reject
 from storage.task_ids import VG_TASK_IDS as VG_TASKS
 
 Progress = Callable[[str, int], None]
-
-
-@dataclass
-class MineResult:
-    """Candidates and rejects as rows; the statistics as Arrow tables (the stage writes them as
-    they are: VG has ~0.8M pair rows and ~1M attribute rows); ``pair_stats`` / ``attribute_stats``
-    give them as rows for inspection."""
-
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-    pair_table: Optional[pa.Table] = None
-    attribute_table: Optional[pa.Table] = None
-    rejects: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def pair_stats(self) -> list[dict[str, Any]]:
-        return self.pair_table.to_pylist() if self.pair_table is not None else []
-
-    @property
-    def attribute_stats(self) -> list[dict[str, Any]]:
-        return self.attribute_table.to_pylist() if self.attribute_table is not None else []
-
-    def add(self, sel: Selection) -> None:
-        self.candidates.extend(sel.rows)
-        self.rejects.extend(sel.rejects)
-
-    def finish(self) -> "MineResult":
-        """Sort rows and drop repeated rejects (one missing image can be met by several tasks)."""
-        self.candidates.sort(key=lambda r: (r["task"], r["variant"], r["id"]))
-        seen: set[tuple[str, str]] = set()
-        rej = []
-        for r in self.rejects:
-            k = (r["id"], r["reason"])
-            if k not in seen:
-                seen.add(k)
-                rej.append(r)
-        self.rejects = sorted(rej, key=lambda r: (r["id"], r["reason"]))
-        return self
 
 
 def _exists(path: str) -> bool:

@@ -16,13 +16,14 @@ import string, as in ``editors/registry.py``, so listing them imports no reader.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the spec's functions return MineResult; importing miners.mine here would load every reader
+if TYPE_CHECKING:
     from miners.config import MineConfig
-    from miners.mine import MineResult
+    from miners.result import MineResult
 
 ENTRY_POINT_GROUP = "reactbench.sources"
 
@@ -58,10 +59,10 @@ class SourceSpec:
     yields: frozenset[str]
     tasks: tuple[str, ...]
     setting_help: str
-    files: Callable[[str, "MineConfig"], list[str]]
-    required: Callable[[str, "MineConfig"], list[str]]
-    mine: Callable[[str, "MineConfig", int, Optional[Progress]], "MineResult"]
-    manifest: Callable[["MineResult"], dict[str, Any]]
+    files: Callable[[str, MineConfig], list[str]]
+    required: Callable[[str, MineConfig], list[str]]
+    mine: Callable[[str, MineConfig, int, Progress | None], MineResult]
+    manifest: Callable[[MineResult], dict[str, Any]]
     images_key: str = "images"  # summary key holding the number of images read (the shard's rows_in)
 
     def __post_init__(self) -> None:

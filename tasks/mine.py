@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from miners.mine import MineResult
+from miners.result import MineResult
 from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage, StageInputError

@@ -110,7 +110,7 @@ def test_cooccurrence_statistics_match_a_direct_count(sample_dir: Path) -> None:
     images = {i["id"]: i for i in coco["images"]}
     per_image: dict[int, set[str]] = {}
     for a in coco["annotations"]:
-        x, y, w, h = a["bbox"]
+        _, _, w, h = a["bbox"]
         img = images.get(a["image_id"])
         if a["iscrowd"] or a["category_id"] not in names or img is None or w <= 0 or h <= 0:
             continue

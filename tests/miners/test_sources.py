@@ -12,7 +12,7 @@ import pytest
 from flows.config import config_from_dict
 from miners import sources
 from miners.config import MineConfig
-from miners.mine import MineResult
+from miners.result import MineResult
 from miners.sample_data import COCO_ANNOTATIONS, COCO_DIR
 from miners.sources import SourceError, SourceSpec, available, source_spec
 from storage.fs import RunFS
