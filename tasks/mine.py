@@ -27,10 +27,7 @@ class MineSourceMissing(StageInputError):
 
 def source_setting(sources: Any, name: str) -> str | None:
     """``sources.<name>`` for a built-in source, ``sources.other[name]`` for a third-party one."""
-    if name in type(sources).model_fields and name != "other":
-        value = getattr(sources, name)
-    else:
-        value = sources.other.get(name)
+    value = getattr(sources, name) if name in BUILTIN else sources.other.get(name)
     return str(value) if value else None
 
 

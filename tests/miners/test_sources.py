@@ -112,3 +112,12 @@ def test_a_task_no_configured_source_feeds_names_the_sources_that_can(sample_dir
     assert "sources.coco" not in str(info.value)
     with pytest.raises(MineSourceMissing, match=r"sources.visual_genome .* or sources.coco"):
         run_stage(MineStage(), RunContext(RunFS.open(str(tmp_path / "b")), config_from_dict({"mine": {"tasks": ["relational_erasure"]}})))
+
+
+def test_config_refuses_unknown_or_built_in_names_under_other() -> None:
+    from flows.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"sources.other: .*unknown source 'objects365'; registered sources: visual_genome, fsc147, coco"):
+        config_from_dict({"sources": {"other": {"objects365": "/data/o365.json"}}})
+    with pytest.raises(ConfigError, match=r"'coco' is a built-in source: set sources.coco instead"):
+        config_from_dict({"sources": {"other": {"coco": "/data/x.json"}}})
