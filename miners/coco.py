@@ -15,7 +15,8 @@ What makes a count or an absence claim unsafe, and is therefore not used: a crow
 the image's ``not_exhaustive_category_ids`` (LVIS: not every instance was boxed). Such a class is
 never counted nor chosen as the object to erase or alter in that image; the statistics still
 see its annotated instances, which are present whatever else is missing. LVIS's
-``neg_category_ids`` (verified absent) are carried in each candidate's ``extra_json``.
+``neg_category_ids`` (verified absent), and a class's ``synonyms`` and ``frequency``, are carried
+in each candidate's ``extra_json``.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class CocoRows(VGRows):
         self.data = data
 
     def row(self, task: str, variant: str, iid: int, path: str, *, extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        return super().row(task, variant, iid, path, extra={**image_notes(self.data, iid), **(extra or {})}, **kw)
+        notes = {**image_notes(self.data, iid), **class_notes(self.data, kw["target"]["name"])}
+        return super().row(task, variant, iid, path, extra={**notes, **(extra or {})}, **kw)
 
 
 def image_notes(data: CocoData, iid: int) -> dict[str, Any]:
@@ -98,6 +100,15 @@ def image_notes(data: CocoData, iid: int) -> dict[str, Any]:
         if names:
             notes[key] = names
     return notes
+
+
+def class_notes(data: CocoData, name: str) -> dict[str, Any]:
+    """LVIS's other names and frequency group (r / c / f) of a class, when the file gives them."""
+    for cat in data.categories.values():
+        if data.class_name(cat.id) == name and (cat.synonyms or cat.frequency):
+            synonyms = sorted({s.replace("_", " ").strip().lower() for s in cat.synonyms} - {name})
+            return {"class_synonyms": synonyms, "class_frequency": cat.frequency}
+    return {}
 
 
 def unsure_classes(data: CocoData) -> dict[tuple[int, str], str]:
@@ -217,7 +228,7 @@ def select_counting(data: CocoData, cfg: MineConfig, seed: int, locator: CocoLoc
 
 def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int]) -> dict[str, Any]:
     img = data.images[iid]
-    extra = {"bin": edges, "exemplar_boxes": bs[:3], "point_rule": "box_centre", **image_notes(data, iid)}
+    extra = {"bin": edges, "exemplar_boxes": bs[:3], "point_rule": "box_centre", **image_notes(data, iid), **class_notes(data, name)}
     return {
         "id": stable_id(DENSE_COUNTING, "targeted", SOURCE, iid, name),
         "task": DENSE_COUNTING, "variant": "targeted", "source": SOURCE, "image_id": str(iid), "image_path": path,

@@ -147,12 +147,15 @@ def test_crowd_of_a_class_keeps_it_from_being_the_erased_or_altered_object(tmp_p
 
 def test_non_contiguous_ids_and_lvis_names(tmp_path: Path) -> None:
     cats = [{"id": 1, "name": "baseball_bat", "synonyms": ["baseball_bat", "bat"], "frequency": "c", "synset": "baseball_bat.n.01", "def": "a bat"},
-            {"id": 90, "name": "toothbrush", "synonyms": ["toothbrush"], "frequency": "f", "synset": "toothbrush.n.01", "def": "a brush"}]
+            {"id": 90, "name": "toothbrush", "synonyms": ["toothbrush", "tooth_brush"], "frequency": "f", "synset": "toothbrush.n.01", "def": "a brush"}]
     anns = [_ann(i, 1, 90, [10.0 * i, 10, 8, 8]) for i in range(1, 4)] + [_ann(7, 1, 1, [50, 50, 20, 20])]
     for a in anns:
         del a["iscrowd"]  # LVIS omits it
     res = mine_coco(write_coco(tmp_path, [_image(1)], anns, cats, name="lvis_v1_val.json"), _cfg(), seed=0)
-    assert set(_count_rows(res)) == {("1", "toothbrush")}
+    rows = _count_rows(res)
+    assert set(rows) == {("1", "toothbrush")}
+    extra = json.loads(rows[("1", "toothbrush")]["extra_json"])
+    assert extra["class_synonyms"] == ["tooth brush"] and extra["class_frequency"] == "f"
     assert {(r["a"], r["b"]) for r in res.pair_stats} == {("baseball bat", "toothbrush")}
 
 
