@@ -210,7 +210,7 @@ def status(run_dir: str = RunDirOpt) -> None:
 
 @app.command("sample-data")
 def sample_data(
-    out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/ and fsc147/ into."),
+    out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/, fsc147/ and coco/ into."),
     seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
     vg_images: int = typer.Option(180, "--vg-images", min=1, help="Visual Genome images; more than 180 extends the default sample (its images unchanged)."),
 ) -> None:

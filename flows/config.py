@@ -36,6 +36,23 @@ class RunSettings(Section):
 class SourcesConfig(Section):
     visual_genome: str | None = Field(None, description="folder with image_data.json, objects.json, relationships.json, attributes.json and the images")
     fsc147: str | None = Field(None, description="folder with annotation_FSC147_384.json, ImageClasses_FSC147.txt, Train_Test_Val_FSC_147.json, images_384_VarV2/")
+    coco: str | None = Field(None, description="a COCO-format instances JSON (COCO 2014/2017, LVIS v1, ...); images in the folder its name gives (instances_val2017.json -> ../val2017/), its coco_url's folder, or images/")
+    other: dict[str, str] = Field(default_factory=dict, description="settings of third-party sources (the reactbench.sources entry points), by source name")
+
+    @field_validator("other")
+    @classmethod
+    def _other_sources_are_registered(cls, other: dict[str, str]) -> dict[str, str]:
+        """A misspelt source name fails here, before a run starts, with the names that exist."""
+        from miners.sources import BUILTIN, available
+
+        known = available()
+        for name in other:
+            if name in BUILTIN:
+                raise ValueError(f"{name!r} is a built-in source: set sources.{name} instead")
+            if name not in known:
+                raise ValueError(f"unknown source {name!r}; registered sources: {', '.join(known)} "
+                                 "(third-party sources register under the entry-point group 'reactbench.sources')")
+        return other
 
 
 class OrchestrationConfig(Section):

@@ -20,6 +20,7 @@ from storage.rejects import reject
 
 VG = "visual_genome"
 FSC = "fsc147"
+COCO = "coco"
 
 
 def context_json(value: Any) -> str:
@@ -74,7 +75,14 @@ class Selection:
 
 
 class VGRows:
-    """Builds candidate rows for Visual Genome images (path lookup, context, ids)."""
+    """Builds candidate rows for Visual Genome images (path lookup, context, ids).
+
+    Any source read into a :class:`Scan` reuses it: a subclass names its ``source`` and reject
+    prefix ``ref`` and brings a locator with ``find(image_id, url)`` / ``candidates(image_id, url)``.
+    """
+
+    source = VG
+    ref = "vg"
 
     def __init__(self, scan: Scan, locator: ImageLocator, context_limit: int):
         self.scan = scan
@@ -90,7 +98,7 @@ class VGRows:
             path = self.locator.find(iid, info.url)
             self._paths[iid] = path
             if path is None:
-                sel.rejects.append(reject(f"vg:image:{iid}", "mine", "missing_image",
+                sel.rejects.append(reject(f"{self.ref}:image:{iid}", "mine", "missing_image",
                                           f"image {iid}: no file among {self.locator.candidates(iid, info.url)}", {"image_id": iid, "url": info.url}))
         return self._paths[iid]
 
@@ -100,10 +108,10 @@ class VGRows:
         exclude = {target["id"]}
         attrs = self.index.attributes(iid)
         row: dict[str, Any] = {
-            "id": stable_id(task, variant, VG, iid, target["id"], *id_parts),
+            "id": stable_id(task, variant, self.source, iid, target["id"], *id_parts),
             "task": task,
             "variant": variant,
-            "source": VG,
+            "source": self.source,
             "image_id": str(iid),
             "image_path": path,
             "width": info.width,

@@ -1,4 +1,5 @@
-"""Mining entry points: Visual Genome (RE, CA, AT) and FSC147 (DC) to rows of the mine artifacts.
+"""Mining entry points: Visual Genome (RE, CA, AT) and FSC147 (DC) to rows of the mine artifacts,
+and their :class:`~miners.sources.SourceSpec` registrations (the COCO format's is in ``miners/coco.py``).
 
 Pure functions over files: no Prefect, no run directory. ``tasks/mine.py`` wraps them as
 the ``mine`` stage; the scale benchmark and the tests call them directly.
@@ -7,16 +8,16 @@ the ``mine`` stage; the scale benchmark and the tests call them directly.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import fsspec
-import pyarrow as pa
 
 from miners import alteration, attribute, fsc147, relational
-from miners.candidates import Selection, VGRows
+from miners.candidates import VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
+from miners.result import MineResult
+from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
@@ -24,44 +25,6 @@ from storage.rejects import reject
 from storage.task_ids import VG_TASK_IDS as VG_TASKS
 
 Progress = Callable[[str, int], None]
-
-
-@dataclass
-class MineResult:
-    """Candidates and rejects as rows; the statistics as Arrow tables (the stage writes them as
-    they are: VG has ~0.8M pair rows and ~1M attribute rows); ``pair_stats`` / ``attribute_stats``
-    give them as rows for inspection."""
-
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-    pair_table: Optional[pa.Table] = None
-    attribute_table: Optional[pa.Table] = None
-    rejects: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def pair_stats(self) -> list[dict[str, Any]]:
-        return self.pair_table.to_pylist() if self.pair_table is not None else []
-
-    @property
-    def attribute_stats(self) -> list[dict[str, Any]]:
-        return self.attribute_table.to_pylist() if self.attribute_table is not None else []
-
-    def add(self, sel: Selection) -> None:
-        self.candidates.extend(sel.rows)
-        self.rejects.extend(sel.rejects)
-
-    def finish(self) -> "MineResult":
-        """Sort rows and drop repeated rejects (one missing image can be met by several tasks)."""
-        self.candidates.sort(key=lambda r: (r["task"], r["variant"], r["id"]))
-        seen: set[tuple[str, str]] = set()
-        rej = []
-        for r in self.rejects:
-            k = (r["id"], r["reason"])
-            if k not in seen:
-                seen.add(k)
-                rej.append(r)
-        self.rejects = sorted(rej, key=lambda r: (r["id"], r["reason"]))
-        return self
 
 
 def _exists(path: str) -> bool:
@@ -156,3 +119,46 @@ def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
     result.summary["fsc_images"] = len(data.annotations)
     result.summary.update(fsc147.split_counts(data, cfg.dense_counting.splits))
     return result.finish()
+
+
+def _vg_file_list(root: str, cfg: MineConfig) -> list[str]:
+    """The VG files read, the default alias files, then the configured ones."""
+    root = root.rstrip("/")
+    files = list(vg_files(root).values())
+    files += [posixpath.join(root, "object_alias.txt"), posixpath.join(root, "relationship_alias.txt")]
+    return files + [p for p in (cfg.object_alias, cfg.relationship_alias) if p]
+
+
+def _vg_required(root: str, cfg: MineConfig) -> list[str]:
+    files = vg_files(root)
+    return [files[k] for k in ("image_data", "objects")]
+
+
+def _fsc_files(root: str, cfg: MineConfig) -> list[str]:
+    return [posixpath.join(root.rstrip("/"), n) for n in (fsc147.ANNOTATIONS, fsc147.CLASSES, fsc147.SPLITS)]
+
+
+VISUAL_GENOME = SourceSpec(
+    name="visual_genome",
+    format="Visual Genome 1.x JSON (image_data, objects, relationships, attributes)",
+    yields=frozenset({"images", "objects", "relations", "attributes"}),
+    tasks=VG_TASKS,
+    setting_help="a folder with image_data.json, objects.json, ...",
+    files=_vg_file_list,
+    required=_vg_required,
+    mine=lambda root, cfg, seed, progress: mine_visual_genome(root, cfg, seed, progress),
+    manifest=lambda result: {"canonicalisation": result.summary.get("canonicalisation", {})},
+)
+
+FSC147 = SourceSpec(
+    name="fsc147",
+    format="FSC-147 (annotation_FSC147_384.json, class list, split file)",
+    yields=frozenset({"images", "points"}),
+    tasks=(fsc147.TASK,),
+    setting_help="a folder with annotation_FSC147_384.json, ...",
+    files=_fsc_files,
+    required=_fsc_files,
+    mine=lambda root, cfg, seed, progress: mine_fsc147(root, cfg, seed),
+    manifest=lambda result: {"fsc147": {k: result.summary[k] for k in ("fsc_images", "fsc_outside_splits", "fsc_split_counts") if k in result.summary}},
+    images_key="fsc_images",
+)

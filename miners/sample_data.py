@@ -1,4 +1,4 @@
-"""A small, deterministic Visual Genome + FSC147 sample with drawn scenes whose shapes are known.
+"""A small, deterministic Visual Genome + FSC147 + COCO-format sample with drawn scenes whose shapes are known.
 
 Why: the demo, the tests and the editors need real files in the published formats (so the
 same readers open the real datasets) and images whose objects' pixels are known exactly
@@ -11,12 +11,15 @@ Layout written under ``out_dir``::
     visual_genome/VG_100K/<id>.jpg  visual_genome/VG_100K_2/<id>.jpg
     fsc147/annotation_FSC147_384.json ImageClasses_FSC147.txt Train_Test_Val_FSC_147.json
     fsc147/images_384_VarV2/<n>.jpg
+    coco/annotations/instances_sample2017.json  (COCO 2017's layout)  coco/annotations/lvis_v1_sample.json
+    coco/sample2017/<12-digit id>.jpg
     sample_truth.json          drawn shapes per image and object (not part of either dataset)
 
 A few deliberate defects (``defects=True``) exercise the reject paths: a box outside its
 image, a duplicated object id, an object with a non-numeric coordinate, an annotation for
 an unknown image id, an annotated image whose file is missing, an FSC147 image without a
-class line.
+class line; in the COCO file an annotation with an empty box, one with an unknown category id,
+one for an unknown image id, and an image whose file is missing.
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ from PIL import Image, ImageDraw
 
 VG_DIR = "visual_genome"
 FSC_DIR = "fsc147"
+COCO_DIR = "coco"
+COCO_ANNOTATIONS = "annotations/instances_sample2017.json"
+LVIS_ANNOTATIONS = "annotations/lvis_v1_sample.json"
+N_COCO_SCENES = 48
+COCO_COUNTS = [6, 8, 9, 12, 14, 17, 20, 23, 27, 31, 35, 40]
 TRUTH_FILE = "sample_truth.json"
 N_VG_IMAGES = 180
 N_FSC_IMAGES = 30
@@ -515,9 +523,120 @@ def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg
     vg_root.mkdir(parents=True, exist_ok=True)
     fsc_root.mkdir(parents=True, exist_ok=True)
     ss = np.random.SeedSequence(seed)
-    vg_seed, fsc_seed = ss.spawn(2)
+    vg_seed, fsc_seed, coco_seed = ss.spawn(3)  # a third child: the first two (and their files) are as before
     vg_counts, vg_truth = _generate_vg(vg_root, np.random.default_rng(vg_seed), defects, vg_images)
     fsc_counts, fsc_truth = _generate_fsc(fsc_root, np.random.default_rng(fsc_seed), defects)
+    coco_counts = _generate_coco(out / COCO_DIR, np.random.default_rng(coco_seed), defects)
     truth = {"seed": seed, "defects": defects, "images": vg_truth, "fsc147": fsc_truth}
     (out / TRUTH_FILE).write_text(json.dumps(truth, sort_keys=True), encoding="utf-8")
-    return {"root": str(out), "seed": seed, **vg_counts, **fsc_counts}
+    return {"root": str(out), "seed": seed, **vg_counts, **fsc_counts, **coco_counts}
+
+
+# --------------------------------------------------------------------------- COCO format
+def crowd_rle(box: tuple[int, int, int, int], width: int, height: int) -> dict[str, Any]:
+    """Uncompressed RLE of a box region, as COCO writes crowd segmentations: run lengths of 0s
+    and 1s over the mask in column-major order, starting with a run of 0s."""
+    mask = np.zeros((height, width), dtype=np.uint8)
+    x, y, w, h = box
+    mask[y:y + h, x:x + w] = 1
+    flat = mask.flatten(order="F")
+    change = np.flatnonzero(np.diff(flat)) + 1
+    runs = np.diff(np.r_[0, change, flat.size]).tolist()
+    if flat[0] == 1:
+        runs = [0] + runs
+    return {"counts": [int(r) for r in runs], "size": [height, width]}
+
+
+def _coco_scene_image(rng: np.random.Generator, index: int) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+    """A drawn VG-style scene; (class, box) per object."""
+    W, H = [(320, 240), (400, 300), (360, 270)][int(rng.integers(3))]
+    canvas = Image.fromarray(_background(rng, W, H))
+    draw = ImageDraw.Draw(canvas)
+    objs, _ = _scene(rng, index, W, H)
+    out = []
+    for o in objs:
+        for sh in o.shapes:
+            _draw(draw, sh, COLOURS[o.colour])
+        out.append((o.cls, _box(_shapes_mask([sh.as_json() for sh in o.shapes], W, H))))
+    return canvas, out
+
+
+def _coco_count_image(rng: np.random.Generator, count: int, cls: str, colour: str) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+    """``count`` instances of one class on a grid (a counting image)."""
+    W, H = 480, 360
+    canvas = Image.fromarray(_background(rng, W, H))
+    draw = ImageDraw.Draw(canvas)
+    cols = int(np.ceil(np.sqrt(count * W / H)))
+    rows = int(np.ceil(count / cols))
+    cw, ch = (W - 20) / cols, (H - 20) / rows
+    r = max(3.0, min(cw, ch) * 0.3)
+    out = []
+    for c in sorted(int(v) for v in rng.permutation(rows * cols)[:count]):
+        cx, cy = 10 + (c % cols + 0.5) * cw, 10 + (c // cols + 0.5) * ch
+        shape = Shape("ellipse", [cx - r, cy - r, cx + r, cy + r])
+        _draw(draw, shape, COLOURS[colour])
+        out.append((cls, _box(_shapes_mask([shape.as_json()], W, H))))
+    return canvas, out
+
+
+def _generate_coco(root: Path, rng: np.random.Generator, defects: bool) -> dict[str, int]:
+    """A COCO 2017-layout instances file (and its LVIS v1 twin) over drawn scenes and counting
+    images, with non-contiguous category ids, a crowd region in RLE and images without objects."""
+    img_dir = root / "sample2017"
+    img_dir.mkdir(parents=True, exist_ok=True)
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    drawn: list[tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]] = []
+    for index in range(N_COCO_SCENES):
+        drawn.append(_coco_scene_image(rng, index))
+    for k, count in enumerate(COCO_COUNTS):
+        drawn.append(_coco_count_image(rng, count, *[("apple", "red"), ("orange", "orange")][k % 2]))
+    for _ in range(2):  # images with no annotations at all, as COCO has
+        W, H = 320, 240
+        drawn.append((Image.fromarray(_background(rng, W, H)), []))
+    classes = sorted({c for _, objs in drawn for c, _ in objs} | {"zebra"})  # zebra: a category with no instance
+    cat_id = {c: 1 + 3 * i + i // 4 for i, c in enumerate(classes)}  # non-contiguous, as COCO's 1..90
+    images, annotations, lvis_images = [], [], []
+    ann_id = 900_001
+    missing_file = 7 if defects else None
+    for n, (canvas, objs) in enumerate(drawn):
+        iid = 1000 + 17 * n
+        fname = f"{iid:012d}.jpg"
+        W, H = canvas.size
+        if n != missing_file:
+            canvas.save(img_dir / fname, format="JPEG", quality=92)
+        url = f"http://images.cocodataset.org/sample2017/{fname}"
+        images.append({"license": 1 + n % 3, "file_name": fname, "coco_url": url, "height": H, "width": W,
+                       "date_captured": "2013-11-14 11:18:45", "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg", "id": iid})
+        lvis_images.append({"date_captured": "2013-11-14 11:18:45", "neg_category_ids": [cat_id["zebra"]], "id": iid, "license": 1 + n % 3,
+                            "height": H, "width": W, "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg", "coco_url": url,
+                            "not_exhaustive_category_ids": [cat_id["orange"]] if objs and objs[0][0] == "orange" and n % 4 == 1 else []})
+        for cls, (x, y, w, h) in objs:
+            annotations.append({"segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]], "area": float(w * h), "iscrowd": 0,
+                                "image_id": iid, "bbox": [float(x), float(y), float(w), float(h)], "category_id": cat_id[cls], "id": ann_id})
+            ann_id += 1
+        if objs and objs[0][0] == "apple" and n % 4 == 2:  # a crowd of apples at the border: uncountable
+            box = (W - 40, H - 30, 30, 20)
+            annotations.append({"segmentation": crowd_rle(box, W, H), "area": float(box[2] * box[3]), "iscrowd": 1, "image_id": iid,
+                                "bbox": [float(v) for v in box], "category_id": cat_id["apple"], "id": ann_id})
+            ann_id += 1
+    if defects:
+        first = images[0]
+        annotations.append({"segmentation": [[1, 1, 1, 1]], "area": 0.0, "iscrowd": 0, "image_id": first["id"], "bbox": [5.0, 5.0, 0.0, 12.0],
+                            "category_id": cat_id[classes[0]], "id": ann_id})
+        annotations.append({"segmentation": [[1, 1, 9, 1, 9, 9]], "area": 64.0, "iscrowd": 0, "image_id": first["id"], "bbox": [1.0, 1.0, 8.0, 8.0],
+                            "category_id": 999, "id": ann_id + 1})
+        annotations.append({"segmentation": [[1, 1, 9, 1, 9, 9]], "area": 64.0, "iscrowd": 0, "image_id": 424242, "bbox": [1.0, 1.0, 8.0, 8.0],
+                            "category_id": cat_id[classes[0]], "id": ann_id + 2})
+    categories = [{"supercategory": "sample", "id": cat_id[c], "name": c} for c in classes]
+    coco = {"info": {"description": "reactbench sample in the COCO 2017 format", "url": "", "version": "1.0", "year": 2017,
+                     "contributor": "reactbench", "date_created": "2017/09/01"},
+            "licenses": [{"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "Attribution License"} for i in (1, 2, 3)],
+            "images": images, "annotations": annotations, "categories": categories}
+    _write_json(root / COCO_ANNOTATIONS, coco)
+    lvis_cats = [{"frequency": "f" if c != "zebra" else "r", "id": cat_id[c], "synset": SYNSETS.get(c, f"{c}.n.01"),
+                  "image_count": 0, "instance_count": 0, "synonyms": [c.replace(" ", "_")], "def": f"a {c} (sample)", "name": c.replace(" ", "_")}
+                 for c in classes]
+    lvis_anns = [{k: v for k, v in a.items() if k != "iscrowd"} for a in annotations if not a["iscrowd"]]  # LVIS has no crowd regions
+    lvis = {"info": coco["info"], "licenses": coco["licenses"], "images": lvis_images, "annotations": lvis_anns, "categories": lvis_cats}
+    _write_json(root / LVIS_ANNOTATIONS, lvis)
+    return {"coco_images": len(images), "coco_annotations": len(annotations)}

@@ -1,20 +1,20 @@
 """The ``mine`` stage: source annotations -> candidates, pair statistics, attribute statistics.
 
 Mining is a whole-dataset computation (counts over every image), so the stage plans one
-work unit per source (Visual Genome for RE/CA/AT, FSC147 for DC) rather than shards of
-images; each unit streams its files once (see ``miners/``). The stage key covers the
+work unit per configured source (a :class:`miners.sources.SourceSpec`: Visual Genome for
+RE/CA/AT, FSC147 for DC, a COCO-format file for RE/AT/DC, or a third-party format) rather than
+shards of images; each unit streams its files once (see ``miners/``). The stage key covers the
 ``mine`` and ``sources`` config sections, the run seed, and the source files' path, size
 and modification time, so editing a threshold or replacing a file re-mines.
 """
 
 from __future__ import annotations
 
-import posixpath
 import sys
 from typing import Any
 
-from miners.fsc147 import ANNOTATIONS, CLASSES, SPLITS
-from miners.mine import VG_TASKS, MineResult, mine_fsc147, mine_visual_genome, vg_files
+from miners.result import MineResult
+from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage, StageInputError
 
@@ -25,45 +25,54 @@ class MineSourceMissing(StageInputError):
     """A task was asked for whose source folder is not configured or lacks its annotation files."""
 
 
+def source_setting(sources: Any, name: str) -> str | None:
+    """``sources.<name>`` for a built-in source, ``sources.other[name]`` for a third-party one."""
+    value = getattr(sources, name) if name in BUILTIN else sources.other.get(name)
+    return str(value) if value else None
+
+
 def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
+    """One work unit per configured source that feeds a requested task, in registry order."""
     cfg = ctx.config
     units = []
-    vg_tasks = [t for t in cfg.mine.tasks if t in VG_TASKS]
-    if vg_tasks:
-        if not cfg.sources.visual_genome:
-            raise MineSourceMissing(f"mine.tasks {vg_tasks} need sources.visual_genome (a folder with image_data.json, objects.json, ...)")
-        units.append({"source": "visual_genome", "root": str(cfg.sources.visual_genome)})
-    if "dense_counting" in cfg.mine.tasks:
-        if not cfg.sources.fsc147:
-            raise MineSourceMissing("mine.tasks [dense_counting] needs sources.fsc147 (a folder with annotation_FSC147_384.json, ...)")
-        units.append({"source": "fsc147", "root": str(cfg.sources.fsc147)})
+    fed: set[str] = set()
+    for name in dict.fromkeys([*BUILTIN, *sorted(cfg.sources.other)]):
+        spec = source_spec(name)
+        tasks = spec.feeds(cfg.mine.tasks)
+        setting = source_setting(cfg.sources, name)
+        if tasks and setting:
+            units.append({"source": name, "root": setting})
+            fed.update(tasks)
+    missing = [t for t in cfg.mine.tasks if t not in fed]
+    if missing:
+        options = [source_spec(n) for n in available() if source_spec(n).feeds(missing)]
+        names = " or ".join(f"sources.{s.name} ({s.setting_help})" for s in options) or "a source that feeds them"
+        raise MineSourceMissing(f"mine.tasks {missing} need {names}")
     return units
+
+
+# Sources every release had; the others key the stage only when set, so a run built before
+# they existed keeps its mine key (and is not re-mined) after an upgrade.
+_FIRST_SOURCES = ("visual_genome", "fsc147")
+
+
+def _sources_key(sources: Any) -> dict[str, Any]:
+    dumped = sources.model_dump(mode="json")
+    return {k: v for k, v in dumped.items() if k in _FIRST_SOURCES or v}
+
+
+def _spec(unit: dict[str, str]) -> SourceSpec:
+    return source_spec(unit["source"])
 
 
 def source_files(ctx: RunContext) -> list[str]:
     """The annotation files the stage reads (images are checked per candidate, not fingerprinted)."""
-    files: list[str] = []
-    for unit in _needed_sources(ctx):
-        root = unit["root"].rstrip("/")
-        if unit["source"] == "visual_genome":
-            files += list(vg_files(root).values())
-            files += [posixpath.join(root, "object_alias.txt"), posixpath.join(root, "relationship_alias.txt")]
-            files += [p for p in (ctx.config.mine.object_alias, ctx.config.mine.relationship_alias) if p]
-        else:
-            files += [posixpath.join(root, n) for n in (ANNOTATIONS, CLASSES, SPLITS)]
-    return files
+    return [f for unit in _needed_sources(ctx) for f in _spec(unit).files(unit["root"], ctx.config.mine)]
 
 
 def required_files(ctx: RunContext) -> list[str]:
     """The files mining cannot start without (alias files are optional)."""
-    files: list[str] = []
-    for unit in _needed_sources(ctx):
-        root = unit["root"].rstrip("/")
-        if unit["source"] == "visual_genome":
-            files += [vg_files(root)[k] for k in ("image_data", "objects")]
-        else:
-            files += [posixpath.join(root, n) for n in (ANNOTATIONS, CLASSES, SPLITS)]
-    return files
+    return [f for unit in _needed_sources(ctx) for f in _spec(unit).required(unit["root"], ctx.config.mine)]
 
 
 def _fingerprint(path: str) -> str:
@@ -85,7 +94,7 @@ class MineStage(Stage):
     def config_section(self, ctx: RunContext) -> Any:
         return {
             "mine": ctx.config.mine.model_dump(mode="json"),
-            "sources": ctx.config.sources.model_dump(mode="json"),
+            "sources": _sources_key(ctx.config.sources),
             "seed": ctx.seed,
         }
 
@@ -94,7 +103,7 @@ class MineStage(Stage):
         missing = [p for p in required_files(ctx) if fps.get(p) == "absent"]
         if missing:
             raise MineSourceMissing(
-                "source annotation files not found: " + ", ".join(missing) + " (check sources.visual_genome / sources.fsc147; "
+                "source annotation files not found: " + ", ".join(missing) + " (check the sources section; "
                 "relative paths are read from the current folder; `reactbench sample-data data/sample` writes the demo data)"
             )
         return fps
@@ -103,18 +112,14 @@ class MineStage(Stage):
         return _needed_sources(ctx)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
-        cfg = ctx.config.mine
-        if work["source"] == "visual_genome":
-            with _progress(bool(ctx.options.get("progress", sys.stderr.isatty()))) as report:
-                result: MineResult = mine_visual_genome(work["root"], cfg, ctx.seed, report)
-            rows_in = int(result.summary.get("images", 0))
-        else:
-            result = mine_fsc147(work["root"], cfg, ctx.seed)
-            rows_in = int(result.summary.get("fsc_images", 0))
+        spec = _spec(work)
+        with _progress(bool(ctx.options.get("progress", sys.stderr.isatty()))) as report:
+            result: MineResult = spec.mine(work["root"], ctx.config.mine, ctx.seed, report)
         outputs: dict[str, Any] = {"candidates": result.candidates}
         for name, table in (("pair_stats", result.pair_table), ("attribute_stats", result.attribute_table)):
             outputs[name] = table if table is not None else []  # Arrow tables: checked against the schema by the writer
-        return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=_manifest_extra(work["source"], result))
+        rows_in = int(result.summary.get(spec.images_key, 0))
+        return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=spec.manifest(result))
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         rows = addresses.CANDIDATES.reader(ctx.run).rows(["task", "variant"])
@@ -130,17 +135,8 @@ class MineStage(Stage):
         return out
 
 
-def _manifest_extra(source: str, result: MineResult) -> dict[str, Any]:
-    """What the manifest reports per source beyond counts: what each naming rule merged (VG),
-    how many FSC147 images lay outside the configured splits."""
-    if source == "visual_genome":
-        return {"canonicalisation": result.summary.get("canonicalisation", {})}
-    keys = ("fsc_images", "fsc_outside_splits", "fsc_split_counts")
-    return {"fsc147": {k: result.summary[k] for k in keys if k in result.summary}}
-
-
 class _progress:
-    """A rich progress line per VG file (elements read), shown only on a terminal."""
+    """A rich progress line per annotation file (elements read), shown only on a terminal."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled

@@ -1,0 +1,52 @@
+"""What mining one source returns: candidates, statistics and rejects (``MineResult``).
+
+Its own module so that the source registry (``miners/sources.py``) and every source can name it
+without importing each other's readers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from miners.candidates import Selection
+
+
+@dataclass
+class MineResult:
+    """Candidates and rejects as rows; the statistics as Arrow tables (the stage writes them as
+    they are: VG has ~0.8M pair rows and ~1M attribute rows); ``pair_stats`` / ``attribute_stats``
+    give them as rows for inspection."""
+
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    pair_table: pa.Table | None = None
+    attribute_table: pa.Table | None = None
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pair_stats(self) -> list[dict[str, Any]]:
+        return self.pair_table.to_pylist() if self.pair_table is not None else []
+
+    @property
+    def attribute_stats(self) -> list[dict[str, Any]]:
+        return self.attribute_table.to_pylist() if self.attribute_table is not None else []
+
+    def add(self, sel: Selection) -> None:
+        self.candidates.extend(sel.rows)
+        self.rejects.extend(sel.rejects)
+
+    def finish(self) -> MineResult:
+        """Sort rows and drop repeated rejects (one missing image can be met by several tasks)."""
+        self.candidates.sort(key=lambda r: (r["task"], r["variant"], r["id"]))
+        seen: set[tuple[str, str]] = set()
+        rej = []
+        for r in self.rejects:
+            k = (r["id"], r["reason"])
+            if k not in seen:
+                seen.add(k)
+                rej.append(r)
+        self.rejects = sorted(rej, key=lambda r: (r["id"], r["reason"]))
+        return self

@@ -1,0 +1,115 @@
+"""Sources by name: one :class:`SourceSpec` per annotation format, built-ins plus the
+``reactbench.sources`` entry points.
+
+Why one object: the mine stage should not know which datasets exist. It asks each configured
+source which tasks it feeds, which files it reads (fingerprinted, so a replaced file re-mines)
+and to mine; a new format is then one registration, not edits across the stage. A third-party
+package declares, in its own pyproject::
+
+    [project.entry-points."reactbench.sources"]
+    my-format = "my_pkg.source:SPEC"
+
+and sets ``sources.other: {my-format: <its setting>}`` in the run config. Built-ins are named by
+import string, as in ``editors/registry.py``, so listing them imports no reader.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from miners.config import MineConfig
+    from miners.result import MineResult
+
+ENTRY_POINT_GROUP = "reactbench.sources"
+
+# What a source can yield; the miners' canonical rows are built from these.
+YIELDS = frozenset({"images", "objects", "relations", "attributes", "points"})
+
+BUILTIN: dict[str, str] = {  # order matters: it is the order of the mine stage's work units (and shards)
+    "visual_genome": "miners.mine:VISUAL_GENOME",
+    "fsc147": "miners.mine:FSC147",
+    "coco": "miners.coco:COCO",
+}
+
+Progress = Callable[[str, int], None]
+
+
+class SourceError(ValueError):
+    """An unknown source name, or an entry point that does not give a :class:`SourceSpec`."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Everything the mine stage needs to know about one annotation format.
+
+    ``setting`` is the value of ``sources.<name>`` (a folder or a file, as the source documents
+    it in ``setting_help``). ``files`` lists every annotation file read for ``tasks`` (their size
+    and time key the stage, so editing one re-mines); ``required`` those mining cannot start
+    without. ``mine`` returns candidates, statistics and rejects; ``manifest`` what the mine
+    manifest reports for this source beyond counts.
+    """
+
+    name: str
+    format: str
+    yields: frozenset[str]
+    tasks: tuple[str, ...]
+    setting_help: str
+    files: Callable[[str, MineConfig], list[str]]
+    required: Callable[[str, MineConfig], list[str]]
+    mine: Callable[[str, MineConfig, int, Progress | None], MineResult]
+    manifest: Callable[[MineResult], dict[str, Any]]
+    images_key: str = "images"  # summary key holding the number of images read (the shard's rows_in)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.yields) - YIELDS
+        if unknown:
+            raise SourceError(f"source {self.name!r}: unknown yields {sorted(unknown)}; choose from {sorted(YIELDS)}")
+
+    def feeds(self, tasks: tuple[str, ...] | list[str]) -> list[str]:
+        """The requested tasks this source can feed, in the requested order."""
+        return [t for t in tasks if t in self.tasks]
+
+
+_EXTRA: dict[str, SourceSpec] = {}
+
+
+def register(spec: SourceSpec) -> SourceSpec:
+    """Register a source in this process (tests, notebooks); entry points are the durable way."""
+    _EXTRA[spec.name] = spec
+    return spec
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> list[str]:
+    """Every source name, built-ins first in their fixed order, then the others sorted."""
+    others = sorted((set(_EXTRA) | set(_entry_points())) - set(BUILTIN))
+    return list(BUILTIN) + others
+
+
+def source_spec(name: str) -> SourceSpec:
+    """The spec registered under ``name``; unknown names list what exists."""
+    if name in _EXTRA:
+        spec = _EXTRA[name]
+    elif name in BUILTIN:
+        module, _, attr = BUILTIN[name].partition(":")
+        spec = getattr(importlib.import_module(module), attr)
+    else:
+        eps = _entry_points()
+        if name not in eps:
+            raise SourceError(f"unknown source {name!r}; available: {available()} "
+                              f"(third-party sources register under the entry-point group {ENTRY_POINT_GROUP!r})")
+        try:
+            spec = eps[name].load()
+        except Exception as exc:
+            raise SourceError(f"source {name!r}: entry point {eps[name].value!r} failed to load: {exc}") from exc
+    if not isinstance(spec, SourceSpec):
+        raise SourceError(f"source {name!r} resolves to {spec!r}, which is not a miners.sources.SourceSpec")
+    return spec
