@@ -121,11 +121,11 @@ MUTANTS = [
     ),
     Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
-        sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
+        sub_once(r"if not live_under_flock\(holder\):", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),
     Mutant(
         "early-refusal-names-stale-holders", "storage/run_lock.py", "the CLI's early check names a dead holder whose lease file is flock-ed by someone else (a probe or a writer taking over)",
-        sub_once(r"return holder if holder is not None and stale_reason\(holder, time\.time\(\)\) is None else None", "return holder"),
+        sub_once(r"return holder if live_under_flock\(holder\) else None", "return holder"),
         ("tests/storage/test_run_lock.py", "tests/flows/test_cli_lock.py"),
     ),
 ]

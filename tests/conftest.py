@@ -90,3 +90,29 @@ def chromium() -> Iterator[object]:
         finally:
             browser.close()
             shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[object]:
+    """One local S3 API server (moto, tests/s3_server.py) for the session. Its endpoint and dummy
+    credentials are exported (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...), so s3fs here and
+    in every child process (a ``reactbench`` command) reaches it with no option passed."""
+    from s3_server import S3Server
+
+    with S3Server() as server:
+        saved = {k: os.environ.get(k) for k in server.env()}
+        os.environ.update(server.env())
+        try:
+            yield server
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture
+def s3_run_url(s3_server: object) -> str:
+    """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
+    return f"s3://{s3_server.bucket()}/run"  # type: ignore[attr-defined]
