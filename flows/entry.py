@@ -8,7 +8,9 @@ Two things happen here rather than in the Typer app (``flows.cli``):
 * usage errors (an unknown option, a missing argument) are printed on unwrapped lines: Typer
   would draw them in a panel as wide as the terminal, breaking an option name or a path across
   lines. Help screens keep Typer's layout. A config that does not load (``ConfigError``) is
-  one message naming the file and keys, with exit status 2, whichever command read it.
+  one message naming the file and keys, with exit status 2, whichever command read it; so is a
+  run directory whose store cannot be used (``StoreError``: its fsspec backend is missing, or
+  it has no conditional writes for the lease).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ def main() -> None:
     from flows.cli import app
     from flows.cli_output import print_error
     from flows.config import ConfigError
+    from storage.fs import StoreError
 
     try:
         code = app(standalone_mode=False)
-    except ConfigError as exc:  # a bad config file, for every command (the message names file and keys)
+    except (ConfigError, StoreError) as exc:  # a bad config file or an unusable store (missing backend, no conditional writes), for every command
         print_error(str(exc))
         raise SystemExit(2) from None
     except Exception as exc:

@@ -128,6 +128,19 @@ MUTANTS = [
         sub_once(r"return holder if live_under_flock\(holder\) else None", "return holder"),
         ("tests/storage/test_run_lock.py", "tests/flows/test_cli_lock.py"),
     ),
+    Mutant(
+        "lease-create-unconditional", "storage/conditional.py", "the object-store lease created by a plain PUT (no If-None-Match): racing writers all win",
+        sub_once(r'return self\._put\(path, data, IfNoneMatch="\*"\)', "return self._put(path, data)"), ("tests/storage/test_lease_object_store.py",),
+    ),
+    Mutant(
+        "lease-takeover-unconditional", "storage/conditional.py", "a stale object-store lease replaced by a plain PUT (no If-Match): two writers both take it over",
+        sub_once(r"return self\._put\(path, data, IfMatch=version\)", "return self._put(path, data)"), ("tests/storage/test_lease_object_store.py",),
+    ),
+    Mutant(
+        "stopped-holder-taken-for-momentary", "storage/run_lock.py", "a held flock over a lease whose heartbeat lapsed (a stopped holder) is waited out instead of named",
+        sub_once(r"return not \(holder\.host == socket\.gethostname\(\) and not pid_alive\(holder\.pid\)\)", "return stale_reason(holder, time.time()) is None"),
+        ("tests/storage/test_run_lock.py",),
+    ),
 ]
 
 

@@ -169,6 +169,7 @@ class RunLock:
         self.took_over: Lease | None = None
         self._objects: ConditionalObjects | None = None  # object stores: conditional writes
         self._version: str | None = None  # the ETag of our lease as last written
+        self.contended = 0  # object stores: conditional writes this acquire lost to another writer
         self.lost = threading.Event()  # set when another writer replaced our lease (fsspec only)
         self._fd: int | None = None
         self._stop = threading.Event()
@@ -282,7 +283,7 @@ class RunLock:
             if version is not None:
                 self.lease, self._version = mine, version
                 return previous
-            # another writer created or replaced the lease between our read and our write: look again
+            self.contended += 1  # another writer created or replaced the lease between our read and our write: look again
         raise RunLocked(self.run.url, Lease.parse(current.data) if current is not None else None)
 
     def _acquire_best_effort(self) -> Lease | None:
