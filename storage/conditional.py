@@ -61,6 +61,10 @@ class ConditionalObjects(ABC):
     def delete(self, path: str, version: str) -> bool:
         """Delete ``path`` only if it is still at ``version``; False when it changed or is gone."""
 
+    @abstractmethod
+    def verify(self, folder: str) -> None:
+        """Raise :class:`ConditionalUnsupported` when the store below ``folder`` cannot be trusted."""
+
 
 class ConditionalUnsupported(StoreError):
     """The store takes no conditional writes (or ignores them): a lease there cannot be exact."""
@@ -128,6 +132,11 @@ class S3Objects(ConditionalObjects):
         return self._put(path, data, IfMatch=version)
 
     def delete(self, path: str, version: str) -> bool:
+        # Look first: a store that takes If-Match on PUT but ignores it on DELETE would otherwise
+        # delete a lease that another writer took over since our last heartbeat.
+        current = self.read(path)
+        if current is None or current.version != version:
+            return False
         try:
             self._call("delete_object", path, IfMatch=version)
         except (OSError, ValueError) as exc:
@@ -136,13 +145,7 @@ class S3Objects(ConditionalObjects):
                 return False
             if code not in ("NotImplemented", "501"):
                 raise
-            # A store with conditional PUTs but no conditional DELETE: look, then delete. The
-            # gap only matters if the lease was taken over in between, i.e. after our heartbeat
-            # had lapsed, and the new holder's next heartbeat then notices and re-creates it.
-            current = self.read(path)
-            if current is None or current.version != version:
-                return False
-            self.fs.rm_file(path)
+            self.fs.rm_file(path)  # no conditional DELETE at all: the look above is all we have
         finally:
             self.fs.invalidate_cache(path)
         return True
@@ -220,10 +223,10 @@ class MemoryObjects(ConditionalObjects):
         return True
 
     def verify(self, folder: str) -> None:
-        return None
+        return None  # one process, one lock: nothing to probe
 
 
-def conditional_objects(fs: Any) -> S3Objects | MemoryObjects | None:
+def conditional_objects(fs: Any) -> ConditionalObjects | None:
     """Conditional writes for ``fs``, or None when its store has none we can use."""
     protocol = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
     if protocol in ("s3", "s3a"):
