@@ -57,6 +57,7 @@ def across_nodes(server: S3Server, gpu_nodes: int) -> dict[str, Any]:
         generate_sample(Path(tmp) / "sample", seed=0)
         config = Path(tmp) / "multinode.yaml"
         config.write_text(yaml.safe_dump(small_edit_config(str(Path(tmp) / "sample"), str(Path(tmp) / "queue.sqlite"))))
+        (Path(tmp) / "prefect").mkdir()
         prefect = PrefectServer(Path(tmp) / "prefect", free_port())
         prefect.start()
         try:
