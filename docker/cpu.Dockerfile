@@ -36,7 +36,7 @@ COPY editors/ editors/
 COPY tasks/ tasks/
 COPY flows/ flows/
 COPY configs/ configs/
-RUN uv pip install --python /opt/venv/bin/python ".[ray,postgres]"
+RUN uv pip install --python /opt/venv/bin/python ".[ray,postgres,s3]"
 COPY prefect.yaml ./
 COPY docker/entrypoint.sh /usr/local/bin/reactbench-entrypoint
 

@@ -1,5 +1,5 @@
-# GPU worker for reactbench-pipeline: CUDA runtime, Python 3.11, the project with its gpu, ray and
-# postgres extras, and an entrypoint that starts a Prefect process worker for the GPU work pool.
+# GPU worker for reactbench-pipeline: CUDA runtime, Python 3.11, the project with its gpu, ray,
+# postgres and s3 extras, and an entrypoint that starts a Prefect process worker for the GPU work pool.
 #
 #   docker build -f docker/gpu.Dockerfile -t reactbench-gpu .          (from the repository root)
 #   docker run --gpus all -e PREFECT_API_URL=http://prefect:4200/api reactbench-gpu
@@ -44,7 +44,7 @@ COPY editors/ editors/
 COPY tasks/ tasks/
 COPY flows/ flows/
 COPY configs/ configs/
-RUN uv pip install --python /opt/venv/bin/python ".[gpu,ray,postgres]"
+RUN uv pip install --python /opt/venv/bin/python ".[gpu,ray,postgres,s3]"
 COPY prefect.yaml ./
 COPY docker/entrypoint.sh /usr/local/bin/reactbench-entrypoint
 

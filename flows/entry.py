@@ -8,7 +8,9 @@ Two things happen here rather than in the Typer app (``flows.cli``):
 * usage errors (an unknown option, a missing argument) are printed on unwrapped lines: Typer
   would draw them in a panel as wide as the terminal, breaking an option name or a path across
   lines. Help screens keep Typer's layout. A config that does not load (``ConfigError``) is
-  one message naming the file and keys, with exit status 2, whichever command read it;
+  one message naming the file and keys, with exit status 2, whichever command read it; so is a
+  run directory whose store cannot be used (``StoreError``: its fsspec backend is missing, or
+  it has no conditional writes for the lease);
 * a command stopped by SIGTERM / SIGHUP (``flows.cli_signals``) says so and how to resume, and
   exits 143 / 129; a full disk is one line naming the file and the space it needs, with the
   command that resumes (finished shards are kept), exit 1.
@@ -31,12 +33,12 @@ def main() -> None:
     from flows.cli_output import print_error
     from flows.cli_signals import Interrupted, stopped_message
     from flows.config import ConfigError
-    from storage.fs import is_disk_full
+    from storage.fs import StoreError, is_disk_full
     from tasks.suggest import suggest
 
     try:
         code = app(standalone_mode=False)
-    except ConfigError as exc:  # a bad config file, for every command (the message names file and keys)
+    except (ConfigError, StoreError) as exc:  # a bad config file or an unusable store (missing backend, no conditional writes), for every command
         print_error(str(exc))
         raise SystemExit(2) from None
     except Interrupted as exc:  # the writer's lease is already released (flows.cli_lock)

@@ -141,12 +141,25 @@ MUTANTS = [
     ),
     Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
-        sub_once(r"if holder is None or stale_reason\(holder, time\.time\(\)\) is not None:", "if holder is None:"), ("tests/storage/test_run_lock.py",),
+        sub_once(r"if not live_under_flock\(holder\):", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),
     Mutant(
         "early-refusal-names-stale-holders", "storage/run_lock.py", "the CLI's early check names a dead holder whose lease file is flock-ed by someone else (a probe or a writer taking over)",
-        sub_once(r"return holder if holder is not None and stale_reason\(holder, time\.time\(\)\) is None else None", "return holder"),
+        sub_once(r"return holder if live_under_flock\(holder\) else None", "return holder"),
         ("tests/storage/test_run_lock.py", "tests/flows/test_cli_lock.py"),
+    ),
+    Mutant(
+        "lease-create-unconditional", "storage/conditional.py", "the object-store lease created by a plain PUT (no If-None-Match): racing writers all win",
+        sub_once(r'return self\._put\(path, data, IfNoneMatch="\*"\)', "return self._put(path, data)"), ("tests/storage/test_lease_object_store.py",),
+    ),
+    Mutant(
+        "lease-takeover-unconditional", "storage/conditional.py", "a stale object-store lease replaced by a plain PUT (no If-Match): two writers both take it over",
+        sub_once(r"return self\._put\(path, data, IfMatch=version\)", "return self._put(path, data)"), ("tests/storage/test_lease_object_store.py",),
+    ),
+    Mutant(
+        "stopped-holder-taken-for-momentary", "storage/run_lock.py", "a held flock over a lease whose heartbeat lapsed (a stopped holder) is waited out instead of named",
+        sub_once(r"return not \(holder\.host == socket\.gethostname\(\) and not pid_alive\(holder\.pid\)\)", "return stale_reason(holder, time.time()) is None"),
+        ("tests/storage/test_run_lock.py",),
     ),
 ]
 

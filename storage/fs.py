@@ -1,7 +1,12 @@
 """fsspec access for run directories: one place that knows how to join, list and write atomically.
 
 Every artifact path goes through here so that a run directory on ``s3://`` or ``memory://``
-behaves like a local folder.
+behaves like a local folder. How a write is made whole depends on the store: a local file is
+written to a temporary sibling and renamed (a reader never sees half a file); an object store
+publishes an object only once its upload completes (a single PUT, or the completion of a
+multipart upload), so there the bytes go straight to their final key: a rename would be a
+copy plus a delete, twice the traffic and no more atomic. Completion markers are written after
+the outputs they vouch for, so a writer killed mid-shard leaves no marker either way.
 """
 
 from __future__ import annotations
@@ -15,6 +20,26 @@ from typing import Iterator
 
 import fsspec
 from fsspec.core import url_to_fs
+
+# Stores where one PUT publishes an object whole (no partial object is ever visible).
+OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
+# The extra of this package that installs a protocol's fsspec backend.
+BACKEND_EXTRAS = {"s3": "s3", "s3a": "s3"}
+# s3fs caches listings for the life of the process; other processes (a second node, Ray
+# workers, the next command) write the same run directory, so every listing is asked afresh.
+STORAGE_OPTIONS: dict[str, dict[str, object]] = {"s3": {"use_listings_cache": False}, "s3a": {"use_listings_cache": False}}
+
+
+class StoreError(RuntimeError):
+    """A run directory's store cannot be used as asked (missing backend, no conditional writes)."""
+
+
+def missing_backend(url: str, exc: ImportError) -> StoreError:
+    """The error for a URL whose fsspec backend is not installed, naming what to install."""
+    protocol = url.split("://", 1)[0]
+    extra = BACKEND_EXTRAS.get(protocol)
+    hint = f"pip install 'reactbench-pipeline[{extra}]'" if extra else f"install the fsspec backend for {protocol}:// ({exc})"
+    return StoreError(f"{url}: no fsspec backend for {protocol}:// is installed; {hint}")
 
 
 class DiskFull(OSError):
@@ -53,7 +78,12 @@ class RunFS:
 
     @classmethod
     def open(cls, url: str) -> "RunFS":
-        fs, root = url_to_fs(str(url))
+        """The run directory at ``url``; :class:`StoreError` names the extra when its backend is missing."""
+        url = str(url)
+        try:
+            fs, root = url_to_fs(url, **STORAGE_OPTIONS.get(url.split("://", 1)[0] if "://" in url else "file", {}))
+        except ImportError as exc:
+            raise missing_backend(url, exc) from None
         return cls(fs, root.rstrip("/") or "/")
 
     @property
@@ -87,9 +117,20 @@ class RunFS:
     def read_text(self, *parts: str) -> str:
         return self.read_bytes(*parts).decode("utf-8")
 
+    @property
+    def object_store(self) -> bool:
+        """True when a single PUT publishes an object whole (S3, GCS, Azure, memory)."""
+        return self.protocol in OBJECT_STORES
+
     def write_bytes_atomic(self, rel: str, data: bytes) -> None:
-        """Write to a temporary sibling then rename, so readers never see half a file."""
+        """Write ``data`` so that readers see the old file or the new one, never half of one.
+
+        Files: a temporary sibling renamed into place. Object stores: one PUT of the final key.
+        """
         final = self.path(rel)
+        if self.object_store:
+            self.fs.pipe_file(final, data)
+            return
         parent = posixpath.dirname(final)
         self.fs.makedirs(parent, exist_ok=True)
         tmp = posixpath.join(parent, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(final)}")

@@ -4,14 +4,21 @@ Two writers on one run directory double the work at best and, with different con
 ``config.yaml`` describing the other writer's artifacts. Every command that writes a run
 directory therefore holds ``<run>/.reactbench-lock.json`` for its whole life; a second writer
 fails at once with a message naming the holder (command, host, pid, start, last heartbeat).
-Readers (``status``, ``report``, ``review serve``) never take it.
+Readers (``status``, ``reuse stats``, ``audit``, ``preflight``) never take it; ``review serve`` writes only to the review database.
 
 Local folders: the lease file is also ``flock``-ed, so the kernel releases it the instant its
-holder dies (``kill -9`` included); the next writer takes the stale lease over and says so.
-fsspec URLs (``s3://``, ``gs://``, ``memory://``): there is no lock primitive, so the lease is
-written, re-read after a short settle delay to see who won, and counts as stale when its
-heartbeat is older than ``ttl_s`` (or, on the same host, when its process is gone). This is a
-best-effort guard against concurrent commands, not a consensus protocol: clocks must roughly agree.
+holder dies (``kill -9`` included); the next writer takes the stale lease over and says so. A
+held flock means a live holder, however old its heartbeat (a process stopped with SIGSTOP is
+named, not taken over).
+
+Object stores (``s3://``, ``memory://``): the lease is created with a create-only conditional
+write and refreshed, taken over and deleted with compare-and-swap on its ETag
+(``storage/conditional.py``), so of any number of writers racing for a free or a stale lease
+exactly one wins, by construction rather than by timing. A lease counts as stale when its
+heartbeat is older than ``ttl_s`` (or, on the same host, when its process is gone); clocks
+must roughly agree. A store without conditional writes is refused unless the user opts in to
+the best-effort lease (``REACTBENCH_BEST_EFFORT_LEASE=1``: write, wait, re-read, which a
+writer pausing at the wrong moment can defeat).
 """
 
 from __future__ import annotations
@@ -27,12 +34,15 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # storage.fs pulls fsspec; the CLI's early refusal (local_holder) must stay light
+    from storage.conditional import ConditionalObjects
     from storage.fs import RunFS
 
 LEASE_FILE = ".reactbench-lock.json"
 DEFAULT_TTL_S = 60.0  # a lease whose heartbeat is older is stale (fsspec URLs)
 DEFAULT_HEARTBEAT_S = 10.0
-SETTLE_S = 0.5  # fsspec URLs: wait this long before re-reading the lease to see who won
+SETTLE_S = 0.5  # best-effort lease only: wait this long before re-reading the lease to see who won
+BEST_EFFORT_ENV = "REACTBENCH_BEST_EFFORT_LEASE"  # "1": accept a store without conditional writes
+ROUNDS = 10  # object stores: a round is lost only to a writer that changed the lease meanwhile
 
 # Run directories this process holds (URL -> lock): a Prefect flow started by a CLI command that
 # already holds the lease gets a nested handle (hold_run) instead of refusing its own caller.
@@ -41,11 +51,16 @@ _held_guard = threading.Lock()
 
 
 class RunLocked(RuntimeError):
-    """Another live process holds the run directory; the message names it."""
+    """Another live process holds the run directory; the message names it.
 
-    def __init__(self, where: str, holder: "Lease", now: float | None = None):
+    ``holder`` is None only for a local lease whose flock is held by a process that has not
+    written the file yet (stopped between the two steps).
+    """
+
+    def __init__(self, where: str, holder: "Lease | None", now: float | None = None):
         self.holder = holder
-        super().__init__(f"{where} is being written by {holder.describe(now)}; wait for it to finish (readers such as `reactbench status` need no lock)")
+        who = holder.describe(now) if holder is not None else f"a process that holds the lock of {LEASE_FILE} but has not written its lease yet"
+        super().__init__(f"{where} is being written by {who}; wait for it to finish (readers such as `reactbench status` need no lock)")
 
 
 @dataclass(frozen=True)
@@ -63,7 +78,10 @@ class Lease:
     def describe(self, now: float | None = None) -> str:
         age = (now if now is not None else time.time()) - self.heartbeat_at
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started_at))
-        return f"`{self.owner}` (pid {self.pid} on host {self.host}, started {started}, last heartbeat {age:.0f} s ago)"
+        text = f"`{self.owner}` (pid {self.pid} on host {self.host}, started {started}, last heartbeat {age:.0f} s ago)"
+        if self.host == socket.gethostname() and process_state(self.pid) == "T":
+            text += f"; that process is stopped (SIGSTOP or Ctrl-Z): `kill -CONT {self.pid}` resumes it, `kill {self.pid}` ends it"
+        return text
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), indent=1).encode("utf-8")
@@ -86,6 +104,29 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:  # exists, owned by someone else
         return True
     return True
+
+
+def process_state(pid: int) -> str | None:
+    """The kernel's one-letter state of ``pid`` ("T": stopped), or None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else None
+
+
+def live_under_flock(holder: Lease | None) -> bool:
+    """Whether ``holder``, found in a local lease file whose flock is held, is the live writer.
+
+    The kernel holds a flock only for a live process, so the lease names the writer however old
+    its heartbeat (a holder stopped with SIGSTOP beats no more). The exceptions are momentary
+    flocks over a lease that names someone else: nothing written yet (None), or a lease whose
+    process is gone (``local_holder``'s probe, or a writer about to replace a dead holder's lease).
+    """
+    if holder is None:
+        return False
+    return not (holder.host == socket.gethostname() and not pid_alive(holder.pid))
 
 
 def stale_reason(lease: Lease, now: float) -> str | None:
@@ -114,6 +155,7 @@ class RunLock:
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         on_message: Callable[[str], None] | None = None,
         reentrant: bool = False,
+        best_effort: bool | None = None,
     ):
         self.run = run
         self.owner = owner
@@ -121,8 +163,13 @@ class RunLock:
         self.heartbeat_s = heartbeat_s
         self.on_message = on_message or (lambda msg: print(msg, file=sys.stderr))
         self.reentrant = reentrant  # code this holder calls may hold_run() the same directory (nested)
+        # a store without conditional writes is accepted (best-effort lease) only when asked for
+        self.best_effort = best_effort if best_effort is not None else os.environ.get(BEST_EFFORT_ENV, "") not in ("", "0")
         self.lease: Lease | None = None
         self.took_over: Lease | None = None
+        self._objects: ConditionalObjects | None = None  # object stores: conditional writes
+        self._version: str | None = None  # the ETag of our lease as last written
+        self.contended = 0  # object stores: conditional writes this acquire lost to another writer
         self.lost = threading.Event()  # set when another writer replaced our lease (fsspec only)
         self._fd: int | None = None
         self._stop = threading.Event()
@@ -145,7 +192,11 @@ class RunLock:
     def acquire(self) -> Lease:
         """Take the lease or raise :class:`RunLocked` naming the live holder."""
         self.run.makedirs()
-        previous = self._acquire_local() if self.local else self._acquire_remote()
+        if self.local:
+            previous = self._acquire_local()
+        else:
+            self._objects = self._conditional_objects()
+            previous = self._acquire_conditional(self._objects) if self._objects is not None else self._acquire_best_effort()
         if previous is not None:
             self.took_over = previous
             reason = stale_reason(previous, time.time()) or "its holder is gone (the kernel released its lock)"
@@ -168,10 +219,10 @@ class RunLock:
             except BlockingIOError:
                 holder = self._read_fd(fd)
                 os.close(fd)
-                # None: the holder is between creating and writing the file. A stale lease under
-                # a held flock: a momentary holder (local_holder's probe, or a writer about to
-                # replace the lease), not a live writer; either way, look again shortly.
-                if holder is None or stale_reason(holder, time.time()) is not None:
+                # A flock held over an empty lease or a dead process's lease is momentary (a
+                # writer between creating and writing the file, local_holder's probe, a writer
+                # replacing a dead holder's lease): look again shortly.
+                if not live_under_flock(holder):
                     time.sleep(0.05)
                     continue
                 raise RunLocked(self.run.url, holder) from None
@@ -187,9 +238,56 @@ class RunLock:
             self.lease = self._new_lease()
             self._write_fd(self.lease)
             return previous
-        raise RuntimeError(f"could not lock {self.path}: the lease file keeps changing")
+        # the flock stayed held for a second over a lease that names no live process: its holder
+        # was stopped between taking the flock and writing its lease
+        raise RunLocked(self.run.url, None)
 
-    def _acquire_remote(self) -> Lease | None:
+    def _conditional_objects(self) -> ConditionalObjects | None:
+        """The store's conditional writes; None means the best-effort lease, which must be asked for."""
+        from storage.conditional import ConditionalUnsupported, conditional_objects
+
+        objects = conditional_objects(self.run.fs)
+        try:
+            if objects is None:
+                raise ConditionalUnsupported(f"{self.run.protocol}:// offers no conditional writes (create-only, compare-and-swap) that the lease can use")
+            objects.verify(self.run.root)
+        except ConditionalUnsupported as exc:
+            if not self.best_effort:
+                raise ConditionalUnsupported(
+                    f"cannot lock {self.run.url}: {exc}. Without them two writers could both take the run directory; use a "
+                    f"store with conditional writes (S3, or an S3-compatible store honouring If-None-Match and If-Match), or "
+                    f"accept a best-effort lease with {BEST_EFFORT_ENV}=1"
+                ) from None
+            self.on_message(f"warning: {exc}; best-effort lease ({BEST_EFFORT_ENV}=1): two writers starting within moments of each other may both run")
+            return None
+        return objects
+
+    def _acquire_conditional(self, objects: ConditionalObjects) -> Lease | None:
+        """Create the lease create-only, or replace a stale one by compare-and-swap on its ETag."""
+        mine = self._new_lease()
+        data = mine.to_json()
+        for _ in range(ROUNDS):
+            current = objects.read(self.path)
+            if current is None:
+                version = objects.create(self.path, data)
+                previous = None
+            else:
+                previous = Lease.parse(current.data)
+                now = time.time()
+                if previous is not None and previous.token == mine.token:  # our create, whose answer was lost
+                    version, previous = current.version, None
+                elif previous is not None and stale_reason(previous, now) is None:
+                    raise RunLocked(self.run.url, previous, now)
+                else:  # stale, or not a lease at all (it names no one to protect)
+                    version = objects.replace(self.path, data, current.version)
+            if version is not None:
+                self.lease, self._version = mine, version
+                return previous
+            self.contended += 1  # another writer created or replaced the lease between our read and our write: look again
+        raise RunLocked(self.run.url, Lease.parse(current.data) if current is not None else None)
+
+    def _acquire_best_effort(self) -> Lease | None:
+        """Write, wait, re-read: for stores without conditional writes, when the user accepts it."""
         for _ in range(5):
             current = self._read_remote()
             now = time.time()
@@ -223,11 +321,15 @@ class RunLock:
                     pass
                 os.close(self._fd)
                 self._fd = None
+            elif self.lease is not None and self._objects is not None:
+                if self._version is not None:
+                    self._objects.delete(self.path, self._version)  # only if it is still ours
             elif self.lease is not None:
                 current = self._read_remote()
                 if current is not None and current.token == self.lease.token:
                     self.run.rm(LEASE_FILE)
             self.lease = None
+            self._version = None
 
     def __enter__(self) -> "RunLock":
         self.acquire()
@@ -238,23 +340,34 @@ class RunLock:
 
     # -- heartbeat ------------------------------------------------------------------------
     def heartbeat(self) -> None:
-        """Refresh ``heartbeat_at``; on fsspec, notice when another writer replaced the lease."""
+        """Refresh ``heartbeat_at``; on object stores, notice when another writer replaced the lease."""
         with self._io:
-            if self.lease is None:
+            if self.lease is None or self.lost.is_set():
                 return
-            if self._fd is None:
+            fresh = Lease(**{**asdict(self.lease), "heartbeat_at": time.time()})
+            if self._fd is not None:
+                self._write_fd(fresh)
+            elif self._objects is not None and self._version is not None:
+                version = self._objects.replace(self.path, fresh.to_json(), self._version)
+                if version is None:
+                    self._lost(self._read_remote())
+                    return
+                self._version = version
+            else:
                 current = self._read_remote()
                 if current is None or current.token != self.lease.token:
-                    if not self.lost.is_set():
-                        self.lost.set()
-                        who = current.describe() if current else "nobody (the lease file is gone)"
-                        self.on_message(f"warning: the lock of {self.run.url} is now held by {who}; this process no longer owns the run directory")
+                    self._lost(current)
                     return
-            self.lease = Lease(**{**asdict(self.lease), "heartbeat_at": time.time()})
-            if self._fd is not None:
-                self._write_fd(self.lease)
-            else:
-                self.run.write_bytes_atomic(LEASE_FILE, self.lease.to_json())
+                self.run.write_bytes_atomic(LEASE_FILE, fresh.to_json())
+            self.lease = fresh
+
+    def _lost(self, current: Lease | None) -> None:
+        """Say once that the lease is no longer ours (``lost`` is set; we stop refreshing it)."""
+        if not self.lost.is_set():
+            self.lost.set()
+            who = current.describe() if current else "nobody (the lease file is gone)"
+            self.on_message(f"warning: the lock of {self.run.url} is now held by {who}; this process no longer owns the run directory")
+        self._version = None
 
     def _heartbeat_loop(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
@@ -311,7 +424,7 @@ def local_holder(run_dir: str) -> Lease | None:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = Lease.parse(os.pread(fd, 1 << 16, 0))
-            return holder if holder is not None and stale_reason(holder, time.time()) is None else None
+            return holder if live_under_flock(holder) else None
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
+
+if TYPE_CHECKING:  # moto is imported only by the tests that start the server
+    from s3_server import S3Server
 
 # No test may reach a model hub or write under the home folder.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -90,3 +93,29 @@ def chromium() -> Iterator[object]:
         finally:
             browser.close()
             shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator["S3Server"]:
+    """One local S3 API server (moto, tests/s3_server.py) for the session. Its endpoint and dummy
+    credentials are exported (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...), so s3fs here and
+    in every child process (a ``reactbench`` command) reaches it with no option passed."""
+    from s3_server import S3Server
+
+    with S3Server() as server:
+        saved = {k: os.environ.get(k) for k in server.env()}
+        os.environ.update(server.env())
+        try:
+            yield server
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture
+def s3_run_url(s3_server: "S3Server") -> str:
+    """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
+    return f"s3://{s3_server.bucket()}/run"

@@ -28,10 +28,13 @@ def _result(i: int) -> ShardResult:
     return res
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "s3"])
 def run(request, tmp_path) -> RunFS:
+    """The same storage code on a local folder, fsspec's memory store and a real S3 API (moto)."""
     if request.param == "local":
         return RunFS.open(str(tmp_path / "run"))
+    if request.param == "s3":
+        return RunFS.open(request.getfixturevalue("s3_run_url"))
     return RunFS.open(f"memory://marker-{uuid.uuid4().hex}")
 
 

@@ -1,5 +1,6 @@
 """The run-directory lease: one writer, the holder named, stale leases taken over, on local
-folders (flock + lease file) and fsspec URLs (lease file + heartbeat)."""
+folders (flock + lease file) and object stores (conditional writes on the lease file, on
+``memory://`` and on a real S3 API server: moto, tests/s3_server.py)."""
 
 from __future__ import annotations
 
@@ -108,12 +109,15 @@ def test_heartbeat_refreshes_the_lease(tmp_path: Path):
         assert read_lease(run).token == lock.lease.token
 
 
-def _memory_run() -> RunFS:
+@pytest.fixture(params=["memory", "s3"])
+def remote_run(request: pytest.FixtureRequest) -> RunFS:
+    if request.param == "s3":
+        return RunFS.open(request.getfixturevalue("s3_run_url"))
     return RunFS.open(f"memory://lock-{uuid.uuid4().hex}/run")
 
 
-def test_fsspec_url_second_writer_refused_then_stale_lease_taken_over():
-    run = _memory_run()
+def test_fsspec_url_second_writer_refused_then_stale_lease_taken_over(remote_run: RunFS):
+    run = remote_run
     with RunLock(run, "reactbench build"):
         with pytest.raises(RunLocked, match="`reactbench build`"):
             RunLock(run, "reactbench eval").acquire()
@@ -129,16 +133,16 @@ def test_fsspec_url_second_writer_refused_then_stale_lease_taken_over():
     assert not run.exists(LEASE_FILE)
 
 
-def test_fsspec_live_lease_of_another_host_is_respected():
-    run = _memory_run()
+def test_fsspec_live_lease_of_another_host_is_respected(remote_run: RunFS):
+    run = remote_run
     now = time.time()
     run.write_bytes_atomic(LEASE_FILE, Lease("reactbench build", "elsewhere", 1, "x" * 32, now, now, 60.0).to_json())
     with pytest.raises(RunLocked, match="pid 1 on host elsewhere"):
         RunLock(run, "reactbench eval").acquire()
 
 
-def test_fsspec_holder_notices_when_its_lease_was_taken():
-    run = _memory_run()
+def test_fsspec_holder_notices_when_its_lease_was_taken(remote_run: RunFS):
+    run = remote_run
     messages: list[str] = []
     lock = RunLock(run, "reactbench build", heartbeat_s=3600, on_message=messages.append)
     lock.acquire()
@@ -160,3 +164,46 @@ def test_local_lease_of_a_dead_process_on_this_host_is_stale(tmp_path: Path):
     with RunLock(run, "reactbench mine", on_message=messages.append) as lock:
         assert lock.took_over == lease
     assert "Taking over" in messages[0]
+
+
+def test_a_stopped_holder_is_named_not_reported_as_a_changing_file(tmp_path: Path):
+    """Issue 26.6: a holder stopped with SIGSTOP past its ttl still holds the flock (its process
+    lives), so a second writer must exit 3 naming it, not fail with "the lease file keeps
+    changing". A 0.3 s ttl stands in for the 60 s default."""
+    import signal
+
+    root = tmp_path / "run"
+    cli = str(Path(sys.executable).with_name("reactbench"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with held_by_another_process(root, ttl_s=0.3, heartbeat_s=0.05) as proc:
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.8)
+            lease = read_lease(RunFS.open(str(root)))
+            assert lease is not None and time.time() - lease.heartbeat_at > 2 * lease.ttl_s, "the holder beat while stopped"
+            with pytest.raises(RunLocked) as err:
+                RunLock(RunFS.open(str(root)), "reactbench qa").acquire()
+            assert f"pid {proc.pid}" in str(err.value) and f"kill -CONT {proc.pid}" in str(err.value)
+            assert local_holder(str(root)) == lease  # the executable's early refusal names it too
+            for argv in ([cli, "build", "--run-dir", str(root)], [sys.executable, "-m", "flows.cli", "build", "--run-dir", str(root)]):
+                out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+                assert out.returncode == 3, out.stdout + out.stderr
+                assert f"pid {proc.pid}" in out.stderr and "stopped" in out.stderr and "Traceback" not in out.stderr, out.stderr
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+
+
+def test_a_flock_held_over_an_unwritten_lease_is_refused_not_a_runtime_error(tmp_path: Path):
+    """A holder stopped between taking the flock and writing its lease: the second writer gives up
+    after a second with RunLocked (status 3 in the CLI), not a RuntimeError traceback."""
+    import fcntl
+
+    run = RunFS.open(str(tmp_path / "run"))
+    run.makedirs()
+    fd = os.open(run.path(LEASE_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(RunLocked, match="has not written its lease yet"):
+            RunLock(run, "reactbench qa").acquire()
+    finally:
+        os.close(fd)

@@ -1,4 +1,4 @@
-"""Storage layer: atomic sharded Parquet, schema checks, manifests/markers, image store; local and memory://."""
+"""Storage layer: atomic sharded Parquet, schema checks, manifests/markers, image store; local, memory:// and s3:// (moto)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,13 @@ TOY = ArtifactSchema(
 )
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "s3"])
 def run(request, tmp_path) -> RunFS:
+    """The same storage code on a local folder, fsspec's memory store and a real S3 API (moto)."""
     if request.param == "local":
         return RunFS.open(str(tmp_path / "run"))
+    if request.param == "s3":
+        return RunFS.open(request.getfixturevalue("s3_run_url"))
     return RunFS.open(f"memory://test-{uuid.uuid4().hex}")
 
 
