@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import shlex
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Iterator
 
@@ -116,3 +119,39 @@ def s3_server() -> Iterator[object]:
 def s3_run_url(s3_server: object) -> str:
     """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
     return f"s3://{s3_server.bucket()}/run"  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl from the Debian package)."""
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        pytest.fail("PostgreSQL is not installed: run `sh scripts/system-deps.sh` (Debian package postgresql)")
+    bindir = Path(bins[-1]).parent
+    from short_paths import socket_safe_tmpdir
+
+    root = socket_safe_tmpdir("rb-pg-")  # the server's unix socket lives here too
+    data = root / "data"
+    as_root = os.geteuid() == 0
+    prefix: list[str] = []
+    if as_root:  # initdb refuses to run as root: run the server as the package's postgres user
+        shutil.chown(root, "postgres", "postgres")
+        os.chmod(root, 0o700)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+    opts = f"-p {port} -k {shlex.quote(str(root))} -c listen_addresses=127.0.0.1 -F -c max_connections=100"  # pg_ctl runs it through sh
+    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "30", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://rb@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

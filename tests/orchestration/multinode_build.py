@@ -135,3 +135,22 @@ def build_across_nodes(cluster: RayNodes, config: Path, upstream: Path, base_url
         rerun_shards=rerun, differences=differences, rows=row_placement(run, "edit", "edits", "id"), attempts=tried,
         flow_run_id=str(state.state_details.flow_run_id), seconds=seconds,
     )
+
+
+def sample_upstream(workdir: Path) -> tuple[Path, Path]:
+    """For a script without the test fixtures: the sample data, the demo config pointing at it
+    (as tests/orchestration/conftest.py writes it) and a local run with mine and instruct done."""
+    import yaml
+
+    from flows.config import load_config
+    from flows.runtime import run_pipeline
+    from miners.sample_data import generate_sample
+
+    generate_sample(workdir / "sample", seed=0)
+    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(workdir / "sample" / "visual_genome"), "fsc147": str(workdir / "sample" / "fsc147")}
+    data["orchestration"] = {"retries": 1, "retry_delay_s": 0.5}
+    config = workdir / "config.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_pipeline(load_config(config), str(workdir / "upstream"), ["mine", "instruct"], orchestrator="local")
+    return config, workdir / "upstream"

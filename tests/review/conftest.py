@@ -1,22 +1,15 @@
-"""Fixtures of the review tests: run directories with a filled queue, a real PostgreSQL server
-(Debian package, started in a temp dir), and a headless Debian Chromium for Playwright."""
+"""Fixtures of the review tests: run directories with a filled queue and a settable clock."""
 
 from __future__ import annotations
 
-import glob
-import os
-import shlex
-import shutil
-import subprocess
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from review_helpers import fill_queue, free_port, make_run
-from short_paths import socket_safe_tmpdir
+from review_helpers import fill_queue, make_run
 
-# The session-wide `chromium` fixture is in tests/conftest.py (one Playwright per process).
+# The session-wide `chromium` and `postgres_url` fixtures are in tests/conftest.py (one of each
+# per process: the Prefect server of tests/orchestration runs on that PostgreSQL server too).
 
 
 class Clock:
@@ -43,32 +36,6 @@ def filled_run(tmp_path: Path):
     run, edits, questions = make_run(tmp_path / "run", 6)
     summary = fill_queue(run)
     return run, summary.extra["queue_db"], edits, questions
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl from the Debian package)."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not bins:
-        pytest.fail("PostgreSQL is not installed: run `sh scripts/system-deps.sh` (Debian package postgresql)")
-    bindir = Path(bins[-1]).parent
-    root = socket_safe_tmpdir("rb-pg-")  # the server's unix socket lives here too
-    data = root / "data"
-    as_root = os.geteuid() == 0
-    prefix: list[str] = []
-    if as_root:  # initdb refuses to run as root: run the server as the package's postgres user
-        shutil.chown(root, "postgres", "postgres")
-        os.chmod(root, 0o700)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    opts = f"-p {port} -k {shlex.quote(str(root))} -c listen_addresses=127.0.0.1 -F -c max_connections=100"  # pg_ctl runs it through sh
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "30", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://rb@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
