@@ -25,6 +25,20 @@ def ray_nodes(s3_server: Any) -> Iterator[RayNodes]:
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def big_shards(sample_config: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The orchestration config with 32 edits per shard: 5 shards of the sample (each Ray GPU task
+    starts a fresh worker process, so fewer, larger shards keep the test short); the upstream
+    (mine, instruct) is the session's, since the shard size only plans the edit stage."""
+    import yaml
+
+    data = yaml.safe_load(sample_config.read_text())
+    data["run"]["shard_size"] = 32
+    path = tmp_path_factory.mktemp("multinode") / "config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
 def _task_runs(server: PrefectServer, flow_run_id: str) -> list[dict[str, Any]]:
     """The shard task runs the build's flow run and its stage subflows reported to ``server``."""
     subflows = server.post("/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [flow_run_id]}}})
@@ -33,10 +47,10 @@ def _task_runs(server: PrefectServer, flow_run_id: str) -> list[dict[str, Any]]:
 
 
 def test_edit_shards_spread_over_nodes_and_survive_a_killed_node(
-    ray_nodes: RayNodes, prefect_api: PrefectServer, s3_server: Any, sample_config: Path, upstream_run: Path
+    ray_nodes: RayNodes, prefect_api: PrefectServer, s3_server: Any, big_shards: Path, upstream_run: Path
 ) -> None:
     node_ids = {m.node_id for m in ray_nodes.members}
-    outcome = build_across_nodes(ray_nodes, sample_config, upstream_run, f"s3://{s3_server.bucket()}")
+    outcome = build_across_nodes(ray_nodes, big_shards, upstream_run, f"s3://{s3_server.bucket()}")
 
     assert outcome.killed is not None, f"no node was caught in the middle of a shard: {outcome.attempts}"
     assert outcome.killed.node_id in node_ids and outcome.killed.node_id not in {m.node_id for m in ray_nodes.members}
