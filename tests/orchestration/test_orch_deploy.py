@@ -30,7 +30,7 @@ def test_deployed_build_runs_on_a_worker_and_publishes_artifacts(prefect_server:
     assert dep["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(REPO)
 
     run_dir = tmp_path / "run"
-    out = _prefect(
+    out = prefect_cli(
         prefect_server, "deployment", "run", "reactbench-build/build",
         "--param", f"config={json.dumps(str(sample_config))}", "--param", f"run_dir={json.dumps(str(run_dir))}",
     )
