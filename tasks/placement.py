@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import time
 from typing import Any
 
@@ -29,9 +30,8 @@ ATTEMPTS = "_placement"
 
 
 def ray_node_id() -> str | None:
-    """The Ray node this process runs on, when it is a Ray worker (None otherwise)."""
-    import sys
-
+    """The Ray node this process runs on, when it is a Ray worker (None otherwise); looks at an
+    already imported ``ray`` only, like ``tasks.devices.ray_gpu_ids``."""
     ray = sys.modules.get("ray")
     if ray is None or not hasattr(ray, "is_initialized") or not ray.is_initialized():
         return None
