@@ -59,6 +59,7 @@ benchmarks: $(STAMP)
 	$(PY) benchmarks/mllm_throughput.py
 	$(PY) benchmarks/review_load.py
 	$(PY) benchmarks/lock_refusal.py
+	$(PY) benchmarks/multinode.py
 	$(PY) benchmarks/orchestration_startup.py
 	$(PY) benchmarks/mine_scale.py
 

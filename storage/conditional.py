@@ -16,6 +16,7 @@ is trusted. ``memory://`` (tests, one process) gets the same semantics under a p
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -30,6 +31,7 @@ from storage.fs import StoreError
 # same key was in flight (the client is told to retry: for us, someone else changed the key).
 CONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 MISSING = {"NoSuchKey", "404"}
+UNSUPPORTED = {"NotImplemented", "501", "InvalidArgument", "InvalidRequest", "400"}  # how stores without them refuse the headers
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class S3Objects(ConditionalObjects):
             code = _error_code(exc)
             if code in CONDITION_FAILED or code in MISSING:
                 return False
-            if code not in ("NotImplemented", "501"):
+            if code not in UNSUPPORTED:
                 raise
             self.fs.rm_file(path)  # no conditional DELETE at all: the look above is all we have
         finally:
@@ -153,7 +155,7 @@ class S3Objects(ConditionalObjects):
     def verify(self, folder: str) -> None:
         """Refuse a store that ignores or rejects conditional writes (probed once per bucket)."""
         bucket = self.fs.split_path(folder)[0]
-        where = (str(getattr(self.fs, "endpoint_url", None) or self.fs.client_kwargs.get("endpoint_url", "")), bucket)
+        where = (str(self.fs.endpoint_url or os.environ.get("AWS_ENDPOINT_URL", "")), bucket)
         with self._verified_guard:
             if where in self._verified:
                 return
@@ -162,7 +164,9 @@ class S3Objects(ConditionalObjects):
             first = self.create(probe, b"1")
             second = self.create(probe, b"2")
             mismatch = self.replace(probe, b"3", '"00000000000000000000000000000000"') if first else None
-        except OSError as exc:
+        except OSError as exc:  # a store that has no such requests says so; anything else (denied, down) is not ours to judge
+            if _error_code(exc) not in UNSUPPORTED:
+                raise
             raise ConditionalUnsupported(f"the store of s3://{bucket} refused a conditional write ({_error_code(exc)}: {exc})") from None
         finally:
             try:

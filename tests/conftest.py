@@ -8,9 +8,12 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
+
+if TYPE_CHECKING:  # moto is imported only by the tests that start the server
+    from s3_server import S3Server
 
 # No test may reach a model hub or write under the home folder.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -96,7 +99,7 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[object]:
+def s3_server() -> Iterator["S3Server"]:
     """One local S3 API server (moto, tests/s3_server.py) for the session. Its endpoint and dummy
     credentials are exported (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...), so s3fs here and
     in every child process (a ``reactbench`` command) reaches it with no option passed."""
@@ -116,9 +119,9 @@ def s3_server() -> Iterator[object]:
 
 
 @pytest.fixture
-def s3_run_url(s3_server: object) -> str:
+def s3_run_url(s3_server: "S3Server") -> str:
     """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
-    return f"s3://{s3_server.bucket()}/run"  # type: ignore[attr-defined]
+    return f"s3://{s3_server.bucket()}/run"
 
 
 @pytest.fixture(scope="session")

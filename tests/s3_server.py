@@ -7,31 +7,39 @@ needs. Two things differ from moto's own ``ThreadedMotoServer``:
 * writes are serialised: moto checks ``If-None-Match`` / ``If-Match`` and then stores the object
   as two steps, so two threads of its server could both pass the check, which S3 itself never
   allows; the lease tests must measure our protocol, not that gap;
-* ``conditional=False`` starts a store that ignores conditional headers, as some S3-compatible
-  stores do, to test that the lease refuses it.
+* ``conditional="ignore"`` starts a store that ignores conditional headers and
+  ``conditional="refuse"`` one that answers them 501 NotImplemented, as some S3-compatible
+  stores do, to test that the lease refuses both.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 CONDITIONAL_HEADERS = ("HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH")
+Conditional = Literal["honour", "ignore", "refuse"]
+NOT_IMPLEMENTED = b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
-def serialised_writes(app: WSGIApp, conditional: bool = True) -> WSGIApp:
-    """``app`` with PUT / POST / DELETE run one at a time (reads stay concurrent); without
-    ``conditional`` the ``If-Match`` / ``If-None-Match`` headers are dropped before moto sees them."""
+def serialised_writes(app: WSGIApp, conditional: Conditional = "honour") -> WSGIApp:
+    """``app`` with PUT / POST / DELETE run one at a time (reads stay concurrent). ``conditional``:
+    what a write with ``If-Match`` / ``If-None-Match`` meets (moto's answer, the headers dropped,
+    or 501)."""
     lock = threading.Lock()
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not conditional:
+        asks = environ.get("REQUEST_METHOD") in ("PUT", "DELETE") and any(h in environ for h in CONDITIONAL_HEADERS)
+        if asks and conditional == "refuse":
+            start_response("501 Not Implemented", [("Content-Type", "application/xml"), ("Content-Length", str(len(NOT_IMPLEMENTED)))])
+            return [NOT_IMPLEMENTED]
+        if conditional == "ignore":
             for header in CONDITIONAL_HEADERS:
                 environ.pop(header, None)
         if environ.get("REQUEST_METHOD") not in ("PUT", "POST", "DELETE"):
@@ -52,7 +60,7 @@ class QuietHandler(MotoRequestHandler):
 class S3Server:
     """A moto S3 server on 127.0.0.1; ``start()`` / ``stop()``, or use it as a context manager."""
 
-    def __init__(self, conditional: bool = True):
+    def __init__(self, conditional: Conditional = "honour"):
         self.conditional = conditional
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None

@@ -75,15 +75,16 @@ def test_a_lost_compare_and_swap_is_noticed_and_the_new_holder_kept(s3_run_url: 
     assert not run.exists(LEASE_FILE)
 
 
-def test_a_store_ignoring_conditional_writes_is_refused_unless_best_effort(monkeypatch: pytest.MonkeyPatch):
-    with S3Server(conditional=False) as plain:
+@pytest.mark.parametrize("conditional, why", [("ignore", "does not honour them"), ("refuse", "refused a conditional write (NotImplemented")])
+def test_a_store_without_conditional_writes_is_refused_unless_best_effort(monkeypatch: pytest.MonkeyPatch, conditional: str, why: str):
+    with S3Server(conditional=conditional) as plain:  # type: ignore[arg-type]
         fs = plain.filesystem()
         bucket = plain.bucket()
         run = RunFS(fs, f"{bucket}/run")
         monkeypatch.delenv(BEST_EFFORT_ENV, raising=False)
         with pytest.raises(ConditionalUnsupported) as err:
             RunLock(run, "reactbench build").acquire()
-        assert "does not honour them" in str(err.value) and f"{BEST_EFFORT_ENV}=1" in str(err.value)
+        assert why in str(err.value) and f"{BEST_EFFORT_ENV}=1" in str(err.value)
         assert not run.exists(LEASE_FILE)
         assert not [p for p in fs.find(bucket) if ".reactbench-probe-" in p], "the probe object was left behind"
         messages: list[str] = []
