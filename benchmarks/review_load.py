@@ -47,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(ROOT / "tests" / "review"))  # the throwaway PostgreSQL server of the tests
+sys.path.insert(0, str(ROOT / "tests"))  # the throwaway PostgreSQL server of the tests (tests/pg_cluster.py)
 
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
 from storage.fs import RunFS  # noqa: E402

@@ -17,6 +17,7 @@ Finished shards carry completion markers, so rerunning the same build runs only 
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Iterator
@@ -104,8 +105,9 @@ def prefect_mapper(orch: OrchestrationConfig) -> ShardMapper:
         shard_task = process_shard_task.with_options(
             retries=retry.retries, retry_delay_seconds=retry.delay_s, retry_condition_fn=retry_condition(retry)
         )
-        gpu = orch.task_runner == "ray" and jobs[0].stage.uses_gpu and orch.gpus_per_edit_task > 0
-        with _ray_gpus(orch.gpus_per_edit_task) if gpu else _nothing():
+        ray = orch.task_runner == "ray"
+        gpus = orch.gpus_per_edit_task if ray and jobs[0].stage.uses_gpu and orch.gpus_per_edit_task > 0 else 0
+        with _ray_options(gpus) if ray else _nothing():
             futures = {id(f): (f, job) for job in jobs for f in [shard_task.submit(job.stage.name, job.index, job)]}
         for fut in as_completed([f for f, _ in futures.values()]):
             job = futures[id(fut)][1]
@@ -119,11 +121,19 @@ def prefect_mapper(orch: OrchestrationConfig) -> ShardMapper:
     return run
 
 
+# A shard whose Ray worker or node dies (a lost node, an OOM-killed process) is run again by Ray
+# on a live node that has the resources, this many times; the shard's outputs are rewritten whole
+# and its marker comes last, so a rerun neither loses nor doubles rows. Errors the shard raises
+# are Prefect's retries (orchestration.retries), not these.
+NODE_FAILURE_RETRIES = 3
+
+
 @contextmanager
-def _ray_gpus(n: float) -> Iterator[None]:
+def _ray_options(gpus: float) -> Iterator[None]:
+    """Ray options of the shard tasks: GPUs to reserve (0: none) and reruns after a lost worker or node."""
     from prefect_ray.context import remote_options
 
-    with remote_options(num_gpus=n):
+    with remote_options(max_retries=NODE_FAILURE_RETRIES, **({"num_gpus": gpus} if gpus else {})):
         yield
 
 
@@ -145,20 +155,28 @@ def task_runner_for(config: BuildConfig) -> Any:
 
 
 def ray_init_kwargs(orch: OrchestrationConfig) -> dict[str, Any]:
-    """``ray.init`` arguments: for a local instance no dashboard plus ``orch.ray_init``; for a
-    cluster (``ray_address`` set) only ``orch.ray_init`` and this process's Prefect API URL, which
-    the cluster's workers do not inherit (Ray refuses resource arguments when joining a cluster)."""
-    import os
+    """``ray.init`` arguments: ``orch.ray_init``, no dashboard for a local instance (Ray refuses
+    resource arguments when joining a cluster), and this build's Prefect API URL for the workers.
 
-    if not orch.ray_address:
-        return {"include_dashboard": False, **orch.ray_init}
-    kwargs: dict[str, Any] = dict(orch.ray_init)
-    api = os.environ.get("PREFECT_API_URL")
+    Ray worker processes take the environment of their node's raylet, started before (and
+    without) this build: without ``PREFECT_API_URL`` in the job's ``runtime_env`` a worker would
+    start a throwaway Prefect server of its own and its task runs would never reach the build's.
+    """
+    kwargs: dict[str, Any] = dict(orch.ray_init) if orch.ray_address else {"include_dashboard": False, **orch.ray_init}
+    api = prefect_api_url()
     if api:
         runtime_env = dict(kwargs.get("runtime_env") or {})
         env_vars = {"PREFECT_API_URL": api, **(runtime_env.get("env_vars") or {})}
         kwargs["runtime_env"] = {**runtime_env, "env_vars": env_vars}
     return kwargs
+
+
+def prefect_api_url() -> str | None:
+    """The Prefect API this process reports to: the active settings (profile, environment at
+    import, ``temporary_settings``), else ``PREFECT_API_URL`` exported since; None when unset."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL") or None
 
 
 @contextmanager

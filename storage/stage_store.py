@@ -82,8 +82,9 @@ class StageStore:
         m = self.marker(index)
         return bool(m) and m.get("key") == key
 
-    def write_shard(self, index: int, key: str, result: ShardResult) -> dict[str, Any]:
-        """Write every output of one shard, then its rejects, then (last) its marker."""
+    def write_shard(self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write every output of one shard, then its rejects, then (last) its marker; the marker
+        carries the shard's ``placement`` (node and GPU, ``tasks.placement``) when there is one."""
         counts: dict[str, int] = {}
         for name, schema in self.outputs.items():
             rows = result.outputs.get(name, [])
@@ -111,6 +112,8 @@ class StageStore:
             marker["items"] = dict(result.items)
         if result.extra:
             marker["extra"] = result.extra
+        if placement:
+            marker["placement"] = placement
         self.run.write_text_atomic(self.rel(MARKERS, f"{index:05d}.json"), json.dumps(marker, indent=1))
         return marker
 

@@ -17,6 +17,9 @@ Either way the chosen device reaches the stage as ``ctx.options["device"]`` (``D
 e.g. ``"cuda:1"``; the edit stage hands it to its editors. It is also exported as
 ``REACTBENCH_DEVICE`` in Ray worker processes (one shard per process there, so the variable is
 safe to read; in the thread runner read the option, never the environment).
+
+Where a GPU shard ran (node and GPU) is recorded by ``tasks.placement``: an attempt record when it
+starts (``shard_placement`` with ``shard``) and the ``placement`` of its completion marker.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from tasks.base import DEVICE_OPTION, RunContext
+from tasks.placement import PLACEMENT_OPTION, current_placement, record_attempt
 
 DEVICE_ENV = "REACTBENCH_DEVICE"
 GpuSlot = Callable[[], AbstractContextManager[Any]]  # e.g. a Prefect global-concurrency slot
@@ -109,28 +113,35 @@ def ray_device() -> str | None:
 
 
 @contextmanager
-def shard_placement(stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None) -> Iterator[RunContext]:
+def shard_placement(stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None, shard: int | None = None) -> Iterator[RunContext]:
     """Place one shard of ``stage``: a Ray-assigned GPU, or a slot plus a leased device on this node.
 
-    Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]``.
-    Stages without ``uses_gpu`` run as they are.
+    Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]`` and
+    the node and GPU in ``ctx.options["placement"]``. With ``shard`` (its index) the start is
+    recorded in the stage's attempt records. Stages without ``uses_gpu`` run as they are.
     """
     if not getattr(stage, "uses_gpu", False):
         yield ctx
         return
     device = ray_device()
     if device is not None:
-        yield _with_device(ctx, device)
+        yield _placed(stage, ctx, shard, device, ray_gpu_ids())
         return
     orch = getattr(ctx.config, "orchestration", None)
     devices = tuple(getattr(orch, "gpu_devices", ()) or ())
     with gpu_slot() if gpu_slot else nullcontext():
         if devices:
             with lease_device(devices, getattr(orch, "device_lock_dir", None)) as index:
-                yield _with_device(ctx, f"cuda:{index}")
+                yield _placed(stage, ctx, shard, f"cuda:{index}", [index])
         else:
-            yield ctx
+            yield _placed(stage, ctx, shard, None, [])
 
 
-def _with_device(ctx: RunContext, device: str) -> RunContext:
-    return replace(ctx, options={**ctx.options, DEVICE_OPTION: device})
+def _placed(stage: Any, ctx: RunContext, shard: int | None, device: str | None, gpus: list[int]) -> RunContext:
+    placement = current_placement(device, gpus)
+    if shard is not None:
+        record_attempt(ctx.run, stage.name, shard, placement)
+    options = {**ctx.options, PLACEMENT_OPTION: placement}
+    if device is not None:
+        options[DEVICE_OPTION] = device
+    return replace(ctx, options=options)

@@ -22,6 +22,7 @@ from storage.hashing import canonical_json, config_hash, sha256_hex
 from storage.stage_store import code_version, utc_now
 from tasks.base import RunContext, Stage
 from tasks.devices import GpuSlot, shard_placement
+from tasks.placement import PLACEMENT_OPTION
 from tasks.retries import RetryPolicy
 from tasks.reuse import FORCE_OPTION, forces_stage
 
@@ -48,9 +49,9 @@ class ShardJob:
 
     def __call__(self) -> dict[str, Any]:
         try:
-            with shard_placement(self.stage, self.ctx, self.gpu_slot) as shard_ctx:
+            with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
                 result = self.stage.process_shard(shard_ctx, self.index, self.work)
-            return self.stage.store(self.ctx).write_shard(self.index, self.key, result)
+            return self.stage.store(self.ctx).write_shard(self.index, self.key, result, shard_ctx.options.get(PLACEMENT_OPTION))
         except Exception:
             self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
             raise

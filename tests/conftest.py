@@ -119,3 +119,13 @@ def s3_server() -> Iterator["S3Server"]:
 def s3_run_url(s3_server: "S3Server") -> str:
     """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
     return f"s3://{s3_server.bucket()}/run"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl from the Debian package), shared
+    by the review tests and the Prefect server of tests/orchestration."""
+    from pg_cluster import throwaway_postgres
+
+    with throwaway_postgres(max_connections=200) as url:  # fails naming the Debian package when missing
+        yield url

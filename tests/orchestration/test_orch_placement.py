@@ -4,6 +4,7 @@ from ``orchestration.gpu_devices`` and retries transient errors exactly like a P
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,17 @@ def test_local_build_leases_a_distinct_device_per_gpu_shard(tmp_path: Path) -> N
     assert GpuCubeStage.overlaps == [], "two shards never held the same device at once"
     devices = _devices(tmp_path / "run", "gpucube")
     assert len(devices) == 19 and set(devices) == {"cuda:0", "cuda:1"}, "4 threads, 2 devices: both leased"
+
+    # Every row's node and GPU are recorded beside it (the shard markers), matching the device it got.
+    from storage.fs import RunFS
+    from tasks.placement import attempts, row_placement
+
+    run = RunFS.open(str(tmp_path / "run"))
+    rows = row_placement(run, "gpucube", "cubes", "id")
+    by_id = {str(r["id"]): r for p in sorted((tmp_path / "run" / "gpucube" / "cubes").glob("part-*.parquet")) for r in pq.read_table(p).to_pylist()}
+    assert len(rows) == 19 and all(r["node"] == socket.gethostname() for r in rows)
+    assert all(r["device"] == by_id[r["id"]]["device"] == f"cuda:{r['gpus'][0]}" for r in rows)
+    assert sorted(a["shard"] for a in attempts(run, "gpucube")) == list(range(6)), "one start recorded per shard"
 
 
 def test_local_build_places_only_stages_that_use_a_gpu(tmp_path: Path) -> None:

@@ -140,6 +140,7 @@ def test_ray_init_arguments_for_local_instance_and_cluster(monkeypatch: pytest.M
 
     monkeypatch.setenv("PREFECT_API_URL", "http://prefect:4200/api")
     local = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_init={"num_cpus": 8}))
-    assert local == {"include_dashboard": False, "num_cpus": 8}
+    env = {"runtime_env": {"env_vars": {"PREFECT_API_URL": "http://prefect:4200/api"}}}
+    assert local == {"include_dashboard": False, "num_cpus": 8, **env}, "a local instance's workers report to the build's server too"
     joined = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_address="auto"))
-    assert joined == {"runtime_env": {"env_vars": {"PREFECT_API_URL": "http://prefect:4200/api"}}}
+    assert joined == env

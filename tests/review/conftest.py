@@ -1,17 +1,15 @@
-"""Fixtures of the review tests: run directories with a filled queue, a real PostgreSQL server
-(Debian package, started in a temp dir), and a headless Debian Chromium for Playwright."""
+"""Fixtures of the review tests: run directories with a filled queue and a settable clock."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from pg_cluster import throwaway_postgres
 from review_helpers import fill_queue, make_run
 
-# The session-wide `chromium` fixture is in tests/conftest.py (one Playwright per process).
+# The session-wide `chromium` and `postgres_url` fixtures are in tests/conftest.py (one of each
+# per process: the Prefect server of tests/orchestration runs on that PostgreSQL server too).
 
 
 class Clock:
@@ -38,13 +36,6 @@ def filled_run(tmp_path: Path):
     run, edits, questions = make_run(tmp_path / "run", 6)
     summary = fill_queue(run)
     return run, summary.extra["queue_db"], edits, questions
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl from the Debian package)."""
-    with throwaway_postgres(max_connections=200) as url:  # fails naming the Debian package when missing
-        yield url
 
 
 @pytest.fixture(scope="session")
