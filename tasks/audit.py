@@ -303,16 +303,15 @@ def find_truth(run: Any) -> Path | None:
 
 def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
     """Audit every queued item of ``run``; per task and editor: consistent / inconsistent with examples."""
+    from storage import addresses
     from storage.image_store import ImageStore
-    from storage.parquet_io import ArtifactReader
-    from storage.schemas import ANALYSIS, EDITS, QUESTIONS
-    from tasks.review.stage import REVIEW_QUEUE
+    from tasks.review.stage import QUEUE
 
-    queue = ArtifactReader(run, "review/queue", REVIEW_QUEUE)
+    queue = QUEUE.reader(run)
     if not queue.exists():
         raise FileNotFoundError(f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first")
     queued = sorted({r["edit_id"] for r in queue.rows(["edit_id"])})
-    edits = {e["id"]: e for e in ArtifactReader(run, "edit/edits", EDITS).rows() if e["id"] in set(queued)}
+    edits = {e["id"]: e for e in addresses.EDITS.reader(run).rows() if e["id"] in set(queued)}
     if truth_path is None:
         per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for e in edits.values():
@@ -321,9 +320,9 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
         return {"mode": "verification", "items": len(edits), "per_task_editor": {k: dict(v) for k, v in sorted(per.items())}}
     truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
     qs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for q in ArtifactReader(run, "qa/questions", QUESTIONS).rows():
+    for q in addresses.QUESTIONS.reader(run).rows():
         qs[q["edit_id"]].append(q)
-    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in ArtifactReader(run, "qa/analysis", ANALYSIS).rows() if a["status"] == "ok"}
+    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in addresses.ANALYSIS.reader(run).rows() if a["status"] == "ok"}
     images = ImageStore(run)
     audits = [audit_item(edits[i], qs.get(i, []), analysis.get(i, {}), truth, images) for i in queued if i in edits]
     per_task: dict[str, dict[str, Any]] = {}

@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from storage import addresses
+from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import load_json_column
-from storage.parquet_io import ArtifactReader
-from storage.schemas import EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS, ArtifactSchema
 
 
 class InputsMissing(RuntimeError):
@@ -24,10 +24,8 @@ class InputsMissing(RuntimeError):
 
 @dataclass(frozen=True)
 class Source:
-    questions: str
-    edits: str
-    question_schema: ArtifactSchema
-    edit_schema: ArtifactSchema
+    questions: Address
+    edits: Address
     unverified: bool
 
     @property
@@ -35,8 +33,8 @@ class Source:
         return "unverified (qa/questions, no human review)" if self.unverified else "verified (review export)"
 
 
-VERIFIED = Source("review/verified_questions", "review/verified_edits", VERIFIED_QUESTIONS, VERIFIED_EDITS, False)
-UNVERIFIED = Source("qa/questions", "edit/edits", QUESTIONS, EDITS, True)
+VERIFIED = Source(addresses.VERIFIED_QUESTIONS, addresses.VERIFIED_EDITS, False)
+UNVERIFIED = Source(addresses.QUESTIONS, addresses.EDITS, True)
 
 
 def source_for(unverified: bool) -> Source:
@@ -46,7 +44,7 @@ def source_for(unverified: bool) -> Source:
 def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Questions sorted by id, and edits by id. Fails naming the folder and the way out."""
     src = source_for(unverified)
-    q_reader = ArtifactReader(run, src.questions, src.question_schema)
+    q_reader = src.questions.reader(run)
     if not unverified and q_reader.exists():
         _require_review_export(run)
     if not q_reader.exists():
@@ -55,9 +53,9 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
             if unverified
             else "export the review decisions first (`reactbench review export`), or pass --unverified to use qa/questions"
         )
-        raise InputsMissing(f"{run.path(src.questions)}: no question shards found; {hint}")
+        raise InputsMissing(f"{run.path(src.questions.folder)}: no question shards found; {hint}")
     questions = sorted(q_reader.rows(), key=lambda r: r["id"])
-    e_reader = ArtifactReader(run, src.edits, src.edit_schema)
+    e_reader = src.edits.reader(run)
     edits = {e["id"]: e for e in e_reader.rows()} if e_reader.exists() else {}
     return questions, edits
 
@@ -76,8 +74,8 @@ def input_fingerprint(run: RunFS, unverified: bool) -> str:
     """Hash of the question and edit shard files: the evaluation reruns when they change."""
     src = source_for(unverified)
     parts = []
-    for folder, schema in ((src.questions, src.question_schema), (src.edits, src.edit_schema)):
-        for rel in ArtifactReader(run, folder, schema).shard_files():
+    for address in (src.questions, src.edits):
+        for rel in address.reader(run).shard_files():
             parts.append((rel, sha256_hex(run.read_bytes(rel))))
     return sha256_hex(canonical_json(parts))[:16]
 

@@ -18,9 +18,8 @@ from rich.progress import Progress
 from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
-from storage.parquet_io import ArtifactReader, table_from_rows, write_table
+from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
-from storage.schemas import REJECTS
 from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
@@ -43,8 +42,8 @@ class ExportSummary:
 def build_mllm_ids(run: RunFS) -> list[str]:
     """``backend:model`` of every model that wrote instructions or analyses, plus the configured one."""
     ids: set[str] = set()
-    for folder, schema in (("instruct/instructions", "instructions"), ("qa/analysis", "analysis")):
-        reader = ArtifactReader(run, folder, schema)
+    for address in (addresses.INSTRUCTIONS, addresses.ANALYSIS):
+        reader = address.reader(run)
         if reader.exists():
             for r in reader.rows(columns=["backend", "model_id"]):
                 if r["backend"] and r["model_id"]:
@@ -94,7 +93,8 @@ def export_benchmark(
     with sealed_release(out, replace=replace, extra=extra) as stage:
         files = _write_release(run, stage, by_task, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval)
     # after the swap: a refused or failed export records nothing in the run
-    write_table(run, f"{STAGE}/rejects/part-00000.parquet", table_from_rows(REJECTS, rejects, where=f"{STAGE}/rejects"))
+    rejects_at = addresses.rejects(STAGE)
+    write_table(run, f"{rejects_at.folder}/part-00000.parquet", table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder))
     files.append(MANIFEST)
     return ExportSummary(out.url, not unverified, counts, len(rejects), files)
 
