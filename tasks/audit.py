@@ -284,16 +284,13 @@ def _check_beaf(q: dict[str, Any], world: World, p: list[str]) -> None:
         p.append(f"BEAF {q['qid']} ({q['image_role']}): {q['text']!r} gold {q['gold']} but the {m.group(1)} is {'there' if there else 'absent'}")
 
 
-def find_truth(run: Any) -> Path | None:
-    """``sample_truth.json`` next to the run's sources (the bundled sample writes it), if any."""
-    import yaml
-
-    try:
-        cfg = yaml.safe_load(run.read_text("config.yaml"))
-    except FileNotFoundError:
+def find_truth(config: Any | None) -> Path | None:
+    """``sample_truth.json`` next to the sources of ``config`` (the run's saved config, resolved by
+    the caller; None when the run has none), if the bundled sample wrote one."""
+    if config is None:
         return None
     for key in ("visual_genome", "fsc147"):
-        src = ((cfg or {}).get("sources") or {}).get(key)
+        src = getattr(config.sources, key)
         if src:
             cand = Path(src).parent / "sample_truth.json"
             if cand.exists():

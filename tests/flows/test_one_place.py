@@ -67,3 +67,52 @@ def test_a_planted_artifact_path_is_found(source: str) -> None:
 @pytest.mark.parametrize("source", ['"""Reads ``edit/edits``."""', '@app.get("/review/{stage}")\ndef f(): ...', 'msg = "qa/questions holds none"'])
 def test_docstrings_routes_and_messages_are_not_paths(source: str) -> None:
     assert not artifact_literals(source)
+
+
+# Config: every read of a run config goes through flows/config.py (resolve_run_config and the
+# helpers beside it); a stage or command parsing YAML itself would take settings from a second copy.
+CONFIG_MODULES = {"flows/config.py", "flows/config_yaml.py"}
+CONFIG_READERS = {"safe_load", "load", "full_load", "unsafe_load", "load_bounded", "decode_config", "read_config_text", "load_config", "config_from_yaml", "config_from_dict", "saved_config"}
+# tasks/qa/templates.py parses the packaged question templates, not a run config; flows/prefect_flows.py
+# is being reworked elsewhere (one stage chain for local and Prefect runs).
+CONFIG_KNOWN = {("tasks/qa/templates.py", "safe_load"), ("flows/prefect_flows.py", "config_from_dict")}
+
+
+def config_reads(source: str) -> list[tuple[int, str]]:
+    """(line, function) of every call that parses YAML or builds a run config."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+            if name in CONFIG_READERS and (name != "load" or _is_yaml(fn)):
+                out.append((node.lineno, name))
+    return out
+
+
+def _is_yaml(fn: ast.expr) -> bool:
+    """``yaml.load(...)`` (a bare ``load`` is some other library's)."""
+    return isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "yaml"
+
+
+def test_config_reads_only_through_the_resolver() -> None:
+    found = [
+        f"{rel}:{line}: {name}()"
+        for rel in package_sources()
+        if rel.as_posix() not in CONFIG_MODULES
+        for line, name in config_reads((ROOT / rel).read_text(encoding="utf-8"))
+        if (rel.as_posix(), name) not in CONFIG_KNOWN
+    ]
+    assert not found, "run config read outside flows/config.py (use resolve_run_config and pass the config down):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ['cfg = yaml.safe_load(run.read_text("config.yaml"))', "from flows.config import load_config\ncfg = load_config(path)", "data = load_bounded(text, where)"],
+)
+def test_a_planted_config_read_is_found(source: str) -> None:
+    assert config_reads(source)
+
+
+def test_other_loads_are_not_config_reads() -> None:
+    assert not config_reads("json.load(f)\npickle.load(f)\nresolve_run_config(path)")
