@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from prompts.locations import region_words
+from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
 from storage.names import basic_name
 from tasks.suggest import suggest
@@ -45,12 +46,6 @@ class ItemAudit:
     @property
     def consistent(self) -> bool:
         return not self.problems
-
-
-def _inter(a: list[float], b: list[float]) -> float:
-    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
-    return ix * iy
 
 
 class World:
@@ -100,7 +95,7 @@ class World:
         cls = self.classes(name) or {basic_name(name)}
         out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"]] + [a for a in self.added if a["name"] in cls]
         if box is not None:
-            out = [o for o in out if _inter(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
+            out = [o for o in out if intersection(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
         return out
 
 
@@ -270,7 +265,7 @@ def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dic
             p.append(f"AT: the control object {bp} was touched by the edit ({o['touched']:.0%})")
     for a in world.added:
         for o in world.objects.values():
-            if o["name"] in world.classes(bp) and a.get("box") and _inter(a["box"], o["box"]) > 0:
+            if o["name"] in world.classes(bp) and a.get("box") and intersection(a["box"], o["box"]) > 0:
                 p.append(f"AT: the copy covers the control object {bp}")
 
 

@@ -116,3 +116,22 @@ def test_a_planted_config_read_is_found(source: str) -> None:
 
 def test_other_loads_are_not_config_reads() -> None:
     assert not config_reads("json.load(f)\npickle.load(f)\nresolve_run_config(path)")
+
+
+# Box geometry: the [x, y, w, h] intersection is written once, in storage/boxes.py.
+BOX_INTERSECTION = re.compile(r"min\(\s*(\w+)\[0\]\s*\+\s*\1\[2\]")
+
+
+def test_box_geometry_only_in_storage_boxes() -> None:
+    found = [
+        f"{rel}:{n}: {line.strip()}"
+        for rel in package_sources()
+        if rel.as_posix() != "storage/boxes.py"
+        for n, line in enumerate((ROOT / rel).read_text(encoding="utf-8").splitlines(), 1)
+        if BOX_INTERSECTION.search(line)
+    ]
+    assert not found, "box overlap written outside storage/boxes.py (use intersection / iou / overlap / intersects):\n" + "\n".join(found)
+
+
+def test_a_planted_box_intersection_is_found() -> None:
+    assert BOX_INTERSECTION.search("ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))")
