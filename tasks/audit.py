@@ -32,6 +32,7 @@ import numpy as np
 from prompts.locations import region_words
 from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
+from storage.json_columns import candidate_of, context_objects
 from storage.names import basic_name
 from tasks.suggest import suggest
 
@@ -112,7 +113,7 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
     p = item.problems
     if edit["task"] == "dense_counting":
-        cand = json.loads(edit.get("candidate_json") or "{}")
+        cand = candidate_of(edit, f"edit {edit['id']}")
         fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
         if fsc is None:
             return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
@@ -125,8 +126,8 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     image = truth["images"].get(str(edit["image_id"]))
     if image is None:
         return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions))
-    cand = json.loads(edit.get("candidate_json") or "{}")
-    annotations = json.loads(cand.get("context_json") or "[]")
+    owner = f"edit {edit['id']}"
+    annotations = context_objects(candidate_of(edit, owner), owner)
     world = World(image, annotations)
     before = World(image, annotations)
     qc = json.loads(edit.get("qc_json") or "{}")

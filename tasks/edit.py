@@ -33,6 +33,7 @@ from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
+from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
@@ -214,7 +215,11 @@ class EditStage(Stage):
             item.rejected = source
             return item
         data, image = source
-        fields, context = _fields(row)
+        try:
+            fields, context = _fields(row)
+        except ValueError as exc:  # a malformed candidate: the reject names the instruction
+            item.rejected = reject(edit_id, STAGE, "bad_request", str(exc), payload)
+            return item
         if context:
             fields.setdefault("_context", context)
         try:
@@ -458,7 +463,10 @@ def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed:
     digest = source_digest(row["image_path"])
     if digest is None:
         return None
-    _, context = _fields(row)
+    try:
+        _, context = _fields(row)
+    except ValueError:
+        return None  # computed: its reject says what is wrong
     instruction = {k: row.get(k) for k in INSTRUCTION_COLUMNS if k != "candidate_json"}
     return reuse.key(instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
 
@@ -501,16 +509,8 @@ def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         fields = parsed if isinstance(parsed, dict) else {"value": parsed}
     except json.JSONDecodeError:
         fields = {}
-    context: list[Any] = []
-    try:
-        cand = json.loads(row.get("candidate_json") or "{}")
-        raw = cand.get("context_json") if isinstance(cand, dict) else None
-        ctx_val = json.loads(raw) if isinstance(raw, str) else raw
-        if isinstance(ctx_val, list):
-            context = ctx_val
-    except json.JSONDecodeError:
-        context = []
-    return fields, context
+    owner = f"instruction {row['id']}"
+    return fields, context_objects(candidate_of(row, owner), owner)
 
 
 def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:

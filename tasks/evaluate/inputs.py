@@ -7,7 +7,6 @@ A fresh build has no human decisions yet, so ``unverified=True`` reads ``qa/ques
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,7 @@ from storage import addresses
 from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
-from storage.json_columns import load_json_column
+from storage.json_columns import candidate_of, context_objects, load_json_column
 
 
 class InputsMissing(RuntimeError):
@@ -102,22 +101,14 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
                 pass
     for edit_id, ann in out.items():
         e = edits.get(edit_id) or {}
-        cand = {}
-        if e.get("candidate_json"):
-            try:
-                cand = json.loads(e["candidate_json"])
-            except json.JSONDecodeError:
-                cand = {}
+        cand = candidate_of(e, f"edit {edit_id}")
         ann.setdefault("target_name", e.get("target_name") or cand.get("target_name"))
         if not ann.get("original_attribute") and cand.get("attribute"):
             ann["original_attribute"] = cand["attribute"]
         if ann.get("count") is None and cand.get("count") is not None:
             ann["count"] = int(cand["count"])
         names = {cand.get("target_name"), cand.get("partner_name"), ann.get("target_name")}
-        try:
-            names |= {o.get("name") for o in json.loads(cand.get("context_json") or "[]") if isinstance(o, dict)}
-        except (json.JSONDecodeError, TypeError):
-            pass
+        names |= {o.get("name") for o in context_objects(cand, f"edit {edit_id}")}
         ann["objects"] = sorted(n for n in names if n)
         if ann["task"] == "relational_erasure" and ann.get("target_name"):
             ann["prior_terms"] = [ann["target_name"]]

@@ -51,13 +51,13 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     are not in it: changing the templates re-renders questions from stored analyses."""
     from prompts.analysis_prompts import ANALYSIS_PROMPTS
     from prompts.spec import prompt_fingerprints
-    from storage.json_columns import load_json_column
+    from storage.json_columns import candidate_of
     from tasks.qa.analyse import ITEM_COLUMNS, analysis_context
 
     spec = ANALYSIS_PROMPTS.get(edit["task"])
     try:
         context = analysis_context(edit) if spec else None
-        cand = load_json_column(edit.get("candidate_json"), "candidate_json", f"edit {edit['id']}")
+        cand = candidate_of(edit, f"edit {edit['id']}")
     except (KeyError, TypeError, ValueError):
         return None  # computed: the analysis row and reject say what is wrong
     return reuse.key(

@@ -135,3 +135,36 @@ def test_box_geometry_only_in_storage_boxes() -> None:
 
 def test_a_planted_box_intersection_is_found() -> None:
     assert BOX_INTERSECTION.search("ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))")
+
+
+# The candidate and its context: parsed by storage.json_columns.candidate_of / context_objects only.
+CANDIDATE_COLUMNS = {"candidate_json", "context_json"}
+
+
+def candidate_reads(source: str) -> list[int]:
+    """Lines that read ``candidate_json`` / ``context_json`` from a row (``.get`` or ``[...]``)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript):
+            key = node.slice
+        if isinstance(key, ast.Constant) and key.value in CANDIDATE_COLUMNS:
+            out.append(node.lineno)
+    return out
+
+
+def test_candidates_parsed_in_one_place() -> None:
+    found = [
+        f"{rel}:{line}"
+        for rel in package_sources()
+        if rel.as_posix() != "storage/json_columns.py"
+        for line in candidate_reads((ROOT / rel).read_text(encoding="utf-8"))
+    ]
+    assert not found, "candidate_json / context_json read outside storage/json_columns.py (use candidate_of / context_objects):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", ['json.loads(e.get("candidate_json") or "{}")', 'json.loads(cand["context_json"])'])
+def test_a_planted_candidate_read_is_found(source: str) -> None:
+    assert candidate_reads(source)
