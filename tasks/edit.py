@@ -41,8 +41,7 @@ from tasks.verify_model import model_verify
 from tasks.verify_model import stage_key as verify_model_key
 
 STAGE = "edit"
-ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
-INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
+INSTRUCTION_COLUMNS = ["id", *schemas.ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
 NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
@@ -259,7 +258,7 @@ class EditStage(Stage):
                 result.rejects.append(source)
                 continue
             original = store_original(ctx, row["image_path"], *source)
-            edit = {k: row[k] for k in ITEM_COLUMNS}
+            edit = {k: row[k] for k in schemas.ITEM_COLUMNS}
             edit.update(
                 id=edit_id, instruction_id=row["id"], instruction=row.get("instruction"), edit_type="none",
                 target_name=row.get("target_name"), target_box=row.get("target_box"),
@@ -311,7 +310,7 @@ class EditStage(Stage):
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
             mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
-        row = {k: item.row[k] for k in ITEM_COLUMNS}
+        row = {k: item.row[k] for k in schemas.ITEM_COLUMNS}
         row.update(
             id=item.edit_id,
             instruction_id=item.row["id"],
@@ -495,7 +494,7 @@ def reused_shard(
     result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
     for row, value in zip(rows, reuse.map(keys, run)):
         if value.get("edit") is not None:
-            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in ITEM_COLUMNS}})
+            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in schemas.ITEM_COLUMNS}})
         result.rejects.extend(value.get("rejects", []))
     result.items = reuse.counts.as_dict()
     return result

@@ -15,9 +15,9 @@ from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
 from storage.json_columns import candidate_of, load_json_column
 from storage.rejects import reject
+from storage.schemas import ITEM_COLUMNS
 
 STAGE = "qa"
-ITEM_COLUMNS = ("task", "variant", "source", "image_id", "image_path", "width", "height", "candidate_id", "candidate_json")
 
 
 @dataclass

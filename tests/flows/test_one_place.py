@@ -168,3 +168,18 @@ def test_candidates_parsed_in_one_place() -> None:
 @pytest.mark.parametrize("source", ['json.loads(e.get("candidate_json") or "{}")', 'json.loads(cand["context_json"])'])
 def test_a_planted_candidate_read_is_found(source: str) -> None:
     assert candidate_reads(source)
+
+
+def test_item_columns_declared_once() -> None:
+    """The columns carried forward are the schema's ITEM_FIELDS, named nowhere else as a list."""
+    from storage.schemas import ITEM_COLUMNS, ITEM_FIELDS
+
+    assert ITEM_COLUMNS == tuple(f.name for f in ITEM_FIELDS)
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel in package_sources()
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Tuple, ast.List))
+        and {"candidate_id", "candidate_json", "image_path"} <= {e.value for e in node.elts if isinstance(e, ast.Constant)}
+    ]
+    assert not found, "item columns listed by hand (use storage.schemas.ITEM_COLUMNS):\n" + "\n".join(found)
