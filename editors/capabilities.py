@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from storage.boxes import iou
 from storage.names import basic_name
 
 UNSUPPORTED = "unsupported_edit"
@@ -91,18 +92,10 @@ def donor_for(fields: Mapping[str, Any], target_box: Sequence[float] | None) -> 
         return None, f"donor_box: the request does not say which annotated {wanted!r} to clone"
     for o in same:
         if all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], donor)):
-            if target_box is not None and _iou(o["box"], target_box) > 0.5:
+            if target_box is not None and iou(o["box"], target_box) > 0.5:
                 return None, f"donor_box: {list(donor)} is the target itself"
             return o, ""
     return None, f"donor_box: {list(donor)} is not an annotated {wanted!r} of the image"
-
-
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
-    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = a[2] * a[3] + b[2] * b[3] - inter
-    return inter / union if union > 0 else 0.0
 
 
 @dataclass

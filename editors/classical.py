@@ -25,6 +25,7 @@ from pydantic import Field
 from editors.base import Box, EditFailure, Editor, EditRequest, EditResult
 from editors.capabilities import donor_for, requested_value
 from editors.masks import box_mask, clip_box, dilate, mask_box, object_mask
+from storage.boxes import intersection
 from storage.config_base import Section
 
 # OpenCV hue scale (0-179), target saturation / value scale for each colour word.
@@ -187,7 +188,7 @@ class ClassicalEditor(Editor):
             if ox < 0 or oy < 0 or ox + bw > w or oy + bh > h:
                 continue
             cand = (ox, oy, bw, bh)
-            score = sum(_overlap(cand, o) for o in others)
+            score = sum(intersection(cand, o) for o in others)
             if best_score is None or score < best_score - 1e-9:
                 best, best_score = cand, score
         if best is None:
@@ -294,10 +295,3 @@ def _direction_hint(text: str) -> str | None:
         if w in _DIRECTIONS:
             return _DIRECTIONS[w]
     return None
-
-
-def _overlap(a: Sequence[float], b: Sequence[float]) -> float:
-    """Intersection area of two [x, y, w, h] boxes."""
-    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
-    return ix * iy

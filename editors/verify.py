@@ -31,6 +31,7 @@ from editors.config import VerifyParams
 from editors.masks import box_mask, clip_box, dilate
 from editors.masks import object_mask as donor_mask_of
 from editors.qc import mean_abs_change, psnr
+from storage.boxes import iou
 from storage.colours import NAMED_COLOURS, colour_word, hue_distance
 from storage.names import basic_name
 
@@ -230,7 +231,7 @@ def verify_edit(
         else:
             wanted = fields.get("destination_box")
             if wanted is not None and meta.get("destination_box") is not None:
-                checks["destination_agrees"] = _iou(wanted, meta["destination_box"])
+                checks["destination_agrees"] = round(iou(wanted, meta["destination_box"]), 4)
                 if checks["destination_agrees"] < 0.5:
                     failures.append(f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}")
             at_dest = similarity(patch, edited, dest, params.search_px, pmask)
@@ -261,14 +262,6 @@ def verify_edit(
             if gone >= params.max_similarity_gone and found < gone:
                 failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
     return Verdict(not failures, checks, failures)
-
-
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
-    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = a[2] * a[3] + b[2] * b[3] - inter
-    return round(inter / union, 4) if union > 0 else 0.0
 
 
 def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyParams) -> Verdict:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from uuid import UUID
 
+from storage import addresses
 from tasks.runner import StageSummary
 from tasks.suggest import suggest
 
@@ -57,7 +58,7 @@ def build_summary_markdown(
     lines = [
         "# reactbench build",
         "",
-        f"Run directory: {_link(run_dir)}  (resolved config: {_link(run_dir, 'config.yaml')})",
+        f"Run directory: {_link(run_dir)}  (resolved config: {_link(run_dir, addresses.CONFIG_FILE)})",
         "",
         "| stage | shards run | skipped | rows in | rows out | rejected | top reject reasons | items reused / computed | manifest |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -77,8 +78,8 @@ def build_summary_markdown(
     lines += ["", "## Reports", ""]
     lines += [f"- {_link(run_dir, rel)}" for rel in reports]
     lines += [
-        f"- review queue: {_link(run_dir, 'review/queue.sqlite')} (`{suggest('review', 'serve', '--run-dir', str(run_dir))}`)",
-        f"- more reports (eval, ablation) land under {_link(run_dir, 'reports')}",
+        f"- review queue: {_link(run_dir, addresses.REVIEW_DB)} (`{suggest('review', 'serve', '--run-dir', str(run_dir))}`)",
+        f"- more reports (eval, ablation) land under {_link(run_dir, addresses.REPORTS_DIR)}",
     ]
     return "\n".join(lines)
 

@@ -55,6 +55,7 @@ def export_cmd(
         summary = export_benchmark(
             RunFS.open(str(run_dir)),
             RunFS.open(str(out)),
+            cfg,
             unverified=unverified,
             vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
             lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,

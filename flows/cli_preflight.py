@@ -70,12 +70,12 @@ def register(app: typer.Typer) -> None:
         """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time."""
         import sys
 
-        from flows.config import ConfigError, load_config
+        from flows.config import ConfigError, resolve_run_config
         from tasks.preflight import json_line, run_preflight
 
         console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
         try:
-            cfg = load_config(config)
+            cfg = resolve_run_config(config)
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
         except (ConfigError, ValueError) as exc:
             console.print(str(exc), style="red", markup=False, soft_wrap=True)

@@ -221,14 +221,22 @@ def resolve_run_config(
     return load_config(None, overrides)
 
 
+def saved_run_config(run_dir: str | Path) -> BuildConfig | None:
+    """The run directory's own saved config, validated; None when it has none. For commands that
+    read a run as it was built (``audit``) and must not fall back to the demo config."""
+    saved = saved_config(run_dir)
+    return None if saved is None else config_from_yaml(saved[1], saved[0])
+
+
 def saved_config(run_dir: str | Path) -> tuple[str, str] | None:
     """(address, text) of the run directory's ``config.yaml`` (local folder or fsspec URL), if any."""
+    from storage.addresses import CONFIG_FILE
     from storage.fs import RunFS
 
     run = RunFS.open(str(run_dir))
-    where = run.url.rstrip("/") + "/config.yaml"
+    where = run.url.rstrip("/") + "/" + CONFIG_FILE
     try:
-        return where, decode_config(run.read_bytes("config.yaml"), where)
+        return where, decode_config(run.read_bytes(CONFIG_FILE), where)
     except (FileNotFoundError, IsADirectoryError):
         return None
     except YamlRefused as exc:

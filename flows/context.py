@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from flows.config import BuildConfig, dump_config
+from storage import addresses
 from storage.fs import RunFS
 from tasks.base import RunContext
 from tasks.runner import ProgressFn
@@ -19,7 +20,7 @@ def make_context(config: BuildConfig, run_dir: str, options: dict | None = None)
     """Open the run directory and save the resolved config into it."""
     run = RunFS.open(run_dir)
     run.makedirs()
-    run.write_text_atomic("config.yaml", dump_config(config))
+    run.write_text_atomic(addresses.CONFIG_FILE, dump_config(config))
     return RunContext(run=run, config=config, options=dict(options or {}))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from prompts.locations import region_words
 from prompts.rules_api import rules_answer
 from prompts.vocabulary import ABSURD_ATTRIBUTES, ABSURD_OBJECTS, ATTRIBUTE_TYPE_BY_DIRECTION, CA_VALUES, COLOURS, MATERIALS, SPATIAL_PREDICATES
+from storage.boxes import overlap
 from storage.colours import colour_of, colours_apart
 from storage.hashing import sha256_hex
 
@@ -27,14 +28,6 @@ def _pick(options: tuple[str, ...] | list[str], key: str, n: int = 1, exclude: s
 
 def _a(name: str) -> str:
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
-
-
-def _overlap(a: list[float] | None, b: list[float] | None) -> float:
-    if not a or not b:
-        return 0.0
-    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
-    x1, y1 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
-    return max(0.0, x1 - x0) * max(0.0, y1 - y0) / max(1e-9, a[2] * a[3])
 
 
 def _same(a: str, b: str) -> bool:
@@ -62,7 +55,7 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     key = str(ctx.get("edit_id") or ctx.get("candidate_id"))
     region = region_words(box, w, h) if box else "centre"
     objects = [o for o in ctx.get("objects", []) if o.get("name")]
-    others_same = [o for o in objects if _same(o["name"], removed) and o.get("box") and _overlap(o["box"], box) < 0.5]
+    others_same = [o for o in objects if _same(o["name"], removed) and o.get("box") and overlap(o["box"], box) < 0.5]
     same_region = [o for o in others_same if region_words(o["box"], w, h) == region]
     verdict = {"verification_status": "pass", "verification_issues": "none", "discard": False, "discard_reason": "none"}
     if same_region:
@@ -76,12 +69,12 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         location = f"the area next to the {kept} in the {region} part of the image"
     else:
         location = f"the {region} part of the image"
-    covering = sorted({o["name"] for o in objects if not _same(o["name"], removed) and _overlap(box, o.get("box")) > 0.05})[:2]
+    covering = sorted({o["name"] for o in objects if not _same(o["name"], removed) and overlap(box, o.get("box")) > 0.05})[:2]
     if len(covering) == 2:
         remaining = f"the {covering[0]} and the {covering[1]}, with background around them"
     else:
         remaining = f"the {covering[0]} and the background around it" if covering else "only plain background"
-    attrs = [a for o in objects if _same(o["name"], removed) and _overlap(o.get("box"), box) >= 0.5 for a in o.get("attributes") or []]
+    attrs = [a for o in objects if _same(o["name"], removed) and overlap(o.get("box"), box) >= 0.5 for a in o.get("attributes") or []]
     slot = next((s for s in map(_attribute_slot, attrs) if s), None)
     if slot:
         value = next(a for a in attrs if _attribute_slot(a) == slot)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, mod
 from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
 from prompts.locations import area_fraction, distance, location_phrase
 from prompts.spec import PromptSpec
-from storage.json_columns import load_json_column
+from storage.json_columns import context_objects
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
 EDIT_TYPES = ("delete", "add", "replace", "move")
@@ -224,8 +224,7 @@ TASK_PROMPTS: dict[str, PromptSpec] = {
 
 # ---------------------------------------------------------------------------- contexts
 def _objects(candidate: dict[str, Any]) -> list[dict[str, Any]]:
-    objs = load_json_column(candidate.get("context_json"), "context_json", f"candidate {candidate.get('id')!r}", list)
-    return [o for o in objs if isinstance(o, dict) and o.get("name")]
+    return [o for o in context_objects(candidate, f"candidate {candidate.get('id')!r}") if o.get("name")]
 
 
 def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:

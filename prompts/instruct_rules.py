@@ -13,6 +13,7 @@ from typing import Any
 from prompts.locations import box_center, region_words
 from prompts.rules_api import rules_answer
 from prompts.vocabulary import CA_VALUES, MADE_DIRECTIONS, NATURAL_DIRECTIONS, NATURAL_HINTS, SUBSTITUTES
+from storage.boxes import grown, intersects
 from storage.colours import COUNTER_COLOURS, colour_word, colours_apart
 from storage.hashing import sha256_hex
 
@@ -210,14 +211,6 @@ def _trace_distractors(ctx: dict[str, Any], a_prime: str, b_prime: str, others: 
     }
 
 
-def _grown(box: list[float], px: float) -> list[float]:
-    return [box[0] - px, box[1] - px, box[2] + 2 * px, box[3] + 2 * px]
-
-
-def _hits(a: list[float], b: list[float]) -> bool:
-    return min(a[0] + a[2], b[0] + b[2]) > max(a[0], b[0]) and min(a[1] + a[3], b[1] + b[3]) > max(a[1], b[1])
-
-
 def _free_slot(ctx: dict[str, Any], key: str) -> tuple[str, list[float]] | None:
     """(side, box) of a place right or left of the target, inside the image, touching no annotated
     object: where a clone can go without hiding anything the questions talk about."""
@@ -230,7 +223,7 @@ def _free_slot(ctx: dict[str, Any], key: str) -> tuple[str, list[float]] | None:
     for side, cand in sides:
         if cand[0] < 2 or cand[1] < 2 or cand[0] + cand[2] > ctx["width"] - 2 or cand[1] + cand[3] > ctx["height"] - 2:
             continue
-        if not any(_hits(_grown(cand, 3), b) for b in boxes):
+        if not any(intersects(grown(cand, 3), b) for b in boxes):
             return side, [round(v, 1) for v in cand]
     return None
 
@@ -247,10 +240,10 @@ def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
     pool = []
     for o in ctx["objects"]:
         b = o.get("box")
-        if not b or o["name"] == name or b[2] < 6 or b[3] < 6 or _hits(_grown(b, 4), tb):
+        if not b or o["name"] == name or b[2] < 6 or b[3] < 6 or intersects(grown(b, 4), tb):
             continue
         ratio = (b[2] * b[3]) / max(1.0, tb[2] * tb[3])
-        if 0.4 <= ratio <= 2.5 and sum(1 for p in ctx["objects"] if p.get("box") and p is not o and _hits(p["box"], b)) == 0:
+        if 0.4 <= ratio <= 2.5 and sum(1 for p in ctx["objects"] if p.get("box") and p is not o and intersects(p["box"], b)) == 0:
             pool.append(o)
     pool.sort(key=lambda o: sha256_hex(f"{key}\x1f{o['name']}\x1f{o['box']}"))
     return pool[0] if pool else None
@@ -294,9 +287,9 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
             break
     if plan is None:
         return None
-    changed = [_grown(b, 15) for b in plan.pop("changed")]
+    changed = [grown(b, 15) for b in plan.pop("changed")]
     names = [n for n in ctx["object_names"] if n != name]
-    clear = [o for o in ctx["objects"] if o.get("box") and o["name"] != name and not any(_hits(o["box"], c) for c in changed)
+    clear = [o for o in ctx["objects"] if o.get("box") and o["name"] != name and not any(intersects(o["box"], c) for c in changed)
              and sum(1 for p in ctx["objects"] if p.get("box") and p["name"] == o["name"]) == 1]
     if not clear or len(names) < 4:
         return None

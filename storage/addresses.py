@@ -1,7 +1,10 @@
 """Where each artifact lives in a run directory (``<stage>/<name>``), paired with its schema:
 the one place a stage, an export or a report looks an artifact up, instead of writing
 ``"edit/edits"`` and picking the schema by hand. (The review queue's own artifact, read only by
-the review stage, is declared beside its schema in ``tasks/review/stage.py``.)"""
+the review stage, has its schema in ``tasks/review/stage.py`` and its address here through
+:func:`review_queue`.) Files that are not Parquet artifacts (reports, evaluations, the review
+database and export manifest) are named here too, so a moved folder is one edit.
+``tests/flows/test_one_place.py`` fails on a literal artifact path anywhere else.)"""
 
 from __future__ import annotations
 
@@ -47,3 +50,32 @@ DECISIONS = Address("review", "decisions", schemas.DECISIONS)
 
 def rejects(stage: str) -> Address:
     return Address(stage, "rejects", schemas.REJECTS)
+
+
+def review_queue(schema: ArtifactSchema) -> Address:
+    """The review queue's address; its schema lives with the review stage (above this layer)."""
+    return Address("review", "queue", schema)
+
+
+# Run-directory files and folders that are not Parquet artifacts.
+CONFIG_FILE = "config.yaml"
+REVIEW_DIR = "review"
+REVIEW_DB = f"{REVIEW_DIR}/queue.sqlite"
+REVIEW_EXPORT_MANIFEST = f"{REVIEW_DIR}/export_manifest.json"
+EVAL_DIR = "eval"
+REPORTS_DIR = "reports"
+
+
+def review_export(name: str) -> str:
+    """A review-export folder (``verified_edits``, ``verified_questions``, ``decisions``)."""
+    return f"{REVIEW_DIR}/{name}"
+
+
+def evaluation(slug: str) -> str:
+    """One model's evaluation folder, ``eval/<slug>``."""
+    return f"{EVAL_DIR}/{slug}"
+
+
+def report_file(kind: str) -> str:
+    """Where ``reactbench report <kind>`` writes its HTML by default."""
+    return f"{REPORTS_DIR}/{kind}.html"

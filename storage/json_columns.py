@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 
 def load_json_column(text: str | None, column: str, owner: str, kind: type = dict) -> Any:
@@ -21,3 +21,19 @@ def load_json_column(text: str | None, column: str, owner: str, kind: type = dic
     if not isinstance(value, kind):
         raise ValueError(f"{owner}: {column} must be a JSON {'object' if kind is dict else kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def candidate_of(row: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """A row's ``candidate_json`` (instruction, edit): the one parser, so every stage applies the
+    same rule: absent is ``{}``, malformed raises ``ValueError`` naming ``owner``."""
+    return load_json_column(row.get("candidate_json"), "candidate_json", owner)
+
+
+def context_objects(candidate: Mapping[str, Any], owner: str) -> list[dict[str, Any]]:
+    """The other annotated objects of a candidate's image (its ``context_json``): absent is ``[]``;
+    malformed JSON, a non-list or a non-object entry raises ``ValueError`` naming ``owner``."""
+    objs = load_json_column(candidate.get("context_json"), "context_json", owner, list)
+    for i, o in enumerate(objs):
+        if not isinstance(o, dict):
+            raise ValueError(f"{owner}: context_json entry {i} must be a JSON object, got {type(o).__name__}")
+    return objs

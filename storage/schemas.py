@@ -42,6 +42,7 @@ ITEM_FIELDS: list[pa.Field] = [
     pa.field("candidate_id", pa.string(), nullable=False),
     pa.field("candidate_json", pa.string(), nullable=False),  # the whole candidate row, canonical JSON
 ]
+ITEM_COLUMNS: tuple[str, ...] = tuple(f.name for f in ITEM_FIELDS)  # their names, for copying a row forward
 
 CANDIDATES = ArtifactSchema(
     "candidates",

@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from prompts.locations import region_words
+from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
+from storage.json_columns import candidate_of, context_objects
 from storage.names import basic_name
 from tasks.suggest import suggest
 
@@ -45,12 +47,6 @@ class ItemAudit:
     @property
     def consistent(self) -> bool:
         return not self.problems
-
-
-def _inter(a: list[float], b: list[float]) -> float:
-    ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
-    return ix * iy
 
 
 class World:
@@ -100,7 +96,7 @@ class World:
         cls = self.classes(name) or {basic_name(name)}
         out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"]] + [a for a in self.added if a["name"] in cls]
         if box is not None:
-            out = [o for o in out if _inter(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
+            out = [o for o in out if intersection(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
         return out
 
 
@@ -117,7 +113,7 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
     p = item.problems
     if edit["task"] == "dense_counting":
-        cand = json.loads(edit.get("candidate_json") or "{}")
+        cand = candidate_of(edit, f"edit {edit['id']}")
         fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
         if fsc is None:
             return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
@@ -130,8 +126,8 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     image = truth["images"].get(str(edit["image_id"]))
     if image is None:
         return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions))
-    cand = json.loads(edit.get("candidate_json") or "{}")
-    annotations = json.loads(cand.get("context_json") or "[]")
+    owner = f"edit {edit['id']}"
+    annotations = context_objects(candidate_of(edit, owner), owner)
     world = World(image, annotations)
     before = World(image, annotations)
     qc = json.loads(edit.get("qc_json") or "{}")
@@ -270,7 +266,7 @@ def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dic
             p.append(f"AT: the control object {bp} was touched by the edit ({o['touched']:.0%})")
     for a in world.added:
         for o in world.objects.values():
-            if o["name"] in world.classes(bp) and a.get("box") and _inter(a["box"], o["box"]) > 0:
+            if o["name"] in world.classes(bp) and a.get("box") and intersection(a["box"], o["box"]) > 0:
                 p.append(f"AT: the copy covers the control object {bp}")
 
 
@@ -284,16 +280,13 @@ def _check_beaf(q: dict[str, Any], world: World, p: list[str]) -> None:
         p.append(f"BEAF {q['qid']} ({q['image_role']}): {q['text']!r} gold {q['gold']} but the {m.group(1)} is {'there' if there else 'absent'}")
 
 
-def find_truth(run: Any) -> Path | None:
-    """``sample_truth.json`` next to the run's sources (the bundled sample writes it), if any."""
-    import yaml
-
-    try:
-        cfg = yaml.safe_load(run.read_text("config.yaml"))
-    except FileNotFoundError:
+def find_truth(config: Any | None) -> Path | None:
+    """``sample_truth.json`` next to the sources of ``config`` (the run's saved config, resolved by
+    the caller; None when the run has none), if the bundled sample wrote one."""
+    if config is None:
         return None
     for key in ("visual_genome", "fsc147"):
-        src = ((cfg or {}).get("sources") or {}).get(key)
+        src = getattr(config.sources, key)
         if src:
             cand = Path(src).parent / "sample_truth.json"
             if cand.exists():
@@ -303,16 +296,15 @@ def find_truth(run: Any) -> Path | None:
 
 def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
     """Audit every queued item of ``run``; per task and editor: consistent / inconsistent with examples."""
+    from storage import addresses
     from storage.image_store import ImageStore
-    from storage.parquet_io import ArtifactReader
-    from storage.schemas import ANALYSIS, EDITS, QUESTIONS
-    from tasks.review.stage import REVIEW_QUEUE
+    from tasks.review.stage import QUEUE
 
-    queue = ArtifactReader(run, "review/queue", REVIEW_QUEUE)
+    queue = QUEUE.reader(run)
     if not queue.exists():
         raise FileNotFoundError(f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first")
     queued = sorted({r["edit_id"] for r in queue.rows(["edit_id"])})
-    edits = {e["id"]: e for e in ArtifactReader(run, "edit/edits", EDITS).rows() if e["id"] in set(queued)}
+    edits = {e["id"]: e for e in addresses.EDITS.reader(run).rows() if e["id"] in set(queued)}
     if truth_path is None:
         per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for e in edits.values():
@@ -321,9 +313,9 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
         return {"mode": "verification", "items": len(edits), "per_task_editor": {k: dict(v) for k, v in sorted(per.items())}}
     truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
     qs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for q in ArtifactReader(run, "qa/questions", QUESTIONS).rows():
+    for q in addresses.QUESTIONS.reader(run).rows():
         qs[q["edit_id"]].append(q)
-    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in ArtifactReader(run, "qa/analysis", ANALYSIS).rows() if a["status"] == "ok"}
+    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in addresses.ANALYSIS.reader(run).rows() if a["status"] == "ok"}
     images = ImageStore(run)
     audits = [audit_item(edits[i], qs.get(i, []), analysis.get(i, {}), truth, images) for i in queued if i in edits]
     per_task: dict[str, dict[str, Any]] = {}

@@ -33,6 +33,7 @@ from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
+from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
 from tasks.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.reuse import Entry, ItemReuse, code_version
@@ -40,8 +41,7 @@ from tasks.verify_model import model_verify
 from tasks.verify_model import stage_key as verify_model_key
 
 STAGE = "edit"
-ITEM_COLUMNS = [f.name for f in schemas.ITEM_FIELDS]
-INSTRUCTION_COLUMNS = ["id", *ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
+INSTRUCTION_COLUMNS = ["id", *schemas.ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
 NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
@@ -214,7 +214,11 @@ class EditStage(Stage):
             item.rejected = source
             return item
         data, image = source
-        fields, context = _fields(row)
+        try:
+            fields, context = _fields(row)
+        except ValueError as exc:  # a malformed candidate: the reject names the instruction
+            item.rejected = reject(edit_id, STAGE, "bad_request", str(exc), payload)
+            return item
         if context:
             fields.setdefault("_context", context)
         try:
@@ -254,7 +258,7 @@ class EditStage(Stage):
                 result.rejects.append(source)
                 continue
             original = store_original(ctx, row["image_path"], *source)
-            edit = {k: row[k] for k in ITEM_COLUMNS}
+            edit = {k: row[k] for k in schemas.ITEM_COLUMNS}
             edit.update(
                 id=edit_id, instruction_id=row["id"], instruction=row.get("instruction"), edit_type="none",
                 target_name=row.get("target_name"), target_box=row.get("target_box"),
@@ -306,7 +310,7 @@ class EditStage(Stage):
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
             mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
-        row = {k: item.row[k] for k in ITEM_COLUMNS}
+        row = {k: item.row[k] for k in schemas.ITEM_COLUMNS}
         row.update(
             id=item.edit_id,
             instruction_id=item.row["id"],
@@ -458,7 +462,10 @@ def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed:
     digest = source_digest(row["image_path"])
     if digest is None:
         return None
-    _, context = _fields(row)
+    try:
+        _, context = _fields(row)
+    except ValueError:
+        return None  # computed: its reject says what is wrong
     instruction = {k: row.get(k) for k in INSTRUCTION_COLUMNS if k != "candidate_json"}
     return reuse.key(instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
 
@@ -487,7 +494,7 @@ def reused_shard(
     result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
     for row, value in zip(rows, reuse.map(keys, run)):
         if value.get("edit") is not None:
-            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in ITEM_COLUMNS}})
+            result.outputs["edits"].append({**value["edit"], **{k: row[k] for k in schemas.ITEM_COLUMNS}})
         result.rejects.extend(value.get("rejects", []))
     result.items = reuse.counts.as_dict()
     return result
@@ -501,16 +508,8 @@ def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         fields = parsed if isinstance(parsed, dict) else {"value": parsed}
     except json.JSONDecodeError:
         fields = {}
-    context: list[Any] = []
-    try:
-        cand = json.loads(row.get("candidate_json") or "{}")
-        raw = cand.get("context_json") if isinstance(cand, dict) else None
-        ctx_val = json.loads(raw) if isinstance(raw, str) else raw
-        if isinstance(ctx_val, list):
-            context = ctx_val
-    except json.JSONDecodeError:
-        context = []
-    return fields, context
+    owner = f"instruction {row['id']}"
+    return fields, context_objects(candidate_of(row, owner), owner)
 
 
 def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:

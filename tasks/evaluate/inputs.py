@@ -7,15 +7,14 @@ A fresh build has no human decisions yet, so ``unverified=True`` reads ``qa/ques
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from storage import addresses
+from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
-from storage.json_columns import load_json_column
-from storage.parquet_io import ArtifactReader
-from storage.schemas import EDITS, QUESTIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS, ArtifactSchema
+from storage.json_columns import candidate_of, context_objects, load_json_column
 
 
 class InputsMissing(RuntimeError):
@@ -24,10 +23,8 @@ class InputsMissing(RuntimeError):
 
 @dataclass(frozen=True)
 class Source:
-    questions: str
-    edits: str
-    question_schema: ArtifactSchema
-    edit_schema: ArtifactSchema
+    questions: Address
+    edits: Address
     unverified: bool
 
     @property
@@ -35,8 +32,8 @@ class Source:
         return "unverified (qa/questions, no human review)" if self.unverified else "verified (review export)"
 
 
-VERIFIED = Source("review/verified_questions", "review/verified_edits", VERIFIED_QUESTIONS, VERIFIED_EDITS, False)
-UNVERIFIED = Source("qa/questions", "edit/edits", QUESTIONS, EDITS, True)
+VERIFIED = Source(addresses.VERIFIED_QUESTIONS, addresses.VERIFIED_EDITS, False)
+UNVERIFIED = Source(addresses.QUESTIONS, addresses.EDITS, True)
 
 
 def source_for(unverified: bool) -> Source:
@@ -46,7 +43,7 @@ def source_for(unverified: bool) -> Source:
 def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Questions sorted by id, and edits by id. Fails naming the folder and the way out."""
     src = source_for(unverified)
-    q_reader = ArtifactReader(run, src.questions, src.question_schema)
+    q_reader = src.questions.reader(run)
     if not unverified and q_reader.exists():
         _require_review_export(run)
     if not q_reader.exists():
@@ -55,9 +52,9 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
             if unverified
             else "export the review decisions first (`reactbench review export`), or pass --unverified to use qa/questions"
         )
-        raise InputsMissing(f"{run.path(src.questions)}: no question shards found; {hint}")
+        raise InputsMissing(f"{run.path(src.questions.folder)}: no question shards found; {hint}")
     questions = sorted(q_reader.rows(), key=lambda r: r["id"])
-    e_reader = ArtifactReader(run, src.edits, src.edit_schema)
+    e_reader = src.edits.reader(run)
     edits = {e["id"]: e for e in e_reader.rows()} if e_reader.exists() else {}
     return questions, edits
 
@@ -76,8 +73,8 @@ def input_fingerprint(run: RunFS, unverified: bool) -> str:
     """Hash of the question and edit shard files: the evaluation reruns when they change."""
     src = source_for(unverified)
     parts = []
-    for folder, schema in ((src.questions, src.question_schema), (src.edits, src.edit_schema)):
-        for rel in ArtifactReader(run, folder, schema).shard_files():
+    for address in (src.questions, src.edits):
+        for rel in address.reader(run).shard_files():
             parts.append((rel, sha256_hex(run.read_bytes(rel))))
     return sha256_hex(canonical_json(parts))[:16]
 
@@ -104,22 +101,14 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
                 pass
     for edit_id, ann in out.items():
         e = edits.get(edit_id) or {}
-        cand = {}
-        if e.get("candidate_json"):
-            try:
-                cand = json.loads(e["candidate_json"])
-            except json.JSONDecodeError:
-                cand = {}
+        cand = candidate_of(e, f"edit {edit_id}")
         ann.setdefault("target_name", e.get("target_name") or cand.get("target_name"))
         if not ann.get("original_attribute") and cand.get("attribute"):
             ann["original_attribute"] = cand["attribute"]
         if ann.get("count") is None and cand.get("count") is not None:
             ann["count"] = int(cand["count"])
         names = {cand.get("target_name"), cand.get("partner_name"), ann.get("target_name")}
-        try:
-            names |= {o.get("name") for o in json.loads(cand.get("context_json") or "[]") if isinstance(o, dict)}
-        except (json.JSONDecodeError, TypeError):
-            pass
+        names |= {o.get("name") for o in context_objects(cand, f"edit {edit_id}")}
         ann["objects"] = sorted(n for n in names if n)
         if ann["task"] == "relational_erasure" and ann.get("target_name"):
             ann["prior_terms"] = [ann["target_name"]]

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from prompts.clients.factory import make_client
 from prompts.config import MLLMConfig
+from storage import addresses
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.base import RunContext
@@ -147,4 +148,4 @@ def span_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def list_evaluations(run: RunFS) -> list[str]:
     """Folders under ``<run>/eval/`` that hold a ``metrics.json``."""
-    return [f"eval/{name}" for name in run.listdir("eval") if run.exists("eval", name, METRICS_FILE)]
+    return [addresses.evaluation(name) for name in run.listdir(addresses.EVAL_DIR) if run.exists(addresses.EVAL_DIR, name, METRICS_FILE)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMClient
+from storage import addresses
 from tasks.base import RunContext, ShardResult, Stage
 from tasks.evaluate.answer import ask, load_images
 from tasks.evaluate.attribute import attribute_subcauses, item_facts
@@ -63,7 +64,7 @@ class EvalStage(Stage):
         self.model = model
         self.unverified = unverified
         self.clients = clients
-        self.name = f"eval/{model_slug(backend, model, unverified)}"  # type: ignore[misc]
+        self.name = addresses.evaluation(model_slug(backend, model, unverified))  # type: ignore[misc]
         self._questions: list[dict[str, Any]] | None = None
         self._qmap: dict[str, dict[str, Any]] = {}
         self._by_item: dict[str, list[dict[str, Any]]] = {}

@@ -12,15 +12,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from rich.progress import Progress
 
 from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
-from storage.parquet_io import ArtifactReader, table_from_rows, write_table
+from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
-from storage.schemas import REJECTS
 from tasks.evaluate.inputs import edit_annotations, read_inputs
 from tasks.export.card import editor_stats, render_card
 from tasks.export.hf import write_task_parquet
@@ -40,25 +38,25 @@ class ExportSummary:
     files: list[str] = field(default_factory=list)
 
 
-def build_mllm_ids(run: RunFS) -> list[str]:
-    """``backend:model`` of every model that wrote instructions or analyses, plus the configured one."""
+def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
+    """``backend:model`` of every model that wrote instructions or analyses, else the configured one
+    (``config``: the resolved run config, ``flows.config.BuildConfig``)."""
     ids: set[str] = set()
-    for folder, schema in (("instruct/instructions", "instructions"), ("qa/analysis", "analysis")):
-        reader = ArtifactReader(run, folder, schema)
+    for address in (addresses.INSTRUCTIONS, addresses.ANALYSIS):
+        reader = address.reader(run)
         if reader.exists():
             for r in reader.rows(columns=["backend", "model_id"]):
                 if r["backend"] and r["model_id"]:
                     ids.add(f"{r['backend']}:{r['model_id']}")
-    if not ids and run.exists("config.yaml"):
-        mllm = (yaml.safe_load(run.read_text("config.yaml")) or {}).get("mllm") or {}
-        if mllm.get("backend"):
-            ids.add(f"{mllm['backend']}:{mllm.get('model')}")
+    if not ids and config.mllm.backend:
+        ids.add(f"{config.mllm.backend}:{config.mllm.model}")
     return sorted(ids)
 
 
 def export_benchmark(
     run: RunFS,
     out: RunFS,
+    config: Any,
     *,
     unverified: bool = False,
     vlmevalkit: bool = False,
@@ -67,6 +65,9 @@ def export_benchmark(
     replace: bool = False,
 ) -> ExportSummary:
     """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out`` as one sealed set.
+
+    ``config`` is the resolved run config (``flows.config.resolve_run_config``): every setting the
+    export reads comes from it, never from a second read of the run's ``config.yaml``.
 
     A question whose image is missing from the store is not released; it becomes a reject row
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
@@ -92,9 +93,10 @@ def export_benchmark(
     counts = {t: len(r) for t, r in sorted(by_task.items())}
     extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
     with sealed_release(out, replace=replace, extra=extra) as stage:
-        files = _write_release(run, stage, by_task, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval)
+        files = _write_release(run, stage, config, by_task, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval)
     # after the swap: a refused or failed export records nothing in the run
-    write_table(run, f"{STAGE}/rejects/part-00000.parquet", table_from_rows(REJECTS, rejects, where=f"{STAGE}/rejects"))
+    rejects_at = addresses.rejects(STAGE)
+    write_table(run, f"{rejects_at.folder}/part-00000.parquet", table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder))
     files.append(MANIFEST)
     return ExportSummary(out.url, not unverified, counts, len(rejects), files)
 
@@ -102,6 +104,7 @@ def export_benchmark(
 def _write_release(
     run: RunFS,
     out: RunFS,
+    config: Any,
     by_task: dict[str, list[dict[str, Any]]],
     kept_edits: dict[str, dict[str, Any]],
     unverified: bool,
@@ -119,8 +122,8 @@ def _write_release(
         name,
         all_rows,
         editor_stats(all_edits, set(kept_edits), verified=not unverified),
-        build_mllm_ids(run),
-        run.read_text("config.yaml") if run.exists("config.yaml") else None,
+        build_mllm_ids(run, config),
+        run.read_text(addresses.CONFIG_FILE) if run.exists(addresses.CONFIG_FILE) else None,
         verified=not unverified,
         vlmevalkit=vlmevalkit,
     )
@@ -129,8 +132,7 @@ def _write_release(
     if vlmevalkit:
         files += write_vlmevalkit(out, all_rows)
     if lmms_eval:
-        temperature, max_tokens = _generation(run)
-        files += write_lmms_eval(out, sorted(by_task), temperature, max_tokens)
+        files += write_lmms_eval(out, sorted(by_task), config.eval.temperature, config.eval.max_tokens)
     return files
 
 
@@ -139,12 +141,3 @@ def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore
 
     prior = list(annotations.get(q["edit_id"], {}).get("prior_terms") or [])
     return release_row(q, edits.get(q["edit_id"]), images, verified, prior)
-
-
-def _generation(run: RunFS) -> tuple[float, int]:
-    """(temperature, max tokens) of the run's ``eval`` section (the defaults when absent)."""
-    from tasks.config import EvalConfig
-
-    data = yaml.safe_load(run.read_text("config.yaml")) if run.exists("config.yaml") else {}
-    ev = EvalConfig.model_validate((data or {}).get("eval") or {})
-    return ev.temperature, ev.max_tokens

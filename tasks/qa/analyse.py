@@ -13,11 +13,11 @@ from typing import Any
 from prompts.clients.base import MLLMClient
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
-from storage.json_columns import load_json_column
+from storage.json_columns import candidate_of, load_json_column
 from storage.rejects import reject
+from storage.schemas import ITEM_COLUMNS
 
 STAGE = "qa"
-ITEM_COLUMNS = ("task", "variant", "source", "image_id", "image_path", "width", "height", "candidate_id", "candidate_json")
 
 
 @dataclass
@@ -39,7 +39,7 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
     from prompts.locations import location_phrase
 
     eid = edit["id"]
-    candidate = _json(edit.get("candidate_json"), "candidate_json", eid)
+    candidate = candidate_of(edit, f"edit {eid}")
     candidate.setdefault("width", edit["width"])
     candidate.setdefault("height", edit["height"])
     candidate.setdefault("task", edit["task"])
@@ -104,7 +104,7 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
                 out.fields[eid] = plan
                 continue
             if task == "dense_counting":
-                cand = _json(e.get("candidate_json"), "candidate_json", eid)
+                cand = candidate_of(e, f"edit {eid}")
                 fields = {"count": cand.get("count"), "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name")}
                 out.rows.append(analysis_row(e, "ok", "ground_truth_count", fields, NO_PROMPT))
                 out.fields[eid] = fields

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping, Sequence
 
+from storage.boxes import overlap
 from storage.hashing import stable_id
 from tasks.qa.render import Problem, Rendered
 from tasks.qa.templates import beaf_settings
@@ -26,11 +27,7 @@ def _covered(box: Sequence[float] | None, target: Sequence[float] | None) -> boo
     """True when ``box`` lies mostly (> 50 %) inside the erased ``target`` box."""
     if not box or not target or len(box) != 4 or len(target) != 4:
         return False
-    x0, y0 = max(box[0], target[0]), max(box[1], target[1])
-    x1, y1 = min(box[0] + box[2], target[0] + target[2]), min(box[1] + box[3], target[1] + target[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    area = max(box[2] * box[3], 1e-9)
-    return inter / area > 0.5
+    return overlap(box, target) > 0.5
 
 
 def beaf_questions(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage import addresses
+from storage.schemas import ITEM_COLUMNS
 from tasks.base import RunContext, ShardResult, Stage, chunk
 from tasks.qa.analyse import Analysed, analyse_edits
 from tasks.reuse import Entry, ItemReuse, code_version
@@ -51,13 +52,13 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     are not in it: changing the templates re-renders questions from stored analyses."""
     from prompts.analysis_prompts import ANALYSIS_PROMPTS
     from prompts.spec import prompt_fingerprints
-    from storage.json_columns import load_json_column
-    from tasks.qa.analyse import ITEM_COLUMNS, analysis_context
+    from storage.json_columns import candidate_of
+    from tasks.qa.analyse import analysis_context
 
     spec = ANALYSIS_PROMPTS.get(edit["task"])
     try:
         context = analysis_context(edit) if spec else None
-        cand = load_json_column(edit.get("candidate_json"), "candidate_json", f"edit {edit['id']}")
+        cand = candidate_of(edit, f"edit {edit['id']}")
     except (KeyError, TypeError, ValueError):
         return None  # computed: the analysis row and reject say what is wrong
     return reuse.key(
@@ -84,7 +85,6 @@ def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, r
         values = [e.value for e in run(edits)]
     else:
         values = reuse.map([analysis_item_key(reuse, ctx, e) for e in edits], lambda misses: run([edits[i] for i in misses]))
-    from tasks.qa.analyse import ITEM_COLUMNS
 
     merged = Analysed()
     for e, v in zip(edits, values):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from storage.hashing import stable_id
+from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
 from tasks.qa import mc
 from tasks.qa.beaf import beaf_questions
@@ -28,12 +28,8 @@ def settings_from(cfg: Any, run_seed: int) -> RenderSettings:
 
 
 def _context_objects(edit: dict[str, Any]) -> list[dict[str, Any]]:
-    try:
-        cand = json.loads(edit.get("candidate_json") or "{}")
-        objs = json.loads(cand.get("context_json") or "[]")
-    except (json.JSONDecodeError, AttributeError, TypeError):
-        return []
-    return [o for o in objs if isinstance(o, dict)] if isinstance(objs, list) else []
+    owner = f"edit {edit['id']}"
+    return context_objects(candidate_of(edit, owner), owner)
 
 
 def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings, *, beaf: bool = False) -> Rendered:

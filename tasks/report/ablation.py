@@ -34,9 +34,7 @@ class NoEdits(RuntimeError):
 def edit_rejects_per_editor(run: RunFS) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     """Per editor: requests refused as ``unsupported_edit`` (outside its capabilities), and the other
     edit-stage rejects by reason (``verify_failed`` excluded: those edits are rows too)."""
-    from storage.schemas import REJECTS
-
-    reader = ArtifactReader(run, "edit/rejects", REJECTS)
+    reader = addresses.rejects("edit").reader(run)
     unsupported: dict[str, int] = defaultdict(int)
     other: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if reader.exists():

@@ -6,9 +6,8 @@ import json
 from collections import Counter
 from typing import Any
 
+from storage import addresses
 from storage.fs import RunFS
-from storage.parquet_io import ArtifactReader
-from storage.schemas import REJECTS
 from tasks.report.html import figure, page, table
 from tasks.report.svg import hbars
 from tasks.suggest import suggest
@@ -21,7 +20,7 @@ def stage_facts(run: RunFS) -> list[dict[str, Any]]:
     out = []
     for st in STAGES:
         manifest = json.loads(run.read_text(st, "_manifest.json")) if run.exists(st, "_manifest.json") else None
-        rej = ArtifactReader(run, f"{st}/rejects", REJECTS)
+        rej = addresses.rejects(st).reader(run)
         reasons = Counter(r["reason"] for r in rej.rows(columns=["reason"])) if rej.exists() else Counter()
         if manifest is None and not reasons and not run.exists(st):
             continue
@@ -49,9 +48,8 @@ def render_build_report(run: RunFS) -> str:
             top_r = float(max(f["reasons"].values()))
             rej_parts.append(f"<h3>{f['stage']}</h3>" + figure(hbars(sorted(f["reasons"].items(), key=lambda kv: (-kv[1], kv[0])), f"Reject reasons in {f['stage']}", max_value=top_r, unit="")))
     sections.append(("Reject reasons", "\n".join(rej_parts) or '<p class="muted">nothing was rejected</p>'))
-    if run.exists("edit", "edits"):
-        from storage.schemas import EDITS
+    if run.exists(addresses.EDITS.folder):
         from tasks.report.ablation import gallery
 
-        sections.append(("Verification gallery", gallery(run, ArtifactReader(run, "edit/edits", EDITS).rows())))
+        sections.append(("Verification gallery", gallery(run, addresses.EDITS.reader(run).rows())))
     return page("Build report", sections, subtitle=f"run {run.url}")

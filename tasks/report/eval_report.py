@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from storage import addresses
 from storage.fs import RunFS
 from tasks.evaluate.metrics import TASK_SHORT
 from tasks.evaluate.run import list_evaluations
@@ -24,10 +25,10 @@ class NoEvaluations(RuntimeError):
 def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     folders = folders or list_evaluations(run)
     if not folders:
-        raise NoEvaluations(f"{run.path('eval')}: no evaluation found; run `{suggest('eval', '--run-dir', run.url, '--model', 'BACKEND:MODEL')}` first")
+        raise NoEvaluations(f"{run.path(addresses.EVAL_DIR)}: no evaluation found; run `{suggest('eval', '--run-dir', run.url, '--model', 'BACKEND:MODEL')}` first")
     out = []
     for f in folders:
-        f = f if f.startswith("eval/") else f"eval/{f}"
+        f = f if f.startswith(addresses.evaluation("")) else addresses.evaluation(f)
         if not run.exists(f, "metrics.json"):
             raise NoEvaluations(f"{run.path(f, 'metrics.json')}: not found; known evaluations: {list_evaluations(run)}")
         out.append((f.split("/", 1)[1], json.loads(run.read_text(f, "metrics.json"))))

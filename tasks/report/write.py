@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from storage import addresses
 from storage.fs import RunFS
 
 KINDS = ("eval", "ablation", "build")
@@ -33,5 +34,5 @@ def write_report(kind: str, run: RunFS, out: str | None = None, models: list[str
         name = out.replace("\\", "/").rsplit("/", 1)[-1]
         target.write_text_atomic(name, html)
         return target.path(name)
-    run.write_text_atomic(f"reports/{kind}.html", html)
-    return run.path("reports", f"{kind}.html")
+    run.write_text_atomic(addresses.report_file(kind), html)
+    return run.path(addresses.report_file(kind))

@@ -19,7 +19,6 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json
 from storage.parquet_io import table_from_rows
-from storage.schemas import DECISIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
 from tasks.review.export_set import MANIFEST, write_export_set
 from tasks.review.queue import SYSTEM_USER, ReviewQueue
 from tasks.review.rules import RETIRED, current_decisions, latest_by_item
@@ -115,11 +114,11 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     summary.verified_edits, summary.verified_questions = len(v_edits), len(v_questions)
 
     tables = {
-        name: table_from_rows(schema, rows, where=f"review/{name}")
-        for name, schema, rows in (
-            ("verified_edits", VERIFIED_EDITS, v_edits),
-            ("verified_questions", VERIFIED_QUESTIONS, v_questions),
-            ("decisions", DECISIONS, decisions),
+        address.name: table_from_rows(address.schema, rows, where=address.folder)
+        for address, rows in (
+            (addresses.VERIFIED_EDITS, v_edits),
+            (addresses.VERIFIED_QUESTIONS, v_questions),
+            (addresses.DECISIONS, decisions),
         )
     }
     manifest = write_export_set(run, tables, position)

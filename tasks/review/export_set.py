@@ -17,13 +17,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
 from storage.parquet_io import shard_name, write_table
 from tasks.suggest import suggest
 
-EXPORT_DIR = "review"
-MANIFEST = f"{EXPORT_DIR}/export_manifest.json"
+EXPORT_DIR = addresses.REVIEW_DIR
+MANIFEST = addresses.REVIEW_EXPORT_MANIFEST
 FORMAT = 1
 TMP_PREFIX = ".export-tmp-"
 OLD_PREFIX = ".export-old-"
@@ -89,7 +90,7 @@ def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any
     manifest = read_manifest(run)
     if manifest is None:
         present = [n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)]
-        what = f"{', '.join(f'review/{n}' for n in present)} exist but" if present else "the review export"
+        what = f"{', '.join(addresses.review_export(n) for n in present)} exist but" if present else "the review export"
         raise ExportSetError(f"{what} has no manifest {run.path(MANIFEST)}: the export is incomplete or was interrupted; {again}")
     if manifest.get("format") != FORMAT:
         raise ExportSetError(f"{run.path(MANIFEST)}: unknown export format {manifest.get('format')!r}; {again}")

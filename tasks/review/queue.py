@@ -31,6 +31,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from storage import addresses
 from storage.hashing import stable_id
 from storage.review_db import Item, ItemState, create_schema, is_sqlite, make_engine, write_lock
 from tasks.review.decisions import DecisionsMixin
@@ -236,7 +237,7 @@ def count_queue_items(run_dir: str, db_url: str | None = None) -> int:
     from storage.review_db import DEFAULT_DB_NAME, sqlite_url
 
     if db_url is None:
-        path = Path(run_dir) / "review" / DEFAULT_DB_NAME
+        path = Path(run_dir) / addresses.REVIEW_DIR / DEFAULT_DB_NAME
         if not path.exists():
             return 0
         db_url = sqlite_url(str(path))

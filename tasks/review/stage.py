@@ -14,10 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
-from storage import addresses
-from storage.parquet_io import ArtifactReader
 from storage.rejects import reject
 from storage.review_db import DEFAULT_DB_NAME, redact, sqlite_url
 from storage.schemas import ArtifactSchema, register
@@ -43,6 +42,7 @@ REVIEW_QUEUE = register(
         ),
     )
 )
+QUEUE = addresses.review_queue(REVIEW_QUEUE)
 
 # Edit columns the review pages need (the editor is kept for the admin and hidden from annotators).
 PAYLOAD_FIELDS = (
@@ -75,8 +75,8 @@ def default_db_url(run: RunFS) -> str:
             f"the run directory {run.url} is not local, so the review queue cannot be an SQLite file there; "
             "set review.db_url (e.g. postgresql://user@host/db) in the config or pass --db"
         )
-    run.makedirs("review")
-    return sqlite_url(run.path("review", DEFAULT_DB_NAME))
+    run.makedirs(addresses.REVIEW_DIR)
+    return sqlite_url(run.path(addresses.REVIEW_DIR, DEFAULT_DB_NAME))
 
 
 def is_unedited(edit: dict[str, Any]) -> bool:
@@ -161,7 +161,7 @@ class ReviewStage(Stage):
         from tasks.review.queue import ReviewQueue
 
         url = ctx.config.review.db_url or default_db_url(ctx.run)
-        rows = ArtifactReader(ctx.run, "review/queue", REVIEW_QUEUE).rows()
+        rows = QUEUE.reader(ctx.run).rows()
         queue = ReviewQueue.open(url, k=ctx.config.review.k, lease_minutes=ctx.config.review.lease_minutes)
         try:
             changes = queue.reconcile(rows)

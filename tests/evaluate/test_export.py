@@ -10,6 +10,7 @@ import pytest
 
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
+from flows.config import resolve_run_config
 from tasks.export.export import export_benchmark
 from eval_helpers import write_run
 
@@ -19,7 +20,7 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     run = write_run(root / "run")
     out = RunFS.open(str(root / "release"))
-    summary = export_benchmark(run, out, vlmevalkit=True, lmms_eval=True)
+    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), vlmevalkit=True, lmms_eval=True)
     return run, out, summary
 
 
@@ -66,8 +67,8 @@ def test_card_and_extras(exported):
 
 def test_unverified_export_is_labelled_and_deterministic(tmp_path):
     run = write_run(tmp_path / "run", verified=False)
-    a = export_benchmark(run, RunFS.open(str(tmp_path / "a")), unverified=True)
-    export_benchmark(run, RunFS.open(str(tmp_path / "b")), unverified=True)
+    a = export_benchmark(run, RunFS.open(str(tmp_path / "a")), resolve_run_config(run_dir=run.url), unverified=True)
+    export_benchmark(run, RunFS.open(str(tmp_path / "b")), resolve_run_config(run_dir=run.url), unverified=True)
     card = (tmp_path / "a" / "README.md").read_text()
     assert "UNVERIFIED BUILD" in card and "not reviewed" in card
     for f in a.files:
@@ -79,7 +80,7 @@ def test_missing_image_becomes_reject(tmp_path):
     q = ArtifactReader(run, "qa/questions", "questions").rows()
     dc_img = next(x for x in q if x["task"] == "dense_counting")["images"][0]
     run.rm(dc_img)
-    s = export_benchmark(run, RunFS.open(str(tmp_path / "out")), unverified=True)
+    s = export_benchmark(run, RunFS.open(str(tmp_path / "out")), resolve_run_config(run_dir=run.url), unverified=True)
     rej = ArtifactReader(run, "export/rejects", "rejects").rows()
     assert s.rejected == len(rej) > 0 and {r["reason"] for r in rej} == {"image_missing"}
     assert "dense_counting" not in s.counts or s.counts["dense_counting"] < sum(1 for x in q if x["task"] == "dense_counting")

@@ -20,6 +20,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.evaluate.run import run_eval
 from tasks.evaluate.stage import EvalClients
+from flows.config import resolve_run_config
 from tasks.export.export import export_benchmark
 from eval_helpers import write_run
 
@@ -79,7 +80,7 @@ def release(tmp_path_factory):
     root = tmp_path_factory.mktemp("lmms")
     run = write_run(root / "run")
     built = root / "built"
-    export_benchmark(run, RunFS.open(str(built)), lmms_eval=True)
+    export_benchmark(run, RunFS.open(str(built)), resolve_run_config(run_dir=run.url), lmms_eval=True)
     moved = root / "elsewhere" / "release"  # a moved release must load without editing its YAML
     moved.parent.mkdir()
     shutil.move(str(built), str(moved))

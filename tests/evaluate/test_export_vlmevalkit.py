@@ -35,6 +35,7 @@ from storage.parquet_io import ArtifactReader
 from tasks.evaluate.metrics import accuracy, collapse_cyclic
 from tasks.evaluate.run import run_eval
 from tasks.evaluate.stage import EvalClients
+from flows.config import resolve_run_config
 from tasks.export.export import export_benchmark
 from tasks.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
 from eval_helpers import ScriptedReplies, write_run
@@ -108,7 +109,7 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("vlmeval")
     run = write_run(root / "run")
     out = RunFS.open(str(root / "release"))
-    summary = export_benchmark(run, out, vlmevalkit=True)
+    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), vlmevalkit=True)
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
     config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})

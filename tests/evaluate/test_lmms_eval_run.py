@@ -37,6 +37,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.evaluate.run import run_eval
 from tasks.evaluate.schemas import ANSWERS
+from flows.config import resolve_run_config
 from tasks.export.export import export_benchmark
 
 pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to run the exported tasks")
@@ -156,7 +157,7 @@ def both_systems(request, tmp_path_factory):
     build = request.param
     root = tmp_path_factory.mktemp(f"lmms-run-{build}")
     run = write_run(root / "run", cyclic=build == "cyclic")
-    export_benchmark(run, RunFS.open(str(root / "built")), lmms_eval=True)
+    export_benchmark(run, RunFS.open(str(root / "built")), resolve_run_config(run_dir=run.url), lmms_eval=True)
     release = root / "moved" / "release"  # the release is copied elsewhere before anyone runs it
     release.parent.mkdir()
     shutil.copytree(root / "built", release)

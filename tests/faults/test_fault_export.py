@@ -22,6 +22,7 @@ import pytest
 from storage.fs import RunFS
 from storage.parquet_io import table_from_rows, write_table
 from storage.schemas import QUESTIONS
+from flows.config import resolve_run_config
 from tasks.export.export import export_benchmark
 from tasks.export.seal import MANIFEST, ReleaseRefused, verify_release
 
@@ -71,7 +72,7 @@ def _loaded_rows(out: Path, cache: Path) -> int:
 
 def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: dict[str, RunFS], tmp_path: Path):
     out = tmp_path / "release"
-    old_rows = sum(export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True).counts.values())
+    old_rows = sum(export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True).counts.values())
     new_rows = len(_questions(runs["new"]))
     # calibrate: how long a whole export runs, from start and from its staging folder's appearance
     started = time.monotonic()
@@ -89,7 +90,7 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
     rng = random.Random(26)
     outcomes = []
     for i in range(KILLS):
-        export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True, replace=True)  # back to the old release
+        export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True, replace=True)  # back to the old release
         # half the kills at any instant of the command, half inside the writing / sealing / swap window
         anchor_on_staging = i % 2 == 1
         delay = rng.uniform(0, writing if anchor_on_staging else whole)
@@ -118,7 +119,7 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
 
 def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole(runs: dict[str, RunFS], tmp_path: Path):
     out = tmp_path / "release"
-    four = export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True)
+    four = export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     refused = subprocess.run(_export(Path(runs["one"].root), out), capture_output=True, text=True, env=_env(), timeout=300)
     assert refused.returncode == 2, refused.stderr
@@ -139,9 +140,9 @@ def test_a_folder_that_is_no_release_is_refused(runs: dict[str, RunFS], tmp_path
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
     with pytest.raises(ReleaseRefused, match=f"holds no {MANIFEST}"):
-        export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True)
+        export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
-    export_benchmark(runs["old"], RunFS.open(str(out)), unverified=True, replace=True)
+    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True, replace=True)
     assert not (out / "notes.txt").exists() and verify_release(RunFS.open(str(out)))["counts"]
 
 
@@ -166,7 +167,7 @@ def test_out_may_not_be_or_hold_the_run_directory(runs: dict[str, RunFS], tmp_pa
     run = runs["old"]
     for out in (run.root, str(Path(run.root).parent)):
         with pytest.raises(ReleaseRefused, match="is the run directory"):
-            export_benchmark(run, RunFS.open(out), unverified=True, replace=True)
+            export_benchmark(run, RunFS.open(out), resolve_run_config(run_dir=run.url), unverified=True, replace=True)
     assert run.exists("qa", "questions")
 
 
@@ -177,13 +178,13 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     from tasks.export.seal import OLD_TAG, recover
 
     out = RunFS.open("memory://rb-seal-test/release")
-    first = export_benchmark(runs["old"], out, unverified=True)
+    first = export_benchmark(runs["old"], out, resolve_run_config(run_dir=runs["old"].url), unverified=True)
     assert verify_release(out)["counts"] == first.counts
     aside = RunFS.open(f"memory://rb-seal-test/.release{OLD_TAG}0123")
     out.fs.mv(out.root, aside.root, recursive=True)  # the state a kill between the two moves leaves
     assert not out.exists()
     recover(out)
     assert verify_release(out)["counts"] == first.counts and not aside.exists()
-    second = export_benchmark(runs["new"], out, unverified=True)
+    second = export_benchmark(runs["new"], out, resolve_run_config(run_dir=runs["new"].url), unverified=True)
     assert verify_release(out)["counts"] == second.counts != first.counts
     assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
