@@ -12,11 +12,14 @@ of these, so writers handle them:
   to resume, and exits 128 + the signal number (143 for SIGTERM, 129 for SIGHUP);
 * a second signal while shards are finishing abandons them: the lease is released and the
   process exits at once with the same status (a half-written shard has no marker and is
-  recomputed by the next run).
+  recomputed by the next run). The handler stays installed until the process exits, so a
+  second signal that lands while the lease is being released or the message printed exits
+  the same way instead of through the default action (which would report death by signal).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -25,6 +28,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
+_installed = False  # the outermost writer of the process owns the handlers
+_stopping = False  # a handled signal arrived: the process is on its way out
 
 
 class Interrupted(BaseException):
@@ -53,9 +58,11 @@ def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
 
     ``abandon`` runs on a second signal, just before the process exits without waiting for
     running shards: it must release the lease without blocking."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    global _installed
+    if threading.current_thread() is not threading.main_thread() or _installed:
+        yield  # a nested writer (``build`` running its stages) is served by the outermost handler
         return
+    _installed = True
     state = {"signum": 0}
 
     def handler(signum: int, frame: object) -> None:
@@ -65,12 +72,30 @@ def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
             finally:
                 print(f"{signal.Signals(signum).name} again: abandoning the running shards (they are recomputed on resume)", file=sys.stderr, flush=True)
                 os._exit(128 + state["signum"])
+        global _stopping
         state["signum"] = signum
+        _stopping = True
         raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in HANDLED}
     try:
         yield
     finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+        if not state["signum"]:  # after a signal the handler stays: a second one during the lease
+            for s, h in previous.items():  # release and the message must not fall back to dying silently
+                signal.signal(s, h)
+            _installed = False
+
+
+def _ignore_late_signals() -> None:
+    """Once a stopped writer has released its lease and said so, a further signal must not turn
+    exit status 143 / 129 into death by signal. Python resets its own handlers to the default
+    action when the interpreter shuts down (it leaves ignored signals ignored), so the last
+    atexit step (registered when this module is imported, before the command's own) ignores
+    them: the threads have been joined by then, nothing is left to abandon."""
+    if _stopping:
+        for s in HANDLED:
+            signal.signal(s, signal.SIG_IGN)
+
+
+atexit.register(_ignore_late_signals)

@@ -205,6 +205,16 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
                 box = page.get_by_placeholder("new question text").first
                 box.fill("Is any cup left?")
                 box.press("Enter")
+                # Label Studio moves a submitted line out of the box into the region's list; on a
+                # loaded machine the key press can land before the editor listens, so wait for it.
+                pressed, deadline = time.monotonic(), time.monotonic() + 60
+                while box.input_value() != "":
+                    assert time.monotonic() < deadline, "Label Studio did not take the typed question"
+                    time.sleep(0.5)
+                    if time.monotonic() - pressed > 10 and box.input_value() == "Is any cup left?":
+                        box.press("Enter")  # the first press was lost (never taken in 10 s)
+                        pressed = time.monotonic()
+                page.get_by_text("Is any cup left?").first.wait_for(timeout=60_000)
                 page.get_by_text(re.compile(r"^accept")).first.click()
             page.screenshot(path=str(shots_dir / f"labelstudio_{stage}.png"), full_page=True)
             page.get_by_role("button", name="Submit").click()
