@@ -472,10 +472,7 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[
         H, W = 384, int(rng.choice([480, 512, 576]))
         canvas = Image.fromarray(_background(rng, W, H))
         draw = ImageDraw.Draw(canvas)
-        cols = int(np.ceil(np.sqrt(count * W / H)))
-        rows = int(np.ceil(count / cols))
-        cw, ch = (W - 20) / cols, (H - 20) / rows
-        r = max(3.0, min(cw, ch) * 0.3)
+        cols, rows, cw, ch, r = _count_grid(count, W, H)
         cells = rng.permutation(rows * cols)[:count]
         points = []
         for c in sorted(int(v) for v in cells):
@@ -561,15 +558,21 @@ def _coco_scene_image(rng: np.random.Generator, index: int) -> tuple[Image.Image
     return canvas, out
 
 
+def _count_grid(count: int, W: int, H: int) -> tuple[int, int, float, float, float]:
+    """The grid a counting image draws its ``count`` instances on: columns, rows, cell width and
+    height (10 px margins), and the instance radius."""
+    cols = int(np.ceil(np.sqrt(count * W / H)))
+    rows = int(np.ceil(count / cols))
+    cw, ch = (W - 20) / cols, (H - 20) / rows
+    return cols, rows, cw, ch, max(3.0, min(cw, ch) * 0.3)
+
+
 def _coco_count_image(rng: np.random.Generator, count: int, cls: str, colour: str) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
     """``count`` instances of one class on a grid (a counting image)."""
     W, H = 480, 360
     canvas = Image.fromarray(_background(rng, W, H))
     draw = ImageDraw.Draw(canvas)
-    cols = int(np.ceil(np.sqrt(count * W / H)))
-    rows = int(np.ceil(count / cols))
-    cw, ch = (W - 20) / cols, (H - 20) / rows
-    r = max(3.0, min(cw, ch) * 0.3)
+    cols, rows, cw, ch, r = _count_grid(count, W, H)
     out = []
     for c in sorted(int(v) for v in rng.permutation(rows * cols)[:count]):
         cx, cy = 10 + (c % cols + 0.5) * cw, 10 + (c // cols + 0.5) * ch
