@@ -129,8 +129,10 @@ def recover(out: RunFS) -> None:
     here = RunFS(out.fs, parent or "/")
     leftovers = [n for n in here.listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
     for n in leftovers:
-        if n.startswith(f".{name}{OLD_TAG}") and not out.exists() and read_release(here.sub(n)) is not None:
-            out.fs.mv(here.path(n), out.root, recursive=True)
+        if n.startswith(f".{name}{OLD_TAG}") and read_release(here.sub(n)) is not None and (not out.exists() or read_release(out) is None):
+            if out.exists():
+                out.rm()  # a copy of the new release that a kill cut short (its manifest comes last)
+            _move_tree(out.fs, here.path(n), out.root)
             continue
         here.rm(n)
 
@@ -146,10 +148,24 @@ def _swap_in(stage: RunFS, out: RunFS, old: str) -> None:
             stage.rm()  # the old release, now under the temporary name
             return
     if out.exists():
-        out.fs.mv(out.root, old, recursive=True)  # a kill here: recover() puts it back
-    out.fs.mv(stage.root, out.root, recursive=True)
+        _move_tree(out.fs, out.root, old)  # a kill from here on: recover() puts the old release back
+    _move_tree(out.fs, stage.root, out.root)
     if out.fs.exists(old):
         out.fs.rm(old, recursive=True)
+
+
+def _move_tree(fs: Any, src: str, dst: str) -> None:
+    """Move every file under ``src`` to the same place under ``dst``, the manifest last, then
+    remove ``src``. Object stores have no rename (a move is a copy and a delete), and fsspec's
+    recursive ``mv`` also tries to copy the folder's own key, which does not exist there; copying
+    file by file with the manifest last means a folder holding a manifest holds all its files."""
+    src, dst = src.rstrip("/"), dst.rstrip("/")
+    files = sorted(fs.find(src), key=lambda f: (posixpath.basename(f) == MANIFEST, f))
+    for f in files:
+        target = posixpath.join(dst, posixpath.relpath(f.rstrip("/"), fs._strip_protocol(src)))
+        fs.makedirs(posixpath.dirname(target), exist_ok=True)  # local folders need their parents
+        fs.copy(f, target)
+    fs.rm(src, recursive=True)
 
 
 def _exchange(a: str, b: str) -> bool:

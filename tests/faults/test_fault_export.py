@@ -185,6 +185,12 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     assert not out.exists()
     recover(out)
     assert verify_release(out)["counts"] == first.counts and not aside.exists()
+    # A kill while the new release was being copied in leaves a part of it without its manifest
+    # (copied last): that part is discarded and the old release put back.
+    out.fs.mv(out.root, aside.root, recursive=True)
+    out.write_text_atomic("half-copied.parquet", "part of a newer release")
+    recover(out)
+    assert verify_release(out)["counts"] == first.counts and not aside.exists() and not out.exists("half-copied.parquet")
     second = export_benchmark(runs["new"], out, resolve_run_config(run_dir=runs["new"].url), unverified=True)
     assert verify_release(out)["counts"] == second.counts != first.counts
     assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []

@@ -134,13 +134,18 @@ def test_prefect_yaml_deploys_build_and_every_stage() -> None:
     assert build["schedules"][0]["cron"] == "0 2 * * *"
 
 
-def test_ray_init_arguments_for_local_instance_and_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_init_arguments_for_local_instance_and_cluster() -> None:
+    """The URL comes from Prefect's active settings (what this process reports to). Prefect reads
+    the environment once, when it is first imported, so the test sets the settings themselves:
+    an environment variable changed later in a process that imported Prefect is not seen."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from flows.config import OrchestrationConfig
     from flows.prefect_flows import ray_init_kwargs
 
-    monkeypatch.setenv("PREFECT_API_URL", "http://prefect:4200/api")
-    local = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_init={"num_cpus": 8}))
+    with temporary_settings(updates={PREFECT_API_URL: "http://prefect:4200/api"}):
+        local = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_init={"num_cpus": 8}))
+        joined = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_address="auto"))
     env = {"runtime_env": {"env_vars": {"PREFECT_API_URL": "http://prefect:4200/api"}}}
     assert local == {"include_dashboard": False, "num_cpus": 8, **env}, "a local instance's workers report to the build's server too"
-    joined = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_address="auto"))
     assert joined == env
