@@ -110,7 +110,7 @@ def eval_cmd(
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).path(outcome.folder)}")
+    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}")
 
 
 def _num(v: float | None) -> str:

@@ -33,6 +33,6 @@ def write_report(kind: str, run: RunFS, out: str | None = None, models: list[str
         target = RunFS.open(str(Path(out).parent) if "://" not in out else out.rsplit("/", 1)[0])
         name = out.replace("\\", "/").rsplit("/", 1)[-1]
         target.write_text_atomic(name, html)
-        return target.path(name)
+        return target.sub(name).url
     run.write_text_atomic(addresses.report_file(kind), html)
-    return run.path(addresses.report_file(kind))
+    return run.sub(addresses.report_file(kind)).url  # a URL where the run is one (s3://...), else the path

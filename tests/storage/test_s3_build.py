@@ -117,6 +117,7 @@ def test_eval_export_and_report_on_s3(s3_run: dict[str, Any], bucket: str, confi
     url, cwd = s3_run["url"], config.parent
     ev = reactbench("eval", "--run-dir", url, "--model", "rules:rules-v1", "--unverified", cwd=cwd)
     assert ev.returncode == 0, ev.stdout + ev.stderr
+    assert f"{url}/eval/rules-rules-v1-unverified" in " ".join((ev.stdout + ev.stderr).split()), ev.stderr  # the URL, not a bare bucket path
     run = RunFS.open(url)
     metrics = json.loads(run.read_text("eval", "rules-rules-v1-unverified", "metrics.json"))
     assert metrics
@@ -130,6 +131,7 @@ def test_eval_export_and_report_on_s3(s3_run: dict[str, Any], bucket: str, confi
     assert "dataset" in release.read_text("README.md").lower()
     rep = reactbench("report", "eval", "--run-dir", url, cwd=cwd)
     assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert f"{url}/reports/eval.html" in " ".join((rep.stdout + rep.stderr).split()), rep.stderr
     assert "<html" in run.read_text("reports", "eval.html").lower()
 
 
