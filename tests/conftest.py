@@ -102,17 +102,10 @@ def s3_server() -> Iterator["S3Server"]:
     in every child process (a ``reactbench`` command) reaches it with no option passed."""
     from s3_server import S3Server
 
-    with S3Server() as server:
-        saved = {k: os.environ.get(k) for k in server.env()}
-        os.environ.update(server.env())
-        try:
-            yield server
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with S3Server() as server, pytest.MonkeyPatch.context() as env:
+        for key, value in server.env().items():
+            env.setenv(key, value)
+        yield server
 
 
 @pytest.fixture

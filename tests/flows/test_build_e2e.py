@@ -176,6 +176,27 @@ def _stop_mid_stage(proc: subprocess.Popen, run_dir: Path, sig: int) -> str:
     raise AssertionError("the build finished before it could be stopped mid-stage")
 
 
+def _signalled_build(config: Path, run_dir: Path, sig: int, *, again: bool = False) -> tuple[subprocess.Popen, str, str, float]:
+    """Start a build, send ``sig`` mid-stage (and once more 50 ms later when ``again``); returns the
+    process, the stage it was stopped in, its stderr and the seconds from the last signal to exit."""
+    proc = subprocess.Popen(
+        [CLI, "build", "--config", str(config), "--run-dir", str(run_dir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
+    )
+    try:
+        stage = _stop_mid_stage(proc, run_dir, sig)
+        if again:
+            time.sleep(0.05)
+            proc.send_signal(sig)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120 if again else 300)
+        return proc, stage, err, time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.parametrize("sig, code, resume", [(signal.SIGTERM, 143, True), (signal.SIGHUP, 129, False)], ids=["SIGTERM", "SIGHUP"])
 def test_signal_mid_build_releases_the_lease_says_how_to_resume_and_resumes_identically(
     reference_run: Path, e2e_config: Path, tmp_path: Path, sig: int, code: int, resume: bool
@@ -187,19 +208,7 @@ def test_signal_mid_build_releases_the_lease_says_how_to_resume_and_resumes_iden
     from tasks.suggest import suggest
 
     run_dir = tmp_path / "stopped run"  # a space: the suggested command must quote it
-    proc = subprocess.Popen(
-        [CLI, "build", "--config", str(e2e_config), "--run-dir", str(run_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
-    )
-    try:
-        stage = _stop_mid_stage(proc, run_dir, sig)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=300)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc, stage, err, took = _signalled_build(e2e_config, run_dir, sig)
     name = signal.Signals(sig).name
     assert proc.returncode == code, err[-3000:]
     resume = suggest("build", "--config", str(e2e_config), "--run-dir", str(run_dir))
@@ -245,21 +254,7 @@ def test_a_second_sigterm_abandons_the_running_shards_at_once(e2e_config: Path, 
     """While shards finish after a first SIGTERM, a second one exits at once (143), still leaving
     no lease file; the abandoned shards have no marker (a resume recomputes them)."""
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(
-        [CLI, "build", "--config", str(e2e_config), "--run-dir", str(run_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
-    )
-    try:
-        _stop_mid_stage(proc, run_dir, signal.SIGTERM)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc, _, err, took = _signalled_build(e2e_config, run_dir, signal.SIGTERM, again=True)
     assert proc.returncode == 143, err[-3000:]
     assert "SIGTERM again: abandoning the running shards" in err or "stopped by SIGTERM" in err, err[-3000:]
     assert not (run_dir / ".reactbench-lock.json").exists()
