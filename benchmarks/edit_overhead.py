@@ -119,9 +119,9 @@ def main() -> None:
     from storage.fs import RunFS
     from storage.image_store import read_image_rgb
     from storage.stage_store import ShardResult, StageStore
-    from tasks.base import RunContext
-    from tasks.edit import EditStage, item_seed
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.edit import EditStage, item_seed
+    from tasks.engine.runner import run_stage
     from tiny_checkpoints import build_qwen_image_edit
 
     console = Console(stderr=True)

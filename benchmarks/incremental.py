@@ -101,7 +101,7 @@ def edits_expected(run_dir: Path) -> int:
     from storage import schemas
     from storage.fs import RunFS
     from storage.stage_store import read_artifact
-    from tasks.edit import needs_edit
+    from tasks.stages.edit import needs_edit
 
     rows = read_artifact(RunFS.open(str(run_dir)), "instruct", "instructions", schemas.INSTRUCTIONS).to_pylist()
     return sum(1 for r in rows if needs_edit(r))
@@ -194,7 +194,7 @@ def main() -> None:
 def bumped_template_version(task: str) -> Iterator[None]:
     """While inside, the question templates of ``task`` read as their packaged text with the
     top-level ``version:`` one higher (as if a template author had bumped it)."""
-    import tasks.qa.templates as templates
+    import tasks.stages.qa.templates as templates
 
     read = templates._read_text
 
@@ -218,7 +218,7 @@ def _bump_version(text: str, name: str) -> str:
             done = True
         out.append(line)
     if not done:
-        raise SystemExit(f"tasks/qa/templates/{name}.yaml: no top-level 'version:' line to bump")
+        raise SystemExit(f"tasks/stages/qa/templates/{name}.yaml: no top-level 'version:' line to bump")
     return "".join(out)
 
 

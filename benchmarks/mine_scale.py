@@ -202,8 +202,8 @@ def _warm_imports() -> None:
         pass
     import pyarrow.parquet  # noqa: F401
 
-    import tasks.mine  # noqa: F401
-    import tasks.runner  # noqa: F401
+    import tasks.stages.mine  # noqa: F401
+    import tasks.engine.runner  # noqa: F401
 
 
 def phase_parse_msgspec(root: Path) -> dict[str, float]:
@@ -254,9 +254,9 @@ def phase_mine(root: Path) -> dict[str, float]:
     import tempfile
 
     from storage.fs import RunFS
-    from tasks.base import RunContext
-    from tasks.mine import MineStage
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.mine import MineStage
+    from tasks.engine.runner import run_stage
 
     _warm_imports()
     cfg = _stage_config(root)

@@ -113,9 +113,9 @@ def main() -> None:
     from flows.config import config_from_dict
     from storage.fs import RunFS
     from storage.parquet_io import ArtifactReader
-    from tasks.base import RunContext
-    from tasks.instruct import InstructStage
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.instruct import InstructStage
+    from tasks.engine.runner import run_stage
 
     try:
         with tempfile.TemporaryDirectory(prefix="mllm-bench-") as tmp:

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "qa"))
 
 from qa_helpers import FIELDS, make_edit  # noqa: E402  (the same realistic fields the tests use)
 
-from tasks.qa.render import RenderSettings  # noqa: E402
-from tasks.qa.synthesis import questions_for_edit  # noqa: E402
+from tasks.stages.qa.render import RenderSettings  # noqa: E402
+from tasks.stages.qa.synthesis import questions_for_edit  # noqa: E402
 
 
 def run(n_questions: int, mode: str) -> tuple[int, float, int]:

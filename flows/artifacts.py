@@ -14,8 +14,8 @@ from typing import Any, Iterable
 from uuid import UUID
 
 from storage import addresses
-from tasks.runner import StageSummary
-from tasks.suggest import suggest
+from tasks.engine.runner import StageSummary
+from tasks.engine.suggest import suggest
 
 
 def artifact_key(*parts: str) -> str:

@@ -77,12 +77,12 @@ def run_stages_cli(
     force_items: list[str] | None = None,
 ) -> None:
     from flows.cli_preflight import check_before_build
-    from tasks.preflight import PreflightFailed
+    from tasks.tools.preflight import PreflightFailed
     from flows.runtime import run_pipeline
-    from tasks.base import StageInputError
-    from tasks.runner import ShardFailed
+    from tasks.engine.base import StageInputError
+    from tasks.engine.runner import ShardFailed
 
-    from tasks.reuse import check_force_items
+    from tasks.engine.reuse import check_force_items
 
     try:
         cfg = resolve_run_config(config, overrides, run_dir=run_dir)

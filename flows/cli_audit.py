@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""
         from flows.config import saved_run_config
         from storage.fs import RunFS
-        from tasks.audit import find_truth, run_audit
+        from tasks.tools.audit import find_truth, run_audit
 
         console = Console()
         run = RunFS.open(str(run_dir))

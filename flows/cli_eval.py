@@ -1,6 +1,6 @@
 """``reactbench export | eval | report``: release a build, evaluate a model on it, draw the reports.
 
-Thin wrappers over ``tasks.export``, ``tasks.evaluate`` and ``tasks.report``; the lead's
+Thin wrappers over ``tasks.release.export``, ``tasks.release.evaluate`` and ``tasks.release.report``; the lead's
 ``flows/cli.py`` calls :func:`register`.
 """
 
@@ -47,8 +47,8 @@ def export_cmd(
     The release is written aside and swapped in whole with a manifest of every file's sha256, so
     --out holds the old release or the new one, never a mix."""
     from storage.fs import RunFS
-    from tasks.evaluate.inputs import InputsMissing
-    from tasks.export.export import export_benchmark
+    from tasks.release.items import InputsMissing
+    from tasks.release.export.export import export_benchmark
 
     try:
         cfg = _config(config, run_dir)
@@ -85,10 +85,10 @@ def eval_cmd(
 
     from flows.cli_output import table_console
     from storage.fs import RunFS
-    from tasks.base import StageInputError
-    from tasks.evaluate.inputs import InputsMissing
-    from tasks.evaluate.run import run_eval
-    from tasks.runner import ShardFailed
+    from tasks.engine.base import StageInputError
+    from tasks.release.items import InputsMissing
+    from tasks.release.evaluate.run import run_eval
+    from tasks.engine.runner import ShardFailed
 
     overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
     try:
@@ -125,7 +125,7 @@ def report_cmd(
 ) -> None:
     """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects)."""
     from storage.fs import RunFS
-    from tasks.report.write import KINDS, write_report
+    from tasks.release.report.write import KINDS, write_report
 
     if kind not in KINDS:
         _fail(ValueError(f"unknown report {kind!r}; choose one of {', '.join(KINDS)}"))

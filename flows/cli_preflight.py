@@ -15,7 +15,7 @@ from rich.table import Table
 
 
 def render(report: Any, console: Console) -> None:
-    from tasks.preflight import table_rows
+    from tasks.tools.preflight import table_rows
 
     where = f"{report.gpus} GPU(s) x {report.gpu_memory_gb:g} GB ({report.gpu_source})" if report.gpus else report.gpu_source
     table = Table(title=f"reactbench preflight: {where}")
@@ -34,7 +34,7 @@ def render(report: Any, console: Console) -> None:
 
 
 def render_estimate(report: Any, console: Console) -> None:
-    """The build-time estimate's lines (tasks/estimate.py), when the edit stage has model editors."""
+    """The build-time estimate's lines (tasks/tools/estimate.py), when the edit stage has model editors."""
     est = getattr(report, "estimate", None)
     if est is not None and est.models:
         for line in est.lines():
@@ -42,9 +42,9 @@ def render_estimate(report: Any, console: Console) -> None:
 
 
 def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None, run_dir: str | None = None) -> None:
-    """``tasks.preflight.require_preflight``, printing the table on ``console`` when it fails and
+    """``tasks.tools.preflight.require_preflight``, printing the table on ``console`` when it fails and
     the build-time estimate of the pending edits when it passes."""
-    from tasks.preflight import PreflightFailed, require_preflight
+    from tasks.tools.preflight import PreflightFailed, require_preflight
 
     try:
         report = require_preflight(cfg, stages, run_dir)
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         import sys
 
         from flows.config import ConfigError, resolve_run_config
-        from tasks.preflight import json_line, run_preflight
+        from tasks.tools.preflight import json_line, run_preflight
 
         console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
         try:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from flows.cli_options import run_dir_option
-from tasks.suggest import suggest
+from tasks.engine.suggest import suggest
 
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
 console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)

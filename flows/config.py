@@ -18,7 +18,7 @@ from flows.config_yaml import YamlRefused, decode_config, load_bounded, read_con
 from miners.config import MineConfig
 from prompts.config import MLLMConfig
 from storage.config_base import Section
-from tasks.config import TRANSIENT_REJECT_REASONS, EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
+from tasks.engine.config import TRANSIENT_REJECT_REASONS, EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"

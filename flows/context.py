@@ -10,8 +10,8 @@ from typing import Callable, Iterator
 from flows.config import BuildConfig, dump_config
 from storage import addresses
 from storage.fs import RunFS
-from tasks.base import RunContext
-from tasks.runner import ProgressFn
+from tasks.engine.base import RunContext
+from tasks.engine.runner import ProgressFn
 
 ProgressFactory = Callable[[str], ProgressFn | None]  # stage name -> its progress callback
 

@@ -34,7 +34,7 @@ def main() -> None:
     from flows.cli_signals import Interrupted, stopped_message
     from flows.config import ConfigError
     from storage.fs import StoreError, is_disk_full
-    from tasks.suggest import suggest
+    from tasks.engine.suggest import suggest
 
     try:
         code = app(standalone_mode=False)

@@ -1,6 +1,6 @@
 """Prefect flows: ``build`` (all stages) and ``stage`` (one); tasks work on shards, never single images.
 
-The shard loop is ``tasks.runner.run_stage``, as in local mode; Prefect supplies its mapper:
+The shard loop is ``tasks.engine.runner.run_stage``, as in local mode; Prefect supplies its mapper:
 one recorded task per shard on the task runner (threads or Ray), Prefect's task retries (with
 the runner's retry classification), Ray GPU reservations, and the artifacts.
 
@@ -33,17 +33,17 @@ from flows.context import make_context, progress_for
 from flows.stages import get_stage, select_stages
 from storage.fs import RunFS
 from storage.run_lock import hold_run
-from tasks.base import RunContext
-from tasks.preflight import require_preflight
-from tasks.retries import RetryPolicy
-from tasks.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
+from tasks.engine.base import RunContext
+from tasks.tools.preflight import require_preflight
+from tasks.engine.retries import RetryPolicy
+from tasks.engine.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
 
 
 # --- retries ---------------------------------------------------------------------------
 
 
 def retry_condition(policy: RetryPolicy) -> Any:
-    """A Prefect ``retry_condition_fn`` that asks the runner's policy (``tasks.retries``)."""
+    """A Prefect ``retry_condition_fn`` that asks the runner's policy (``tasks.engine.retries``)."""
 
     def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
         if not policy.transient_only:
@@ -235,7 +235,7 @@ def _write_build_report(ctx: RunContext) -> list[str]:
     """The HTML build report (``reports/build.html``) linked from the summary; a report that
     cannot be drawn is logged, never fails a finished build."""
     try:
-        from tasks.report.write import write_report
+        from tasks.release.report.write import write_report
 
         write_report("build", ctx.run)
     except Exception as exc:  # noqa: BLE001 - the report is a convenience on top of the artifacts
@@ -294,9 +294,9 @@ def _build(
     options: dict[str, Any] | None, overrides: dict[str, Any] | None,
 ) -> list[StageSummary]:
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    report = require_preflight(cfg, stages, run_dir)  # edit will run: stop before mine when it cannot (tasks/preflight.py)
+    report = require_preflight(cfg, stages, run_dir)  # edit will run: stop before mine when it cannot (tasks/tools/preflight.py)
     if report is not None and report.estimate is not None and report.estimate.models:
-        get_run_logger().info("\n".join(report.estimate.lines()))  # the pending edits' GPU time (tasks/estimate.py)
+        get_run_logger().info("\n".join(report.estimate.lines()))  # the pending edits' GPU time (tasks/tools/estimate.py)
     ctx = make_context(cfg, run_dir, options)
     summaries: list[StageSummary] = []
     failed: dict[str, str] = {}

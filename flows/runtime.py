@@ -2,9 +2,9 @@
 
 Prefect 3 has no in-process mode: without ``PREFECT_API_URL`` every flow run starts a temporary
 server (11-30 s measured here). A user trying an idea on a laptop should not pay that for a
-stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.runner``) on a thread
+stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.engine.runner``) on a thread
 pool when no API is configured, and through the Prefect flows in ``flows/prefect_flows.py``
-(recorded runs, task retries, artifacts, Ray) when one is. Both go through ``tasks.runner.run_stage``:
+(recorded runs, task retries, artifacts, Ray) when one is. Both go through ``tasks.engine.runner.run_stage``:
 retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
 Prefect (it then starts the temporary server if needed).
 """
@@ -19,7 +19,7 @@ from typing import Literal
 from flows.config import BuildConfig
 from flows.context import ProgressFactory, make_context, watch_progress
 from flows.stages import get_stage, select_stages
-from tasks.runner import StageSummary, run_stage
+from tasks.engine.runner import StageSummary, run_stage
 
 Orchestrator = Literal["auto", "local", "prefect"]
 

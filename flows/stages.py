@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from tasks.base import Stage
+from tasks.engine.base import Stage
 
 STAGE_ORDER: tuple[str, ...] = ("mine", "instruct", "edit", "qa", "review")
 
 _STAGE_CLASSES: dict[str, str] = {
-    "mine": "tasks.mine:MineStage",
-    "instruct": "tasks.instruct:InstructStage",
-    "edit": "tasks.edit:EditStage",
-    "qa": "tasks.qa:QAStage",
+    "mine": "tasks.stages.mine:MineStage",
+    "instruct": "tasks.stages.instruct:InstructStage",
+    "edit": "tasks.stages.edit:EditStage",
+    "qa": "tasks.stages.qa:QAStage",
     "review": "tasks.review:ReviewStage",
 }
 

@@ -1,7 +1,7 @@
 """Mining entry points: Visual Genome (RE, CA, AT) and FSC147 (DC) to rows of the mine artifacts,
 and their :class:`~miners.sources.SourceSpec` registrations (the COCO format's is in ``miners/coco.py``).
 
-Pure functions over files: no Prefect, no run directory. ``tasks/mine.py`` wraps them as
+Pure functions over files: no Prefect, no run directory. ``tasks/stages/mine.py`` wraps them as
 the ``mine`` stage; the scale benchmark and the tests call them directly.
 """
 

@@ -2,7 +2,7 @@
 
 The model sees the original and the edited image, the instruction and the annotations, checks
 the edit (verification verdict + discard flag) and returns the fields the question templates
-(``tasks/qa/templates/*.yaml``) are filled from. Each output schema validates what the
+(``tasks/stages/qa/templates/*.yaml``) are filled from. Each output schema validates what the
 templates rely on, so a bad answer is re-asked with the reason instead of producing a broken
 question. The ``rules`` backend's answers are in ``prompts/analysis_rules.py``.
 """

@@ -4,7 +4,7 @@ short-answer judge, sub-cause attribution and the MHALO-style span detector.
 Each prompt is a template under ``prompts/templates/eval_*.j2`` plus its output schema, with
 the task taxonomy the templates are filled from. The ``rules`` backend's offline answers live
 in ``prompts/eval_rules.py``, the offline judge in ``prompts/offline_judge.py``; the
-evaluation itself (answer, score, judge, attribute, spans) in ``tasks/evaluate/``.
+evaluation itself (answer, score, judge, attribute, spans) in ``tasks/release/evaluate/``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from prompts.rules_api import RulesFn
 _EXTRA: dict[str, RulesFn] = {}
 
 # Prompts that exist only to look at pixels: the rules backend sees no image, so an answer would
-# merely restate what the caller expects. They are never sent to it (tasks/verify_model.model_checks_on).
+# merely restate what the caller expects. They are never sent to it (tasks/stages/verify_model.model_checks_on).
 IMAGE_ONLY_PROMPTS: dict[str, str] = {
     "verify_edit": "edit checks are asked only of image-seeing backends (openai, transformers)",
 }

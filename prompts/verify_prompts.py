@@ -1,7 +1,7 @@
 """The yes/no question an image-seeing MLLM answers to check an edit (``verify_edit``).
 
 The edit stage asks each question on the original and on the edited image; the expected pair of
-answers comes from the instruction (tasks/verify_model.py). Parsing goes through the structured
+answers comes from the instruction (tasks/stages/verify_model.py). Parsing goes through the structured
 parser like every other prompt, so "Answer: Yes." and ``{"answer": "no"}`` both read.
 """
 

@@ -100,7 +100,7 @@ MUTANTS = [
         sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
     ),
     Mutant(
-        "react-score-ca-dc-swapped", "tasks/evaluate/metrics.py", "CA and DC React-Score task weights swapped",
+        "react-score-ca-dc-swapped", "tasks/release/metrics.py", "CA and DC React-Score task weights swapped",
         swap_dict_values("TASK_WEIGHTS", "counterfactual_attribute", "dense_counting"), ("tests/evaluate/test_metrics.py", "tests/evaluate/test_metrics_schemes.py"),
     ),
     Mutant(
@@ -120,7 +120,7 @@ MUTANTS = [
         sub_once(r"np\.where\(\s*(\w+)\[:, :, None\],\s*(\w+),\s*[\w.]+\s*\)", r"\2"), ("tests/editors/test_edit_sam_lama.py",),
     ),
     Mutant(
-        "stage-key-without-plan", "tasks/runner.py", "the planned shards left out of the stage key (a new run.shard_size reuses markers by index)",
+        "stage-key-without-plan", "tasks/engine/runner.py", "the planned shards left out of the stage key (a new run.shard_size reuses markers by index)",
         sub_once(r', "plan": layout\}', "}"), ("tests/faults/test_fault_regrouping.py",),
     ),
     Mutant(
@@ -132,11 +132,11 @@ MUTANTS = [
         sub_once(r"if own\.intact\(rel\):", "if True:"), ("tests/faults/test_fault_reuse_tamper.py",),
     ),
     Mutant(
-        "instruct-key-without-code", "tasks/instruct.py", "the code version dropped from the instruct item key (changed rules code served stale instructions)",
+        "instruct-key-without-code", "tasks/stages/instruct.py", "the code version dropped from the instruct item key (changed rules code served stale instructions)",
         sub_once(r"\n\s*code=code_version\(\"tasks\.instruct\", \"prompts\"\),", ""), ("tests/flows/test_reuse_code_version.py",),
     ),
     Mutant(
-        "eval-key-without-code", "tasks/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",
+        "eval-key-without-code", "tasks/engine/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",
         sub_once(r"code = code_version\(\"prompts\"\) if client\.backend == \"rules\" else None", "code = None"), ("tests/flows/test_reuse_code_version.py",),
     ),
     Mutant(

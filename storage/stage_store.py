@@ -84,7 +84,7 @@ class StageStore:
 
     def write_shard(self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None) -> dict[str, Any]:
         """Write every output of one shard, then its rejects, then (last) its marker; the marker
-        carries the shard's ``placement`` (node and GPU, ``tasks.placement``) when there is one."""
+        carries the shard's ``placement`` (node and GPU, ``tasks.engine.placement``) when there is one."""
         counts: dict[str, int] = {}
         for name, schema in self.outputs.items():
             rows = result.outputs.get(name, [])

@@ -21,7 +21,7 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
 from storage.parquet_io import shard_name, write_table
-from tasks.suggest import suggest
+from tasks.engine.suggest import suggest
 
 EXPORT_DIR = addresses.REVIEW_DIR
 MANIFEST = addresses.REVIEW_EXPORT_MANIFEST

@@ -21,7 +21,7 @@ from storage.rejects import reject
 from storage.review_db import DEFAULT_DB_NAME, redact, sqlite_url
 from storage.schemas import ArtifactSchema, register
 from storage.stage_store import MANIFEST, MARKERS, ShardResult, StageStore
-from tasks.base import RunContext, Stage, chunk
+from tasks.engine.base import RunContext, Stage, chunk
 
 REVIEW_QUEUE = register(
     ArtifactSchema(

@@ -1,4 +1,4 @@
-"""Build-time estimate (tasks/estimate.py, editors/timing.py): pending edits counted with the
+"""Build-time estimate (tasks/tools/estimate.py, editors/timing.py): pending edits counted with the
 stage's own item keys, s/edit by source (measured | scaled | formula), the manifest's timing
 record, and the window advice."""
 
@@ -10,10 +10,10 @@ from edit_helpers import instruction_row, write_instructions
 from editors.timing import TimingEntry, canonical_gpu, edit_cost, guess_gpu, manifest_entries
 from flows.config import config_from_dict
 from storage.fs import RunFS
-from tasks.base import RunContext
-from tasks.edit import EditStage
-from tasks.preflight import run_preflight
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.edit import EditStage
+from tasks.tools.preflight import run_preflight
+from tasks.engine.runner import run_stage
 
 
 def test_half_the_items_reused_halves_pending_edits(tmp_path, scene_objects, sample_dir):
@@ -92,7 +92,7 @@ def test_a_build_prints_the_estimate_before_its_first_stage(monkeypatch, tmp_pat
 
     from rich.console import Console
 
-    import tasks.preflight as preflight
+    import tasks.tools.preflight as preflight
     from flows.cli_preflight import check_before_build
     from flows.config import load_config
 

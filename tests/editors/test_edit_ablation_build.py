@@ -12,7 +12,7 @@ from flows.config import CONFIG_DIR, config_from_dict
 from flows.runtime import run_pipeline
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
-from tasks.edit import needs_edit, passes_through
+from tasks.stages.edit import needs_edit, passes_through
 
 
 def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tmp_path: Path):
@@ -55,10 +55,10 @@ def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_p
     from edit_helpers import instruction_row, write_instructions
 
     from flows.config import config_from_dict
-    from tasks.base import RunContext
-    from tasks.edit import EditStage
-    from tasks.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report, seconds_per_editor
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.edit import EditStage
+    from tasks.release.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report, seconds_per_editor
+    from tasks.engine.runner import run_stage
 
     objs = scene_objects[:4]
     rows = [

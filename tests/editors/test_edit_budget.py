@@ -18,9 +18,9 @@ from editors.runtime import run_batch
 from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
-from tasks.base import RunContext
-from tasks.edit import EditStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.edit import EditStage
+from tasks.engine.runner import run_stage
 
 
 def _req(i: int, text: str, image: np.ndarray | None = None, box=(1, 1, 4, 4), edit_type: str = "remove") -> EditRequest:

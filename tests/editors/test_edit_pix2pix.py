@@ -33,9 +33,9 @@ def test_runs_through_the_edit_stage(tmp_path, scene_objects, sample_dir, tiny_p
     from storage.fs import RunFS
     from storage.image_store import ImageStore
     from storage.stage_store import read_artifact
-    from tasks.base import RunContext
-    from tasks.edit import EditStage
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.edit import EditStage
+    from tasks.engine.runner import run_stage
 
     objs = scene_objects[:3]
     rows = [instruction_row(o, sample_dir, k, f"{k} the {o['name']}") for o, k in zip(objs, ["attribute", "remove", "replace"])]

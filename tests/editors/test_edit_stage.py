@@ -16,9 +16,9 @@ from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.stage_store import StageStore, read_artifact
-from tasks.base import RunContext
-from tasks.edit import EditStage, item_seed
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.edit import EditStage, item_seed
+from tasks.engine.runner import run_stage
 
 
 def _rows(scene_objects: list[dict[str, Any]], sample_dir: Path) -> list[dict[str, Any]]:

@@ -18,9 +18,9 @@ from flows.config import config_from_dict
 from dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
-from tasks.base import RunContext
-from tasks.edit import EditStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.edit import EditStage
+from tasks.engine.runner import run_stage
 
 
 def _responder(original: bytes, truthful: bool):

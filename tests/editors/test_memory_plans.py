@@ -19,9 +19,9 @@ from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.stage_store import StageStore, read_artifact
-from tasks.base import RunContext
-from tasks.edit import EditStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.edit import EditStage
+from tasks.engine.runner import run_stage
 
 
 def _run(root: Path, rows: list[dict[str, Any]], params: dict[str, Any]) -> tuple[RunContext, dict[str, np.ndarray]]:

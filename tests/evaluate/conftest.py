@@ -17,7 +17,7 @@ def eval_config():
 @pytest.fixture(scope="session")
 def rules_run(tmp_path_factory: pytest.TempPathFactory, eval_config):
     """A run evaluated once with the rules baseline (verified inputs), shared by read-only tests."""
-    from tasks.evaluate.run import run_eval
+    from tasks.release.evaluate.run import run_eval
 
     run = write_run(tmp_path_factory.mktemp("eval-run"))
     outcome = run_eval(run, eval_config, "rules:rules-v1")

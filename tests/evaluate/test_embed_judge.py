@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.embed_judge import EmbeddingModelMissing, accept_paraphrase, load_encoder
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.schemas import ANSWERS
+from tasks.release.evaluate.embed_judge import EmbeddingModelMissing, accept_paraphrase, load_encoder
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.schemas import ANSWERS
 from eval_helpers import write_run
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.schemas import ANSWERS
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.schemas import ANSWERS
 from eval_helpers import write_run
 
 

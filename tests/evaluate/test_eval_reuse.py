@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flows.config import BuildConfig
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.schemas import ANSWERS
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.schemas import ANSWERS
 from eval_helpers import write_run
 
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.inputs import InputsMissing
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
+from tasks.release.items import InputsMissing
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from eval_helpers import write_run
 
 
@@ -108,7 +108,7 @@ def test_missing_image_is_a_reject(tmp_path, eval_config):
 
 
 def test_prior_options_cover_premise_questions():
-    from tasks.evaluate.score import matched_prior_options as _prior_options
+    from tasks.release.evaluate.score import matched_prior_options as _prior_options
 
     premise = {"text": "The colour of the mustard on the bun is:", "gold": "A", "options": ["No such object", "Yellow", "Brown", "Red"]}
     assert _prior_options(premise, ["mustard"]) == {"B", "C", "D"}
@@ -119,7 +119,7 @@ def test_prior_options_cover_premise_questions():
 
 def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval_config):
     from prompts.clients.rules import RulesClient
-    from tasks.evaluate.stage import EvalClients
+    from tasks.release.evaluate.stage import EvalClients
 
     class RecordingJudge(RulesClient):
         """The rules judge, keeping what each sub-cause request carried."""

@@ -11,7 +11,7 @@ import pytest
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from flows.config import resolve_run_config
-from tasks.export.export import export_benchmark
+from tasks.release.export.export import export_benchmark
 from eval_helpers import write_run
 
 

@@ -18,10 +18,10 @@ from prompts.clients.base import MLLMResponse
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.stage import EvalClients
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.stage import EvalClients
 from flows.config import resolve_run_config
-from tasks.export.export import export_benchmark
+from tasks.release.export.export import export_benchmark
 from eval_helpers import write_run
 
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to check the exported tasks")
@@ -154,7 +154,7 @@ def test_every_reply_gets_the_same_verdict_as_reactbench_eval(release, lmms_task
 def test_prompts_are_reactbench_prompts(release, lmms_tasks):
     from prompts.eval_prompts import answer_spec
     from prompts.spec import render
-    from tasks.evaluate.answer import answer_context
+    from tasks.release.evaluate.answer import answer_context
 
     _, questions, _, _ = release
     by_id = {q["id"]: q for q in questions}

@@ -32,12 +32,12 @@ from PIL import Image
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.metrics import accuracy, collapse_cyclic
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.stage import EvalClients
+from tasks.release.metrics import accuracy, collapse_cyclic
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.stage import EvalClients
 from flows.config import resolve_run_config
-from tasks.export.export import export_benchmark
-from tasks.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
+from tasks.release.export.export import export_benchmark
+from tasks.release.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
 from eval_helpers import ScriptedReplies, write_run
 
 csv.field_size_limit(1 << 30)
@@ -261,7 +261,7 @@ def test_circular_mc_is_grouped_by_index(exported):
 
 
 def test_mc_file_without_cyclic_questions_is_not_called_circular():
-    from tasks.export.vlmevalkit import dataset_name
+    from tasks.release.export.vlmevalkit import dataset_name
 
     rows = [{"qtype": "MC", "rotation": 0}, {"qtype": "YN", "rotation": 0}]
     assert dataset_name(rows, "MC") == "reactbench_MCQ"

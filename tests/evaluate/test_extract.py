@@ -51,12 +51,12 @@ def test_mentions_and_negation():
 
 
 def test_the_shipped_copy_gives_the_same_verdicts(tmp_path, monkeypatch):
-    """What an export ships (``tasks.export.shipped_scoring``) reads every reply shape alike and
+    """What an export ships (``tasks.release.export.shipped_scoring``) reads every reply shape alike and
     runs without the project: its judge imports the shipped parser, not ``prompts``."""
     import importlib
     import sys
 
-    from tasks.export.shipped_scoring import scoring_files
+    from tasks.release.export.shipped_scoring import scoring_files
 
     for name, text in scoring_files().items():
         (tmp_path / name).write_text(text, encoding="utf-8")

@@ -35,10 +35,10 @@ from dummy_server import DummyServer, Reply, image_urls, message_text
 from eval_helpers import write_run
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.evaluate.run import run_eval
-from tasks.evaluate.schemas import ANSWERS
+from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.schemas import ANSWERS
 from flows.config import resolve_run_config
-from tasks.export.export import export_benchmark
+from tasks.release.export.export import export_benchmark
 
 pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to run the exported tasks")
 
@@ -80,7 +80,7 @@ class ScriptedModel:
     def __init__(self, questions: list[dict[str, Any]], run: RunFS):
         from prompts.eval_prompts import answer_spec
         from prompts.spec import render
-        from tasks.evaluate.answer import answer_context
+        from tasks.release.evaluate.answer import answer_context
 
         self.by_key: dict[tuple, dict[str, Any]] = {}
         for q in questions:

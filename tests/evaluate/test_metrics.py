@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.evaluate.metrics import (
+from tasks.release.metrics import (
     BeafPair,
     accuracy,
     beaf_metrics,
@@ -12,7 +12,7 @@ from tasks.evaluate.metrics import (
     mode_score,
     react_score,
 )
-from tasks.evaluate.summary import summarize
+from tasks.release.evaluate.summary import summarize
 
 
 def _rows(task, mode, qtype, results):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from tasks.evaluate.ablation import bootstrap_difference, control_ablation
-from tasks.evaluate.completeness import completeness
-from tasks.evaluate.metrics import (
+from tasks.release.evaluate.ablation import bootstrap_difference, control_ablation
+from tasks.release.evaluate.completeness import completeness
+from tasks.release.metrics import (
     BeafPair,
     beaf_metrics,
     beaf_traditional,
@@ -13,7 +13,7 @@ from tasks.evaluate.metrics import (
     mc_cyclic,
     react_score,
 )
-from tasks.evaluate.summary import summarize
+from tasks.release.evaluate.summary import summarize
 
 RE, CA, AT, DC = "relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"
 T, F = True, False
@@ -168,7 +168,7 @@ def test_summary_reports_freak_figures_and_beaf_companions():
 
 
 def test_eval_report_shows_targeted_vs_control_with_intervals():
-    from tasks.report.eval_report import model_section
+    from tasks.release.report.eval_report import model_section
 
     m = summarize(table_rows() + control_rows())
     html = model_section(m)

@@ -3,7 +3,7 @@
 import pytest
 
 from prompts.eval_parsing import Span, canonical_type, parse_tagged, render_tagged, spans_from_phrases
-from tasks.evaluate.mhalo import f1_iou, f1_m, max_matching, score_detections
+from tasks.release.evaluate.mhalo import f1_iou, f1_m, max_matching, score_detections
 
 
 def S(a, b, t=None):

@@ -10,9 +10,9 @@ from storage.stage_store import StageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.schemas import REJECTS
-from tasks.evaluate.run import run_eval
-from tasks.report.svg import hbars, radar, stacked
-from tasks.report.write import write_report
+from tasks.release.evaluate.run import run_eval
+from tasks.release.report.svg import hbars, radar, stacked
+from tasks.release.report.write import write_report
 from eval_helpers import write_run
 
 CHROMIUM = "/usr/bin/chromium"

@@ -1,6 +1,6 @@
 """Scoring one reply: the recorded prior option decides HalluRate's numerator and denominator."""
 
-from tasks.evaluate.score import score_reply
+from tasks.release.evaluate.score import score_reply
 
 
 def _q(**kw):

@@ -3,7 +3,7 @@
 Issue 26.3: a kill while re-exporting left old and new files side by side (and `load_dataset(out,
 "all")` loaded the mix), a one-task export into a four-task folder left three stale tasks, and an
 export during a build read half-written inputs. Now a release is one sealed set swapped in whole
-(`tasks/export/seal.py`), a shrinking export is refused without `--replace`, and export holds
+(`tasks/release/export/seal.py`), a shrinking export is refused without `--replace`, and export holds
 the run's lease (issue 24.5).
 """
 
@@ -23,8 +23,8 @@ from storage.fs import RunFS
 from storage.parquet_io import table_from_rows, write_table
 from storage.schemas import QUESTIONS
 from flows.config import resolve_run_config
-from tasks.export.export import export_benchmark
-from tasks.export.seal import MANIFEST, ReleaseRefused, verify_release
+from tasks.release.export.export import export_benchmark
+from tasks.release.export.seal import MANIFEST, ReleaseRefused, verify_release
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
@@ -175,7 +175,7 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     """Without renameat2 (an object store, here fsspec's memory://) the old release is moved
     aside, then the new one in; an export killed between the two moves leaves the old release
     aside, and the next export puts it back before anything else."""
-    from tasks.export.seal import OLD_TAG, recover
+    from tasks.release.export.seal import OLD_TAG, recover
 
     out = RunFS.open("memory://rb-seal-test/release")
     first = export_benchmark(runs["old"], out, resolve_run_config(run_dir=runs["old"].url), unverified=True)

@@ -35,7 +35,7 @@ def test_a_new_shard_size_rebuilds_to_a_fresh_build(size: int, demo_run: Path, s
 def test_a_new_shard_size_reevaluates_to_a_fresh_evaluation(demo_run: Path, sample_dir: Path, tmp_path: Path) -> None:
     """``reactbench eval`` shards questions by ``run.shard_size`` too (never splitting an item)."""
     from storage.fs import RunFS
-    from tasks.evaluate.run import run_eval
+    from tasks.release.evaluate.run import run_eval
 
     run, fresh = copy_run(demo_run, tmp_path / "run"), copy_run(demo_run, tmp_path / "fresh")
     first = run_eval(RunFS.open(str(run)), demo_config(sample_dir, shard_size=16), "rules:rules-v1", unverified=True)

@@ -205,7 +205,7 @@ def test_signal_mid_build_releases_the_lease_says_how_to_resume_and_resumes_iden
     file left behind. Now the running shards finish, the lease is released, the message names the
     signal and the command that resumes, and the exit status is 128 + the signal. (One handler
     serves both signals: only the SIGTERM case pays for the resumed build.)"""
-    from tasks.suggest import suggest
+    from tasks.engine.suggest import suggest
 
     run_dir = tmp_path / "stopped run"  # a space: the suggested command must quote it
     proc, stage, err, took = _signalled_build(e2e_config, run_dir, sig)

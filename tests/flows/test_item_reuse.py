@@ -82,7 +82,7 @@ def to_edit(run_dir: Path) -> int:
     from storage import schemas
     from storage.fs import RunFS
     from storage.stage_store import read_artifact
-    from tasks.edit import needs_edit
+    from tasks.stages.edit import needs_edit
 
     rows = read_artifact(RunFS.open(str(run_dir)), "instruct", "instructions", schemas.INSTRUCTIONS).to_pylist()
     return sum(1 for r in rows if needs_edit(r))

@@ -73,9 +73,9 @@ def test_docstrings_routes_and_messages_are_not_paths(source: str) -> None:
 # helpers beside it); a stage or command parsing YAML itself would take settings from a second copy.
 CONFIG_MODULES = {"flows/config.py", "flows/config_yaml.py"}
 CONFIG_READERS = {"safe_load", "load", "full_load", "unsafe_load", "load_bounded", "decode_config", "read_config_text", "load_config", "config_from_yaml", "config_from_dict", "saved_config"}
-# tasks/qa/templates.py parses the packaged question templates, not a run config; flows/prefect_flows.py
+# tasks/stages/qa/templates.py parses the packaged question templates, not a run config; flows/prefect_flows.py
 # is being reworked elsewhere (one stage chain for local and Prefect runs).
-CONFIG_KNOWN = {("tasks/qa/templates.py", "safe_load"), ("flows/prefect_flows.py", "config_from_dict")}
+CONFIG_KNOWN = {("tasks/stages/qa/templates.py", "safe_load"), ("flows/prefect_flows.py", "config_from_dict")}
 
 
 def config_reads(source: str) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from flows.config import config_from_dict, load_config
-from tasks.preflight import run_preflight
+from tasks.tools.preflight import run_preflight
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
@@ -113,7 +113,7 @@ def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
     """In a subprocess: importing Prefect here would freeze its settings for later tests."""
     code = (
         "import sys, yaml\n"
-        "from tasks.preflight import PreflightFailed\n"
+        "from tasks.tools.preflight import PreflightFailed\n"
         "from flows.prefect_flows import build_flow\n"
         "try:\n"
         "    build_flow.fn(config=yaml.safe_load(open(sys.argv[1])), run_dir=sys.argv[2])\n"

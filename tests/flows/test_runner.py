@@ -12,8 +12,8 @@ from flows.config import BuildConfig
 from storage.fs import RunFS
 from storage.rejects import reject
 from storage.schemas import ArtifactSchema
-from tasks.base import RunContext, ShardResult, Stage, UpstreamMissing, chunk
-from tasks.runner import ShardFailed, run_stage
+from tasks.engine.base import RunContext, ShardResult, Stage, UpstreamMissing, chunk
+from tasks.engine.runner import ShardFailed, run_stage
 
 NUMBERS = ArtifactSchema("numbers", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("square", pa.int64())]))
 
@@ -110,7 +110,7 @@ def test_force_recomputes(ctx: RunContext) -> None:
 
 
 def test_identical_failures_are_reported_once_with_their_shards() -> None:
-    from tasks.runner import describe_failures
+    from tasks.engine.runner import describe_failures
 
     text = describe_failures([(i, "ValueError: eval.embedding_model: /x not found") for i in range(12)] + [(3, "KeyError: 'w'")])
     assert text.count("embedding_model") == 1 and "shards 0, 1, 2, 3, 4, 5, 6, 7 and 4 more" in text

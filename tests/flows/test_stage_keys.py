@@ -12,7 +12,7 @@ from flows.config import BuildConfig, load_config
 from flows.runtime import run_pipeline
 from storage.fs import RunFS
 from storage.hashing import config_hash
-from tasks.base import RunContext
+from tasks.engine.base import RunContext
 
 
 def _sample_config(sample_dir: Path, **mllm: object) -> BuildConfig:
@@ -60,7 +60,7 @@ def test_new_settings_join_the_key_unless_declared_otherwise() -> None:
 
 
 def test_edit_key_ignores_budgets_and_batching_but_not_what_changes_pixels(tmp_path: Path) -> None:
-    from tasks.edit import EditStage
+    from tasks.stages.edit import EditStage
 
     def key(**changes: object) -> str:
         return config_hash(EditStage().config_section(RunContext(RunFS.open(str(tmp_path)), load_config(None, changes))))

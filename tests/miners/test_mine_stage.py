@@ -13,9 +13,9 @@ from mining_helpers import SAMPLE_MINE
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from storage.schemas import CANDIDATES
-from tasks.base import RunContext
-from tasks.mine import MineSourceMissing, MineStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.mine import MineSourceMissing, MineStage
+from tasks.engine.runner import run_stage
 
 
 def _ctx(run_dir: Path, sample_dir: Path, **mine) -> RunContext:

@@ -86,9 +86,9 @@ def test_alias_file_through_the_miner(tmp_path: Path, reader: str, mode: str) ->
 def test_stage_manifest_records_merge_counts_and_fsc_splits(tmp_path: Path, sample_dir: Path) -> None:
     from flows.config import config_from_dict
     from storage.fs import RunFS
-    from tasks.base import RunContext
-    from tasks.mine import MineStage
-    from tasks.runner import run_stage
+    from tasks.engine.base import RunContext
+    from tasks.stages.mine import MineStage
+    from tasks.engine.runner import run_stage
 
     root = _vg_with_vases(tmp_path / "vg")
     cfg = config_from_dict({"sources": {"visual_genome": root, "fsc147": str(sample_dir / "fsc147")},

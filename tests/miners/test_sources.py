@@ -19,9 +19,9 @@ from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.parquet_io import ArtifactReader
 from storage.schemas import CANDIDATES
-from tasks.base import RunContext
-from tasks.mine import MineSourceMissing, MineStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.mine import MineSourceMissing, MineStage
+from tasks.engine.runner import run_stage
 
 
 def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> MineResult:

@@ -21,7 +21,7 @@ from typing import Any
 from ray_nodes import RayNode, RayNodes
 from storage.fs import RunFS
 from storage.stage_store import MARKERS
-from tasks.placement import attempts, row_placement
+from tasks.engine.placement import attempts, row_placement
 
 COMPARED = ("edit/edits", "edit/rejects", "images")
 WATCH_POLL_S = 0.3

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from storage.rejects import reject
 from storage.schemas import ArtifactSchema
-from tasks.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 
 CUBES = ArtifactSchema(
     "cubes", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("cube", pa.int64()), pa.field("device", pa.string()), pa.field("visible", pa.string())])

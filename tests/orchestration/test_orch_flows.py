@@ -39,7 +39,7 @@ def _table(artifact: Any) -> dict[str, Any]:
 
 def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(tmp_path: Path, prefect_api: Any) -> None:
     from flows.prefect_flows import stage_flow
-    from tasks.runner import ShardFailed
+    from tasks.engine.runner import ShardFailed
 
     run_dir, cfg = str(tmp_path / "run"), _config()
     CubeStage.broken = {1}
@@ -89,7 +89,7 @@ def test_transient_errors_are_retried_and_permanent_ones_fail_fast(tmp_path: Pat
 
 def test_retry_everything_when_configured(tmp_path: Path, prefect_api: Any) -> None:
     from flows.prefect_flows import stage_flow
-    from tasks.runner import ShardFailed
+    from tasks.engine.runner import ShardFailed
 
     CubeStage.broken = {0}
     with pytest.raises(ShardFailed):
@@ -130,7 +130,7 @@ def test_gpu_shards_hold_a_concurrency_slot_and_a_distinct_device(tmp_path: Path
 
 def test_missing_concurrency_limit_is_a_clear_error(tmp_path: Path, prefect_api: Any) -> None:
     from flows.prefect_flows import stage_flow
-    from tasks.runner import ShardFailed
+    from tasks.engine.runner import ShardFailed
 
     with pytest.raises(ShardFailed, match="prefect gcl create no-such-limit"):
         stage_flow(

@@ -48,7 +48,7 @@ def test_local_build_leases_a_distinct_device_per_gpu_shard(tmp_path: Path) -> N
 
     # Every row's node and GPU are recorded beside it (the shard markers), matching the device it got.
     from storage.fs import RunFS
-    from tasks.placement import attempts, row_placement
+    from tasks.engine.placement import attempts, row_placement
 
     run = RunFS.open(str(tmp_path / "run"))
     rows = row_placement(run, "gpucube", "cubes", "id")
@@ -70,7 +70,7 @@ def test_local_build_places_only_stages_that_use_a_gpu(tmp_path: Path) -> None:
 
 def test_local_build_retries_transient_errors_and_keeps_tracebacks_of_final_failures(tmp_path: Path) -> None:
     from flows.runtime import run_pipeline
-    from tasks.runner import ShardFailed
+    from tasks.engine.runner import ShardFailed
 
     CubeStage.flaky, CubeStage.broken = {0}, {2}
     with pytest.raises(ShardFailed, match=r"shards \[2\] did not complete") as err:

@@ -31,13 +31,13 @@ from orch_support import REPO
     ],
 )
 def test_transient_errors(exc: BaseException, transient: bool) -> None:
-    from tasks.retries import is_transient
+    from tasks.engine.retries import is_transient
 
     assert is_transient(exc) is transient
 
 
 def test_an_error_caused_by_a_transient_one_is_transient() -> None:
-    from tasks.retries import is_transient
+    from tasks.engine.retries import is_transient
 
     try:
         try:
@@ -50,7 +50,7 @@ def test_an_error_caused_by_a_transient_one_is_transient() -> None:
 
 _HOLDER = """
 import json, sys, time
-from tasks.devices import lease_device
+from tasks.engine.devices import lease_device
 lock_dir, log = sys.argv[1], sys.argv[2]
 with lease_device([0, 1], lock_dir, poll_s=0.02) as dev:
     start = time.monotonic()
@@ -76,7 +76,7 @@ def test_device_leases_exclude_other_processes(tmp_path: Path) -> None:
 
 
 def test_device_lease_times_out_and_needs_devices(tmp_path: Path) -> None:
-    from tasks.devices import lease_device
+    from tasks.engine.devices import lease_device
 
     with pytest.raises(ValueError, match="gpu_devices"):
         with lease_device([], tmp_path):
@@ -89,7 +89,7 @@ def test_device_lease_times_out_and_needs_devices(tmp_path: Path) -> None:
 
 def test_build_summary_markdown_links_run_dir_and_names_failures(tmp_path: Path) -> None:
     from flows.artifacts import artifact_key, build_summary_markdown, stage_table_rows
-    from tasks.runner import StageSummary
+    from tasks.engine.runner import StageSummary
 
     s = StageSummary("mine", 3, 1, 2, 180, {"candidates": 64}, 4, {"malformed_object": 3, "duplicate_object": 1}, 0.4)
     text = build_summary_markdown(str(tmp_path), [s], {"instruct": "ShardFailed: shards [2] did not complete"}, ["reports/build.html"])

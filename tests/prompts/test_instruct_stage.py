@@ -13,9 +13,9 @@ from dummy_server import DummyServer, Reply
 from image_bombs import png_header
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.base import RunContext
-from tasks.instruct import InstructStage, plan_shards
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.instruct import InstructStage, plan_shards
+from tasks.engine.runner import run_stage
 
 
 def candidates(img: str) -> list[dict]:

@@ -19,8 +19,8 @@ from prompts.clients.factory import make_client
 from prompts.clients.openai_client import OpenAIClient, RetryPolicy
 from prompts.config import MLLMConfig
 from storage.fs import RunFS
-from tasks.config import InstructConfig
-from tasks.instruct import instruct_candidates
+from tasks.engine.config import InstructConfig
+from tasks.stages.instruct import instruct_candidates
 from mllm_helpers import re_candidate
 
 VALID = "remove: {t}\nkeep: skateboard\ninstruction: Remove the {t} from the skateboard; preserve the skateboard deck and do not alter the background."

@@ -13,8 +13,8 @@ from mllm_helpers import png_bytes, re_candidate
 from prompts.clients.base import MLLMRequest
 from prompts.clients.factory import make_client
 from prompts.config import MLLMConfig
-from tasks.config import InstructConfig
-from tasks.instruct import instruct_candidates
+from tasks.engine.config import InstructConfig
+from tasks.stages.instruct import instruct_candidates
 from tiny_qwen import build_tiny_qwen25_vl
 
 

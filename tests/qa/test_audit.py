@@ -15,7 +15,7 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader
 from storage.schemas import ANALYSIS, EDITS, QUESTIONS
-from tasks.audit import audit_item, run_audit
+from tasks.tools.audit import audit_item, run_audit
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from prompts.clients.rules import RulesClient
 from prompts.parsing import ParseError, parse_answer
 from prompts.runner import PromptInput, run_prompt
 from prompts.spec import render
-from tasks.qa.analyse import analysis_context
-from tasks.qa.render import RenderSettings
-from tasks.qa.synthesis import questions_for_edit
+from tasks.stages.qa.analyse import analysis_context
+from tasks.stages.qa.render import RenderSettings
+from tasks.stages.qa.synthesis import questions_for_edit
 
 from qa_helpers import CA_FIELDS, RE_FIELDS, make_edit
 

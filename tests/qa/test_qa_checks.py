@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.qa.checks import LengthRule, check_options
-from tasks.qa.counting import CountPlan, check_counts, plan_counts
-from tasks.qa.render import RenderSettings
-from tasks.qa.synthesis import problem_rejects, questions_for_edit
+from tasks.stages.qa.checks import LengthRule, check_options
+from tasks.stages.qa.counting import CountPlan, check_counts, plan_counts
+from tasks.stages.qa.render import RenderSettings
+from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit
 
 from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 
@@ -91,7 +91,7 @@ def test_count_plan_checks_catch_each_broken_invariant() -> None:
 
 
 def test_beaf_skips_the_removed_question_when_the_same_kind_remains() -> None:
-    from tasks.qa.beaf import beaf_questions
+    from tasks.stages.qa.beaf import beaf_questions
 
     base = {"edit_id": "e", "editor": "classical", "task": "alteration_tracing", "variant": "targeted"}
     ctx = [{"name": "cup", "box": [0, 0, 10, 10]}, {"name": "cup", "box": [50, 50, 10, 10]}, {"name": "plate", "box": [0, 0, 90, 90]}]

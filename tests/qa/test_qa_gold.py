@@ -3,11 +3,11 @@ near-duplicate MC options, ascending counting options."""
 
 from __future__ import annotations
 
-from tasks.qa.beaf import beaf_questions
-from tasks.qa.checks import LengthRule, check_options
-from tasks.qa.fields import re_slots
-from tasks.qa.render import RenderSettings, render_questions
-from tasks.qa.text import option_key
+from tasks.stages.qa.beaf import beaf_questions
+from tasks.stages.qa.checks import LengthRule, check_options
+from tasks.stages.qa.fields import re_slots
+from tasks.stages.qa.render import RenderSettings, render_questions
+from tasks.stages.qa.text import option_key
 
 BASE = {"edit_id": "e1", "editor": "classical", "task": "relational_erasure", "variant": "targeted"}
 
@@ -46,8 +46,8 @@ def test_near_duplicate_options_are_rejected():
 
 def test_counting_options_ascend_with_the_gold_letter_on_the_count():
     values = {"count": 23, "class_name": "apples"}
-    from tasks.qa import mc
-    from tasks.qa.fields import dc_slots
+    from tasks.stages.qa import mc
+    from tasks.stages.qa.fields import dc_slots
 
     slots, plan = dc_slots(23, "apples", mc.question_seed(0, "e1", "dc"))
     out = render_questions("dense_counting", slots, dict(BASE, task="dense_counting"), {"original": ["a.png"]}, RenderSettings())

@@ -6,8 +6,8 @@ from itertools import permutations
 
 import pytest
 
-from tasks.qa import mc
-from tasks.qa.text import plural, with_article
+from tasks.stages.qa import mc
+from tasks.stages.qa.text import plural, with_article
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5])

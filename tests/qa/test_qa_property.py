@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.qa.counting import check_counts, plan_counts
-from tasks.qa.mc import LETTERS
-from tasks.qa.render import RenderSettings
-from tasks.qa.synthesis import questions_for_edit
-from tasks.qa.templates import question_set
-from tasks.qa.text import normalize_option
+from tasks.stages.qa.counting import check_counts, plan_counts
+from tasks.stages.qa.mc import LETTERS
+from tasks.stages.qa.render import RenderSettings
+from tasks.stages.qa.synthesis import questions_for_edit
+from tasks.stages.qa.templates import question_set
+from tasks.stages.qa.text import normalize_option
 
 from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from tasks.qa.mc import LETTERS
-from tasks.qa.templates import OPEN_OPTION
-from tasks.qa.synthesis import questions_for_edit
-from tasks.qa.render import RenderSettings
-from tasks.qa.text import sentence_case as sc
+from tasks.stages.qa.mc import LETTERS
+from tasks.stages.qa.templates import OPEN_OPTION
+from tasks.stages.qa.synthesis import questions_for_edit
+from tasks.stages.qa.render import RenderSettings
+from tasks.stages.qa.text import sentence_case as sc
 
 from qa_helpers import AT_PLAN, CA_FIELDS, FIELDS, RE_FIELDS, make_edit
 
@@ -217,7 +217,7 @@ def test_gold_letters_are_spread_over_positions() -> None:
 
 @pytest.mark.parametrize("task", ["relational_erasure", "counterfactual_attribute"])
 def test_prior_option_is_recorded_in_every_presentation(task: str) -> None:
-    from tasks.qa.templates import question_set
+    from tasks.stages.qa.templates import question_set
 
     cyclic, _ = render(task, mc_mode="cyclic")
     templates = {t.qid: t for t in question_set(task).main}

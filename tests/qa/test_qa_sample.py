@@ -18,11 +18,11 @@ from storage.fs import RunFS
 from storage.hashing import stable_id
 from storage.parquet_io import ArtifactReader
 from storage.stage_store import ShardResult, StageStore
-from tasks.base import RunContext
-from tasks.instruct import InstructStage
-from tasks.mine import MineStage
-from tasks.qa import QAStage
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.instruct import InstructStage
+from tasks.stages.mine import MineStage
+from tasks.stages.qa import QAStage
+from tasks.engine.runner import run_stage
 
 TASKS = ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
 SET_SIZE = {"relational_erasure": 12, "counterfactual_attribute": 12, "alteration_tracing": 18, "dense_counting": 8}

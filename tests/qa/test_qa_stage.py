@@ -14,9 +14,9 @@ from prompts.clients.base import MLLMRequest, MLLMResponse
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from storage.stage_store import ShardResult, StageStore
-from tasks.base import RunContext
-from tasks.qa import QAStage, qa_edits
-from tasks.runner import run_stage
+from tasks.engine.base import RunContext
+from tasks.stages.qa import QAStage, qa_edits
+from tasks.engine.runner import run_stage
 
 from qa_helpers import make_edit
 

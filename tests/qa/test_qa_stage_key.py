@@ -7,9 +7,9 @@ import pytest
 from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.hashing import config_hash
-from tasks.base import RunContext
-from tasks.qa import QAStage
-from tasks.qa import templates
+from tasks.engine.base import RunContext
+from tasks.stages.qa import QAStage
+from tasks.stages.qa import templates
 
 
 def _key(tmp_path) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.qa.templates import TASKS, TemplateError, compile_set, question_set
+from tasks.stages.qa.templates import TASKS, TemplateError, compile_set, question_set
 
 
 def test_question_sets_match_the_spec() -> None:

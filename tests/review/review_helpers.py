@@ -113,7 +113,7 @@ def make_run(root: Path, n: int = 6, **kw: Any) -> tuple[RunFS, list[dict[str, A
 
 def context(run: RunFS, **review: Any) -> Any:
     from flows.config import config_from_dict
-    from tasks.base import RunContext
+    from tasks.engine.base import RunContext
 
     cfg = config_from_dict({"run": {"shard_size": 4, "workers": 2}, "review": review})
     return RunContext(run=run, config=cfg)
@@ -121,7 +121,7 @@ def context(run: RunFS, **review: Any) -> Any:
 
 def fill_queue(run: RunFS, **review: Any) -> Any:
     from tasks.review import ReviewStage
-    from tasks.runner import run_stage
+    from tasks.engine.runner import run_stage
 
     return run_stage(ReviewStage(), context(run, **review))
 

@@ -90,7 +90,7 @@ def test_kill_9_during_export_never_leaves_an_accepted_mixed_set(tmp_path):
 
 
 def test_readers_refuse_export_files_without_their_manifest(tmp_path):
-    from tasks.evaluate.inputs import InputsMissing, read_inputs
+    from tasks.release.items import InputsMissing, read_inputs
 
     run, _, _ = make_run(tmp_path / "run", 4)
     q = ReviewQueue.open(fill_queue(run).extra["queue_db"])

@@ -16,8 +16,8 @@ from storage.parquet_io import ArtifactError
 from storage.rejects import reject
 from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
-from tasks.base import RunContext, Stage
-from tasks.runner import ShardFailed, run_stage
+from tasks.engine.base import RunContext, Stage
+from tasks.engine.runner import ShardFailed, run_stage
 
 TOY = ArtifactSchema("toy", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("value", pa.int64())]))
 

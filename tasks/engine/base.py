@@ -1,0 +1,103 @@
+"""The stage contract: what every pipeline stage implements, independent of who runs it.
+
+A stage plans its work as a list of shards (each a list of upstream rows or a small work
+description), processes one shard at a time into a :class:`ShardResult`, and may finish with
+stage-level work. Prefect, Ray or a plain thread pool only decide *where* ``process_shard``
+runs (see ``tasks/engine/runner.py`` and ``flows/``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from storage.fs import RunFS
+from storage.image_store import ImageStore
+from storage.schemas import ArtifactSchema
+from storage.stage_store import ShardResult, StageStore
+from tasks.engine.suggest import suggest
+
+DEVICE_OPTION = "device"  # RunContext.options key: the device an orchestrator placed a shard on (e.g. cuda:1)
+
+__all__ = ["DEVICE_OPTION", "RunContext", "Stage", "ShardResult", "StageInputError", "UpstreamMissing", "chunk"]
+
+
+class StageInputError(RuntimeError):
+    """What a stage reads is missing or unusable (a source folder, an upstream stage); the
+    message says what to fix. The CLI prints it without a traceback."""
+
+
+class UpstreamMissing(StageInputError):
+    """A stage was asked to run before the stage it reads from finished."""
+
+
+@dataclass
+class RunContext:
+    """Everything a stage needs: the run directory, the resolved config, the image store.
+
+    ``config`` is the root pydantic config (``flows.config.BuildConfig``); stages read their own
+    section of it. It is typed ``Any`` here because ``tasks`` must not import ``flows``.
+    """
+
+    run: RunFS
+    config: Any
+    options: dict[str, Any] = field(default_factory=dict)  # CLI overrides such as no_cache
+
+    @property
+    def images(self) -> ImageStore:
+        return ImageStore(self.run)
+
+    @property
+    def seed(self) -> int:
+        return int(self.config.run.seed)
+
+
+def chunk(items: list[Any], size: int) -> list[list[Any]]:
+    """Split a list into shards of at most ``size`` items (at least one shard, maybe empty)."""
+    size = max(1, int(size))
+    if not items:
+        return []
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class Stage(ABC):
+    """Base class of the five stages. Subclasses declare their name, outputs and upstream."""
+
+    name: ClassVar[str]
+    outputs: ClassVar[dict[str, ArtifactSchema]]
+    upstream: ClassVar[tuple[str, ...]] = ()
+    uses_gpu: ClassVar[bool] = False  # shards hold a GPU: the runner places them (tasks/engine/devices.py)
+
+    def store(self, ctx: RunContext) -> StageStore:
+        return StageStore(ctx.run, self.name, self.outputs)
+
+    @abstractmethod
+    def config_section(self, ctx: RunContext) -> Any:
+        """The part of the config that changes this stage's output (hashed into the stage key)."""
+
+    def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
+        """Fingerprints of what the stage reads; default: the upstream stages' output fingerprints."""
+        fps = {}
+        for up in self.upstream:
+            manifest = StageStore(ctx.run, up, {}).read_manifest()
+            if not manifest or manifest.get("status") != "complete":
+                raise UpstreamMissing(
+                    f"stage {self.name!r} reads {up!r}, which has not completed in {ctx.run.url}; "
+                    f"run `{suggest(up, '--run-dir', ctx.run.url)}` (or `reactbench build`) first"
+                )
+            fps[up] = manifest["output_fingerprint"]
+        return fps
+
+    @abstractmethod
+    def plan(self, ctx: RunContext) -> list[Any]:
+        """The shards: a deterministic list of work units (same inputs -> same list)."""
+
+    @abstractmethod
+    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        """Turn one work unit into output rows and rejects. Must be deterministic and pure
+        with respect to the run directory except for the image store and caches."""
+
+    def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
+        """Stage-level work after all shards (e.g. filling the review queue); returns extra manifest fields."""
+        return {}

@@ -1,0 +1,346 @@
+"""Running a stage: plan, skip finished shards, process the rest, write the manifest.
+
+The one shard loop of the pipeline, for every mode: local threads, Prefect and Ray differ only
+in the ``ShardMapper`` they pass (where a shard runs, how it is retried). GPU placement
+(``tasks.engine.devices.shard_placement``), retry classification (``tasks.engine.retries``) and the
+``_errors/`` tracebacks live here and in those modules, never in a mapper. Nothing here knows
+about Prefect.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from storage.fs import is_disk_full
+from storage.hashing import canonical_json, config_hash, sha256_hex
+from storage.stage_store import code_version, utc_now
+from tasks.engine.base import RunContext, Stage
+from tasks.engine.devices import GpuSlot, shard_placement
+from tasks.engine.placement import PLACEMENT_OPTION
+from tasks.engine.retries import RetryPolicy
+from tasks.engine.reuse import FORCE_OPTION, forces_stage
+
+ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
+ShardDone = Callable[["ShardJob", "BaseException | None"], None]  # (job, None or its final error)
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())  # silent unless the application configures logging (the CLI prints the outcome)
+
+
+@dataclass
+class ShardJob:
+    """One shard's work, self-contained so a mapper may run it in another thread or process (Ray).
+
+    Calling it places the shard (GPU), processes it and writes it with its completion marker;
+    a failure leaves its traceback in ``<stage>/_errors/`` and raises, so the mapper can retry.
+    """
+
+    stage: Stage
+    ctx: RunContext
+    key: str
+    index: int
+    work: Any
+    gpu_slot: GpuSlot | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        try:
+            with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
+                result = self.stage.process_shard(shard_ctx, self.index, self.work)
+            return self.stage.store(self.ctx).write_shard(self.index, self.key, result, shard_ctx.options.get(PLACEMENT_OPTION))
+        except Exception:
+            self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
+            raise
+
+
+def error_path(stage: str, index: int) -> str:
+    return f"{stage}/_errors/shard-{index:05d}.txt"
+
+
+class ShardMapper(Protocol):
+    """Runs every job (retrying per ``retry``) and calls ``done(job, None | final error)`` for each."""
+
+    def __call__(self, jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None: ...
+
+
+def run_with_retries(job: ShardJob, retry: RetryPolicy) -> dict[str, Any]:
+    """Run a job in this process, retrying errors the policy calls worth it."""
+    attempt = 0
+    while True:
+        try:
+            return job()
+        except Exception as exc:
+            if attempt >= retry.retries or not retry.should_retry(exc):
+                raise
+            attempt += 1
+            log.warning("%s shard %d: retry %d/%d after %s: %s", job.stage.name, job.index, attempt, retry.retries, type(exc).__name__, exc)
+            time.sleep(retry.delay_s)
+
+
+def thread_mapper(workers: int = 2) -> ShardMapper:
+    """Local mode: ``workers`` shards at once on a thread pool."""
+
+    def run(jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None:
+        def one(job: ShardJob) -> None:
+            try:
+                run_with_retries(job, retry)
+            except Exception as exc:  # a failed shard never blocks the others
+                done(job, exc)
+            else:
+                done(job, None)
+
+        if workers <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                one(job)
+            return
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(one, jobs))
+
+    return run
+
+
+@dataclass
+class StagePlan:
+    stage: str
+    key: str
+    config_hash: str
+    inputs: dict[str, str]
+    work: list[Any]
+    todo: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+
+@dataclass
+class StageSummary:
+    stage: str
+    shards_total: int
+    shards_skipped: int
+    shards_run: int
+    rows_in: int
+    rows_out: dict[str, int]
+    rejected: int
+    reject_reasons: dict[str, int]
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    items_reused: int = 0  # items of this run's shards taken from the reuse store
+    items_computed: int = 0  # ... and computed (editor / model called)
+
+    @property
+    def all_skipped(self) -> bool:
+        return self.shards_run == 0
+
+
+class ShardFailed(RuntimeError):
+    """Shards of a stage failed; ``summary`` (when set) counts the shards that did finish."""
+
+    summary: "StageSummary | None" = None
+
+
+def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePlan:
+    """Compute the stage key, reset stale outputs, and find which shards still need work."""
+    store = stage.store(ctx)
+    ctx.run.remove_temporaries(stage.name)  # leftovers of a run killed mid-write
+    ctx.run.rm(stage.name, "_errors")  # tracebacks of an earlier attempt
+    inputs = stage.input_fingerprints(ctx)
+    chash = config_hash(stage.config_section(ctx))
+    work = stage.plan(ctx)  # reads upstream artifacts only, so it may come before a reset
+    layout = plan_fingerprint(work)
+    key = config_hash({"config": chash, "inputs": inputs, "stage": stage.name, "plan": layout})
+    manifest = store.read_manifest()
+    if force:
+        ctx.options[FORCE_OPTION] = True  # the shards' item-reuse hooks compute every item again
+    if force or forces_stage(stage.name, ctx.options) or (manifest is not None and manifest.get("key") != key):
+        store.reset()
+    store.prune_shards(len(work))
+    plan = StagePlan(stage.name, key, chash, inputs, work)
+    for i in range(len(work)):
+        (plan.skipped if store.shard_done(i, key) else plan.todo).append(i)
+    store.write_manifest(
+        {
+            "stage": stage.name,
+            "status": "running",
+            "key": key,
+            "config_hash": chash,
+            "input_fingerprints": inputs,
+            "code_version": code_version(),
+            "shards_total": len(work),
+            "plan_fingerprint": layout,
+            "started_at": utc_now(),
+            "schemas": {k: v.version for k, v in stage.outputs.items()},
+        }
+    )
+    return plan
+
+
+def plan_fingerprint(work: list[Any]) -> str:
+    """A hash of the shards as planned: which items each holds, in order.
+
+    Markers are found by shard index, so the stage key must change whenever the same index would
+    hold other items: a new ``run.shard_size``, or any other setting that regroups items. Keying
+    the plan itself, rather than a list of such settings, covers those not thought of yet.
+    """
+    return config_hash([sha256_hex(canonical_json(shard)) for shard in work])
+
+
+def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, reasons: Iterable[str]) -> list[int]:
+    """Move finished shards whose rejects include a transient reason (e.g. ``out_of_memory``)
+    back to the to-do list, so a rerun retries the items that failed for passing reasons."""
+    wanted = set(reasons)
+    if not wanted or not plan.skipped:
+        return []
+    store = stage.store(ctx)
+    again = [i for i in plan.skipped if wanted & set((store.marker(i) or {}).get("reject_reasons", {}))]
+    if again:
+        plan.skipped = [i for i in plan.skipped if i not in again]
+        plan.todo = sorted([*plan.todo, *again])
+    return again
+
+
+def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float) -> StageSummary:
+    store = stage.store(ctx)
+    summary = store.summarize(plan.key)
+    missing = sorted(set(range(len(plan.work))) - set(summary["completed_shards"]))
+    if missing:
+        raise ShardFailed(f"stage {stage.name!r}: shards {missing} did not complete; rerun to retry only those")
+    extra = stage.finalize(ctx, summary) or {}
+    manifest = store.read_manifest() or {}
+    manifest.update(
+        {
+            "status": "complete",
+            "finished_at": utc_now(),
+            "completed_shards": summary["completed_shards"],
+            "counts": {"rows_in": summary["rows_in"], **summary["rows_out"], "rejected": summary["rejected"]},
+            "reject_reasons": summary["reject_reasons"],
+            "output_fingerprint": store.output_fingerprint(),
+            "extra": extra,
+        }
+    )
+    store.write_manifest(manifest)
+    return stage_summary(stage.name, plan, summary, started, extra)
+
+
+def stage_summary(name: str, plan: StagePlan, summary: dict[str, Any], started: float, extra: dict[str, Any] | None = None) -> StageSummary:
+    """The counts of a stage run (``summary`` from ``StageStore.summarize``); shards run are those
+    of this run's to-do list that completed (all of them when the stage finished)."""
+    done = set(summary["completed_shards"])
+    ran = [summary.get("items_by_shard", {}).get(i, {}) for i in plan.todo if i in done]
+    return StageSummary(
+        stage=name,
+        shards_total=len(plan.work),
+        shards_skipped=len(plan.skipped),
+        shards_run=len([i for i in plan.todo if i in done]),
+        rows_in=summary["rows_in"],
+        rows_out=summary["rows_out"],
+        rejected=summary["rejected"],
+        reject_reasons=summary["reject_reasons"],
+        seconds=time.perf_counter() - started,
+        extra=extra or {},
+        items_reused=sum(x.get("reused", 0) for x in ran),
+        items_computed=sum(x.get("computed", 0) for x in ran),
+    )
+
+
+def run_stage(
+    stage: Stage,
+    ctx: RunContext,
+    *,
+    force: bool = False,
+    mapper: ShardMapper | None = None,
+    progress: ProgressFn | None = None,
+    requeue_reasons: Iterable[str] = (),
+    retry: RetryPolicy | None = None,
+    gpu_slot: GpuSlot | None = None,
+    logger: Any = None,
+) -> StageSummary:
+    """Run a stage to completion: shards on ``mapper`` (threads by default), then the manifest.
+
+    Finished shards with rejects for one of ``requeue_reasons`` (transient failures such as
+    ``out_of_memory``) run again, so a rerun retries exactly the items that failed for passing
+    reasons. ``retry`` defaults to ``orchestration.retries`` of the config; ``gpu_slot`` is held
+    around each GPU shard besides its device lease (Prefect: a global concurrency slot).
+    ``progress`` sees (finished shards, total) after each shard; a failed shard is not finished.
+    A stage with failed shards raises ``ShardFailed`` (carrying the counts of what did finish)
+    after every other shard ran.
+    """
+    logger = logger or log
+    started = time.perf_counter()
+    plan = prepare_stage(stage, ctx, force=force)
+    requeued = requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
+    if requeued:
+        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
+    total = len(plan.work)
+    logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
+    finished = [len(plan.skipped)]
+    if progress:
+        progress(finished[0], total)
+    errors: list[tuple[int, str]] = []
+    disk_full: list[BaseException] = []  # a full disk: one message for the stage, not one per shard
+    lock = threading.Lock()
+
+    def done(job: ShardJob, exc: BaseException | None) -> None:
+        with lock:
+            if exc is None:
+                finished[0] += 1
+            else:
+                if is_disk_full(exc):
+                    disk_full.append(exc)
+                errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
+                logger.error("%s: shard %d failed: %s", stage.name, job.index, "".join(traceback.format_exception_only(exc)).strip())
+            if progress:
+                progress(finished[0], total)
+
+    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot) for i in plan.todo]
+    (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+    if disk_full:  # finished shards are kept; the rerun computes the rest
+        raise disk_full[0]
+    _drop_stale_errors(stage, ctx, plan, {i for i, _ in errors})
+    if errors:
+        failed = sorted({i for i, _ in errors})
+        err = ShardFailed(
+            f"stage {stage.name!r}: shards {failed} did not complete; rerun to retry only those "
+            f"(the other shards are kept):\n" + describe_failures(errors) + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
+        )
+        err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
+        raise err
+    summary = finish_stage(stage, ctx, plan, started)
+    logger.info(
+        "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
+        stage.name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
+    )
+    return summary
+
+
+def _drop_stale_errors(stage: Stage, ctx: RunContext, plan: StagePlan, failed: set[int]) -> None:
+    """Remove tracebacks of attempts that a retry then completed (only final failures keep one)."""
+    if not ctx.run.exists(stage.name, "_errors"):
+        return
+    if not failed:
+        ctx.run.rm(stage.name, "_errors")
+        return
+    for i in plan.todo:
+        if i not in failed and ctx.run.exists(error_path(stage.name, i)):
+            ctx.run.rm(error_path(stage.name, i))
+
+
+def describe_failures(errors: list[tuple[int, str]]) -> str:
+    """One line per distinct error, naming the shards it hit (a bad setting fails every shard alike)."""
+    by_message: dict[str, list[int]] = {}
+    for index, message in sorted(errors):
+        by_message.setdefault(message, []).append(index)
+    lines = []
+    for message, shards in by_message.items():
+        named = ", ".join(map(str, shards[:8])) + (f" and {len(shards) - 8} more" if len(shards) > 8 else "")
+        lines.append(f"  shard{'s' if len(shards) > 1 else ''} {named}: {message}")
+    return "\n".join(lines)
+
+
+def _workers(ctx: RunContext) -> int:
+    try:
+        return int(ctx.config.run.workers)
+    except AttributeError:
+        return 1
+

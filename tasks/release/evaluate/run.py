@@ -1,0 +1,151 @@
+"""Running an evaluation end to end: clients from config, the eval stage, then ``metrics.json``.
+
+Plain Python (the CLI in ``flows/cli_eval.py`` is a thin wrapper). Outputs go to
+``<run>/eval/<backend>-<model>[-unverified]/``: ``answers/``, ``subcauses/``, ``spans/``
+(sharded Parquet), ``_manifest.json`` and ``metrics.json`` (no timestamps: byte-identical
+for the same inputs, config and model answers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from prompts.clients.factory import make_client
+from prompts.config import MLLMConfig
+from storage import addresses
+from storage.fs import RunFS
+from storage.parquet_io import ArtifactReader
+from tasks.engine.base import RunContext
+from tasks.release.items import source_for
+from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
+from tasks.release.evaluate.stage import EvalClients, EvalStage, model_slug
+from tasks.release.evaluate.summary import summarize
+from tasks.engine.runner import StageSummary, run_stage
+
+METRICS_FILE = "metrics.json"
+
+
+def parse_model(spec: str) -> tuple[str, str]:
+    """``"openai:Qwen/Qwen2.5-VL-7B"`` -> ("openai", "Qwen/Qwen2.5-VL-7B")."""
+    backend, sep, model = (spec or "").partition(":")
+    if not sep or not backend or not model:
+        raise ValueError(f"--model must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}")
+    return backend.strip(), model.strip()
+
+
+def client_config(base: MLLMConfig, backend: str, model: str, **overrides: Any) -> MLLMConfig:
+    """The run's MLLM settings with another backend/model (validated, so a typo fails here)."""
+    data = base.model_dump()
+    data.update({"backend": backend, "model": model})
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return MLLMConfig.model_validate(data)
+    except Exception as exc:
+        raise ValueError(f"cannot evaluate with backend {backend!r}, model {model!r}: {exc}") from None
+
+
+@dataclass
+class EvalOutcome:
+    slug: str
+    folder: str
+    stage: StageSummary
+    metrics: dict[str, Any]
+
+
+def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: str | None, no_cache: bool) -> EvalClients:
+    cache = run.sub("cache", "mllm")
+    ev = config.eval
+    model_cfg = client_config(config.mllm, backend, model, base_url=base_url, temperature=ev.temperature, max_tokens=ev.max_tokens)
+    if ev.judge:
+        jb, jm = parse_model(ev.judge)
+        judge_cfg = client_config(config.mllm, jb, jm, base_url=ev.judge_base_url, temperature=0.0)
+    else:
+        judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
+    return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache))
+
+
+def run_eval(
+    run: RunFS,
+    config: Any,
+    model: str,
+    *,
+    unverified: bool = False,
+    base_url: str | None = None,
+    no_cache: bool = False,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    clients: EvalClients | None = None,
+) -> EvalOutcome:
+    """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``."""
+    backend, model_id = parse_model(model)
+    clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
+    stage = EvalStage(backend, model_id, unverified, clients)
+    ctx = RunContext(run, config, {"no_cache": no_cache})
+    summary = run_stage(stage, ctx, force=force, progress=progress)
+    metrics = compute_metrics(run, stage.name, backend, model_id, unverified)
+    run.write_text_atomic(f"{stage.name}/{METRICS_FILE}", json.dumps(metrics, indent=1, sort_keys=True) + "\n")
+    return EvalOutcome(model_slug(backend, model_id, unverified), stage.name, summary, metrics)
+
+
+def compute_metrics(run: RunFS, folder: str, backend: str, model: str, unverified: bool) -> dict[str, Any]:
+    """Every metric of one evaluated model from its stored answers (what ``metrics.json`` holds)."""
+    answers = ArtifactReader(run, f"{folder}/answers", ANSWERS).rows()
+    subcauses = ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).rows()
+    spans = ArtifactReader(run, f"{folder}/spans", SPANS).rows()
+    out = summarize(answers)
+    out.update(
+        {
+            "model": {"backend": backend, "model": model},
+            "questions_source": source_for(unverified).label,
+            "unverified": unverified,
+            "judges": dict(sorted(Counter(a["judge"] for a in answers if a["qtype"] == "SA").items())),
+            "subcauses": subcause_distribution([r for r in subcauses if (r.get("variant") or "targeted") != "control"]),
+            "subcauses_by_editor": [
+                {"editor": ed, "variant": var, "subcauses": subcause_distribution([r for r in subcauses if r["editor"] == ed and (r.get("variant") or "targeted") == var])}
+                for ed, var in sorted({(r["editor"], r.get("variant") or "targeted") for r in subcauses})
+            ],
+            "spans": span_summary(spans),
+        }
+    )
+    return out
+
+
+def subcause_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task: count and percent of each sub-cause label over classified CoT hallucinations
+    (one per item and question: cyclic presentations are attributed once)."""
+    by_task: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        by_task[r["task"]][r["label"] if r["status"] == "ok" and r["label"] else "unclassified"] += 1
+    out = {}
+    for task in sorted(by_task):
+        total = sum(by_task[task].values())
+        out[task] = {
+            "n": total,
+            "labels": {k: {"n": v, "percent": round(100.0 * v / total, 4)} for k, v in sorted(by_task[task].items())},
+        }
+    return out
+
+
+def span_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Detector outcome counts, instruction-following rate and spans per MHALO type."""
+    types: Counter[str] = Counter()
+    status: Counter[str] = Counter()
+    for r in rows:
+        status[r["status"]] += 1
+        for _, _, t in json.loads(r["spans_json"] or "[]"):
+            types[t or "untyped"] += 1
+    n = sum(status.values())
+    return {
+        "responses": n,
+        "IF": round(100.0 * status.get("ok", 0) / n, 4) if n else None,
+        "status": dict(sorted(status.items())),
+        "types": dict(sorted(types.items())),
+    }
+
+
+def list_evaluations(run: RunFS) -> list[str]:
+    """Folders under ``<run>/eval/`` that hold a ``metrics.json``."""
+    return [addresses.evaluation(name) for name in run.listdir(addresses.EVAL_DIR) if run.exists(addresses.EVAL_DIR, name, METRICS_FILE)]

@@ -1,0 +1,69 @@
+"""``metrics.json``: every metric of one evaluated model, composed from the formula modules.
+
+It sits above :mod:`tasks.release.metrics` (the formulas, shipped verbatim inside lmms-eval
+releases), :mod:`tasks.release.evaluate.ablation` and :mod:`tasks.release.evaluate.completeness`, so none of
+those imports another upward.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tasks.release.evaluate.ablation import control_ablation
+from tasks.release.evaluate.completeness import completeness
+from tasks.release.metrics import (
+    MODES,
+    TARGETED,
+    Row,
+    accuracy,
+    beaf_summary,
+    by_editor,
+    collapse_cyclic,
+    headline,
+    is_targeted,
+    scored,
+)
+
+
+def summarize(rows: Sequence[Row]) -> dict[str, Any]:
+    """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds).
+
+    The headline (React-Score, HalluRate, accuracies) uses the targeted items of every editor;
+    ``by_editor`` gives the same per (editor, variant); ``ablation`` compares targeted and
+    control items per task (:mod:`tasks.release.evaluate.ablation`); ``completeness`` counts the
+    questions each item has (:mod:`tasks.release.evaluate.completeness`).
+    """
+    all_rows = list(rows)
+    rows = scored(all_rows)
+    targeted = [r for r in rows if is_targeted(r)]
+    main = collapse_cyclic(r for r in targeted if (r.get("question_set") or "main") == "main")
+    control_questions = [r for r in targeted if r.get("question_set") == "control"]
+    head = headline(targeted)
+    comp = completeness(all_rows)
+    out: dict[str, Any] = {
+        "n_answers": len(all_rows),
+        "n_main_questions_scored": head["n_main_questions_scored"],
+        "unparseable": sum(1 for r in rows if r.get("status") == "unparseable"),
+        "errors": sum(1 for r in all_rows if r.get("status") == "error"),
+        "headline_variant": TARGETED,
+        "react": head["react"],
+        "complete": bool(head["react"]["complete"] and comp["complete"]),
+        "completeness": comp,
+        "accuracy": {
+            "overall": accuracy(main, ["mode"]),
+            "task": accuracy(main, ["task", "mode"]),
+            "type": accuracy(main, ["task", "qtype", "mode"]),
+            "dimension": accuracy(main, ["task", "dimension", "mode"]),
+            "qid": accuracy(main, ["task", "qid", "mode"]),
+            "editor": accuracy(main, ["editor", "task", "mode"]),
+            "variant": accuracy(collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main"), ["variant", "task", "mode"]),
+            "control": accuracy(control_questions, ["task", "mode"]),
+        },
+        "mc_cyclic": head["mc_cyclic"],
+        "hallu_rate": head["hallu_rate"],
+        "by_editor": by_editor(rows),
+        "ablation": control_ablation(rows),
+    }
+    beaf_rows = [r for r in targeted if r.get("question_set") == "beaf"]
+    out["beaf"] = {m: beaf_summary([r for r in beaf_rows if r.get("mode") == m]) for m in MODES if any(r.get("mode") == m for r in beaf_rows)}
+    return out

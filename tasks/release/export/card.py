@@ -1,0 +1,138 @@
+"""The dataset card (README.md): what is in the release, where it came from, how it was built."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import yaml
+
+from storage.task_ids import task_order
+from tasks.release.export.hf import configs_yaml
+
+SOURCES = {
+    "visual_genome": (
+        "Visual Genome 1.2/1.4 (Krishna et al., 2017): images, objects, attributes and relationships.",
+        "Annotations under CC BY 4.0; images are from YFCC100M/MS-COCO and keep their Creative Commons licenses.",
+    ),
+    "fsc147": (
+        "FSC-147 (Ranjan et al., 2021): images with point annotations for class-agnostic counting.",
+        "Distributed by its authors for research; check the FSC-147 repository's terms before redistribution.",
+    ),
+}
+
+TASK_TEXT = {
+    "relational_erasure": "RE: one object of a frequently co-occurring pair is erased; questions probe co-occurrence bias.",
+    "counterfactual_attribute": "CA: a dominant attribute is changed into a counter-commonsense one; questions probe language priors.",
+    "alteration_tracing": "AT: one micro-edit (delete/add/replace/move) separates a before/after pair; questions probe cross-image comparison.",
+    "dense_counting": "DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.",
+}
+
+
+def _order(tasks: list[str]) -> list[str]:
+    return sorted(tasks, key=task_order)
+
+
+def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verified: bool) -> list[dict[str, Any]]:
+    """Per editor: edits made, auto-QC pass rate, and (verified builds) human acceptance of the passed ones."""
+    out = []
+    for ed in sorted({e["editor"] for e in edits_all}):
+        mine = [e for e in edits_all if e["editor"] == ed]
+        passed = [e for e in mine if e["status"] == "ok"]
+        kept = [e for e in passed if e["id"] in kept_edit_ids]
+        params = sorted({e["editor_params_json"] for e in mine})
+        out.append(
+            {
+                "editor": ed,
+                "edits": len(mine),
+                "auto_qc_pass_rate": round(100.0 * len(passed) / len(mine), 2) if mine else None,
+                "human_acceptance": (round(100.0 * len(kept) / len(passed), 2) if passed else None) if verified else None,
+                "params": params[0] if len(params) == 1 else params,
+            }
+        )
+    return out
+
+
+def render_card(
+    name: str,
+    rows: list[dict[str, Any]],
+    editors: list[dict[str, Any]],
+    mllm_ids: list[str],
+    config_text: str | None,
+    verified: bool,
+    vlmevalkit: bool = False,
+) -> str:
+    """The README.md text: YAML header (configs, license, task categories) + markdown body;
+    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them."""
+    tasks = _order(sorted({r["task"] for r in rows}))
+    sources = sorted({r["source"] for r in rows if r.get("source")})
+    header = {
+        "pretty_name": name,
+        "license": "other",
+        "task_categories": ["visual-question-answering"],
+        "language": ["en"],
+        "tags": ["hallucination", "multimodal", "benchmark", "reactbench"] + ([] if verified else ["unverified"]),
+        "size_categories": [_size_category(len(rows))],
+        "configs": configs_yaml(tasks),
+    }
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {name}", ""]
+    if not verified:
+        lines += [
+            "> **UNVERIFIED BUILD.** These questions come straight from the automatic pipeline",
+            "> (`qa/questions`); no human has checked the edits or the questions yet. Do not report",
+            "> numbers on this release as benchmark results.",
+            "",
+        ]
+    lines += [
+        "A cause-driven multimodal-hallucination benchmark built with reactbench-pipeline: real annotated",
+        "images are edited so that a model relying on priors rather than on the pixels answers wrongly.",
+        "Each row is one question with the image(s) it is asked about.",
+        "",
+        "## Tasks",
+        "",
+    ]
+    lines += [f"- `{t}`: {TASK_TEXT.get(t, t)}" for t in tasks]
+    lines += ["", "## Counts", "", "| task | edits | questions | YN | MC | SA | main | control | beaf |", "|---|---|---|---|---|---|---|---|---|"]
+    for t in tasks:
+        mine = [r for r in rows if r["task"] == t]
+        qt = Counter(r["qtype"] for r in mine)
+        qs = Counter(r["question_set"] for r in mine)
+        edits = len({r["edit_id"] for r in mine})
+        lines.append(f"| {t} | {edits} | {len(mine)} | {qt['YN']} | {qt['MC']} | {qt['SA']} | {qs['main']} | {qs['control']} | {qs['beaf']} |")
+    lines.append(f"| **total** | {len({r['edit_id'] for r in rows})} | {len(rows)} | | | | | | |")
+    lines += ["", "## Fields", "", "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
+              "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
+              "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
+              "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
+              "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.", ""]
+    lines += ["## Sources and licenses", ""]
+    for s in sources:
+        desc, lic = SOURCES.get(s, (s, "see the source's terms"))
+        lines.append(f"- **{s}**: {desc} {lic}")
+    lines += ["- Edited images are derivatives of the source images and inherit their terms.", ""]
+    lines += ["## Editors", "", "| editor | edits | auto-QC pass % | human acceptance % | parameters |", "|---|---|---|---|---|"]
+    for e in editors:
+        acc = "not reviewed" if e["human_acceptance"] is None else e["human_acceptance"]
+        lines.append(f"| {e['editor']} | {e['edits']} | {e['auto_qc_pass_rate']} | {acc} | `{json.dumps(e['params'])}` |")
+    lines += ["", "## Models used to build it", ""]
+    lines += [f"- `{m}`" for m in mllm_ids] or ["- (not recorded)"]
+    lines += ["", "## Build configuration", ""]
+    if config_text:
+        lines += ["```yaml", config_text.rstrip(), "```"]
+    else:
+        lines.append("(no config.yaml in the run directory)")
+    lines += ["", "## Loading", "", "```python", "import datasets", "", "ds = datasets.load_dataset(\"path/to/this/folder\")            # all tasks",
+              "dc = datasets.load_dataset(\"path/to/this/folder\", \"dense_counting\")", "```", ""]
+    if vlmevalkit:
+        from tasks.release.export.vlmevalkit import card_lines
+
+        lines += card_lines()
+    return "\n".join(lines)
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return label
+    return "n>1M"

@@ -1,0 +1,279 @@
+"""lmms-eval task files that score a reply exactly as ``reactbench eval`` does (standard mode).
+
+Layout under ``<release>/lmms_eval/``::
+
+    reactbench_<task>.yaml   one task per benchmark task: accuracy and S_t
+    reactbench_all.yaml      every task at once: accuracy, S_t per task and React-Score
+    utils.py                 the hooks (prompt, images, per-type scoring, aggregations)
+    reactbench_parsing.py    verbatim copy of prompts/eval_parsing.py (reply parsers)
+    reactbench_judge.py      verbatim copy of prompts/offline_judge.py (short-answer judge)
+    reactbench_metrics.py    verbatim copy of tasks/release/metrics.py (S_t, React-Score)
+    prompts/eval_answer_*.j2 the answering templates of prompts/templates/
+
+The YAMLs read the release's Parquet files through lmms-eval's local ``parquet`` builder with
+``data_files`` relative to the YAML, so a moved or uploaded release loads unedited. The copies
+make the release self-contained (no reactbench install needed) and keep the verdicts identical;
+tests run the tasks under lmms-eval's own evaluator (command line and ``simple_evaluate``, its
+``openai`` model against a loopback server) and compare React-Score, S_t and every verdict with
+``reactbench eval`` on the same replies. lmms-eval renders prompts from docs whose image
+columns it removed, so the text hooks read text columns only. Generation follows the run's
+``eval`` section: ``do_sample`` is true exactly when the temperature is above 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import json
+
+import yaml
+
+import tasks.release.metrics
+from prompts.eval_prompts import TASKS
+from prompts.spec import TEMPLATE_DIR
+from tasks.release.metrics import TASK_SHORT
+from tasks.release.export.hf import data_file
+from tasks.release.export.shipped_scoring import scoring_files
+
+ANSWER_TEMPLATES = ("eval_answer_yn.j2", "eval_answer_mc.j2", "eval_answer_sa.j2", "eval_sa_judge.j2")
+
+
+def generation_kwargs(temperature: float, max_tokens: int) -> dict[str, Any]:
+    """lmms-eval generation settings that agree with each other and with ``eval``."""
+    out: dict[str, Any] = {"max_new_tokens": int(max_tokens), "do_sample": temperature > 0}
+    if temperature > 0:
+        out["temperature"] = float(temperature)
+    return out
+
+
+def _task_config(name: str, dataset_name: str, files: str | list[str], metrics: list[dict[str, Any]], process: str, gen: dict[str, Any]) -> str:
+    cfg = {
+        "task": name,
+        "dataset_path": "parquet",
+        "dataset_name": dataset_name,
+        "dataset_kwargs": {"data_files": {"test": files}},
+        "test_split": "test",
+        "output_type": "generate_until",
+        "doc_to_visual": "!function utils.doc_to_visual",
+        "doc_to_text": "!function utils.doc_to_text",
+        "doc_to_target": "answer",
+        "generation_kwargs": gen,
+        "process_results": f"!function utils.{process}",
+        "metric_list": metrics,
+        "metadata": {"version": 2},
+    }
+    text = yaml.safe_dump(cfg, sort_keys=False, width=1000)
+    # lmms-eval's ``!function`` tag must stay an unquoted YAML tag
+    return text.replace("'!function ", "!function ").replace("'\n", "\n")
+
+
+def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024) -> str:
+    """One task's YAML: per-reply accuracy and the task score S_t (targeted items, main set)."""
+    metrics = [
+        {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
+        {"metric": "task_score", "aggregation": "!function utils.aggregate_task_score", "higher_is_better": True},
+    ]
+    return _task_config(f"reactbench_{task}", task, f"../{data_file(task)}", metrics, "process_results", generation_kwargs(temperature, max_tokens))
+
+
+def all_tasks_yaml(tasks: list[str], temperature: float = 0.2, max_tokens: int = 1024) -> str:
+    """Every task in one lmms-eval task: accuracy, S_t per task and React-Score. The files are
+    listed one by one: lmms-eval anchors ``data_files`` at the YAML only for existing files."""
+    metrics = [
+        {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
+        {"metric": "react_score", "aggregation": "!function utils.aggregate_react_score", "higher_is_better": True},
+    ] + [{"metric": f"S_{short}", "aggregation": f"!function utils.aggregate_s_{short.lower()}", "higher_is_better": True} for short in TASK_SHORT.values()]
+    return _task_config("reactbench_all", "all", [f"../{data_file(t)}" for t in sorted(tasks)], metrics, "process_results_all", generation_kwargs(temperature, max_tokens))
+
+
+def _source(module: Any) -> str:
+    return Path(module.__file__).read_text(encoding="utf-8")
+
+
+def support_files() -> dict[str, str]:
+    """The verbatim copies utils.py loads, by release-relative name."""
+    files = {**scoring_files(), "reactbench_metrics.py": _source(tasks.release.metrics)}
+    for name in ANSWER_TEMPLATES:
+        files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
+    files["reactbench_tasks.json"] = json.dumps({t: v["note"] for t, v in TASKS.items()}, indent=1, sort_keys=True) + "\n"
+    return files
+
+
+UTILS_PY = '''"""Hooks of the reactbench lmms-eval tasks (written by `reactbench export --lmms-eval`).
+
+A reply is scored exactly as `reactbench eval` scores it in standard mode: the same answering
+templates (prompts/), the same reply parsers (reactbench_parsing.py) and the same offline
+short-answer judge (reactbench_judge.py) - verbatim copies of the project's modules. The
+aggregations compute S_t and React-Score with the project's own metrics (reactbench_metrics.py)
+over the targeted items of the main question set. lmms-eval asks each question once, so the
+React-Score here is the standard-mode one; `reactbench eval` also averages in CoT.
+
+An LLM judge for short answers, as `eval.judge` configures it for `reactbench eval`: set
+REACTBENCH_JUDGE_BASE_URL (an OpenAI-compatible endpoint) and REACTBENCH_JUDGE_MODEL (and the
+key in the variable REACTBENCH_JUDGE_API_KEY_ENV names, OPENAI_API_KEY by default). It is asked
+the project's judge prompt (prompts/eval_sa_judge.j2); when it fails or answers out of format,
+the offline judge grades, as in `reactbench eval`.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import urllib.request
+
+import jinja2
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name):
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+parsing = _load("reactbench_parsing")
+judge = _load("reactbench_judge")
+metrics = _load("reactbench_metrics")
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(os.path.join(_HERE, "prompts")),
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    keep_trailing_newline=False,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def doc_to_visual(doc):
+    return [img.convert("RGB") for img in doc["images"]]
+
+
+def doc_to_text(doc):
+    options = list(doc["options"] or [])
+    context = {
+        "question": doc["question"],
+        "options": [[chr(65 + i), o] for i, o in enumerate(options)],
+        "options_list": options,
+        "cot": False,
+        "pair": doc["image_role"] == "pair",  # lmms-eval strips the image column before it asks
+        "task": doc["task"],
+        "qtype": doc["qtype"],
+        "question_set": doc["question_set"],
+        "annotations": {},
+    }
+    return _ENV.get_template("eval_answer_" + doc["qtype"].lower() + ".j2").render(**context).strip() + "\\n"
+
+
+_NOTES = json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8"))
+
+
+def llm_verdict(doc, answer, rubric, prior):
+    """"correct" / "hallucination" from the configured LLM judge, or None (not configured, failed)."""
+    url, model = os.environ.get("REACTBENCH_JUDGE_BASE_URL"), os.environ.get("REACTBENCH_JUDGE_MODEL")
+    if not url or not model:
+        return None
+    text = _ENV.get_template("eval_sa_judge.j2").render(
+        task=doc["task"], task_note=_NOTES.get(doc["task"], ""), question=doc["question"], gold=doc["answer"],
+        answer=answer, rubric=[[k, v] for k, v in sorted(rubric.items())], prior_terms=prior,
+    ).strip() + "\\n"
+    body = {"model": model, "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "temperature": 0.0, "max_tokens": 256}
+    key = os.environ.get(os.environ.get("REACTBENCH_JUDGE_API_KEY_ENV", "OPENAI_API_KEY"), "")
+    req = urllib.request.Request(url.rstrip("/") + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            content = json.load(resp)["choices"][0]["message"]["content"] or ""
+    except Exception:  # any transport or format failure: the offline judge grades
+        return None
+    m = re.search(r"verdict\\s*:\\s*\\W*([a-z_ ]+)", content, re.I)
+    word = m.group(1).strip().lower().replace("no_hallucination", "correct").replace("no hallucination", "correct") if m else ""
+    if word in ("wrong", "incorrect", "hallucinated"):
+        word = "hallucination"
+    return word if word in ("correct", "hallucination") else None
+
+
+def verdict(doc, reply):
+    """True when `reactbench eval` (standard mode, offline judge) scores the reply as right."""
+    reply = reply or ""
+    gold = str(doc["answer"]).strip()
+    if doc["qtype"] == "YN":
+        parsed = parsing.extract_yes_no(reply, False)
+        return parsed is not None and parsed.lower() == gold.lower()
+    if doc["qtype"] == "MC":
+        parsed = parsing.extract_choice(reply, list(doc["options"] or []), False)
+        return parsed is not None and parsed == gold.upper()
+    answer = parsing.answer_segment(reply, False) or reply
+    rubric = {k: str(v) for k, v in json.loads(doc["rubric"] or "{}").items()}
+    prior = list(doc["prior_terms"] or []) if doc["question_set"] == "main" else []
+    graded = llm_verdict(doc, answer, rubric, prior)
+    if graded is not None:
+        return graded == "correct"
+    try:
+        return judge.offline_judge(doc["task"], doc["answer"], answer, rubric, prior)["verdict"] == "correct"
+    except ValueError:  # a malformed rubric: scored as not correct, as in reactbench eval
+        return False
+
+
+def _record(doc, ok):
+    keys = ("task", "qtype", "qid", "edit_id", "rotation", "question_set", "variant", "image_role", "editor")
+    return {**{k: doc[k] for k in keys}, "question_id": doc["id"], "mode": "standard", "correct": bool(ok)}
+
+
+def process_results(doc, results):
+    ok = verdict(doc, results[0] if results else "")
+    return {"accuracy": float(ok), "task_score": _record(doc, ok)}
+
+
+def process_results_all(doc, results):
+    ok = verdict(doc, results[0] if results else "")
+    rec = _record(doc, ok)
+    out = {"accuracy": float(ok), "react_score": rec}
+    for short in ("RE", "CA", "AT", "DC"):
+        out["S_" + short] = rec
+    return out
+
+
+def _headline(items):
+    rows = [r for r in items if r["question_set"] == "main" and (r.get("variant") or "targeted") != "control"]
+    return metrics.react_score(rows)
+
+
+def _nan(value):
+    return float("nan") if value is None else value
+
+
+def aggregate_task_score(items):
+    scores = [s for s in _headline(items).per_task.values() if s is not None]
+    return scores[0] if len(scores) == 1 else float("nan")
+
+
+def aggregate_react_score(items):
+    return _nan(_headline(items).score)
+
+
+def _task_score(task):
+    return lambda items: _nan(_headline(items).per_task.get(task))
+
+
+aggregate_s_re = _task_score("relational_erasure")
+aggregate_s_ca = _task_score("counterfactual_attribute")
+aggregate_s_at = _task_score("alteration_tracing")
+aggregate_s_dc = _task_score("dense_counting")
+'''
+
+
+def write_lmms_eval(out: Any, tasks: list[str], temperature: float, max_tokens: int) -> list[str]:
+    """Write every lmms-eval file into ``out`` (a RunFS of the release); returns their paths."""
+    files = {f"lmms_eval/reactbench_{t}.yaml": task_yaml(t, temperature, max_tokens) for t in sorted(tasks)}
+    files["lmms_eval/reactbench_all.yaml"] = all_tasks_yaml(tasks, temperature, max_tokens)
+    files["lmms_eval/utils.py"] = UTILS_PY
+    files.update({f"lmms_eval/{k}": v for k, v in support_files().items()})
+    for rel, text in files.items():
+        out.write_text_atomic(rel, text)
+    return list(files)

@@ -1,0 +1,162 @@
+"""VLMEvalKit forms: one TSV per question type, plus the data config that names each file's class.
+
+VLMEvalKit (``ms-vlmeval`` 0.0.20) guesses the class of a TSV it does not know from its columns,
+and guesses wrong for us: a file without ``A``/``B`` columns becomes ``CustomVQADataset``, whose
+``evaluate()`` raises ``NotImplementedError``. Its documented custom-dataset route is a ``--config``
+JSON whose ``data`` entries name the class, so the release ships ``vlmevalkit/reactbench.json``:
+
+- ``reactbench_MCQ_circular.tsv`` (``ImageMCQDataset``; ``reactbench_MCQ.tsv`` when no question is
+  cyclic): ``A``..``E`` and the gold letter. VLMEvalKit scores circularly only when the dataset
+  name contains "circular"; presentation ``r`` of question ``g`` has index ``g + r * 1_000_000``
+  (its ``g_index = index % 1e6``), so the circular score is our consistency accuracy.
+- ``reactbench_Y_N.tsv`` (``ImageYORNDataset``): answer ``Yes`` / ``No``.
+- ``reactbench_VQA.tsv`` (``ImageVQADataset``): its default metric is the VQAv2 soft score over
+  a list of reference answers, which gives 0 to every reply when there is a single reference; the
+  gold is therefore the list VQAv2 writes when ten annotators agree, which makes the score exact
+  match after VQA normalisation (case, punctuation, articles, number words). ``rubric`` and
+  ``prior_terms`` ride along for our judge; paraphrases need ``reactbench eval`` or lmms-eval.
+
+Images are PNG in base64 (``image``, with ``image_path`` ``<content hash>.png``): VLMEvalKit
+decodes each image and saves it under the name's extension, so a JPEG original would be
+re-encoded lossily while the PNG edit next to it stays exact; as PNG both images of a pair reach
+the model pixel-for-pixel. Each distinct image (or before/after pair, a JSON list) is stored once
+per file; later rows hold the index of the row that carries it (VLMEvalKit's ``ImageBaseDataset``
+reads an ``image`` of at most 64 characters as another row's index). Columns ``category`` (task)
+and ``l2-category`` (dimension) give VLMEvalKit's per-task and per-dimension breakdowns.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+from typing import Any
+
+LETTERS = "ABCDE"
+CIRCULAR_STRIDE = 1_000_000
+VQA_REFERENCES = 10  # VQAv2's annotator count: the soft score is min(1, matches among the others / 3)
+CONFIG = "vlmevalkit/reactbench.json"
+CLASSES = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}
+COMMON = ["category", "l2-category", "qid", "question_set", "variant", "editor", "id"]
+HEADERS = {
+    "MC": ["index", "image", "image_path", "question", *LETTERS, "answer", *COMMON, "rotation"],
+    "YN": ["index", "image", "image_path", "question", "answer", *COMMON],
+    "SA": ["index", "image", "image_path", "question", "answer", *COMMON, "rubric", "prior_terms"],
+}
+# Where to point VLMEvalKit's --config "model" section: any OpenAI-compatible chat endpoint.
+EXAMPLE_MODEL = {
+    "my-model": {"class": "GPT4V", "model": "my-model", "api_base": "http://127.0.0.1:8000/v1/chat/completions", "key": "EMPTY", "temperature": 0, "img_detail": "high"}
+}
+
+
+def dataset_name(rows: list[dict[str, Any]], qtype: str) -> str:
+    """The VLMEvalKit dataset name (and TSV stem) of one question type's rows."""
+    if qtype == "MC":
+        cyclic = any(int(r.get("rotation") or 0) for r in rows if r["qtype"] == "MC")
+        return "reactbench_MCQ_circular" if cyclic else "reactbench_MCQ"
+    return {"YN": "reactbench_Y_N", "SA": "reactbench_VQA"}[qtype]
+
+
+def png_bytes(data: bytes) -> bytes:
+    """The image as PNG: unchanged when it already is one, else decoded once and stored losslessly."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return data
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def png_name(name: str) -> str:
+    """``<content hash>.<ext>`` -> ``<content hash>.png`` (VLMEvalKit saves by the extension)."""
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return f"{stem}.png"
+
+
+def _indices(rows: list[dict[str, Any]], qtype: str) -> list[int]:
+    """Row indices: sequential, except circular MC presentations, which share a group index."""
+    if qtype != "MC":
+        return list(range(len(rows)))
+    groups: dict[tuple, int] = {}
+    out = []
+    for r in rows:
+        key = (r["edit_id"], r["question_set"], r["qid"], r.get("image_role"))
+        g = groups.setdefault(key, len(groups))
+        out.append(g + int(r.get("rotation") or 0) * CIRCULAR_STRIDE)
+    return out
+
+
+def tsv_text(rows: list[dict[str, Any]], qtype: str) -> str:
+    """The TSV of one question type for released rows (``tasks.release.export.rows.release_row``)."""
+    mine = [r for r in rows if r["qtype"] == qtype]
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerow(HEADERS[qtype])
+    first: dict[tuple[str, ...], int] = {}  # image names -> index of the row that carries them
+    for index, r in zip(_indices(mine, qtype), mine):
+        names = tuple(png_name(im["path"]) for im in r["images"])
+        if names in first:
+            image = str(first[names])
+        else:
+            first[names] = index
+            b64 = [base64.b64encode(png_bytes(im["bytes"])).decode("ascii") for im in r["images"]]
+            image = b64[0] if len(b64) == 1 else json.dumps(b64)
+        path = names[0] if len(names) == 1 else json.dumps(list(names))
+        common = [r["task"], r["dimension"] or "", r["qid"], r["question_set"], r["variant"], r["editor"], r["id"]]
+        if qtype == "MC":
+            opts = list(r["options"] or []) + [""] * len(LETTERS)
+            w.writerow([index, image, path, r["question"], *opts[: len(LETTERS)], r["answer"], *common, r.get("rotation") or 0])
+        elif qtype == "YN":
+            w.writerow([index, image, path, r["question"], r["answer"], *common])
+        else:
+            answers = repr([str(r["answer"])] * VQA_REFERENCES)  # VLMEvalKit reads a list with eval()
+            w.writerow([index, image, path, r["question"], answers, *common, r["rubric"] or "", json.dumps(list(r.get("prior_terms") or []))])
+    return buf.getvalue()
+
+
+def config_text(names: list[str], qtypes: list[str]) -> str:
+    """VLMEvalKit's ``--config`` JSON: the example model and one ``data`` entry per file."""
+    data = {n: {"class": CLASSES[q], "dataset": n} for n, q in zip(names, qtypes)}
+    return json.dumps({"model": EXAMPLE_MODEL, "data": data}, indent=2) + "\n"
+
+
+def card_lines() -> list[str]:
+    """The release card's section on scoring the TSVs with VLMEvalKit: the exact commands."""
+    return [
+        "## Scoring with VLMEvalKit",
+        "",
+        "`vlmevalkit/` holds one TSV per question type and `reactbench.json`, a VLMEvalKit `--config` whose",
+        "`data` entries name each file's class (`ImageMCQDataset`, scored circularly: a cyclic question counts",
+        "only when every presentation is right; `ImageYORNDataset`; `ImageVQADataset`, exact match). Point its",
+        "`model` entry at your model (any OpenAI-compatible endpoint, or any VLMEvalKit model class), then:",
+        "",
+        "```bash",
+        "pip install ms-vlmeval==0.0.20",
+        'export LMUData="$HOME/LMUData" && mkdir -p "$LMUData" && cp vlmevalkit/*.tsv "$LMUData/"',
+        "python -m vlmeval --config vlmevalkit/reactbench.json --judge exact_matching --work-dir vlmeval_outputs",
+        "```",
+        "",
+        "Short answers are credited only when they equal the reference after VQA normalisation; for",
+        "paraphrases use reactbench-pipeline's `reactbench eval` or the lmms-eval tasks.",
+        "",
+    ]
+
+
+def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> list[str]:
+    """Write one TSV per question type present and the config; returns their release-relative paths."""
+    written, names, qtypes = [], [], []
+    for qtype in CLASSES:
+        if any(r["qtype"] == qtype for r in rows):
+            name = dataset_name(rows, qtype)
+            rel = f"vlmevalkit/{name}.tsv"
+            out.write_text_atomic(rel, tsv_text(rows, qtype))
+            written.append(rel)
+            names.append(name)
+            qtypes.append(qtype)
+    if names:
+        out.write_text_atomic(CONFIG, config_text(names, qtypes))
+        written.append(CONFIG)
+    return written

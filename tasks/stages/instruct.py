@@ -1,0 +1,327 @@
+"""The instruct stage: one MLLM call per candidate turns mined candidates into edit instructions.
+
+RE -> a removal instruction; CA -> two counter-commonsense instructions (two rows) with
+near-duplicate attributes of the same object dropped as rejects; AT -> an edit plan with the
+question materials; DC -> the ambiguity filter decides keep (applicable) or drop
+(not_applicable). Every candidate yields at least one row (``applicable``,
+``not_applicable`` or ``failed``) and every failure also a reject, so nothing disappears.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
+from storage import addresses
+from storage.fs import RunFS
+from storage.hashing import canonical_json, stable_id
+from storage.image_store import BadImage, check_source_size
+from storage.rejects import reject
+from tasks.engine.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.mllm import shared_client
+from tasks.engine.reuse import Entry, ItemReuse, code_version
+
+STAGE = "instruct"
+
+def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[dict[str, Any]]]:
+    """Sorted by id; CA candidates of one object name stay in one shard (dedup is per object)."""
+    rows = sorted(candidates, key=lambda r: r["id"])
+    others = [r for r in rows if r["task"] != "counterfactual_attribute"]
+    shards = chunk(others, shard_size)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["task"] == "counterfactual_attribute":
+            groups.setdefault(str(r.get("target_name") or ""), []).append(r)
+    current: list[dict[str, Any]] = []
+    for name in sorted(groups):
+        if current and len(current) + len(groups[name]) > shard_size:
+            shards.append(current)
+            current = []
+        current.extend(groups[name])
+    if current:
+        shards.append(current)
+    return shards
+
+
+class InstructStage(Stage):
+    name = STAGE
+    outputs = addresses.outputs(addresses.INSTRUCTIONS)
+    upstream = ("mine",)
+
+    def config_section(self, ctx: RunContext) -> Any:
+        """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
+        from prompts.instruct_prompts import TASK_PROMPTS
+        from prompts.spec import prompt_fingerprints
+
+        prompts = prompt_fingerprints(TASK_PROMPTS.values())
+        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts,
+                "editor_limits": editor_limits(ctx).to_json()}
+
+    def plan(self, ctx: RunContext) -> list[Any]:
+        rows = addresses.CANDIDATES.reader(ctx.run).rows()
+        return plan_shards(rows, ctx.config.run.shard_size)
+
+    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
+        reuse = ItemReuse.for_shard(ctx, STAGE, STAGE)
+        rows, rejects = instruct_candidates(
+            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), reuse=reuse,
+            limits=editor_limits(ctx),
+        )
+        return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict())
+
+    def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
+        rows = addresses.INSTRUCTIONS.reader(ctx.run).rows(["task", "status"])
+        by: dict[str, dict[str, int]] = {}
+        for r in rows:
+            by.setdefault(r["task"], {}).setdefault(r["status"], 0)
+            by[r["task"]][r["status"]] += 1
+        return {"status_by_task": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
+
+
+
+
+# ---------------------------------------------------------------------------- shard logic
+def editor_limits(ctx: RunContext) -> Any:
+    """What the configured editors can render (editors/capabilities.py): the rules backend then
+    proposes only renderable edits and the LLM prompts are told the allowed families."""
+    from editors.registry import limits_for
+
+    return limits_for([s.name for s in ctx.config.editors])
+
+
+def _item_fields(c: dict[str, Any]) -> dict[str, Any]:
+    """The item columns carried forward from the candidate (schemas.ITEM_FIELDS)."""
+    return {
+        "task": c["task"],
+        "variant": c["variant"],
+        "source": c["source"],
+        "image_id": c["image_id"],
+        "image_path": c["image_path"],
+        "width": c["width"],
+        "height": c["height"],
+        "candidate_id": c["id"],
+        "candidate_json": canonical_json(c),
+    }
+
+
+def read_image_bytes(path: str) -> bytes:
+    """The source image's bytes; raises ValueError (unreadable; ``BadImage`` above the one pixel
+    limit of source images) or FileNotFoundError (missing)."""
+    import fsspec
+
+    from prompts.runner import image_mime
+
+    with fsspec.open(path, "rb") as f:
+        data = f.read()
+    image_mime(data)  # raises ValueError on anything but PNG/JPEG/WebP/GIF
+    check_source_size(data, path)  # a model must not be sent what the edit stage would refuse
+    return data
+
+
+def instruct_candidates(
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, reuse: ItemReuse | None = None,
+    limits: Any = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run.
+
+    With ``reuse``, candidates whose item key is stored skip the model; rows and rejects are
+    assembled in candidate order either way, then deduplicated per object as one shard."""
+
+    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+        outcomes = _candidate_outcomes(client, todo, mllm, progress=progress, limits=limits)
+        return [Entry({"rows": r, "rejects": j}, keep=reuse.keeps(j) if reuse else True) for r, j in outcomes]
+
+    if reuse is None:
+        values = [e.value for e in run(candidates)]
+    else:
+        keys = [instruct_item_key(reuse, client, mllm, c, limits) for c in candidates]
+        values = reuse.map(keys, lambda misses: run([candidates[i] for i in misses]))
+    # the item columns come from the current candidate (its dataset statistics may have changed)
+    rows = [{**r, **_item_fields(c)} for c, v in zip(candidates, values) for r in v["rows"]]
+    rejects = [j for v in values for j in v["rejects"]]
+    if cfg.dedup_counterfactuals:
+        rows, dropped = dedup_counterfactual_rows(rows, cfg)
+        rejects.extend(dropped)
+    rows.sort(key=lambda r: r["id"])
+    return rows, rejects
+
+
+def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any], limits: Any = None) -> str | None:
+    """A candidate's item key: what the model sees (the candidate's prompt context, its image's
+    content when the backend sees images), the task prompt's version and template, the
+    answer-changing MLLM settings, what the configured editors can render (it shapes the
+    proposals) and the code version. Dataset statistics the candidate carries
+    (pair counts, ranks) are not in it: rows take them from the current candidate."""
+    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+    from prompts.spec import prompt_fingerprints
+    from storage.hashing import sha256_hex
+
+    spec = TASK_PROMPTS.get(c["task"])
+    if spec is None:
+        return None
+    image = None
+    if getattr(client, "uses_images", True):
+        try:
+            image = sha256_hex(read_image_bytes(c["image_path"]))
+        except (OSError, ValueError):
+            return None  # computed: the row and reject say why
+    try:
+        context = candidate_context(c)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return reuse.key(
+        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
+        code=code_version("tasks.stages.instruct", "prompts"),
+    )
+
+
+def _candidate_outcomes(
+    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False, limits: Any = None
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
+    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+    from prompts.runner import PromptInput, run_prompt
+
+    outcomes: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], []) for _ in candidates]
+    uses_images = getattr(client, "uses_images", True)
+    by_prompt: dict[str, list[tuple[int, Any]]] = {}
+    for i, c in enumerate(candidates):
+        rows, rejects = outcomes[i]
+        spec = TASK_PROMPTS.get(c["task"])
+        if spec is None:
+            rejects.append(reject(c["id"], STAGE, "unknown_task", f"candidate {c['id']}: task {c['task']!r} has no instruct prompt"))
+            continue
+        try:
+            context = candidate_context(c)
+        except (KeyError, TypeError, ValueError) as exc:
+            rejects.append(reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}"))
+            rows.append(_failed_row(c, spec, client, f"bad candidate: {exc}"))
+            continue
+        if limits is not None and limits.limited:
+            context["editor_limits"] = limits.to_json()
+        images: list[bytes] = []
+        if uses_images:
+            try:
+                images = [read_image_bytes(c["image_path"])] * spec.n_images
+            except FileNotFoundError:
+                rejects.append(reject(c["id"], STAGE, "image_missing", f"candidate {c['id']}: image not found: {c['image_path']}"))
+                rows.append(_failed_row(c, spec, client, "image missing"))
+                continue
+            except BadImage as exc:
+                rejects.append(reject(c["id"], STAGE, "image_too_large", f"candidate {c['id']}: {exc}"))
+                rows.append(_failed_row(c, spec, client, "image too large"))
+                continue
+            except (OSError, ValueError) as exc:
+                rejects.append(reject(c["id"], STAGE, "image_unreadable", f"candidate {c['id']}: {c['image_path']}: {exc}"))
+                rows.append(_failed_row(c, spec, client, "image unreadable"))
+                continue
+        by_prompt.setdefault(spec.name, []).append((i, PromptInput(context, images)))
+
+    for name in sorted(by_prompt):
+        items = by_prompt[name]
+        spec = TASK_PROMPTS[candidates[items[0][0]]["task"]]
+        results = run_prompt(
+            client, spec, [inp for _, inp in items], parse_retries=mllm.parse_retries, progress=progress,
+            temperature=mllm.temperature, max_tokens=mllm.max_tokens,
+        )
+        for (i, _), out in zip(items, results):
+            new_rows, new_rejects = _rows_for(candidates[i], out)
+            outcomes[i][0].extend(new_rows)
+            outcomes[i][1].extend(new_rejects)
+    return outcomes
+
+
+def _row(c: dict[str, Any], out: Any, row_id: str, status: str, **cols: Any) -> dict[str, Any]:
+    row = {"id": row_id, **_item_fields(c), "status": status, **out.provenance()}
+    row.update({"target_box": c.get("target_box"), "target_name": c.get("target_name")})
+    row.update(cols)
+    return row
+
+
+def _failed_row(c: dict[str, Any], spec: Any, client: MLLMClient, error: str) -> dict[str, Any]:
+    return {
+        "id": stable_id(c["id"], STAGE),
+        **_item_fields(c),
+        "status": "failed",
+        "target_box": c.get("target_box"),
+        "target_name": c.get("target_name"),
+        "fields_json": canonical_json({"error": error}),
+        "prompt_name": spec.name,
+        "prompt_version": spec.version,
+        "backend": client.backend,
+        "model_id": client.model_id,
+        "raw_response": None,
+    }
+
+
+def _rows_for(c: dict[str, Any], out: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Instruction rows (and rejects) for one candidate's prompt outcome."""
+    rid = stable_id(c["id"], STAGE)
+    if out.status in ("unparseable", "error"):
+        reason = "llm_unparseable" if out.status == "unparseable" else "llm_error"
+        detail = f"candidate {c['id']}: {out.prompt_name} v{out.prompt_version} after {out.attempts} attempt(s): {out.error}"
+        row = _row(c, out, rid, "failed", fields_json=canonical_json({"error": out.error}))
+        return [row], [reject(c["id"], STAGE, reason, detail, {"raw": out.raw, "error": out.error})]
+    if out.status == "not_applicable":
+        return [_row(c, out, rid, "not_applicable")], []
+    f = out.fields
+    task = c["task"]
+    if task == "relational_erasure":
+        from prompts.instruct_prompts import same_name
+
+        removes_partner = bool(c.get("partner_name")) and same_name(f["remove"], c["partner_name"]) and not same_name(f["remove"], c.get("target_name") or "")
+        box, name = (c.get("partner_box"), c.get("partner_name")) if removes_partner else (c.get("target_box"), c.get("target_name"))
+        return [_row(c, out, rid, "applicable", instruction=f["instruction"], edit_type="remove", target_box=box, target_name=name, fields_json=canonical_json(f))], []
+    if task == "counterfactual_attribute":
+        rows = []
+        for slot in ("a", "b"):
+            fields = {
+                "slot": slot,
+                "direction": f[f"direction_{slot}"],
+                "new_attribute": f[f"new_attribute_{slot}"],
+                "original_attribute": c.get("attribute"),
+                "answer": f,
+            }
+            rows.append(_row(c, out, stable_id(c["id"], STAGE, slot), "applicable", instruction=f[f"instruction_{slot}"], edit_type="attribute", fields_json=canonical_json(fields)))
+        return rows, []
+    if task == "alteration_tracing":
+        return [_row(c, out, rid, "applicable", instruction=f["instruction"], edit_type=f["edit_type"], fields_json=canonical_json(f))], []
+    # dense counting: the filter keeps (none/mild) or drops (moderate/severe); no edit follows
+    keep = f["severity"] in ("none", "mild")
+    return [_row(c, out, rid, "applicable" if keep else "not_applicable", edit_type="none", fields_json=canonical_json(f))], []
+
+
+_EMBEDDERS: dict[str, Any] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+
+
+def dedup_counterfactual_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Drop CA rows whose new attribute repeats another's for the same object name (kept: lowest id order)."""
+    import json
+
+    from prompts.dedup import find_duplicates, transformers_embedder
+
+    ca = sorted((r for r in rows if r["task"] == "counterfactual_attribute" and r["status"] == "applicable"), key=lambda r: (r["candidate_id"], r["id"]))
+    if len(ca) < 2:
+        return rows, []
+    embed = None
+    if cfg.embedding_model:
+        with _EMBEDDERS_LOCK:
+            if cfg.embedding_model not in _EMBEDDERS:
+                _EMBEDDERS[cfg.embedding_model] = transformers_embedder(cfg.embedding_model)
+            embed = _EMBEDDERS[cfg.embedding_model]
+    attrs = [json.loads(r["fields_json"])["new_attribute"] for r in ca]
+    dups = find_duplicates([str(r["target_name"]) for r in ca], attrs, embed=embed, threshold=cfg.embedding_threshold)
+    drop = {ca[d.index]["id"]: d for d in dups}
+    rejects = [
+        reject(
+            ca[d.index]["id"], STAGE, "duplicate_counterfactual",
+            f"{ca[d.index]['target_name']}: {attrs[d.index]!r} repeats {attrs[d.kept]!r} of instruction {ca[d.kept]['id']} ({d.how} match)",
+            {"kept_id": ca[d.kept]["id"], "how": d.how, "similarity": d.similarity, "row": ca[d.index]},
+        )
+        for d in dups
+    ]
+    return [r for r in rows if r["id"] not in drop], rejects

@@ -1,0 +1,163 @@
+"""The ``mine`` stage: source annotations -> candidates, pair statistics, attribute statistics.
+
+Mining is a whole-dataset computation (counts over every image), so the stage plans one
+work unit per configured source (a :class:`miners.sources.SourceSpec`: Visual Genome for
+RE/CA/AT, FSC147 for DC, a COCO-format file for RE/AT/DC, or a third-party format) rather than
+shards of images; each unit streams its files once (see ``miners/``). The stage key covers the
+``mine`` and ``sources`` config sections, the run seed, and the source files' path, size
+and modification time, so editing a threshold or replacing a file re-mines.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from miners.result import MineResult
+from miners.sources import BUILTIN, SourceSpec, available, source_spec
+from storage import addresses
+from tasks.engine.base import RunContext, ShardResult, Stage, StageInputError
+
+STAGE = "mine"
+
+
+class MineSourceMissing(StageInputError):
+    """A task was asked for whose source folder is not configured or lacks its annotation files."""
+
+
+def source_setting(sources: Any, name: str) -> str | None:
+    """``sources.<name>`` for a built-in source, ``sources.other[name]`` for a third-party one."""
+    value = getattr(sources, name) if name in BUILTIN else sources.other.get(name)
+    return str(value) if value else None
+
+
+def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
+    """One work unit per configured source that feeds a requested task, in registry order."""
+    cfg = ctx.config
+    units = []
+    fed: set[str] = set()
+    for name in dict.fromkeys([*BUILTIN, *sorted(cfg.sources.other)]):
+        spec = source_spec(name)
+        tasks = spec.feeds(cfg.mine.tasks)
+        setting = source_setting(cfg.sources, name)
+        if tasks and setting:
+            units.append({"source": name, "root": setting})
+            fed.update(tasks)
+    missing = [t for t in cfg.mine.tasks if t not in fed]
+    if missing:
+        options = [source_spec(n) for n in available() if source_spec(n).feeds(missing)]
+        names = " or ".join(f"sources.{s.name} ({s.setting_help})" for s in options) or "a source that feeds them"
+        raise MineSourceMissing(f"mine.tasks {missing} need {names}")
+    return units
+
+
+# Sources every release had; the others key the stage only when set, so a run built before
+# they existed keeps its mine key (and is not re-mined) after an upgrade.
+_FIRST_SOURCES = ("visual_genome", "fsc147")
+
+
+def _sources_key(sources: Any) -> dict[str, Any]:
+    dumped = sources.model_dump(mode="json")
+    return {k: v for k, v in dumped.items() if k in _FIRST_SOURCES or v}
+
+
+def _spec(unit: dict[str, str]) -> SourceSpec:
+    return source_spec(unit["source"])
+
+
+def source_files(ctx: RunContext) -> list[str]:
+    """The annotation files the stage reads (images are checked per candidate, not fingerprinted)."""
+    return [f for unit in _needed_sources(ctx) for f in _spec(unit).files(unit["root"], ctx.config.mine)]
+
+
+def required_files(ctx: RunContext) -> list[str]:
+    """The files mining cannot start without (alias files are optional)."""
+    return [f for unit in _needed_sources(ctx) for f in _spec(unit).required(unit["root"], ctx.config.mine)]
+
+
+def _fingerprint(path: str) -> str:
+    import fsspec
+
+    fs, p = fsspec.core.url_to_fs(path)
+    if not fs.exists(p):
+        return "absent"
+    info = fs.info(p)
+    mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or ""
+    return f"size={info.get('size')};mtime={mtime}"
+
+
+class MineStage(Stage):
+    name = STAGE
+    outputs = addresses.outputs(addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS)
+    upstream = ()
+
+    def config_section(self, ctx: RunContext) -> Any:
+        return {
+            "mine": ctx.config.mine.model_dump(mode="json"),
+            "sources": _sources_key(ctx.config.sources),
+            "seed": ctx.seed,
+        }
+
+    def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
+        fps = {path: _fingerprint(path) for path in source_files(ctx)}
+        missing = [p for p in required_files(ctx) if fps.get(p) == "absent"]
+        if missing:
+            raise MineSourceMissing(
+                "source annotation files not found: " + ", ".join(missing) + " (check the sources section; "
+                "relative paths are read from the current folder; `reactbench sample-data data/sample` writes the demo data)"
+            )
+        return fps
+
+    def plan(self, ctx: RunContext) -> list[Any]:
+        return _needed_sources(ctx)
+
+    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        spec = _spec(work)
+        with _progress(bool(ctx.options.get("progress", sys.stderr.isatty()))) as report:
+            result: MineResult = spec.mine(work["root"], ctx.config.mine, ctx.seed, report)
+        outputs: dict[str, Any] = {"candidates": result.candidates}
+        for name, table in (("pair_stats", result.pair_table), ("attribute_stats", result.attribute_table)):
+            outputs[name] = table if table is not None else []  # Arrow tables: checked against the schema by the writer
+        rows_in = int(result.summary.get(spec.images_key, 0))
+        return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=spec.manifest(result))
+
+    def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
+        rows = addresses.CANDIDATES.reader(ctx.run).rows(["task", "variant"])
+        by: dict[str, int] = {}
+        for r in rows:
+            key = f"{r['task']}/{r['variant']}"
+            by[key] = by.get(key, 0) + 1
+        out: dict[str, Any] = {"candidates_by_task": dict(sorted(by.items()))}
+        done = set(summary.get("completed_shards", []))
+        for marker in self.store(ctx).markers():
+            if marker["shard"] in done:
+                out.update(marker.get("extra", {}))
+        return out
+
+
+class _progress:
+    """A rich progress line per annotation file (elements read), shown only on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._bar = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(SpinnerColumn(), TextColumn("mine: {task.description}"), TextColumn("{task.completed:,} images"), TimeElapsedColumn(), transient=True)
+        self._bar.start()
+        return self._report
+
+    def _report(self, kind: str, done: int) -> None:
+        if kind not in self._tasks:
+            self._tasks[kind] = self._bar.add_task(f"{kind}.json", total=None)
+        if done >= 0:  # -1: a worker process finished the file (no per-batch counts across processes)
+            self._bar.update(self._tasks[kind], completed=done)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
