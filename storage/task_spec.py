@@ -1,0 +1,165 @@
+"""Tasks by id: one :class:`TaskSpec` per cause of hallucination, all registered through the
+``reactbench.tasks`` entry points (the four built-in tasks too, in this project's pyproject).
+
+Why one object: adding a task used to mean edits in ~20 files (weights, labels, if/elif chains
+in every stage). Now every stage, the evaluation and the exports ask the spec. A third-party
+package declares in its own pyproject::
+
+    [project.entry-points."reactbench.tasks"]
+    my_task = "my_pkg.task:TASK"
+
+Why hooks are import strings: the spec sits at the bottom (``storage``) so every room can read
+it, while its behaviour lives in the rooms above (a miner in ``miners/``, prompts in
+``prompts/``, question synthesis in ``tasks/``). A hook given as ``"module:attr"`` is imported
+on first use (:meth:`TaskSpec.hook`), so reading a spec imports no miner, model or web code,
+and no room imports upward. A plugin may pass callables instead.
+
+The id literal of a task appears only in its own modules (``TaskSpec.modules``);
+``tests/flows/test_task_literals.py`` fails on any other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+ENTRY_POINT_GROUP = "reactbench.tasks"
+
+Hook = str | Callable[..., Any] | None
+
+
+class TaskError(ValueError):
+    """An unknown task id, or an entry point that does not give a :class:`TaskSpec`."""
+
+
+def load_hook(ref: str | Callable[..., Any]) -> Any:
+    """``"pkg.module:attr"`` -> the attribute (imported now); a callable is returned as is."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    if not attr:
+        raise TaskError(f"hook {ref!r} must read 'module:attribute'")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything the pipeline knows about one task.
+
+    Data: ``id`` (the ``task`` column of every row), ``short`` (RE, CA, ...: column and metric
+    names), ``label`` (review UI), ``weight`` (its share of React-Score; weights are renormalised
+    over the tasks a benchmark holds), ``order`` (benchmark order: sorts tasks in reports and
+    exports), ``probes_prior`` (questions can fall back on a prior answer: HalluRate, control
+    variant), ``edits_image`` (False: items are unedited source images, like dense counting),
+    ``card_text`` (one line in the dataset card), ``eval_text`` (``label``/``cause``/``note`` for
+    evaluation prompts), ``subcauses`` ((code, name, description) triples).
+
+    Hooks (``"module:attr"`` strings or callables; ``None`` where the task has no such step):
+    ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
+    called by that source with its scan), ``modules`` (the task's own modules: the only places its
+    id literal may appear), ``extra`` (further named hooks a stage reads with :meth:`hook`).
+    """
+
+    id: str
+    short: str
+    label: str
+    weight: float
+    order: int = 100
+    probes_prior: bool = False
+    edits_image: bool = True
+    card_text: str = ""
+    eval_text: Mapping[str, str] = field(default_factory=dict)
+    subcauses: tuple[tuple[str, str, str], ...] = ()
+    params: Hook = None
+    miners: Mapping[str, str | Callable[..., Any]] = field(default_factory=dict)
+    modules: tuple[str, ...] = ()
+    extra: Mapping[str, str | Callable[..., Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id.isidentifier() or self.id != self.id.lower():
+            raise TaskError(f"task id {self.id!r} must be a lower-case identifier (it names config sections and files)")
+        if not 0 <= self.weight:
+            raise TaskError(f"task {self.id!r}: weight {self.weight} must be >= 0")
+
+    def has(self, name: str) -> bool:
+        """Whether the task defines the hook ``name`` (a field or an ``extra`` entry)."""
+        value = getattr(self, name, None) if name in self.__dataclass_fields__ else self.extra.get(name)
+        return bool(value)
+
+    def hook(self, name: str) -> Any:
+        """The hook ``name`` loaded (a field such as ``params`` or an ``extra`` entry)."""
+        ref = getattr(self, name) if name in self.__dataclass_fields__ else self.extra.get(name)
+        if not ref:
+            raise TaskError(f"task {self.id!r} has no {name!r} hook")
+        return load_hook(ref)
+
+    def miner(self, source: str) -> Any:
+        """The miner this task runs on ``source``'s scan, or ``None`` when the source cannot feed it."""
+        ref = self.miners.get(source)
+        return load_hook(ref) if ref else None
+
+
+_EXTRA: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Register a task in this process (tests, notebooks); entry points are the durable way."""
+    _EXTRA[spec.id] = spec
+    _all.cache_clear()
+    return spec
+
+
+@cache
+def _all() -> dict[str, TaskSpec]:
+    specs: dict[str, TaskSpec] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = ep.load()
+        except Exception as exc:  # a broken plugin is named, not a bare ImportError deep in a stage
+            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+        if not isinstance(spec, TaskSpec):
+            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) gives {type(spec).__name__}, not a TaskSpec")
+        if spec.id != ep.name:
+            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) gives a spec with id {spec.id!r}; the names must match")
+        specs[spec.id] = spec
+    specs.update(_EXTRA)
+    return dict(sorted(specs.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def all_tasks() -> dict[str, TaskSpec]:
+    """Every registered task by id, in benchmark order (``order``, then id)."""
+    return dict(_all())
+
+
+def task_ids() -> tuple[str, ...]:
+    """Every registered task id, in benchmark order."""
+    return tuple(_all())
+
+
+def task_spec(task_id: str) -> TaskSpec:
+    """The spec registered under ``task_id``; unknown ids list what exists."""
+    specs = _all()
+    if task_id not in specs:
+        raise TaskError(f"unknown task {task_id!r}; registered: {', '.join(specs)} "
+                        f"(third-party tasks register under the entry-point group {ENTRY_POINT_GROUP!r})")
+    return specs[task_id]
+
+
+def check_task_id(task_id: str) -> str:
+    """A config validator: the id when registered, else a ValueError listing the choices."""
+    if task_id not in _all():
+        raise ValueError(f"unknown task {task_id!r}; choices: {', '.join(_all())}")
+    return task_id
+
+
+def task_order(task_id: str) -> tuple[int, str]:
+    """Sort key: benchmark order, unknown tasks last."""
+    spec = _all().get(task_id)
+    return (spec.order, task_id) if spec else (1 << 30, task_id)

@@ -1,0 +1,28 @@
+"""Counterfactual attribute (CA): an object's dominant attribute becomes a counter-commonsense one; the questions probe language priors."""
+
+from storage.task_spec import TaskSpec
+
+TASK = TaskSpec(
+    id="counterfactual_attribute",
+    short="CA",
+    label="Counterfactual attribute",
+    weight=0.2,
+    order=20,
+    probes_prior=True,
+    edits_image=True,
+    card_text='CA: a dominant attribute is changed into a counter-commonsense one; questions probe language priors.',
+    eval_text={
+        "label": 'counterfactual attribute',
+        "cause": "language priors: an object's typical attribute was changed into an unusual one",
+        "note": "an object's typical attribute (colour, material, ...) was changed into an unusual one.",
+    },
+    subcauses=(
+        ('SC-1', 'blind prior assertion', 'the model states the usual attribute from world knowledge without really looking'),
+        ('SC-2', 'common attribute projection', 'the model finds the right object but describes it with its usual attribute instead of the edited one'),
+        ('SC-3', 'correct perception overridden', 'the model first notices the unusual attribute, then argues itself back to the usual one'),
+    ),
+    params="miners.config:CounterfactualAttributeParams",
+    miners={},
+    modules=("tasks.builtin_tasks.counterfactual_attribute",),
+    extra={},
+)

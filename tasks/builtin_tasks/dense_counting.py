@@ -1,0 +1,28 @@
+"""Dense counting (DC): unedited dense scenes with exact point counts; the questions probe fine-grained perception."""
+
+from storage.task_spec import TaskSpec
+
+TASK = TaskSpec(
+    id="dense_counting",
+    short="DC",
+    label="Dense counting",
+    weight=0.3,
+    order=40,
+    probes_prior=False,
+    edits_image=False,
+    card_text='DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.',
+    eval_text={
+        "label": 'dense counting',
+        "cause": 'fine-grained perception: many similar objects must be counted exactly',
+        "note": 'the picture holds many similar objects whose exact number is known.',
+    },
+    subcauses=(
+        ('SC-1', 'anchor-free scan miss', 'the model skips scattered or weakly anchored instances while scanning'),
+        ('SC-2', 'regular shortcut error', 'the model assumes a regular layout (rows x columns, a pattern) and misses irregular instances'),
+        ('SC-3', 'sequential enumeration deficiency', 'the model enumerates one by one but loses track of the running count'),
+    ),
+    params="miners.config:DenseCountingParams",
+    miners={},
+    modules=("tasks.builtin_tasks.dense_counting",),
+    extra={},
+)

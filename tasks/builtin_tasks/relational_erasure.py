@@ -1,0 +1,28 @@
+"""Relational erasure (RE): one member of a frequently co-occurring pair is erased; the questions probe co-occurrence bias."""
+
+from storage.task_spec import TaskSpec
+
+TASK = TaskSpec(
+    id="relational_erasure",
+    short="RE",
+    label="Relational erasure",
+    weight=0.3,
+    order=10,
+    probes_prior=True,
+    edits_image=True,
+    card_text='RE: one object of a frequently co-occurring pair is erased; questions probe co-occurrence bias.',
+    eval_text={
+        "label": 'relational erasure',
+        "cause": 'co-occurrence bias: one member of a pair of objects that usually appear together was erased',
+        "note": 'one object that usually appears together with another was erased from the picture.',
+    },
+    subcauses=(
+        ('SC-1', 'part-whole completion', 'a visible object makes the model fill in a part or partner that belongs to it but was erased'),
+        ('SC-2', 'activity-entity completion', 'an action or activity in the scene makes the model supply the participant that such an activity normally involves'),
+        ('SC-3', 'scene-object association', 'the kind of place or scene makes the model list objects typical of it that are not there'),
+    ),
+    params="miners.config:RelationalErasureParams",
+    miners={},
+    modules=("tasks.builtin_tasks.relational_erasure",),
+    extra={},
+)
