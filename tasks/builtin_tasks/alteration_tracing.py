@@ -24,5 +24,12 @@ TASK = TaskSpec(
     params="miners.config:AlterationTracingParams",
     miners={},
     modules=("tasks.builtin_tasks.alteration_tracing",),
-    extra={},
+    extra={
+        # -- mining (miners/, tasks/stages/mine.py) --
+
+        # -- build stages (instruct, edit, qa) --
+
+        # -- release side (audit, review, evaluation, export) --
+
+    },
 )

@@ -24,5 +24,12 @@ TASK = TaskSpec(
     params="miners.config:CounterfactualAttributeParams",
     miners={},
     modules=("tasks.builtin_tasks.counterfactual_attribute",),
-    extra={},
+    extra={
+        # -- mining (miners/, tasks/stages/mine.py) --
+
+        # -- build stages (instruct, edit, qa) --
+
+        # -- release side (audit, review, evaluation, export) --
+
+    },
 )

@@ -24,5 +24,12 @@ TASK = TaskSpec(
     params="miners.config:DenseCountingParams",
     miners={},
     modules=("tasks.builtin_tasks.dense_counting",),
-    extra={},
+    extra={
+        # -- mining (miners/, tasks/stages/mine.py) --
+
+        # -- build stages (instruct, edit, qa) --
+
+        # -- release side (audit, review, evaluation, export) --
+
+    },
 )

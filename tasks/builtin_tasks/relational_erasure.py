@@ -24,5 +24,12 @@ TASK = TaskSpec(
     params="miners.config:RelationalErasureParams",
     miners={},
     modules=("tasks.builtin_tasks.relational_erasure",),
-    extra={},
+    extra={
+        # -- mining (miners/, tasks/stages/mine.py) --
+
+        # -- build stages (instruct, edit, qa) --
+
+        # -- release side (audit, review, evaluation, export) --
+
+    },
 )
