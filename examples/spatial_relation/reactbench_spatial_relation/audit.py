@@ -28,34 +28,21 @@ def relation_named(text: str, obj: str) -> str | None:
     return None
 
 
-def _drawn(image: Mapping[str, Any], box: list[float] | None) -> dict[str, Any] | None:
-    if not box:
-        return None
-    for o in image["objects"].values():
-        if all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box)):
-            return o
-    return None
-
-
-def check(edit: Mapping[str, Any], questions: list[Mapping[str, Any]], image: Mapping[str, Any]) -> list[str]:
-    """Problems of one queued edit (empty: every gold answer is true of the drawn truth)."""
+def check(mover: Mapping[str, Any], anchor: Mapping[str, Any], fields: Mapping[str, Any], meta: Mapping[str, Any],
+          questions: list[Mapping[str, Any]]) -> list[str]:
+    """Problems of one queued edit (empty: every gold answer is true of the drawn truth).
+    ``mover`` / ``anchor``: the drawn objects (``name``, ``box``) the edit moved and left."""
     problems: list[str] = []
-    fields = json.loads(edit.get("instruction_fields_json") or "{}")
-    meta = json.loads(edit.get("qc_json") or "{}").get("editor_meta") or {}
-    mover = _drawn(image, list(edit.get("target_box") or []))
-    anchor = _drawn(image, fields.get("object_box"))
-    if mover is None or anchor is None:
-        return [f"spatial_relation: the moved object {edit.get('target_box')} or the other one {fields.get('object_box')} is no drawn object"]
     dest = meta.get("destination_box")
     if meta.get("operation") != "move" or not dest:
-        return [f"spatial_relation: the editor recorded {meta.get('operation')!r}, not a move with a destination"]
-    x0, y0, w, h = mover["box"]
-    moved = [float(dest[0]), float(dest[1]), float(w), float(h)]
+        return [f"spatial relation: the editor recorded {meta.get('operation')!r}, not a move with a destination"]
+    w, h = float(mover["box"][2]), float(mover["box"][3])
+    moved = [float(dest[0]), float(dest[1]), w, h]
     still = anchor["box"]
     relation = fields.get("relation", "")
     if geometry.holds(relation, moved, still):
-        problems.append(f"spatial_relation: after the move the {mover['name']} is still {geometry.phrase(relation)} the {anchor['name']}")
-    obj = fields.get("object") or anchor["name"]
+        problems.append(f"after the move the {mover['name']} is still {geometry.phrase(relation)} the {anchor['name']}")
+    obj = str(fields.get("object") or anchor["name"])
 
     def true(rel: str) -> bool:
         return geometry.holds(rel, moved, still)
@@ -63,24 +50,36 @@ def check(edit: Mapping[str, Any], questions: list[Mapping[str, Any]], image: Ma
     for q in questions:
         if q.get("question_set") not in (None, "main"):
             continue
-        qtype, gold, text = q["qtype"], q["gold"], q["text"]
+        qtype, gold, text, qid = q["qtype"], q["gold"], q["text"], q["qid"]
         if qtype == "YN":
             rel = relation_named(text, obj)
             if rel is None:
-                problems.append(f"spatial_relation {q['qid']}: no relation found in {text!r}")
+                problems.append(f"{qid}: no relation to the {obj} in {text!r}")
             elif ("Yes" if true(rel) else "No") != gold:
-                problems.append(f"spatial_relation {q['qid']}: {text!r} gold {gold}, but the truth says {'Yes' if true(rel) else 'No'}")
+                problems.append(f"{qid}: {text!r} gold {gold}, but the drawn truth says {'Yes' if true(rel) else 'No'}")
         elif qtype == "SA":
             rel = relation_named(gold, obj)
             if rel is None or not true(rel):
-                problems.append(f"spatial_relation {q['qid']}: SA gold {gold!r} is not true of the drawn truth")
+                problems.append(f"{qid}: the short answer {gold!r} is not true of the drawn truth")
         elif qtype == "MC":
             opts = list(q.get("options") or [])
             right = "ABCDEFGH".index(gold)
             for i, opt in enumerate(opts):
                 rel = relation_named(opt, obj)
                 if rel is None:
-                    problems.append(f"spatial_relation {q['qid']}: option {opt!r} names no relation")
+                    problems.append(f"{qid}: option {opt!r} names no relation to the {obj}")
                 elif true(rel) != (i == right):
-                    problems.append(f"spatial_relation {q['qid']}: option {opt!r} is {'true' if true(rel) else 'false'} of the truth but {'is' if i == right else 'is not'} the gold")
+                    problems.append(f"{qid}: option {opt!r} is {'true' if true(rel) else 'false'} of the drawn truth but {'is' if i == right else 'is not'} the gold")
     return problems
+
+
+def audit_checks(scene: Any, problems: list[str]) -> None:
+    """The ``audit_checks`` hook (``tasks.tools.audit.EditScene``): the moved object is the
+    target, the other one is found by its annotated box and must not have been painted over."""
+    anchor = scene.world.find(scene.fields.get("object_box"))
+    if anchor is None:
+        problems.append(f"the other object's box {scene.fields.get('object_box')} is no drawn object")
+        return
+    if anchor.get("erased"):
+        problems.append(f"the move painted over the {anchor['name']} ({anchor.get('touched', 0):.0%} of it)")
+    problems.extend(check(scene.target, anchor, scene.fields, scene.meta, scene.questions))

@@ -17,9 +17,10 @@ _HABIT_WORDS = re.compile(r"\b(usually|typically|normally|always|commonly|belong
 _CONTACT_WORDS = re.compile(r"\b(on|in|inside|resting|sitting|placed|beside|next to|near|close to|touching)\b", re.I)
 
 
-def prior_terms(rubric: Mapping[str, Any]) -> list[str]:
-    """The usual relation as a phrase ("on the table"): asserting it is the hallucination."""
-    usual = rubric.get("usual_relation")
+def prior_terms(ann: Mapping[str, Any]) -> list[str]:
+    """The ``prior_terms`` hook: the usual relation as a phrase ("on the table"); asserting it is
+    the hallucination."""
+    usual = ann.get("usual_relation")
     return [str(usual)] if usual else []
 
 

@@ -27,7 +27,18 @@ from reactbench_spatial_relation import geometry
 from reactbench_spatial_relation.params import SpatialRelationParams
 from storage.rejects import reject
 
-TASK = "spatial_relation"
+# The Visual Genome files the miner reads beyond image_data and objects (the ``vg_reads`` hook).
+VG_READS = ("relationships",)
+
+
+def mine(job: Any) -> None:
+    """The task's Visual Genome miner (the core's ``MineJob`` contract, ``miners/dispatch.py``):
+    the pair statistics into the summary, then (``job.candidates``) the candidates."""
+    stats = pair_stats(job.scan, spatial_rows(job.scan), job.params) if job.scan.relations is not None else []
+    job.result.summary["spatial_pairs"] = len(stats)
+    job.result.summary["spatial_pairs_kept"] = sum(1 for d in stats if d["kept"])
+    if job.candidates:
+        job.result.add(select(job.scan, job.params, job.rows, job.seed, job.task))
 
 
 def spatial_rows(scan: Scan) -> list[tuple[int, str, int, int]]:
@@ -65,7 +76,7 @@ def pair_stats(scan: Scan, spatial: list[tuple[int, str, int, int]], params: Spa
     return out
 
 
-def select(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int) -> Selection:
+def select(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int, task: str) -> Selection:
     """Candidates of the kept pairs (see the module doc); instances that fit no destination become
     ``no_free_place`` rejects, so the count of dropped instances stays visible."""
     sel = Selection()
@@ -88,10 +99,10 @@ def select(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int) -
     for key in sorted(by_pair, key=lambda k: (names[k[1]], k[0], names[k[2]])):
         rel, s, o = key
         chosen = 0
-        for iid in seeded_order(by_pair[key], seed, TASK, names[s], rel, names[o]):
+        for iid in seeded_order(by_pair[key], seed, task, names[s], rel, names[o]):
             if chosen >= params.images_per_pair or total >= params.max_candidates:
                 break
-            row = _candidate(scan, params, rows, seed, kept[key], by_pair[key][iid], iid, sel)
+            row = _candidate(scan, params, rows, seed, task, kept[key], by_pair[key][iid], iid, sel)
             if row is not None:
                 sel.rows.append(row)
                 chosen += 1
@@ -104,7 +115,7 @@ def _end(scan: Scan, row: int, prefix: str, nid: int) -> dict[str, Any]:
     return {"id": int(r[f"{prefix}_oid"][row]), "name": scan.names.names[nid], "box": [float(r[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]}
 
 
-def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int, pair: dict[str, Any], row: int, iid: int,
+def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int, task: str, pair: dict[str, Any], row: int, iid: int,
                sel: Selection) -> dict[str, Any] | None:
     r, objs = scan.relations, scan.objects
     info = scan.images[iid]
@@ -123,10 +134,10 @@ def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: in
     others = [rows.index.box("objects", int(k)) for k in obj_rows if int(objs["oid"][k]) not in (mover["id"], anchor["id"])]
     gap = params.gap * min(W, H)
     sides = list(params.sides)
-    k = int(rng_for(seed, TASK, "side", iid, mover["id"]).integers(len(sides)))
+    k = int(rng_for(seed, task, "side", iid, mover["id"]).integers(len(sides)))
     sides = sides[k:] + sides[:k]
     found = geometry.destination(pair["relation"], mover["box"], anchor["box"], others, W, H, gap, params.max_overlap, sides)
-    ref = f"vg:{TASK}:{iid}:{int(r['rid'][row])}"
+    ref = f"{rows.ref}:{task}:{iid}:{int(r['rid'][row])}"
     if found is None:
         sel.rejects.append(reject(ref, "mine", "no_free_place",
                                   f"image {iid}: no free place for the {mover['name']} on any side of the {anchor['name']} where "
@@ -144,7 +155,7 @@ def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: in
         "destination_box": dest,
         "new_relation": now,
     }
-    return rows.row(TASK, "targeted", iid, path, target=mover, partner=anchor, id_parts=(anchor["id"],), extra=extra,
+    return rows.row(task, "targeted", iid, path, target=mover, partner=anchor, id_parts=(anchor["id"],), extra=extra,
                     predicate=pair["relation"], direction="target_is_subject", same_instance_count=same, edit_type="move", fallback_chain=[])
 
 

@@ -93,3 +93,24 @@ def sr_instruction(ctx: dict[str, Any]) -> dict[str, Any] | None:
         f"keep the {obj} and every other object exactly as they are."
     )
     return {"move": subject, "away_from": obj, "instruction": instruction}
+
+
+def instruct_context(candidate: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+    """The ``instruct_context`` hook: what the prompt and its rules answer see beyond the core's context."""
+    return extend_context(ctx, candidate)
+
+
+def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``instruct_rows`` hook: one move of the subject to the planned place. The row's fields
+    carry what the editor (``destination_box``) and the questions (relation, new relation, the two
+    objects and the other object's box) need."""
+    plan = plan_of(c)
+    fields = {
+        **f,
+        **plan,
+        "subject": c["target_name"],
+        "object": c["partner_name"],
+        "object_box": list(c["partner_box"]),
+        "source_box": list(c["target_box"]),
+    }
+    return [{"instruction": f["instruction"], "edit_type": "move", "target_box": c["target_box"], "target_name": c["target_name"], "fields": fields}]

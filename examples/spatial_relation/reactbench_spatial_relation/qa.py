@@ -56,3 +56,22 @@ def slots(edit: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, str]:
         "other_2": geometry.phrase(o2),
         "habit": habit(fields["subject"], relation, fields["object"]),
     }
+
+
+def analysis_fields(edit: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The ``analysis_fields`` hook: the instruction's plan is the analysis (no model is asked)."""
+    fields = json.loads(edit.get("instruction_fields_json") or "{}")
+    missing = [k for k in ("relation", "new_relation", "destination_box", "object_box", "subject", "object") if k not in fields]
+    if missing:
+        raise ValueError(f"edit {edit['id']}: the move plan lacks {missing}")
+    return "from_edit_plan", fields
+
+
+def qa_slots(edit: Mapping[str, Any], fields: Mapping[str, Any], settings: Any) -> dict[str, str] | list[Any]:
+    """The ``qa_slots`` hook: :func:`slots`, or one problem when the move went elsewhere."""
+    from tasks.stages.qa.render import Problem
+
+    try:
+        return slots(edit, fields)
+    except (KeyError, TypeError, ValueError) as exc:
+        return [Problem("main", "Q1-Q8", "sr_moved_elsewhere", f"{edit['task']}: {exc}")]
