@@ -27,9 +27,13 @@ $(CORE_STAMP): pyproject.toml
 	@touch $(CORE_STAMP)
 
 # torch/torchvision come from this machine's local wheels (pinned in pyproject's `gpu` extra).
-$(STAMP): $(CORE_STAMP) pyproject.toml
+# The worked task plugin (examples/spatial_relation, docs/plugins.md) goes in too: its end-to-end
+# test (tests/examples/) then always runs. --no-deps: the core above is its host.
+PLUGIN := examples/spatial_relation
+$(STAMP): $(CORE_STAMP) pyproject.toml $(PLUGIN)/pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(BIN)/uv pip install --quiet --python $(PY) --no-deps -e $(PLUGIN) || $(PY) -m pip install --quiet --no-deps -e $(PLUGIN)
 	@touch $(STAMP)
 
 # VLMEvalKit's own code for tests/evaluate/test_export_vlmevalkit.py: an overlay venv on top of

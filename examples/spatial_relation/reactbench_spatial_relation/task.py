@@ -2,6 +2,8 @@
 
 from storage.task_spec import TaskSpec
 
+PKG = "reactbench_spatial_relation"
+
 TASK = TaskSpec(
     id="spatial_relation",
     short="SR",
@@ -22,7 +24,22 @@ TASK = TaskSpec(
         ("SC-3", "direction confusion", "the model sees that the relation changed but names the wrong side or direction (left for right, above for below)"),
     ),
     params="reactbench_spatial_relation.params:SpatialRelationParams",
-    miners={},
-    modules=("reactbench_spatial_relation",),
-    extra={},
+    miners={"visual_genome": f"{PKG}.miner:mine"},
+    modules=(PKG,),
+    extra={
+        # -- mining --
+        "vg_reads": f"{PKG}.miner:VG_READS",
+        # -- build stages: instruct, edit (the core's move), qa --
+        "instruct_prompt": f"{PKG}.prompts:SR_INSTRUCTION",
+        "instruct_rules": f"{PKG}.prompts:sr_instruction",
+        "instruct_context": f"{PKG}.prompts:instruct_context",
+        "instruct_rows": f"{PKG}.prompts:instruct_rows",
+        "analysis_fields": f"{PKG}.qa:analysis_fields",
+        "qa_slots": f"{PKG}.qa:qa_slots",
+        "qa_templates": f"{PKG}:templates/spatial_relation.yaml",
+        # -- release side: audit, evaluation, export --
+        "prior_terms": f"{PKG}.evaluation:prior_terms",
+        "eval_rules": f"{PKG}.evaluation:RULES",
+        "audit_checks": f"{PKG}.audit:audit_checks",
+    },
 )
