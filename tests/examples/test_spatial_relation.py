@@ -62,21 +62,20 @@ def test_the_plugin_registers_a_fifth_task() -> None:
 
 
 def test_build_queues_spatial_relation_items_with_verified_moves(built: Path) -> None:
-    from tasks.review.queue import count_queue_items
+    from storage.fs import RunFS
+    from tasks.review.stage import QUEUE
 
     candidates = [c for c in _rows(built, "CANDIDATES") if c["task"] == TASK]
     assert len(candidates) >= 20
     edits = [e for e in _rows(built, "EDITS") if e["task"] == TASK]
-    assert edits and {e["edit_type"] for e in edits} == {"move"}
-    ok = [e for e in edits if e["status"] == "ok"]
+    assert {e["edit_type"] for e in edits} == {"move"} and {e["editor"] for e in edits} == {"classical"}
+    ok = {e["id"] for e in edits if e["status"] == "ok"}
     assert len(ok) >= 20, Counter(e["status"] for e in edits)
     questions = [q for q in _rows(built, "QUESTIONS") if q["task"] == TASK]
     assert Counter(q["qtype"] for q in questions).keys() == {"YN", "MC", "SA"}
-    queue = _rows(built, "REVIEW_QUEUE") if hasattr(__import__("storage.addresses").addresses, "REVIEW_QUEUE") else None
-    queued = {q["edit_id"] for q in queue} if queue else None
-    assert count_queue_items(str(built)) > 0
-    if queued is not None:
-        assert len({e["id"] for e in ok} & queued) >= 20
+    assert {q["image_role"] for q in questions} == {"edited"}
+    queued = {r["edit_id"] for r in QUEUE.reader(RunFS.open(str(built))).rows() if r["task"] == TASK}
+    assert len(queued) >= 20 and queued <= ok
 
 
 def test_audit_finds_every_gold_answer_true_of_the_drawn_truth(built: Path) -> None:
@@ -89,16 +88,36 @@ def test_audit_finds_every_gold_answer_true_of_the_drawn_truth(built: Path) -> N
 def test_export_and_eval_include_the_task(built: Path, tmp_path: Path) -> None:
     release = tmp_path / "release"
     _cli("export", "--run-dir", str(built), "--out", str(release), "--unverified", "--lmms-eval", "--vlmevalkit")
-    files = [p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()]
-    assert any(TASK in f for f in files), files  # the HF config of the task
-    lmms = [p for p in release.rglob("*.yaml") if TASK in p.name or "_sr" in p.name.lower()]
-    assert lmms, [f for f in files if f.endswith(".yaml")]
-    tsvs = list(release.rglob("*.tsv"))
-    assert tsvs and any(TASK in p.read_text() for p in tsvs)
+    assert list((release / "data" / TASK).glob("*.parquet"))  # the task's HF config
+    assert f"config_name: {TASK}" in (release / "README.md").read_text()
+    assert (release / "lmms_eval" / f"reactbench_{TASK}.yaml").is_file()
+    for kind in ("Y_N", "MCQ", "VQA"):
+        assert TASK in (release / "vlmevalkit" / f"reactbench_{kind}.tsv").read_text()
 
     _cli("eval", "--run-dir", str(built), "--model", "rules:rules-v1", "--unverified")
     [metrics] = list(built.glob("eval/*/metrics.json"))
     doc = json.loads(metrics.read_text())
-    assert TASK in json.dumps(doc)
-    reports = list(built.glob("reports/*.html"))
-    assert reports and any("Spatial relation" in p.read_text() or "SR" in p.read_text() for p in reports)
+    assert TASK in doc["react"]["per_task"] and doc["react"]["complete"]
+    # the annotation-only baseline reports the usual relation: every prior question falls back on it
+    sr = [r for r in doc["hallu_rate"]["qid"] if r["task"] == TASK]
+    assert sr and all(r["hallu_rate"] == 100.0 for r in sr)
+    _cli("report", "eval", "--run-dir", str(built))
+    assert "SR" in (built / "reports" / "eval.html").read_text()
+
+
+def test_audit_check_catches_a_gold_answer_the_truth_contradicts() -> None:
+    """The truth check is not vacuous: a gold that puts the cup back on the table is caught."""
+    from reactbench_spatial_relation.audit import check
+
+    cup, table = {"name": "cup", "box": [150, 80, 20, 30]}, {"name": "table", "box": [100, 110, 200, 80]}
+    fields = {"relation": "on", "object": "table"}
+    meta = {"operation": "move", "destination_box": [40, 110, 20, 30]}  # left of the table, apart
+    right = [{"qid": "Q1", "qtype": "YN", "text": "Is the cup on the table?", "gold": "No"},
+             {"qid": "Q3", "qtype": "YN", "text": "Is the cup to the left of the table?", "gold": "Yes"},
+             {"qid": "Q7", "qtype": "MC", "text": "Where is the cup?", "gold": "B",
+              "options": ["on the table", "to the left of the table", "to the right of the table", "above the table"]}]
+    assert check(cup, table, fields, meta, right) == []
+    wrong = [dict(right[0], gold="Yes"), dict(right[2], gold="A")]
+    assert len(check(cup, table, fields, meta, wrong)) == 3  # Q1, and option A / option B of Q7
+    stayed = {"operation": "move", "destination_box": [180, 80, 20, 30]}  # still on the table
+    assert any("still on" in p for p in check(cup, table, fields, stayed, right))
