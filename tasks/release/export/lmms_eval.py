@@ -108,12 +108,12 @@ def _source(module: Any) -> str:
     return Path(module.__file__).read_text(encoding="utf-8")
 
 
-def support_files(tasks: list[str]) -> dict[str, str]:
+def support_files(task_ids: list[str]) -> dict[str, str]:
     """The verbatim copies utils.py loads and the release's task table, by release-relative name."""
     files = {**scoring_files(), "reactbench_metrics.py": _source(tasks.release.metrics)}
     for name in ANSWER_TEMPLATES:
         files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
-    files["reactbench_tasks.json"] = json.dumps(task_table(tasks), indent=1, sort_keys=True) + "\n"
+    files["reactbench_tasks.json"] = json.dumps(task_table(task_ids), indent=1, sort_keys=True) + "\n"
     return files
 
 
