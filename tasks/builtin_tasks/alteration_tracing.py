@@ -30,6 +30,9 @@ TASK = TaskSpec(
         # -- build stages (instruct, edit, qa) --
 
         # -- release side (audit, review, evaluation, export) --
+        "eval_rules": "prompts.eval_rules:CHANGE_RULES",
+        "sa_judge": "prompts.offline_judge:CHANGE",
+        "audit_checks": "tasks.tools.audit:check_change",
 
     },
 )

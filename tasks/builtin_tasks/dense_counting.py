@@ -30,6 +30,9 @@ TASK = TaskSpec(
         # -- build stages (instruct, edit, qa) --
 
         # -- release side (audit, review, evaluation, export) --
+        "eval_rules": "prompts.eval_rules:COUNT_RULES",
+        "sa_judge": "prompts.offline_judge:COUNT",
+        "audit_item": "tasks.tools.audit:audit_count_item",
 
     },
 )
