@@ -39,7 +39,7 @@ def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> Mi
     return result.finish()
 
 
-TOY = SourceSpec(name="toy", format="one line per image", yields=frozenset({"images", "points"}), tasks=("dense_counting",),
+TOY = SourceSpec(name="toy", format="one line per image", yields=frozenset({"images", "points"}), own_tasks=("dense_counting",),
                  setting_help="a toy.txt file", files=lambda p, cfg: [p], required=lambda p, cfg: [p], mine=_toy_mine,
                  manifest=lambda r: {"toy": r.summary}, images_key="toy_images")
 
@@ -63,7 +63,7 @@ def test_unknown_source_lists_the_choices_and_bad_specs_are_refused() -> None:
     with pytest.raises(SourceError, match=r"unknown source 'objects365'.*'coco'.*reactbench\.sources"):
         source_spec("objects365")
     with pytest.raises(SourceError, match="unknown yields"):
-        SourceSpec("x", "f", frozenset({"masks"}), (), "", TOY.files, TOY.required, TOY.mine, TOY.manifest)
+        SourceSpec("x", "f", frozenset({"masks"}), "", TOY.files, TOY.required, TOY.mine, TOY.manifest)
 
 
 def test_entry_point_sources_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
