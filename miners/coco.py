@@ -12,7 +12,7 @@ How each built-in task reads it:
   ``relational.pair_table`` applies the same N_min / θ rule as for Visual Genome.
 - AT: the objects and boxes, through the same ``alteration.select``.
 - DC: the count of one category in an image (non-crowd annotations), points at the box centres,
-  stratified over ``dense_counting.bins`` like FSC147 (its ``splits`` do not apply); the
+  stratified over the DC section's ``bins`` like FSC147 (its ``splits`` do not apply); the
   instruct stage's ambiguity filter then judges them like FSC147's.
 
 What makes a count or an absence claim unsafe, and is therefore not used: a crowd region

@@ -77,7 +77,8 @@ class MineConfig(Section):
 
     model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
 
-    tasks: tuple[TaskId, ...] = Field(("relational_erasure",), description="tasks to mine (and build), registered task ids; at least one")
+    tasks: tuple[TaskId, ...] = Field(default_factory=lambda: task_ids()[:1],
+                                      description="tasks to mine (and build), registered task ids; at least one (default: the first in benchmark order)")
     canonical: Literal["name", "synset"] = Field("name", description="group object classes by canonical name or by WordNet synset")
     control: bool = Field(False, description="one switch for the tasks' control variants (RE and CA); a task's own `control` wins")
     object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
@@ -95,7 +96,7 @@ class MineConfig(Section):
     def _task_sections(cls, data: Any, handler: Any) -> MineConfig:
         """``mine.<task id>`` against the registered task's params class; defaults for every
         registered task; any other unknown key fails with the settings and tasks that exist.
-        Errors keep their key paths (``mine.relational_erasure.n_min``)."""
+        Errors keep their key paths (``mine.<task>.<key>``)."""
         if not isinstance(data, dict):
             return handler(data)
         own = {k: v for k, v in data.items() if k in cls.model_fields}
