@@ -301,5 +301,5 @@ COCO = SourceSpec(
     files=_files,
     required=_files,
     mine=mine_coco,
-    manifest=lambda result: {"coco": {k: result.summary[k] for k in ("images", "objects", "crowd_regions", "classes", "pairs_kept", "crowded_images", "dc_not_exhaustive") if k in result.summary}},
+    manifest=lambda result: result.source_summary(SOURCE),
 )

@@ -152,7 +152,7 @@ VISUAL_GENOME = SourceSpec(
     files=_vg_file_list,
     required=_vg_required,
     mine=lambda root, cfg, seed, progress: mine_visual_genome(root, cfg, seed, progress),
-    manifest=lambda result: {"canonicalisation": result.summary.get("canonicalisation", {})},
+    manifest=lambda result: {"canonicalisation": {}, **result.source_summary(VG, apart=("canonicalisation",))},
 )
 
 FSC147 = SourceSpec(
@@ -163,6 +163,6 @@ FSC147 = SourceSpec(
     files=_fsc_files,
     required=_fsc_files,
     mine=lambda root, cfg, seed, progress: mine_fsc147(root, cfg, seed),
-    manifest=lambda result: {"fsc147": {k: result.summary[k] for k in ("fsc_images", "fsc_outside_splits", "fsc_split_counts") if k in result.summary}},
+    manifest=lambda result: result.source_summary(FSC),
     images_key="fsc_images",
 )
