@@ -10,16 +10,21 @@ works too); ``mine.tasks`` validates against the registry.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError, core_schema
 
 from storage.config_base import FloatRange, IntEdges, IntRange, Section
 from storage.task_spec import TaskError, all_tasks, check_task_id, task_ids, task_spec
 
-# A registered task id (``storage.task_spec.check_task_id``: an unknown one fails with the choices).
-TaskId = Annotated[str, AfterValidator(check_task_id)]
+class TaskId(str):
+    """A registered task id, as a config type: validates with ``storage.task_spec.check_task_id``
+    (an unknown id fails with the choices) and yields a plain ``str``."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(check_task_id, core_schema.str_schema())
 
 
 class RelationalErasureParams(Section):
@@ -137,6 +142,11 @@ class MineConfig(Section):
         if not tasks:
             raise ValueError(f"list at least one task; choices: {', '.join(task_ids())}")
         return tasks
+
+    @classmethod
+    def task_sections(cls) -> dict[str, type[Section]]:
+        """``mine.<task>`` -> its Section class, for every registered task with settings (benchmark order)."""
+        return {task: task_params_class(task) for task in _sectioned()}
 
     def params_for(self, task: str) -> Any:
         """The validated ``mine.<task>`` section (its defaults when the config predates the task's
