@@ -248,7 +248,7 @@ def mine_relational(job: MineJob) -> None:
     have unannotated instances in the image become rejects."""
     rows: CocoRows = job.rows
     table = relational.pair_table(job.scan, job.params)
-    job.result.pair_table = relational.pair_stats_table(job.scan, table, job.config.stats_min_count)
+    job.result.pair_table = relational.pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
     if job.candidates:
         sel = relational.select(job.scan, table, job.params, rows, job.seed, job.control, job.task)
         job.result.add(drop_unsure(sel, rows.unsure, rows.data.path))

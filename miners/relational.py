@@ -117,14 +117,16 @@ def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
     return PairTable(a, b, c_a, c_b, c_ab, p_ba, p_ab, best // 2, best % 2 == 0, kept, rel_pair)
 
 
-def pair_stats_table(scan: Scan, t: PairTable, min_count: int) -> pa.Table:
+def pair_stats_table(scan: Scan, t: PairTable, min_count: int, source: str) -> pa.Table:
     """The ``pair_stats`` artifact (pairs with C(A∩B) >= ``min_count``), most frequent first,
-    built column by column (no row dicts: VG has ~0.8M linked pairs)."""
+    built column by column (no row dicts: VG has ~0.8M linked pairs); ``source`` names the source
+    counted (Visual Genome and COCO pairs land in one artifact)."""
     idx = np.flatnonzero(t.c_ab >= min_count)
     idx = idx[np.lexsort((t.b[idx], t.a[idx], -t.c_ab[idx]))]
     names, preds = pa.array(scan.names.names, pa.string()), pa.array(scan.predicates.names, pa.string())
     direction = pa.array(np.where(t.a_subject[idx], "a_subject", "b_subject").astype(object), pa.string())
     return pa.table({
+        "source": pa.repeat(pa.scalar(source, pa.string()), len(idx)),
         "a": names.take(t.a[idx]), "b": names.take(t.b[idx]),
         "c_a": t.c_a[idx].astype(np.int64), "c_b": t.c_b[idx].astype(np.int64), "c_ab": t.c_ab[idx].astype(np.int64),
         "p_b_given_a": t.p_b_given_a[idx].astype(np.float64), "p_a_given_b": t.p_a_given_b[idx].astype(np.float64),
@@ -132,9 +134,9 @@ def pair_stats_table(scan: Scan, t: PairTable, min_count: int) -> pa.Table:
     })
 
 
-def pair_rows(scan: Scan, t: PairTable, min_count: int) -> list[dict[str, Any]]:
+def pair_rows(scan: Scan, t: PairTable, min_count: int, source: str = "visual_genome") -> list[dict[str, Any]]:
     """:func:`pair_stats_table` as rows (for inspection and tests)."""
-    return pair_stats_table(scan, t, min_count).to_pylist()
+    return pair_stats_table(scan, t, min_count, source).to_pylist()
 
 
 def kept_name_pairs(t: PairTable) -> set[tuple[int, int]]:
@@ -145,7 +147,7 @@ def mine(job: MineJob) -> None:
     """The task's miner on a :class:`Scan` with relations (Visual Genome's relationships, COCO's
     co-occurrence links): the pair statistics, then (``job.candidates``) the candidates."""
     table = pair_table(job.scan, job.params)
-    job.result.pair_table = pair_stats_table(job.scan, table, job.config.stats_min_count)
+    job.result.pair_table = pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
     if job.candidates:
         job.result.add(select(job.scan, table, job.params, job.rows, job.seed, job.control, job.task))
     job.result.summary["pairs_kept"] = int(table.kept.sum())

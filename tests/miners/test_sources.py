@@ -99,6 +99,9 @@ def test_coco_source_through_the_stage(sample_dir: Path, tmp_path: Path) -> None
     rows = ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows()
     assert {r["task"] for r in rows} == {"relational_erasure", "alteration_tracing", "dense_counting"}
     assert summary.rows_out["pair_stats"] > 0 and "ambiguous_count" in summary.reject_reasons
+    from storage.schemas import PAIR_STATS
+
+    assert {r["source"] for r in ArtifactReader(ctx.run, "mine/pair_stats", PAIR_STATS).rows(["source"])} == {"coco"}
     extra = MineStage().store(ctx).read_manifest()["extra"]
     assert extra["coco"]["images"] == 62 and extra["coco"]["crowd_regions"] >= 1
     assert json.loads(rows[0]["extra_json"])["file_name"].endswith(".jpg")
