@@ -1,7 +1,9 @@
 """Render the config reference (every key, type, default, meaning) from the pydantic models.
 
 The README embeds the output between markers; a test keeps the two in sync, so the
-documentation never drifts from the schema.
+documentation never drifts from the schema. It documents this package's settings: the
+``mine.<task>`` sections of the tasks it registers itself, not those of task plugins that happen
+to be installed beside it (they document their own, e.g. examples/spatial_relation).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from flows.config import BuildConfig
+
+DISTRIBUTION = "reactbench-pipeline"  # pyproject's [project] name
 
 BEGIN = "<!-- config-reference:begin -->"
 END = "<!-- config-reference:end -->"
@@ -36,9 +40,19 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
         elif isinstance(default, tuple) and default and isinstance(default[0], BaseModel):
             default = [d.model_dump(mode="json") for d in default]
         rows.append((key, _type_name(ann), json.dumps(default, default=str), field.description or ""))
-    for name, section in getattr(model, "task_sections", dict)().items():  # mine.<task>: the registered tasks' sections
-        rows.extend(_rows(section, f"{prefix}{name}."))
+    for name, section in getattr(model, "task_sections", dict)().items():  # mine.<task>: this package's tasks' sections
+        if name in own_tasks():
+            rows.extend(_rows(section, f"{prefix}{name}."))
     return rows
+
+
+def own_tasks() -> set[str]:
+    """The task ids this package's own ``reactbench.tasks`` entry points register."""
+    from importlib.metadata import entry_points
+
+    from storage.task_spec import ENTRY_POINT_GROUP
+
+    return {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.dist is not None and ep.dist.name == DISTRIBUTION}
 
 
 def render_reference() -> str:
