@@ -16,6 +16,7 @@ from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate
 from prompts.locations import area_fraction, distance, location_phrase
 from prompts.spec import PromptSpec
 from storage.json_columns import context_objects
+from storage.task_spec import all_tasks
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
 EDIT_TYPES = ("delete", "add", "replace", "move")
@@ -228,7 +229,8 @@ def _objects(candidate: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
-    """The template/rules context of one candidate row (names, boxes, location phrases, neighbours)."""
+    """The template/rules context of one candidate row (names, boxes, location phrases, neighbours),
+    extended by the task's ``instruct_context(candidate, ctx) -> ctx`` hook when it has one."""
     w, h = int(candidate["width"]), int(candidate["height"])
     box = list(candidate.get("target_box") or [])
     target = candidate.get("target_name") or candidate.get("class_name") or ""
@@ -271,4 +273,7 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
         "object_names": sorted({o["name"] for o in others}),
         "neighbour_names": neighbours[:3],
     }
+    spec = all_tasks().get(str(candidate["task"]))
+    if spec is not None and spec.has("instruct_context"):  # what a task's prompt reads beyond these keys
+        ctx = spec.hook("instruct_context")(candidate, ctx)
     return ctx

@@ -93,7 +93,9 @@ class TaskSpec:
 
     ``extra`` hooks of the release side (audit, review, evaluation, export); each is optional:
       - ``prior_terms(ann: dict) -> list[str]``: the words stating an item's prior answer, from
-        its gathered annotations (``tasks.release.items``; none without the hook);
+        its gathered annotations (``tasks.release.items``; none without the hook); ``ann["rubric"]``
+        holds its questions' rubric fields (first value per key), so a task can state its prior
+        in its question templates;
       - ``subcause_facts(facts: dict) -> dict``: renames / adds the facts the sub-cause
         classifier is shown (``tasks.release.evaluate.attribute``);
       - ``eval_rules``: a ``prompts.eval_rules.EvalRules`` instance, the rules backend's offline

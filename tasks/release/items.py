@@ -89,9 +89,12 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
     """Per edit id: what the original annotations say (target, original attribute, count,
     objects) and the prior terms a hallucinating answer falls back on."""
     out: dict[str, dict[str, Any]] = {}
+    rubrics: dict[str, dict[str, Any]] = {}  # per edit: its questions' rubric fields (first value per key), for prior_terms
     for q in questions:
         ann = out.setdefault(q["edit_id"], {"task": q["task"], "objects": set(), "prior_terms": set()})
         r = rubric(q)
+        for key, value in r.items():
+            rubrics.setdefault(q["edit_id"], {}).setdefault(key, value)
         for key, field in (("removed_object", "target_name"), ("original_attribute", "original_attribute"), ("new_attribute", "new_attribute"), ("attribute_type", "attribute_type")):
             if r.get(key) and not ann.get(field):
                 ann[field] = str(r[key])
@@ -111,7 +114,7 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
         names = {cand.get("target_name"), cand.get("partner_name"), ann.get("target_name")}
         names |= {o.get("name") for o in context_objects(cand, f"edit {edit_id}")}
         ann["objects"] = sorted(n for n in names if n)
-        ann["prior_terms"] = prior_terms(ann)
+        ann["prior_terms"] = prior_terms({**ann, "rubric": rubrics.get(edit_id, {})})
     return out
 
 
