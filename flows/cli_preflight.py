@@ -1,7 +1,8 @@
 """``reactbench preflight``: will the config's build fit the GPUs, and is everything it names here?
 
-Also the gate ``build`` runs before its first stage when ``edit`` is among its stages, so a
-config that cannot run stops in seconds instead of after hours of mining and MLLM calls.
+Also the gate ``build`` runs before its first stage when ``edit`` is among its stages (the first
+step of the build chain, ``flows/chain.py``), so a config that cannot run stops in seconds instead
+of after hours of mining and MLLM calls; ``render`` and ``render_estimate`` are how the CLI shows it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def render_estimate(report: Any, console: Console) -> None:
 
 def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None, run_dir: str | None = None) -> None:
     """``tasks.tools.preflight.require_preflight``, printing the table on ``console`` when it fails and
-    the build-time estimate of the pending edits when it passes."""
+    the build-time estimate of the pending edits when it passes: what ``reactbench build`` shows of
+    the preflight step of its chain (``flows/chain.py``), for callers outside a build."""
     from tasks.tools.preflight import PreflightFailed, require_preflight
 
     try:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
+from flows.chain import run_build_chain
 from flows.config import BuildConfig
-from flows.context import ProgressFactory, make_context, watch_progress
+from flows.context import ProgressFactory, watch_progress
 from flows.stages import get_stage, select_stages
+from tasks.engine.base import RunContext
 from tasks.engine.runner import StageSummary, run_stage
 
 Orchestrator = Literal["auto", "local", "prefect"]
@@ -70,26 +72,29 @@ def run_pipeline(
     orchestrator: Orchestrator = "auto",
     options: dict | None = None,
     progress: ProgressFactory | None = None,
+    on_preflight: Callable[[Any], None] | None = None,
 ) -> BuildResult:
-    """Run the selected stages (all by default) in order; each skips its finished shards."""
-    names = select_stages(stages)
+    """Run the build chain (``flows/chain.py``: preflight, the selected stages in order, the build
+    report) locally or through ``build_flow``; each stage skips its finished shards.
+
+    ``on_preflight`` shows a passing preflight's report (the CLI prints the estimate); a Prefect
+    build, whose parameters must be serialisable, logs it through its run logger instead.
+    """
     mode = resolve_orchestrator(orchestrator)
     if mode == "prefect":
         from flows.prefect_flows import build_flow
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(
-                config=config.model_dump(mode="json"), run_dir=run_dir, stages=names, force=force, options=options or {}
+                config=config.model_dump(mode="json"), run_dir=run_dir, stages=select_stages(stages), force=force, options=options or {}
             )
         return BuildResult("prefect", list(summaries))
-    ctx = make_context(config, run_dir, options)
-    result = BuildResult("local")
-    for name in names:
-        stage = get_stage(name)
-        result.summaries.append(
-            run_stage(
-                stage, ctx, force=force, progress=progress(name) if progress else None,
-                requeue_reasons=config.orchestration.rerun_reject_reasons,
-            )
+
+    def run_one(name: str, ctx: RunContext) -> StageSummary:
+        return run_stage(
+            get_stage(name), ctx, force=force, progress=progress(name) if progress else None,
+            requeue_reasons=config.orchestration.rerun_reject_reasons,
         )
-    return result
+
+    done = run_build_chain(config, run_dir, stages, run_one, options=options, on_preflight=on_preflight)
+    return BuildResult("local", done.summaries)
