@@ -61,7 +61,7 @@ def check_before_build(cfg: Any, stages: list[str] | None, console: Console | No
 def register(app: typer.Typer) -> None:
     @app.command()
     def preflight(
-        config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the embedded demo config)."),
+        config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the --run-dir's saved config.yaml, else the embedded demo config)."),
         gpus: Optional[int] = typer.Option(None, "--gpus", min=0, help="GPUs per node to plan for (default: what torch.cuda sees)."),
         gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, help="memory per GPU in GB (default: torch.cuda)."),
         gpu_name: Optional[str] = typer.Option(None, "--gpu-name", help="GPU kind for the time estimate, e.g. 'RTX A6000' (default: torch.cuda, else the slowest card of that memory)."),
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
         try:
-            cfg = resolve_run_config(config)
+            cfg = resolve_run_config(config, run_dir=run_dir)  # explicit > the run's saved config.yaml > demo
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
         except (ConfigError, ValueError) as exc:
             console.print(str(exc), style="red", markup=False, soft_wrap=True)
