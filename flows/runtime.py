@@ -4,8 +4,9 @@ Prefect 3 has no in-process mode: without ``PREFECT_API_URL`` every flow run sta
 server (11-30 s measured here). A user trying an idea on a laptop should not pay that for a
 stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.engine.runner``) on a thread
 pool when no API is configured, and through the Prefect flows in ``flows/prefect_flows.py``
-(recorded runs, task retries, artifacts, Ray) when one is. Both go through ``tasks.engine.runner.run_stage``:
-retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
+(recorded runs, task retries, artifacts, Ray) when one is. Both run one build chain
+(``flows/chain.py``: preflight, stages in order, build report) and go through
+``tasks.engine.runner.run_stage``: retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
 Prefect (it then starts the temporary server if needed).
 """
 
