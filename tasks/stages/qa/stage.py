@@ -50,12 +50,12 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
     columns (dataset statistics may change when the dataset grows) and the question templates
     are not in it: changing the templates re-renders questions from stored analyses."""
-    from prompts.analysis_prompts import ANALYSIS_PROMPTS
+    from prompts.catalogue import task_prompt
     from prompts.spec import prompt_fingerprints
     from storage.json_columns import candidate_of
-    from tasks.stages.qa.analyse import analysis_context
+    from tasks.stages.qa.analyse import ANALYSIS_PROMPT, analysis_context
 
-    spec = ANALYSIS_PROMPTS.get(edit["task"])
+    spec = task_prompt(edit["task"], ANALYSIS_PROMPT)
     try:
         context = analysis_context(edit) if spec else None
         cand = candidate_of(edit, f"edit {edit['id']}")
@@ -102,15 +102,16 @@ class QAStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
-        from prompts.analysis_prompts import ANALYSIS_PROMPTS
+        from prompts.catalogue import task_prompts
         from prompts.spec import prompt_fingerprints
+        from tasks.stages.qa.analyse import ANALYSIS_PROMPT
         from tasks.stages.qa.templates import templates_fingerprint
 
         return {
             "mllm": ctx.config.mllm.stage_key(),
             "qa": ctx.config.qa.stage_key(),
             "seed": ctx.seed,
-            "prompts": prompt_fingerprints(ANALYSIS_PROMPTS.values()),
+            "prompts": prompt_fingerprints(tuple(task_prompts(ANALYSIS_PROMPT).values())),
             "templates": templates_fingerprint(),
         }
 
