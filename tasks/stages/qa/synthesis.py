@@ -78,7 +78,8 @@ def qa_slots_alteration_tracing(edit: dict[str, Any], fields: dict[str, Any], se
 
 
 def qa_slots_dense_counting(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
-    """The eight counts around the truth, checked; a count that cannot make them is a problem."""
+    """The eight counts around the truth, checked; a count that cannot make them is a problem.
+    (``"dc"`` salts the per-edit seed: a constant of this function, not a key on the task.)"""
     try:
         values, plan = dc_slots(fields.get("count"), str(fields.get("class_name") or ""), mc.question_seed(settings.run_seed, edit["id"], "dc"))
     except ValueError as exc:
