@@ -2,7 +2,8 @@
 short-answer judge, sub-cause attribution and the MHALO-style span detector.
 
 Each prompt is a template under ``prompts/templates/eval_*.j2`` plus its output schema, with
-the task taxonomy the templates are filled from. The ``rules`` backend's offline answers live
+the task taxonomy the templates are filled from (each task's ``TaskSpec.eval_text`` and
+``subcauses``: :func:`task_text`, :func:`subcauses`). The ``rules`` backend's offline answers live
 in ``prompts/eval_rules.py``, the offline judge in ``prompts/offline_judge.py``; the
 evaluation itself (answer, score, judge, attribute, spans) in ``tasks/release/evaluate/``.
 """
@@ -16,56 +17,27 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from prompts.eval_parsing import HALLUCINATION_TYPES
 from prompts.spec import PromptSpec
+from storage.task_spec import all_tasks
 
 QTYPES = ("YN", "MC", "SA")
 MODES = ("standard", "cot")
 
-TASKS: dict[str, dict[str, str]] = {
-    "relational_erasure": {
-        "label": "relational erasure",
-        "cause": "co-occurrence bias: one member of a pair of objects that usually appear together was erased",
-        "note": "one object that usually appears together with another was erased from the picture.",
-    },
-    "counterfactual_attribute": {
-        "label": "counterfactual attribute",
-        "cause": "language priors: an object's typical attribute was changed into an unusual one",
-        "note": "an object's typical attribute (colour, material, ...) was changed into an unusual one.",
-    },
-    "alteration_tracing": {
-        "label": "alteration tracing",
-        "cause": "cross-image comparison: one small edit separates a before and an after picture",
-        "note": "the second picture differs from the first by one small edit.",
-    },
-    "dense_counting": {
-        "label": "dense counting",
-        "cause": "fine-grained perception: many similar objects must be counted exactly",
-        "note": "the picture holds many similar objects whose exact number is known.",
-    },
-}
 
-# Sub-cause taxonomy per task (facts from papers/reactbench.txt Appendix A.1; wording ours).
-SUBCAUSES: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "relational_erasure": (
-        ("SC-1", "part-whole completion", "a visible object makes the model fill in a part or partner that belongs to it but was erased"),
-        ("SC-2", "activity-entity completion", "an action or activity in the scene makes the model supply the participant that such an activity normally involves"),
-        ("SC-3", "scene-object association", "the kind of place or scene makes the model list objects typical of it that are not there"),
-    ),
-    "counterfactual_attribute": (
-        ("SC-1", "blind prior assertion", "the model states the usual attribute from world knowledge without really looking"),
-        ("SC-2", "common attribute projection", "the model finds the right object but describes it with its usual attribute instead of the edited one"),
-        ("SC-3", "correct perception overridden", "the model first notices the unusual attribute, then argues itself back to the usual one"),
-    ),
-    "alteration_tracing": (
-        ("SC-1", "cross-image state assimilation", "the model describes both pictures yet treats them as the same, missing the edit"),
-        ("SC-2", "fine-grained blindness", "the model compares only coarsely and overlooks a small local change"),
-        ("SC-3", "change misbinding", "the model sees that something changed but attaches it to the wrong object, place or operation"),
-    ),
-    "dense_counting": (
-        ("SC-1", "anchor-free scan miss", "the model skips scattered or weakly anchored instances while scanning"),
-        ("SC-2", "regular shortcut error", "the model assumes a regular layout (rows x columns, a pattern) and misses irregular instances"),
-        ("SC-3", "sequential enumeration deficiency", "the model enumerates one by one but loses track of the running count"),
-    ),
-}
+
+def task_text(task: str) -> dict[str, str]:
+    """``label`` / ``cause`` / ``note`` of a task for the evaluation prompts (``TaskSpec.eval_text``;
+    empty for a task not registered here)."""
+    spec = all_tasks().get(task)
+    return dict(spec.eval_text) if spec else {}
+
+
+def subcauses(task: str) -> tuple[tuple[str, str, str], ...]:
+    """A task's sub-cause taxonomy, (code, name, description) triples (``TaskSpec.subcauses``,
+    from papers/reactbench.txt Appendix A.1 for the built-in tasks); empty when it has none."""
+    spec = all_tasks().get(task)
+    return tuple(spec.subcauses) if spec else ()
+
+
 SUBCAUSE_LABELS = ("SC-1", "SC-2", "SC-3", "other")
 
 # MHALO's twelve types (papers/mhalo.txt Table 1; wording ours).

@@ -3,7 +3,8 @@
 It serves three callers that must agree verdict for verdict: the ``rules`` backend's answer to
 the ``eval_sa_judge`` prompt, the fallback of ``reactbench eval`` when an LLM judge fails, and
 the scoring hooks of an exported lmms-eval task (which ship a verbatim copy of this file and
-of ``prompts/eval_parsing.py``). Keep it standard-library only and import nothing else of ours.
+of ``prompts/eval_parsing.py``). Keep it standard-library only and import nothing else of ours:
+it knows no task; each task names its rule (:data:`RULES`) through its ``sa_judge`` hook.
 """
 
 from __future__ import annotations
@@ -38,26 +39,38 @@ def _overlap(answer: str, target: str) -> float:
     return len(want & _content(answer)) / len(want)
 
 
+# The judging rules a task can pick (its ``sa_judge`` hook names one of these constants, so a
+# release writes the rule's name into its task table and this copy dispatches on it).
+OVERLAP = "overlap"  # content words of the reference (or a rubric target) must appear
+DENIAL = "denial"  # as OVERLAP, and "nothing there" is always right (something was erased)
+CHANGE = "change"  # as OVERLAP, and naming the changed object with the operation is right too
+COUNT = "count"  # numbers: exact, or a range that holds the count and is at most ``max_span`` wide
+RULES = (OVERLAP, DENIAL, CHANGE, COUNT)
+
+
 def offline_judge(
-    task: str,
     gold: str,
     answer: str,
     rubric: dict[str, Any] | None = None,
     prior_terms: list[str] | None = None,
+    rule: str = OVERLAP,
 ) -> dict[str, Any]:
     """Grade a short answer by rules: ``{"verdict", "fallback", "reason"}``.
 
-    Dense counting compares numbers (exact, or a range that holds the count and is at most
-    ``max_span`` wide). Elsewhere, an answer that asserts a prior term (the erased object, the
-    original attribute) is a hallucination that falls back on the prior; a denial is right when
-    the reference denies too (or for erasures, where "nothing there" is right); otherwise half
-    of the reference's content words (or of a rubric target) must appear.
+    ``rule`` (one of :data:`RULES`, the task's choice) decides what counts. ``COUNT`` compares
+    numbers (exact, or a range that holds the count and is at most ``max_span`` wide).
+    Otherwise, an answer that asserts a prior term (the erased object, the original attribute)
+    is a hallucination that falls back on the prior; a denial is right when the reference
+    denies too (or always under ``DENIAL``); otherwise half of the reference's content words
+    (or of a rubric target; under ``CHANGE`` also the changed object and operation) must appear.
     """
+    if rule not in RULES:
+        raise ValueError(f"unknown judging rule {rule!r}; choices: {', '.join(RULES)}")
     rubric = rubric or {}
     text = clean(answer)
     if not text:
         return {"verdict": "hallucination", "fallback": False, "reason": "empty answer"}
-    if task == "dense_counting":
+    if rule == COUNT:
         return _judge_count(text, gold, rubric)
     norm = _norm(text)
     # Mentions inside the new attribute ("dark red" vs original "red") do not count as the prior.
@@ -69,11 +82,11 @@ def offline_judge(
         if term and mentions(masked, term) and not negated_mention(masked, term):
             return {"verdict": "hallucination", "fallback": True, "reason": f"asserts {term!r}, which the edit removed"}
     denies = bool(_DENIAL.search(norm))
-    gold_denies = bool(_DENIAL.search(_norm(gold))) or task == "relational_erasure"
+    gold_denies = bool(_DENIAL.search(_norm(gold))) or rule == DENIAL
     if denies and gold_denies:
         return {"verdict": "correct", "fallback": False, "reason": "denies, as the reference does"}
     targets = [gold] + [str(rubric[k]) for k in ("new_attribute", "remaining_at_location") if rubric.get(k)]
-    if task == "alteration_tracing" and rubric.get("object"):
+    if rule == CHANGE and rubric.get("object"):
         targets.append(f"{rubric['object']} {rubric.get('operation', '')}")
     best = max(_overlap(text, t) for t in targets)
     if best >= 0.5 and not (denies and not gold_denies):
@@ -85,7 +98,7 @@ def _judge_count(text: str, gold: str, rubric: dict[str, Any]) -> dict[str, Any]
     try:
         count = int(str(rubric.get("count", gold)).strip())
     except ValueError:
-        raise ValueError(f"dense_counting rubric needs an integer count, got {rubric.get('count', gold)!r}") from None
+        raise ValueError(f"a counting rubric needs an integer count, got {rubric.get('count', gold)!r}") from None
     if rubric.get("max_span"):
         span = int(str(rubric["max_span"]))
         rng = extract_range(text)

@@ -100,8 +100,8 @@ MUTANTS = [
         sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
     ),
     Mutant(
-        "react-score-ca-dc-swapped", "tasks/release/metrics.py", "CA and DC React-Score task weights swapped",
-        swap_dict_values("TASK_WEIGHTS", "counterfactual_attribute", "dense_counting"), ("tests/evaluate/test_metrics.py", "tests/evaluate/test_metrics_schemes.py"),
+        "react-score-ca-weight-changed", "tasks/builtin_tasks/counterfactual_attribute.py", "the CA React-Score weight (TaskSpec.weight) 0.2 made 0.3",
+        sub_once(r"weight=0\.2\b", "weight=0.3"), ("tests/evaluate/test_metrics.py", "tests/evaluate/test_metrics_schemes.py"),
     ),
     Mutant(
         "lease-capacity-recheck-removed", "tasks/review/leasing.py", "the re-check of the k lease slots after locking an item removed",

@@ -403,6 +403,40 @@ def read_lease(run: RunFS) -> Lease | None:
         return None
 
 
+class LeaseLost(RuntimeError):
+    """This writer's lease was taken over: what it computed must not land in the run directory."""
+
+
+def held_token(run: RunFS) -> str | None:
+    """The token of the lease this process holds on ``run``, or None (not held here)."""
+    with _held_guard:
+        lock = _held_here.get(run.url)
+    return lock.lease.token if lock is not None and lock.lease is not None else None
+
+
+def ensure_lease(run: RunFS, token: str | None) -> None:
+    """Refuse to land work (a shard, a manifest) for a run whose lease is no longer ours.
+
+    Why: a holder that paused past its ttl (a GC pause, a stopped process, a partitioned node)
+    has been taken over; a shard it finishes afterwards would overwrite the new holder's. In the
+    holding process the heartbeat's ``lost`` flag answers at no cost; elsewhere (a Ray worker on
+    another node, given the driver's ``token``) one read of the lease on object stores does. A
+    local run directory is guarded by its flock and needs no read.
+    """
+    with _held_guard:
+        lock = _held_here.get(run.url)
+    if lock is not None:
+        if lock.lost.is_set():
+            raise LeaseLost(f"the lock of {run.url} was taken over while this process worked; its results are not written")
+        return
+    if token is None or run.protocol in ("file", "local"):
+        return
+    current = read_lease(run)
+    if current is None or current.token != token:
+        who = current.describe() if current else "nobody (the lease file is gone)"
+        raise LeaseLost(f"the lock of {run.url} is now held by {who}; this worker's results are not written")
+
+
 def local_holder(run_dir: str) -> Lease | None:
     """The live holder of a local run directory's lease, or None (free, stale, or not local).
 

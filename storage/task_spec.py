@@ -101,6 +101,27 @@ class TaskSpec:
     ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
     called by that source with its scan), ``modules`` (the task's own modules: the only places its
     id literal may appear), ``extra`` (further named hooks a stage reads with :meth:`hook`).
+
+    ``extra`` hooks of the release side (audit, review, evaluation, export); each is optional:
+      - ``prior_terms(ann: dict) -> list[str]``: the words stating an item's prior answer, from
+        its gathered annotations (``tasks.release.items``; none without the hook);
+      - ``subcause_facts(facts: dict) -> dict``: renames / adds the facts the sub-cause
+        classifier is shown (``tasks.release.evaluate.attribute``);
+      - ``eval_rules``: a ``prompts.eval_rules.EvalRules`` instance, the rules backend's offline
+        ``answer(ctx) -> str | None``, ``reasoning(ctx) -> str``, ``subcause(response, facts) ->
+        str``, ``span_type(facts) -> str``, ``span_phrases(response, facts) -> list[str]``
+        (default ``PRIOR_RULES``: answers from the prior);
+      - ``sa_judge``: a ``str``, the offline short-answer judge's rule, one of
+        ``prompts.offline_judge.RULES`` (``OVERLAP`` default, ``DENIAL``, ``CHANGE``, ``COUNT``);
+        releases write it into their task table, so it must be one of those;
+      - ``audit_item(edit, questions, analysis, truth, images) -> tasks.tools.audit.ItemAudit``:
+        audits an item on its own (unedited items such as counting); without it the item is
+        replayed on the sample truth's world and then
+      - ``audit_checks(scene: tasks.tools.audit.EditScene, problems: list[str]) -> None``: appends
+        what the task's gold answers get wrong about the edited scene.
+    The review UI shows ``label``; the dataset card ``card_text``; exports and reports ``short``
+    and ``order``; React-Score ``weight``; HalluRate ``probes_prior``; the evaluation prompts
+    ``eval_text`` and ``subcauses``.
     """
 
     id: str

@@ -37,6 +37,9 @@ TASK = TaskSpec(
         "qa_templates": "tasks.stages.qa:templates/alteration_tracing.yaml",
 
         # -- release side (audit, review, evaluation, export) --
+        "eval_rules": "prompts.eval_rules:CHANGE_RULES",
+        "sa_judge": "prompts.offline_judge:CHANGE",
+        "audit_checks": "tasks.tools.audit:check_change",
 
     },
 )

@@ -38,6 +38,10 @@ TASK = TaskSpec(
         "qa_templates": "tasks.stages.qa:templates/counterfactual_attribute.yaml",
 
         # -- release side (audit, review, evaluation, export) --
+        "prior_terms": "tasks.release.items:original_attribute_prior",
+        "eval_rules": "prompts.eval_rules:ATTRIBUTE_RULES",
+        "sa_judge": "prompts.offline_judge:OVERLAP",
+        "audit_checks": "tasks.tools.audit:check_attribute",
 
     },
 )

@@ -36,6 +36,9 @@ TASK = TaskSpec(
         "qa_templates": "tasks.stages.qa:templates/dense_counting.yaml",
 
         # -- release side (audit, review, evaluation, export) --
+        "eval_rules": "prompts.eval_rules:COUNT_RULES",
+        "sa_judge": "prompts.offline_judge:COUNT",
+        "audit_item": "tasks.tools.audit:audit_count_item",
 
     },
 )

@@ -38,6 +38,11 @@ TASK = TaskSpec(
         "qa_templates": "tasks.stages.qa:templates/relational_erasure.yaml",
 
         # -- release side (audit, review, evaluation, export) --
+        "prior_terms": "tasks.release.items:erased_object_prior",
+        "subcause_facts": "tasks.release.evaluate.attribute:removed_object_facts",
+        "eval_rules": "prompts.eval_rules:ERASURE_RULES",
+        "sa_judge": "prompts.offline_judge:DENIAL",
+        "audit_checks": "tasks.tools.audit:check_erasure",
 
     },
 )

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from storage.fs import is_disk_full
 from storage.hashing import canonical_json, config_hash, sha256_hex
+from storage.run_lock import ensure_lease, held_token
 from storage.stage_store import code_version, utc_now
 from tasks.engine.base import RunContext, Stage
 from tasks.engine.devices import GpuSlot, shard_placement
@@ -46,11 +47,13 @@ class ShardJob:
     index: int
     work: Any
     gpu_slot: GpuSlot | None = None
+    lease_token: str | None = None  # the driver's lease: a worker that lost it writes nothing
 
     def __call__(self) -> dict[str, Any]:
         try:
             with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
                 result = self.stage.process_shard(shard_ctx, self.index, self.work)
+            ensure_lease(self.ctx.run, self.lease_token)
             return self.stage.store(self.ctx).write_shard(self.index, self.key, result, shard_ctx.options.get(PLACEMENT_OPTION))
         except Exception:
             self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
@@ -219,6 +222,7 @@ def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float)
             "extra": extra,
         }
     )
+    ensure_lease(ctx.run, None)  # the holder's own flag: a taken-over build does not seal the stage
     store.write_manifest(manifest)
     return stage_summary(stage.name, plan, summary, started, extra)
 
@@ -293,7 +297,8 @@ def run_stage(
             if progress:
                 progress(finished[0], total)
 
-    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot) for i in plan.todo]
+    token = held_token(ctx.run)
+    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot, token) for i in plan.todo]
     (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
     if disk_full:  # finished shards are kept; the rerun computes the rest
         raise disk_full[0]

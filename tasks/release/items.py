@@ -15,6 +15,7 @@ from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import candidate_of, context_objects, load_json_column
+from storage.task_spec import all_tasks
 
 
 class InputsMissing(RuntimeError):
@@ -110,13 +111,32 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
         names = {cand.get("target_name"), cand.get("partner_name"), ann.get("target_name")}
         names |= {o.get("name") for o in context_objects(cand, f"edit {edit_id}")}
         ann["objects"] = sorted(n for n in names if n)
-        if ann["task"] == "relational_erasure" and ann.get("target_name"):
-            ann["prior_terms"] = [ann["target_name"]]
-        elif ann["task"] == "counterfactual_attribute" and ann.get("original_attribute"):
-            ann["prior_terms"] = [ann["original_attribute"]]
-        else:
-            ann["prior_terms"] = []
+        ann["prior_terms"] = prior_terms(ann)
     return out
+
+
+def probes_prior(task: str) -> bool:
+    """Whether the task's questions can fall back on a prior answer (``TaskSpec.probes_prior``:
+    HalluRate counts them); False for a task not registered here."""
+    spec = all_tasks().get(task)
+    return bool(spec and spec.probes_prior)
+
+
+def prior_terms(ann: dict[str, Any]) -> list[str]:
+    """The words that state the prior answer of an item, from its task's ``prior_terms`` hook
+    (none for a task without one)."""
+    spec = all_tasks().get(str(ann.get("task")))
+    return list(spec.hook("prior_terms")(ann)) if spec and spec.has("prior_terms") else []
+
+
+def erased_object_prior(ann: dict[str, Any]) -> list[str]:
+    """A ``prior_terms`` hook: the erased object's name (the answer co-occurrence suggests)."""
+    return [ann["target_name"]] if ann.get("target_name") else []
+
+
+def original_attribute_prior(ann: dict[str, Any]) -> list[str]:
+    """A ``prior_terms`` hook: the object's original attribute (the answer language priors suggest)."""
+    return [ann["original_attribute"]] if ann.get("original_attribute") else []
 
 
 def answer_id(question_id: str, mode: str, backend: str, model_id: str) -> str:

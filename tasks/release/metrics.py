@@ -7,8 +7,14 @@ An answer row (see ``tasks.release.evaluate.schemas.ANSWERS``) needs: ``task``, 
 
 - Accuracy per any grouping (task / type / dimension / qid / editor / mode).
 - React-Score (SPEC section 9): S_t^m = 0.5 A_SA + 0.25 A_MC + 0.25 A_YN, S_t the mean over
-  standard and CoT, R = 0.3 S_RE + 0.2 S_CA + 0.2 S_AT + 0.3 S_DC, on the ``main`` set of
-  the *targeted* items (the control variant is the cause-isolation ablation, :mod:`ablation`).
+  standard and CoT, R = sum_t w_t S_t / sum_t w_t over the tasks the benchmark holds, on the
+  ``main`` set of the *targeted* items (the control variant is the cause-isolation ablation,
+  :mod:`ablation`). The task weights w_t are a parameter (each task's ``TaskSpec.weight``,
+  passed in by the caller; a release writes them into a table beside this file), so this
+  module knows no task: the four built-in tasks weigh 0.3 RE, 0.2 CA, 0.2 AT, 0.3 DC (sum 1,
+  so R is their plain weighted sum); a further task adds its own weight and every weight is
+  divided by the new sum (a fifth task of weight 0.2 gives 0.25 / 0.1667 / 0.1667 / 0.25 /
+  0.1667), and a task that holds no scored questions drops out the same way (``complete`` false).
 - Cyclic MC (FREAK App. C.1.2): the presentations of one MC question count as one question;
   its averaged accuracy is the share of presentations answered right (what A_MC uses), its
   consistency accuracy 1 only when every presentation is right.
@@ -30,18 +36,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 TYPE_WEIGHTS: dict[str, float] = {"SA": 0.5, "MC": 0.25, "YN": 0.25}
-TASK_WEIGHTS: dict[str, float] = {
-    "relational_erasure": 0.3,
-    "counterfactual_attribute": 0.2,
-    "alteration_tracing": 0.2,
-    "dense_counting": 0.3,
-}
-TASK_SHORT = {
-    "relational_erasure": "RE",
-    "counterfactual_attribute": "CA",
-    "alteration_tracing": "AT",
-    "dense_counting": "DC",
-}
 MODES = ("standard", "cot")
 TARGETED = "targeted"
 CONTROL = "control"
@@ -156,21 +150,35 @@ class ReactScore:
     per_task: dict[str, float | None]  # task -> S_t
     score: float | None  # R
     complete: bool  # every task, both modes and every question type present (else weights were renormalised)
-    missing: list[str]  # what was missing ("relational_erasure/cot/SA", "dense_counting")
+    missing: list[str]  # what was missing ("<task>/cot/SA", "<task>")
 
     def as_dict(self) -> dict[str, Any]:
         return {"per_mode": self.per_mode, "per_task": self.per_task, "react_score": self.score, "complete": self.complete, "missing": self.missing}
 
 
-def react_score(rows: Iterable[Row]) -> ReactScore:
+def task_rank(weights: Mapping[str, float]) -> Callable[[str], tuple[int, str]]:
+    """Sort key of task ids: the order of ``weights`` (benchmark order), other tasks after, by id."""
+    order = {t: i for i, t in enumerate(weights)}
+    return lambda t: (order.get(t, len(order)), t)
+
+
+def react_score(rows: Iterable[Row], weights: Mapping[str, float] | None = None) -> ReactScore:
     """React-Score over the ``main`` question set of the rows given (control and BEAF
-    questions excluded; callers pick the variant and editor)."""
+    questions excluded; callers pick the variant and editor).
+
+    ``weights``: task id -> weight, in benchmark order, for every task the benchmark holds (a
+    task listed without scored rows is ``missing``; a task with rows but no weight gets S_t and
+    no share of R). ``None`` weighs every task present equally. The weights are renormalised
+    over the tasks that have a score."""
     main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
     acc = {(g["task"], g["mode"], g["qtype"]): ratio(c, n) for g, n, c in _group(main, ["task", "mode", "qtype"], credit)}
-    tasks = sorted({t for t, _, _ in acc}, key=lambda t: list(TASK_WEIGHTS).index(t) if t in TASK_WEIGHTS else 99)
+    present = {t for t, _, _ in acc}
+    if weights is None:
+        weights = {t: 1.0 for t in sorted(present, key=str)}
+    tasks = sorted(present, key=task_rank(weights))
     per_mode: dict[str, dict[str, float | None]] = {}
     raw_task: dict[str, float | None] = {}
-    missing = [t for t in TASK_WEIGHTS if t not in tasks]
+    missing = [t for t in weights if t not in present]
     for t in tasks:
         per_mode[t] = {}
         for m in MODES:
@@ -182,11 +190,11 @@ def react_score(rows: Iterable[Row]) -> ReactScore:
                 missing += [f"{t}/{m}/{q}" for q, a in types.items() if a is None]
         have = [s for s in per_mode[t].values() if s is not None]
         raw_task[t] = sum(have) / len(have) if have else None
-    weighted = {t: s for t, s in raw_task.items() if s is not None and t in TASK_WEIGHTS}
+    weighted = {t: s for t, s in raw_task.items() if s is not None and t in weights}
     score = None
-    if weighted:
-        wsum = sum(TASK_WEIGHTS[t] for t in weighted)
-        score = sum(TASK_WEIGHTS[t] * s for t, s in weighted.items()) / wsum
+    wsum = sum(weights[t] for t in weighted)
+    if weighted and wsum > 0:
+        score = sum(weights[t] * s for t, s in weighted.items()) / wsum
     return ReactScore(
         {t: {m: _round(v) for m, v in d.items()} for t, d in per_mode.items()},
         {t: _round(v) for t, v in raw_task.items()},
@@ -326,12 +334,13 @@ def scored(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r.get("status") != "error"]
 
 
-def headline(rows: Sequence[Row]) -> dict[str, Any]:
-    """React-Score, accuracies, FREAK's MC figures and HalluRate of one set of rows."""
+def headline(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """React-Score (``weights`` as for :func:`react_score`), accuracies, FREAK's MC figures and
+    HalluRate of one set of rows."""
     main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
     return {
         "n_main_questions_scored": len(main),
-        "react": react_score(rows).as_dict(),
+        "react": react_score(rows, weights).as_dict(),
         "mc_cyclic": {"task": mc_cyclic(main, ["task", "mode"]), "qid": mc_cyclic(main, ["task", "qid", "mode"])},
         "hallu_rate": {"task": hallu_rate(main, ["task", "mode"]), "qid": hallu_rate(main, ["task", "qid", "mode"])},
     }
@@ -348,11 +357,11 @@ def beaf_summary(rows: Sequence[Row]) -> dict[str, Any]:
     }
 
 
-def by_editor(rows: Sequence[Row]) -> list[dict[str, Any]]:
+def by_editor(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
     """The headline figures per (editor, variant)."""
     keys = sorted({(str(r.get("editor") or ""), str(r.get("variant") or TARGETED)) for r in rows})
     out = []
     for editor, variant in keys:
         mine = [r for r in rows if str(r.get("editor") or "") == editor and str(r.get("variant") or TARGETED) == variant]
-        out.append({"editor": editor, "variant": variant, **headline(mine)})
+        out.append({"editor": editor, "variant": variant, **headline(mine, weights)})
     return out

@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ValidationError
 
 from storage.fs import RunFS
+from storage.task_spec import all_tasks
 from tasks.review.queue import ReviewQueue
 from tasks.review.rules import REASONS, STAGES, Account, NotAllowed, UnknownItem
 from tasks.review.views import ItemView
@@ -21,12 +22,12 @@ from tasks.review.views import ItemView
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "rb_session"
 LOGIN_CSRF_COOKIE = "rb_login_csrf"
-TASK_LABELS = {
-    "relational_erasure": "Relational erasure",
-    "counterfactual_attribute": "Counterfactual attribute",
-    "alteration_tracing": "Alteration tracing",
-    "dense_counting": "Dense counting",
-}
+
+
+def task_labels() -> dict[str, str]:
+    """Task id -> the label the review UI shows (``TaskSpec.label`` of every registered task)."""
+    return {t: spec.label for t, spec in all_tasks().items()}
+
 HIDDEN_FROM_ANNOTATORS = ("editor",)  # blind review: who made the edit is not shown
 
 M = TypeVar("M", bound=BaseModel)
@@ -44,7 +45,7 @@ class WebContext:
 
 def make_env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(["html"]), auto_reload=False)
-    env.globals.update(REASONS=REASONS, TASK_LABELS=TASK_LABELS, STAGES=STAGES)
+    env.globals.update(REASONS=REASONS, TASK_LABELS=task_labels(), STAGES=STAGES)
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     env.filters["num"] = lambda v, d=2: "—" if v is None else f"{v:.{d}f}"
     return env

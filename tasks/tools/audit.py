@@ -34,6 +34,7 @@ from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
 from storage.json_columns import candidate_of, context_objects
 from storage.names import basic_name
+from storage.task_spec import all_tasks
 from tasks.engine.suggest import suggest
 
 @dataclass
@@ -112,17 +113,9 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     """Check every gold answer of one queued edit against the truth."""
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
     p = item.problems
-    if edit["task"] == "dense_counting":
-        cand = candidate_of(edit, f"edit {edit['id']}")
-        fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
-        if fsc is None:
-            return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
-        n = int(fsc["count"])
-        for q in questions:
-            _check_count(q, n, p)
-        if int(cand.get("count") or -1) != n:
-            p.append(f"candidate count {cand.get('count')} != drawn {n}")
-        return item
+    spec = all_tasks().get(edit["task"])
+    if spec and spec.has("audit_item"):
+        return spec.hook("audit_item")(edit, questions, analysis, truth, images)
     image = truth["images"].get(str(edit["image_id"]))
     if image is None:
         return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions))
@@ -170,16 +163,61 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
             if kind == "add":
                 target["erased"] = False
             world.added.append(dict(placed, box=dest, erased=False))
-    if edit["task"] == "relational_erasure":
-        _check_re(world, before, target, analysis, questions, p)
-    elif edit["task"] == "counterfactual_attribute":
-        _check_ca(world, target, analysis, p, before)
-    elif edit["task"] == "alteration_tracing":
-        _check_at(world, target, fields, meta, kind, box, p)
+    if spec and spec.has("audit_checks"):
+        spec.hook("audit_checks")(EditScene(edit, world, before, target, analysis, questions, fields, meta, kind, box), p)
     for q in questions:
         if q["question_set"] == "beaf":
             _check_beaf(q, world if q["image_role"] == "edited" else before, p)
     return item
+
+
+def audit_count_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any) -> ItemAudit:
+    """An ``audit_item`` hook for unedited counting items: the gold counts against the drawn
+    objects of the sample's FSC147 truth (counting options ascend)."""
+    item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
+    p = item.problems
+    cand = candidate_of(edit, f"edit {edit['id']}")
+    fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
+    if fsc is None:
+        return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
+    n = int(fsc["count"])
+    for q in questions:
+        _check_count(q, n, p)
+    if int(cand.get("count") or -1) != n:
+        p.append(f"candidate count {cand.get('count')} != drawn {n}")
+    return item
+
+
+@dataclass
+class EditScene:
+    """What the ``audit_checks`` hook of a task is given about one edited item: the world after
+    and before the edit, the target object, the analysis, the questions and the editor's record."""
+
+    edit: dict[str, Any]
+    world: World
+    before: World
+    target: dict[str, Any]
+    analysis: dict[str, Any]
+    questions: list[dict[str, Any]]
+    fields: dict[str, Any]
+    meta: dict[str, Any]
+    kind: str
+    box: list[Any]
+
+
+def check_erasure(s: EditScene, p: list[str]) -> None:
+    """An ``audit_checks`` hook: the erased object's class is gone from its place, what remains is there."""
+    _check_re(s.world, s.before, s.target, s.analysis, s.questions, p)
+
+
+def check_attribute(s: EditScene, p: list[str]) -> None:
+    """An ``audit_checks`` hook: the object shows the new colour, apart from the original."""
+    _check_ca(s.world, s.target, s.analysis, p, s.before)
+
+
+def check_change(s: EditScene, p: list[str]) -> None:
+    """An ``audit_checks`` hook: the performed operation is the planned one, the control untouched."""
+    _check_at(s.world, s.target, s.fields, s.meta, s.kind, s.box, p)
 
 
 def _check_count(q: dict[str, Any], n: int, p: list[str]) -> None:

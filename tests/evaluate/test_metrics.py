@@ -12,7 +12,10 @@ from tasks.release.metrics import (
     mode_score,
     react_score,
 )
+from storage.task_spec import all_tasks
 from tasks.release.evaluate.summary import summarize
+
+WEIGHTS = {t: spec.weight for t, spec in all_tasks().items()}  # the registered tasks' React-Score weights
 
 
 def _rows(task, mode, qtype, results):
@@ -51,7 +54,7 @@ def hand_table():
 
 
 def test_react_score_by_hand():
-    rs = react_score(hand_table())
+    rs = react_score(hand_table(), WEIGHTS)
     assert rs.per_mode["relational_erasure"] == {"standard": 37.5, "cot": 50.0}
     assert rs.per_task == {
         "relational_erasure": 43.75,
@@ -66,7 +69,7 @@ def test_react_score_by_hand():
 
 def test_react_score_partial_build_renormalises():
     rows = _rows("counterfactual_attribute", "standard", "YN", [True, False])  # only YN: S = 50
-    rs = react_score(rows)
+    rs = react_score(rows, WEIGHTS)
     assert rs.per_mode["counterfactual_attribute"] == {"standard": 50.0, "cot": None}
     assert rs.score == 50.0 and not rs.complete
     assert mode_score({"SA": None, "MC": None, "YN": None}) is None

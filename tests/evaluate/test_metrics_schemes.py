@@ -13,7 +13,10 @@ from tasks.release.metrics import (
     mc_cyclic,
     react_score,
 )
+from storage.task_spec import all_tasks
 from tasks.release.evaluate.summary import summarize
+
+WEIGHTS = {t: spec.weight for t, spec in all_tasks().items()}  # the registered tasks' React-Score weights
 
 RE, CA, AT, DC = "relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"
 T, F = True, False
@@ -52,7 +55,7 @@ def control_rows(editor="ed1"):
 
 
 def test_react_score_distinct_task_scores_pin_each_weight():
-    rs = react_score(table_rows())
+    rs = react_score(table_rows(), WEIGHTS)
     assert rs.per_task == {RE: 70.8333, CA: 35.4167, AT: 66.6667, DC: 47.9167}
     assert len(set(rs.per_task.values())) == 4  # distinct, so swapping any two weights moves R
     assert rs.score == pytest.approx(56.0417, abs=1e-4)
@@ -62,7 +65,7 @@ def test_react_score_distinct_task_scores_pin_each_weight():
 
 def test_headline_is_targeted_only_and_control_is_beside_it():
     rows = table_rows() + control_rows()
-    assert react_score(rows).score == pytest.approx(61.6667, abs=1e-4)  # what pooling gave
+    assert react_score(rows, WEIGHTS).score == pytest.approx(61.6667, abs=1e-4)  # what pooling gave
     m = summarize(rows)
     assert m["headline_variant"] == "targeted"
     assert m["react"]["react_score"] == pytest.approx(56.0417, abs=1e-4)
@@ -98,7 +101,7 @@ def test_freak_cyclic_example():
     assert got == [{"task": CA, "n": 1, "presentations": 4, "averaged_accuracy": 75.0, "consistency_accuracy": 0.0}]
     assert hallu_rate(merged, ["task"]) == [{"task": CA, "n": 1, "fallbacks": 1, "hallu_rate": 25.0}]
     # React-Score's A_MC is the averaged accuracy (75, not the consistency 0); with only MC present, S^m = A_MC
-    assert react_score(rows).per_mode[CA]["standard"] == 75.0
+    assert react_score(rows, WEIGHTS).per_mode[CA]["standard"] == 75.0
 
 
 def test_hallu_rate_counts_questions_with_a_prior_once():
@@ -114,7 +117,7 @@ def test_hallu_rate_counts_questions_with_a_prior_once():
 
 def test_missing_type_is_incomplete_and_named():
     rows = [r for r in table_rows() if not (r["task"] == AT and r["mode"] == "cot" and r["qtype"] == "SA")]
-    rs = react_score(rows)
+    rs = react_score(rows, WEIGHTS)
     assert not rs.complete and rs.missing == [f"{AT}/cot/SA"]
     # AT cot renormalised over YN and MC: (0.25*66.67 + 0.25*100) / 0.5 = 83.33
     assert rs.per_mode[AT]["cot"] == pytest.approx(83.3333, abs=1e-4)
@@ -176,3 +179,18 @@ def test_eval_report_shows_targeted_vs_control_with_intervals():
     dc = next(a for a in m["ablation"] if a["task"] == DC)
     assert f"[{dc['ci95'][0]}, {dc['ci95'][1]}]" in html
     assert "averaged accuracy" in html or not m["mc_cyclic"]["task"]
+
+
+def test_weights_are_parameters_renormalised_over_the_tasks_given():
+    """metrics.py knows no task: a fifth task's weight joins the sum and every weight is divided by it."""
+    five = {**WEIGHTS, "spatial_relation": 0.2}
+    rows = table_rows() + [dict(r, task="spatial_relation", edit_id="sr") for r in table_rows() if r["task"] == RE]
+    rs = react_score(rows, five)
+    assert rs.per_task["spatial_relation"] == rs.per_task[RE] == 70.8333
+    # (0.3*70.8333 + 0.2*35.4167 + 0.2*66.6667 + 0.3*47.9167 + 0.2*70.8333) / 1.2
+    assert rs.score == pytest.approx((56.0417 + 0.2 * 70.8333) / 1.2, abs=1e-3)
+    assert list(rs.per_task) == [RE, CA, AT, DC, "spatial_relation"] and rs.complete
+    assert react_score(table_rows(), five).missing == ["spatial_relation"]
+    assert react_score(table_rows(), WEIGHTS).score == pytest.approx(56.0417, abs=1e-4)
+    # no weights: every task present weighs the same
+    assert react_score(table_rows()).score == pytest.approx((70.8333 + 35.4167 + 66.6667 + 47.9167) / 4, abs=1e-3)

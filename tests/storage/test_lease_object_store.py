@@ -109,3 +109,42 @@ def test_a_missing_backend_names_the_extra(tmp_path: Path):
     out = subprocess.run([sys.executable, "-c", code, "build", "--run-dir", "s3://bucket/run"], capture_output=True, text=True, cwd=tmp_path, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 2, out.stdout + out.stderr
     assert "s3://bucket/run: no fsspec backend for s3:// is installed; pip install 'reactbench-pipeline[s3]'" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_holder_that_lost_its_lease_lands_no_shard(s3_run_url: str):
+    """A build paused past its ttl and taken over (by a process elsewhere) must not write the
+    shards it finishes after waking up: they would overwrite the new holder's. The shards and the
+    manifest are refused; a worker on another node, holding only the driver's token, is refused
+    after one read of the lease."""
+    import sys as _sys
+
+    from flows.config import BuildConfig
+    from storage.run_lock import Lease, LeaseLost, ensure_lease
+    from tasks.engine.base import RunContext
+    from tasks.engine.runner import ShardFailed, run_stage
+
+    _sys.path.insert(0, str(ROOT / "tests" / "flows"))
+    from test_runner import SquareStage
+
+    run = RunFS.open(s3_run_url)
+    cfg = BuildConfig.model_validate({"run": {"shard_size": 4, "workers": 1}, "orchestration": {"retries": 0}})
+    ctx = RunContext(run=run, config=cfg, options={"n": 8})
+    SquareStage.calls, SquareStage.poison = [], set()
+    sleeper = RunLock(run, "reactbench build", heartbeat_s=3600, on_message=lambda m: None)
+    sleeper.acquire()
+    old_token = sleeper.lease.token
+    now = time.time()
+    taker = Lease("reactbench edit", "node-b", 4242, "t" * 32, now, now, 60.0)
+    run.write_bytes_atomic(LEASE_FILE, taker.to_json())  # the takeover, as another host's process did it
+    sleeper.heartbeat()  # wakes up: its compare-and-swap fails
+    assert sleeper.lost.is_set()
+    with pytest.raises(ShardFailed) as err:
+        run_stage(SquareStage(), ctx)
+    assert "LeaseLost" in str(err.value) and sorted(SquareStage.calls) == [0, 1], "the shards ran but must not land"
+    assert not run.exists("square/_shards/00000.json") and not run.exists("square/_shards/00001.json")
+    assert (SquareStage().store(ctx).read_manifest() or {}).get("status") != "complete"
+    sleeper.release()
+    assert read_lease(run).token == taker.token, "the lost holder's release deleted the new lease"
+    with pytest.raises(LeaseLost, match="node-b"):
+        ensure_lease(run, old_token)
+    ensure_lease(run, taker.token)  # the current holder's token passes

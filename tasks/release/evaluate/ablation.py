@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tasks.release.metrics import CONTROL, TARGETED, TASK_WEIGHTS, collapse_cyclic, credit
+from storage.task_spec import task_order
+from tasks.release.metrics import CONTROL, TARGETED, collapse_cyclic, credit
 
 BOOTSTRAP = 2000
 ALL_EDITORS = "(all)"
@@ -58,7 +59,7 @@ def control_ablation(rows: Sequence[Mapping[str, Any]], n_boot: int = BOOTSTRAP)
     out = []
     for editor in [ALL_EDITORS, *editors] if len(editors) > 1 else editors:
         mine = [r for r in rows if editor == ALL_EDITORS or str(r.get("editor") or "") == editor]
-        for task in sorted({str(r.get("task")) for r in mine}, key=lambda t: list(TASK_WEIGHTS).index(t) if t in TASK_WEIGHTS else 99):
+        for task in sorted({str(r.get("task")) for r in mine}, key=task_order):
             of_task = [r for r in mine if r.get("task") == task]
             t_items = list(_items([r for r in of_task if (r.get("variant") or TARGETED) != CONTROL]).values())
             c_items = list(_items([r for r in of_task if r.get("variant") == CONTROL]).values())

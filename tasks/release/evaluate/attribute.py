@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from prompts.clients.base import MLLMClient
-from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR, SUBCAUSES as TAXONOMY, TASKS
+from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR, subcauses, task_text
 from prompts.runner import PromptInput, run_prompt
 from storage.hashing import stable_id
+from storage.task_spec import all_tasks
 from tasks.release.items import rubric
 from tasks.release.evaluate.score import gold_text
 
@@ -24,14 +25,23 @@ _NOT_FACTS = ("correct_if", "wrong_if", "reference_answer", "correct_option")
 def item_facts(a: dict[str, Any], item_questions: list[dict[str, Any]], ann: dict[str, Any]) -> list[list[str]]:
     """The facts of the item an answer belongs to, as ``[key, value]`` pairs sorted by key."""
     facts = {k: ann[k] for k in ("target_name", "original_attribute", "new_attribute", "attribute_type", "count") if ann.get(k) is not None}
-    if "target_name" in facts and a["task"] == "relational_erasure":
-        facts["removed_object"] = facts.pop("target_name")
+    spec = all_tasks().get(a["task"])
+    if spec and spec.has("subcause_facts"):
+        facts = dict(spec.hook("subcause_facts")(facts))
     for q in sorted(item_questions, key=lambda q: q["id"]):
         for k, v in rubric(q).items():
             if k not in _NOT_FACTS and v not in (None, ""):
                 facts.setdefault(k, v)
     facts["correct_answer"] = gold_text(a)
     return [[k, str(v)] for k, v in sorted(facts.items())]
+
+
+def removed_object_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """A ``subcause_facts`` hook: the item's target is the object that was removed."""
+    out = dict(facts)
+    if "target_name" in out:
+        out["removed_object"] = out.pop("target_name")
+    return out
 
 
 def once_per_question(wrong: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -49,16 +59,16 @@ def attribute_subcauses(
     images: dict[str, list[bytes]],
 ) -> list[dict[str, Any]]:
     """Sub-cause rows for wrong CoT answers; ``facts`` and ``images`` are keyed by answer id."""
-    todo = [a for a in once_per_question(wrong) if TAXONOMY.get(a["task"])]
+    todo = [a for a in once_per_question(wrong) if subcauses(a["task"])]
     by_spec: dict[str, list[tuple[dict[str, Any], PromptInput]]] = {}
     for a in todo:
-        tax = TAXONOMY[a["task"]]
+        tax, text = subcauses(a["task"]), task_text(a["task"])
         imgs = images.get(a["id"], [])
         spec = SUBCAUSE_PAIR if len(imgs) == 2 else SUBCAUSE
         ctx = {
             "task": a["task"],
-            "task_label": TASKS[a["task"]]["label"],
-            "cause": TASKS[a["task"]]["cause"],
+            "task_label": text["label"],
+            "cause": text["cause"],
             "question": a["text"],
             "gold": a["gold"],
             "facts": facts.get(a["id"], []),

@@ -7,18 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from prompts.clients.base import MLLMClient
-from prompts.eval_prompts import SA_JUDGE, TASKS
+from prompts.eval_prompts import SA_JUDGE, task_text
+from prompts.eval_rules import judge_rule
 from prompts.offline_judge import offline_judge
 from prompts.runner import PromptInput, run_prompt
-from tasks.release.items import rubric
-from tasks.release.evaluate.score import PRIOR_TASKS
+from tasks.release.items import probes_prior, rubric
 
 
 def judge_context(a: dict[str, Any], q: dict[str, Any], ann: dict[str, Any]) -> dict[str, Any]:
     """What the judge prompt (and the offline judge) is given for one short answer."""
     return {
         "task": a["task"],
-        "task_note": TASKS.get(a["task"], {}).get("note", ""),
+        "task_note": task_text(a["task"]).get("note", ""),
         "question": a["text"],
         "gold": a["gold"],
         "answer": a["parsed"] or a["raw_response"] or "",
@@ -47,7 +47,7 @@ def judge_short_answers(
             verdict, how = out.fields, ("rules" if out.backend == "rules" else "llm")
         else:
             try:
-                verdict = offline_judge(ctx["task"], ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"])
+                verdict = offline_judge(ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"], judge_rule(ctx["task"]))
                 how = "rules_fallback"
             except ValueError as exc:  # a malformed rubric: recorded, scored as not correct
                 verdict, how = {"verdict": "hallucination", "fallback": False, "reason": f"cannot judge: {exc}"}, "failed"
@@ -65,5 +65,5 @@ def judge_short_answers(
         a["judge_model"] = f"{out.backend}:{out.model_id}"
         a["judge_reason"] = verdict.get("reason")
         a["judge_raw"] = out.raw
-        if a["task"] in PRIOR_TASKS and a["question_set"] == "main" and ctx["prior_terms"]:
+        if probes_prior(a["task"]) and a["question_set"] == "main" and ctx["prior_terms"]:
             a["prior_fallback"] = bool(verdict.get("fallback")) and not a["correct"]

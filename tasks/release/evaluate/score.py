@@ -11,9 +11,7 @@ from typing import Any
 
 from prompts.eval_parsing import answer_segment, extract_choice, extract_yes_no, mentions, negated_mention
 from prompts.offline_judge import is_denial
-from tasks.release.items import answer_id
-
-PRIOR_TASKS = ("relational_erasure", "counterfactual_attribute")
+from tasks.release.items import answer_id, probes_prior
 ROW_COLUMNS = ("edit_id", "editor", "task", "variant", "question_set", "qid", "qtype", "dimension", "rotation", "image_role", "text", "options", "gold")
 
 
@@ -54,7 +52,7 @@ def score_reply(q: dict[str, Any], mode: str, raw: str, error: str | None, ann: 
     }
     if error is not None:
         return {**row, "status": "error", "parsed": None, "correct": False}
-    prior_applies = q["task"] in PRIOR_TASKS and q["question_set"] == "main" and bool(ann.get("prior_terms"))
+    prior_applies = probes_prior(q["task"]) and q["question_set"] == "main" and bool(ann.get("prior_terms"))
     parsed = read_reply(q["qtype"], raw, list(q.get("options") or []), cot)
     if q["qtype"] == "YN":
         row["correct"] = choice_correct("YN", parsed, q["gold"])
@@ -83,7 +81,7 @@ def prior_letters(q: dict[str, Any], prior_terms: list[str]) -> list[str]:
     recorded = q.get("prior_options")
     if recorded is not None:
         return sorted(str(x) for x in recorded)
-    if q["task"] not in PRIOR_TASKS:
+    if not probes_prior(q["task"]):
         return []
     return sorted(matched_prior_options(q, prior_terms))
 

@@ -7,8 +7,9 @@ those imports another upward.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from storage.task_spec import all_tasks
 from tasks.release.evaluate.ablation import control_ablation
 from tasks.release.evaluate.completeness import completeness
 from tasks.release.metrics import (
@@ -25,20 +26,32 @@ from tasks.release.metrics import (
 )
 
 
-def summarize(rows: Sequence[Row]) -> dict[str, Any]:
+def benchmark_weights(rows: Sequence[Row]) -> dict[str, float]:
+    """React-Score weights (``TaskSpec.weight``) of the tasks the evaluated items belong to, in
+    benchmark order: every answer row counts (errors, controls, BEAF too), so a task whose main
+    questions were all lost stays listed as missing. Tasks that are not registered get none."""
+    specs = all_tasks()
+    present = {str(r.get("task")) for r in rows}
+    return {t: spec.weight for t, spec in specs.items() if t in present}
+
+
+def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds).
 
     The headline (React-Score, HalluRate, accuracies) uses the targeted items of every editor;
     ``by_editor`` gives the same per (editor, variant); ``ablation`` compares targeted and
     control items per task (:mod:`tasks.release.evaluate.ablation`); ``completeness`` counts the
-    questions each item has (:mod:`tasks.release.evaluate.completeness`).
+    questions each item has (:mod:`tasks.release.evaluate.completeness`). React-Score weighs
+    the tasks by ``weights`` (default :func:`benchmark_weights`).
     """
     all_rows = list(rows)
+    if weights is None:
+        weights = benchmark_weights(all_rows)
     rows = scored(all_rows)
     targeted = [r for r in rows if is_targeted(r)]
     main = collapse_cyclic(r for r in targeted if (r.get("question_set") or "main") == "main")
     control_questions = [r for r in targeted if r.get("question_set") == "control"]
-    head = headline(targeted)
+    head = headline(targeted, weights)
     comp = completeness(all_rows)
     out: dict[str, Any] = {
         "n_answers": len(all_rows),
@@ -61,7 +74,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         },
         "mc_cyclic": head["mc_cyclic"],
         "hallu_rate": head["hallu_rate"],
-        "by_editor": by_editor(rows),
+        "by_editor": by_editor(rows, weights),
         "ablation": control_ablation(rows),
     }
     beaf_rows = [r for r in targeted if r.get("question_set") == "beaf"]

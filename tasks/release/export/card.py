@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from storage.task_ids import task_order
+from storage.task_spec import all_tasks, task_order
 from tasks.release.export.hf import configs_yaml
 
 SOURCES = {
@@ -22,12 +22,10 @@ SOURCES = {
     ),
 }
 
-TASK_TEXT = {
-    "relational_erasure": "RE: one object of a frequently co-occurring pair is erased; questions probe co-occurrence bias.",
-    "counterfactual_attribute": "CA: a dominant attribute is changed into a counter-commonsense one; questions probe language priors.",
-    "alteration_tracing": "AT: one micro-edit (delete/add/replace/move) separates a before/after pair; questions probe cross-image comparison.",
-    "dense_counting": "DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.",
-}
+def task_text(task: str) -> str:
+    """The card's line on a task (``TaskSpec.card_text``; the id for a task not registered here)."""
+    spec = all_tasks().get(task)
+    return spec.card_text if spec and spec.card_text else task
 
 
 def _order(tasks: list[str]) -> list[str]:
@@ -92,7 +90,7 @@ def render_card(
         "## Tasks",
         "",
     ]
-    lines += [f"- `{t}`: {TASK_TEXT.get(t, t)}" for t in tasks]
+    lines += [f"- `{t}`: {task_text(t)}" for t in tasks]
     lines += ["", "## Counts", "", "| task | edits | questions | YN | MC | SA | main | control | beaf |", "|---|---|---|---|---|---|---|---|---|"]
     for t in tasks:
         mine = [r for r in rows if r["task"] == t]
@@ -123,7 +121,7 @@ def render_card(
     else:
         lines.append("(no config.yaml in the run directory)")
     lines += ["", "## Loading", "", "```python", "import datasets", "", "ds = datasets.load_dataset(\"path/to/this/folder\")            # all tasks",
-              "dc = datasets.load_dataset(\"path/to/this/folder\", \"dense_counting\")", "```", ""]
+              *[f"one = datasets.load_dataset(\"path/to/this/folder\", \"{t}\")  # one task" for t in tasks[:1]], "```", ""]
     if vlmevalkit:
         from tasks.release.export.vlmevalkit import card_lines
 

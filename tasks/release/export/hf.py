@@ -6,7 +6,7 @@ Layout::
     <out>/data/<task>/test-00000-of-00001.parquet     one file per task
 
 ``datasets.load_dataset(<out>)`` gives the ``all`` config (every task); ``load_dataset(<out>,
-"dense_counting")`` one task. Files are written with pyarrow from the ``datasets`` feature
+"<task id>")`` one task. Files are written with pyarrow from the ``datasets`` feature
 schema, so they are byte-identical for the same inputs and need no network to load.
 """
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage.fs import RunFS
-from storage.task_ids import task_order
+from storage.task_spec import task_order
 from tasks.release.export.rows import COLUMNS, features
 
 

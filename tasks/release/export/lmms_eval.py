@@ -5,6 +5,8 @@ Layout under ``<release>/lmms_eval/``::
     reactbench_<task>.yaml   one task per benchmark task: accuracy and S_t
     reactbench_all.yaml      every task at once: accuracy, S_t per task and React-Score
     utils.py                 the hooks (prompt, images, per-type scoring, aggregations)
+    reactbench_tasks.json    the release's tasks in benchmark order, written from their specs:
+                             short name, React-Score weight, judging rule, judge note
     reactbench_parsing.py    verbatim copy of prompts/eval_parsing.py (reply parsers)
     reactbench_judge.py      verbatim copy of prompts/offline_judge.py (short-answer judge)
     reactbench_metrics.py    verbatim copy of tasks/release/metrics.py (S_t, React-Score)
@@ -30,9 +32,11 @@ import json
 import yaml
 
 import tasks.release.metrics
-from prompts.eval_prompts import TASKS
+from prompts.eval_prompts import task_text
+from prompts.eval_rules import judge_rule
+from prompts.offline_judge import RULES
 from prompts.spec import TEMPLATE_DIR
-from tasks.release.metrics import TASK_SHORT
+from storage.task_spec import task_order, task_spec
 from tasks.release.export.hf import data_file
 from tasks.release.export.shipped_scoring import scoring_files
 
@@ -77,13 +81,26 @@ def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024) -> st
     return _task_config(f"reactbench_{task}", task, f"../{data_file(task)}", metrics, "process_results", generation_kwargs(temperature, max_tokens))
 
 
+def task_table(tasks: list[str]) -> list[dict[str, Any]]:
+    """What the shipped utils.py knows of each task, from its spec, in benchmark order: ``id``,
+    ``short``, ``weight`` (React-Score, renormalised over these tasks), ``judge`` (the offline
+    judge's rule, its ``sa_judge`` hook) and ``note`` (the judge prompt's task note)."""
+    out = []
+    for t in sorted(tasks, key=task_order):
+        spec, rule = task_spec(t), judge_rule(t)
+        if rule not in RULES:
+            raise ValueError(f"task {t!r}: its sa_judge hook gives {rule!r}; a release ships only the offline judge's rules {', '.join(RULES)}")
+        out.append({"id": t, "short": spec.short, "weight": spec.weight, "judge": rule, "note": task_text(t).get("note", "")})
+    return out
+
+
 def all_tasks_yaml(tasks: list[str], temperature: float = 0.2, max_tokens: int = 1024) -> str:
     """Every task in one lmms-eval task: accuracy, S_t per task and React-Score. The files are
     listed one by one: lmms-eval anchors ``data_files`` at the YAML only for existing files."""
     metrics = [
         {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
         {"metric": "react_score", "aggregation": "!function utils.aggregate_react_score", "higher_is_better": True},
-    ] + [{"metric": f"S_{short}", "aggregation": f"!function utils.aggregate_s_{short.lower()}", "higher_is_better": True} for short in TASK_SHORT.values()]
+    ] + [{"metric": f"S_{e['short']}", "aggregation": f"!function utils.aggregate_s_{e['short'].lower()}", "higher_is_better": True} for e in task_table(tasks)]
     return _task_config("reactbench_all", "all", [f"../{data_file(t)}" for t in sorted(tasks)], metrics, "process_results_all", generation_kwargs(temperature, max_tokens))
 
 
@@ -91,12 +108,12 @@ def _source(module: Any) -> str:
     return Path(module.__file__).read_text(encoding="utf-8")
 
 
-def support_files() -> dict[str, str]:
-    """The verbatim copies utils.py loads, by release-relative name."""
+def support_files(task_ids: list[str]) -> dict[str, str]:
+    """The verbatim copies utils.py loads and the release's task table, by release-relative name."""
     files = {**scoring_files(), "reactbench_metrics.py": _source(tasks.release.metrics)}
     for name in ANSWER_TEMPLATES:
         files[f"prompts/{name}"] = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
-    files["reactbench_tasks.json"] = json.dumps({t: v["note"] for t, v in TASKS.items()}, indent=1, sort_keys=True) + "\n"
+    files["reactbench_tasks.json"] = json.dumps(task_table(task_ids), indent=1, sort_keys=True) + "\n"
     return files
 
 
@@ -171,7 +188,9 @@ def doc_to_text(doc):
     return _ENV.get_template("eval_answer_" + doc["qtype"].lower() + ".j2").render(**context).strip() + "\\n"
 
 
-_NOTES = json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8"))
+# The release's tasks in benchmark order (written from each task's spec by the export).
+TASKS = {e["id"]: e for e in json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8"))}
+WEIGHTS = {t: e["weight"] for t, e in TASKS.items()}
 
 
 def llm_verdict(doc, answer, rubric, prior):
@@ -180,7 +199,7 @@ def llm_verdict(doc, answer, rubric, prior):
     if not url or not model:
         return None
     text = _ENV.get_template("eval_sa_judge.j2").render(
-        task=doc["task"], task_note=_NOTES.get(doc["task"], ""), question=doc["question"], gold=doc["answer"],
+        task=doc["task"], task_note=TASKS.get(doc["task"], {}).get("note", ""), question=doc["question"], gold=doc["answer"],
         answer=answer, rubric=[[k, v] for k, v in sorted(rubric.items())], prior_terms=prior,
     ).strip() + "\\n"
     body = {"model": model, "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "temperature": 0.0, "max_tokens": 256}
@@ -215,7 +234,8 @@ def verdict(doc, reply):
     if graded is not None:
         return graded == "correct"
     try:
-        return judge.offline_judge(doc["task"], doc["answer"], answer, rubric, prior)["verdict"] == "correct"
+        rule = TASKS.get(doc["task"], {}).get("judge", judge.OVERLAP)
+        return judge.offline_judge(doc["answer"], answer, rubric, prior, rule)["verdict"] == "correct"
     except ValueError:  # a malformed rubric: scored as not correct, as in reactbench eval
         return False
 
@@ -234,14 +254,14 @@ def process_results_all(doc, results):
     ok = verdict(doc, results[0] if results else "")
     rec = _record(doc, ok)
     out = {"accuracy": float(ok), "react_score": rec}
-    for short in ("RE", "CA", "AT", "DC"):
-        out["S_" + short] = rec
+    for entry in TASKS.values():
+        out["S_" + entry["short"]] = rec
     return out
 
 
 def _headline(items):
     rows = [r for r in items if r["question_set"] == "main" and (r.get("variant") or "targeted") != "control"]
-    return metrics.react_score(rows)
+    return metrics.react_score(rows, WEIGHTS)
 
 
 def _nan(value):
@@ -261,10 +281,9 @@ def _task_score(task):
     return lambda items: _nan(_headline(items).per_task.get(task))
 
 
-aggregate_s_re = _task_score("relational_erasure")
-aggregate_s_ca = _task_score("counterfactual_attribute")
-aggregate_s_at = _task_score("alteration_tracing")
-aggregate_s_dc = _task_score("dense_counting")
+# aggregate_s_<short> per task of the release (the YAML of reactbench_all names them)
+for _task, _entry in TASKS.items():
+    globals()["aggregate_s_" + _entry["short"].lower()] = _task_score(_task)
 '''
 
 
@@ -273,7 +292,7 @@ def write_lmms_eval(out: Any, tasks: list[str], temperature: float, max_tokens: 
     files = {f"lmms_eval/reactbench_{t}.yaml": task_yaml(t, temperature, max_tokens) for t in sorted(tasks)}
     files["lmms_eval/reactbench_all.yaml"] = all_tasks_yaml(tasks, temperature, max_tokens)
     files["lmms_eval/utils.py"] = UTILS_PY
-    files.update({f"lmms_eval/{k}": v for k, v in support_files().items()})
+    files.update({f"lmms_eval/{k}": v for k, v in support_files(tasks).items()})
     for rel, text in files.items():
         out.write_text_atomic(rel, text)
     return list(files)

@@ -8,13 +8,12 @@ from typing import Any
 
 from storage import addresses
 from storage.fs import RunFS
-from tasks.release.metrics import TASK_SHORT
+from storage.task_spec import all_tasks, task_order
 from tasks.release.evaluate.run import list_evaluations
 from tasks.release.report.html import figure, page, table
 from tasks.release.report.svg import hbars, radar, stacked
 from tasks.engine.suggest import suggest
 
-TASKS = list(TASK_SHORT)
 MODE_SHORT = {"standard": "std", "cot": "CoT"}
 
 
@@ -35,16 +34,32 @@ def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str
     return out
 
 
+def short(task: str) -> str:
+    """A task's short name (``TaskSpec.short``; the id itself for a task not registered here)."""
+    spec = all_tasks().get(task)
+    return spec.short if spec else task
+
+
+def report_tasks(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The tasks the evaluations score or miss, in benchmark order."""
+    found = set()
+    for _, m in models:
+        react = m["react"]
+        found |= set(react.get("per_task") or {}) | {x for x in react.get("missing") or [] if "/" not in x}
+    return sorted(found, key=task_order)
+
+
 def _model_name(m: dict[str, Any]) -> str:
     return f"{m['model']['backend']}:{m['model']['model']}" + (" (unverified)" if m.get("unverified") else "")
 
 
 def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
-    axes = [TASK_SHORT[t] for t in TASKS] + ["React-Score"]
+    tasks = report_tasks(models)
+    axes = [short(t) for t in tasks] + ["React-Score"]
     series, rows = [], []
     for _, m in models:
         per_task = m["react"]["per_task"]
-        vals = [per_task.get(t) for t in TASKS] + [m["react"]["react_score"]]
+        vals = [per_task.get(t) for t in tasks] + [m["react"]["react_score"]]
         series.append((_model_name(m), vals))
         comp = m.get("completeness") or {}
         complete = "yes" if m["react"]["complete"] else "no (weights renormalised; missing " + ", ".join(m["react"].get("missing") or []) + ")"
@@ -61,8 +76,8 @@ def model_section(m: dict[str, Any]) -> str:
     per_mode = m["react"]["per_mode"]
     parts.append("<h3>Task scores S<sub>t</sub><sup>m</sup> per mode</h3>")
     parts.append(table(["task", "standard", "CoT", "S_t"], [[t, per_mode[t].get("standard"), per_mode[t].get("cot"), m["react"]["per_task"][t]] for t in per_mode]))
-    type_items = [(f"{TASK_SHORT.get(a['task'], a['task'])} {a['qtype']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["type"]]
-    dim_items = [(f"{TASK_SHORT.get(a['task'], a['task'])} {a['dimension']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["dimension"]]
+    type_items = [(f"{short(a['task'])} {a['qtype']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["type"]]
+    dim_items = [(f"{short(a['task'])} {a['dimension']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["dimension"]]
     parts.append('<div class="charts">' + figure(hbars(type_items, "Accuracy per question type")) + figure(hbars(dim_items, "Accuracy per dimension")) + "</div>")
     qid_rows: dict[tuple[str, str], dict[str, Any]] = {}
     for a in acc["qid"]:
@@ -82,9 +97,10 @@ def model_section(m: dict[str, Any]) -> str:
                            [[a["editor"], a["task"], a["targeted_items"], a["control_items"], a["targeted_accuracy"], a["control_accuracy"], a["difference"],
                              "n/a" if a["ci95"] is None else f"[{a['ci95'][0]}, {a['ci95'][1]}]"] for a in m["ablation"]]))
     if m.get("by_editor"):
+        tasks = report_tasks([("", m)])
         parts.append("<h3>Per editor and variant</h3>")
-        parts.append(table(["editor", "variant", *[TASK_SHORT[t] for t in TASKS], "React-Score", "complete"],
-                           [[e["editor"], e["variant"], *[e["react"]["per_task"].get(t) for t in TASKS], e["react"]["react_score"], "yes" if e["react"]["complete"] else "no"] for e in m["by_editor"]]))
+        parts.append(table(["editor", "variant", *[short(t) for t in tasks], "React-Score", "complete"],
+                           [[e["editor"], e["variant"], *[e["react"]["per_task"].get(t) for t in tasks], e["react"]["react_score"], "yes" if e["react"]["complete"] else "no"] for e in m["by_editor"]]))
     incomplete = (m.get("completeness") or {}).get("incomplete") or []
     if incomplete:
         parts.append(f"<h3>Incomplete items ({len({i['edit_id'] for i in incomplete})})</h3>")
@@ -101,7 +117,7 @@ def model_section(m: dict[str, Any]) -> str:
         parts.append("<p class=\"muted\">Traditional metrics over every BEAF answer of both images (BEAF Table 3):</p>")
         parts.append(table(["mode", *tkeys], [[mode, *[(b.get("traditional") or {}).get(k) for k in tkeys]] for mode, b in sorted(m["beaf"].items())]))
     if m.get("subcauses"):
-        rows = [(TASK_SHORT.get(t, t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()]) for t, d in m["subcauses"].items()]
+        rows = [(short(t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()]) for t, d in m["subcauses"].items()]
         parts.append("<h3>Sub-causes of CoT hallucinations</h3>" + figure(stacked(rows, "Sub-cause distribution per task")))
         parts.append(
             table(
