@@ -191,8 +191,16 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
         return None
     return reuse.key(
         candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
-        code=code_version("tasks.stages.instruct", "prompts"),
+        code=code_version("tasks.stages.instruct", "prompts", *_code_hooks(c["task"], INSTRUCT_ROWS, "instruct_rules")),
     )
+
+
+def _code_hooks(task: str, *names: str) -> list[Any]:
+    """The task's callable hooks among ``names``: their modules join the code version of an item
+    key, so a plugin's edited code recomputes its items (the built-ins' are in the hashed rooms)."""
+    import inspect
+
+    return [h for h in (_hook(task, n) for n in names) if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 
 def _candidate_outcomes(
