@@ -76,7 +76,7 @@ def run_stages_cli(
     no_cache: bool = False,
     force_items: list[str] | None = None,
 ) -> None:
-    from flows.cli_preflight import check_before_build
+    from flows.cli_preflight import render, render_estimate
     from tasks.tools.preflight import PreflightFailed
     from flows.runtime import run_pipeline
     from tasks.engine.base import StageInputError
@@ -92,7 +92,6 @@ def run_stages_cli(
         raise typer.Exit(2)
     started = time.perf_counter()
     try:
-        check_before_build(cfg, stages, console, str(run_dir))  # edit will run: stop in seconds if it cannot (before mine)
         with Progress(
             TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"), TimeElapsedColumn(),
             console=console, transient=False,
@@ -100,8 +99,14 @@ def run_stages_cli(
             result = run_pipeline(
                 cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
                 options={"no_cache": no_cache, "force_items": list(force_items or [])}, progress=_progress_factory(progress),
+                on_preflight=lambda report: render_estimate(report, console),  # the chain's preflight (flows/chain.py) passed
             )
-    except (StageInputError, ShardFailed, ConfigError, KeyError, PreflightFailed) as exc:
+    except PreflightFailed as exc:  # edit would run and cannot: stopped in seconds, before mine
+        if getattr(exc, "report", None) is not None:
+            render(exc.report, console)
+        console.print(str(exc), style="red", markup=False)
+        raise typer.Exit(1)
+    except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(1)
     console.print(_summary_table(result.summaries))

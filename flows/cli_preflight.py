@@ -1,7 +1,8 @@
 """``reactbench preflight``: will the config's build fit the GPUs, and is everything it names here?
 
-Also the gate ``build`` runs before its first stage when ``edit`` is among its stages, so a
-config that cannot run stops in seconds instead of after hours of mining and MLLM calls.
+Also the gate ``build`` runs before its first stage when ``edit`` is among its stages (the first
+step of the build chain, ``flows/chain.py``), so a config that cannot run stops in seconds instead
+of after hours of mining and MLLM calls; ``render`` and ``render_estimate`` are how the CLI shows it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def render_estimate(report: Any, console: Console) -> None:
 
 def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None, run_dir: str | None = None) -> None:
     """``tasks.tools.preflight.require_preflight``, printing the table on ``console`` when it fails and
-    the build-time estimate of the pending edits when it passes."""
+    the build-time estimate of the pending edits when it passes: what ``reactbench build`` shows of
+    the preflight step of its chain (``flows/chain.py``), for callers outside a build."""
     from tasks.tools.preflight import PreflightFailed, require_preflight
 
     try:
@@ -59,7 +61,7 @@ def check_before_build(cfg: Any, stages: list[str] | None, console: Console | No
 def register(app: typer.Typer) -> None:
     @app.command()
     def preflight(
-        config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the embedded demo config)."),
+        config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the --run-dir's saved config.yaml, else the embedded demo config)."),
         gpus: Optional[int] = typer.Option(None, "--gpus", min=0, help="GPUs per node to plan for (default: what torch.cuda sees)."),
         gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, help="memory per GPU in GB (default: torch.cuda)."),
         gpu_name: Optional[str] = typer.Option(None, "--gpu-name", help="GPU kind for the time estimate, e.g. 'RTX A6000' (default: torch.cuda, else the slowest card of that memory)."),
@@ -75,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
         try:
-            cfg = resolve_run_config(config)
+            cfg = resolve_run_config(config, run_dir=run_dir)  # explicit > the run's saved config.yaml > demo
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
         except (ConfigError, ValueError) as exc:
             console.print(str(exc), style="red", markup=False, soft_wrap=True)

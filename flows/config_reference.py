@@ -36,6 +36,8 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
         elif isinstance(default, tuple) and default and isinstance(default[0], BaseModel):
             default = [d.model_dump(mode="json") for d in default]
         rows.append((key, _type_name(ann), json.dumps(default, default=str), field.description or ""))
+    for name, section in getattr(model, "task_sections", dict)().items():  # mine.<task>: the registered tasks' sections
+        rows.extend(_rows(section, f"{prefix}{name}."))
     return rows
 
 

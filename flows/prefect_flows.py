@@ -13,6 +13,9 @@ Failure handling: every shard of a stage is submitted; a shard that raises is re
 ``retry_transient_only`` is false) and, if it still fails, the other shards go on. The stage
 then fails naming the missing shards; the build stops there (later stages read its output).
 Finished shards carry completion markers, so rerunning the same build runs only what failed.
+
+``build_flow`` runs the build chain of ``flows/chain.py`` (preflight, stages, build report), the
+same chain as a local build; only the way one stage runs (a subflow here) is this module's.
 """
 
 from __future__ import annotations
@@ -28,13 +31,13 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
-from flows.config import BuildConfig, OrchestrationConfig, config_from_dict, resolve_run_config
+from flows.chain import run_build_chain
+from flows.config import BuildConfig, OrchestrationConfig, resolve_run_config
 from flows.context import make_context, progress_for
-from flows.stages import get_stage, select_stages
+from flows.stages import get_stage
 from storage.fs import RunFS
 from storage.run_lock import hold_run
 from tasks.engine.base import RunContext
-from tasks.tools.preflight import require_preflight
 from tasks.engine.retries import RetryPolicy
 from tasks.engine.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
 
@@ -203,7 +206,7 @@ def stage_shards_flow(
     stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
 ) -> StageSummary:
     """Run one stage with the runner on this flow's task runner; publish counts and progress."""
-    ctx = RunContext(run=RunFS.open(run_dir), config=config_from_dict(config), options=dict(options or {}))
+    ctx = RunContext(run=RunFS.open(run_dir), config=resolve_run_config(config), options=dict(options or {}))
     orch = ctx.config.orchestration
     terminal = progress_for(ctx.run.url, stage_name)
     artifact: list[ProgressArtifact] = []
@@ -229,19 +232,6 @@ def stage_shards_flow(
         raise
     publish_stage_table(summary)
     return summary
-
-
-def _write_build_report(ctx: RunContext) -> list[str]:
-    """The HTML build report (``reports/build.html``) linked from the summary; a report that
-    cannot be drawn is logged, never fails a finished build."""
-    try:
-        from tasks.release.report.write import write_report
-
-        write_report("build", ctx.run)
-    except Exception as exc:  # noqa: BLE001 - the report is a convenience on top of the artifacts
-        get_run_logger().warning("build report not written: %s: %s", exc.__class__.__name__, exc)
-        return []
-    return ["reports/build.html"]
 
 
 def _run_stage(name: str, ctx: RunContext, force: bool) -> StageSummary:
@@ -289,27 +279,26 @@ def build_flow(
         return _build(config, run_dir, stages, force, options, overrides)
 
 
+class _RunLog:
+    """The flow run's logger, looked up when a message is written (``build_flow.fn`` may run
+    outside a flow run, up to its first message)."""
+
+    def info(self, *args: Any) -> None:
+        get_run_logger().info(*args)
+
+    def warning(self, *args: Any) -> None:
+        get_run_logger().warning(*args)
+
+
 def _build(
     config: dict[str, Any] | str | None, run_dir: str, stages: list[str] | None, force: bool,
     options: dict[str, Any] | None, overrides: dict[str, Any] | None,
 ) -> list[StageSummary]:
+    """The build chain of ``flows/chain.py``, each stage a subflow on the config's task runner,
+    inside one Ray session; the summary artifact is published also when a stage failed."""
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    report = require_preflight(cfg, stages, run_dir)  # edit will run: stop before mine when it cannot (tasks/tools/preflight.py)
-    if report is not None and report.estimate is not None and report.estimate.models:
-        get_run_logger().info("\n".join(report.estimate.lines()))  # the pending edits' GPU time (tasks/tools/estimate.py)
-    ctx = make_context(cfg, run_dir, options)
-    summaries: list[StageSummary] = []
-    failed: dict[str, str] = {}
-    with ray_session(cfg):
-        for name in select_stages(stages):
-            try:
-                summaries.append(_run_stage(name, ctx, force))
-            except Exception as exc:
-                failed[name] = f"{exc.__class__.__name__}: {exc}"
-                break  # later stages read this one's output
-    reports = [] if failed else _write_build_report(ctx)
-    publish_build_summary(run_dir, summaries, failed, reports)
-    if failed:
-        stage, msg = next(iter(failed.items()))
-        raise ShardFailed(f"build stopped at stage {stage!r}: {msg}")
-    return summaries
+    return run_build_chain(
+        cfg, run_dir, stages, lambda name, ctx: _run_stage(name, ctx, force), options=options, log=_RunLog(),
+        around_stages=lambda: ray_session(cfg),
+        on_end=lambda done: publish_build_summary(run_dir, done.summaries, done.failed, done.reports),
+    ).summaries

@@ -4,8 +4,9 @@ Prefect 3 has no in-process mode: without ``PREFECT_API_URL`` every flow run sta
 server (11-30 s measured here). A user trying an idea on a laptop should not pay that for a
 stage run, so ``orchestrator="auto"`` runs the same stage logic (``tasks.engine.runner``) on a thread
 pool when no API is configured, and through the Prefect flows in ``flows/prefect_flows.py``
-(recorded runs, task retries, artifacts, Ray) when one is. Both go through ``tasks.engine.runner.run_stage``:
-retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
+(recorded runs, task retries, artifacts, Ray) when one is. Both run one build chain
+(``flows/chain.py``: preflight, stages in order, build report) and go through
+``tasks.engine.runner.run_stage``: retries, GPU placement and ``_errors/`` tracebacks behave the same either way. ``--orchestrator prefect`` forces
 Prefect (it then starts the temporary server if needed).
 """
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
+from flows.chain import run_build_chain
 from flows.config import BuildConfig
-from flows.context import ProgressFactory, make_context, watch_progress
+from flows.context import ProgressFactory, watch_progress
 from flows.stages import get_stage, select_stages
+from tasks.engine.base import RunContext
 from tasks.engine.runner import StageSummary, run_stage
 
 Orchestrator = Literal["auto", "local", "prefect"]
@@ -70,26 +73,29 @@ def run_pipeline(
     orchestrator: Orchestrator = "auto",
     options: dict | None = None,
     progress: ProgressFactory | None = None,
+    on_preflight: Callable[[Any], None] | None = None,
 ) -> BuildResult:
-    """Run the selected stages (all by default) in order; each skips its finished shards."""
-    names = select_stages(stages)
+    """Run the build chain (``flows/chain.py``: preflight, the selected stages in order, the build
+    report) locally or through ``build_flow``; each stage skips its finished shards.
+
+    ``on_preflight`` shows a passing preflight's report (the CLI prints the estimate); a Prefect
+    build, whose parameters must be serialisable, logs it through its run logger instead.
+    """
     mode = resolve_orchestrator(orchestrator)
     if mode == "prefect":
         from flows.prefect_flows import build_flow
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(
-                config=config.model_dump(mode="json"), run_dir=run_dir, stages=names, force=force, options=options or {}
+                config=config.model_dump(mode="json"), run_dir=run_dir, stages=select_stages(stages), force=force, options=options or {}
             )
         return BuildResult("prefect", list(summaries))
-    ctx = make_context(config, run_dir, options)
-    result = BuildResult("local")
-    for name in names:
-        stage = get_stage(name)
-        result.summaries.append(
-            run_stage(
-                stage, ctx, force=force, progress=progress(name) if progress else None,
-                requeue_reasons=config.orchestration.rerun_reject_reasons,
-            )
+
+    def run_one(name: str, ctx: RunContext) -> StageSummary:
+        return run_stage(
+            get_stage(name), ctx, force=force, progress=progress(name) if progress else None,
+            requeue_reasons=config.orchestration.rerun_reject_reasons,
         )
-    return result
+
+    done = run_build_chain(config, run_dir, stages, run_one, options=options, on_preflight=on_preflight)
+    return BuildResult("local", done.summaries)

@@ -17,9 +17,8 @@ import numpy as np
 from miners import npx
 from miners.candidates import Selection, VGRows, rng_for, seeded_order
 from miners.config import AlterationTracingParams
+from miners.dispatch import MineJob
 from miners.vg_scan import Scan
-
-TASK = "alteration_tracing"
 
 
 def assign_edit_type(k: int, offset: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
@@ -42,13 +41,20 @@ def crowded_images(scan: Scan, params: AlterationTracingParams) -> np.ndarray:
     return imgs[counts > params.min_objects]
 
 
-def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int) -> Selection:
+def mine(job: MineJob) -> None:
+    """The task's miner on a Visual Genome :class:`Scan` (objects only)."""
+    job.result.summary["crowded_images"] = int(crowded_images(job.scan, job.params).size)
+    if job.candidates:
+        job.result.add(select(job.scan, job.params, job.rows, job.seed, job.task))
+
+
+def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int, task: str) -> Selection:
     sel = Selection()
     o = scan.objects
     crowded = crowded_images(scan, params)
-    offset = int(rng_for(seed, TASK, "rotation").integers(len(params.edit_types)))
+    offset = int(rng_for(seed, task, "rotation").integers(len(params.edit_types)))
     k = 0
-    for iid in seeded_order(crowded.tolist(), seed, TASK):
+    for iid in seeded_order(crowded.tolist(), seed, task):
         if k >= params.max_images:
             break
         info = scan.images[iid]
@@ -60,13 +66,13 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int)
         path = rows.image_path(iid, sel)
         if path is None:
             continue
-        row = int(ok[int(rng_for(seed, TASK, "target", iid).integers(len(ok)))])
+        row = int(ok[int(rng_for(seed, task, "target", iid).integers(len(ok)))])
         nid = int(o["nid"][row])
         same = int(np.sum(o["nid"][obj_rows] == nid))
         edit, chain, assigned = assign_edit_type(k, offset, params.edit_types, same)
         target = {"id": int(o["oid"][row]), "name": scan.names.names[nid], "box": rows.index.box("objects", row)}
         extra: dict[str, Any] = {"assigned_edit_type": assigned, "object_count": int(len(obj_rows)), "rotation_index": k}
-        sel.rows.append(rows.row(TASK, "targeted", iid, path, target=target, extra=extra,
+        sel.rows.append(rows.row(task, "targeted", iid, path, target=target, extra=extra,
                                  same_instance_count=same, edit_type=edit, fallback_chain=chain))
         k += 1
     return sel

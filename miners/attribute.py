@@ -22,9 +22,11 @@ import pyarrow as pa
 from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, seeded_order
 from miners.config import CounterfactualAttributeParams
+from miners.dispatch import MineJob
 from miners.vg_scan import Scan
 
-TASK = "counterfactual_attribute"
+# The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
+VG_READS = ("attributes",)
 
 
 @dataclass
@@ -83,7 +85,17 @@ def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[s
     return attribute_stats_table(scan, t, min_count).to_pylist()
 
 
-def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, control: bool) -> Selection:
+def mine(job: MineJob) -> None:
+    """The task's miner on a Visual Genome :class:`Scan`: the attribute statistics, then
+    (``job.candidates``) the candidates."""
+    table = attribute_table(job.scan, job.params)
+    job.result.attribute_table = attribute_stats_table(job.scan, table, job.config.stats_min_count)
+    if job.candidates:
+        job.result.add(select(job.scan, table, job.params, job.rows, job.seed, job.control, job.task))
+    job.result.summary["attributes_kept"] = int(table.kept.sum())
+
+
+def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, control: bool, task: str) -> Selection:
     sel = Selection()
     inst, ann = scan.instances, scan.annotations
     W, H = image_sizes(scan, inst["img"])
@@ -112,7 +124,7 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
         imgs, at = npx.unique_first(inst["img"][rows_here])
         first = dict(zip(imgs.tolist(), rows_here[at].tolist()))  # image -> its lowest-id instance
         chosen = 0
-        for iid in seeded_order(imgs, seed, TASK, names[o], attrs[a]):
+        for iid in seeded_order(imgs, seed, task, names[o], attrs[a]):
             if chosen >= params.images_per_attribute:
                 break
             path = rows.image_path(iid, sel)
@@ -121,24 +133,24 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
             r = first[iid]
             used.add(r)
             i = stat[(o, a)]
-            sel.rows.append(_row(scan, rows, "targeted", r, iid, path, attrs[a], int(t.rank[i]),
+            sel.rows.append(_row(scan, rows, task, "targeted", r, iid, path, attrs[a], int(t.rank[i]),
                                  {"c_o": int(t.c_o[i]), "c_oa": int(t.c_oa[i]), "p_a_given_o": float(t.p[i]),
                                   "dominant_attributes": sorted(attrs[x] for x in dominant[o])}))
             chosen += 1
     if control:
-        _controls(scan, t, params, rows, seed, sel, dominant, a_inst, a_aid, used)
+        _controls(scan, t, params, rows, seed, sel, dominant, a_inst, a_aid, used, task)
     return sel
 
 
-def _row(scan: Scan, rows: VGRows, variant: str, r: int, iid: int, path: str, attribute: str, rank: int | None, extra: dict[str, Any]) -> dict[str, Any]:
+def _row(scan: Scan, rows: VGRows, task: str, variant: str, r: int, iid: int, path: str, attribute: str, rank: int | None, extra: dict[str, Any]) -> dict[str, Any]:
     inst = scan.instances
     target = {"id": int(inst["oid"][r]), "name": scan.names.names[int(inst["nid"][r])], "box": rows.index.box("instances", r)}
-    return rows.row(TASK, variant, iid, path, target=target, id_parts=(attribute,), extra=extra,
+    return rows.row(task, variant, iid, path, target=target, id_parts=(attribute,), extra=extra,
                     attribute=attribute, attribute_rank=rank, edit_type="attribute", fallback_chain=[])
 
 
 def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, sel: Selection,
-              dominant: dict[int, set[int]], a_inst: np.ndarray, a_aid: np.ndarray, used: set[int]) -> None:
+              dominant: dict[int, set[int]], a_inst: np.ndarray, a_aid: np.ndarray, used: set[int], task: str) -> None:
     """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
     inst = scan.instances
     names, attrs = scan.names.names, scan.attributes.names
@@ -157,7 +169,7 @@ def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributePara
     for o in sorted(dominant):
         first = per_class.get(o, {})
         chosen = 0
-        for iid in seeded_order(first, seed, TASK, "control", names[o]):
+        for iid in seeded_order(first, seed, task, "control", names[o]):
             if chosen >= params.images_per_attribute:
                 break
             path = rows.image_path(iid, sel)
@@ -165,6 +177,6 @@ def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributePara
                 continue
             r, a = first[iid]
             c, rk = count[(o, a)]
-            sel.rows.append(_row(scan, rows, "control", r, iid, path, attrs[a], rk,
+            sel.rows.append(_row(scan, rows, task, "control", r, iid, path, attrs[a], rk,
                                  {"c_oa": c, "dominant_attributes": sorted(attrs[x] for x in dominant[o]), "control_rule": "non_dominant_attribute"}))
             chosen += 1

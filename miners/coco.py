@@ -1,13 +1,18 @@
-"""The COCO-format source: RE, AT and DC candidates from one instances file (COCO, LVIS, ...).
+"""The COCO-format source: candidates from one instances file (COCO, LVIS, ...) for every
+requested task whose spec has a ``coco`` miner (the built-ins: RE, AT and DC, below).
 
-How each task reads it:
+The file is read once into a :class:`Scan` (objects, and co-occurrence links as relations) and a
+:class:`CocoRows` (which also holds the parsed file, ``rows.data``, and the unsafe classes per
+image, ``rows.unsure``); each task's miner gets both (``miners/dispatch.py``).
+
+How each built-in task reads it:
 - RE: COCO has no relationships, so the pair statistics count co-occurrence. Each image links
   every two categories present in it once (the largest instance of each, predicate ``with``);
   with ``count_unit: images`` C(A∩B) is then the number of images holding both and the same
   ``relational.pair_table`` applies the same N_min / θ rule as for Visual Genome.
 - AT: the objects and boxes, through the same ``alteration.select``.
 - DC: the count of one category in an image (non-crowd annotations), points at the box centres,
-  stratified over ``dense_counting.bins`` like FSC147 (its ``splits`` do not apply); the
+  stratified over the DC section's ``bins`` like FSC147 (its ``splits`` do not apply); the
   instruct stage's ambiguity filter then judges them like FSC147's.
 
 What makes a count or an absence claim unsafe, and is therefore not used: a crowd region
@@ -34,7 +39,8 @@ from miners import alteration, relational
 from miners.candidates import COCO as SOURCE
 from miners.candidates import Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
-from miners.config import MineConfig
+from miners.config import DenseCountingParams, MineConfig
+from miners.dispatch import MineJob, miner_specs, run_miners
 from miners.fsc147 import bin_of
 from miners.result import MineResult
 from miners.sources import SourceSpec
@@ -42,9 +48,7 @@ from miners.vg_format import ImageInfo
 from miners.vg_scan import Scan, Vocab
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
-from storage.task_ids import ALTERATION_TRACING, DENSE_COUNTING, RELATIONAL_ERASURE
 
-TASKS = (RELATIONAL_ERASURE, ALTERATION_TRACING, DENSE_COUNTING)
 PREDICATE = "with"
 
 
@@ -85,6 +89,7 @@ class CocoRows(VGRows):
         # co-occurrence links are statistics, not scene facts: the context lists no relations
         super().__init__(dataclasses.replace(scan, relations=None), CocoLocator(data), context_limit)
         self.data = data
+        self.unsure = unsure_classes(data)  # (image id, class name) -> why a claim about it is unsafe
 
     def row(self, task: str, variant: str, iid: int, path: str, *, extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
         notes = {**image_notes(self.data, iid), **class_notes(self.data, kw["target"]["name"])}
@@ -184,10 +189,10 @@ def drop_unsure(sel: Selection, unsure: dict[tuple[int, str], str], path: str) -
     return out
 
 
-def select_counting(data: CocoData, cfg: MineConfig, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str]) -> tuple[Selection, int]:
+def select_counting(data: CocoData, params: DenseCountingParams, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str],
+                    task: str) -> tuple[Selection, int]:
     """DC candidates: (image, class) counts inside ``count_range``, drawn ``per_bin`` per bin;
     also the number of counts left out because the class is not exhaustively annotated there."""
-    params = cfg.dense_counting
     sel = Selection()
     boxes: dict[tuple[int, str], list[list[float]]] = defaultdict(list)
     for a in sorted(data.objects, key=lambda a: a.id):
@@ -213,7 +218,7 @@ def select_counting(data: CocoData, cfg: MineConfig, seed: int, locator: CocoLoc
         bins[b].append(key)
     for b in sorted(bins):
         chosen = 0
-        for key in seeded_names(bins[b], seed, DENSE_COUNTING, SOURCE, b):
+        for key in seeded_names(bins[b], seed, task, SOURCE, b):
             if chosen >= params.per_bin:
                 break
             iid, name = keys[key]
@@ -221,47 +226,64 @@ def select_counting(data: CocoData, cfg: MineConfig, seed: int, locator: CocoLoc
             if path is None:
                 sel.rejects.append(reject(f"coco:image:{iid}", "mine", "missing_image", f"image {iid}: no file among {locator.candidates(iid, None)}"))
                 continue
-            sel.rows.append(_count_row(data, iid, name, boxes[(iid, name)], path, [params.bins[b], params.bins[b + 1]]))
+            sel.rows.append(_count_row(data, iid, name, boxes[(iid, name)], path, [params.bins[b], params.bins[b + 1]], task))
             chosen += 1
     return sel, not_exhaustive
 
 
-def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int]) -> dict[str, Any]:
+def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int], task: str) -> dict[str, Any]:
     img = data.images[iid]
     extra = {"bin": edges, "exemplar_boxes": bs[:3], "point_rule": "box_centre", **image_notes(data, iid), **class_notes(data, name)}
     return {
-        "id": stable_id(DENSE_COUNTING, "targeted", SOURCE, iid, name),
-        "task": DENSE_COUNTING, "variant": "targeted", "source": SOURCE, "image_id": str(iid), "image_path": path,
+        "id": stable_id(task, "targeted", SOURCE, iid, name),
+        "task": task, "variant": "targeted", "source": SOURCE, "image_id": str(iid), "image_path": path,
         "width": img.width, "height": img.height, "count": len(bs), "points": [[x + w / 2, y + h / 2] for x, y, w, h in bs],
         "class_name": name, "target_name": name, "edit_type": "none", "fallback_chain": [],
         "context_json": canonical_json([]), "extra_json": canonical_json(extra),
     }
 
 
+def mine_relational(job: MineJob) -> None:
+    """RE on COCO: the pair statistics over co-occurrence links; candidates whose erased class may
+    have unannotated instances in the image become rejects."""
+    rows: CocoRows = job.rows
+    table = relational.pair_table(job.scan, job.params)
+    job.result.pair_table = relational.pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
+    if job.candidates:
+        sel = relational.select(job.scan, table, job.params, rows, job.seed, job.control, job.task)
+        job.result.add(drop_unsure(sel, rows.unsure, rows.data.path))
+    job.result.summary["pairs_kept"] = int(table.kept.sum())
+
+
+def mine_alteration(job: MineJob) -> None:
+    """AT on COCO: as on Visual Genome, without targets whose class may be missing instances."""
+    rows: CocoRows = job.rows
+    job.result.summary["crowded_images"] = int(alteration.crowded_images(job.scan, job.params).size)
+    if job.candidates:
+        job.result.add(drop_unsure(alteration.select(job.scan, job.params, rows, job.seed, job.task), rows.unsure, rows.data.path))
+
+
+def mine_counting(job: MineJob) -> None:
+    """DC on COCO: per-image class counts (see the module docstring)."""
+    rows: CocoRows = job.rows
+    if not job.candidates:
+        return
+    sel, skipped = select_counting(rows.data, job.params, job.seed, rows.locator, rows.unsure, job.task)
+    job.result.add(sel)
+    job.result.summary["dc_not_exhaustive"] = skipped
+
+
 def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Any | None = None) -> MineResult:
-    """RE, AT and DC candidates (whichever ``cfg.tasks`` asks for) and the pair statistics."""
-    tasks = [t for t in cfg.tasks if t in TASKS]
+    """Candidates (and for RE the pair statistics) of every requested task with a ``coco`` miner."""
+    specs = miner_specs(SOURCE, cfg.tasks)
     result = MineResult()
-    if not tasks:
+    if not specs:
         return result
     data = read_coco(path, cfg.box_tolerance)
     scan = coco_scan(data, cfg.box_tolerance)
     result.rejects.extend(scan.rejects)
     rows = CocoRows(scan, data, cfg.context_max_objects)
-    unsure = unsure_classes(data)
-    if RELATIONAL_ERASURE in tasks:
-        table = relational.pair_table(scan, cfg.relational_erasure)
-        result.pair_table = relational.pair_stats_table(scan, table, cfg.stats_min_count)
-        sel = relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for(RELATIONAL_ERASURE))
-        result.add(drop_unsure(sel, unsure, path))
-        result.summary["pairs_kept"] = int(table.kept.sum())
-    if ALTERATION_TRACING in tasks:
-        result.summary["crowded_images"] = int(alteration.crowded_images(scan, cfg.alteration_tracing).size)
-        result.add(drop_unsure(alteration.select(scan, cfg.alteration_tracing, rows, seed), unsure, path))
-    if DENSE_COUNTING in tasks:
-        sel, skipped = select_counting(data, cfg, seed, rows.locator, unsure)
-        result.add(sel)
-        result.summary["dc_not_exhaustive"] = skipped
+    run_miners(SOURCE, specs, scan, rows, cfg, seed, result)
     result.summary.update({"images": len(data.images), "objects": len(data.objects), "crowd_regions": len(data.crowds),
                            "classes": len(scan.names.names)})
     return result.finish()
@@ -275,10 +297,9 @@ COCO = SourceSpec(
     name=SOURCE,
     format="COCO-format instances JSON (COCO 2014/2017, LVIS v1, ...)",
     yields=frozenset({"images", "objects"}),
-    tasks=TASKS,
     setting_help="an instances JSON such as annotations/instances_val2017.json",
     files=_files,
     required=_files,
     mine=mine_coco,
-    manifest=lambda result: {"coco": {k: result.summary[k] for k in ("images", "objects", "crowd_regions", "classes", "pairs_kept", "crowded_images", "dc_not_exhaustive") if k in result.summary}},
+    manifest=lambda result: result.source_summary(SOURCE),
 )

@@ -22,12 +22,12 @@ import msgspec
 
 from miners.candidates import FSC, Selection, seeded_names
 from miners.config import DenseCountingParams
+from miners.dispatch import MineJob
 from miners.jsonstream import decode_file
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 from storage.rejects import reject
 
-TASK = "dense_counting"
 ANNOTATIONS = "annotation_FSC147_384.json"
 CLASSES = "ImageClasses_FSC147.txt"
 SPLITS = "Train_Test_Val_FSC_147.json"
@@ -137,7 +137,15 @@ def bin_of(count: int, edges: tuple[int, ...]) -> int | None:
     return None
 
 
-def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
+def mine(job: MineJob) -> None:
+    """The task's miner on FSC147 (``job.scan`` is the :class:`FSCData`): stratified candidates,
+    and per split how many annotated images the configured ``splits`` leave out."""
+    if job.candidates:
+        job.result.add(select(job.scan, job.params, job.seed, job.task))
+    job.result.summary.update(split_counts(job.scan, job.params.splits))
+
+
+def select(data: FSCData, params: DenseCountingParams, seed: int, task: str) -> Selection:
     sel = Selection(rejects=list(data.problems))
     lo, hi = params.count_range
     bins: dict[int, list[str]] = {}
@@ -157,17 +165,17 @@ def select(data: FSCData, params: DenseCountingParams, seed: int) -> Selection:
         bins.setdefault(b, []).append(name)
     for b in sorted(bins):
         chosen = 0
-        for name in seeded_names(bins[b], seed, TASK, b):  # keyed by file name: new images never reorder the others
+        for name in seeded_names(bins[b], seed, task, b):  # keyed by file name: new images never reorder the others
             if chosen >= params.per_bin:
                 break
-            row = _row(data, name, b, params, sel)
+            row = _row(data, name, b, params, sel, task)
             if row is not None:
                 sel.rows.append(row)
                 chosen += 1
     return sel
 
 
-def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Selection) -> dict[str, Any] | None:
+def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Selection, task: str) -> dict[str, Any] | None:
     a = data.annotations[name]
     path = posixpath.join(data.root, IMAGES, name)
     if not _exists(path):
@@ -187,8 +195,8 @@ def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Sel
     extra = {"split": data.splits.get(name), "bin": [edges[b], edges[b + 1]], "exemplar_boxes": exemplars,
              "annotation_size": [a.W, a.H], "ratio": [a.ratio_w, a.ratio_h]}
     return {
-        "id": stable_id(TASK, "targeted", FSC, name),
-        "task": TASK, "variant": "targeted", "source": FSC, "image_id": name, "image_path": path,
+        "id": stable_id(task, "targeted", FSC, name),
+        "task": task, "variant": "targeted", "source": FSC, "image_id": name, "image_path": path,
         "width": width, "height": height, "count": count, "points": [[float(p[0]), float(p[1])] for p in a.points],
         "class_name": data.classes[name], "target_name": data.classes[name], "edit_type": "none", "fallback_chain": [],
         "context_json": canonical_json([]), "extra_json": canonical_json(extra),

@@ -1,5 +1,9 @@
-"""Mining entry points: Visual Genome (RE, CA, AT) and FSC147 (DC) to rows of the mine artifacts,
-and their :class:`~miners.sources.SourceSpec` registrations (the COCO format's is in ``miners/coco.py``).
+"""Mining entry points: Visual Genome and FSC147 to rows of the mine artifacts, and their
+:class:`~miners.sources.SourceSpec` registrations (the COCO format's is in ``miners/coco.py``).
+
+Each source reads its files once, then calls the miner of every requested task whose spec has
+one for it (``TaskSpec.miners``; the contract is in ``miners/dispatch.py``). Which optional
+Visual Genome files are read follows the requested tasks' ``vg_reads`` hooks.
 
 Pure functions over files: no Prefect, no run directory. ``tasks/stages/mine.py`` wraps them as
 the ``mine`` stage; the scale benchmark and the tests call them directly.
@@ -12,17 +16,18 @@ from typing import Callable, Optional
 
 import fsspec
 
-from miners import alteration, attribute, fsc147, relational
-from miners.candidates import VGRows
+from miners import fsc147
+from miners.candidates import FSC, VG, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
+from miners.dispatch import miner_specs, run_miners, task_hook
 from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
-from storage.task_ids import VG_TASK_IDS as VG_TASKS
+from storage.task_spec import task_spec
 
 Progress = Callable[[str, int], None]
 
@@ -32,9 +37,27 @@ def _exists(path: str) -> bool:
     return fs.exists(p)
 
 
+VG_KINDS = ("image_data", "objects", "relationships", "attributes")
+# Always read: image_data and objects; attributes.json whenever present (candidates list their
+# target's attributes). relationships.json, and attributes.json as a must, only when a requested
+# task's spec names them in its ``vg_reads`` hook (a tuple of these kinds).
+VG_OPTIONAL = ("relationships", "attributes")
+
+
 def vg_files(root: str) -> dict[str, str]:
     root = root.rstrip("/")
-    return {name: posixpath.join(root, f"{name}.json") for name in ("image_data", "objects", "relationships", "attributes")}
+    return {name: posixpath.join(root, f"{name}.json") for name in VG_KINDS}
+
+
+def vg_reads(tasks: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """Optional VG file kind -> the first requested task that needs it (its ``vg_reads`` hook)."""
+    needs: dict[str, str] = {}
+    for task in tasks:
+        for kind in task_hook(task_spec(task), "vg_reads", ()):
+            if kind not in VG_OPTIONAL:
+                raise ValueError(f"task {task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}")
+            needs.setdefault(kind, task)
+    return needs
 
 
 def _aliases(explicit: str | None, root: str, name: str) -> list[list[str]]:
@@ -45,7 +68,8 @@ def _aliases(explicit: str | None, root: str, name: str) -> list[list[str]]:
 
 
 def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progress: Optional[Progress] = None) -> Scan:
-    """Read the VG files the tasks need (one streaming pass each) into a :class:`Scan`."""
+    """Read the VG files the tasks need (one streaming pass each) into a :class:`Scan`: image_data
+    and objects, the files the tasks' ``vg_reads`` name, and attributes.json when present."""
     files = vg_files(root)
     for key in ("image_data", "objects"):
         if not _exists(files[key]):
@@ -59,15 +83,11 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
     scan = new_scan(images, canon, preds, cfg.box_tolerance)
     for reason, detail in problems:
         scan.rejects.append(reject(f"vg:image_data:{len(scan.rejects)}", "mine", reason, detail))
-    kinds = ["objects"]
-    if "relational_erasure" in tasks:
-        if not _exists(files["relationships"]):
-            raise FileNotFoundError(f"relational_erasure needs {files['relationships']}")
-        kinds.append("relationships")
-    if "counterfactual_attribute" in tasks and not _exists(files["attributes"]):
-        raise FileNotFoundError(f"counterfactual_attribute needs {files['attributes']}")
-    if _exists(files["attributes"]):
-        kinds.append("attributes")
+    needs = vg_reads(tasks)
+    for kind, task in needs.items():
+        if not _exists(files[kind]):
+            raise FileNotFoundError(f"{task} needs {files[kind]}")
+    kinds = ["objects"] + [k for k in VG_OPTIONAL if k in needs or (k == "attributes" and _exists(files[k]))]
     jobs = [Job(k, files[k], canon, preds, cfg.box_tolerance, block, cfg.reader, cfg.threads) for k in kinds]
     run_jobs(jobs, scan, progress)
     finish_scan(scan)
@@ -76,48 +96,34 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
 
 
 def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional[Progress] = None, candidates: bool = True) -> MineResult:
-    """RE, CA and AT candidates plus the pair and attribute statistics, from one scan.
+    """Candidates and statistics of every requested task with a Visual Genome miner, from one scan.
 
-    ``candidates=False`` stops after the statistics (C(A), C(A∩B), P, kept pairs; C(o),
-    C(o∩a), P(a|o), kept attributes; crowded-image count): for inspecting distributions.
+    ``candidates=False`` stops after the statistics (for RE: C(A), C(A∩B), P, kept pairs; for
+    CA: C(o), C(o∩a), P(a|o), kept attributes; for AT: the crowded-image count): for inspecting
+    distributions.
     """
-    tasks = tuple(t for t in cfg.tasks if t in VG_TASKS)
+    specs = miner_specs(VG, cfg.tasks)
     result = MineResult()
-    if not tasks:
+    if not specs:
         return result
-    scan = scan_visual_genome(root, cfg, tasks, progress)
+    scan = scan_visual_genome(root, cfg, tuple(s.id for s in specs), progress)
     result.rejects.extend(scan.rejects)
     rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None  # per-image index: only for candidates
-    if "relational_erasure" in tasks:
-        table = relational.pair_table(scan, cfg.relational_erasure)
-        result.pair_table = relational.pair_stats_table(scan, table, cfg.stats_min_count)
-        if candidates:
-            result.add(relational.select(scan, table, cfg.relational_erasure, rows, seed, cfg.control_for("relational_erasure")))
-        result.summary["pairs_kept"] = int(table.kept.sum())
-    if "counterfactual_attribute" in tasks:
-        atable = attribute.attribute_table(scan, cfg.counterfactual_attribute)
-        result.attribute_table = attribute.attribute_stats_table(scan, atable, cfg.stats_min_count)
-        if candidates:
-            result.add(attribute.select(scan, atable, cfg.counterfactual_attribute, rows, seed, cfg.control_for("counterfactual_attribute")))
-        result.summary["attributes_kept"] = int(atable.kept.sum())
-    if "alteration_tracing" in tasks:
-        result.summary["crowded_images"] = alteration.crowded_images(scan, cfg.alteration_tracing).size
-        if candidates:
-            result.add(alteration.select(scan, cfg.alteration_tracing, rows, seed))
+    run_miners(VG, specs, scan, rows, cfg, seed, result, candidates)
     result.summary["canonicalisation"] = scan.canonical
     result.summary.update({"images": len(scan.images), "objects": int(len(scan.objects["img"])), "valid_objects": int(scan.objects["valid"].sum()), "classes": len(scan.names.names)})
     return result.finish()
 
 
 def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
-    """Dense-counting candidates from an FSC147 folder."""
+    """Candidates of every requested task with an FSC147 miner (dense counting), from one read."""
+    specs = miner_specs(FSC, cfg.tasks)
     result = MineResult()
-    if "dense_counting" not in cfg.tasks:
+    if not specs:
         return result
     data = fsc147.read_fsc147(root)
-    result.add(fsc147.select(data, cfg.dense_counting, seed))
     result.summary["fsc_images"] = len(data.annotations)
-    result.summary.update(fsc147.split_counts(data, cfg.dense_counting.splits))
+    run_miners(FSC, specs, data, None, cfg, seed, result)
     return result.finish()
 
 
@@ -139,26 +145,24 @@ def _fsc_files(root: str, cfg: MineConfig) -> list[str]:
 
 
 VISUAL_GENOME = SourceSpec(
-    name="visual_genome",
+    name=VG,
     format="Visual Genome 1.x JSON (image_data, objects, relationships, attributes)",
     yields=frozenset({"images", "objects", "relations", "attributes"}),
-    tasks=VG_TASKS,
     setting_help="a folder with image_data.json, objects.json, ...",
     files=_vg_file_list,
     required=_vg_required,
     mine=lambda root, cfg, seed, progress: mine_visual_genome(root, cfg, seed, progress),
-    manifest=lambda result: {"canonicalisation": result.summary.get("canonicalisation", {})},
+    manifest=lambda result: {"canonicalisation": {}, **result.source_summary(VG, apart=("canonicalisation",))},
 )
 
 FSC147 = SourceSpec(
-    name="fsc147",
+    name=FSC,
     format="FSC-147 (annotation_FSC147_384.json, class list, split file)",
     yields=frozenset({"images", "points"}),
-    tasks=(fsc147.TASK,),
     setting_help="a folder with annotation_FSC147_384.json, ...",
     files=_fsc_files,
     required=_fsc_files,
     mine=lambda root, cfg, seed, progress: mine_fsc147(root, cfg, seed),
-    manifest=lambda result: {"fsc147": {k: result.summary[k] for k in ("fsc_images", "fsc_outside_splits", "fsc_split_counts") if k in result.summary}},
+    manifest=lambda result: result.source_summary(FSC),
     images_key="fsc_images",
 )

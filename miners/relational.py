@@ -24,9 +24,11 @@ import pyarrow as pa
 from miners import npx
 from miners.candidates import Selection, VGRows, area_fraction, image_sizes, rng_for, seeded_order
 from miners.config import RelationalErasureParams
+from miners.dispatch import MineJob
 from miners.vg_scan import Scan
 
-TASK = "relational_erasure"
+# The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
+VG_READS = ("relationships",)
 
 
 @dataclass
@@ -115,14 +117,16 @@ def pair_table(scan: Scan, params: RelationalErasureParams) -> PairTable:
     return PairTable(a, b, c_a, c_b, c_ab, p_ba, p_ab, best // 2, best % 2 == 0, kept, rel_pair)
 
 
-def pair_stats_table(scan: Scan, t: PairTable, min_count: int) -> pa.Table:
+def pair_stats_table(scan: Scan, t: PairTable, min_count: int, source: str) -> pa.Table:
     """The ``pair_stats`` artifact (pairs with C(A∩B) >= ``min_count``), most frequent first,
-    built column by column (no row dicts: VG has ~0.8M linked pairs)."""
+    built column by column (no row dicts: VG has ~0.8M linked pairs); ``source`` names the source
+    counted (Visual Genome and COCO pairs land in one artifact)."""
     idx = np.flatnonzero(t.c_ab >= min_count)
     idx = idx[np.lexsort((t.b[idx], t.a[idx], -t.c_ab[idx]))]
     names, preds = pa.array(scan.names.names, pa.string()), pa.array(scan.predicates.names, pa.string())
     direction = pa.array(np.where(t.a_subject[idx], "a_subject", "b_subject").astype(object), pa.string())
     return pa.table({
+        "source": pa.repeat(pa.scalar(source, pa.string()), len(idx)),
         "a": names.take(t.a[idx]), "b": names.take(t.b[idx]),
         "c_a": t.c_a[idx].astype(np.int64), "c_b": t.c_b[idx].astype(np.int64), "c_ab": t.c_ab[idx].astype(np.int64),
         "p_b_given_a": t.p_b_given_a[idx].astype(np.float64), "p_a_given_b": t.p_a_given_b[idx].astype(np.float64),
@@ -130,16 +134,26 @@ def pair_stats_table(scan: Scan, t: PairTable, min_count: int) -> pa.Table:
     })
 
 
-def pair_rows(scan: Scan, t: PairTable, min_count: int) -> list[dict[str, Any]]:
+def pair_rows(scan: Scan, t: PairTable, min_count: int, source: str = "visual_genome") -> list[dict[str, Any]]:
     """:func:`pair_stats_table` as rows (for inspection and tests)."""
-    return pair_stats_table(scan, t, min_count).to_pylist()
+    return pair_stats_table(scan, t, min_count, source).to_pylist()
 
 
 def kept_name_pairs(t: PairTable) -> set[tuple[int, int]]:
     return {(int(t.a[i]), int(t.b[i])) for i in np.flatnonzero(t.kept)}
 
 
-def select(scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRows, seed: int, control: bool) -> Selection:
+def mine(job: MineJob) -> None:
+    """The task's miner on a :class:`Scan` with relations (Visual Genome's relationships, COCO's
+    co-occurrence links): the pair statistics, then (``job.candidates``) the candidates."""
+    table = pair_table(job.scan, job.params)
+    job.result.pair_table = pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
+    if job.candidates:
+        job.result.add(select(job.scan, table, job.params, job.rows, job.seed, job.control, job.task))
+    job.result.summary["pairs_kept"] = int(table.kept.sum())
+
+
+def select(scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRows, seed: int, control: bool, task: str) -> Selection:
     """Targeted candidates per kept pair (and controls in the same images when asked)."""
     sel = Selection()
     r = scan.relations
@@ -167,18 +181,18 @@ def select(scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRo
         by_img = {int(img_of[k]): k for k in range(lo, hi)}
         a, b = names[int(t.a[p])], names[int(t.b[p])]
         chosen = 0
-        for iid in seeded_order(by_img, seed, TASK, a, b):
+        for iid in seeded_order(by_img, seed, task, a, b):
             if chosen >= params.images_per_pair:
                 break
             path = rows.image_path(iid, sel)
             if path is None:
                 continue
             k = by_img[iid]
-            row = _targeted(scan, t, rows, int(p), int(cand[k]), bool(erase_subject[k]), iid, path)
+            row = _targeted(scan, t, rows, int(p), int(cand[k]), bool(erase_subject[k]), iid, path, task)
             sel.rows.append(row)
             chosen += 1
             if control:
-                ctrl = _control(scan, rows, kept_pairs, params, row, iid, path, seed)
+                ctrl = _control(scan, rows, kept_pairs, params, row, iid, path, seed, task)
                 if ctrl is not None:
                     sel.rows.append(ctrl)
     return sel
@@ -193,7 +207,7 @@ def _end(scan: Scan, row: int, prefix: str) -> dict[str, Any]:
     }
 
 
-def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str) -> dict[str, Any]:
+def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str, task: str) -> dict[str, Any]:
     r = scan.relations
     target, partner = (_end(scan, rel, "s"), _end(scan, rel, "o")) if erase_subject else (_end(scan, rel, "o"), _end(scan, rel, "s"))
     names = scan.names.names
@@ -210,7 +224,7 @@ def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_su
         "erase_rule": "smaller_box",
     }
     return rows.row(
-        TASK, "targeted", iid, path, target=target, partner=partner, id_parts=(partner["id"],), extra=extra,
+        task, "targeted", iid, path, target=target, partner=partner, id_parts=(partner["id"],), extra=extra,
         predicate=triplet_pred,
         direction="target_is_subject" if subject_name == target["name"] else "target_is_object",
         edit_type="remove", fallback_chain=[],
@@ -218,7 +232,7 @@ def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_su
 
 
 def _control(scan: Scan, rows: VGRows, kept_pairs: set[tuple[int, int]], params: RelationalErasureParams,
-             targeted: dict[str, Any], iid: int, path: str, seed: int) -> dict[str, Any] | None:
+             targeted: dict[str, Any], iid: int, path: str, seed: int, task: str) -> dict[str, Any] | None:
     """Erase, in the same image, an object whose class forms no kept pair with what remains."""
     o = scan.objects
     if o is None:
@@ -242,7 +256,7 @@ def _control(scan: Scan, rows: VGRows, kept_pairs: set[tuple[int, int]], params:
         options.append(row)
     if not options:
         return None
-    row = options[int(rng_for(seed, TASK, "control", iid).integers(len(options)))]
+    row = options[int(rng_for(seed, task, "control", iid).integers(len(options)))]
     target = {"id": int(o["oid"][row]), "name": scan.names.names[int(o["nid"][row])], "box": rows.index.box("objects", int(row))}
     extra = {"control_for": targeted["id"], "control_rule": "no_kept_pair_with_remaining_objects"}
-    return rows.row(TASK, "control", iid, path, target=target, id_parts=("control",), extra=extra, edit_type="remove", fallback_chain=[])
+    return rows.row(task, "control", iid, path, target=target, id_parts=("control",), extra=extra, edit_type="remove", fallback_chain=[])

@@ -38,6 +38,14 @@ class MineResult:
         self.candidates.extend(sel.rows)
         self.rejects.extend(sel.rejects)
 
+    def source_summary(self, source: str, *, apart: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The mine manifest's section of one source: ``{source: summary}`` (every count the source
+        and its tasks' miners put in ``summary``, a plugin task's included), with the ``apart``
+        keys as sections of their own."""
+        out: dict[str, Any] = {k: self.summary[k] for k in apart if k in self.summary}
+        out[source] = {k: v for k, v in self.summary.items() if k not in apart}
+        return out
+
     def finish(self) -> MineResult:
         """Sort rows and drop repeated rejects (one missing image can be met by several tasks)."""
         self.candidates.sort(key=lambda r: (r["task"], r["variant"], r["id"]))

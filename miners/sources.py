@@ -3,7 +3,9 @@
 
 Why one object: the mine stage should not know which datasets exist. It asks each configured
 source which tasks it feeds, which files it reads (fingerprinted, so a replaced file re-mines)
-and to mine; a new format is then one registration, not edits across the stage. A third-party
+and to mine; a new format is then one registration, not edits across the stage. Which tasks a
+source feeds is the task registry's answer (the tasks whose ``TaskSpec.miners`` name the source,
+``storage/task_spec.py``), so a new task on an existing source is one registration too. A third-party
 package declares, in its own pyproject::
 
     [project.entry-points."reactbench.sources"]
@@ -20,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
+
+from storage.task_spec import all_tasks
 
 if TYPE_CHECKING:
     from miners.config import MineConfig
@@ -50,29 +54,42 @@ class SourceSpec:
     ``setting`` is the value of ``sources.<name>`` (a folder or a file, as the source documents
     it in ``setting_help``). ``files`` lists every annotation file read for ``tasks`` (their size
     and time key the stage, so editing one re-mines); ``required`` those mining cannot start
-    without. ``mine`` returns candidates, statistics and rejects; ``manifest`` what the mine
-    manifest reports for this source beyond counts.
+    without. ``mine`` returns candidates, statistics and rejects: it reads the files once and
+    calls the miners of the requested tasks (``miners.dispatch.run_miners``); ``manifest`` what
+    the mine manifest reports for this source beyond counts.
+
+    ``tasks`` (what the source feeds) is derived: the registered tasks whose spec has a miner for
+    this source, plus ``own_tasks``: tasks this source's ``mine`` produces by itself (a new format
+    for an existing task whose spec names no miner for it).
     """
 
     name: str
     format: str
     yields: frozenset[str]
-    tasks: tuple[str, ...]
     setting_help: str
     files: Callable[[str, MineConfig], list[str]]
     required: Callable[[str, MineConfig], list[str]]
     mine: Callable[[str, MineConfig, int, Progress | None], MineResult]
     manifest: Callable[[MineResult], dict[str, Any]]
     images_key: str = "images"  # summary key holding the number of images read (the shard's rows_in)
+    own_tasks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.yields) - YIELDS
         if unknown:
             raise SourceError(f"source {self.name!r}: unknown yields {sorted(unknown)}; choose from {sorted(YIELDS)}")
 
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks this source feeds, in benchmark order: those whose spec has a miner for it,
+        then ``own_tasks``."""
+        fed = [tid for tid, spec in all_tasks().items() if spec.miners.get(self.name)]
+        return tuple(dict.fromkeys([*fed, *self.own_tasks]))
+
     def feeds(self, tasks: tuple[str, ...] | list[str]) -> list[str]:
         """The requested tasks this source can feed, in the requested order."""
-        return [t for t in tasks if t in self.tasks]
+        mine = self.tasks
+        return [t for t in tasks if t in mine]
 
 
 _EXTRA: dict[str, SourceSpec] = {}

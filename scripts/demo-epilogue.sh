@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# What `make demo` does after the build: evaluate the offline baseline, write a report, say how to review.
+# What `make demo` does after the build (which wrote reports/build.html): evaluate the offline baseline, write its report, say how to review.
 set -euo pipefail
 RUN=${1:-runs/demo}
 BIN=.venv/bin
 # The offline baseline answers from annotations alone, so it falls for the priors the benchmark probes.
 $BIN/reactbench eval --run-dir "$RUN" --model rules:rules-v1 --unverified
 $BIN/reactbench report eval --run-dir "$RUN"
-$BIN/reactbench report build --run-dir "$RUN"
 # Every gold answer of every queued item checked against the sample's drawn truth (ends with one JSON line).
 $BIN/reactbench audit --run-dir "$RUN"
 cat <<MSG

@@ -81,9 +81,10 @@ CANDIDATES = ArtifactSchema(
 
 PAIR_STATS = ArtifactSchema(
     "pair_stats",
-    1,
+    2,
     pa.schema(
         [
+            pa.field("source", pa.string()),  # the source counted (visual_genome, coco, ...); v2 (absent from v1 files)
             pa.field("a", pa.string(), nullable=False),
             pa.field("b", pa.string(), nullable=False),
             pa.field("c_a", pa.int64(), nullable=False),

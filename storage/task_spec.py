@@ -102,6 +102,31 @@ class TaskSpec:
     called by that source with its scan), ``modules`` (the task's own modules: the only places its
     id literal may appear), ``extra`` (further named hooks a stage reads with :meth:`hook`).
 
+    Mining (``miners/dispatch.py`` holds the same contract next to the code that calls it):
+
+    - ``params``: a ``storage.config_base.Section`` subclass. ``mine.<id>`` in a run config
+      validates against it (unknown keys fail with their path ``mine.<id>.<key>``); its defaults
+      are filled in for every registered task; read it with ``config.mine.params_for(id)``. A
+      ``control: bool | None`` field, when present, is the task's own switch over ``mine.control``.
+    - ``miners``: ``{source name: "module:function"}``. A source that feeds the task (it feeds
+      exactly the tasks whose spec names it here) reads its files once, then calls, for each
+      requested task in benchmark order, ``miner(job: miners.dispatch.MineJob) -> None`` with
+      ``job.task`` (this id: the ``task`` column and the key of every seeded choice), ``job.source``,
+      ``job.scan`` (``visual_genome`` / ``coco``: a ``miners.vg_scan.Scan``: ``images``,
+      ``names.names``, ``predicates.names`` (canonical), and numpy columns ``objects``
+      (``img, oid, nid, x, y, w, h, valid``) and ``relations`` (``img, rid, pid, s_oid, s_nid,
+      sx, sy, sw, sh, o_oid, o_nid, ox, oy, ow, oh, valid``); ``fsc147``: a
+      ``miners.fsc147.FSCData``), ``job.rows`` (the source's row builder: ``image_path(iid, sel)``,
+      ``row(task, variant, iid, path, target=..., partner=..., **columns)``; None for FSC147 and
+      statistics-only runs), ``job.params``, ``job.control``, ``job.config`` (the ``mine``
+      section), ``job.seed``, ``job.result`` (the source's ``MineResult``: ``add(selection)``,
+      ``pair_table``, ``attribute_table``, ``summary``) and ``job.candidates`` (False: statistics
+      only). It returns nothing: it writes into ``job.result``.
+    - ``extra["vg_reads"]``: the optional Visual Genome files the task's ``visual_genome`` miner
+      reads, a tuple of ``"relationships"`` / ``"attributes"`` (or ``"module:attr"`` naming one);
+      image_data and objects are always read, attributes.json whenever present. A named file that
+      is missing fails the mine stage naming the task.
+
     ``extra`` hooks of the release side (audit, review, evaluation, export); each is optional:
       - ``prior_terms(ann: dict) -> list[str]``: the words stating an item's prior answer, from
         its gathered annotations (``tasks.release.items``; none without the hook);

@@ -22,7 +22,7 @@ TASK = TaskSpec(
         ('SC-3', 'change misbinding', 'the model sees that something changed but attaches it to the wrong object, place or operation'),
     ),
     params="miners.config:AlterationTracingParams",
-    miners={},
+    miners={"visual_genome": "miners.alteration:mine", "coco": "miners.coco:mine_alteration"},
     modules=("tasks.builtin_tasks.alteration_tracing",),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --

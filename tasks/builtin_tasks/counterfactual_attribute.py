@@ -22,10 +22,11 @@ TASK = TaskSpec(
         ('SC-3', 'correct perception overridden', 'the model first notices the unusual attribute, then argues itself back to the usual one'),
     ),
     params="miners.config:CounterfactualAttributeParams",
-    miners={},
+    miners={"visual_genome": "miners.attribute:mine"},
     modules=("tasks.builtin_tasks.counterfactual_attribute",),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
+        "vg_reads": "miners.attribute:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
         "instruct_prompt": "prompts.instruct_prompts:CA_INSTRUCTIONS",

@@ -22,7 +22,7 @@ TASK = TaskSpec(
         ('SC-3', 'sequential enumeration deficiency', 'the model enumerates one by one but loses track of the running count'),
     ),
     params="miners.config:DenseCountingParams",
-    miners={},
+    miners={"fsc147": "miners.fsc147:mine", "coco": "miners.coco:mine_counting"},
     modules=("tasks.builtin_tasks.dense_counting",),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --

@@ -22,10 +22,11 @@ TASK = TaskSpec(
         ('SC-3', 'scene-object association', 'the kind of place or scene makes the model list objects typical of it that are not there'),
     ),
     params="miners.config:RelationalErasureParams",
-    miners={},
+    miners={"visual_genome": "miners.relational:mine", "coco": "miners.coco:mine_relational"},
     modules=("tasks.builtin_tasks.relational_erasure",),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
+        "vg_reads": "miners.relational:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
         "instruct_prompt": "prompts.instruct_prompts:RE_INSTRUCTION",

@@ -1,9 +1,11 @@
 """The ``mine`` stage: source annotations -> candidates, pair statistics, attribute statistics.
 
 Mining is a whole-dataset computation (counts over every image), so the stage plans one
-work unit per configured source (a :class:`miners.sources.SourceSpec`: Visual Genome for
-RE/CA/AT, FSC147 for DC, a COCO-format file for RE/AT/DC, or a third-party format) rather than
-shards of images; each unit streams its files once (see ``miners/``). The stage key covers the
+work unit per configured source that feeds a requested task (a :class:`miners.sources.SourceSpec`:
+Visual Genome, FSC147, a COCO-format file, or a third-party format; which tasks each feeds is
+the task registry's answer, ``TaskSpec.miners``) rather than shards of images; each unit streams
+its files once and runs the requested tasks' miners on what it read (``miners/dispatch.py``).
+The stage key covers the
 ``mine`` and ``sources`` config sections, the run seed, and the source files' path, size
 and modification time, so editing a threshold or replacing a file re-mines.
 """

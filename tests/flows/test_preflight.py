@@ -109,6 +109,18 @@ def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(tm
     assert not (run_dir / "mine").exists()
 
 
+def test_preflight_of_a_run_directory_takes_its_saved_config(tmp_path: Path) -> None:
+    """``--run-dir`` without ``--config``: the run's own config.yaml (flows/config.py::resolve_run_config),
+    not the demo config; an explicit ``--config`` still wins."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(_bad_config(tmp_path).read_text())
+    proc = _run("preflight", "--run-dir", str(run_dir), "--gpus", "1", "--gpu-memory-gb", "48")
+    assert proc.returncode == 1 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
+    demo = _run("preflight", "--run-dir", str(run_dir), "--config", str(ROOT / "configs" / "demo.yaml"), "--gpus", "1", "--gpu-memory-gb", "48")
+    assert demo.returncode == 0 and "no-such-lora" not in demo.stderr, demo.stderr[-2000:]
+
+
 def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
     """In a subprocess: importing Prefect here would freeze its settings for later tests."""
     code = (

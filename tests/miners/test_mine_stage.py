@@ -88,7 +88,7 @@ def test_arrow_outputs_are_checked_against_the_schema(tmp_path: Path) -> None:
     from storage.parquet_io import ArtifactError, table_from_output, table_from_rows
     from storage.schemas import PAIR_STATS
 
-    row = {"a": "skateboard", "b": "wheel", "c_a": 3, "c_b": 9, "c_ab": 3, "p_b_given_a": 1.0, "p_a_given_b": 1 / 3, "predicate": "on",
+    row = {"source": "visual_genome", "a": "skateboard", "b": "wheel", "c_a": 3, "c_b": 9, "c_ab": 3, "p_b_given_a": 1.0, "p_a_given_b": 1 / 3, "predicate": "on",
            "direction": "b_subject", "kept": True}
     table = pa.table({k: [v] for k, v in row.items()})  # int64 / double / bool inferred; rank-free schema
     assert table_from_output(PAIR_STATS, table).equals(table_from_rows(PAIR_STATS, [row]))
@@ -96,11 +96,11 @@ def test_arrow_outputs_are_checked_against_the_schema(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match=r"columns not in schema 'pair_stats'.*'colour'"):
         table_from_output(PAIR_STATS, table.append_column("colour", pa.array(["red"])), "mine/pair_stats shard 0")
     with pytest.raises(ArtifactError, match=r"required field 'c_ab' has 1 null"):
-        table_from_output(PAIR_STATS, table.set_column(4, "c_ab", pa.array([None], pa.int64())))
+        table_from_output(PAIR_STATS, table.set_column(5, "c_ab", pa.array([None], pa.int64())))
     with pytest.raises(ArtifactError, match=r"missing required field 'kept'"):
         table_from_output(PAIR_STATS, table.drop_columns(["kept"]))
     with pytest.raises(ArtifactError, match=r"field 'c_a' has type string"):
-        table_from_output(PAIR_STATS, table.set_column(2, "c_a", pa.array(["three"])))
+        table_from_output(PAIR_STATS, table.set_column(3, "c_a", pa.array(["three"])))
 
 
 def test_stats_artifacts_equal_the_miner_tables(mined_run) -> None:

@@ -102,6 +102,8 @@ def test_stage_manifest_records_merge_counts_and_fsc_splits(tmp_path: Path, samp
     fsc = extra["fsc147"]
     assert fsc["fsc_outside_splits"] == sum(n for k, n in fsc["fsc_split_counts"].items() if k != "train") > 0
     assert sum(fsc["fsc_split_counts"].values()) == fsc["fsc_images"]
+    vg = extra["visual_genome"]  # per-source summaries: pair_stats rows do not say which source they came from
+    assert vg["images"] > 0 and vg["pairs_kept"] >= 1 and "canonicalisation" not in vg and "attributes_kept" not in vg
 
 
 # ----------------------------------------------------------------------------- VG versions

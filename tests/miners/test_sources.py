@@ -39,7 +39,7 @@ def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> Mi
     return result.finish()
 
 
-TOY = SourceSpec(name="toy", format="one line per image", yields=frozenset({"images", "points"}), tasks=("dense_counting",),
+TOY = SourceSpec(name="toy", format="one line per image", yields=frozenset({"images", "points"}), own_tasks=("dense_counting",),
                  setting_help="a toy.txt file", files=lambda p, cfg: [p], required=lambda p, cfg: [p], mine=_toy_mine,
                  manifest=lambda r: {"toy": r.summary}, images_key="toy_images")
 
@@ -63,7 +63,7 @@ def test_unknown_source_lists_the_choices_and_bad_specs_are_refused() -> None:
     with pytest.raises(SourceError, match=r"unknown source 'objects365'.*'coco'.*reactbench\.sources"):
         source_spec("objects365")
     with pytest.raises(SourceError, match="unknown yields"):
-        SourceSpec("x", "f", frozenset({"masks"}), (), "", TOY.files, TOY.required, TOY.mine, TOY.manifest)
+        SourceSpec("x", "f", frozenset({"masks"}), "", TOY.files, TOY.required, TOY.mine, TOY.manifest)
 
 
 def test_entry_point_sources_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,6 +99,9 @@ def test_coco_source_through_the_stage(sample_dir: Path, tmp_path: Path) -> None
     rows = ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows()
     assert {r["task"] for r in rows} == {"relational_erasure", "alteration_tracing", "dense_counting"}
     assert summary.rows_out["pair_stats"] > 0 and "ambiguous_count" in summary.reject_reasons
+    from storage.schemas import PAIR_STATS
+
+    assert {r["source"] for r in ArtifactReader(ctx.run, "mine/pair_stats", PAIR_STATS).rows(["source"])} == {"coco"}
     extra = MineStage().store(ctx).read_manifest()["extra"]
     assert extra["coco"]["images"] == 62 and extra["coco"]["crowd_regions"] >= 1
     assert json.loads(rows[0]["extra_json"])["file_name"].endswith(".jpg")

@@ -1,13 +1,11 @@
-"""Artifact addresses and task ids are declared once (storage/addresses.py, storage/task_ids.py)."""
+"""Artifact addresses and task ids are declared once (storage/addresses.py, the task registry of storage/task_spec.py)."""
 
 from __future__ import annotations
-
-from typing import get_args
 
 import pytest
 
 from storage import addresses
-from storage.task_ids import TASK_IDS, TaskId, task_order
+from storage.task_spec import task_ids, task_order
 
 STAGE_ADDRESSES = [addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS, addresses.INSTRUCTIONS,
                    addresses.EDITS, addresses.ANALYSIS, addresses.QUESTIONS]
@@ -23,9 +21,10 @@ def test_each_stage_writes_its_artifacts_at_their_address(address: addresses.Add
 
 
 def test_task_ids_in_one_place() -> None:
-    from miners.config import ALL_TASKS, MineConfig
+    from miners.config import MineConfig
 
-    assert TASK_IDS == get_args(TaskId) == ALL_TASKS
+    assert task_ids()[:4] == ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
     assert sorted(["dense_counting", "nope", "relational_erasure"], key=task_order) == ["relational_erasure", "dense_counting", "nope"]
     with pytest.raises(ValueError, match="relational_erasure"):
         MineConfig(tasks=("relational_erasure", "dense_countnig"))
+    assert set(MineConfig().model_dump()) >= set(task_ids()), "every registered task has its mine section"

@@ -20,6 +20,17 @@ SOURCES = {
         "FSC-147 (Ranjan et al., 2021): images with point annotations for class-agnostic counting.",
         "Distributed by its authors for research; check the FSC-147 repository's terms before redistribution.",
     ),
+    # the COCO-format source (miners/coco.py) reads COCO or LVIS (or another COCO-format file): the
+    # card names both, and the build configuration below says which file was read
+    "coco": (
+        "COCO-format instance annotations (the file `sources.coco` names in the build configuration below): "
+        "COCO (Lin et al., \"Microsoft COCO: Common Objects in Context\", ECCV 2014) or LVIS (Gupta, Dollár and "
+        "Girshick, \"LVIS: A Dataset for Large Vocabulary Instance Segmentation\", CVPR 2019), whose annotations "
+        "cover COCO 2017 images.",
+        "COCO annotations under CC BY 4.0 (the COCO Consortium); LVIS annotations under CC BY 4.0. The images of both "
+        "are COCO's, taken from Flickr: each keeps its own license (the image's `license` entry in the annotation "
+        "file) and Flickr's terms of use. Another COCO-format dataset read through this source has its own terms.",
+    ),
 }
 
 def task_text(task: str) -> str:

@@ -1,0 +1,107 @@
+"""The build chain, defined once for local and Prefect runs (``flows/runtime.py``, ``flows/prefect_flows.py``).
+
+A build is, in this order:
+
+1. the preflight (``tasks.tools.preflight.require_preflight``), once, when ``edit`` is among the
+   stages: a config that cannot run stops here, before anything is written;
+2. the run context (``flows.context.make_context``: the run directory and its ``config.yaml``);
+3. the selected stages in pipeline order (``flows.stages.select_stages``), stopping at the first
+   that fails, since later stages read its output;
+4. the build report (``reports/build.html``, at ``storage.addresses.report_file("build")``) when
+   every stage finished; a report that cannot be drawn is a warning, never a failed build;
+5. the end hook (Prefect: the build summary artifact), after a failed stage too; then the
+   failed stage's own exception is raised again.
+
+What differs between the modes is passed in: how one stage runs (threads, or a Prefect subflow
+with its task runner), what surrounds the stages (Prefect: the Ray session), where messages go.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from flows.config import BuildConfig
+from flows.context import make_context
+from flows.stages import select_stages
+from storage import addresses
+from storage.fs import RunFS
+from tasks.engine.base import RunContext
+from tasks.engine.runner import StageSummary
+
+BUILD_REPORT = "build"
+
+StageRun = Callable[[str, RunContext], StageSummary]
+
+
+@dataclass
+class ChainResult:
+    """What a build did: the summaries of the stages that finished, the stage that failed (name ->
+    ``Class: message``), and the reports written (run-relative addresses)."""
+
+    summaries: list[StageSummary] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    reports: list[str] = field(default_factory=list)
+
+
+def run_build_chain(
+    config: BuildConfig,
+    run_dir: str,
+    stages: list[str] | None,
+    run_one: StageRun,
+    *,
+    options: dict | None = None,
+    log: Any = None,
+    on_preflight: Callable[[Any], None] | None = None,
+    around_stages: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    on_end: Callable[[ChainResult], None] | None = None,
+) -> ChainResult:
+    """Run the build chain (see the module docstring). ``log`` takes ``info`` / ``warning`` (a
+    logger; default ``logging.getLogger("reactbench.build")``); ``on_preflight`` receives the
+    passing preflight report (default: its build-time estimate logged at info)."""
+    from tasks.tools.preflight import require_preflight
+
+    log = log if log is not None else logging.getLogger("reactbench.build")
+    names = select_stages(stages)
+    report = require_preflight(config, names, run_dir)  # edit will run: stop before mine when it cannot
+    if report is not None:
+        (on_preflight or (lambda r: _log_estimate(r, log)))(report)
+    ctx = make_context(config, run_dir, options)
+    result = ChainResult()
+    error: BaseException | None = None
+    with around_stages():
+        for name in names:
+            try:
+                result.summaries.append(run_one(name, ctx))
+            except Exception as exc:
+                result.failed[name] = f"{exc.__class__.__name__}: {exc}"
+                error = exc
+                break  # later stages read this one's output
+    if error is None:
+        result.reports = write_build_report(ctx.run, log)
+    if on_end is not None:
+        on_end(result)
+    if error is not None:
+        raise error
+    return result
+
+
+def _log_estimate(report: Any, log: Any) -> None:
+    """The pending edits' GPU time (tasks/tools/estimate.py), when the edit stage has model editors."""
+    if report.estimate is not None and report.estimate.models:
+        log.info("\n".join(report.estimate.lines()))
+
+
+def write_build_report(run: RunFS, log: Any) -> list[str]:
+    """The HTML build report, linked from the Prefect summary; returns ``[its address]``, or ``[]``
+    (with a warning) when it cannot be drawn: the report is a convenience on top of the artifacts."""
+    from tasks.release.report.write import write_report
+
+    try:
+        write_report(BUILD_REPORT, run)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("build report not written: %s: %s", exc.__class__.__name__, exc)
+        return []
+    return [addresses.report_file(BUILD_REPORT)]

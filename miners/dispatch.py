@@ -1,0 +1,84 @@
+"""One source, many tasks: a source reads its files once, then hands its scan to the miner of each
+requested task that can be mined from it (``TaskSpec.miners[<source name>]``).
+
+The miner contract (also in ``storage/task_spec.py``, :class:`~storage.task_spec.TaskSpec`)::
+
+    def miner(job: MineJob) -> None
+
+A miner reads ``job.scan`` (and ``job.rows`` to build candidate rows), adds its selection with
+``job.result.add(selection)``, may set ``job.result.pair_table`` / ``attribute_table`` and put
+counts into ``job.result.summary``, and must honour ``job.candidates`` (False: statistics only).
+It keys every seeded choice and row id on ``job.task``, never on a literal, and writes
+``job.task`` into the rows' ``task`` column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from storage.task_spec import TaskSpec, all_tasks
+
+if TYPE_CHECKING:
+    from miners.config import MineConfig
+    from miners.result import MineResult
+
+
+@dataclass(frozen=True)
+class MineJob:
+    """What a task's miner gets: one task on one source's scan.
+
+    ``task``: the task id (``spec.id``): the rows' ``task`` column and the key of every seeded choice.
+    ``source``: the source name (``visual_genome``, ``coco``, ``fsc147``, or a third-party one).
+    ``scan``: what the source read, one object shared by every task mined from it:
+      - ``visual_genome`` and ``coco``: a :class:`miners.vg_scan.Scan`: ``images`` (id ->
+        ``ImageInfo(width, height, url)``), ``names.names`` (class names by class id),
+        ``predicates.names`` (canonical predicate names by predicate id), ``attributes.names``;
+        columns as numpy arrays: ``objects`` (``img, oid, nid, x, y, w, h, valid``),
+        ``relations`` (``img, rid, pid, s_oid, s_nid, sx, sy, sw, sh, o_oid, o_nid, ox, oy, ow,
+        oh, valid``: one row per relationship, subject ``s_*`` and object ``o_*`` with their
+        object ids, class ids and boxes; None when no requested task reads relationships),
+        ``instances`` / ``annotations`` (attributes.json, when read). COCO's ``relations`` are
+        co-occurrence links (predicate ``with``), not scene facts.
+      - ``fsc147``: a :class:`miners.fsc147.FSCData`.
+    ``rows``: the source's candidate-row builder (``VGRows`` / ``CocoRows``: ``image_path(iid,
+      sel)``, ``row(task, variant, iid, path, target=..., ...)``, ``index`` per image); None for
+      FSC147 and when ``candidates`` is False.
+    ``params``: the validated ``mine.<task>`` section (``config.params_for(task)``).
+    ``control``: whether to emit control variants (``config.control_for(task)``).
+    ``config``: the whole ``mine`` section; ``seed``: the run seed.
+    ``result``: the source's :class:`miners.result.MineResult`, shared by the tasks mined from it.
+    ``candidates``: False when only the statistics are wanted.
+    """
+
+    task: str
+    source: str
+    scan: Any
+    rows: Any
+    params: Any
+    control: bool
+    config: MineConfig
+    seed: int
+    result: MineResult
+    candidates: bool = True
+
+
+def miner_specs(source: str, tasks: tuple[str, ...] | list[str]) -> list[TaskSpec]:
+    """The requested tasks that have a miner for ``source``, in benchmark order (so a source mines
+    its tasks in one fixed order whatever order the config lists them in)."""
+    wanted = set(tasks)
+    return [spec for tid, spec in all_tasks().items() if tid in wanted and spec.miners.get(source)]
+
+
+def run_miners(source: str, specs: list[TaskSpec], scan: Any, rows: Any, config: MineConfig, seed: int,
+               result: MineResult, candidates: bool = True) -> None:
+    """Call each task's miner for ``source`` on the one scan (see the module docstring)."""
+    for spec in specs:
+        miner = spec.miner(source)
+        miner(MineJob(task=spec.id, source=source, scan=scan, rows=rows, params=config.params_for(spec.id),
+                      control=config.control_for(spec.id), config=config, seed=seed, result=result, candidates=candidates))
+
+
+def task_hook(spec: TaskSpec, name: str, default: Any = None) -> Any:
+    """An ``extra`` hook of the spec, loaded, or ``default`` when the task has none."""
+    return spec.hook(name) if spec.has(name) else default
