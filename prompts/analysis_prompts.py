@@ -4,7 +4,8 @@ The model sees the original and the edited image, the instruction and the annota
 the edit (verification verdict + discard flag) and returns the fields the question templates
 (``tasks/stages/qa/templates/*.yaml``) are filled from. Each output schema validates what the
 templates rely on, so a bad answer is re-asked with the reason instead of producing a broken
-question. The ``rules`` backend's answers are in ``prompts/analysis_rules.py``.
+question. Each task's spec names its analysis prompt (the ``analysis_prompt`` hook); the ``rules``
+backend's answers are in ``prompts/analysis_rules.py``.
 """
 
 from __future__ import annotations
@@ -175,4 +176,5 @@ class CAAnalysis(_Analysis):
 
 RE_ANALYSIS = PromptSpec("re_analysis", "1", "re_analysis.j2", REAnalysis, 2)
 CA_ANALYSIS = PromptSpec("ca_analysis", "1", "ca_analysis.j2", CAAnalysis, 2)
-ANALYSIS_PROMPTS: dict[str, PromptSpec] = {"relational_erasure": RE_ANALYSIS, "counterfactual_attribute": CA_ANALYSIS}
+# A task whose questions need a model's look at the edit names its prompt in its spec
+# (``analysis_prompt`` hook, storage/task_spec.py); this module keys nothing on a task id.

@@ -1,7 +1,8 @@
 """The ``rules`` backend's answers to the analysis prompts (``prompts/analysis_prompts.py``).
 
 Offline answers from annotations: deterministic, picked by hashing the edit so runs repeat. The
-word lists they draw from are ``prompts/vocabulary.py``; ``prompts.rules.builtin_rules`` lists them.
+word lists they draw from are ``prompts/vocabulary.py``. Each task's spec names its answer (the
+``analysis_rules`` hook), which ``prompts.rules.builtin_rules`` reads.
 """
 
 from __future__ import annotations

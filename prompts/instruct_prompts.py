@@ -3,7 +3,8 @@
 Each prompt is a template under ``prompts/templates/`` plus the pydantic schema its answer must
 satisfy. Validators that need the item (allowed edit types, the names in the relation) read it
 from the validation context, which the prompt runner sets to the prompt's context. The specs are
-plain values (``prompts.catalogue`` lists them); the rules answers are ``prompts/instruct_rules.py``.
+plain values (``prompts.catalogue`` lists them; each task's spec names its own as the
+``instruct_prompt`` hook); the rules answers are ``prompts/instruct_rules.py``.
 """
 
 from __future__ import annotations
@@ -215,12 +216,8 @@ CA_INSTRUCTIONS = PromptSpec("ca_instructions", "1", "ca_instructions.j2", CAIns
 AT_EDIT_PLAN = PromptSpec("at_edit_plan", "1", "at_edit_plan.j2", ATEditPlan, 1)
 DC_AMBIGUITY = PromptSpec("dc_ambiguity", "1", "dc_ambiguity.j2", DCAmbiguity, 1)
 
-TASK_PROMPTS: dict[str, PromptSpec] = {
-    "relational_erasure": RE_INSTRUCTION,
-    "counterfactual_attribute": CA_INSTRUCTIONS,
-    "alteration_tracing": AT_EDIT_PLAN,
-    "dense_counting": DC_AMBIGUITY,
-}
+# Which task asks which of these is the task's business: its spec names the prompt
+# (``instruct_prompt`` hook, storage/task_spec.py); this module keys nothing on a task id.
 
 
 # ---------------------------------------------------------------------------- contexts

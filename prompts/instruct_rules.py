@@ -2,7 +2,8 @@
 
 Choices that need variety (CA directions and values, AT substitutes) are drawn by hashing the
 candidate id, so answers are deterministic and independent of processing order. The word lists
-are ``prompts/vocabulary.py``; ``prompts.rules.builtin_rules`` lists these answers.
+are ``prompts/vocabulary.py``. Each task's spec names its answer (the ``instruct_rules`` hook), which
+``prompts.rules.builtin_rules`` reads.
 """
 
 from __future__ import annotations

@@ -4,19 +4,27 @@ A rules answer returns the prompt's output fields (or ``None`` for "not applicab
 client turns them into text the way a real model answers, so the normal parse path runs.
 
 The top of ``prompts/``: the table is built explicitly in :func:`builtin_rules` (which module
-answers which prompt is written down here, not discovered by importing modules for their side
-effects); plugins add theirs with :func:`register_rules`. The answer modules import only
-``prompts.rules_api`` (``RulesFn``, the ``@rules_answer`` mark), never this module.
+answers which prompt is written down here or in a task's spec, not discovered by importing
+modules for their side effects). A task names the answers to its own prompts in its spec
+(:data:`TASK_RULES_HOOKS`: ``instruct_rules`` answers its ``instruct_prompt``, ``analysis_rules``
+its ``analysis_prompt``), so a third-party task brings them by naming them; other plugins add
+theirs with :func:`register_rules`. The answer modules import only ``prompts.rules_api``
+(``RulesFn``, the ``@rules_answer`` mark), never this module.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from prompts import analysis_rules, eval_rules, instruct_rules
+from prompts import eval_rules
+from prompts.catalogue import task_prompt
 from prompts.rules_api import RulesFn
+from storage.task_spec import all_tasks
 
 _EXTRA: dict[str, RulesFn] = {}
+
+# Spec hook naming a task's rules answer -> the spec hook naming the prompt it answers.
+TASK_RULES_HOOKS: dict[str, str] = {"instruct_rules": "instruct_prompt", "analysis_rules": "analysis_prompt"}
 
 # Prompts that exist only to look at pixels: the rules backend sees no image, so an answer would
 # merely restate what the caller expects. They are never sent to it (tasks/stages/verify_model.model_checks_on).
@@ -25,27 +33,53 @@ IMAGE_ONLY_PROMPTS: dict[str, str] = {
 }
 
 
+def _check_mark(name: str, fn: RulesFn, where: str) -> None:
+    mark = getattr(fn, "rules_prompt", name)
+    if mark != name:
+        raise ValueError(f"{where}: {fn.__module__}.{fn.__name__} is listed for {name!r} but marked for {mark!r}")
+
+
 @lru_cache(maxsize=1)
-def builtin_rules() -> dict[str, RulesFn]:
-    """Prompt name -> rules answer of every prompt this package defines."""
-    table: dict[str, RulesFn] = {
-        "re_instruction": instruct_rules.re_instruction,
-        "ca_instructions": instruct_rules.ca_instructions,
-        "at_edit_plan": instruct_rules.at_edit_plan,
-        "dc_ambiguity": instruct_rules.dc_ambiguity,
-        "re_analysis": analysis_rules.re_analysis,
-        "ca_analysis": analysis_rules.ca_analysis,
-        **eval_rules.RULES,
-    }
+def _package_rules() -> dict[str, RulesFn]:
+    """Prompt name -> rules answer of the prompts no task owns (evaluation)."""
+    table: dict[str, RulesFn] = dict(eval_rules.RULES)
     for name, fn in table.items():
-        mark = getattr(fn, "rules_prompt", name)
-        if mark != name:
-            raise ValueError(f"rules table: {fn.__module__}.{fn.__name__} is listed for {name!r} but marked for {mark!r}")
+        _check_mark(name, fn, "rules table")
+    return table
+
+
+def task_rules() -> dict[str, RulesFn]:
+    """Prompt name -> rules answer that each registered task names for its own prompts."""
+    table: dict[str, RulesFn] = {}
+    for task_id, spec in all_tasks().items():
+        for rules_hook, prompt_hook in TASK_RULES_HOOKS.items():
+            if not spec.has(rules_hook):
+                continue
+            prompt = task_prompt(task_id, prompt_hook)
+            if prompt is None:
+                raise ValueError(f"task {task_id!r}: hook {rules_hook!r} answers its {prompt_hook!r}, which it does not name")
+            fn = spec.hook(rules_hook)
+            _check_mark(prompt.name, fn, f"task {task_id!r} hook {rules_hook!r}")
+            if table.get(prompt.name, fn) is not fn:
+                raise ValueError(f"task {task_id!r}: prompt {prompt.name!r} already has another rules answer ({table[prompt.name].__module__})")
+            table[prompt.name] = fn
+    return table
+
+
+def builtin_rules() -> dict[str, RulesFn]:
+    """Prompt name -> rules answer of every prompt known without :func:`register_rules`: the
+    evaluation prompts' answers and those the registered tasks name for their own prompts."""
+    table = dict(_package_rules())
+    for name, fn in task_rules().items():
+        if table.get(name, fn) is not fn:
+            raise ValueError(f"rules table: prompt {name!r} has an answer of its own and one a task names ({fn.__module__}.{fn.__name__})")
+        table[name] = fn
     return table
 
 
 def register_rules(prompt_name: str, fn: RulesFn) -> None:
-    """Add a rules answer for a prompt defined outside this package (e.g. a plugin)."""
+    """Add a rules answer for a prompt defined outside this package that no task names (a task
+    names the answers to its own prompts in its spec: :data:`TASK_RULES_HOOKS`)."""
     known = {**builtin_rules(), **_EXTRA}
     if prompt_name in known and known[prompt_name] is not fn:
         raise ValueError(f"a rules answer for prompt {prompt_name!r} is already registered ({known[prompt_name].__module__})")

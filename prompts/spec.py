@@ -20,13 +20,25 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 @dataclass(frozen=True)
 class PromptSpec:
-    """One prompt: ``template`` is a file name under ``prompts/templates/``; ``n_images`` images are attached."""
+    """One prompt: ``template`` is a file name under ``prompts/templates/`` (or under ``template_dir``,
+    the folder a plugin ships its templates in); ``n_images`` images are attached."""
 
     name: str
     version: str
     template: str
     output: type[pydantic.BaseModel]
     n_images: int
+    template_dir: str | None = None
+
+    @property
+    def folder(self) -> Path:
+        """The folder the template is read from."""
+        return Path(self.template_dir) if self.template_dir else TEMPLATE_DIR
+
+    @property
+    def path(self) -> Path:
+        """The template file."""
+        return self.folder / self.template
 
 
 @lru_cache(maxsize=1)
@@ -35,12 +47,12 @@ def prompt_fingerprints(specs: Iterable[PromptSpec]) -> dict[str, list[str]]:
     template re-runs the stages that use it even when nobody bumped its version."""
     from storage.hashing import sha256_hex
 
-    return {s.name: [s.version, sha256_hex((TEMPLATE_DIR / s.template).read_bytes())[:12]] for s in specs}
+    return {s.name: [s.version, sha256_hex(s.path.read_bytes())[:12]] for s in specs}
 
 
-def _env() -> jinja2.Environment:
+def _env(folder: Path = TEMPLATE_DIR) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        loader=jinja2.FileSystemLoader(str(folder)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
@@ -52,6 +64,6 @@ def _env() -> jinja2.Environment:
 def render(spec: PromptSpec, context: dict[str, Any]) -> str:
     """Render the prompt text; a missing context key raises naming the prompt and the key."""
     try:
-        return _env().get_template(spec.template).render(**context).strip() + "\n"
+        return _env(spec.folder).get_template(spec.template).render(**context).strip() + "\n"
     except jinja2.UndefinedError as exc:
         raise KeyError(f"prompt {spec.name!r} v{spec.version}: context misses a value: {exc.message}") from None

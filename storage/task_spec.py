@@ -61,6 +61,42 @@ class TaskSpec:
     ``card_text`` (one line in the dataset card), ``eval_text`` (``label``/``cause``/``note`` for
     evaluation prompts), ``subcauses`` ((code, name, description) triples).
 
+    ``extra`` hooks of the build stages (instruct, edit, qa), each optional unless said:
+      - ``instruct_prompt``: a ``prompts.spec.PromptSpec``, asked once per candidate (the instruct
+        stage; required for the task's candidates to get instructions, else ``unknown_task``).
+        With the ``analysis_prompt`` it is in the prompt catalogue (``prompts.catalogue``)
+        without a ``register_prompt`` call; a plugin's spec sets ``template_dir`` to its folder;
+      - ``instruct_rules(ctx: dict) -> dict | None``: the offline ``rules`` backend's answer to
+        the ``instruct_prompt`` (marked ``@prompts.rules_api.rules_answer(<prompt name>)``);
+        ``prompts.rules`` lists it without a ``register_rules`` call;
+      - ``instruct_rows(candidate: dict, fields: dict) -> list[dict]``: the prompt's validated
+        answer -> one dict per instruction row: ``fields`` (stored as ``fields_json``), optional
+        ``slot`` (id suffix when a candidate yields several rows) and ``status`` (default
+        ``applicable``), and the columns to set (``instruction``, ``edit_type``, ``target_box``,
+        ``target_name``). Default ``tasks.stages.instruct:instruct_rows_edit_plan`` (one row with
+        the answer's ``instruction`` and ``edit_type``). The edit stage picks editors by
+        ``edit_type`` alone (``remove``, ``attribute``, ``move``, ``add``, ``replace``; a move
+        or an add takes ``destination_box`` from the fields);
+      - ``instruct_dedup(rows: list[dict], cfg: InstructConfig) -> (kept rows, reject rows)``:
+        drops near-duplicate instructions among the task's applicable rows of one shard (when
+        ``instruct.dedup_counterfactuals`` is on); the task's candidates are then sharded per
+        (task, ``target_name``);
+      - ``analysis_prompt``: a ``PromptSpec`` the qa stage asks about each edit (two images)
+        for the fields its questions are filled from; ``analysis_rules(ctx) -> dict | None``
+        its rules answer, as ``instruct_rules``;
+      - ``analysis_fields(edit: dict) -> (verdict: str, fields: dict)``: the fields without a
+        model (from the edit plan, a true count); takes precedence over ``analysis_prompt``;
+        raises ``KeyError`` / ``TypeError`` / ``ValueError`` on a row it cannot use;
+      - ``qa_slots(edit: dict, fields: dict, settings: RenderSettings) -> dict[str, str] |
+        list[Problem]``: the question templates' slot values (``tasks.stages.qa.synthesis``;
+        required for questions), or the problems why there can be none;
+      - ``qa_beaf(edit: dict, fields: dict, values: dict) -> dict | None``: for the BEAF pairs
+        (``qa.beaf``), ``{"removed": class name, "same_type_elsewhere": bool}`` when the edit
+        removed an object, else ``None``;
+      - ``qa_templates``: not a hook but a package resource, ``"package:path/inside.yaml"``, the
+        task's question-template file (``tasks.stages.qa.templates``; required for questions).
+    ``edits_image`` False makes the edit stage pass the task's instructions through unedited.
+
     Hooks (``"module:attr"`` strings or callables; ``None`` where the task has no such step):
     ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
     called by that source with its scan), ``modules`` (the task's own modules: the only places its

@@ -28,6 +28,13 @@ TASK = TaskSpec(
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
+        "instruct_prompt": "prompts.instruct_prompts:AT_EDIT_PLAN",
+        "instruct_rules": "prompts.instruct_rules:at_edit_plan",
+        "instruct_rows": "tasks.stages.instruct:instruct_rows_edit_plan",
+        "analysis_fields": "tasks.stages.qa.analyse:analysis_fields_alteration_tracing",
+        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_alteration_tracing",
+        "qa_beaf": "tasks.stages.qa.synthesis:qa_beaf_alteration_tracing",
+        "qa_templates": "tasks.stages.qa:templates/alteration_tracing.yaml",
 
         # -- release side (audit, review, evaluation, export) --
         "eval_rules": "prompts.eval_rules:CHANGE_RULES",

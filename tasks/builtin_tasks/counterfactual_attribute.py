@@ -29,6 +29,14 @@ TASK = TaskSpec(
         "vg_reads": "miners.attribute:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
+        "instruct_prompt": "prompts.instruct_prompts:CA_INSTRUCTIONS",
+        "instruct_rules": "prompts.instruct_rules:ca_instructions",
+        "instruct_rows": "tasks.stages.instruct:instruct_rows_counterfactual_attribute",
+        "instruct_dedup": "tasks.stages.instruct:dedup_counterfactual_rows",
+        "analysis_prompt": "prompts.analysis_prompts:CA_ANALYSIS",
+        "analysis_rules": "prompts.analysis_rules:ca_analysis",
+        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_counterfactual_attribute",
+        "qa_templates": "tasks.stages.qa:templates/counterfactual_attribute.yaml",
 
         # -- release side (audit, review, evaluation, export) --
         "prior_terms": "tasks.release.items:original_attribute_prior",

@@ -28,6 +28,12 @@ TASK = TaskSpec(
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
+        "instruct_prompt": "prompts.instruct_prompts:DC_AMBIGUITY",
+        "instruct_rules": "prompts.instruct_rules:dc_ambiguity",
+        "instruct_rows": "tasks.stages.instruct:instruct_rows_dense_counting",
+        "analysis_fields": "tasks.stages.qa.analyse:analysis_fields_dense_counting",
+        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_dense_counting",
+        "qa_templates": "tasks.stages.qa:templates/dense_counting.yaml",
 
         # -- release side (audit, review, evaluation, export) --
         "eval_rules": "prompts.eval_rules:COUNT_RULES",

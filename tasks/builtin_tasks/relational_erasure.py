@@ -29,6 +29,14 @@ TASK = TaskSpec(
         "vg_reads": "miners.relational:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
+        "instruct_prompt": "prompts.instruct_prompts:RE_INSTRUCTION",
+        "instruct_rules": "prompts.instruct_rules:re_instruction",
+        "instruct_rows": "tasks.stages.instruct:instruct_rows_relational_erasure",
+        "analysis_prompt": "prompts.analysis_prompts:RE_ANALYSIS",
+        "analysis_rules": "prompts.analysis_rules:re_analysis",
+        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_relational_erasure",
+        "qa_beaf": "tasks.stages.qa.synthesis:qa_beaf_relational_erasure",
+        "qa_templates": "tasks.stages.qa:templates/relational_erasure.yaml",
 
         # -- release side (audit, review, evaluation, export) --
         "prior_terms": "tasks.release.items:erased_object_prior",

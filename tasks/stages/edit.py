@@ -1,7 +1,8 @@
 """The ``edit`` stage: every applicable instruction through every configured editor, then auto-QC.
 
-Dense counting edits nothing: its instructions become one ``none`` row each whose edited image is
-the original, so QA, review and export treat every task alike.
+A task that edits nothing (its spec's ``edits_image`` is False: dense counting) has its instructions
+become one ``none`` row each whose edited image is the original, so QA, review and export treat
+every task alike. Editors are chosen by the instruction's ``edit_type``, never by its task.
 
 Shards are (editor, chunk of instructions), editor-major, so a worker keeps one model busy. In a
 shard, images of the next batch are read while the editor runs the current batch, and QC, PNG
@@ -35,6 +36,7 @@ from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
 from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
+from storage.task_spec import all_tasks
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.engine.reuse import Entry, ItemReuse, code_version
 from tasks.stages.verify_model import model_verify
@@ -51,9 +53,16 @@ def needs_edit(row: dict[str, Any]) -> bool:
     return row["status"] == "applicable" and not passes_through(row)
 
 
+def _edits_image(task: str) -> bool:
+    """The task's ``edits_image`` (storage/task_spec.py); an unregistered task is edited."""
+    spec = all_tasks().get(task)
+    return spec.edits_image if spec is not None else True
+
+
 def passes_through(row: dict[str, Any]) -> bool:
-    """Applicable instructions with nothing to edit (dense counting): one ``none`` row each."""
-    return row["status"] == "applicable" and (row["task"] == "dense_counting" or (row.get("edit_type") or "").lower() == "none")
+    """Applicable instructions with nothing to edit (a task whose spec has ``edits_image=False``, such as dense
+    counting, or an ``edit_type`` of ``none``): one ``none`` row each."""
+    return row["status"] == "applicable" and (not _edits_image(row["task"]) or (row.get("edit_type") or "").lower() == "none")
 
 
 def read_source(row: dict[str, Any], edit_id: str, payload: dict[str, Any]) -> tuple[bytes, np.ndarray] | dict[str, Any]:

@@ -1,10 +1,14 @@
 """The instruct stage: one MLLM call per candidate turns mined candidates into edit instructions.
 
-RE -> a removal instruction; CA -> two counter-commonsense instructions (two rows) with
-near-duplicate attributes of the same object dropped as rejects; AT -> an edit plan with the
-question materials; DC -> the ambiguity filter decides keep (applicable) or drop
-(not_applicable). Every candidate yields at least one row (``applicable``,
-``not_applicable`` or ``failed``) and every failure also a reject, so nothing disappears.
+What a task asks and what its answer becomes are the task's spec (storage/task_spec.py): its
+``instruct_prompt`` (the prompt, in ``prompts/``), its ``instruct_rows`` (answer -> rows; the
+built-in tasks' are the ``instruct_rows_*`` functions below) and, where a task drops near-duplicate
+instructions of one object, its ``instruct_dedup``. For the built-ins: RE -> a removal
+instruction; CA -> two counter-commonsense instructions (two rows) with near-duplicate
+attributes of the same object dropped as rejects; AT -> an edit plan with the question
+materials; DC -> the ambiguity filter decides keep (applicable) or drop (not_applicable). Every
+candidate yields at least one row (``applicable``, ``not_applicable`` or ``failed``) and every
+failure also a reject, so nothing disappears.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from prompts.catalogue import task_prompt, task_prompts
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
 from storage import addresses
@@ -19,27 +24,40 @@ from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, check_source_size
 from storage.rejects import reject
+from storage.task_spec import all_tasks
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.engine.mllm import shared_client
 from tasks.engine.reuse import Entry, ItemReuse, code_version
 
 STAGE = "instruct"
+INSTRUCT_PROMPT = "instruct_prompt"  # spec hooks this stage reads (storage/task_spec.py)
+INSTRUCT_ROWS = "instruct_rows"
+INSTRUCT_DEDUP = "instruct_dedup"
+
+
+def _hook(task: str, name: str) -> Any:
+    """The task's hook ``name``, or None (an unregistered task, or one without that hook)."""
+    spec = all_tasks().get(task)
+    return spec.hook(name) if spec is not None and spec.has(name) else None
+
 
 def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[dict[str, Any]]]:
-    """Sorted by id; CA candidates of one object name stay in one shard (dedup is per object)."""
+    """Sorted by id; candidates of a task that dedups (``instruct_dedup``) stay in one shard per
+    (task, object name), since dedup is per object (the built-ins: CA)."""
     rows = sorted(candidates, key=lambda r: r["id"])
-    others = [r for r in rows if r["task"] != "counterfactual_attribute"]
+    dedups = {t for t in {r["task"] for r in rows} if _hook(t, INSTRUCT_DEDUP) is not None}
+    others = [r for r in rows if r["task"] not in dedups]
     shards = chunk(others, shard_size)
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r["task"] == "counterfactual_attribute":
-            groups.setdefault(str(r.get("target_name") or ""), []).append(r)
+        if r["task"] in dedups:
+            groups.setdefault((r["task"], str(r.get("target_name") or "")), []).append(r)
     current: list[dict[str, Any]] = []
-    for name in sorted(groups):
-        if current and len(current) + len(groups[name]) > shard_size:
+    for key in sorted(groups):
+        if current and len(current) + len(groups[key]) > shard_size:
             shards.append(current)
             current = []
-        current.extend(groups[name])
+        current.extend(groups[key])
     if current:
         shards.append(current)
     return shards
@@ -52,10 +70,9 @@ class InstructStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
-        from prompts.instruct_prompts import TASK_PROMPTS
         from prompts.spec import prompt_fingerprints
 
-        prompts = prompt_fingerprints(TASK_PROMPTS.values())
+        prompts = prompt_fingerprints(tuple(task_prompts(INSTRUCT_PROMPT).values()))
         return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts,
                 "editor_limits": editor_limits(ctx).to_json()}
 
@@ -143,7 +160,7 @@ def instruct_candidates(
     rows = [{**r, **_item_fields(c)} for c, v in zip(candidates, values) for r in v["rows"]]
     rejects = [j for v in values for j in v["rejects"]]
     if cfg.dedup_counterfactuals:
-        rows, dropped = dedup_counterfactual_rows(rows, cfg)
+        rows, dropped = dedup_rows(rows, cfg)
         rejects.extend(dropped)
     rows.sort(key=lambda r: r["id"])
     return rows, rejects
@@ -155,11 +172,11 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
     answer-changing MLLM settings, what the configured editors can render (it shapes the
     proposals) and the code version. Dataset statistics the candidate carries
     (pair counts, ranks) are not in it: rows take them from the current candidate."""
-    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+    from prompts.instruct_prompts import candidate_context
     from prompts.spec import prompt_fingerprints
     from storage.hashing import sha256_hex
 
-    spec = TASK_PROMPTS.get(c["task"])
+    spec = task_prompt(c["task"], INSTRUCT_PROMPT)
     if spec is None:
         return None
     image = None
@@ -174,23 +191,32 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
         return None
     return reuse.key(
         candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
-        code=code_version("tasks.stages.instruct", "prompts"),
+        code=code_version("tasks.stages.instruct", "prompts", *_code_hooks(c["task"], INSTRUCT_ROWS, "instruct_rules")),
     )
+
+
+def _code_hooks(task: str, *names: str) -> list[Any]:
+    """The task's callable hooks among ``names``: their modules join the code version of an item
+    key, so a plugin's edited code recomputes its items (the built-ins' are in the hashed rooms)."""
+    import inspect
+
+    return [h for h in (_hook(task, n) for n in names) if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 
 def _candidate_outcomes(
     client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False, limits: Any = None
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
-    from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
+    from prompts.instruct_prompts import candidate_context
     from prompts.runner import PromptInput, run_prompt
 
     outcomes: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], []) for _ in candidates]
     uses_images = getattr(client, "uses_images", True)
     by_prompt: dict[str, list[tuple[int, Any]]] = {}
+    specs: dict[str, Any] = {}
     for i, c in enumerate(candidates):
         rows, rejects = outcomes[i]
-        spec = TASK_PROMPTS.get(c["task"])
+        spec = task_prompt(c["task"], INSTRUCT_PROMPT)
         if spec is None:
             rejects.append(reject(c["id"], STAGE, "unknown_task", f"candidate {c['id']}: task {c['task']!r} has no instruct prompt"))
             continue
@@ -219,10 +245,11 @@ def _candidate_outcomes(
                 rows.append(_failed_row(c, spec, client, "image unreadable"))
                 continue
         by_prompt.setdefault(spec.name, []).append((i, PromptInput(context, images)))
+        specs[spec.name] = spec
 
     for name in sorted(by_prompt):
         items = by_prompt[name]
-        spec = TASK_PROMPTS[candidates[items[0][0]]["task"]]
+        spec = specs[name]
         results = run_prompt(
             client, spec, [inp for _, inp in items], parse_retries=mllm.parse_retries, progress=progress,
             temperature=mllm.temperature, max_tokens=mllm.max_tokens,
@@ -267,44 +294,84 @@ def _rows_for(c: dict[str, Any], out: Any) -> tuple[list[dict[str, Any]], list[d
         return [row], [reject(c["id"], STAGE, reason, detail, {"raw": out.raw, "error": out.error})]
     if out.status == "not_applicable":
         return [_row(c, out, rid, "not_applicable")], []
-    f = out.fields
-    task = c["task"]
-    if task == "relational_erasure":
-        from prompts.instruct_prompts import same_name
+    build = _hook(c["task"], INSTRUCT_ROWS) or instruct_rows_edit_plan
+    rows = []
+    for r in build(c, out.fields):
+        cols = dict(r)
+        slot, status, fields = cols.pop("slot", None), cols.pop("status", "applicable"), cols.pop("fields")
+        row_id = rid if slot is None else stable_id(c["id"], STAGE, slot)
+        rows.append(_row(c, out, row_id, status, **cols, fields_json=canonical_json(fields)))
+    return rows, []
 
-        removes_partner = bool(c.get("partner_name")) and same_name(f["remove"], c["partner_name"]) and not same_name(f["remove"], c.get("target_name") or "")
-        box, name = (c.get("partner_box"), c.get("partner_name")) if removes_partner else (c.get("target_box"), c.get("target_name"))
-        return [_row(c, out, rid, "applicable", instruction=f["instruction"], edit_type="remove", target_box=box, target_name=name, fields_json=canonical_json(f))], []
-    if task == "counterfactual_attribute":
-        rows = []
-        for slot in ("a", "b"):
-            fields = {
-                "slot": slot,
-                "direction": f[f"direction_{slot}"],
-                "new_attribute": f[f"new_attribute_{slot}"],
-                "original_attribute": c.get("attribute"),
-                "answer": f,
-            }
-            rows.append(_row(c, out, stable_id(c["id"], STAGE, slot), "applicable", instruction=f[f"instruction_{slot}"], edit_type="attribute", fields_json=canonical_json(fields)))
-        return rows, []
-    if task == "alteration_tracing":
-        return [_row(c, out, rid, "applicable", instruction=f["instruction"], edit_type=f["edit_type"], fields_json=canonical_json(f))], []
-    # dense counting: the filter keeps (none/mild) or drops (moderate/severe); no edit follows
+
+# ---------------------------------------------------------------------------- per task: answer -> rows
+# The ``instruct_rows`` hook of a task: (candidate, the prompt's validated fields) -> one dict per
+# instruction row: ``fields`` (stored as fields_json), optional ``slot`` (id suffix when a candidate
+# yields several rows), optional ``status`` (default ``applicable``), and the columns to set
+# (``instruction``, ``edit_type``, ``target_box``, ``target_name``).
+def instruct_rows_edit_plan(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+    """One applicable row carrying the answer's ``instruction`` and ``edit_type`` (AT's edit plan;
+    also the default of a task without an ``instruct_rows`` hook)."""
+    return [{"instruction": f["instruction"], "edit_type": f["edit_type"], "fields": f}]
+
+
+def instruct_rows_relational_erasure(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+    """One removal: of the target, or of the partner when the model chose to erase that one."""
+    from prompts.instruct_prompts import same_name
+
+    removes_partner = bool(c.get("partner_name")) and same_name(f["remove"], c["partner_name"]) and not same_name(f["remove"], c.get("target_name") or "")
+    box, name = (c.get("partner_box"), c.get("partner_name")) if removes_partner else (c.get("target_box"), c.get("target_name"))
+    return [{"instruction": f["instruction"], "edit_type": "remove", "target_box": box, "target_name": name, "fields": f}]
+
+
+def instruct_rows_counterfactual_attribute(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two attribute edits (slots a and b), each with its direction and new value."""
+    rows = []
+    for slot in ("a", "b"):
+        fields = {
+            "slot": slot,
+            "direction": f[f"direction_{slot}"],
+            "new_attribute": f[f"new_attribute_{slot}"],
+            "original_attribute": c.get("attribute"),
+            "answer": f,
+        }
+        rows.append({"slot": slot, "instruction": f[f"instruction_{slot}"], "edit_type": "attribute", "fields": fields})
+    return rows
+
+
+def instruct_rows_dense_counting(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ambiguity filter keeps (none/mild) or drops (moderate/severe); no edit follows."""
     keep = f["severity"] in ("none", "mild")
-    return [_row(c, out, rid, "applicable" if keep else "not_applicable", edit_type="none", fields_json=canonical_json(f))], []
+    return [{"status": "applicable" if keep else "not_applicable", "edit_type": "none", "fields": f}]
 
 
 _EMBEDDERS: dict[str, Any] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
+def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each task's ``instruct_dedup`` hook over that task's rows of a shard; the rows it keeps
+    stay in place, the rejects it returns say what was dropped."""
+    rejects: list[dict[str, Any]] = []
+    for task in sorted({r["task"] for r in rows}):
+        dedup = _hook(task, INSTRUCT_DEDUP)
+        if dedup is None:
+            continue
+        kept, dropped = dedup([r for r in rows if r["task"] == task], cfg)
+        keep = {r["id"] for r in kept}
+        rows = [r for r in rows if r["task"] != task or r["id"] in keep]
+        rejects.extend(dropped)
+    return rows, rejects
+
+
 def dedup_counterfactual_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Drop CA rows whose new attribute repeats another's for the same object name (kept: lowest id order)."""
+    """The ``instruct_dedup`` hook of CA: drop rows (all of one task) whose new attribute repeats
+    another's for the same object name (kept: lowest id order)."""
     import json
 
     from prompts.dedup import find_duplicates, transformers_embedder
 
-    ca = sorted((r for r in rows if r["task"] == "counterfactual_attribute" and r["status"] == "applicable"), key=lambda r: (r["candidate_id"], r["id"]))
+    ca = sorted((r for r in rows if r["status"] == "applicable"), key=lambda r: (r["candidate_id"], r["id"]))
     if len(ca) < 2:
         return rows, []
     embed = None

@@ -9,8 +9,8 @@ from mllm_helpers import at_candidate, ca_candidate, dc_candidate, png_bytes, re
 from prompts.clients.base import MLLMRequest
 from prompts.clients.cache import cache_key
 from prompts.clients.rules import RulesClient
-from prompts.instruct_prompts import TASK_PROMPTS, candidate_context
-from prompts.catalogue import all_prompts, get_prompt, register_prompt
+from prompts.instruct_prompts import candidate_context
+from prompts.catalogue import all_prompts, get_prompt, register_prompt, task_prompt
 from prompts.runner import PromptInput, build_messages, run_prompt
 from prompts.spec import PromptSpec, render
 
@@ -44,7 +44,7 @@ def test_render_is_strict_about_missing_context() -> None:
 def test_every_task_prompt_renders_from_a_candidate(image_dir) -> None:
     img = str(image_dir / "scene.png")
     for cand in (re_candidate(img), ca_candidate(img), at_candidate(img, "move", 2), dc_candidate(img, spread_points(12))):
-        spec = TASK_PROMPTS[cand["task"]]
+        spec = task_prompt(cand["task"], "instruct_prompt")
         text = render(spec, candidate_context(cand))
         assert "{{" not in text and "None" not in text.split("Reply")[0], text
 
@@ -53,17 +53,17 @@ def test_rules_answers_pass_the_normal_parse_path(image_dir) -> None:
     img = str(image_dir / "scene.png")
     client = RulesClient()
     for cand in (re_candidate(img), ca_candidate(img), at_candidate(img, "move", 2), at_candidate(img, "delete", 3), dc_candidate(img, spread_points(12))):
-        spec = TASK_PROMPTS[cand["task"]]
+        spec = task_prompt(cand["task"], "instruct_prompt")
         [out] = run_prompt(client, spec, [PromptInput(candidate_context(cand), [])])
         assert out.status == "ok", (cand["task"], out.error, out.raw)
         assert out.attempts == 1 and out.raw and out.fields
-    [at] = run_prompt(client, TASK_PROMPTS["alteration_tracing"], [PromptInput(candidate_context(at_candidate(img, "delete", 3)), [])])
+    [at] = run_prompt(client, task_prompt("alteration_tracing", "instruct_prompt"), [PromptInput(candidate_context(at_candidate(img, "delete", 3)), [])])
     assert at.fields["edit_type"] == "delete" and at.fields["C"].startswith("was")
 
 
 def test_rules_not_applicable_when_annotations_cannot_support_it(image_dir) -> None:
     cand = re_candidate(str(image_dir / "scene.png"), target_box=[0.0, 0.0, 64.0, 48.0])  # the whole image
-    [out] = run_prompt(RulesClient(), TASK_PROMPTS["relational_erasure"], [PromptInput(candidate_context(cand), [])])
+    [out] = run_prompt(RulesClient(), task_prompt("relational_erasure", "instruct_prompt"), [PromptInput(candidate_context(cand), [])])
     assert out.status == "not_applicable" and out.fields is None and "not applicable" in out.raw
 
 

@@ -1,5 +1,7 @@
 """The analysis step: one MLLM call per RE / CA edit, plan fields for AT, the true count for DC.
 
+Which is the task's spec (storage/task_spec.py): its ``analysis_fields`` hook gives the fields
+without a model (the built-ins: ``analysis_fields_*`` below), else its ``analysis_prompt`` is asked.
 Each edit yields exactly one ``analysis`` row (status ok | discarded | failed); discarded and
 failed analyses also yield a reject carrying the model's own reason, so they can be counted
 and inspected. The fields of ``ok`` rows feed the question templates.
@@ -16,8 +18,11 @@ from storage.image_store import ImageStore
 from storage.json_columns import candidate_of, load_json_column
 from storage.rejects import reject
 from storage.schemas import ITEM_COLUMNS
+from storage.task_spec import all_tasks
 
 STAGE = "qa"
+ANALYSIS_PROMPT = "analysis_prompt"  # spec hooks this step reads (storage/task_spec.py)
+ANALYSIS_FIELDS = "analysis_fields"
 
 
 @dataclass
@@ -86,30 +91,23 @@ NO_PROMPT: dict[str, Any] = {"prompt_name": None, "prompt_version": None, "backe
 
 def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: ImageStore, mllm: Any, *, progress: bool = False) -> Analysed:
     """Analyse one shard of edits (any mix of tasks). Model calls are batched per prompt."""
-    from prompts.analysis_prompts import ANALYSIS_PROMPTS
+    from prompts.catalogue import task_prompt
     from prompts.runner import PromptInput, run_prompt
 
     out = Analysed()
     uses_images = getattr(client, "uses_images", True)
     by_prompt: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+    by_name: dict[str, Any] = {}
     for e in edits:
         eid, task = e["id"], e["task"]
         try:
-            if task == "alteration_tracing":
-                plan = _json(e.get("instruction_fields_json"), "instruction_fields_json", eid)
-                if not plan:
-                    raise ValueError(f"edit {eid}: alteration tracing needs the edit plan in instruction_fields_json")
-                plan = {**plan, "edit_type": e.get("edit_type") or plan.get("edit_type")}
-                out.rows.append(analysis_row(e, "ok", "from_edit_plan", plan, NO_PROMPT))
-                out.fields[eid] = plan
-                continue
-            if task == "dense_counting":
-                cand = candidate_of(e, f"edit {eid}")
-                fields = {"count": cand.get("count"), "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name")}
-                out.rows.append(analysis_row(e, "ok", "ground_truth_count", fields, NO_PROMPT))
+            task_def = all_tasks().get(task)
+            if task_def is not None and task_def.has(ANALYSIS_FIELDS):
+                verdict, fields = task_def.hook(ANALYSIS_FIELDS)(e)
+                out.rows.append(analysis_row(e, "ok", verdict, fields, NO_PROMPT))
                 out.fields[eid] = fields
                 continue
-            spec = ANALYSIS_PROMPTS.get(task)
+            spec = task_prompt(task, ANALYSIS_PROMPT)
             if spec is None:
                 raise ValueError(f"edit {eid}: task {task!r} has no analysis prompt")
             ctx = analysis_context(e)
@@ -119,8 +117,8 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
             out.rejects.append(reject(eid, STAGE, "bad_edit_row", f"edit {eid}: {exc.__class__.__name__}: {exc}"))
             continue
         by_prompt.setdefault(spec.name, []).append((e, PromptInput(ctx, imgs)))
+        by_name[spec.name] = spec
 
-    by_name = {s.name: s for s in ANALYSIS_PROMPTS.values()}
     for name in sorted(by_prompt):
         items = by_prompt[name]
         outcomes = run_prompt(
@@ -130,6 +128,24 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
         for (e, _), o in zip(items, outcomes):
             _record(out, e, o)
     return out
+
+
+# ---------------------------------------------------------------------------- per task: fields without a model
+# The ``analysis_fields`` hook of a task: (edit row) -> (verdict, fields), the fields its question
+# slots are filled from; raises KeyError / TypeError / ValueError on a row it cannot use.
+def analysis_fields_alteration_tracing(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The edit plan of the instruct stage is the analysis (it holds the question materials)."""
+    eid = e["id"]
+    plan = _json(e.get("instruction_fields_json"), "instruction_fields_json", eid)
+    if not plan:
+        raise ValueError(f"edit {eid}: alteration tracing needs the edit plan in instruction_fields_json")
+    return "from_edit_plan", {**plan, "edit_type": e.get("edit_type") or plan.get("edit_type")}
+
+
+def analysis_fields_dense_counting(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The annotated count is the truth; the class name names what is counted."""
+    cand = candidate_of(e, f"edit {e['id']}")
+    return "ground_truth_count", {"count": cand.get("count"), "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name")}
 
 
 def _record(out: Analysed, e: dict[str, Any], o: Any) -> None:

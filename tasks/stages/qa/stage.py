@@ -6,6 +6,7 @@ from typing import Any
 
 from storage import addresses
 from storage.schemas import ITEM_COLUMNS
+from storage.task_spec import all_tasks
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.stages.qa.analyse import Analysed, analyse_edits
 from tasks.engine.reuse import Entry, ItemReuse, code_version
@@ -50,12 +51,12 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
     columns (dataset statistics may change when the dataset grows) and the question templates
     are not in it: changing the templates re-renders questions from stored analyses."""
-    from prompts.analysis_prompts import ANALYSIS_PROMPTS
+    from prompts.catalogue import task_prompt
     from prompts.spec import prompt_fingerprints
     from storage.json_columns import candidate_of
-    from tasks.stages.qa.analyse import analysis_context
+    from tasks.stages.qa.analyse import ANALYSIS_PROMPT, analysis_context
 
-    spec = ANALYSIS_PROMPTS.get(edit["task"])
+    spec = task_prompt(edit["task"], ANALYSIS_PROMPT)
     try:
         context = analysis_context(edit) if spec else None
         cand = candidate_of(edit, f"edit {edit['id']}")
@@ -65,8 +66,18 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
         edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
         count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
         prompt=prompt_fingerprints((spec,)) if spec else None, mllm=ctx.config.mllm.stage_key(),
-        code=code_version("tasks.stages.qa.analyse", "prompts"),
+        code=code_version("tasks.stages.qa.analyse", "prompts", *_code_hooks(edit["task"], "analysis_fields", "analysis_rules")),
     )
+
+
+def _code_hooks(task: str, *names: str) -> list[Any]:
+    """The task's callable hooks among ``names``: their modules join the code version of an
+    analysis key, so a plugin's edited code recomputes its items."""
+    import inspect
+
+    spec = all_tasks().get(task)
+    hooks = [spec.hook(n) for n in names if spec.has(n)] if spec is not None else []
+    return [h for h in hooks if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 
 def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False) -> Analysed:
@@ -102,15 +113,16 @@ class QAStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
-        from prompts.analysis_prompts import ANALYSIS_PROMPTS
+        from prompts.catalogue import task_prompts
         from prompts.spec import prompt_fingerprints
+        from tasks.stages.qa.analyse import ANALYSIS_PROMPT
         from tasks.stages.qa.templates import templates_fingerprint
 
         return {
             "mllm": ctx.config.mllm.stage_key(),
             "qa": ctx.config.qa.stage_key(),
             "seed": ctx.seed,
-            "prompts": prompt_fingerprints(ANALYSIS_PROMPTS.values()),
+            "prompts": prompt_fingerprints(tuple(task_prompts(ANALYSIS_PROMPT).values())),
             "templates": templates_fingerprint(),
         }
 

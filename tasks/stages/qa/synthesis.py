@@ -7,6 +7,7 @@ from typing import Any
 from storage.hashing import stable_id
 from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
+from storage.task_spec import all_tasks
 from tasks.stages.qa import mc
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule
@@ -32,40 +33,75 @@ def _context_objects(edit: dict[str, Any]) -> list[dict[str, Any]]:
     return context_objects(candidate_of(edit, owner), owner)
 
 
+QA_SLOTS = "qa_slots"  # spec hooks the question step reads (storage/task_spec.py)
+QA_BEAF = "qa_beaf"
+
+
 def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings, *, beaf: bool = False) -> Rendered:
-    """Render every question of one edit from its analysis fields (pure: no I/O)."""
+    """Render every question of one edit from its analysis fields (pure: no I/O).
+
+    The task's ``qa_slots`` hook turns the fields into slot values (or problems); with ``beaf``,
+    its ``qa_beaf`` hook says which object an edit removed, for the BEAF pairs."""
     task = edit["task"]
     base = {"edit_id": edit["id"], "editor": edit["editor"], "task": task, "variant": edit["variant"]}
     original, edited = edit.get("original_image"), edit.get("edited_image")
     images = {"original": [original], "edited": [edited], "pair": [original, edited]}
-    if task == "relational_erasure":
-        values = re_slots(fields)
-    elif task == "counterfactual_attribute":
-        values = ca_slots(fields)
-    elif task == "alteration_tracing":
-        values = at_slots(fields, edit.get("edit_type"))
-    elif task == "dense_counting":
-        count = fields.get("count")
-        try:
-            values, plan = dc_slots(count, str(fields.get("class_name") or ""), mc.question_seed(settings.run_seed, edit["id"], "dc"))
-        except ValueError as exc:
-            return Rendered(problems=[Problem("main", "Q1-Q8", "dc_invalid_count", f"dense_counting: {exc}")])
-        bad = check_counts(plan)
-        if bad:
-            return Rendered(problems=[Problem("main", "Q1-Q8", reason, f"dense_counting: {detail}") for reason, detail in bad])
-    else:
+    spec = all_tasks().get(task)
+    if spec is None or not spec.has(QA_SLOTS):
         return Rendered(problems=[Problem("main", "-", "unknown_task", f"no question set for task {task!r}")])
+    values = spec.hook(QA_SLOTS)(edit, fields, settings)
+    if isinstance(values, list):
+        return Rendered(problems=values)
     out = render_questions(task, values, base, images, settings)
-    removal = task == "relational_erasure" or (task == "alteration_tracing" and values.get("op_past") == "removed")
-    if beaf and removal:
-        # the annotated class of the erased object, not the model's phrase ("a red apple" is an apple)
-        removed = edit.get("target_name") or (values.get("B_name") if task == "relational_erasure" else values.get("B"))
-        elsewhere = fields.get("same_type_elsewhere") if task == "relational_erasure" else None
-        more = beaf_questions(removed or "", _context_objects(edit), edit.get("target_box"), base, original, edited,
-                              same_type_elsewhere=elsewhere in (True, "true", "True", "yes"))
+    removal = spec.hook(QA_BEAF)(edit, fields, values) if beaf and spec.has(QA_BEAF) else None
+    if removal is not None:
+        more = beaf_questions(removal["removed"] or "", _context_objects(edit), edit.get("target_box"), base, original, edited,
+                              same_type_elsewhere=bool(removal.get("same_type_elsewhere")))
         out.rows.extend(more.rows)
         out.problems.extend(more.problems)
     return out
+
+
+# ---------------------------------------------------------------------------- per task: fields -> slots
+# The ``qa_slots`` hook of a task: (edit row, analysis fields, RenderSettings) -> {slot: text} for
+# its question templates, or a list of Problem when the fields cannot make its question set.
+def qa_slots_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+    return re_slots(fields)
+
+
+def qa_slots_counterfactual_attribute(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+    return ca_slots(fields)
+
+
+def qa_slots_alteration_tracing(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+    return at_slots(fields, edit.get("edit_type"))
+
+
+def qa_slots_dense_counting(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
+    """The eight counts around the truth, checked; a count that cannot make them is a problem.
+    (``"dc"`` salts the per-edit seed: a constant of this function, not a key on the task.)"""
+    try:
+        values, plan = dc_slots(fields.get("count"), str(fields.get("class_name") or ""), mc.question_seed(settings.run_seed, edit["id"], "dc"))
+    except ValueError as exc:
+        return [Problem("main", "Q1-Q8", "dc_invalid_count", f"{edit['task']}: {exc}")]
+    bad = check_counts(plan)
+    if bad:
+        return [Problem("main", "Q1-Q8", reason, f"{edit['task']}: {detail}") for reason, detail in bad]
+    return values
+
+
+# The ``qa_beaf`` hook of a task: (edit row, analysis fields, slot values) -> None when the edit
+# removed no object, else {"removed": the annotated class of the erased object ("a red apple" is
+# an apple), "same_type_elsewhere": whether another one stays in the picture}.
+def qa_beaf_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    return {"removed": edit.get("target_name") or values.get("B_name"),
+            "same_type_elsewhere": fields.get("same_type_elsewhere") in (True, "true", "True", "yes")}
+
+
+def qa_beaf_alteration_tracing(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any] | None:
+    if values.get("op_past") != "removed":
+        return None
+    return {"removed": edit.get("target_name") or values.get("B"), "same_type_elsewhere": False}
 
 
 def problem_rejects(edit: dict[str, Any], problems: list[Problem]) -> list[dict[str, Any]]:

@@ -1,7 +1,10 @@
-"""Question templates: the YAML files in ``tasks/stages/qa/templates/`` compiled once into fast formatters.
+"""Question templates: one YAML file per task, compiled once into fast formatters.
 
 One file per task holds all the wording (kept as data, so a reviewer can read and change the
-question set without touching code). Compilation checks each template up front: known types,
+question set without touching code). Which file is the task's spec (storage/task_spec.py): its
+``qa_templates`` entry names a package resource, ``"package:path/inside.yaml"`` (the built-ins':
+``tasks/stages/qa/templates/<id>.yaml``), so a third-party task ships its own file. The BEAF
+wording (``templates/beaf.yaml``) belongs to no task. Compilation checks each template up front: known types,
 unique qids, MC with a correct option and distractors, every ``{slot}`` declared in ``slots``
 or ``derived`` — so a typo fails at import time naming the file and the qid, not mid-run.
 """
@@ -17,9 +20,11 @@ from typing import Any
 
 import yaml
 
-from storage.task_ids import TASK_IDS as TASKS
+from storage.task_spec import all_tasks
 
 QTYPES = ("YN", "SA", "MC")
+QA_TEMPLATES = "qa_templates"  # the spec entry naming a task's template file
+BEAF = "beaf"
 _FORMATTER = string.Formatter()
 # ``rubric_base`` only holds a YAML anchor that questions reuse for their rubric.
 _TOP_KEYS = {"task", "version", "image_role", "slots", "derived", "questions", "control", "rubric_base"}
@@ -167,6 +172,22 @@ def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
     )
 
 
+def template_tasks() -> tuple[str, ...]:
+    """The registered tasks that name question templates, in benchmark order."""
+    return tuple(t for t, spec in all_tasks().items() if spec.extra.get(QA_TEMPLATES))
+
+
+def template_ref(task: str) -> str:
+    """Where the task's templates are: its spec's ``qa_templates`` (``"package:path/inside.yaml"``)."""
+    spec = all_tasks().get(task)
+    ref = spec.extra.get(QA_TEMPLATES) if spec is not None else None
+    if not ref:
+        raise KeyError(f"no question templates for task {task!r}; known: {list(template_tasks())}")
+    if not isinstance(ref, str) or ":" not in ref:
+        raise TemplateError(f"task {task!r}: {QA_TEMPLATES} must read 'package:path/inside.yaml', got {ref!r}")
+    return ref
+
+
 def _read_yaml(name: str) -> dict[str, Any]:
     return yaml.safe_load(_read_text(name))
 
@@ -175,28 +196,41 @@ def templates_fingerprint() -> str:
     """Hash of every question-template file: part of the qa stage key, so new wording re-renders."""
     from storage.hashing import sha256_hex
 
-    return sha256_hex("".join(_read_text(n) for n in (*TASKS, "beaf")))[:16]
+    return sha256_hex("".join(_read_text(n) for n in (*template_tasks(), BEAF)))[:16]
 
 
 def _read_text(name: str) -> str:
-    return resources.files("tasks.stages.qa").joinpath("templates").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    """The template text of task ``name`` (or of the BEAF wording, ``beaf``)."""
+    ref = f"tasks.stages.qa:templates/{BEAF}.yaml" if name == BEAF else template_ref(name)
+    package, _, path = ref.partition(":")
+    resource = resources.files(package)
+    for part in path.split("/"):
+        resource = resource.joinpath(part)
+    return resource.read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)
 def question_set(task: str) -> QuestionSet:
     """The compiled question set of a task (cached; the YAML is read once per process)."""
-    if task not in TASKS:
-        raise KeyError(f"no question templates for task {task!r}; known: {list(TASKS)}")
-    qs = compile_set(_read_yaml(task), f"tasks/stages/qa/templates/{task}.yaml")
+    where = template_ref(task)
+    qs = compile_set(_read_yaml(task), where)
     if qs.task != task:
-        raise TemplateError(f"tasks/stages/qa/templates/{task}.yaml: declares task {qs.task!r}")
+        raise TemplateError(f"{where}: declares task {qs.task!r}")
     return qs
 
 
 @lru_cache(maxsize=None)
 def beaf_settings() -> dict[str, Any]:
     """The BEAF question wording and probe lists (``templates/beaf.yaml``)."""
-    data = _read_yaml("beaf")
+    data = _read_yaml(BEAF)
     if "{obj}" not in data.get("question", ""):
         raise TemplateError("tasks/stages/qa/templates/beaf.yaml: 'question' must contain {obj}")
     return data
+
+
+def __getattr__(name: str) -> Any:
+    """``TASKS``: the former constant, now :func:`template_tasks` read when asked (callers should
+    call that instead; kept so the release side's ``from ... import TASKS`` keeps working)."""
+    if name == "TASKS":
+        return template_tasks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
