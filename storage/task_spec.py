@@ -66,6 +66,10 @@ class TaskSpec:
         stage; required for the task's candidates to get instructions, else ``unknown_task``).
         With the ``analysis_prompt`` it is in the prompt catalogue (``prompts.catalogue``)
         without a ``register_prompt`` call; a plugin's spec sets ``template_dir`` to its folder;
+      - ``instruct_context(candidate: dict, ctx: dict) -> dict``: the prompt context of a
+        candidate beyond the core's (``prompts.instruct_prompts.candidate_context``: names, boxes,
+        locations, neighbours), e.g. what the task's miner planned in ``extra_json``; the
+        ``instruct_rules`` answer sees the same context;
       - ``instruct_rules(ctx: dict) -> dict | None``: the offline ``rules`` backend's answer to
         the ``instruct_prompt`` (marked ``@prompts.rules_api.rules_answer(<prompt name>)``);
         ``prompts.rules`` lists it without a ``register_rules`` call;
