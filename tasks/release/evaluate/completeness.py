@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from tasks.stages.qa.templates import TASKS, question_set
+from tasks.stages.qa.templates import question_set, template_tasks
 
 
 def expected_qids(task: str) -> tuple[str, ...]:
-    """The main-set qids of a task's question templates (none for an unknown task)."""
-    return tuple(t.qid for t in question_set(task).main) if task in TASKS else ()
+    """The main-set qids of a task's question templates (none for an unknown task). The tasks are
+    read from the registry now, not when this module was imported (a task registered later counts)."""
+    return tuple(t.qid for t in question_set(task).main) if task in template_tasks() else ()
 
 
 def completeness(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
