@@ -10,9 +10,9 @@ rendered from: YN questions name one relation, MC options and SA golds name one 
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reactbench_spatial_relation import geometry
 

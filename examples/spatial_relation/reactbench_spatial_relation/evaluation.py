@@ -8,14 +8,15 @@ on the table") whatever the edited picture shows: a no-vision reference point, w
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from prompts.eval_rules import EvalRules
 from reactbench_spatial_relation import geometry
 
-_SIDE_WORDS = re.compile(r"\b(left|right|above|below|over|under|beneath|top|bottom)\b", re.I)
-_HABIT_WORDS = re.compile(r"\b(usually|typically|normally|always|commonly|belongs?|expected|tend to)\b", re.I)
-_CONTACT_WORDS = re.compile(r"\b(on|in|inside|resting|sitting|placed|beside|next to|near|close to|touching)\b", re.I)
+_SIDE_WORDS = re.compile(r"\b(left|right|above|below|over|under|beneath|top|bottom)\b", re.IGNORECASE)
+_HABIT_WORDS = re.compile(r"\b(usually|typically|normally|always|commonly|belongs?|expected|tend to)\b", re.IGNORECASE)
+_CONTACT_WORDS = re.compile(r"\b(on|in|inside|resting|sitting|placed|beside|next to|near|close to|touching)\b", re.IGNORECASE)
 
 
 def prior_terms(ann: Mapping[str, Any]) -> list[str]:

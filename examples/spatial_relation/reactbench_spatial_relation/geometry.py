@@ -8,7 +8,7 @@ truth shows after the move) decide a relation with the same rule.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from storage.boxes import intersection, intersects
 

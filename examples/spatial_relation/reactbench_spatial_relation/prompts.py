@@ -11,7 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from prompts.fields import EnglishStr, ObjectName
 from prompts.locations import location_phrase
@@ -45,7 +51,7 @@ class SRInstruction(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _names(self, info: ValidationInfo) -> "SRInstruction":
+    def _names(self, info: ValidationInfo) -> SRInstruction:
         ctx = info.context or {}
         subject, obj = ctx.get("subject_name"), ctx.get("object_name")
         if subject and not _same(self.move, subject):
@@ -55,8 +61,7 @@ class SRInstruction(BaseModel):
         return self
 
 
-SR_INSTRUCTION = PromptSpec("sr_instruction", "1", "sr_instruction.j2", SRInstruction, 1, **(
-    {"template_dir": str(TEMPLATES)} if "template_dir" in PromptSpec.__dataclass_fields__ else {}))
+SR_INSTRUCTION = PromptSpec("sr_instruction", "1", "sr_instruction.j2", SRInstruction, 1, template_dir=str(TEMPLATES))
 
 
 def plan_of(candidate: dict[str, Any]) -> dict[str, Any]:

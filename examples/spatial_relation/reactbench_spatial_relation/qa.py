@@ -9,8 +9,9 @@ plan; an edit that went elsewhere yields no questions (a ``sr_moved_elsewhere`` 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reactbench_spatial_relation import geometry
 
