@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from tasks.stages.qa.templates import TASKS, question_set
+from tasks.stages.qa.templates import question_set, template_tasks
 
 
 def expected_qids(task: str) -> tuple[str, ...]:
     """The main-set qids of a task's question templates (none for an unknown task)."""
-    return tuple(t.qid for t in question_set(task).main) if task in TASKS else ()
+    return tuple(t.qid for t in question_set(task).main) if task in template_tasks() else ()
 
 
 def completeness(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
