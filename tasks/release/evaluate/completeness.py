@@ -15,8 +15,7 @@ from tasks.stages.qa.templates import question_set, template_tasks
 
 
 def expected_qids(task: str) -> tuple[str, ...]:
-    """The main-set qids of a task's question templates (none for an unknown task). The tasks are
-    read from the registry now, not when this module was imported (a task registered later counts)."""
+    """The main-set qids of a task's question templates (none for an unknown task)."""
     return tuple(t.qid for t in question_set(task).main) if task in template_tasks() else ()
 
 

@@ -227,10 +227,3 @@ def beaf_settings() -> dict[str, Any]:
         raise TemplateError("tasks/stages/qa/templates/beaf.yaml: 'question' must contain {obj}")
     return data
 
-
-def __getattr__(name: str) -> Any:
-    """``TASKS``: the former constant, now :func:`template_tasks` read when asked (callers should
-    call that instead; kept so the release side's ``from ... import TASKS`` keeps working)."""
-    if name == "TASKS":
-        return template_tasks()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
