@@ -191,7 +191,7 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
         return None
     return reuse.key(
         candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
-        code=code_version("tasks.stages.instruct", "prompts", *_code_hooks(c["task"], INSTRUCT_ROWS, "instruct_rules")),
+        code=code_version("tasks.stages.instruct", "prompts", *_code_hooks(c["task"], INSTRUCT_ROWS, "instruct_rules", "instruct_context")),
     )
 
 
