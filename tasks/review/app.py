@@ -141,7 +141,7 @@ class SessionGate:
         path = scope["path"]
         if path not in PUBLIC_PATHS:
             token = Request(scope).cookies.get(SESSION_COOKIE)
-            found = await run_sync(session_user, self.queue.lookup, token) if token else None
+            found = await run_sync(session_user, self.queue.engine, token) if token else None
             if found is None:
                 if path.startswith("/api/"):
                     response: Response = JSONResponse({"error": "login required"}, status_code=401)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as Ev
 
+from storage.review_db import sql_transaction
 from tasks.review.accounts import add_user, get_user
 from tasks.review.leasing import candidate_ids, lease_from
 from tasks.review.queue import ReviewQueue
@@ -44,13 +45,13 @@ def test_second_annotator_gets_a_different_item_even_from_a_stale_candidate_list
         add_user(q.engine, n, "annotator")
     ann, bob = get_user(q.engine, "ann"), get_user(q.engine, "bob")
     now = clock()
-    with q.reader.connect() as conn:
-        stale = candidate_ids(conn, bob, "edit", q.k, now, 2, sqlite=True)
+    with sql_transaction(q.engine, write=False) as sql:
+        stale = candidate_ids(sql, bob, "edit", q.k, now, 2)
     assert len(stale) == 2
     taken = q.next_items(ann, "edit", want=1)
     assert taken == stale[:1]
-    with q.engine.begin() as conn:
-        got = lease_from(conn, stale, bob, "edit", q.k, now, q.lease_seconds)
+    with sql_transaction(q.engine) as sql:
+        got = lease_from(sql, stale, bob, "edit", q.k, now, q.lease_seconds)
     assert got == stale[1:]  # a different item, and not nothing
     assert set(got).isdisjoint(taken)
     assert q.next_items(bob, "edit", want=1) == got
@@ -66,12 +67,12 @@ def test_stale_candidate_cannot_over_lease_a_k2_item(filled_run, clock):
         add_user(q.engine, n, "annotator")
     ann, bob, cat = (get_user(q.engine, n) for n in ("ann", "bob", "cat"))
     now = clock()
-    with q.reader.connect() as conn:
-        stale = candidate_ids(conn, cat, "edit", q.k, now, 2, sqlite=True)
+    with sql_transaction(q.engine, write=False) as sql:
+        stale = candidate_ids(sql, cat, "edit", q.k, now, 2)
     first = stale[0]
     assert q.next_items(ann, "edit", want=1) == [first]
     q.decide(ann, first, "accept")  # n = 1, ann's lease released
     assert q.next_items(bob, "edit", want=1) == [first]  # the second slot
-    with q.engine.begin() as conn:
-        got = lease_from(conn, stale, cat, "edit", q.k, now, q.lease_seconds)
+    with sql_transaction(q.engine) as sql:
+        got = lease_from(sql, stale, cat, "edit", q.k, now, q.lease_seconds)
     assert first not in got and got == stale[1:]
