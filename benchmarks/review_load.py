@@ -116,13 +116,15 @@ def log_in_all(base: str, secrets: list[tuple[str, str]]) -> list[Session]:
         return list(pool.map(lambda ns: log_in(base, *ns), secrets))
 
 
-async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float) -> dict:
-    """One simulated annotator on ``bases[0]``: ``GET /api/next``, think, ``POST`` the decision,
-    until ``stop_at``. When that server stops answering (killed) it goes on through the next one
-    with the same session cookie. Latency: from sending a request to having read its answer."""
+async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float, start_s: float) -> dict:
+    """One simulated annotator on ``bases[0]``: after ``start_s``, ``GET /api/next``, think,
+    ``POST`` the decision, until ``stop_at``. When that server stops answering (killed) it goes
+    on through the next one with the same session cookie. Latency: from sending a request to
+    having read its answer."""
     import aiohttp
 
     lat, handed, acked, errors, failovers = [], [], [], [], 0
+    await asyncio.sleep(start_s)
     base = bases[0]
     cookies = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
     get_headers = {"Cookie": cookies}
@@ -212,8 +214,13 @@ async def _round(bases: list[str], sessions: list[Session], seconds: float, thin
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as http:
         stop_at = time.perf_counter() + seconds
+        # People do not click in step: annotator i of n starts i/n of a think time after the
+        # first, so the crowd's requests are spread over the think time as independent people's
+        # would be (started together, 100 coroutines would send 100 requests in the same
+        # millisecond, every think time, for the whole round).
         tasks = [
-            asyncio.ensure_future(annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s)) for i, s in enumerate(sessions)
+            asyncio.ensure_future(annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, think_s * i / len(sessions)))
+            for i, s in enumerate(sessions)
         ]
         if kill is not None:  # halfway through the round
             await asyncio.sleep(max(0.0, stop_at - seconds / 2 - time.perf_counter()))

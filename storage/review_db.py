@@ -313,6 +313,14 @@ _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _PG_SQL: dict[str, str] = {}
 
 
+def pg_text(sql: str) -> str:
+    """A statement with ``:name`` parameters in psycopg's ``%(name)s`` style (cached)."""
+    out = _PG_SQL.get(sql)
+    if out is None:
+        out = _PG_SQL[sql] = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+    return out
+
+
 class Sql:
     """Plain SQL on one DBAPI connection (sqlite3 or psycopg), without SQLAlchemy's statement
     layers. The review app's busiest requests (session lookup, next item, decide) are a few
@@ -333,18 +341,13 @@ class Sql:
         return cls(conn.connection.driver_connection, conn.dialect.name != "sqlite")
 
     def _text(self, sql: str) -> str:
-        if not self.postgres:
-            return sql
-        out = _PG_SQL.get(sql)
-        if out is None:
-            out = _PG_SQL[sql] = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
-        return out
+        return pg_text(sql) if self.postgres else sql
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
-        """All rows of a statement (also of an INSERT / UPDATE / DELETE ... RETURNING)."""
+        """All rows of a statement that returns rows (a read, or a write ``... RETURNING``)."""
         cur = self._cur
         cur.execute(self._text(sql), params or {})
-        return cur.fetchall() if cur.description is not None else []
+        return cur.fetchall()
 
     def row(self, sql: str, params: dict[str, Any] | None = None) -> tuple | None:
         """The first row of a read, or None."""
@@ -354,11 +357,11 @@ class Sql:
     def scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         return [r[0] for r in self.rows(sql, params)]
 
-    def run(self, sql: str, params: dict[str, Any] | None = None) -> int:
-        """Execute a write; returns the number of rows it changed."""
-        cur = self._cur
-        cur.execute(self._text(sql), params or {})
-        return cur.rowcount
+    def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Execute a write that returns nothing. In a PostgreSQL transaction it is sent without
+        waiting (psycopg's pipeline mode): its errors surface at the next read or at ``COMMIT``;
+        use ``RETURNING`` with :meth:`rows` to learn what it changed."""
+        self._cur.execute(self._text(sql), params or {})
 
 
 def dbapi_errors(engine: Engine) -> type[Exception]:
@@ -371,9 +374,11 @@ def sql_transaction(engine: Engine, write: bool = True) -> Iterator[Sql]:
     """One transaction of plain SQL on a pooled connection, committed at the end (rolled back
     on an error). SQLite: ``BEGIN IMMEDIATE`` behind the in-process writer lock for writes, a
     deferred ``BEGIN`` (a WAL snapshot that neither waits for nor blocks writers) for reads.
-    PostgreSQL: psycopg's own ``BEGIN`` before the first statement. A connection found broken
-    (the server restarted) is dropped with the rest of the pool; the error says whether the
-    transaction may be run again (``review_retry``: it failed before its ``COMMIT`` was sent)."""
+    PostgreSQL: psycopg's pipeline mode, so its ``BEGIN`` travels with the first statement and
+    writes that return nothing with the next one (a round trip per read instead of one per
+    statement). A connection found broken (the server restarted) is dropped with the rest of
+    the pool; the error says whether the transaction may be run again (``review_retry``: it
+    failed before its ``COMMIT`` was sent)."""
     sqlite = is_sqlite(engine)
     with write_lock(engine) if (sqlite and write) else nullcontext():
         fairy = engine.raw_connection()
@@ -381,16 +386,17 @@ def sql_transaction(engine: Engine, write: bool = True) -> Iterator[Sql]:
         try:
             dbapi = fairy.driver_connection
             tx = Sql(dbapi, not sqlite)
-            if sqlite:
-                tx._cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield tx
-                committing = True
-                dbapi.commit()
-            except BaseException:
-                if not committing:
-                    _quiet_rollback(dbapi)
-                raise
+            with nullcontext() if sqlite else dbapi.pipeline():
+                if sqlite:
+                    tx._cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield tx
+                    committing = True
+                    dbapi.commit()
+                except BaseException:
+                    if not committing:
+                        _quiet_rollback(dbapi)
+                    raise
         except dbapi_errors(engine) as exc:
             _on_error(engine, fairy, exc, retry_ok=not committing)
             raise
@@ -437,3 +443,53 @@ def _on_error(engine: Engine, fairy: Any, exc: Exception, retry_ok: bool) -> Non
             exc.review_retry = retry_ok  # type: ignore[attr-defined]
         except AttributeError:
             pass
+
+
+class LoopReads:
+    """One-statement reads on the event loop, without a worker thread (a thread hop costs the
+    server more CPU than the read): on PostgreSQL over a few async psycopg connections in
+    autocommit (per event loop, opened on demand, a broken one dropped and the read tried once
+    more on a fresh one); on SQLite inline, on a pooled connection outside any transaction (a
+    WAL read of an index takes microseconds and never waits for a writer)."""
+
+    def __init__(self, engine: Engine, size: int = 4):
+        self.engine = engine
+        self.size = size
+        self._postgres = not is_sqlite(engine)
+        self._pools: weakref.WeakKeyDictionary[Any, tuple[Any, list[Any]]] = weakref.WeakKeyDictionary()
+
+    async def row(self, sql: str, params: dict[str, Any]) -> tuple | None:
+        if not self._postgres:
+            with sql_statement(self.engine) as s:
+                return s.row(sql, params)
+        import asyncio
+
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = (asyncio.Semaphore(self.size), [])
+        slots, idle = pool
+        text = pg_text(sql)
+        async with slots:
+            for attempt in (0, 1):
+                conn = idle.pop() if idle else await self._connect()
+                try:
+                    cur = await conn.execute(text, params)
+                    row = await cur.fetchone()
+                except psycopg.Error:
+                    await conn.close()
+                    if attempt or not conn.broken:
+                        raise
+                    continue  # a connection the server closed (restart): once more on a new one
+                idle.append(conn)
+                return row
+        raise AssertionError("unreachable")
+
+    async def _connect(self) -> Any:
+        import psycopg
+
+        cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
+        cparams.pop("context", None)  # SQLAlchemy's adapters for its own (sync) connections
+        return await psycopg.AsyncConnection.connect(*cargs, **cparams, autocommit=True)

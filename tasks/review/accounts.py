@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from storage.review_db import LoginSession, User, sql_statement
+from storage.review_db import LoginSession, LoopReads, User, sql_statement
 from tasks.review.rules import Account
 
 Role = Literal["annotator", "admin"]
@@ -105,12 +105,23 @@ SESSION_SQL = (
 
 
 def session_user(engine: Engine, token: str | None) -> tuple[Account, str] | None:
-    """(account, CSRF token) of a live session, or None. Read on every request (no cache): one
-    indexed statement in plain SQL, outside any transaction (:func:`sql_statement`)."""
+    """(account, CSRF token) of a live session, or None: one indexed statement in plain SQL,
+    outside any transaction (:func:`sql_statement`)."""
     if not token or len(token) > 200:
         return None
     with sql_statement(engine) as sql:
-        row = sql.row(SESSION_SQL, {"token_hash": hash_secret(token)})
+        return _live(sql.row(SESSION_SQL, {"token_hash": hash_secret(token)}))
+
+
+async def session_user_on_loop(reads: LoopReads, token: str | None) -> tuple[Account, str] | None:
+    """:func:`session_user` on the event loop. The app reads the session on every request (no
+    cache), so a logout through any process ends the session everywhere at the next request."""
+    if not token or len(token) > 200:
+        return None
+    return _live(await reads.row(SESSION_SQL, {"token_hash": hash_secret(token)}))
+
+
+def _live(row: tuple | None) -> tuple[Account, str] | None:
     if row is None or row[4] < time.time():
         return None
     return Account(row[0], row[1], row[2]), row[3]

@@ -167,7 +167,7 @@ class DecisionsMixin:
             released = bool(found and found[5])
         else:
             found = sql.row(_DECIDE_SQLITE_SQL, params)
-            released = bool(found) and bool(sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me", params))
+            released = bool(found) and bool(sql.rows("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me RETURNING slot", params))
         if found is None:
             raise UnknownItem(f"no review item {item_id!r}")
         item = _DecideRow._make(found)
