@@ -8,9 +8,11 @@ annotators with the realistic think time (``--think-ms``, 500 ms), N annotators 
 think time (``--short-think-ms``, 100 ms) and N annotators with no think time at all
 (saturation reference). Annotator i talks to server i mod ``--servers``. Every annotator
 logs in once, before the rounds (logins are not measured), then each loops: ``GET
-/api/next`` then ``POST`` a decision, pausing the think time in between. The annotators are
-coroutines of one asyncio loop (aiohttp, keep-alive connections) in this process, which shares
-the machine with the servers and the database; its own CPU time per decision is reported too.
+/api/next`` then ``POST`` a decision, pausing the think time in between; annotator i of n
+starts i/n of a think time after the first (``--start together``: all at once, in lockstep).
+The annotators are coroutines of one asyncio loop (aiohttp, keep-alive connections) in this
+process, which shares the machine with the servers and the database; its own CPU time per
+decision is reported too.
 With two servers or more a last round repeats the realistic one and ``kill -9``s the first
 server halfway through: its annotators go on through the next server with the same session.
 Reports p50 / p95 latency of those requests and throughput side by side, and checks that no
@@ -178,7 +180,8 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float:
 
 
 def run_round(
-    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None,
+    together: bool = False,
 ) -> dict:
     """One round: annotator i starts on server i mod len(bases); ``kill`` (a server process)
     is killed with SIGKILL halfway through. ``procs``: the servers, for their CPU time.
@@ -189,7 +192,7 @@ def run_round(
     answering it."""
     cpu0, client0 = cpu_seconds(procs), time.process_time()
     t0 = time.perf_counter()
-    results = asyncio.run(_round(bases, sessions, seconds, think_s, kill))
+    results = asyncio.run(_round(bases, sessions, seconds, think_s, kill, together))
     wall = time.perf_counter() - t0
     client = time.process_time() - client0
     lat = sorted(x for r in results.values() for x in r["lat"])
@@ -207,7 +210,9 @@ def run_round(
     }
 
 
-async def _round(bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None") -> dict:
+async def _round(
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None", together: bool
+) -> dict:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=0)  # a keep-alive connection per concurrent request, as browsers keep them
@@ -216,10 +221,12 @@ async def _round(bases: list[str], sessions: list[Session], seconds: float, thin
         stop_at = time.perf_counter() + seconds
         # People do not click in step: annotator i of n starts i/n of a think time after the
         # first, so the crowd's requests are spread over the think time as independent people's
-        # would be (started together, 100 coroutines would send 100 requests in the same
-        # millisecond, every think time, for the whole round).
+        # would be. Started together (``--start together``), 100 coroutines send 100 requests in
+        # the same millisecond, every think time, for the whole round.
         tasks = [
-            asyncio.ensure_future(annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, think_s * i / len(sessions)))
+            asyncio.ensure_future(
+                annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, 0.0 if together else think_s * i / len(sessions))
+            )
             for i, s in enumerate(sessions)
         ]
         if kill is not None:  # halfway through the round
@@ -240,6 +247,10 @@ def main() -> None:
     ap.add_argument("--json-round", choices=("short", "realistic"), default="realistic", help="which N-annotator round the JSON line reports")
     ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite", help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server")
     ap.add_argument("--servers", type=int, default=1, help="review server processes sharing the database")
+    ap.add_argument(
+        "--start", choices=("spread", "together"), default="spread",
+        help="spread: annotator i of n starts i/n of a think time after the first (default); together: all at once, in lockstep",
+    )
     args = ap.parse_args()
     if args.servers < 1:
         ap.error("--servers must be >= 1")
@@ -256,12 +267,13 @@ def main() -> None:
         sessions = log_in_all(bases[0], secrets)
         killed = None
         try:
+            together = args.start == "together"
             single = run_round(bases, sessions[:1], args.seconds / 2, args.think_ms / 1000, procs)
-            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs)
-            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs)
+            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, together=together)
+            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, together=together)
             stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
             if args.servers > 1:  # kill -9 of the first server halfway through a realistic round
-                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0])
+                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], together=together)
         finally:
             for _, proc in servers:
                 proc.terminate()
