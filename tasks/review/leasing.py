@@ -46,31 +46,6 @@ _RENEW_SQL = (
     "UPDATE review_leases SET expires_at = :expires_at WHERE annotator_id = :me AND stage = :stage "
     "RETURNING item_id, leased_at, expires_at"
 )
-# PostgreSQL, one statement: renew the user's leases in the stage and read (and lock) up to
-# :limit candidates; rows (0, item_id, leased_at, NULL...) for renewed leases, (1, NULL, NULL,
-# candidate row...) for candidates.
-_NEXT_PG_SQL = f"""
-WITH renewed AS ({_RENEW_SQL}),
-c AS ({CANDIDATE_ITEMS_SQL} FOR UPDATE OF s SKIP LOCKED)
-SELECT 0, item_id, leased_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM renewed
-UNION ALL
-SELECT 1, NULL, NULL, c.item_id, c.stage, c.edit_id, c.task, c.variant, c.editor, c.payload_json FROM c
-"""
-# PostgreSQL, one statement: the capacity re-check and the lease at the lowest free slot, when the
-# item has no expired lease rows (those are deleted first by the general path of try_lease).
-_LEASE_PG_SQL = """
-INSERT INTO review_leases (item_id, slot, annotator_id, stage, leased_at, expires_at)
-SELECT s.item_id,
-       (SELECT min(x) FROM generate_series(0, :k - 1) AS x
-        WHERE NOT EXISTS (SELECT 1 FROM review_leases f WHERE f.item_id = s.item_id AND f.slot = x)),
-       :me, :stage, :now, :expires_at
-FROM review_item_state s
-WHERE s.item_id = :item_id AND s.available = 1
-  AND s.n + (SELECT count(*) FROM review_leases l WHERE l.item_id = s.item_id) < :k
-  AND NOT EXISTS (SELECT 1 FROM review_leases x WHERE x.item_id = s.item_id AND x.expires_at <= :now)
-ON CONFLICT DO NOTHING
-RETURNING item_id
-"""
 _INSERT_LEASE_SQL = (
     "INSERT INTO review_leases (item_id, slot, annotator_id, stage, leased_at, expires_at) "
     "VALUES (:item_id, :slot, :me, :stage, :now, :expires_at)"
@@ -91,9 +66,6 @@ def candidate_ids(sql: Sql, user: Account, stage: str, k: int, now: float, limit
 
 def try_lease(sql: Sql, item_id: str, user: Account, stage: str, k: int, now: float, lease_seconds: float) -> bool:
     """Lease one slot of ``item_id`` to ``user`` when the item is still open and has capacity."""
-    params = {"item_id": item_id, "me": user.id, "stage": stage, "k": k, "now": now, "expires_at": now + lease_seconds}
-    if sql.postgres and sql.rows(_LEASE_PG_SQL, params):
-        return True  # the common case in one statement; else (full, or expired slots to free) as below
     # one read for the item's state and all its lease slots; expired slots are freed
     rows = sql.rows(_SLOTS_SQL, {"item_id": item_id})
     if not rows or not rows[0][0]:
@@ -104,7 +76,7 @@ def try_lease(sql: Sql, item_id: str, user: Account, stage: str, k: int, now: fl
     if rows[0][1] + len(active) >= k:  # the capacity re-check: the candidate list may be stale
         return False
     slot = min(set(range(k)) - active)
-    sql.run(_INSERT_LEASE_SQL, {**params, "slot": slot})
+    sql.run(_INSERT_LEASE_SQL, {"item_id": item_id, "slot": slot, "me": user.id, "stage": stage, "now": now, "expires_at": now + lease_seconds})
     return True
 
 
@@ -145,25 +117,16 @@ class LeasingMixin:
         """The time of the request and the user's items in the order they took them: (item id,
         its candidate row when leased now, None when renewed)."""
         now = self.clock()
-        params = {"expires_at": now + self.lease_seconds, "me": user.id, "stage": stage, "now": now, "k": self.k, "limit": want}
-        if sql.postgres:  # renewal and first candidates in one statement
-            rows = sql.rows(_NEXT_PG_SQL, params)
-            renewed = [r[1:3] for r in rows if r[0] == 0]
-            first: list[tuple] | None = [r[3:] for r in rows if r[0] == 1]
-        else:
-            renewed, first = sql.rows(_RENEW_SQL, params), None
+        renewed = sql.rows(_RENEW_SQL, {"expires_at": now + self.lease_seconds, "me": user.id, "stage": stage})
         mine: list[tuple[str, tuple | None]] = [(r[0], None) for r in sorted(renewed, key=lambda r: (r[1], r[0]))]
         for _round in range(10):  # a candidate can turn out taken (PostgreSQL snapshot race); try the next ones
             need = want - len(mine)
             if need <= 0:
                 break
-            candidates = first if first is not None else candidate_rows(sql, user, stage, self.k, now, need)
-            first = None
+            candidates = candidate_rows(sql, user, stage, self.k, now, need)
             if not candidates:
                 break
-            for r in candidates:
-                if len(mine) < want and try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds):
-                    mine.append((r[0], r))
+            mine += [(r[0], r) for r in candidates if try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds)]
         return now, mine[: max(want, 1)]
 
     def active_leases(self) -> int:
