@@ -472,15 +472,20 @@ class LoopReads:
         async with slots:
             for attempt in (0, 1):
                 conn = idle.pop() if idle else await self._connect()
+                done = False
                 try:
                     cur = await conn.execute(text, params)
                     row = await cur.fetchone()
+                    done = True
                 except psycopg.Error:
-                    await conn.close()
                     if attempt or not conn.broken:
                         raise
                     continue  # a connection the server closed (restart): once more on a new one
-                idle.append(conn)
+                finally:
+                    if done:
+                        idle.append(conn)
+                    else:  # failed or cancelled mid-statement: never reused
+                        asyncio.ensure_future(conn.close())
                 return row
         raise AssertionError("unreachable")
 
