@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace as Ev
 
+import pytest
+
+from pg_cluster import fresh_database
+from review_helpers import fill_queue
 from storage.review_db import sql_transaction
 from tasks.review.accounts import add_user, get_user
 from tasks.review.leasing import candidate_ids, lease_from
@@ -34,13 +38,23 @@ def test_item_outcome():
     assert item_outcome(["accept"], 1, adjudication="accept", retired=True) == "retired"
 
 
-def test_second_annotator_gets_a_different_item_even_from_a_stale_candidate_list(filled_run, clock):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def queue_url(request, filled_run):
+    """The filled run's queue in SQLite, or the same queue in a fresh PostgreSQL database."""
+    run, url, _, _ = filled_run
+    if request.param == "sqlite":
+        return url
+    db = fresh_database(request.getfixturevalue("postgres_url"))
+    fill_queue(run, db_url=db)
+    return db
+
+
+def test_second_annotator_gets_a_different_item_even_from_a_stale_candidate_list(queue_url, clock):
     """On PostgreSQL the candidate query's snapshot can predate a lease another annotator just
     committed. Reproduced deterministically: bob's candidates are read, then ann leases the
     first of them, then bob leases from his (now stale) list. He must get the second item,
     never ann's (k = 1): that is the capacity re-check in ``try_lease``."""
-    _, url, _, _ = filled_run
-    q = ReviewQueue.open(url, k=1, lease_minutes=15, clock=clock)
+    q = ReviewQueue.open(queue_url, k=1, lease_minutes=15, clock=clock)
     for n in ("ann", "bob"):
         add_user(q.engine, n, "annotator")
     ann, bob = get_user(q.engine, "ann"), get_user(q.engine, "bob")
@@ -58,11 +72,10 @@ def test_second_annotator_gets_a_different_item_even_from_a_stale_candidate_list
     assert q.active_leases() == 2
 
 
-def test_stale_candidate_cannot_over_lease_a_k2_item(filled_run, clock):
+def test_stale_candidate_cannot_over_lease_a_k2_item(queue_url, clock):
     """k = 2: one decision plus one live lease fill an item although a lease slot is still free
     in the table; a stale candidate list must not hand it to a third annotator."""
-    _, url, _, _ = filled_run
-    q = ReviewQueue.open(url, k=2, lease_minutes=15, clock=clock)
+    q = ReviewQueue.open(queue_url, k=2, lease_minutes=15, clock=clock)
     for n in ("ann", "bob", "cat"):
         add_user(q.engine, n, "annotator")
     ann, bob, cat = (get_user(q.engine, n) for n in ("ann", "bob", "cat"))
