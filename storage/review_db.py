@@ -328,7 +328,7 @@ class Sql:
     more CPU than running them. Statements are written once with ``:name`` parameters (turned
     into psycopg's ``%(name)s`` on PostgreSQL, once per statement text); rows are tuples."""
 
-    __slots__ = ("dbapi", "postgres", "_cur")
+    __slots__ = ("_cur", "dbapi", "postgres")
 
     def __init__(self, dbapi_conn: Any, postgres: bool):
         self.dbapi = dbapi_conn
@@ -336,7 +336,7 @@ class Sql:
         self._cur = dbapi_conn.cursor()
 
     @classmethod
-    def over(cls, conn: Connection) -> "Sql":
+    def over(cls, conn: Connection) -> Sql:
         """Plain SQL inside the transaction of a SQLAlchemy connection (same DBAPI connection)."""
         return cls(conn.connection.driver_connection, conn.dialect.name != "sqlite")
 
