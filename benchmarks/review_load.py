@@ -8,7 +8,11 @@ annotators with the realistic think time (``--think-ms``, 500 ms), N annotators 
 think time (``--short-think-ms``, 100 ms) and N annotators with no think time at all
 (saturation reference). Annotator i talks to server i mod ``--servers``. Every annotator
 logs in once, before the rounds (logins are not measured), then each loops: ``GET
-/api/next`` then ``POST`` a decision, pausing the think time in between.
+/api/next`` then ``POST`` a decision, pausing the think time in between; annotator i of n
+starts i/n of a think time after the first (``--start together``: all at once, in lockstep).
+The annotators are coroutines of one asyncio loop (aiohttp, keep-alive connections) in this
+process, which shares the machine with the servers and the database; its own CPU time per
+decision is reported too.
 With two servers or more a last round repeats the realistic one and ``kill -9``s the first
 server halfway through: its annotators go on through the next server with the same session.
 Reports p50 / p95 latency of those requests and throughput side by side, and checks that no
@@ -27,13 +31,13 @@ are counted over all rounds, the kill round included.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -114,45 +118,50 @@ def log_in_all(base: str, secrets: list[tuple[str, str]]) -> list[Session]:
         return list(pool.map(lambda ns: log_in(base, *ns), secrets))
 
 
-class Annotator(threading.Thread):
-    """One simulated annotator on ``bases[0]``; when that server stops answering (killed) it
-    goes on through the next one with the same session cookie."""
+async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float, start_s: float) -> dict:
+    """One simulated annotator on ``bases[0]``: after ``start_s``, ``GET /api/next``, think,
+    ``POST`` the decision, until ``stop_at``. When that server stops answering (killed) it goes
+    on through the next one with the same session cookie. Latency: from sending a request to
+    having read its answer."""
+    import aiohttp
 
-    def __init__(self, bases: list[str], session: Session, stop_at: float, think_s: float, results: dict):
-        super().__init__(daemon=True)
-        self.bases, self.session, self.stop_at, self.think_s, self.results = bases, session, stop_at, think_s, results
-
-    def run(self) -> None:
-        lat, handed, acked, errors, failovers = [], [], [], [], 0
-        try:
-            with httpx.Client(base_url=self.bases[0], timeout=30, cookies=self.session.cookies) as c:
-                while time.perf_counter() < self.stop_at:
-                    try:
-                        t0 = time.perf_counter()
-                        r = c.get("/api/next", params={"stage": "edit"})
-                        lat.append(time.perf_counter() - t0)
-                        items = r.json()["items"]
-                        if not items:
-                            break
-                        handed.append(items[0]["id"])
-                        if self.think_s:
-                            time.sleep(self.think_s)
-                        t0 = time.perf_counter()
-                        r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": self.session.csrf})
-                        lat.append(time.perf_counter() - t0)
-                    except httpx.TransportError:
-                        if failovers + 1 >= len(self.bases):
-                            raise
-                        failovers += 1
-                        c.base_url = httpx.URL(self.bases[failovers])
-                        continue
-                    if r.status_code == 200:
-                        acked.append(r.json()["event_id"])
-                    else:
-                        errors.append(f"{r.status_code} {r.text[:200]}")
-        except Exception as exc:  # reported, not hidden
-            errors.append(repr(exc))
-        self.results[self.session.name] = {"lat": lat, "handed": handed, "acked": acked, "errors": errors, "failovers": failovers}
+    lat, handed, acked, errors, failovers = [], [], [], [], 0
+    await asyncio.sleep(start_s)
+    base = bases[0]
+    cookies = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
+    get_headers = {"Cookie": cookies}
+    post_headers = {"Cookie": cookies, "X-CSRF-Token": session.csrf, "Content-Type": "application/json"}
+    try:
+        while time.perf_counter() < stop_at:
+            try:
+                t0 = time.perf_counter()
+                async with http.get(base + "/api/next?stage=edit", headers=get_headers) as r:
+                    body = await r.read()
+                lat.append(time.perf_counter() - t0)
+                items = json.loads(body)["items"]
+                if not items:
+                    break
+                item = items[0]["id"]
+                handed.append(item)
+                if think_s:
+                    await asyncio.sleep(think_s)
+                t0 = time.perf_counter()
+                async with http.post(f"{base}/api/items/{item}/decision", data=b'{"verdict": "accept"}', headers=post_headers) as r:
+                    status, body = r.status, await r.read()
+                lat.append(time.perf_counter() - t0)
+            except (aiohttp.ClientConnectionError, asyncio.TimeoutError):
+                if failovers + 1 >= len(bases):
+                    raise
+                failovers += 1
+                base = bases[failovers]
+                continue
+            if status == 200:
+                acked.append(json.loads(body)["event_id"])
+            else:
+                errors.append(f"{status} {body[:200].decode(errors='replace')}")
+    except Exception as exc:  # reported, not hidden
+        errors.append(repr(exc))
+    return {"lat": lat, "handed": handed, "acked": acked, "errors": errors, "failovers": failovers}
 
 
 def cpu_seconds(procs: list[subprocess.Popen]) -> float:
@@ -171,30 +180,26 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float:
 
 
 def run_round(
-    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None,
+    together: bool = False,
 ) -> dict:
     """One round: annotator i starts on server i mod len(bases); ``kill`` (a server process)
-    is killed with SIGKILL halfway through. ``procs``: the servers, for their CPU time."""
-    results: dict = {}
-    cpu0 = cpu_seconds(procs)
-    stop_at = time.perf_counter() + seconds
-    threads = [
-        Annotator(bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, results) for i, s in enumerate(sessions)
-    ]
+    is killed with SIGKILL halfway through. ``procs``: the servers, for their CPU time.
+
+    The annotators are coroutines of one asyncio loop in this process (aiohttp, keep-alive
+    connections): the clients share the machine with the servers and the database, and a
+    thread per annotator with a blocking client cost more CPU per request than the server
+    answering it."""
+    cpu0, client0 = cpu_seconds(procs), time.process_time()
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    if kill is not None:  # halfway through the round (starting 100 threads can take seconds on a busy machine)
-        time.sleep(max(0.0, stop_at - seconds / 2 - time.perf_counter()))
-        kill.kill()
-        kill.wait()
-    for t in threads:
-        t.join(seconds + 60)
+    results = asyncio.run(_round(bases, sessions, seconds, think_s, kill, together))
     wall = time.perf_counter() - t0
+    client = time.process_time() - client0
     lat = sorted(x for r in results.values() for x in r["lat"])
     decisions = sum(len(r["acked"]) for r in results.values())
     return {
         "server_cpu_ms_per_decision": 1000 * (cpu_seconds(procs) - cpu0) / max(decisions, 1) if kill is None else float("nan"),
+        "client_cpu_ms_per_decision": 1000 * client / max(decisions, 1),
         "results": results,
         "requests": len(lat),
         "p50_ms": 1000 * statistics.median(lat) if lat else float("nan"),
@@ -203,6 +208,33 @@ def run_round(
         "errors": [e for r in results.values() for e in r["errors"]],
         "failovers": sum(r["failovers"] for r in results.values()),
     }
+
+
+async def _round(
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None", together: bool
+) -> dict:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=0)  # a keep-alive connection per concurrent request, as browsers keep them
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as http:
+        stop_at = time.perf_counter() + seconds
+        # People do not click in step: annotator i of n starts i/n of a think time after the
+        # first, so the crowd's requests are spread over the think time as independent people's
+        # would be. Started together (``--start together``), 100 coroutines send 100 requests in
+        # the same millisecond, every think time, for the whole round.
+        tasks = [
+            asyncio.ensure_future(
+                annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, 0.0 if together else think_s * i / len(sessions))
+            )
+            for i, s in enumerate(sessions)
+        ]
+        if kill is not None:  # halfway through the round
+            await asyncio.sleep(max(0.0, stop_at - seconds / 2 - time.perf_counter()))
+            kill.kill()
+            await asyncio.get_running_loop().run_in_executor(None, kill.wait)
+        done = await asyncio.gather(*tasks)
+    return {s.name: r for s, r in zip(sessions, done)}
 
 
 def main() -> None:
@@ -215,6 +247,10 @@ def main() -> None:
     ap.add_argument("--json-round", choices=("short", "realistic"), default="realistic", help="which N-annotator round the JSON line reports")
     ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite", help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server")
     ap.add_argument("--servers", type=int, default=1, help="review server processes sharing the database")
+    ap.add_argument(
+        "--start", choices=("spread", "together"), default="spread",
+        help="spread: annotator i of n starts i/n of a think time after the first (default); together: all at once, in lockstep",
+    )
     args = ap.parse_args()
     if args.servers < 1:
         ap.error("--servers must be >= 1")
@@ -231,12 +267,13 @@ def main() -> None:
         sessions = log_in_all(bases[0], secrets)
         killed = None
         try:
+            together = args.start == "together"
             single = run_round(bases, sessions[:1], args.seconds / 2, args.think_ms / 1000, procs)
-            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs)
-            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs)
+            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, together=together)
+            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, together=together)
             stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
             if args.servers > 1:  # kill -9 of the first server halfway through a realistic round
-                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0])
+                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], together=together)
         finally:
             for _, proc in servers:
                 proc.terminate()
@@ -256,8 +293,8 @@ def main() -> None:
 
     main_round, main_think = (short, args.short_think_ms) if args.json_round == "short" else (many, args.think_ms)
     db_label = "SQLite WAL" if args.db == "sqlite" else "PostgreSQL"
-    print(f"items {args.items}, {db_label}, {args.servers} uvicorn process(es), clients in this process; latency of GET /api/next and POST decision")
-    print(f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12} {'server CPU ms/decision':>23}")
+    print(f"items {args.items}, {db_label}, {args.servers} uvicorn process(es), clients in this process (asyncio); latency of GET /api/next and POST decision")
+    print(f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12} {'server CPU ms/decision':>23} {'client CPU':>11}")
     rows = [
         ("1", args.think_ms, single, ""),
         (str(args.annotators), args.think_ms, many, "realistic" + (" (JSON line)" if main_round is many else "")),
@@ -270,7 +307,7 @@ def main() -> None:
         rows.append((str(args.annotators), args.think_ms, killed, f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers"))
     for label, think, rnd, note in rows:
         print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
-              f"{rnd['server_cpu_ms_per_decision']:>23.1f}  {note}")
+              f"{rnd['server_cpu_ms_per_decision']:>23.1f} {rnd['client_cpu_ms_per_decision']:>11.1f}  {note}")
     print(f"p95 ratio {args.annotators} vs 1 annotator ({args.think_ms:.0f} ms think): {many['p95_ms'] / single['p95_ms']:.2f}x; "
           f"throughput ratio: {many['decisions_per_s'] / single['decisions_per_s']:.2f}x")
     errors = [e for rnd in rounds_run for e in rnd["errors"]]

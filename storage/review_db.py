@@ -19,10 +19,11 @@ writers (WAL). On PostgreSQL the queue locks item-state rows (``FOR UPDATE SKIP 
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Iterator
 
 from sqlalchemy import (
     BigInteger,
@@ -244,7 +245,10 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
 
         return engine
     if url.startswith("postgresql"):
-        return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+        # No pre-ping (a ``SELECT 1`` round trip on every checkout): a connection the server
+        # closed (a restart) fails its first statement instead, and :func:`sql_transaction` /
+        # the queue's retry drop it and run the transaction again on a fresh one.
+        return create_engine(url, pool_size=pool_size, max_overflow=20)
     raise ValueError(f"review database URL must be sqlite:///... or postgresql://..., got {redact(url)!r}")
 
 
@@ -301,3 +305,193 @@ def sync_item_state(conn: Connection) -> None:
         )
     )
     conn.execute(text(f"UPDATE review_item_state SET available = {AVAILABLE_SQL}"))
+
+
+# -- plain SQL on the hot path -----------------------------------------------------------------
+
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_PG_SQL: dict[str, str] = {}
+
+
+def pg_text(sql: str) -> str:
+    """A statement with ``:name`` parameters in psycopg's ``%(name)s`` style (cached)."""
+    out = _PG_SQL.get(sql)
+    if out is None:
+        out = _PG_SQL[sql] = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+    return out
+
+
+class Sql:
+    """Plain SQL on one DBAPI connection (sqlite3 or psycopg), without SQLAlchemy's statement
+    layers. The review app's busiest requests (session lookup, next item, decide) are a few
+    small indexed statements each, and compiling, caching and wrapping them in SQLAlchemy cost
+    more CPU than running them. Statements are written once with ``:name`` parameters (turned
+    into psycopg's ``%(name)s`` on PostgreSQL, once per statement text); rows are tuples."""
+
+    __slots__ = ("_cur", "dbapi", "postgres")
+
+    def __init__(self, dbapi_conn: Any, postgres: bool):
+        self.dbapi = dbapi_conn
+        self.postgres = postgres
+        self._cur = dbapi_conn.cursor()
+
+    @classmethod
+    def over(cls, conn: Connection) -> Sql:
+        """Plain SQL inside the transaction of a SQLAlchemy connection (same DBAPI connection)."""
+        return cls(conn.connection.driver_connection, conn.dialect.name != "sqlite")
+
+    def _text(self, sql: str) -> str:
+        return pg_text(sql) if self.postgres else sql
+
+    def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        """All rows of a statement that returns rows (a read, or a write ``... RETURNING``)."""
+        cur = self._cur
+        cur.execute(self._text(sql), params or {})
+        return cur.fetchall()
+
+    def row(self, sql: str, params: dict[str, Any] | None = None) -> tuple | None:
+        """The first row of a read, or None."""
+        rows = self.rows(sql, params)
+        return rows[0] if rows else None
+
+    def scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        return [r[0] for r in self.rows(sql, params)]
+
+    def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Execute a write that returns nothing (``RETURNING`` with :meth:`rows` says what it changed)."""
+        self._cur.execute(self._text(sql), params or {})
+
+
+def dbapi_errors(engine: Engine) -> type[Exception]:
+    """The DBAPI's base exception (``sqlite3.Error`` / ``psycopg.Error``): what plain SQL raises."""
+    return engine.dialect.loaded_dbapi.Error
+
+
+@contextmanager
+def sql_transaction(engine: Engine, write: bool = True) -> Iterator[Sql]:
+    """One transaction of plain SQL on a pooled connection, committed at the end (rolled back
+    on an error). SQLite: ``BEGIN IMMEDIATE`` behind the in-process writer lock for writes, a
+    deferred ``BEGIN`` (a WAL snapshot that neither waits for nor blocks writers) for reads.
+    PostgreSQL: psycopg's own ``BEGIN`` before the first statement. A connection found broken
+    (the server restarted) is dropped with the rest of the pool; the error says whether the
+    transaction may be run again (``review_retry``: it failed before its ``COMMIT`` was sent).
+    (psycopg's pipeline mode, which sends ``BEGIN`` with the first statement, cost more client
+    CPU per decision than the round trip it saves: measured, not used.)"""
+    sqlite = is_sqlite(engine)
+    with write_lock(engine) if (sqlite and write) else nullcontext():
+        fairy = engine.raw_connection()
+        committing = False
+        try:
+            dbapi = fairy.driver_connection
+            tx = Sql(dbapi, not sqlite)
+            if sqlite:
+                tx._cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield tx
+                committing = True
+                dbapi.commit()
+            except BaseException:
+                if not committing:
+                    _quiet_rollback(dbapi)
+                raise
+        except dbapi_errors(engine) as exc:
+            _on_error(engine, fairy, exc, retry_ok=not committing)
+            raise
+        finally:
+            fairy.close()
+
+
+@contextmanager
+def sql_statement(engine: Engine) -> Iterator[Sql]:
+    """Plain SQL outside a transaction: for a read that is one statement (its own snapshot),
+    without ``BEGIN`` / ``COMMIT`` round trips on PostgreSQL; never waits for a writer."""
+    fairy = engine.raw_connection()
+    try:
+        dbapi = fairy.driver_connection
+        postgres = not is_sqlite(engine)
+        if postgres:
+            dbapi.autocommit = True
+        try:
+            yield Sql(dbapi, postgres)
+        finally:
+            if postgres and not dbapi.closed:
+                dbapi.autocommit = False
+    except dbapi_errors(engine) as exc:
+        _on_error(engine, fairy, exc, retry_ok=True)
+        raise
+    finally:
+        fairy.close()
+
+
+def _quiet_rollback(dbapi: Any) -> None:
+    try:
+        dbapi.rollback()
+    except Exception:  # a broken connection: the error being raised says more
+        pass
+
+
+def _on_error(engine: Engine, fairy: Any, exc: Exception, retry_ok: bool) -> None:
+    """A lost connection: drop it and every other pooled one (they were opened before the
+    server went away), and mark the error retryable when nothing may have been committed."""
+    if engine.dialect.is_disconnect(exc, fairy.driver_connection, None):
+        fairy.invalidate(exc)
+        engine.pool.dispose()
+        try:
+            exc.review_retry = retry_ok  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+
+
+class LoopReads:
+    """One-statement reads on the event loop, without a worker thread (a thread hop costs the
+    server more CPU than the read): on PostgreSQL over a few async psycopg connections in
+    autocommit (per event loop, opened on demand, a broken one dropped and the read tried once
+    more on a fresh one); on SQLite inline, on a pooled connection outside any transaction (a
+    WAL read of an index takes microseconds and never waits for a writer)."""
+
+    def __init__(self, engine: Engine, size: int = 4):
+        self.engine = engine
+        self.size = size
+        self._postgres = not is_sqlite(engine)
+        self._pools: weakref.WeakKeyDictionary[Any, tuple[Any, list[Any]]] = weakref.WeakKeyDictionary()
+
+    async def row(self, sql: str, params: dict[str, Any]) -> tuple | None:
+        if not self._postgres:
+            with sql_statement(self.engine) as s:
+                return s.row(sql, params)
+        import asyncio
+
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = (asyncio.Semaphore(self.size), [])
+        slots, idle = pool
+        text = pg_text(sql)
+        async with slots:
+            for attempt in (0, 1):
+                conn = idle.pop() if idle else await self._connect()
+                done = False
+                try:
+                    cur = await conn.execute(text, params)
+                    row = await cur.fetchone()
+                    done = True
+                except psycopg.Error:
+                    if attempt or not conn.broken:
+                        raise
+                    continue  # a connection the server closed (restart): once more on a new one
+                finally:
+                    if done:
+                        idle.append(conn)
+                    else:  # failed or cancelled mid-statement: never reused
+                        asyncio.ensure_future(conn.close())
+                return row
+        raise AssertionError("unreachable")
+
+    async def _connect(self) -> Any:
+        import psycopg
+
+        cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
+        cparams.pop("context", None)  # SQLAlchemy's adapters for its own (sync) connections
+        return await psycopg.AsyncConnection.connect(*cargs, **cparams, autocommit=True)

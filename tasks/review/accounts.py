@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from storage.review_db import LoginSession, User
+from storage.review_db import LoginSession, LoopReads, User, sql_statement
 from tasks.review.rules import Account
 
 Role = Literal["annotator", "admin"]
@@ -98,19 +98,33 @@ def session_in(conn: Connection, user: Account, now: float) -> tuple[str, str]:
     return token, csrf
 
 
+SESSION_SQL = (
+    "SELECT u.id, u.name, u.role, s.csrf, s.expires_at FROM review_sessions s "
+    "JOIN review_users u ON u.id = s.user_id WHERE s.token_hash = :token_hash"
+)
+
+
 def session_user(engine: Engine, token: str | None) -> tuple[Account, str] | None:
-    """(account, CSRF token) of a live session, or None."""
+    """(account, CSRF token) of a live session, or None: one indexed statement in plain SQL,
+    outside any transaction (:func:`sql_statement`)."""
     if not token or len(token) > 200:
         return None
-    with engine.connect() as conn:
-        row = conn.execute(
-            select(User.id, User.name, User.role, LoginSession.csrf, LoginSession.expires_at)
-            .join(LoginSession, LoginSession.user_id == User.id)
-            .where(LoginSession.token_hash == hash_secret(token))
-        ).first()
-    if row is None or row.expires_at < time.time():
+    with sql_statement(engine) as sql:
+        return _live(sql.row(SESSION_SQL, {"token_hash": hash_secret(token)}))
+
+
+async def session_user_on_loop(reads: LoopReads, token: str | None) -> tuple[Account, str] | None:
+    """:func:`session_user` on the event loop. The app reads the session on every request (no
+    cache), so a logout through any process ends the session everywhere at the next request."""
+    if not token or len(token) > 200:
         return None
-    return Account(row.id, row.name, row.role), row.csrf
+    return _live(await reads.row(SESSION_SQL, {"token_hash": hash_secret(token)}))
+
+
+def _live(row: tuple | None) -> tuple[Account, str] | None:
+    if row is None or row[4] < time.time():
+        return None
+    return Account(row[0], row[1], row[2]), row[3]
 
 
 def close_session(engine: Engine, token: str | None) -> None:

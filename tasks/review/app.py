@@ -22,11 +22,12 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import MutableHeaders
 
 from storage.fs import RunFS
+from storage.review_db import LoopReads
 from tasks.review import routes_admin, routes_api, routes_auth, routes_files, routes_review
-from tasks.review.accounts import session_user
+from tasks.review.accounts import session_user_on_loop
 from tasks.review.bodies import MAX_BODY_BYTES
 from tasks.review.queue import ReviewQueue
-from tasks.review.web import SESSION_COOKIE, BodyInvalid, WebContext, describe_errors, make_env, render, run_sync
+from tasks.review.web import SESSION_COOKIE, BodyInvalid, WebContext, describe_errors, make_env, render
 
 PUBLIC_PATHS = frozenset({"/login"})
 SECURITY_HEADERS = {
@@ -119,11 +120,13 @@ class SessionGate:
     """Pure ASGI middleware: every path but the login page needs a live session (the user and
     CSRF token land in ``request.state``); every response gets the security headers. The
     session is read from the database on every request (one statement that never waits for
-    writers, outside any transaction on PostgreSQL): revocation needs no cache to expire."""
+    writers, outside any transaction, on the event loop: :class:`storage.review_db.LoopReads`):
+    revocation needs no cache to expire."""
 
     def __init__(self, app: Any, queue: ReviewQueue):
         self.app = app
         self.queue = queue
+        self.reads = LoopReads(queue.engine)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -141,7 +144,7 @@ class SessionGate:
         path = scope["path"]
         if path not in PUBLIC_PATHS:
             token = Request(scope).cookies.get(SESSION_COOKIE)
-            found = await run_sync(session_user, self.queue.lookup, token) if token else None
+            found = await session_user_on_loop(self.reads, token)
             if found is None:
                 if path.startswith("/api/"):
                     response: Response = JSONResponse({"error": "login required"}, status_code=401)

@@ -2,20 +2,26 @@
 
 After every change the item's outcome is recomputed with :func:`rules.item_outcome` from the
 current decisions (:func:`rules.current_decisions`); when it changed a ``resolution`` event
-is appended and mirrored in ``review_item_state`` in the same transaction. On PostgreSQL the
-item-state row is locked before the item's decisions are counted, so two annotators deciding
-one item at once are counted one after the other.
+is appended and mirrored in ``review_item_state`` in the same transaction. The item-state row
+is locked (PostgreSQL ``FOR UPDATE``; on SQLite every writer is alone) before the item's
+decisions are counted, so two annotators deciding one item at once are counted one after the
+other.
+
+``decide`` runs on every annotator request, so it is plain SQL (:class:`storage.review_db.Sql`)
+and, on PostgreSQL, three statements between ``BEGIN`` and ``COMMIT``: lock the state row,
+release the user's lease and read the item with the user's latest decision (one statement);
+read the item's decisions, only when it has some already (a state row saying "pending, 0
+decisions" says there are none); append the events and update the state cache (one
+statement). On SQLite the same steps are separate statements (no round trips there).
 """
 
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text
-from sqlalchemy.engine import Connection
-
-from storage.review_db import Event, Item, ItemState, Lease
+from storage.review_db import Sql
 from tasks.review.rules import (
     RETIRED,
     Account,
@@ -30,12 +36,46 @@ from tasks.review.rules import (
     latest_by_item,
 )
 from tasks.review.validation import QuestionError, apply_question_update, question_state
-from tasks.review.views import ITEM_SQL, my_decision, question_events
+from tasks.review.views import my_decision, question_events
 
 _PARENT_OK_SQL = (
     "CASE WHEN review_item_state.parent_id IS NULL OR EXISTS (SELECT 1 FROM review_item_state p "
     "WHERE p.item_id = review_item_state.parent_id AND p.outcome = 'accept') THEN 1 ELSE 0 END"
 )
+EVENT_COLUMNS = (
+    "item_id", "annotator_id", "created_at", "kind", "verdict", "n", "reasons_json", "note", "question_id", "before_json", "after_json", "source_ref",
+)
+_LATEST_MINE = (
+    "LEFT JOIN review_events e ON e.id = (SELECT max(d.id) FROM review_events d "
+    "WHERE d.item_id = i.id AND d.kind IN ('decision', 'retract') AND d.annotator_id = :me)"
+)
+# PostgreSQL, one statement: lock the item's state row, then release the user's lease on it (the
+# DELETE waits for the lock: its condition reads the locked row), and read the item with the
+# user's latest decision/retract event.
+_DECIDE_PG_SQL = f"""
+WITH st AS (SELECT item_id, outcome, n FROM review_item_state WHERE item_id = :item_id FOR UPDATE),
+released AS (DELETE FROM review_leases WHERE item_id = (SELECT item_id FROM st) AND annotator_id = :me RETURNING slot)
+SELECT i.id, i.stage, i.payload_json, st.outcome, st.n, (SELECT count(*) FROM released),
+       e.id, e.kind, e.verdict, e.reasons_json, e.note
+FROM review_items i JOIN st ON st.item_id = i.id
+{_LATEST_MINE}
+WHERE i.id = :item_id
+"""
+# SQLite (the writer is alone): the same read, the lease released by its own statement.
+_DECIDE_SQLITE_SQL = f"""
+SELECT i.id, i.stage, i.payload_json, s.outcome, s.n, 0, e.id, e.kind, e.verdict, e.reasons_json, e.note
+FROM review_items i JOIN review_item_state s ON s.item_id = i.id
+{_LATEST_MINE}
+WHERE i.id = :item_id
+"""
+_DecideRow = namedtuple("_DecideRow", "id stage payload_json outcome n released ev_id ev_kind ev_verdict ev_reasons_json ev_note")
+_FOLD_SQL = (
+    "SELECT id, item_id, annotator_id, kind, verdict FROM review_events "
+    "WHERE item_id = :item_id AND kind IN ('decision', 'retract', 'adjudication') ORDER BY id"
+)
+_Ev = namedtuple("_Ev", "id item_id annotator_id kind verdict")
+_LOCK_SQL = "SELECT outcome, n FROM review_item_state WHERE item_id = :item_id"
+_LATEST_RESOLUTION_SQL = "SELECT verdict, n FROM review_events WHERE item_id = :item_id AND kind = 'resolution' ORDER BY id DESC LIMIT 1"
 
 
 def dumps(value: Any) -> str:
@@ -46,21 +86,41 @@ def _retired_refusal(item_id: str) -> NotAllowed:
     return NotAllowed(f"item {item_id} was retired (its edit or questions are no longer in qa/questions); take the next item")
 
 
-def _question_update_events(conn: Connection, item: Any, question_updates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The question events of a decision's inline edits (``item``: a row with id, stage and
-    payload_json); raises :class:`QuestionError` before anything is written."""
+def _question_update_events(sql: Sql, item_id: str, stage: str, payload_json: str, question_updates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The question events of a decision's inline edits; raises :class:`QuestionError` before
+    anything is written."""
     if not question_updates:
         return []
-    if item.stage != "qa":
-        raise QueueError(f"item {item.id} is an edit-verification item; questions are edited at QA review")
-    payload = json.loads(item.payload_json)
-    current = {q["id"]: q for q in question_state(payload.get("questions", []), question_events(conn, item.id))}
+    if stage != "qa":
+        raise QueueError(f"item {item_id} is an edit-verification item; questions are edited at QA review")
+    payload = json.loads(payload_json)
+    current = {q["id"]: q for q in question_state(payload.get("questions", []), question_events(sql, item_id))}
     new_events: list[dict[str, Any]] = []
     for qid, upd in sorted(question_updates.items()):
         if qid not in current:
-            raise QuestionError(qid, "id", f"question {qid!r} does not belong to item {item.id}")
+            raise QuestionError(qid, "id", f"question {qid!r} does not belong to item {item_id}")
         new_events.extend(apply_question_update(current[qid], upd))
     return new_events
+
+
+def _decision_event(user: Account, verdict: str, reasons: list[str], note: str, before: dict[str, Any] | None, source_ref: str | None) -> dict[str, Any]:
+    """One decision event (with the annotator's previous decision as ``before``)."""
+    return {
+        "annotator_id": user.id,
+        "kind": "decision",
+        "verdict": verdict,
+        "reasons_json": dumps(reasons),
+        "note": note or None,
+        "before_json": dumps(before) if before else None,
+        "after_json": dumps({"verdict": verdict, "reasons": reasons, "note": note}),
+        "source_ref": source_ref,
+    }
+
+
+def _insert_sql(count: int) -> str:
+    """``INSERT`` of ``count`` events returning (id, kind): parameters ``<column><row>``."""
+    rows = ", ".join("(" + ", ".join(f":{c}{j}" for c in EVENT_COLUMNS) + ")" for j in range(count))
+    return f"INSERT INTO review_events ({', '.join(EVENT_COLUMNS)}) VALUES {rows} RETURNING id, kind"
 
 
 class DecisionsMixin:
@@ -69,7 +129,6 @@ class DecisionsMixin:
     k: int
     lease_seconds: float
     clock: Any
-    _sqlite: bool
 
     # -- deciding ----------------------------------------------------------------------
     def decide(
@@ -88,11 +147,11 @@ class DecisionsMixin:
         Raises :class:`LeaseLost` when the lease was taken over, :class:`QuestionError` (with
         the question and field) when an inline edit is invalid; nothing is written then."""
         reasons = check_verdict(verdict, reasons or [], note)
-        return self._retry(lambda conn: self._decide(conn, user, item_id, verdict, reasons, note, question_updates or {}, source_ref))  # type: ignore[attr-defined]
+        return self._run(lambda sql: self._decide(sql, user, item_id, verdict, reasons, note, question_updates or {}, source_ref))  # type: ignore[attr-defined]
 
     def _decide(
         self,
-        conn: Connection,
+        sql: Sql,
         user: Account,
         item_id: str,
         verdict: str,
@@ -102,63 +161,43 @@ class DecisionsMixin:
         source_ref: str | None,
     ) -> int:
         now = self.clock()
-        item = conn.execute(text(ITEM_SQL), {"item_id": item_id, "me": user.id}).first()  # item, my lease, my latest decision
-        if item is None:
+        params = {"item_id": item_id, "me": user.id}
+        if sql.postgres:
+            found = sql.row(_DECIDE_PG_SQL, params)  # state locked, lease released, item and my latest decision
+            released = bool(found and found[5])
+        else:
+            found = sql.row(_DECIDE_SQLITE_SQL, params)
+            released = bool(found) and bool(sql.rows("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me RETURNING slot", params))
+        if found is None:
             raise UnknownItem(f"no review item {item_id!r}")
+        item = _DecideRow._make(found)
         if item.outcome == RETIRED:
             raise _retired_refusal(item_id)
-        lease = item.lease_slot
         mine = my_decision(item)
-        if lease is None and mine is None:
-            raise self._not_leased(conn, item_id, user, now)
-        new_events = _question_update_events(conn, item, question_updates)
-        event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
-        for ev in new_events:
-            conn.execute(insert(Event).values(item_id=item_id, annotator_id=user.id, created_at=now, **ev))
-        if lease is not None:
-            conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
-        self._resolve(conn, item_id, user.id, now)
-        return event_id
+        if not released and mine is None:  # no lease (never had one, or taken over), no decision to change
+            raise self._not_leased(sql, item_id, user, now)
+        new_events = [_decision_event(user, verdict, reasons, note, mine, source_ref)]
+        new_events += [dict(ev, annotator_id=user.id) for ev in _question_update_events(sql, item_id, item.stage, item.payload_json, question_updates)]
+        return self._append(sql, item_id, user.id, now, new_events, before=(item.outcome, item.n))[0]
 
-    def _not_leased(self, conn: Connection, item_id: str, user: Account, now: float) -> LeaseLost:
+    def _not_leased(self, sql: Sql, item_id: str, user: Account, now: float) -> LeaseLost:
         """Why ``user`` may not decide ``item_id``, told as it is now: another annotator holds
         it, it needs no more decisions, or nobody leased it to the user (a lease ends
         ``lease_seconds`` after the user's last request)."""
-        held = conn.execute(
-            select(func.count()).select_from(Lease).where(Lease.item_id == item_id, Lease.annotator_id != user.id, Lease.expires_at > now)
-        ).scalar_one()
-        state = conn.execute(select(ItemState.outcome, ItemState.available).where(ItemState.item_id == item_id)).first()
+        held = sql.row(
+            "SELECT count(*) FROM review_leases WHERE item_id = :item_id AND annotator_id != :me AND expires_at > :now",
+            {"item_id": item_id, "me": user.id, "now": now},
+        )[0]  # type: ignore[index]
+        state = sql.row("SELECT outcome, available FROM review_item_state WHERE item_id = :item_id", {"item_id": item_id})
         if held:
             why = "another annotator holds it"
-        elif state is not None and state.outcome != "pending":
-            why = f"it needs no more decisions (outcome: {state.outcome})"
-        elif state is not None and not state.available:
+        elif state is not None and state[0] != "pending":
+            why = f"it needs no more decisions (outcome: {state[0]})"
+        elif state is not None and not state[1]:
             why = "it is not open for review (its edit has not been accepted)"
         else:
             why = f"it is not leased to anyone (leases end {self.lease_seconds / 60:.0f} min after an annotator's last request)"
         return LeaseLost(f"item {item_id} is not leased to {user.name!r}: {why}; take the next item")
-
-    @staticmethod
-    def _record_decision(
-        conn: Connection, user: Account, item_id: str, now: float, verdict: str, reasons: list[str], note: str,
-        before: dict[str, Any] | None, source_ref: str | None,
-    ) -> int:
-        """Append one decision event (with the annotator's previous decision as ``before``)."""
-        result = conn.execute(
-            insert(Event).values(
-                item_id=item_id,
-                annotator_id=user.id,
-                created_at=now,
-                kind="decision",
-                verdict=verdict,
-                reasons_json=dumps(reasons),
-                note=note or None,
-                before_json=dumps(before) if before else None,
-                after_json=dumps({"verdict": verdict, "reasons": reasons, "note": note}),
-                source_ref=source_ref,
-            )
-        )
-        return int(result.inserted_primary_key[0])
 
     def import_decision(
         self, user: Account, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str,
@@ -169,137 +208,149 @@ class DecisionsMixin:
         decision was imported before."""
         reasons = check_verdict(verdict, reasons, note)
 
-        def run(conn: Connection) -> int | None:
-            if conn.execute(select(Event.id).where(Event.source_ref == source_ref)).first() is not None:
+        def run(sql: Sql) -> int | None:
+            if sql.row("SELECT id FROM review_events WHERE source_ref = :ref", {"ref": source_ref}) is not None:
                 return None
-            state = conn.execute(
-                select(Item.id, Item.stage, Item.payload_json, ItemState.outcome).outerjoin(ItemState, ItemState.item_id == Item.id).where(Item.id == item_id)
-            ).first()
-            if state is None:
-                raise UnknownItem(f"no review item {item_id!r}")
-            if state.outcome == RETIRED:
-                raise _retired_refusal(item_id)
-            new_events = _question_update_events(conn, state, question_updates or {})
-            now = self.clock()
-            mine = self._my_decision(conn, item_id, user.id)
-            event_id = self._record_decision(conn, user, item_id, now, verdict, reasons, note, mine, source_ref)
-            for ev in new_events:
-                conn.execute(insert(Event).values(item_id=item_id, annotator_id=user.id, created_at=now, **ev))
-            conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.annotator_id == user.id))
-            self._resolve(conn, item_id, user.id, now)
-            return event_id
-
-        return self._retry(run)  # type: ignore[attr-defined]
-
-    def _my_decision(self, conn: Connection, item_id: str, user_id: int) -> dict[str, Any] | None:
-        row = conn.execute(
-            select(
-                Event.id.label("ev_id"),
-                Event.kind.label("ev_kind"),
-                Event.verdict.label("ev_verdict"),
-                Event.reasons_json.label("ev_reasons_json"),
-                Event.note.label("ev_note"),
+            item = sql.row(
+                "SELECT i.stage, i.payload_json, s.outcome FROM review_items i LEFT JOIN review_item_state s ON s.item_id = i.id WHERE i.id = :item_id",
+                {"item_id": item_id},
             )
-            .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract")), Event.annotator_id == user_id)
-            .order_by(Event.id.desc())
-            .limit(1)
-        ).first()
-        return my_decision(row)
+            if item is None:
+                raise UnknownItem(f"no review item {item_id!r}")
+            if item[2] == RETIRED:
+                raise _retired_refusal(item_id)
+            question_events_ = _question_update_events(sql, item_id, item[0], item[1], question_updates or {})
+            before = self._lock_state(sql, item_id)
+            mine = self._my_decision(sql, item_id, user.id)
+            sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me", {"item_id": item_id, "me": user.id})
+            new_events = [_decision_event(user, verdict, reasons, note, mine, source_ref)] + [dict(ev, annotator_id=user.id) for ev in question_events_]
+            return self._append(sql, item_id, user.id, self.clock(), new_events, before=before)[0]
+
+        return self._run(run)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _my_decision(sql: Sql, item_id: str, user_id: int) -> dict[str, Any] | None:
+        row = sql.row(
+            "SELECT id, kind, verdict, reasons_json, note FROM review_events "
+            "WHERE item_id = :item_id AND kind IN ('decision', 'retract') AND annotator_id = :me ORDER BY id DESC LIMIT 1",
+            {"item_id": item_id, "me": user_id},
+        )
+        return my_decision(_DecideRow(None, None, None, None, None, None, *row)) if row else None
 
     # -- resolving ---------------------------------------------------------------------
-    def _resolve(self, conn: Connection, item_id: str, actor: int, now: float, retired: bool | None = None) -> None:
-        """Append a resolution event when the derived outcome (or decision count) changed, and
-        mirror it in the item-state cache in the same transaction. ``retired`` None keeps the
-        item's retirement as it is."""
-        # Lock the item's state row first (PostgreSQL): two annotators deciding the same item at
-        # once are counted one after the other, each seeing the other's committed decision.
-        state_q = select(ItemState.outcome, ItemState.n).where(ItemState.item_id == item_id)
-        state = conn.execute(state_q if self._sqlite else state_q.with_for_update()).first()
-        events = conn.execute(
-            select(Event.id, Event.item_id, Event.annotator_id, Event.kind, Event.verdict)
-            .where(Event.item_id == item_id, Event.kind.in_(("decision", "retract", "adjudication")))
-            .order_by(Event.id)
-        ).all()
-        current = current_decisions(events).get(item_id, {})
-        adj = latest_by_item(events, "adjudication").get(item_id)
-        before = (state.outcome, state.n) if state is not None else self._resolution(conn, item_id)
+    @staticmethod
+    def _lock_state(sql: Sql, item_id: str) -> tuple[str, int]:
+        """The item's (outcome, decisions) from its state row, locked on PostgreSQL: two
+        transactions changing one item's decisions are counted one after the other."""
+        row = sql.row(_LOCK_SQL + (" FOR UPDATE" if sql.postgres else ""), {"item_id": item_id})
+        if row is not None:
+            return row[0], row[1]
+        latest = sql.row(_LATEST_RESOLUTION_SQL, {"item_id": item_id})
+        return (latest[0], latest[1] or 0) if latest else ("pending", 0)
+
+    def _append(
+        self, sql: Sql, item_id: str, actor: int, now: float, new_events: list[dict[str, Any]],
+        before: tuple[str, int] | None = None, retired: bool | None = None,
+    ) -> list[int]:
+        """Append ``new_events`` (event columns; ``annotator_id`` and ``kind`` at least) to the
+        item's log and, when its outcome or number of current decisions changed, a resolution
+        event mirrored in the state cache, in the same transaction. ``before``: the item's
+        (outcome, decisions) read from its locked state row (read and locked here when None).
+        ``retired`` None keeps the item's retirement as it is. Returns the ids of ``new_events``."""
+        if before is None:
+            before = self._lock_state(sql, item_id)
         if retired is None:
             retired = before[0] == RETIRED
-        outcome = item_outcome((e.verdict for e in current.values()), self.k, adj.verdict if adj else None, retired=retired)
-        if (outcome, len(current)) == before:
-            return
-        res = conn.execute(
-            insert(Event).values(
-                item_id=item_id,
-                annotator_id=actor,
-                created_at=now,
-                kind="resolution",
-                verdict=outcome,
-                n=len(current),
-                after_json=dumps({"outcome": outcome, "decisions": len(current), "adjudicated": adj is not None}),
+        kinds = {e["kind"] for e in new_events}
+        deciders = {e["annotator_id"] for e in new_events if e["kind"] == "decision"}
+        if before == ("pending", 0) and not retired and not kinds & {"retract", "adjudication"} and len(deciders) <= 1:
+            # no current decision and no adjudication yet (the locked state row says so): the
+            # new decision, if any, is the only one; nothing to read
+            verdicts = [e["verdict"] for e in new_events if e["kind"] == "decision"][-1:]
+            adjudication = None
+        else:
+            log = [_Ev._make(r) for r in sql.rows(_FOLD_SQL, {"item_id": item_id})]
+            log += [_Ev(None, item_id, e["annotator_id"], e["kind"], e.get("verdict")) for e in new_events]
+            verdicts = [e.verdict for e in current_decisions(log).get(item_id, {}).values()]
+            adj = latest_by_item(log, "adjudication").get(item_id)
+            adjudication = adj.verdict if adj else None
+        outcome = item_outcome(verdicts, self.k, adjudication, retired=retired)
+        rows = [dict(e, item_id=item_id, created_at=now) for e in new_events]
+        resolved = (outcome, len(verdicts)) != before
+        if resolved:
+            rows.append(
+                {
+                    "item_id": item_id, "annotator_id": actor, "created_at": now, "kind": "resolution", "verdict": outcome, "n": len(verdicts),
+                    "after_json": dumps({"outcome": outcome, "decisions": len(verdicts), "adjudicated": adjudication is not None}),
+                }
             )
-        )
-        self._set_state(conn, item_id, outcome, len(current), int(res.inserted_primary_key[0]), was_accepted=before[0] == "accept")
-
-    def _resolution(self, conn: Connection, item_id: str) -> tuple[str, int]:
-        row = conn.execute(
-            select(Event.verdict, Event.n).where(Event.item_id == item_id, Event.kind == "resolution").order_by(Event.id.desc()).limit(1)
-        ).first()
-        return (row.verdict, row.n or 0) if row else ("pending", 0)
-
-    def _set_state(self, conn: Connection, item_id: str, outcome: str, n: int, resolution_id: int, was_accepted: bool) -> None:
-        """Mirror a new resolution event in ``review_item_state``; when the item's acceptance
-        changed, open or close the QA items waiting for it."""
-        available = _PARENT_OK_SQL if outcome == "pending" else "0"  # SET sees the old row: decide on the new outcome here
-        conn.execute(
-            text(f"UPDATE review_item_state SET outcome = :outcome, n = :n, resolution_id = :rid, available = {available} WHERE item_id = :item_id"),
-            {"outcome": outcome, "n": n, "rid": resolution_id, "item_id": item_id},
-        )
-        if was_accepted != (outcome == "accept"):
-            children = "CASE WHEN outcome = 'pending' THEN 1 ELSE 0 END" if outcome == "accept" else "0"
-            conn.execute(text(f"UPDATE review_item_state SET available = {children} WHERE parent_id = :item_id"), {"item_id": item_id})
+        if not rows:
+            return []
+        params: dict[str, Any] = {"item_id": item_id, "outcome": outcome, "n": len(verdicts)}
+        for j, r in enumerate(rows):
+            params.update({f"{c}{j}": r.get(c) for c in EVENT_COLUMNS})
+        insert = _insert_sql(len(rows))
+        # the state row: SET sees the old row, so availability is decided on the new outcome here;
+        # when the item's acceptance changed, the QA items waiting for it open or close
+        available = _PARENT_OK_SQL if outcome == "pending" else "0"
+        set_state = f"UPDATE review_item_state SET outcome = :outcome, n = :n, resolution_id = {{rid}}, available = {available} WHERE item_id = :item_id"
+        children = None
+        if resolved and (before[0] == "accept") != (outcome == "accept"):
+            flag = "CASE WHEN outcome = 'pending' THEN 1 ELSE 0 END" if outcome == "accept" else "0"
+            children = f"UPDATE review_item_state SET available = {flag} WHERE parent_id = :item_id"
+        if sql.postgres:  # one statement (one round trip): the events, the state row, the QA items
+            parts = [f"ev AS ({insert})"]
+            if resolved:
+                parts.append("st AS (" + set_state.format(rid="(SELECT id FROM ev WHERE kind = 'resolution')") + ")")
+            if children:
+                parts.append(f"ch AS ({children})")
+            returned = sql.rows(f"WITH {', '.join(parts)} SELECT id, kind FROM ev", params)
+        else:
+            returned = sql.rows(insert, params)
+            if resolved:
+                params["rid"] = max(i for i, kind in returned if kind == "resolution")
+                sql.run(set_state.format(rid=":rid"), params)
+            if children:
+                sql.run(children, params)
+        ids = sorted(int(i) for i, _ in returned)
+        return ids[: len(new_events)]
 
     # -- undo, adjudication --------------------------------------------------------------
     def retract_last(self, user: Account, stage: str) -> str | None:
         """Undo: withdraw the user's latest decision in ``stage`` and lease the item back to
         them. Returns the item id, or None when there is nothing to undo."""
         check_stage(stage)
-        return self._retry(lambda conn: self._retract_last(conn, user, stage))  # type: ignore[attr-defined]
+        return self._run(lambda sql: self._retract_last(sql, user, stage))  # type: ignore[attr-defined]
 
-    def _retract_last(self, conn: Connection, user: Account, stage: str) -> str | None:
+    def _retract_last(self, sql: Sql, user: Account, stage: str) -> str | None:
         now = self.clock()
-        row = conn.execute(
-            select(Event.item_id)
-            .join(Item, Item.id == Event.item_id)
-            .where(Event.annotator_id == user.id, Event.kind.in_(("decision", "retract")), Item.stage == stage)
-            .order_by(Event.id.desc())
-            .limit(1)
-        ).first()
+        row = sql.row(
+            "SELECT e.item_id FROM review_events e JOIN review_items i ON i.id = e.item_id "
+            "WHERE e.annotator_id = :me AND e.kind IN ('decision', 'retract') AND i.stage = :stage ORDER BY e.id DESC LIMIT 1",
+            {"me": user.id, "stage": stage},
+        )
         if row is None:
             return None
-        mine = self._my_decision(conn, row.item_id, user.id)
+        item_id = row[0]
+        mine = self._my_decision(sql, item_id, user.id)
         if mine is None:
             return None  # the latest action already was an undo
-        if self._adjudicated(conn, row.item_id):
-            raise NotAllowed(f"item {row.item_id} was adjudicated; its decisions can no longer be undone")
-        if conn.execute(select(ItemState.outcome).where(ItemState.item_id == row.item_id)).scalar_one_or_none() == RETIRED:
-            raise _retired_refusal(row.item_id)
-        conn.execute(insert(Event).values(item_id=row.item_id, annotator_id=user.id, created_at=now, kind="retract", before_json=dumps(mine), after_json=None))
-        conn.execute(delete(Lease).where(Lease.item_id == row.item_id, Lease.expires_at <= now))
-        active = set(conn.execute(select(Lease.slot).where(Lease.item_id == row.item_id)).scalars())
-        free = sorted(set(range(self.k)) - active)
+        if sql.row("SELECT count(*) FROM review_events WHERE item_id = :item_id AND kind = 'adjudication'", {"item_id": item_id})[0]:  # type: ignore[index]
+            raise NotAllowed(f"item {item_id} was adjudicated; its decisions can no longer be undone")
+        before = self._lock_state(sql, item_id)
+        if before[0] == RETIRED:
+            raise _retired_refusal(item_id)
+        p = {"item_id": item_id, "me": user.id, "now": now}
+        sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND expires_at <= :now", p)
+        free = sorted(set(range(self.k)) - set(sql.scalars("SELECT slot FROM review_leases WHERE item_id = :item_id", p)))
         if free:  # leased_at before the user's other leases, so the undone item is shown first
-            first = conn.execute(select(func.min(Lease.leased_at)).where(Lease.annotator_id == user.id)).scalar_one_or_none()
-            conn.execute(
-                insert(Lease).values(
-                    item_id=row.item_id, slot=free[0], annotator_id=user.id, stage=stage, leased_at=min(now, (first or now) - 1.0), expires_at=now + self.lease_seconds
-                )
+            first = sql.row("SELECT min(leased_at) FROM review_leases WHERE annotator_id = :me", p)[0]  # type: ignore[index]
+            sql.run(
+                "INSERT INTO review_leases (item_id, slot, annotator_id, stage, leased_at, expires_at) VALUES (:item_id, :slot, :me, :stage, :leased_at, :expires_at)",
+                {**p, "slot": free[0], "stage": stage, "leased_at": min(now, (first or now) - 1.0), "expires_at": now + self.lease_seconds},
             )
-        self._resolve(conn, row.item_id, user.id, now)
-        return row.item_id
-
-    def _adjudicated(self, conn: Connection, item_id: str) -> bool:
-        return bool(conn.execute(select(func.count()).select_from(Event).where(Event.item_id == item_id, Event.kind == "adjudication")).scalar_one())
+        self._append(sql, item_id, user.id, now, [{"annotator_id": user.id, "kind": "retract", "before_json": dumps(mine)}], before=before)
+        return item_id
 
     def adjudicate(self, admin: Account, item_id: str, verdict: str, note: str = "") -> int:
         """An admin settles a disputed item; the adjudication overrides the annotators."""
@@ -307,39 +358,27 @@ class DecisionsMixin:
             raise NotAllowed("only admins adjudicate")
         check_verdict(verdict, [], note, need_reason=False)
 
-        def run(conn: Connection) -> int:
+        def run(sql: Sql) -> int:
             now = self.clock()
-            if conn.execute(select(Item.id).where(Item.id == item_id)).first() is None:
+            if sql.row("SELECT id FROM review_items WHERE id = :item_id", {"item_id": item_id}) is None:
                 raise UnknownItem(f"no review item {item_id!r}")
-            before, _ = self._resolution(conn, item_id)
-            if before == RETIRED:
+            before = self._lock_state(sql, item_id)
+            if before[0] == RETIRED:
                 raise _retired_refusal(item_id)
-            res = conn.execute(
-                insert(Event).values(
-                    item_id=item_id,
-                    annotator_id=admin.id,
-                    created_at=now,
-                    kind="adjudication",
-                    verdict=verdict,
-                    note=note or None,
-                    before_json=dumps({"outcome": before}),
-                    after_json=dumps({"verdict": verdict, "note": note}),
-                )
-            )
-            self._resolve(conn, item_id, admin.id, now)
-            return int(res.inserted_primary_key[0])
+            event = {
+                "annotator_id": admin.id, "kind": "adjudication", "verdict": verdict, "note": note or None,
+                "before_json": dumps({"outcome": before[0]}), "after_json": dumps({"verdict": verdict, "note": note}),
+            }
+            return self._append(sql, item_id, admin.id, now, [event], before=before)[0]
 
-        return self._retry(run)  # type: ignore[attr-defined]
+        return self._run(run)  # type: ignore[attr-defined]
 
     # -- retirement (the review stage's reconciliation with qa/questions) -----------------
-    def _set_retired(self, conn: Connection, item_id: str, actor: int, now: float, retired: bool, why: str) -> None:
+    def _set_retired(self, sql: Sql, item_id: str, actor: int, now: float, retired: bool, why: str) -> None:
         """Retire an item (its content left qa/questions) or bring a retired one back: a
         ``retire`` / ``restore`` event, then the resolution follows. Nothing is deleted."""
-        conn.execute(
-            insert(Event).values(
-                item_id=item_id, annotator_id=actor, created_at=now, kind="retire" if retired else "restore", note=why, after_json=dumps({"reason": why})
-            )
-        )
+        before = self._lock_state(sql, item_id)
         if retired:
-            conn.execute(delete(Lease).where(Lease.item_id == item_id))
-        self._resolve(conn, item_id, actor, now, retired=retired)
+            sql.run("DELETE FROM review_leases WHERE item_id = :item_id", {"item_id": item_id})
+        event = {"annotator_id": actor, "kind": "retire" if retired else "restore", "note": why, "after_json": dumps({"reason": why})}
+        self._append(sql, item_id, actor, now, [event], before=before, retired=retired)

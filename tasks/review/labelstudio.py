@@ -24,6 +24,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from storage.hashing import stable_id
+from storage.review_db import sql_transaction
 from tasks.review.accounts import ensure_user
 from tasks.review.queue import REASONS, QueueError, ReviewQueue
 from tasks.review.validation import QuestionError, question_state
@@ -100,7 +101,7 @@ def export_tasks(queue: ReviewQueue, out: Path, image_prefix: str = DEFAULT_IMAG
     outcomes = {i: o for i, (o, _n, _a) in queue.item_states().items()}
     by_stage: dict[str, list[dict[str, Any]]] = {"edit": [], "qa": []}
     summary = ExportSummary()
-    with queue.reader.connect() as conn:
+    with sql_transaction(queue.engine, write=False) as sql:
         for row in queue.items(with_payload=True, live_only=True):
             if row.stage == "qa" and row.parent_id is not None and outcomes.get(row.parent_id) != "accept":
                 summary.qa_waiting += 1
@@ -119,7 +120,7 @@ def export_tasks(queue: ReviewQueue, out: Path, image_prefix: str = DEFAULT_IMAG
                 "edited_image": image_prefix + (p.get("edited_image") or p["original_image"]),
             }
             if row.stage == "qa":
-                data["questions"] = [_question_data(q) for q in question_state(p.get("questions", []), question_events(conn, row.id))]
+                data["questions"] = [_question_data(q) for q in question_state(p.get("questions", []), question_events(sql, row.id))]
             by_stage[row.stage].append({"data": data})
     out.parent.mkdir(parents=True, exist_ok=True)
     for stage, tasks in by_stage.items():

@@ -5,16 +5,17 @@ index. A candidate list can be stale by the time an item is leased (on PostgreSQ
 candidate query's snapshot predates leases committed while it ran), so :func:`try_lease`
 re-checks the item's capacity (decisions + live leases < k) in the leasing transaction; the
 (item, slot) primary key of leases is the last line of defence.
+
+Every request of an annotator asks for the next item, so this runs in plain SQL
+(:class:`storage.review_db.Sql`): on PostgreSQL ``BEGIN``, the renewal, the candidates (with
+what the page shows of them), the capacity re-check, the lease and ``COMMIT``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from sqlalchemy import delete, insert, select, text, update
-from sqlalchemy.engine import Connection
-
-from storage.review_db import ItemState, Lease
+from storage.review_db import Sql, sql_transaction
 from tasks.review.rules import Account, check_stage
 
 # Open items the user has neither decided nor leased, with a free slot, in queue order.
@@ -28,36 +29,60 @@ ORDER BY s.seq
 LIMIT :limit
 """
 
+# The same candidates with what a page shows of them (items never change), so a new lease needs
+# no second read of its item: it has no decision of the user (the candidates exclude those) and,
+# re-checked and locked in this transaction, its outcome is pending.
+CANDIDATE_ITEMS_SQL = CANDIDATES_SQL.replace(
+    "SELECT s.item_id FROM review_item_state s",
+    "SELECT s.item_id, i.stage, i.edit_id, i.task, i.variant, i.editor, i.payload_json FROM review_item_state s "
+    "JOIN review_items i ON i.id = s.item_id",
+)
 
-def candidate_ids(conn: Connection, user: Account, stage: str, k: int, now: float, limit: int, sqlite: bool) -> list[str]:
-    """Up to ``limit`` open items ``user`` could lease (locked with SKIP LOCKED on PostgreSQL)."""
-    sql = CANDIDATES_SQL + ("" if sqlite else " FOR UPDATE OF s SKIP LOCKED")
-    return list(conn.execute(text(sql), {"stage": stage, "now": now, "k": k, "me": user.id, "limit": limit}).scalars())
+_SLOTS_SQL = (
+    "SELECT s.available, s.n, l.slot, l.expires_at FROM review_item_state s "
+    "LEFT JOIN review_leases l ON l.item_id = s.item_id WHERE s.item_id = :item_id"
+)
+_RENEW_SQL = (
+    "UPDATE review_leases SET expires_at = :expires_at WHERE annotator_id = :me AND stage = :stage "
+    "RETURNING item_id, leased_at, expires_at"
+)
+_INSERT_LEASE_SQL = (
+    "INSERT INTO review_leases (item_id, slot, annotator_id, stage, leased_at, expires_at) "
+    "VALUES (:item_id, :slot, :me, :stage, :now, :expires_at)"
+)
 
 
-def try_lease(conn: Connection, item_id: str, user: Account, stage: str, k: int, now: float, lease_seconds: float) -> bool:
+def candidate_rows(sql: Sql, user: Account, stage: str, k: int, now: float, limit: int) -> list[tuple]:
+    """Up to ``limit`` open items ``user`` could lease, as (id, stage, edit_id, task, variant,
+    editor, payload_json) rows (locked with SKIP LOCKED on PostgreSQL)."""
+    text = CANDIDATE_ITEMS_SQL + (" FOR UPDATE OF s SKIP LOCKED" if sql.postgres else "")
+    return sql.rows(text, {"stage": stage, "now": now, "k": k, "me": user.id, "limit": limit})
+
+
+def candidate_ids(sql: Sql, user: Account, stage: str, k: int, now: float, limit: int) -> list[str]:
+    """The ids of :func:`candidate_rows`."""
+    return [r[0] for r in candidate_rows(sql, user, stage, k, now, limit)]
+
+
+def try_lease(sql: Sql, item_id: str, user: Account, stage: str, k: int, now: float, lease_seconds: float) -> bool:
     """Lease one slot of ``item_id`` to ``user`` when the item is still open and has capacity."""
     # one read for the item's state and all its lease slots; expired slots are freed
-    rows = conn.execute(
-        select(ItemState.available, ItemState.n, Lease.slot, Lease.expires_at)
-        .outerjoin(Lease, Lease.item_id == ItemState.item_id)
-        .where(ItemState.item_id == item_id)
-    ).all()
-    if not rows or not rows[0].available:
+    rows = sql.rows(_SLOTS_SQL, {"item_id": item_id})
+    if not rows or not rows[0][0]:
         return False
-    if any(r.slot is not None and r.expires_at <= now for r in rows):
-        conn.execute(delete(Lease).where(Lease.item_id == item_id, Lease.expires_at <= now))
-    active = {r.slot for r in rows if r.slot is not None and r.expires_at > now}
-    if rows[0].n + len(active) >= k:  # the capacity re-check: the candidate list may be stale
+    if any(r[2] is not None and r[3] <= now for r in rows):
+        sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND expires_at <= :now", {"item_id": item_id, "now": now})
+    active = {r[2] for r in rows if r[2] is not None and r[3] > now}
+    if rows[0][1] + len(active) >= k:  # the capacity re-check: the candidate list may be stale
         return False
     slot = min(set(range(k)) - active)
-    conn.execute(insert(Lease).values(item_id=item_id, slot=slot, annotator_id=user.id, stage=stage, leased_at=now, expires_at=now + lease_seconds))
+    sql.run(_INSERT_LEASE_SQL, {"item_id": item_id, "slot": slot, "me": user.id, "stage": stage, "now": now, "expires_at": now + lease_seconds})
     return True
 
 
-def lease_from(conn: Connection, candidates: Iterable[str], user: Account, stage: str, k: int, now: float, lease_seconds: float) -> list[str]:
+def lease_from(sql: Sql, candidates: Iterable[str], user: Account, stage: str, k: int, now: float, lease_seconds: float) -> list[str]:
     """Lease what can still be leased of ``candidates``; returns the items leased."""
-    return [i for i in candidates if try_lease(conn, i, user, stage, k, now, lease_seconds)]
+    return [i for i in candidates if try_lease(sql, i, user, stage, k, now, lease_seconds)]
 
 
 class LeasingMixin:
@@ -67,41 +92,43 @@ class LeasingMixin:
     k: int
     lease_seconds: float
     clock: Any
-    _sqlite: bool
 
     def next_items(self, user: Account, stage: str, want: int = 2) -> list[str]:
         """Items leased to ``user`` in ``stage``, topped up to ``want`` (the first is shown, the
         second preloaded). Renews the user's leases in that stage."""
         check_stage(stage)
-        return self._retry(lambda conn: self._next_items(conn, user, stage, want))  # type: ignore[attr-defined]
+        return self._run(lambda sql: [i for i, _ in self._next(sql, user, stage, want)[1]])  # type: ignore[attr-defined]
 
     def next_views(self, user: Account, stage: str, want: int = 2) -> list[Any]:
-        """:meth:`next_items` and the items as pages show them, in one transaction (one
-        database round of BEGIN / COMMIT per request instead of one per item)."""
+        """:meth:`next_items` and the items as pages show them, in one transaction."""
         check_stage(stage)
-        return self._retry(lambda conn: [self._get_item(conn, user, i) for i in self._next_items(conn, user, stage, want)])  # type: ignore[attr-defined]
 
-    def _next_items(self, conn: Connection, user: Account, stage: str, want: int) -> list[str]:
+        def run(sql: Sql) -> list[Any]:
+            now, mine = self._next(sql, user, stage, want)
+            return [
+                self._get_item(sql, user, item_id) if new is None  # held before: read with the user's lease and decision
+                else self._leased_view(sql, new, now + self.lease_seconds)  # type: ignore[attr-defined]
+                for item_id, new in mine
+            ]
+
+        return self._run(run)  # type: ignore[attr-defined]
+
+    def _next(self, sql: Sql, user: Account, stage: str, want: int) -> tuple[float, list[tuple[str, tuple | None]]]:
+        """The time of the request and the user's items in the order they took them: (item id,
+        its candidate row when leased now, None when renewed)."""
         now = self.clock()
-        renewed = conn.execute(
-            update(Lease)
-            .where(Lease.annotator_id == user.id, Lease.stage == stage)
-            .values(expires_at=now + self.lease_seconds)
-            .returning(Lease.item_id, Lease.leased_at)
-        ).all()
-        mine = [r.item_id for r in sorted(renewed, key=lambda r: (r.leased_at, r.item_id))]
+        renewed = sql.rows(_RENEW_SQL, {"expires_at": now + self.lease_seconds, "me": user.id, "stage": stage})
+        mine: list[tuple[str, tuple | None]] = [(r[0], None) for r in sorted(renewed, key=lambda r: (r[1], r[0]))]
         for _round in range(10):  # a candidate can turn out taken (PostgreSQL snapshot race); try the next ones
             need = want - len(mine)
             if need <= 0:
                 break
-            candidates = candidate_ids(conn, user, stage, self.k, now, need, self._sqlite)
+            candidates = candidate_rows(sql, user, stage, self.k, now, need)
             if not candidates:
                 break
-            mine += lease_from(conn, candidates, user, stage, self.k, now, self.lease_seconds)
-        return mine[: max(want, 1)]
+            mine += [(r[0], r) for r in candidates if try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds)]
+        return now, mine[: max(want, 1)]
 
     def active_leases(self) -> int:
-        from sqlalchemy import func
-
-        with self._reader.connect() as conn:  # type: ignore[attr-defined]
-            return int(conn.execute(select(func.count()).select_from(Lease).where(Lease.expires_at > self.clock())).scalar_one())
+        with sql_transaction(self.engine, write=False) as sql:
+            return int(sql.row("SELECT count(*) FROM review_leases WHERE expires_at > :now", {"now": self.clock()})[0])  # type: ignore[index]

@@ -33,7 +33,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from storage import addresses
 from storage.hashing import stable_id
-from storage.review_db import Item, ItemState, create_schema, is_sqlite, make_engine, write_lock
+from storage.review_db import Item, ItemState, Sql, create_schema, dbapi_errors, is_sqlite, make_engine, sql_transaction, write_lock
 from tasks.review.decisions import DecisionsMixin
 from tasks.review.leasing import CANDIDATES_SQL as _CANDIDATES_SQL  # noqa: F401  (tests read the leasing query)
 from tasks.review.leasing import LeasingMixin
@@ -76,21 +76,13 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         self._sqlite = is_sqlite(engine)
         self._write_lock = write_lock(engine)
         self._reader = engine.execution_options(review_read=True)  # deferred snapshot reads on SQLite
-        # one-statement reads (the session lookup of every request): on PostgreSQL without
-        # BEGIN / ROLLBACK, one round trip instead of three
-        self._lookup = self._reader if self._sqlite else engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._dbapi_error = dbapi_errors(engine)  # what plain SQL (storage.review_db.Sql) raises
 
     @property
     def reader(self) -> Engine:
         """The engine for read-only work: on SQLite a deferred snapshot that never waits for
         (or blocks) writers; the same as :attr:`engine` on PostgreSQL."""
         return self._reader
-
-    @property
-    def lookup(self) -> Engine:
-        """The engine for a read that is one statement (a single statement is its own
-        snapshot): no transaction round trips on PostgreSQL; :attr:`reader` on SQLite."""
-        return self._lookup
 
     @classmethod
     def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, **kw: Any) -> "ReviewQueue":
@@ -198,10 +190,10 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
             now = self.clock()
             actor = _system_user(conn, now) if to_retire or to_restore else 0
             for r in sorted(to_retire, key=lambda r: r.stage):  # edit items first: their QA items close with them
-                self._set_retired(conn, r.id, actor, now, True, why)
+                self._set_retired(Sql.over(conn), r.id, actor, now, True, why)
             summary.added = self._enqueue(conn, to_add) if to_add else 0
             for r in sorted(to_restore, key=lambda r: r.stage):
-                self._set_retired(conn, r.id, actor, now, False, "back in qa/questions")
+                self._set_retired(Sql.over(conn), r.id, actor, now, False, "back in qa/questions")
             summary.retired, summary.restored = len(to_retire), len(to_restore)
             summary.kept = len(keep) - summary.added - summary.restored
             return summary
@@ -209,12 +201,25 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         return self._retry(run)
 
     def _retry(self, fn: Callable[[Connection], Any], attempts: int = 8) -> Any:
-        """Run ``fn`` in a transaction, retrying on lock conflicts and unique-key races."""
+        """Run ``fn`` in a SQLAlchemy transaction, retrying on lock conflicts and unique-key races."""
         for attempt in range(attempts):
             try:
                 with self._write_lock, self.engine.begin() as conn:
                     return fn(conn)
-            except (IntegrityError, OperationalError, DBAPIError) as exc:
+            except (IntegrityError, OperationalError, DBAPIError, self._dbapi_error) as exc:
+                if attempt == attempts - 1 or not _transient(exc):
+                    raise
+                time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _run(self, fn: Callable[[Sql], Any], write: bool = True, attempts: int = 8) -> Any:
+        """Run ``fn`` in a plain-SQL transaction (:func:`storage.review_db.sql_transaction`),
+        retrying like :meth:`_retry`."""
+        for attempt in range(attempts):
+            try:
+                with sql_transaction(self.engine, write) as sql:
+                    return fn(sql)
+            except self._dbapi_error as exc:
                 if attempt == attempts - 1 or not _transient(exc):
                     raise
                 time.sleep(0.005 * (attempt + 1))
@@ -223,8 +228,11 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
 
 def _transient(exc: Exception) -> bool:
     """Lock timeouts, serialisation failures, deadlocks, unique-key races and connections lost
-    to a database restart are retried."""
-    if isinstance(exc, IntegrityError) or getattr(exc, "connection_invalidated", False):
+    to a database restart (before the transaction's ``COMMIT`` was sent) are retried."""
+    lost = getattr(exc, "review_retry", None)
+    if lost is not None:
+        return bool(lost)  # a pooled connection the database closed (restart): retry afresh unless COMMIT was in flight
+    if any(c.__name__ == "IntegrityError" for c in type(exc).__mro__) or getattr(exc, "connection_invalidated", False):
         return True  # a unique-key race, or a pooled connection the database closed (restart): retry afresh
     msg = str(getattr(exc, "orig", exc)).lower()
     return any(s in msg for s in ("locked", "deadlock", "could not serialize", "busy", "duplicate key", "unique"))

@@ -7,13 +7,14 @@ nor blocks writers.
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
-from storage.review_db import Event, Item, ItemState, User
+from storage.review_db import Event, Item, ItemState, Sql, User, sql_transaction
 from tasks.review.rules import RETIRED, Account, NotAllowed, UnknownItem, check_stage, latest_decision
 from tasks.review.validation import question_state
 
@@ -29,6 +30,19 @@ LEFT JOIN review_leases l ON l.item_id = i.id AND l.annotator_id = :me
 LEFT JOIN review_events e ON e.id = (SELECT max(d.id) FROM review_events d
                                      WHERE d.item_id = i.id AND d.kind IN ('decision', 'retract') AND d.annotator_id = :me)
 WHERE i.id = :item_id
+"""
+ItemRow = namedtuple(
+    "ItemRow",
+    "id stage edit_id task variant editor payload_json outcome lease_slot lease_expires_at ev_id ev_kind ev_verdict ev_reasons_json ev_note",
+)
+
+
+_PROGRESS_SQL = """
+SELECT sum(CASE WHEN s.outcome != :retired THEN 1 ELSE 0 END),
+       sum(CASE WHEN s.outcome IN ('accept', 'reject') THEN 1 ELSE 0 END),
+       (SELECT count(DISTINCT e.item_id) FROM review_events e JOIN review_items i ON i.id = e.item_id
+        WHERE e.annotator_id = :me AND e.kind = 'decision' AND i.stage = :stage)
+FROM review_item_state s WHERE s.stage = :stage
 """
 
 
@@ -70,13 +84,13 @@ def my_decision(row: Any) -> dict[str, Any] | None:
     return {"event_id": ev.id, "verdict": ev.verdict, "reasons": json.loads(ev.reasons_json or "[]"), "note": ev.note or ""}
 
 
-def question_events(conn: Connection, item_id: str) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        select(Event.kind, Event.question_id, Event.after_json)
-        .where(Event.item_id == item_id, Event.kind.in_(("question_edit", "question_validity")))
-        .order_by(Event.id)
+def question_events(sql: Sql, item_id: str) -> list[dict[str, Any]]:
+    rows = sql.rows(
+        "SELECT kind, question_id, after_json FROM review_events "
+        "WHERE item_id = :item_id AND kind IN ('question_edit', 'question_validity') ORDER BY id",
+        {"item_id": item_id},
     )
-    return [{"kind": r.kind, "question_id": r.question_id, "after": json.loads(r.after_json)} for r in rows]
+    return [{"kind": kind, "question_id": qid, "after": json.loads(after)} for kind, qid, after in rows]
 
 
 class ViewsMixin:
@@ -88,32 +102,43 @@ class ViewsMixin:
     def get_item(self, user: Account, item_id: str) -> ItemView:
         """An item the user may see: admins any; annotators only items leased to them or
         that they decided before."""
-        with self._reader.connect() as conn:
-            return self._get_item(conn, user, item_id)
+        with sql_transaction(self.engine, write=False) as sql:  # type: ignore[attr-defined]
+            return self._get_item(sql, user, item_id)
 
-    def _get_item(self, conn: Connection, user: Account, item_id: str) -> ItemView:
-        """:meth:`get_item` on the caller's connection (``next_views`` reads in its leasing transaction)."""
-        item = conn.execute(text(ITEM_SQL), {"item_id": item_id, "me": user.id}).first()
-        if item is None:
+    def _get_item(self, sql: Sql, user: Account, item_id: str) -> ItemView:
+        """:meth:`get_item` in the caller's transaction (``next_views`` reads in its leasing transaction)."""
+        found = sql.row(ITEM_SQL, {"item_id": item_id, "me": user.id})
+        if found is None:
             raise UnknownItem(f"no review item {item_id!r}")
+        item = ItemRow._make(found)
         lease = item.lease_expires_at
         decided_before = item.ev_id is not None  # a retract always follows a decision of the same user
         if not user.is_admin and lease is None and not decided_before:
             raise NotAllowed(f"item {item_id!r} is not leased to {user.name!r}")
-        payload = json.loads(item.payload_json)
-        questions = question_state(payload.get("questions", []), question_events(conn, item_id)) if item.stage == "qa" else []
+        return self._view(sql, item[:7], my_decision(item), lease, item.outcome or "pending")
+
+    def _leased_view(self, sql: Sql, candidate: tuple, lease_expires_at: float) -> ItemView:
+        """The view of an item the user leased in this transaction from its candidate row (id,
+        stage, edit_id, task, variant, editor, payload_json): no decision of theirs, pending."""
+        return self._view(sql, candidate, None, lease_expires_at, "pending")
+
+    @staticmethod
+    def _view(sql: Sql, item: tuple, mine: dict[str, Any] | None, lease_expires_at: float | None, resolution: str) -> ItemView:
+        item_id, stage, edit_id, task, variant, editor, payload_json = item
+        payload = json.loads(payload_json)
+        questions = question_state(payload.get("questions", []), question_events(sql, item_id)) if stage == "qa" else []
         return ItemView(
-            id=item.id,
-            stage=item.stage,
-            edit_id=item.edit_id,
-            task=item.task,
-            variant=item.variant,
-            editor=item.editor,
+            id=item_id,
+            stage=stage,
+            edit_id=edit_id,
+            task=task,
+            variant=variant,
+            editor=editor,
             payload=payload,
             questions=questions,
-            my_decision=my_decision(item),
-            lease_expires_at=lease,
-            resolution=item.outcome or "pending",
+            my_decision=mine,
+            lease_expires_at=lease_expires_at,
+            resolution=resolution,
         )
 
     def previous(self, user: Account, stage: str, before_event: int | None = None) -> tuple[str, int] | None:
@@ -145,20 +170,9 @@ class ViewsMixin:
         """Counts for the progress bars: the user's decisions and the stage's resolved items
         (retired items are not counted)."""
         check_stage(stage)
-        with self._reader.connect() as conn:
-            total = conn.execute(
-                select(func.count()).select_from(ItemState).where(ItemState.stage == stage, ItemState.outcome != RETIRED)
-            ).scalar_one()
-            resolved = conn.execute(
-                select(func.count()).select_from(ItemState).where(ItemState.stage == stage, ItemState.outcome.in_(("accept", "reject")))
-            ).scalar_one()
-            mine = conn.execute(
-                select(func.count(func.distinct(Event.item_id)))
-                .select_from(Event)
-                .join(Item, Item.id == Event.item_id)
-                .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
-            ).scalar_one()
-        return {"total": int(total), "resolved": int(resolved), "mine": int(mine)}
+        with sql_transaction(self.engine, write=False) as sql:  # type: ignore[attr-defined]
+            total, resolved, mine = sql.row(_PROGRESS_SQL, {"stage": stage, "me": user.id, "retired": RETIRED})  # type: ignore[misc]
+        return {"total": int(total or 0), "resolved": int(resolved or 0), "mine": int(mine)}
 
     def item_states(self) -> dict[str, tuple[str, int, int]]:
         """The derived item-state cache: {item_id: (outcome, n decisions, available 0|1)}."""

@@ -127,16 +127,18 @@ def test_v1_database_is_upgraded_from_events(filled_run, clock):
 def test_leasing_query_uses_the_state_index(filled_run):
     """The candidate query walks the (stage, available, seq) index, not every item, and finds
     the annotator's own decisions by (item, annotator), not by walking all their decisions."""
+    from tasks.review.leasing import CANDIDATE_ITEMS_SQL
     from tasks.review.queue import _CANDIDATES_SQL
 
     _, url, _, _ = filled_run
     q = ReviewQueue.open(url)
-    with q.engine.connect() as conn:
-        plan = " | ".join(
-            str(r[-1]) for r in conn.execute(text("EXPLAIN QUERY PLAN " + _CANDIDATES_SQL), {"stage": "edit", "now": 0.0, "k": 1, "me": 1, "limit": 2})
-        )
-    assert "ix_review_item_state_open" in plan, plan
-    assert "ix_review_events_item_annotator" in plan and "ix_review_events_annotator " not in plan, plan
+    for query in (_CANDIDATES_SQL, CANDIDATE_ITEMS_SQL):  # the ids, and the rows `next` leases from
+        with q.engine.connect() as conn:
+            plan = " | ".join(
+                str(r[-1]) for r in conn.execute(text("EXPLAIN QUERY PLAN " + query), {"stage": "edit", "now": 0.0, "k": 1, "me": 1, "limit": 2})
+            )
+        assert "ix_review_item_state_open" in plan, plan
+        assert "ix_review_events_item_annotator" in plan and "ix_review_events_annotator " not in plan, plan
     q.close()
 
 
