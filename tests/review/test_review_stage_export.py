@@ -97,7 +97,7 @@ def test_labelstudio_round_trip(filled_run, tmp_path):
     tasks = json.loads(out.read_text())
     assert "editor" not in json.dumps(tasks)  # blind: the editor is not exported
     assert (tmp_path / "ls" / "tasks.label_config.xml").read_text().count("<Choice ") == 8
-    assert json.loads((tmp_path / "ls" / "tasks.stages.qa.json").read_text()) == []
+    assert json.loads((tmp_path / "ls" / "tasks.qa.json").read_text()) == []
     ls_export = [
         {"id": 1, "data": tasks[0]["data"], "annotations": [
             {"id": 11, "completed_by": {"email": "x@lab.org"}, "result": [
