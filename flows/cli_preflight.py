@@ -42,22 +42,6 @@ def render_estimate(report: Any, console: Console) -> None:
             console.print(line, markup=False, soft_wrap=True)
 
 
-def check_before_build(cfg: Any, stages: list[str] | None, console: Console | None = None, run_dir: str | None = None) -> None:
-    """``tasks.tools.preflight.require_preflight``, printing the table on ``console`` when it fails and
-    the build-time estimate of the pending edits when it passes: what ``reactbench build`` shows of
-    the preflight step of its chain (``flows/chain.py``), for callers outside a build."""
-    from tasks.tools.preflight import PreflightFailed, require_preflight
-
-    try:
-        report = require_preflight(cfg, stages, run_dir)
-    except PreflightFailed as exc:
-        if console is not None:
-            render(exc.report, console)
-        raise
-    if console is not None and report is not None:
-        render_estimate(report, console)
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def preflight(

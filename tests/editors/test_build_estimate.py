@@ -86,21 +86,21 @@ def test_paper_config_estimate_and_window_advice(monkeypatch):
 
 
 def test_a_build_prints_the_estimate_before_its_first_stage(monkeypatch, tmp_path):
-    """`reactbench build`'s gate (flows/cli_preflight.check_before_build) on a 48 GB node."""
+    """`reactbench build`'s gate on a 48 GB node: the chain's preflight (flows/chain.py) with the CLI's estimate printer."""
     import io
     from pathlib import Path
 
     from rich.console import Console
 
     import tasks.tools.preflight as preflight
-    from flows.cli_preflight import check_before_build
+    from flows.cli_preflight import render_estimate
     from flows.config import load_config
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(preflight, "detect_gpus", lambda gpus, mem: (1, 48.0, "flags"))
     cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "reactbench.yaml")
     buf = io.StringIO()
-    check_before_build(cfg, ["edit"], Console(file=buf, width=200), str(tmp_path / "run"))
+    render_estimate(preflight.require_preflight(cfg, ["edit"], str(tmp_path / "run")), Console(file=buf, width=200))
     text = buf.getvalue()
     assert "build-time estimate on A40" in text and "two_phase" in text and "formula" in text
     assert "? pending edit(s)" in text  # no instructions yet: the count is unknown, not invented

@@ -140,11 +140,11 @@ def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
 
 
 def test_builds_without_edit_or_without_models_pass_quickly() -> None:
-    from flows.cli_preflight import check_before_build
+    from tasks.tools.preflight import require_preflight
 
     cfg = config_from_dict({})  # classical editor, rules MLLM
-    check_before_build(cfg, None)
+    require_preflight(cfg, None, None)
     report = run_preflight(cfg)
     assert report.ok and report.fits_list == [] and report.plan == "no models"
     bad_weights = config_from_dict({"editors": [{"name": "qwen-image-edit", "params": {"lora": "/no/such/lora.safetensors"}}]})
-    check_before_build(bad_weights, ["mine", "instruct"])  # edit not run: not checked
+    assert require_preflight(bad_weights, ["mine", "instruct"], None) is None  # edit not run: not checked
