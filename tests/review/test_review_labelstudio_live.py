@@ -146,7 +146,7 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     qa_tasks = json.loads(out.with_name("tasks.qa.json").read_text())
     accepted = {i for i, (o, _n, _a) in q.item_states().items() if o == "accept"}
     assert qa_tasks and len(qa_tasks) == len({x.parent_id for x in q.items() if x.stage == "qa"} & accepted)
-    qa_project = server.create_project("reactbench QA", out.with_name("tasks.stages.qa.label_config.xml").read_text(), run / "images")
+    qa_project = server.create_project("reactbench QA", out.with_name("tasks.qa.label_config.xml").read_text(), run / "images")
     assert server.import_tasks(qa_project, out.with_name("tasks.qa.json").read_bytes())["task_count"] == len(qa_tasks)
     qa = server.tasks(qa_project)
     q0 = qa[0]["data"]["questions"]
