@@ -8,23 +8,29 @@ annotators with the realistic think time (``--think-ms``, 500 ms), N annotators 
 think time (``--short-think-ms``, 100 ms) and N annotators with no think time at all
 (saturation reference). Annotator i talks to server i mod ``--servers``. Every annotator
 logs in once, before the rounds (logins are not measured), then each loops: ``GET
-/api/next`` then ``POST`` a decision, pausing the think time in between; annotator i of n
-starts i/n of a think time after the first (``--start together``: all at once, in lockstep).
+/api/next`` then ``POST`` a decision, pausing the think time in between. By default each
+annotator starts at a random moment within the first think time and each pause varies by
++-50 % around the think time (seeded), so requests arrive at random times as independent
+people's do; ``--start spread`` staggers the starts evenly with fixed pauses, ``--start
+together`` starts everyone in the same millisecond and keeps them in lockstep (a stress shape).
 The annotators are coroutines of one asyncio loop (aiohttp, keep-alive connections) in this
 process, which shares the machine with the servers and the database; its own CPU time per
 decision is reported too.
-With two servers or more a last round repeats the realistic one and ``kill -9``s the first
-server halfway through: its annotators go on through the next server with the same session.
+With two servers or more, a round after the realistic one repeats it and ``kill -9``s the first
+server halfway through: its annotators go on through the next server with the same session;
+a replacement server is then started for the remaining rounds. A kill round in which nobody
+failed over, or a measured round whose queue ran dry (raise ``--items``), exits 1.
 Reports p50 / p95 latency of those requests and throughput side by side, and checks that no
 item was leased to two annotators and that every acknowledged decision is in the event log.
 
 The last line is one JSON object with keys ``annotators``, ``requests``, ``p50_ms``,
-``p95_ms``, ``double_leases``, ``lost_decisions``, ``servers``, ``db``, ``killed_servers``;
+``p95_ms``, ``double_leases``, ``lost_decisions``, ``servers``, ``db``, ``killed_servers``,
+``failovers`` (annotators that went on through another server after the kill);
 its latency figures are those of N annotators with the ``--think-ms`` think time
 (``--json-round short`` reports the short round instead). Double leases and lost decisions
 are counted over all rounds, the kill round included.
 
-    .venv/bin/python benchmarks/review_load.py [--annotators 20] [--items 8000] [--think-ms 500] [--short-think-ms 100]
+    .venv/bin/python benchmarks/review_load.py [--annotators 20] [--items 12000] [--think-ms 500] [--short-think-ms 100]
     .venv/bin/python benchmarks/review_load.py --annotators 100 --think-ms 1000 --db postgresql --servers 2
 """
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import re
 import statistics
 import subprocess
@@ -60,6 +67,8 @@ from storage.image_store import ImageStore  # noqa: E402
 from tasks.review.accounts import add_user  # noqa: E402
 from tasks.review.queue import ReviewQueue  # noqa: E402
 from tasks.review.stage import default_db_url, queue_rows  # noqa: E402
+
+JITTER = 0.5  # --start random: each pause is think time x U(0.5, 1.5)
 
 
 def build_queue(run_dir: Path, n_items: int, url: str | None = None) -> str:
@@ -118,14 +127,17 @@ def log_in_all(base: str, secrets: list[tuple[str, str]]) -> list[Session]:
         return list(pool.map(lambda ns: log_in(base, *ns), secrets))
 
 
-async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float, start_s: float) -> dict:
+async def annotate(
+    http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float, start_s: float, jitter: float = 0.0, seed: int = 0
+) -> dict:
     """One simulated annotator on ``bases[0]``: after ``start_s``, ``GET /api/next``, think,
     ``POST`` the decision, until ``stop_at``. When that server stops answering (killed) it goes
     on through the next one with the same session cookie. Latency: from sending a request to
     having read its answer."""
     import aiohttp
 
-    lat, handed, acked, errors, failovers = [], [], [], [], 0
+    lat, handed, acked, errors, failovers, ran_out = [], [], [], [], 0, False
+    rng = random.Random(seed)
     await asyncio.sleep(start_s)
     base = bases[0]
     cookies = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
@@ -139,12 +151,13 @@ async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Ses
                     body = await r.read()
                 lat.append(time.perf_counter() - t0)
                 items = json.loads(body)["items"]
-                if not items:
+                if not items:  # the queue ran dry: the round measured less than it claims
+                    ran_out = True
                     break
                 item = items[0]["id"]
                 handed.append(item)
                 if think_s:
-                    await asyncio.sleep(think_s)
+                    await asyncio.sleep(think_s * (1 + jitter * (2 * rng.random() - 1)))
                 t0 = time.perf_counter()
                 async with http.post(f"{base}/api/items/{item}/decision", data=b'{"verdict": "accept"}', headers=post_headers) as r:
                     status, body = r.status, await r.read()
@@ -161,7 +174,7 @@ async def annotate(http: "aiohttp.ClientSession", bases: list[str], session: Ses
                 errors.append(f"{status} {body[:200].decode(errors='replace')}")
     except Exception as exc:  # reported, not hidden
         errors.append(repr(exc))
-    return {"lat": lat, "handed": handed, "acked": acked, "errors": errors, "failovers": failovers}
+    return {"lat": lat, "handed": handed, "acked": acked, "errors": errors, "failovers": failovers, "ran_out": ran_out}
 
 
 def cpu_seconds(procs: list[subprocess.Popen]) -> float:
@@ -181,7 +194,7 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float:
 
 def run_round(
     bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None,
-    together: bool = False,
+    start: str = "random",
 ) -> dict:
     """One round: annotator i starts on server i mod len(bases); ``kill`` (a server process)
     is killed with SIGKILL halfway through. ``procs``: the servers, for their CPU time.
@@ -192,7 +205,7 @@ def run_round(
     answering it."""
     cpu0, client0 = cpu_seconds(procs), time.process_time()
     t0 = time.perf_counter()
-    results = asyncio.run(_round(bases, sessions, seconds, think_s, kill, together))
+    results = asyncio.run(_round(bases, sessions, seconds, think_s, kill, start))
     wall = time.perf_counter() - t0
     client = time.process_time() - client0
     lat = sorted(x for r in results.values() for x in r["lat"])
@@ -207,11 +220,12 @@ def run_round(
         "decisions_per_s": decisions / wall,
         "errors": [e for r in results.values() for e in r["errors"]],
         "failovers": sum(r["failovers"] for r in results.values()),
+        "ran_out": sum(1 for r in results.values() if r["ran_out"]),
     }
 
 
 async def _round(
-    bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None", together: bool
+    bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None", start: str
 ) -> dict:
     import aiohttp
 
@@ -219,14 +233,17 @@ async def _round(
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as http:
         stop_at = time.perf_counter() + seconds
-        # People do not click in step: annotator i of n starts i/n of a think time after the
-        # first, so the crowd's requests are spread over the think time as independent people's
-        # would be. Started together (``--start together``), 100 coroutines send 100 requests in
-        # the same millisecond, every think time, for the whole round.
+        # People do not click in step. ``random`` (default): each annotator starts at a random
+        # moment within the first think time and each pause varies by +-JITTER around it, so
+        # requests arrive at random times, as independent people's do (seeded: reproducible).
+        # ``spread``: annotator i of n starts i/n of a think time after the first, pauses fixed.
+        # ``together``: 100 coroutines send 100 requests in the same millisecond, every think
+        # time, for the whole round (a stress shape no crowd of people produces).
+        n = len(sessions)
+        offsets = {"random": [random.Random(i).uniform(0, think_s) for i in range(n)], "spread": [think_s * i / n for i in range(n)], "together": [0.0] * n}[start]
+        jitter = JITTER if start == "random" else 0.0
         tasks = [
-            asyncio.ensure_future(
-                annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, 0.0 if together else think_s * i / len(sessions))
-            )
+            asyncio.ensure_future(annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, offsets[i], jitter, seed=1000 + i))
             for i, s in enumerate(sessions)
         ]
         if kill is not None:  # halfway through the round
@@ -240,7 +257,7 @@ async def _round(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--annotators", type=int, default=20)
-    ap.add_argument("--items", type=int, default=8000, help="queue size; enough that no round runs out of items")
+    ap.add_argument("--items", type=int, default=12000, help="queue size; enough that no round runs out of items")
     ap.add_argument("--seconds", type=float, default=15.0, help="duration of each round")
     ap.add_argument("--think-ms", type=float, default=500.0, help="realistic pause between next and decide (human reviewers take 5-20 s)")
     ap.add_argument("--short-think-ms", type=float, default=100.0, help="short pause for the stress configuration")
@@ -248,8 +265,9 @@ def main() -> None:
     ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite", help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server")
     ap.add_argument("--servers", type=int, default=1, help="review server processes sharing the database")
     ap.add_argument(
-        "--start", choices=("spread", "together"), default="spread",
-        help="spread: annotator i of n starts i/n of a think time after the first (default); together: all at once, in lockstep",
+        "--start", choices=("random", "spread", "together"), default="random",
+        help="random (default): random start within the first think time, each pause +-50%%; spread: annotator i of n "
+        "starts i/n of a think time after the first, fixed pauses; together: all at once, in lockstep",
     )
     args = ap.parse_args()
     if args.servers < 1:
@@ -267,13 +285,15 @@ def main() -> None:
         sessions = log_in_all(bases[0], secrets)
         killed = None
         try:
-            together = args.start == "together"
             single = run_round(bases, sessions[:1], args.seconds / 2, args.think_ms / 1000, procs)
-            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, together=together)
-            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, together=together)
+            many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, start=args.start)
+            if args.servers > 1:  # kill -9 of the first server halfway through a realistic round (before the
+                # rounds that use up the queue fastest, so it always has items to hand out)
+                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], start=args.start)
+                servers[0] = _serve(run_dir, url)  # a replacement, as a supervisor would start one
+                bases, procs = [base for base, _ in servers], [proc for _, proc in servers]
+            short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, start=args.start)
             stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
-            if args.servers > 1:  # kill -9 of the first server halfway through a realistic round
-                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], together=together)
         finally:
             for _, proc in servers:
                 proc.terminate()
@@ -302,10 +322,10 @@ def main() -> None:
         (str(args.annotators), 0.0, stress, "none: saturation reference, back-to-back requests"),
     ]
     if killed is not None:
-        if not killed["failovers"]:
-            print("warning: no annotator failed over in the kill round (none made a request after the kill)")
         rows.append((str(args.annotators), args.think_ms, killed, f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers"))
     for label, think, rnd, note in rows:
+        if rnd["ran_out"]:
+            note += f"; the queue ran dry for {rnd['ran_out']} annotator(s) (raise --items)"
         print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
               f"{rnd['server_cpu_ms_per_decision']:>23.1f} {rnd['client_cpu_ms_per_decision']:>11.1f}  {note}")
     print(f"p95 ratio {args.annotators} vs 1 annotator ({args.think_ms:.0f} ms think): {many['p95_ms'] / single['p95_ms']:.2f}x; "
@@ -327,7 +347,15 @@ def main() -> None:
         "servers": args.servers,
         "db": args.db,
         "killed_servers": int(killed is not None),
+        "failovers": killed["failovers"] if killed is not None else 0,
     }))
+    # A round that ran dry or a kill round nobody failed over in measured less than it claims.
+    broken = [name for name, rnd in (("1 annotator", single), ("realistic", many), ("kill", killed)) if rnd is not None and rnd["ran_out"]]
+    if killed is not None and not killed["failovers"]:
+        broken.append("kill (no annotator failed over: nobody made a request after the kill)")
+    if broken:
+        print(f"ERROR: not measured as claimed: {', '.join(broken)}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 @contextmanager
