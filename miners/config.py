@@ -163,10 +163,12 @@ class MineConfig(Section):
         return self.control if own is None else bool(own)
 
     def stage_key(self) -> dict[str, Any]:
-        """Section.stage_key over the declared fields, plus the task sections."""
+        """Section.stage_key over the declared fields, plus the sections of the tasks mined:
+        installing a task plugin, or editing a task that is not mined, re-mines nothing."""
         out = super().stage_key()
         for task, params in (self.__pydantic_extra__ or {}).items():
-            out[task] = params.stage_key() if isinstance(params, Section) else params
+            if task in self.tasks:
+                out[task] = params.stage_key() if isinstance(params, Section) else params
         return out
 
 

@@ -95,7 +95,7 @@ class MineStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         return {
-            "mine": ctx.config.mine.model_dump(mode="json"),
+            "mine": ctx.config.mine.stage_key(),  # the sections of the tasks mined only (miners/config.py)
             "sources": _sources_key(ctx.config.sources),
             "seed": ctx.seed,
         }

@@ -79,6 +79,8 @@ def test_plugin_section_validates_against_its_params_class(plugin: TaskSpec) -> 
     assert cfg.stage_key()[PLUGIN] == {"min_count": 3, "predicates": ["on", "under"]}
     defaults = MineConfig.model_validate({"tasks": ["relational_erasure"]})
     assert defaults.params_for(PLUGIN) == ToySpatialParams(), "every registered task gets its defaults"
+    assert PLUGIN not in defaults.stage_key(), "a task not mined keys nothing: installing a plugin re-mines no run"
+    assert defaults.stage_key() == MineConfig.model_validate({"tasks": ["relational_erasure"], PLUGIN: {"min_count": 9}}).stage_key()
     with pytest.raises(ConfigError, match=rf"mine\.{PLUGIN}\.min_cout: Extra inputs are not permitted"):
         config_from_dict({"mine": {PLUGIN: {"min_cout": 3}}})
     with pytest.raises(ConfigError, match=rf"mine\.{PLUGIN}\.min_count: Input should be greater than or equal to 1"):
@@ -140,3 +142,20 @@ def test_missing_file_a_plugin_reads_is_named_with_the_task(plugin: TaskSpec, tm
     Path(root, "relationships.json").unlink()
     with pytest.raises(FileNotFoundError, match=rf"{PLUGIN} needs .*relationships.json"):
         mine_visual_genome(root, MineConfig.model_validate({"tasks": [PLUGIN]}), seed=0)
+
+
+def test_the_mine_stage_key_ignores_tasks_not_mined(plugin: TaskSpec, tmp_path) -> None:
+    """Installing a task plugin (its defaults join every config) or editing a task that is not
+    mined changes no mine stage key: no run is re-mined for it."""
+    from storage.fs import RunFS
+    from tasks.engine.base import RunContext
+    from tasks.stages.mine import MineStage
+
+    def section(mine: dict) -> Any:
+        ctx = RunContext(run=RunFS.open(str(tmp_path)), config=config_from_dict({"mine": mine}), options={})
+        return MineStage().config_section(ctx)
+
+    base = section({"tasks": ["relational_erasure"]})
+    assert PLUGIN not in base["mine"]
+    assert section({"tasks": ["relational_erasure"], PLUGIN: {"min_count": 9}}) == base
+    assert section({"tasks": ["relational_erasure", PLUGIN]})["mine"][PLUGIN] == {"min_count": 2, "predicates": ["on", "under"]}
