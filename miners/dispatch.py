@@ -78,7 +78,3 @@ def run_miners(source: str, specs: list[TaskSpec], scan: Any, rows: Any, config:
         miner(MineJob(task=spec.id, source=source, scan=scan, rows=rows, params=config.params_for(spec.id),
                       control=config.control_for(spec.id), config=config, seed=seed, result=result, candidates=candidates))
 
-
-def task_hook(spec: TaskSpec, name: str, default: Any = None) -> Any:
-    """An ``extra`` hook of the spec, loaded, or ``default`` when the task has none."""
-    return spec.hook(name) if spec.has(name) else default

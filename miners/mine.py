@@ -20,14 +20,14 @@ from miners import fsc147
 from miners.candidates import FSC, VG, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineConfig
-from miners.dispatch import miner_specs, run_miners, task_hook
+from miners.dispatch import miner_specs, run_miners
 from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
-from storage.task_spec import task_spec
+from storage.task_spec import task_hook
 
 Progress = Callable[[str, int], None]
 
@@ -53,7 +53,7 @@ def vg_reads(tasks: tuple[str, ...] | list[str]) -> dict[str, str]:
     """Optional VG file kind -> the first requested task that needs it (its ``vg_reads`` hook)."""
     needs: dict[str, str] = {}
     for task in tasks:
-        for kind in task_hook(task_spec(task), "vg_reads", ()):
+        for kind in task_hook(task, "vg_reads", ()):
             if kind not in VG_OPTIONAL:
                 raise ValueError(f"task {task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}")
             needs.setdefault(kind, task)

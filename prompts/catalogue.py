@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from prompts import analysis_prompts, eval_prompts, instruct_prompts, verify_prompts
 from prompts.spec import PromptSpec
-from storage.task_spec import all_tasks
+from storage.task_spec import all_tasks, task_hook
 
 # The spec hooks that name a task's prompts: the instruct stage's (one per candidate) and the qa
 # stage's analysis of an edit (absent where the questions need no model, e.g. from an edit plan).
@@ -60,10 +60,9 @@ def builtin_prompts() -> dict[str, PromptSpec]:
 def task_prompt(task_id: str, hook: str) -> PromptSpec | None:
     """The prompt the task ``task_id`` names as ``hook`` (one of :data:`TASK_PROMPT_HOOKS`), or
     ``None`` when the task is not registered or has no such prompt."""
-    spec = all_tasks().get(task_id)
-    if spec is None or not spec.has(hook):
+    prompt = task_hook(task_id, hook)
+    if prompt is None:
         return None
-    prompt = spec.hook(hook)
     if not isinstance(prompt, PromptSpec):
         raise TypeError(f"task {task_id!r}: hook {hook!r} gives {type(prompt).__name__}, not a PromptSpec")
     return prompt

@@ -22,7 +22,7 @@ from prompts.eval_parsing import mentions, negated_mention, render_tagged, spans
 from prompts.eval_prompts import ANSWER_SPECS, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
 from prompts.offline_judge import OVERLAP, is_denial, offline_judge
 from prompts.rules_api import RulesFn
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 
 
 def _ann(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -209,15 +209,13 @@ COUNT_RULES = CountRules()
 
 def rules_for(task: Any) -> EvalRules:
     """The task's ``eval_rules`` hook; :data:`PRIOR_RULES` for a task without one (or unknown)."""
-    spec = all_tasks().get(str(task))
-    return spec.hook("eval_rules") if spec and spec.has("eval_rules") else PRIOR_RULES
+    return task_hook(str(task), "eval_rules", PRIOR_RULES)
 
 
 def judge_rule(task: Any) -> str:
     """The offline judge's rule for the task's short answers (its ``sa_judge`` hook, one of
     :data:`prompts.offline_judge.RULES`); ``OVERLAP`` for a task without one."""
-    spec = all_tasks().get(str(task))
-    return spec.hook("sa_judge") if spec and spec.has("sa_judge") else OVERLAP
+    return task_hook(str(task), "sa_judge", OVERLAP)
 
 
 def baseline_answer(ctx: dict[str, Any]) -> str:

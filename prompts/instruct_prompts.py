@@ -17,7 +17,7 @@ from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate
 from prompts.locations import area_fraction, distance, location_phrase
 from prompts.spec import PromptSpec
 from storage.json_columns import context_objects
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
 EDIT_TYPES = ("delete", "add", "replace", "move")
@@ -270,7 +270,7 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
         "object_names": sorted({o["name"] for o in others}),
         "neighbour_names": neighbours[:3],
     }
-    spec = all_tasks().get(str(candidate["task"]))
-    if spec is not None and spec.has("instruct_context"):  # what a task's prompt reads beyond these keys
-        ctx = spec.hook("instruct_context")(candidate, ctx)
+    extend = task_hook(str(candidate["task"]), "instruct_context")
+    if extend is not None:  # what a task's prompt reads beyond these keys
+        ctx = extend(candidate, ctx)
     return ctx

@@ -133,7 +133,7 @@ MUTANTS = [
     ),
     Mutant(
         "instruct-key-without-code", "tasks/stages/instruct.py", "the code version dropped from the instruct item key (changed rules code served stale instructions)",
-        sub_once(r"\n\s*code=code_version\(\"tasks\.instruct\", \"prompts\"\),", ""), ("tests/flows/test_reuse_code_version.py",),
+        sub_once(r"\n\s*code=code_version\(\"tasks\.stages\.instruct\", \"prompts\"[^\n]*\),", ""), ("tests/flows/test_reuse_code_version.py",),
     ),
     Mutant(
         "eval-key-without-code", "tasks/engine/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",

@@ -92,9 +92,14 @@ class RunFS:
         return proto[0] if isinstance(proto, (tuple, list)) else proto
 
     @property
+    def local(self) -> bool:
+        """Whether the run directory is on this machine's filesystem (flock, rename and free space work)."""
+        return self.protocol in ("file", "local")
+
+    @property
     def url(self) -> str:
         """The root as a URL that :meth:`open` accepts again."""
-        if self.protocol in ("file", "local"):
+        if self.local:
             return self.root
         return f"{self.protocol}://{self.root.lstrip('/')}" if self.protocol != "memory" else f"memory://{self.root}"
 
@@ -147,7 +152,7 @@ class RunFS:
 
     def _free(self, folder: str) -> int | None:
         """Bytes free on the filesystem of a local folder (None elsewhere)."""
-        if self.protocol not in ("file", "local"):
+        if not self.local:
             return None
         try:
             st = os.statvfs(folder)

@@ -114,7 +114,7 @@ def _read_parquet(run: RunFS, where: str) -> pa.Table:
     without Arrow's thread pool: pyarrow 26 aborts at interpreter exit ("terminate called without
     an active exception", measured in ~1 of 8 processes under load) after threaded reads from
     Python file objects; shards are small, so one thread costs little."""
-    if run.protocol in ("file", "local"):
+    if run.local:
         return pq.read_table(where)
     with run.fs.open(where, "rb") as f:
         return pq.read_table(f, use_threads=False)

@@ -177,10 +177,6 @@ class RunLock:
         self._io = threading.Lock()
 
     @property
-    def local(self) -> bool:
-        return self.run.protocol in ("file", "local")
-
-    @property
     def path(self) -> str:
         return self.run.path(LEASE_FILE)
 
@@ -192,7 +188,7 @@ class RunLock:
     def acquire(self) -> Lease:
         """Take the lease or raise :class:`RunLocked` naming the live holder."""
         self.run.makedirs()
-        if self.local:
+        if self.run.local:
             previous = self._acquire_local()
         else:
             self._objects = self._conditional_objects()
@@ -429,7 +425,7 @@ def ensure_lease(run: RunFS, token: str | None) -> None:
         if lock.lost.is_set():
             raise LeaseLost(f"the lock of {run.url} was taken over while this process worked; its results are not written")
         return
-    if token is None or run.protocol in ("file", "local"):
+    if token is None or run.local:
         return
     current = read_lease(run)
     if current is None or current.token != token:

@@ -240,6 +240,13 @@ def task_spec(task_id: str) -> TaskSpec:
     return specs[task_id]
 
 
+def task_hook(task_id: str, name: str, default: Any = None) -> Any:
+    """The hook ``name`` of the task ``task_id``, loaded; ``default`` when the task is not
+    registered here or has no such hook (the one optional-hook lookup every room uses)."""
+    spec = _all().get(task_id)
+    return spec.hook(name) if spec is not None and spec.has(name) else default
+
+
 def check_task_id(task_id: str) -> str:
     """A config validator: the id when registered, else a ValueError listing the choices."""
     if task_id not in _all():

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
 from storage.reuse_store import Entry, ReuseCounts, ReuseStore, item_key
+from storage.task_spec import task_hook
 
 FORCE_OPTION = "force"  # RunContext.options: recompute every item (set by the runner on --force)
 FORCE_ITEMS_OPTION = "force_items"  # RunContext.options: ["editor=KEY", "stage=NAME", ...]
@@ -96,6 +97,13 @@ def code_version(*objects: Any) -> str:
             files.add(str(path))
     return sha256_hex("".join(f"{Path(f).name}:{_file_hash(f)};" for f in sorted(files)))[:16]
 
+
+def task_code(task: str, *hooks: str) -> list[Any]:
+    """The task's callable hooks among ``hooks``, for :func:`code_version`: their modules join an
+    item key, so a plugin's edited hook code recomputes its items (the built-ins' hooks live in
+    the rooms the stages hash already)."""
+    found = (task_hook(task, name) for name in hooks)
+    return [h for h in found if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 def package_version(package: str) -> str:
     """``code_version`` of a whole package of ours (e.g. ``prompts``)."""

@@ -15,7 +15,7 @@ from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import candidate_of, context_objects, load_json_column
-from storage.task_spec import all_tasks
+from storage.task_spec import all_tasks, task_hook
 
 
 class InputsMissing(RuntimeError):
@@ -128,8 +128,8 @@ def probes_prior(task: str) -> bool:
 def prior_terms(ann: dict[str, Any]) -> list[str]:
     """The words that state the prior answer of an item, from its task's ``prior_terms`` hook
     (none for a task without one)."""
-    spec = all_tasks().get(str(ann.get("task")))
-    return list(spec.hook("prior_terms")(ann)) if spec and spec.has("prior_terms") else []
+    hook = task_hook(str(ann.get("task")), "prior_terms")
+    return list(hook(ann)) if hook is not None else []
 
 
 def erased_object_prior(ann: dict[str, Any]) -> list[str]:

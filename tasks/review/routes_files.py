@@ -34,7 +34,7 @@ def read_store_image(run: RunFS, rel: str) -> bytes | None:
     """The bytes of a verified image-store file, or None (for any path that is not one)."""
     if STORE_PATH.fullmatch(rel) is None or not ImageStore(run)._is_store_path(rel):
         return None
-    if run.protocol in ("file", "local"):
+    if run.local:
         root = os.path.realpath(run.root)
         full = os.path.join(run.root, *rel.split("/"))
         try:

@@ -70,7 +70,7 @@ def item_id(stage: str, edit_id: str) -> str:
 
 def default_db_url(run: RunFS) -> str:
     """SQLite in ``<run>/review/queue.sqlite``; a remote run directory needs ``review.db_url``."""
-    if run.protocol not in ("file", "local"):
+    if not run.local:
         raise ValueError(
             f"the run directory {run.url} is not local, so the review queue cannot be an SQLite file there; "
             "set review.db_url (e.g. postgresql://user@host/db) in the config or pass --db"

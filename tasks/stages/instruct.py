@@ -20,14 +20,13 @@ from prompts.catalogue import task_prompt, task_prompts
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
 from storage import addresses
-from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, check_source_size
 from storage.rejects import reject
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.engine.mllm import shared_client
-from tasks.engine.reuse import Entry, ItemReuse, code_version
+from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 
 STAGE = "instruct"
 INSTRUCT_PROMPT = "instruct_prompt"  # spec hooks this stage reads (storage/task_spec.py)
@@ -35,17 +34,11 @@ INSTRUCT_ROWS = "instruct_rows"
 INSTRUCT_DEDUP = "instruct_dedup"
 
 
-def _hook(task: str, name: str) -> Any:
-    """The task's hook ``name``, or None (an unregistered task, or one without that hook)."""
-    spec = all_tasks().get(task)
-    return spec.hook(name) if spec is not None and spec.has(name) else None
-
-
 def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[dict[str, Any]]]:
     """Sorted by id; candidates of a task that dedups (``instruct_dedup``) stay in one shard per
     (task, object name), since dedup is per object (the built-ins: CA)."""
     rows = sorted(candidates, key=lambda r: r["id"])
-    dedups = {t for t in {r["task"] for r in rows} if _hook(t, INSTRUCT_DEDUP) is not None}
+    dedups = {t for t in {r["task"] for r in rows} if task_hook(t, INSTRUCT_DEDUP) is not None}
     others = [r for r in rows if r["task"] not in dedups]
     shards = chunk(others, shard_size)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -191,16 +184,8 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
         return None
     return reuse.key(
         candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
-        code=code_version("tasks.stages.instruct", "prompts", *_code_hooks(c["task"], INSTRUCT_ROWS, "instruct_rules", "instruct_context")),
+        code=code_version("tasks.stages.instruct", "prompts", *task_code(c["task"], INSTRUCT_ROWS, "instruct_rules", "instruct_context")),
     )
-
-
-def _code_hooks(task: str, *names: str) -> list[Any]:
-    """The task's callable hooks among ``names``: their modules join the code version of an item
-    key, so a plugin's edited code recomputes its items (the built-ins' are in the hashed rooms)."""
-    import inspect
-
-    return [h for h in (_hook(task, n) for n in names) if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 
 def _candidate_outcomes(
@@ -294,7 +279,7 @@ def _rows_for(c: dict[str, Any], out: Any) -> tuple[list[dict[str, Any]], list[d
         return [row], [reject(c["id"], STAGE, reason, detail, {"raw": out.raw, "error": out.error})]
     if out.status == "not_applicable":
         return [_row(c, out, rid, "not_applicable")], []
-    build = _hook(c["task"], INSTRUCT_ROWS) or instruct_rows_edit_plan
+    build = task_hook(c["task"], INSTRUCT_ROWS) or instruct_rows_edit_plan
     rows = []
     for r in build(c, out.fields):
         cols = dict(r)
@@ -354,7 +339,7 @@ def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any
     stay in place, the rejects it returns say what was dropped."""
     rejects: list[dict[str, Any]] = []
     for task in sorted({r["task"] for r in rows}):
-        dedup = _hook(task, INSTRUCT_DEDUP)
+        dedup = task_hook(task, INSTRUCT_DEDUP)
         if dedup is None:
             continue
         kept, dropped = dedup([r for r in rows if r["task"] == task], cfg)

@@ -34,7 +34,7 @@ from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
 from storage.json_columns import candidate_of, context_objects
 from storage.names import basic_name
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 from tasks.engine.suggest import suggest
 
 @dataclass
@@ -113,9 +113,9 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     """Check every gold answer of one queued edit against the truth."""
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
     p = item.problems
-    spec = all_tasks().get(edit["task"])
-    if spec and spec.has("audit_item"):
-        return spec.hook("audit_item")(edit, questions, analysis, truth, images)
+    own_audit = task_hook(edit["task"], "audit_item")
+    if own_audit is not None:
+        return own_audit(edit, questions, analysis, truth, images)
     image = truth["images"].get(str(edit["image_id"]))
     if image is None:
         return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions))
@@ -163,8 +163,9 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
             if kind == "add":
                 target["erased"] = False
             world.added.append(dict(placed, box=dest, erased=False))
-    if spec and spec.has("audit_checks"):
-        spec.hook("audit_checks")(EditScene(edit, world, before, target, analysis, questions, fields, meta, kind, box), p)
+    task_checks = task_hook(edit["task"], "audit_checks")
+    if task_checks is not None:
+        task_checks(EditScene(edit, world, before, target, analysis, questions, fields, meta, kind, box), p)
     for q in questions:
         if q["question_set"] == "beaf":
             _check_beaf(q, world if q["image_role"] == "edited" else before, p)

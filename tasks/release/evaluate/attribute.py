@@ -15,7 +15,7 @@ from prompts.clients.base import MLLMClient
 from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR, subcauses, task_text
 from prompts.runner import PromptInput, run_prompt
 from storage.hashing import stable_id
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 from tasks.release.items import rubric
 from tasks.release.evaluate.score import gold_text
 
@@ -25,9 +25,9 @@ _NOT_FACTS = ("correct_if", "wrong_if", "reference_answer", "correct_option")
 def item_facts(a: dict[str, Any], item_questions: list[dict[str, Any]], ann: dict[str, Any]) -> list[list[str]]:
     """The facts of the item an answer belongs to, as ``[key, value]`` pairs sorted by key."""
     facts = {k: ann[k] for k in ("target_name", "original_attribute", "new_attribute", "attribute_type", "count") if ann.get(k) is not None}
-    spec = all_tasks().get(a["task"])
-    if spec and spec.has("subcause_facts"):
-        facts = dict(spec.hook("subcause_facts")(facts))
+    rename = task_hook(a["task"], "subcause_facts")
+    if rename is not None:
+        facts = dict(rename(facts))
     for q in sorted(item_questions, key=lambda q: q["id"]):
         for k, v in rubric(q).items():
             if k not in _NOT_FACTS and v not in (None, ""):

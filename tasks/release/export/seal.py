@@ -139,7 +139,7 @@ def recover(out: RunFS) -> None:
 
 def _swap_in(stage: RunFS, out: RunFS, old: str) -> None:
     """Put the sealed ``stage`` folder at ``out``: atomically where the kernel can exchange."""
-    if out.protocol in ("file", "local"):
+    if out.local:
         if not os.path.exists(out.root):
             os.makedirs(os.path.dirname(out.root) or ".", exist_ok=True)
             os.rename(stage.root, out.root)  # atomic; nothing to replace

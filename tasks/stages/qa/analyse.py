@@ -18,7 +18,7 @@ from storage.image_store import ImageStore
 from storage.json_columns import candidate_of, load_json_column
 from storage.rejects import reject
 from storage.schemas import ITEM_COLUMNS
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 
 STAGE = "qa"
 ANALYSIS_PROMPT = "analysis_prompt"  # spec hooks this step reads (storage/task_spec.py)
@@ -101,9 +101,9 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
     for e in edits:
         eid, task = e["id"], e["task"]
         try:
-            task_def = all_tasks().get(task)
-            if task_def is not None and task_def.has(ANALYSIS_FIELDS):
-                verdict, fields = task_def.hook(ANALYSIS_FIELDS)(e)
+            own_fields = task_hook(task, ANALYSIS_FIELDS)
+            if own_fields is not None:
+                verdict, fields = own_fields(e)
                 out.rows.append(analysis_row(e, "ok", verdict, fields, NO_PROMPT))
                 out.fields[eid] = fields
                 continue

@@ -6,10 +6,9 @@ from typing import Any
 
 from storage import addresses
 from storage.schemas import ITEM_COLUMNS
-from storage.task_spec import all_tasks
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.stages.qa.analyse import Analysed, analyse_edits
-from tasks.engine.reuse import Entry, ItemReuse, code_version
+from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, settings_from
 
 STAGE = "qa"
@@ -66,18 +65,8 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
         edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
         count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
         prompt=prompt_fingerprints((spec,)) if spec else None, mllm=ctx.config.mllm.stage_key(),
-        code=code_version("tasks.stages.qa.analyse", "prompts", *_code_hooks(edit["task"], "analysis_fields", "analysis_rules")),
+        code=code_version("tasks.stages.qa.analyse", "prompts", *task_code(edit["task"], "analysis_fields", "analysis_rules")),
     )
-
-
-def _code_hooks(task: str, *names: str) -> list[Any]:
-    """The task's callable hooks among ``names``: their modules join the code version of an
-    analysis key, so a plugin's edited code recomputes its items."""
-    import inspect
-
-    spec = all_tasks().get(task)
-    hooks = [spec.hook(n) for n in names if spec.has(n)] if spec is not None else []
-    return [h for h in hooks if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
 
 
 def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False) -> Analysed:

@@ -7,7 +7,7 @@ from typing import Any
 from storage.hashing import stable_id
 from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
-from storage.task_spec import all_tasks
+from storage.task_spec import task_hook
 from tasks.stages.qa import mc
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule
@@ -46,14 +46,15 @@ def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: R
     base = {"edit_id": edit["id"], "editor": edit["editor"], "task": task, "variant": edit["variant"]}
     original, edited = edit.get("original_image"), edit.get("edited_image")
     images = {"original": [original], "edited": [edited], "pair": [original, edited]}
-    spec = all_tasks().get(task)
-    if spec is None or not spec.has(QA_SLOTS):
+    slots = task_hook(task, QA_SLOTS)
+    if slots is None:
         return Rendered(problems=[Problem("main", "-", "unknown_task", f"no question set for task {task!r}")])
-    values = spec.hook(QA_SLOTS)(edit, fields, settings)
+    values = slots(edit, fields, settings)
     if isinstance(values, list):
         return Rendered(problems=values)
     out = render_questions(task, values, base, images, settings)
-    removal = spec.hook(QA_BEAF)(edit, fields, values) if beaf and spec.has(QA_BEAF) else None
+    beaf_removed = task_hook(task, QA_BEAF) if beaf else None
+    removal = beaf_removed(edit, fields, values) if beaf_removed is not None else None
     if removal is not None:
         more = beaf_questions(removal["removed"] or "", _context_objects(edit), edit.get("target_box"), base, original, edited,
                               same_type_elsewhere=bool(removal.get("same_type_elsewhere")))
