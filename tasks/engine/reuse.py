@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
 from storage.reuse_store import Entry, ReuseCounts, ReuseStore, item_key
-from storage.task_spec import task_hook
+from storage.task_spec import task_hook, task_ids
 
 FORCE_OPTION = "force"  # RunContext.options: recompute every item (set by the runner on --force)
 FORCE_ITEMS_OPTION = "force_items"  # RunContext.options: ["editor=KEY", "stage=NAME", ...]
@@ -98,12 +98,34 @@ def code_version(*objects: Any) -> str:
     return sha256_hex("".join(f"{Path(f).name}:{_file_hash(f)};" for f in sorted(files)))[:16]
 
 
+# Our own top-level packages: a hook living in one of them counts its module only (the stages
+# hash those rooms already); a plugin's hook counts its whole package, helpers included.
+CORE_PACKAGES = frozenset({"storage", "miners", "prompts", "editors", "tasks", "flows"})
+
+
 def task_code(task: str, *hooks: str) -> list[Any]:
-    """The task's callable hooks among ``hooks``, for :func:`code_version`: their modules join an
-    item key, so a plugin's edited hook code recomputes its items (the built-ins' hooks live in
-    the rooms the stages hash already)."""
-    found = (task_hook(task, name) for name in hooks)
-    return [h for h in found if callable(h) and getattr(inspect.getmodule(h), "__file__", None)]
+    """The code behind the task's hooks among ``hooks``, for :func:`code_version`: a plugin's
+    edited hook, or a helper module its hook calls, recomputes its items. Hooks may be functions,
+    classes or instances (``eval_rules``); plain data hooks (paths, tables) carry no code."""
+    out: list[Any] = []
+    for name in hooks:
+        hook = task_hook(task, name)
+        module = inspect.getmodule(hook if callable(hook) else type(hook)) if hook is not None else None
+        if module is None or not getattr(module, "__file__", None):
+            continue  # builtins (str, dict, ...) or code without a source file
+        top = module.__name__.partition(".")[0]
+        out.append(module if top in CORE_PACKAGES else top)
+    return out
+
+
+def answer_code(backend: str) -> str | None:
+    """What an evaluation answer depends on beyond its request: nothing for a model (the model
+    id is in the request key), the rules code for the offline ``rules`` backend, which is
+    ``prompts`` plus every registered task's ``eval_rules`` (a plugin's package included)."""
+    if backend != "rules":
+        return None
+    return code_version("prompts", *(code for task in task_ids() for code in task_code(task, "eval_rules")))
+
 
 def package_version(package: str) -> str:
     """``code_version`` of a whole package of ours (e.g. ``prompts``)."""
@@ -183,11 +205,11 @@ class ItemReuse:
 def complete_with_reuse(reuse: ItemReuse, client: Any, requests: list[Any]) -> list[Any]:
     """``client.complete(requests)`` for the requests whose answer is not stored (evaluation
     answers: the key is what determines the answer, as in the MLLM response cache, plus the
-    prompt code for the offline rules backend). Transport errors are never stored."""
+    rules code for the offline rules backend, :func:`answer_code`). Transport errors are never stored."""
     from prompts.clients.base import MLLMResponse
     from prompts.clients.cache import cache_key
 
-    code = code_version("prompts") if client.backend == "rules" else None
+    code = answer_code(client.backend)
     keys = [reuse.key(request=cache_key(client.backend, client.model_id, r), code=code) for r in requests]
 
     def run(misses: list[int]) -> list[Entry]:

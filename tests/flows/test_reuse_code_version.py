@@ -104,3 +104,56 @@ def test_changed_rules_code_recomputes_the_evaluation_answers_it_gave(config: Pa
 
 def _answers(folder: Path) -> list[bytes]:
     return [p.read_bytes() for p in sorted((folder / "answers").glob("*.parquet"))]
+
+
+class _CountingRulesClient:
+    """Stands in for the model side only: the reuse key is what is under test here."""
+
+    backend, model_id = "rules", "rules-v1"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def complete(self, requests: list) -> list:
+        from prompts.clients.base import MLLMResponse
+
+        self.asked += len(requests)
+        return [MLLMResponse("Yes", self.model_id, self.backend) for _ in requests]
+
+
+def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules backend answers a plugin's questions with the plugin's ``eval_rules``: editing any
+    module of the plugin's package (here a helper its rules call) must recompute those answers."""
+    from prompts.clients.base import MLLMRequest
+    from storage.fs import RunFS
+    from storage.reuse_store import ReuseStore
+    from storage.task_spec import TaskSpec, register_task
+    from storage import task_spec
+    from tasks.engine import reuse
+
+    pkg = tmp_path / "toy_rules_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text("ANSWER = 'Yes'\n")
+    (pkg / "rules.py").write_text("from prompts.eval_rules import EvalRules\nfrom toy_rules_plugin import helper\n\n\n"
+                                  "class ToyRules(EvalRules):\n    def answer(self, ctx):\n        return helper.ANSWER\n\n\nRULES = ToyRules()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    register_task(TaskSpec(id="toy_rules", short="TR", label="Toy rules", weight=0.0, order=90, extra={"eval_rules": "toy_rules_plugin.rules:RULES"}))
+    try:
+        assert reuse.task_code("toy_rules", "eval_rules") == ["toy_rules_plugin"]  # the package, not only rules.py
+        run = RunFS.open(str(tmp_path / "run"))
+        requests = [MLLMRequest("answer_yn", "1", [{"role": "user", "content": "Is the cup on the table?"}], {"task": "toy_rules"}, 0.0, 16)]
+
+        def ask() -> int:
+            client = _CountingRulesClient()
+            reuse.complete_with_reuse(reuse.ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer"), client, requests)
+            return client.asked
+
+        assert (ask(), ask()) == (1, 0)  # the second time the stored answer is taken
+        (pkg / "helper.py").write_text("ANSWER = 'No'\n")
+        reuse._file_hash.cache_clear()  # a new process would hash the edited file afresh
+        assert ask() == 1, "an answer given by the plugin's old rules code was reused"
+    finally:
+        task_spec._EXTRA.pop("toy_rules", None)
+        task_spec._all.cache_clear()
+        reuse._file_hash.cache_clear()
