@@ -6,6 +6,11 @@ file of a new set is renamed into place and written (atomically) after the last 
 reader that finds it, with every listed file matching its hash and no other file beside
 them, reads one complete set; anything else (an export killed half-way, files copied in by
 hand) is refused with a message saying to export again.
+
+On a filesystem the new files are written aside and renamed into place. On an object store a
+rename is a copy and a delete, so each file is one PUT of its final key instead: the manifest is
+removed first and written last, so a reader meets the same rule (no manifest, or every listed
+file with its hash) whatever a kill leaves behind.
 """
 
 from __future__ import annotations
@@ -37,29 +42,44 @@ class ExportSetError(RuntimeError):
 def write_export_set(run: RunFS, tables: dict[str, pa.Table], position: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``review/<name>/part-00000.parquet`` for each table as one set; returns the manifest.
 
-    Files are written into a temporary folder first, the old manifest is removed (the old set
-    is no longer complete from here on), each folder is renamed into place, then the new
-    manifest is written: a kill at any point leaves either no manifest or a complete set."""
+    The old manifest is removed first (the old set is no longer complete from here on) and the
+    new one written last: a kill at any point leaves either no manifest or a complete set.
+    Filesystems: the files are written into a temporary folder, then each folder is renamed
+    into place. Object stores: each file is written to its final key (no copy + delete)."""
     clean_leftovers(run)
-    token = uuid.uuid4().hex
-    tmp = f"{EXPORT_DIR}/{TMP_PREFIX}{token}"
-    old = f"{EXPORT_DIR}/{OLD_PREFIX}{token}"
-    files: dict[str, Any] = {}
-    for name, table in sorted(tables.items()):
-        rel = f"{tmp}/{name}/{shard_name(0)}"
-        write_table(run, rel, table)
-        files[name] = {"path": f"{EXPORT_DIR}/{name}/{shard_name(0)}", "sha256": sha256_hex(run.read_bytes(rel)), "rows": table.num_rows}
+    aside: list[str] = []  # the temporary folders of a filesystem export, removed at the end
+    if run.object_store:
+        run.rm(MANIFEST)
+        files = {name: _write_member(run, f"{EXPORT_DIR}/{name}", table) for name, table in sorted(tables.items())}
+    else:
+        token = uuid.uuid4().hex
+        tmp = f"{EXPORT_DIR}/{TMP_PREFIX}{token}"
+        old = f"{EXPORT_DIR}/{OLD_PREFIX}{token}"
+        aside = [old, tmp]
+        files = {name: _write_member(run, f"{tmp}/{name}", table) for name, table in sorted(tables.items())}
+        run.rm(MANIFEST)
+        run.makedirs(old)
+        for name in sorted(tables):
+            if run.exists(EXPORT_DIR, name):
+                run.fs.mv(run.path(EXPORT_DIR, name), run.path(old, name), recursive=True)
+            run.fs.mv(run.path(tmp, name), run.path(EXPORT_DIR, name), recursive=True)
     manifest = {"format": FORMAT, "decision_log_position": int(position), "files": files, **(extra or {})}
-    run.rm(MANIFEST)
-    run.makedirs(old)
-    for name in sorted(tables):
-        if run.exists(EXPORT_DIR, name):
-            run.fs.mv(run.path(EXPORT_DIR, name), run.path(old, name), recursive=True)
-        run.fs.mv(run.path(tmp, name), run.path(EXPORT_DIR, name), recursive=True)
     run.write_text_atomic(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    run.rm(old)
-    run.rm(tmp)
+    for folder in aside:
+        run.rm(folder)
     return manifest
+
+
+def _write_member(run: RunFS, folder: str, table: pa.Table) -> dict[str, Any]:
+    """One table of the set as ``<folder>/part-00000.parquet`` (any other file there removed);
+    its manifest entry names the final path, whichever folder it is written to."""
+    name = posixpath.basename(folder)
+    for leftover in run.listdir(folder):
+        if leftover != shard_name(0):
+            run.rm(folder, leftover)
+    rel = f"{folder}/{shard_name(0)}"
+    write_table(run, rel, table)
+    return {"path": f"{EXPORT_DIR}/{name}/{shard_name(0)}", "sha256": sha256_hex(run.read_bytes(rel)), "rows": table.num_rows}
 
 
 def clean_leftovers(run: RunFS) -> None:

@@ -4,6 +4,7 @@ accepts, and readers refuse export files without their manifest."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -42,9 +43,9 @@ def _check_accepted_set(run: RunFS, q: ReviewQueue) -> int:
     manifest = require_export_set(run, ("verified_edits", "verified_questions", "decisions"))
     position = manifest["decision_log_position"]
     human = [e for e in q.events(upto=position) if e.kind != "resolution"]
-    decisions = pq.read_table(run.path(manifest["files"]["decisions"]["path"])).to_pylist()
+    decisions = pq.read_table(io.BytesIO(run.read_bytes(manifest["files"]["decisions"]["path"]))).to_pylist()
     assert [d["event_id"] for d in decisions] == [e.id for e in human]
-    verified = pq.read_table(run.path(manifest["files"]["verified_edits"]["path"])).num_rows
+    verified = pq.read_table(io.BytesIO(run.read_bytes(manifest["files"]["verified_edits"]["path"]))).num_rows
     assert verified == manifest["files"]["verified_edits"]["rows"]
     return position
 
@@ -119,3 +120,31 @@ def test_export_reflects_one_log_position(tmp_path):
     b = export_review(run, q)
     assert a.position == b.position == q.log_position()
     assert a.paths == b.paths
+
+
+def test_on_s3_the_set_is_written_to_its_final_keys_and_sealed_last(tmp_path, s3_server):
+    """On an object store a rename is a copy and a delete: the set goes to its final keys. The
+    bucket keeps every version, so any key ever written (a temporary one included) is seen."""
+    from tasks.review.export_set import OLD_PREFIX, TMP_PREFIX
+
+    bucket = s3_server.bucket()
+    client = s3_server.client()
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    run, _, _ = make_run(f"s3://{bucket}/run", 12)
+    q = ReviewQueue.open(fill_queue(run, db_url=f"sqlite:///{tmp_path / 'queue.sqlite'}").extra["queue_db"])
+    add_user(q.engine, "ann", "annotator")
+    ann = get_user(q.engine, "ann")
+    positions = []
+    for _ in range(2):  # the second set replaces the first whole
+        assert _decide_some(q, ann, 4) == 4
+        export_review(run, q)
+        positions.append(_check_accepted_set(run, q))
+    assert positions[1] > positions[0]
+    listing = client.list_object_versions(Bucket=bucket, Prefix="run/review/")
+    written = {v["Key"] for v in listing.get("Versions", []) + listing.get("DeleteMarkers", [])}
+    manifest_key = f"run/{MANIFEST}"
+    assert manifest_key in written and any(k.endswith(".parquet") for k in written)
+    assert not [k for k in written if TMP_PREFIX in k or OLD_PREFIX in k or "/.tmp-" in k], sorted(written)
+    # the manifest is the last key of each export: removed before the set's files, written after them
+    history = sorted(listing.get("Versions", []) + listing.get("DeleteMarkers", []), key=lambda v: v["LastModified"])
+    assert history[-1]["Key"] == manifest_key
