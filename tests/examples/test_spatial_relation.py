@@ -121,3 +121,39 @@ def test_audit_check_catches_a_gold_answer_the_truth_contradicts() -> None:
     assert len(check(cup, table, fields, meta, wrong)) == 3  # Q1, and option A / option B of Q7
     stayed = {"operation": "move", "destination_box": [180, 80, 20, 30]}  # still on the table
     assert any("still on" in p for p in check(cup, table, fields, stayed, right))
+
+
+def test_theta_keeps_only_pairs_with_a_dominant_relation(tmp_path: Path) -> None:
+    """P(relation | pair) over the pair's spatial relationships, the inverse wording folded in:
+    cup-table says "on" 3 times of 4 (once as "table under cup"), plate-table "on" and "next to"
+    twice each. The bundled sample writes one spatial relation per pair (P = 1), so only this
+    folder exercises the filter."""
+    sys.path.insert(0, str(ROOT / "tests" / "miners"))
+    try:
+        from mining_helpers import image, obj, rel, write_vg
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "miners"))
+    from miners.config import MineConfig
+    from miners.mine import mine_visual_genome
+
+    said = [("cup", "on"), ("cup", "on"), ("cup", "under"), ("cup", "next to"),
+            ("plate", "on"), ("plate", "on"), ("plate", "beside"), ("plate", "next to")]
+    images, objects, relationships = [], [], []
+    for iid, (thing, predicate) in enumerate(said, start=1):
+        mover, table = obj(10 * iid, thing, 90, 60, 20, 20), obj(10 * iid + 1, "table", 40, 80, 120, 60)
+        images.append(image(iid, 200, 200))
+        objects.append({"image_id": iid, "objects": [mover, table]})
+        s, o = (table, mover) if predicate == "under" else (mover, table)  # "table under cup" states "cup on table"
+        relationships.append({"image_id": iid, "relationships": [rel(100 + iid, s, predicate, o)]})
+    root = write_vg(tmp_path / "vg", images, objects, relationships)
+
+    def mined(**params: Any) -> tuple[int, set[str]]:
+        cfg = MineConfig.model_validate({"tasks": [TASK], TASK: {"n_min": 1, "area_range": [0.001, 0.5], **params}})
+        result = mine_visual_genome(root, cfg, seed=0)
+        return result.summary["spatial_pairs_kept"], {f"{c['target_name']} {c['predicate']} {c['partner_name']}" for c in result.candidates}
+
+    assert mined(theta=0.6) == (1, {"cup on table"})  # 3/4 = 0.75 >= 0.6; plate: 2/4 = 0.5 < 0.6
+    assert mined(theta=0.75) == (1, {"cup on table"})
+    assert mined(theta=0.8) == (0, set())
+    assert mined(theta=0.5) == (2, {"cup on table", "plate next to table"})  # a tie: the alphabetically first relation
+    assert mined(theta=0.5, n_min=5) == (0, set())  # N = 4 per pair
