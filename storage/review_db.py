@@ -23,7 +23,7 @@ import re
 import threading
 import weakref
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -39,6 +39,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA_VERSION = 2  # v2: review_item_state (derived cache of the latest resolution)
@@ -421,6 +422,23 @@ def sql_statement(engine: Engine) -> Iterator[Sql]:
         raise
     finally:
         fairy.close()
+
+
+T = TypeVar("T")
+
+
+def retry_lost_connection(fn: Callable[[], T]) -> T:
+    """``fn()``, run once more when it failed on a pooled connection the database had closed (a
+    restart, an idle timeout): SQLAlchemy then drops the whole pool, so the second call gets a
+    fresh connection. For work that is safe to repeat (reads; a login, whose worst repeat is
+    one refusal counted twice or an unused session), on SQLAlchemy connections; the queue's
+    plain-SQL transactions have their own retry (``ReviewQueue._run``)."""
+    try:
+        return fn()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+    return fn()
 
 
 def _quiet_rollback(dbapi: Any) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine
 
-from storage.review_db import LoginDevice, LoginFailure, is_sqlite, write_lock
+from storage.review_db import LoginDevice, LoginFailure, is_sqlite, retry_lost_connection, write_lock
 from tasks.review.accounts import authenticate_in, hash_secret, session_in
 from tasks.review.rules import Account
 
@@ -51,8 +51,13 @@ class LoginResult:
 
 def attempt_login(engine: Engine, client: str, secret: str, device: str | None = None, now: float | None = None) -> LoginResult:
     """Decide one login attempt from ``client`` (an address) carrying ``device`` (the device
-    cookie, if any), in one transaction that the client's other attempts wait for."""
+    cookie, if any), in one transaction that the client's other attempts wait for (run again
+    on a fresh connection when the database had closed the pooled one)."""
     now = time.time() if now is None else now
+    return retry_lost_connection(lambda: _attempt(engine, client, secret, device, now))
+
+
+def _attempt(engine: Engine, client: str, secret: str, device: str | None, now: float) -> LoginResult:
     with write_lock(engine), engine.begin() as conn:
         known = _known_device(conn, device, now)
         key = f"device:{hash_secret(device)}" if known else f"client:{client[:150]}"

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections import namedtuple
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
-from storage.review_db import Event, Item, ItemState, Sql, User, sql_transaction
+from storage.review_db import Event, Item, ItemState, Sql, User, retry_lost_connection
 from tasks.review.rules import RETIRED, Account, NotAllowed, UnknownItem, check_stage, latest_decision
 from tasks.review.validation import question_state
 
@@ -93,17 +93,29 @@ def question_events(sql: Sql, item_id: str) -> list[dict[str, Any]]:
     return [{"kind": kind, "question_id": qid, "after": json.loads(after)} for kind, qid, after in rows]
 
 
+T = TypeVar("T")
+
+
 class ViewsMixin:
     """The read side of ``ReviewQueue``."""
 
     _reader: Any
     clock: Any
 
+    def _read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` on a pooled read connection, again on a fresh one when the database had closed
+        it: an admin page does not fail once after every database restart."""
+
+        def once() -> T:
+            with self._reader.connect() as conn:
+                return fn(conn)
+
+        return retry_lost_connection(once)
+
     def get_item(self, user: Account, item_id: str) -> ItemView:
         """An item the user may see: admins any; annotators only items leased to them or
         that they decided before."""
-        with sql_transaction(self.engine, write=False) as sql:  # type: ignore[attr-defined]
-            return self._get_item(sql, user, item_id)
+        return self._run(lambda sql: self._get_item(sql, user, item_id), write=False)  # type: ignore[attr-defined]
 
     def _get_item(self, sql: Sql, user: Account, item_id: str) -> ItemView:
         """:meth:`get_item` in the caller's transaction (``next_views`` reads in its leasing transaction)."""
@@ -144,16 +156,15 @@ class ViewsMixin:
     def previous(self, user: Account, stage: str, before_event: int | None = None) -> tuple[str, int] | None:
         """The item of the user's decision just before ``before_event`` (newest when None)."""
         check_stage(stage)
-        with self._reader.connect() as conn:
-            q = (
-                select(Event.item_id, Event.id)
-                .join(Item, Item.id == Event.item_id)
-                .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
-            )
-            if before_event is not None:
-                q = q.where(Event.id < before_event)
-            row = conn.execute(q.order_by(Event.id.desc()).limit(1)).first()
-            return (row.item_id, int(row.id)) if row else None
+        q = (
+            select(Event.item_id, Event.id)
+            .join(Item, Item.id == Event.item_id)
+            .where(Event.annotator_id == user.id, Event.kind == "decision", Item.stage == stage)
+        )
+        if before_event is not None:
+            q = q.where(Event.id < before_event)
+        row = self._read(lambda conn: conn.execute(q.order_by(Event.id.desc()).limit(1)).first())
+        return (row.item_id, int(row.id)) if row else None
 
     def resolutions(self, conn: Connection | None = None) -> dict[str, tuple[str, int]]:
         """Latest resolution per item: {item_id: (outcome, n decisions)}."""
@@ -161,50 +172,43 @@ class ViewsMixin:
             "SELECT e.item_id, e.verdict, e.n FROM review_events e JOIN "
             "(SELECT item_id, max(id) AS mid FROM review_events WHERE kind = 'resolution' GROUP BY item_id) m ON e.id = m.mid"
         )
-        if conn is None:
-            with self._reader.connect() as c:
-                return {r.item_id: (r.verdict, r.n or 0) for r in c.execute(sql)}
-        return {r.item_id: (r.verdict, r.n or 0) for r in conn.execute(sql)}
+        rows = lambda c: {r.item_id: (r.verdict, r.n or 0) for r in c.execute(sql)}  # noqa: E731
+        return self._read(rows) if conn is None else rows(conn)
 
     def progress(self, user: Account, stage: str) -> dict[str, int]:
         """Counts for the progress bars: the user's decisions and the stage's resolved items
         (retired items are not counted)."""
         check_stage(stage)
-        with sql_transaction(self.engine, write=False) as sql:  # type: ignore[attr-defined]
-            total, resolved, mine = sql.row(_PROGRESS_SQL, {"stage": stage, "me": user.id, "retired": RETIRED})  # type: ignore[misc]
+        total, resolved, mine = self._run(lambda sql: sql.row(_PROGRESS_SQL, {"stage": stage, "me": user.id, "retired": RETIRED}), write=False)  # type: ignore[attr-defined]
         return {"total": int(total or 0), "resolved": int(resolved or 0), "mine": int(mine)}
 
     def item_states(self) -> dict[str, tuple[str, int, int]]:
         """The derived item-state cache: {item_id: (outcome, n decisions, available 0|1)}."""
-        with self._reader.connect() as conn:
-            return {r.item_id: (r.outcome, r.n, r.available) for r in conn.execute(select(ItemState.item_id, ItemState.outcome, ItemState.n, ItemState.available))}
+        q = select(ItemState.item_id, ItemState.outcome, ItemState.n, ItemState.available)
+        return self._read(lambda conn: {r.item_id: (r.outcome, r.n, r.available) for r in conn.execute(q)})
 
     def disputed(self) -> list[str]:
         res = self.resolutions()
-        with self._reader.connect() as conn:
-            order = list(conn.execute(select(Item.id).order_by(Item.seq)).scalars())
+        order = self._read(lambda conn: list(conn.execute(select(Item.id).order_by(Item.seq)).scalars()))
         return [i for i in order if res.get(i, ("pending", 0))[0] == "disputed"]
 
     def users(self) -> dict[int, Account]:
-        with self._reader.connect() as conn:
-            return {r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))}
+        return self._read(lambda conn: {r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))})
 
     def events(self, kinds: tuple[str, ...] | None = None, item_id: str | None = None, upto: int | None = None) -> list[Any]:
         """Event rows in order, optionally of some kinds, one item, and up to event id ``upto``."""
-        with self._reader.connect() as conn:
-            q = select(Event)
-            if kinds:
-                q = q.where(Event.kind.in_(kinds))
-            if item_id is not None:
-                q = q.where(Event.item_id == item_id)
-            if upto is not None:
-                q = q.where(Event.id <= upto)
-            return list(conn.execute(q.order_by(Event.id)))
+        q = select(Event)
+        if kinds:
+            q = q.where(Event.kind.in_(kinds))
+        if item_id is not None:
+            q = q.where(Event.item_id == item_id)
+        if upto is not None:
+            q = q.where(Event.id <= upto)
+        return self._read(lambda conn: list(conn.execute(q.order_by(Event.id))))
 
     def log_position(self) -> int:
         """The id of the newest event (0 for an empty log): the position a reader has seen."""
-        with self._reader.connect() as conn:
-            return int(conn.execute(select(func.coalesce(func.max(Event.id), 0))).scalar_one())
+        return self._read(lambda conn: int(conn.execute(select(func.coalesce(func.max(Event.id), 0))).scalar_one()))
 
     def items(self, with_payload: bool = False, live_only: bool = False) -> list[Any]:
         """Queue items in queue order (``live_only``: without retired ones)."""
@@ -214,5 +218,4 @@ class ViewsMixin:
         q = select(*cols)
         if live_only:
             q = q.join(ItemState, ItemState.item_id == Item.id).where(ItemState.outcome != RETIRED)
-        with self._reader.connect() as conn:
-            return list(conn.execute(q.order_by(Item.seq)))
+        return self._read(lambda conn: list(conn.execute(q.order_by(Item.seq))))

@@ -58,4 +58,17 @@ def test_queue_and_app_survive_lost_connections(tmp_path, postgres_url):
         r = c.post(f"/api/items/{item}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": csrf})
         assert r.status_code == 200, r.text
     assert len(queue.events(kinds=("decision",))) == 3
+
+    # the admin pages (SQLAlchemy reads): each right after a drop; they failed once with 500 before
+    boss = add_user(queue.engine, "boss", "admin")
+    admin = TestClient(create_app(str(tmp_path / "run"), queue), raise_server_exceptions=False)
+    page = admin.get("/login").text
+    assert _drop_connections(queue) >= 1
+    login = admin.post("/login", data={"secret": boss, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)},
+                       follow_redirects=False)
+    assert login.status_code == 303 and "login" not in login.headers["location"], (login.status_code, login.text[-300:])
+    for path in ("/admin", "/admin/stats", "/admin/adjudicate", f"/admin/adjudicate/{item}", "/api/progress?stage=edit"):
+        assert _drop_connections(queue) >= 1
+        r = admin.get(path, follow_redirects=False)
+        assert r.status_code == 200, (path, r.status_code, r.text[-300:])
     queue.close()
