@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from server_wait import wait_until_ready
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -77,18 +78,8 @@ class PrefectServer:
                 [str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port), "--no-ui"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(self.home), start_new_session=True,
             )
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"prefect server not healthy after {STARTUP_TIMEOUT_S} s:\n{self.log.read_text()[-3000:]}")
+        wait_until_ready(self.proc, lambda: httpx.get(f"{self.url}/health", timeout=2).status_code == 200, "prefect server",
+                         lambda: self.log.read_text()[-3000:], STARTUP_TIMEOUT_S, stop=self.stop)
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from server_wait import wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("REACTBENCH_LABELSTUDIO_VENV", ROOT / ".venv-labelstudio"))
@@ -91,17 +92,8 @@ class LabelStudio:
         self.start_seconds = time.monotonic() - started
 
     def _wait_healthy(self, started: float, timeout: float) -> None:
-        while time.monotonic() - started < timeout:
-            if self.proc.poll() is not None:
-                raise LabelStudioUnavailable(f"Label Studio exited with {self.proc.returncode} while starting:\n{self.log_tail()}")
-            try:
-                if self.admin.get("/api/current-user/whoami", timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise LabelStudioUnavailable(f"Label Studio did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+        wait_until_ready(self.proc, lambda: self.admin.get("/api/current-user/whoami", timeout=5).status_code == 200, "Label Studio",
+                         self.log_tail, timeout - (time.monotonic() - started), error=LabelStudioUnavailable, stop=self.stop)
 
     def log_tail(self, n: int = 4000) -> str:
         self._log.flush()

@@ -19,6 +19,7 @@ from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
 from storage.schemas import EDITS, QUESTIONS
 from storage.stage_store import ShardResult, StageStore
+from server_wait import wait_until_ready
 
 TASKS = ("relational_erasure", "counterfactual_attribute")
 EDITORS = ("classical", "qwen_image_edit")
@@ -147,17 +148,9 @@ def serve_process(run_dir: Path, port: int, *options: str) -> subprocess.Popen:
             [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port), *options],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("review server did not start: " + log_path.read_text(errors="replace")[-2000:])
+    wait_until_ready(proc, lambda: httpx.get(f"http://127.0.0.1:{port}/login", timeout=5) is not None, "review server",
+                     lambda: log_path.read_text(errors="replace")[-2000:], 90, poll_s=0.1, error=AssertionError)
+    return proc
 
 
 def http_login(client: Any, secret: str) -> str:
