@@ -109,16 +109,34 @@ class ReuseStore:
         return f"{ITEMS_DIR}/{_safe(component)}/{key[:2]}/{key}.json"
 
     # -- one entry ---------------------------------------------------------------------
-    def get(self, component: str, key: str, run: RunFS) -> Entry | None:
+    def read_entries(self, component: str, keys: Iterable[str]) -> dict[str, bytes] | None:
+        """The stored entry files of ``keys`` (absent keys left out), read in one concurrent
+        round on an object store, where a read per key is a request or two one after the other
+        (an evaluation on S3 asks for thousands); None on a local disk, where :meth:`get` reads."""
+        if not self.root.object_store:
+            return None
+        rels = {self._rel(component, k): k for k in keys}
+        try:
+            got = self.root.read_many(sorted(rels))
+        except OSError:  # the store is unreachable now: each get reads (and misses) on its own
+            return None
+        return {rels[rel]: raw for rel, raw in got.items()}
+
+    def get(self, component: str, key: str, run: RunFS, prefetched: dict[str, bytes] | None = None) -> Entry | None:
         """The stored result, with its images copied into ``run``'s image store; None on a miss
         (also when an image it refers to has gone, e.g. pruned: the item is then recomputed).
         An entry or image failing its check is a miss too, recorded in the quarantine and
-        counted in ``self.damaged``."""
+        counted in ``self.damaged``. ``prefetched``: :meth:`read_entries` of the keys, if read."""
         rel = self._rel(component, key)
-        try:
-            raw = self.root.read_bytes(rel)
-        except OSError:  # absent, or unreadable now (permissions, a remote store): computed, not judged
-            return None
+        if prefetched is not None:
+            raw = prefetched.get(key)
+            if raw is None:
+                return None
+        else:
+            try:
+                raw = self.root.read_bytes(rel)
+            except OSError:  # absent, or unreadable now (permissions, a remote store): computed, not judged
+                return None
         try:
             doc = _verified(raw, component, key)
             images = [str(i) for i in doc.get("images") or []]

@@ -7,6 +7,8 @@ needs. Two things differ from moto's own ``ThreadedMotoServer``:
 * writes are serialised: moto checks ``If-None-Match`` / ``If-Match`` and then stores the object
   as two steps, so two threads of its server could both pass the check, which S3 itself never
   allows; the lease tests must measure our protocol, not that gap;
+* ``latency_ms`` adds a round trip's delay to every request (threads wait side by side, as
+  requests in flight to a remote store do), for benchmarks of request patterns;
 * ``conditional="ignore"`` starts a store that ignores conditional headers and
   ``conditional="refuse"`` one that answers them 501 NotImplemented, as some S3-compatible
   stores do, to test that the lease refuses both.
@@ -15,6 +17,7 @@ needs. Two things differ from moto's own ``ThreadedMotoServer``:
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any, Callable, Iterable, Literal
 
@@ -50,6 +53,16 @@ def serialised_writes(app: WSGIApp, conditional: Conditional = "honour") -> WSGI
     return wrapped
 
 
+def delayed(app: WSGIApp, seconds: float) -> WSGIApp:
+    """``app`` answering every request ``seconds`` late (a network round trip)."""
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        time.sleep(seconds)
+        return app(environ, start_response)
+
+    return wrapped
+
+
 class QuietHandler(MotoRequestHandler):
     """No access log line per request (thousands per build)."""
 
@@ -60,13 +73,16 @@ class QuietHandler(MotoRequestHandler):
 class S3Server:
     """A moto S3 server on 127.0.0.1; ``start()`` / ``stop()``, or use it as a context manager."""
 
-    def __init__(self, conditional: Conditional = "honour"):
+    def __init__(self, conditional: Conditional = "honour", latency_ms: float = 0.0):
         self.conditional = conditional
+        self.latency_ms = latency_ms
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> "S3Server":
         app = serialised_writes(DomainDispatcherApplication(create_backend_app), self.conditional)
+        if self.latency_ms:
+            app = delayed(app, self.latency_ms / 1000)
         self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto-s3", daemon=True)
         self._thread.start()

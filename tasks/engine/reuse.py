@@ -181,8 +181,9 @@ class ItemReuse:
         values: list[Any] = [None] * len(keys)
         misses: list[int] = []
         damaged = self.store.damaged
+        prefetched = self.store.read_entries(self.component, {k for k in keys if k}) if self.enabled else None
         for i, key in enumerate(keys):
-            hit = self.store.get(self.component, key, self.run) if (key and self.enabled) else None
+            hit = self.store.get(self.component, key, self.run, prefetched) if (key and self.enabled) else None
             if hit is None:
                 misses.append(i)
             else:

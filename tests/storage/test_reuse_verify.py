@@ -65,3 +65,36 @@ def test_a_damaged_image_is_a_miss_and_is_replaced_when_stored_again() -> None:
     assert store.get("edit:box", "c" * 64, run) is None and store.damaged == 1
     assert ImageStore(run).put_array(pixels) == rel and run.read_bytes(rel) == good  # not kept because it "exists"
     assert store.get("edit:box", "c" * 64, run) is not None
+
+
+def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(s3_run_url: str) -> None:
+    """``ItemReuse.map`` on an object store reads the shard's entries together
+    (``ReuseStore.read_entries``): hits, misses and a damaged entry come out as one by one."""
+    from storage.reuse_store import Entry
+    from tasks.engine.reuse import ItemReuse
+
+    run = RunFS.open(s3_run_url)
+    store = ReuseStore.open(run)
+    keys = [f"{i:02d}" * 32 for i in range(6)]
+    for i, key in enumerate(keys[:4]):
+        store.put("eval-answer", key, {"text": f"stored {i}"}, [], run)
+    rel = _entry_path(store, keys[3])
+    doc = json.loads(run.sub("reuse").read_text(rel))
+    doc["value"]["text"] = "tampered"
+    run.sub("reuse").write_text_atomic(rel, json.dumps(doc))
+    assert set(store.read_entries("eval-answer", keys)) == set(keys[:4])  # the absent two are left out
+
+    computed: list[int] = []
+
+    def compute(misses: list[int]) -> list[Entry]:
+        computed.extend(misses)
+        return [Entry({"text": f"fresh {i}"}) for i in misses]
+
+    reuse = ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer")
+    values = reuse.map([*keys, None], compute)
+    assert values == [{"text": "stored 0"}, {"text": "stored 1"}, {"text": "stored 2"}, {"text": "fresh 3"}, {"text": "fresh 4"},
+                      {"text": "fresh 5"}, {"text": "fresh 6"}]
+    assert computed == [3, 4, 5, 6] and reuse.counts.as_dict() == {"reused": 3, "computed": 4, "damaged": 1}
+    again = ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer")
+    assert again.map(keys, compute) == [{"text": f"stored {i}"} for i in range(3)] + [{"text": f"fresh {i}"} for i in range(3, 6)]
+    assert again.counts.as_dict() == {"reused": 6, "computed": 0}  # (damaged is listed only when non-zero)
