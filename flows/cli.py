@@ -173,7 +173,7 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
     app.command(stage)(command)
 
 
-_stage_command("mine", "Mine Visual Genome / FSC147 annotations into candidates and statistics tables.")
+_stage_command("mine", "Mine the configured sources (Visual Genome, FSC147, COCO format, plugins) into candidates and statistics tables.")
 _stage_command("instruct", 'Write editing instructions (or "not applicable") with the configured MLLM.', mllm_flags=True)
 _stage_command("edit", "Apply the configured editors to every applicable instruction, with auto-QC.")
 _stage_command("qa", "Analyse each edit and render its exam-style questions.", mllm_flags=True)
@@ -249,6 +249,7 @@ def _mount_subcommands() -> None:
     app.add_typer(reuse_app, name="reuse")
     register(app)
     __import__("flows.cli_audit", fromlist=["register"]).register(app)
+    __import__("flows.cli_plugins", fromlist=["register"]).register(app)
     from flows.cli_preflight import register as register_preflight
 
     register_preflight(app)

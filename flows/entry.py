@@ -13,7 +13,9 @@ Two things happen here rather than in the Typer app (``flows.cli``):
   it has no conditional writes for the lease);
 * a command stopped by SIGTERM / SIGHUP (``flows.cli_signals``) says so and how to resume, and
   exits 143 / 129; a full disk is one line naming the file and the space it needs, with the
-  command that resumes (finished shards are kept), exit 1.
+  command that resumes (finished shards are kept), exit 1;
+* a task or source plugin whose entry point does not load is one line naming it and the package
+  that declared it, exit 2, for every command (the config schema loads every task plugin).
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ def main() -> None:
         print(message, file=sys.stderr)
         raise SystemExit(LOCKED_EXIT)
 
-    from flows.cli import app
     from flows.cli_output import print_error
+
+    try:
+        from flows.cli import app  # the config schema loads every task plugin
+    except Exception as exc:
+        broken = plugin_failure(exc)
+        if broken is None:
+            raise
+        print_error(broken)
+        raise SystemExit(2) from None
     from flows.cli_signals import Interrupted, stopped_message
     from flows.config import ConfigError
     from storage.fs import StoreError, is_disk_full
@@ -60,6 +70,28 @@ def main() -> None:
             raise SystemExit(1) from None
         raise
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def plugin_failure(exc: BaseException) -> str | None:
+    """The message of a task or source plugin that does not load, wherever it was raised (a
+    config model's default wraps it in pydantic's ValidationError); None for anything else."""
+    from miners.sources import SourceError
+    from storage.task_spec import TaskError
+
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if isinstance(cur, (TaskError, SourceError)):
+            return str(cur)
+        errors = getattr(cur, "errors", None)
+        if callable(errors) and type(cur).__name__ == "ValidationError":
+            todo += [e["ctx"]["error"] for e in errors() if isinstance((e.get("ctx") or {}).get("error"), BaseException)]
+        todo += [c for c in (cur.__cause__, cur.__context__) if c is not None]
+    return None
 
 
 def command_name(argv: list[str]) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from storage.task_spec import all_tasks
+from storage.task_spec import all_tasks, broken_plugin
 
 if TYPE_CHECKING:
     from miners.config import MineConfig
@@ -126,7 +126,7 @@ def source_spec(name: str) -> SourceSpec:
         try:
             spec = eps[name].load()
         except Exception as exc:
-            raise SourceError(f"source {name!r}: entry point {eps[name].value!r} failed to load: {exc}") from exc
+            raise SourceError(broken_plugin(eps[name], f"failed to load: {exc}", kind="source")) from exc
     if not isinstance(spec, SourceSpec):
         raise SourceError(f"source {name!r} resolves to {spec!r}, which is not a miners.sources.SourceSpec")
     return spec

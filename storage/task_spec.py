@@ -204,6 +204,20 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
+def entry_point_origin(ep: Any) -> str:
+    """``module:attr, declared by <package> <version>``: where a plugin's entry point comes from,
+    so a message about a broken one says which package to fix or uninstall."""
+    dist = getattr(ep, "dist", None)
+    return f"{ep.value}, declared by {dist.name} {dist.version}" if dist is not None else str(ep.value)
+
+
+def broken_plugin(ep: Any, problem: str, kind: str = "task") -> str:
+    """The one-line message for a plugin entry point that cannot be used."""
+    dist = getattr(ep, "dist", None)
+    fix = f"; fix that package or remove it (pip uninstall {dist.name})" if dist is not None else ""
+    return f"{kind} entry point {ep.name!r} ({entry_point_origin(ep)}) {problem}{fix}"
+
+
 @cache
 def _all() -> dict[str, TaskSpec]:
     specs: dict[str, TaskSpec] = {}
@@ -211,11 +225,11 @@ def _all() -> dict[str, TaskSpec]:
         try:
             spec = ep.load()
         except Exception as exc:  # a broken plugin is named, not a bare ImportError deep in a stage
-            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+            raise TaskError(broken_plugin(ep, f"failed to load: {exc}")) from exc
         if not isinstance(spec, TaskSpec):
-            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) gives {type(spec).__name__}, not a TaskSpec")
+            raise TaskError(broken_plugin(ep, f"gives {type(spec).__name__}, not a TaskSpec"))
         if spec.id != ep.name:
-            raise TaskError(f"task entry point {ep.name!r} ({ep.value}) gives a spec with id {spec.id!r}; the names must match")
+            raise TaskError(broken_plugin(ep, f"gives a spec with id {spec.id!r}; the names must match"))
         specs[spec.id] = spec
     specs.update(_EXTRA)
     return dict(sorted(specs.items(), key=lambda kv: (kv[1].order, kv[0])))
