@@ -145,6 +145,29 @@ def test_on_s3_the_set_is_written_to_its_final_keys_and_sealed_last(tmp_path, s3
     manifest_key = f"run/{MANIFEST}"
     assert manifest_key in written and any(k.endswith(".parquet") for k in written)
     assert not [k for k in written if TMP_PREFIX in k or OLD_PREFIX in k or "/.tmp-" in k], sorted(written)
-    # the manifest is the last key of each export: removed before the set's files, written after them
-    history = sorted(listing.get("Versions", []) + listing.get("DeleteMarkers", []), key=lambda v: v["LastModified"])
-    assert history[-1]["Key"] == manifest_key
+
+    # the manifest is removed before the set's files and written after them: a store write that
+    # fails at any point of an export leaves a set that readers refuse, never a mixed one
+    pipe, writes = run.fs.pipe_file, []
+
+    def failing_at(k: int):
+        def pipe_file(path, data, **kw):
+            writes.append(path)
+            if len(writes) == k:
+                raise OSError(f"injected store failure at write {k} ({path})")
+            return pipe(path, data, **kw)
+        return pipe_file
+
+    total = 4  # three tables and the manifest
+    for k in range(1, total + 1):
+        assert _decide_some(q, ann, 1) == 1
+        writes.clear()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(run.fs, "pipe_file", failing_at(k))
+            with pytest.raises(OSError, match="injected"):
+                export_review(run, q)
+        assert len(writes) == k and writes[-1].endswith(MANIFEST) == (k == total)
+        with pytest.raises(ExportSetError, match="no manifest"):
+            require_export_set(run, ("verified_edits", "verified_questions", "decisions"))
+    export_review(run, q)
+    assert _check_accepted_set(run, q) > positions[1]
