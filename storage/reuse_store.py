@@ -151,12 +151,15 @@ class ReuseStore:
             self.root.write_text_atomic(rel, _sealed(doc))
         return Entry(doc["value"], images)
 
-    def holds(self, component: str, key: str, run: RunFS) -> bool:
+    def holds(self, component: str, key: str, run: RunFS, prefetched: dict[str, bytes] | None = None) -> bool:
         """Whether :meth:`get` would hit, without copying images or touching ``used_at`` (for
         estimates): the entry must pass its checksum; its images need only exist (hashing every
-        image would cost an estimate as much as the reuse itself)."""
+        image would cost an estimate as much as the reuse itself). ``prefetched`` as for :meth:`get`."""
         try:
-            doc = _verified(self.root.read_bytes(self._rel(component, key)), component, key)
+            raw = self.root.read_bytes(self._rel(component, key)) if prefetched is None else prefetched.get(key)
+            if raw is None:
+                return False
+            doc = _verified(raw, component, key)
         except (OSError, Damaged):
             return False
         where = run if self._same_images(run) else self.images_root

@@ -13,8 +13,10 @@ both through ``ctx.images``. Rows are keyed by (instruction id, editor key).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import os
 import posixpath
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -423,7 +425,8 @@ def pending_items(ctx: RunContext, plans: dict[str, tuple[str, str]]) -> dict[st
         _, fixed = shard_fixed(ctx, spec, editor, resolved)
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
         keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
-        held = sum(1 for k in keys if k and reuse.enabled and reuse.store.holds(reuse.component, k, ctx.run))
+        prefetched = reuse.store.read_entries(reuse.component, {k for k in keys if k}) if reuse.enabled else None
+        held = sum(1 for k in keys if k and reuse.enabled and reuse.store.holds(reuse.component, k, ctx.run, prefetched))
         out[spec.key] = (len(rows), len(rows) - held)
     return out
 
@@ -450,13 +453,33 @@ def edit_code_version(editor: Any) -> str:
 
 def source_digest(path: str) -> str | None:
     """sha256 of a source image's bytes; None when it cannot be read (the item is then computed,
-    which yields the reject that says why)."""
+    which yields the reject that says why). A local file is hashed once per process for as long
+    as its size, inode and times stay the same (the build's preflight estimate and the edit
+    stage key the same images); a file replaced in between is hashed again."""
     import fsspec
 
     from storage.hashing import sha256_hex
 
+    if "://" not in path or path.startswith("file://"):
+        local = path.removeprefix("file://")
+        try:
+            st = os.stat(local)
+        except OSError:
+            return None
+        return _local_digest(local, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     try:
         with fsspec.open(path, "rb") as f:
+            return sha256_hex(f.read())
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _local_digest(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int) -> str | None:
+    from storage.hashing import sha256_hex
+
+    try:
+        with open(path, "rb") as f:
             return sha256_hex(f.read())
     except OSError:
         return None

@@ -251,3 +251,26 @@ def test_bad_force_items_are_named(tmp_path: Path, data: Path) -> None:
     assert out.exit_code == 2 and "editor=nope" in out.output and "box" in out.output
     out = runner.invoke(app, ["edit", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--force-items", "everything", "--orchestrator", "local"])
     assert out.exit_code == 2 and "editor=KEY" in out.output
+
+
+def test_a_replaced_source_image_gets_a_new_digest_in_the_same_process(tmp_path: Path) -> None:
+    """Source digests of local files are kept per process (the preflight estimate and the edit
+    stage hash the same images), keyed by the file's size, inode and times: a file replaced
+    between two reads, even by one of the same size, is hashed again, so its edit is not reused."""
+    import os
+
+    from tasks.stages.edit import source_digest
+
+    path = tmp_path / "source.jpg"
+    path.write_bytes(b"first image bytes")
+    first = source_digest(str(path))
+    assert first is not None and source_digest(f"file://{path}") == first
+    replacement = tmp_path / "replacement.jpg"
+    replacement.write_bytes(b"other image bytes")  # same size
+    os.replace(replacement, path)
+    assert source_digest(str(path)) not in (None, first)
+    path.write_bytes(b"third image bytes")  # rewritten in place, same size
+    third = source_digest(str(path))
+    assert third not in (None, first) and source_digest(str(path)) == third
+    path.unlink()
+    assert source_digest(str(path)) is None
