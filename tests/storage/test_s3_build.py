@@ -135,6 +135,19 @@ def test_eval_export_and_report_on_s3(s3_run: dict[str, Any], bucket: str, confi
     assert "<html" in run.read_text("reports", "eval.html").lower()
 
 
+def test_review_export_on_s3(s3_run: dict[str, Any], config: Path) -> None:
+    """``reactbench review export`` writes its set to the run's final keys, sealed by the manifest,
+    and a reader on S3 accepts it (s3fs's folder moves had made it fail with NoSuchKey)."""
+    from tasks.review.export_set import require_export_set
+
+    url = s3_run["url"]
+    proc = reactbench("review", "export", "--run-dir", url, "--db", s3_run["db_url"], cwd=config.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = require_export_set(RunFS.open(url), ("verified_edits", "verified_questions", "decisions"))
+    assert manifest["files"]["decisions"]["rows"] == 0  # nobody has reviewed yet: an empty, complete set
+    assert not RunFS.open(url).exists(LEASE_FILE)
+
+
 def test_a_rerun_on_s3_skips_every_shard(s3_run: dict[str, Any], config: Path) -> None:
     proc = reactbench("build", "--config", str(config), "--run-dir", s3_run["url"], "--orchestrator", "local", cwd=config.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
