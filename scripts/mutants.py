@@ -137,7 +137,25 @@ MUTANTS = [
     ),
     Mutant(
         "eval-key-without-code", "tasks/engine/reuse.py", "the rules code version dropped from the evaluation answer key (changed rules code served stale answers)",
-        sub_once(r"code = code_version\(\"prompts\"\) if client\.backend == \"rules\" else None", "code = None"), ("tests/flows/test_reuse_code_version.py",),
+        sub_once(r"    code = answer_code\(client\.backend\)", "    code = None"), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
+        "eval-key-without-plugin-rules", "tasks/engine/reuse.py", "the evaluation answer key hashes prompts/ only, not a plugin task's eval_rules package",
+        sub_once(r'return code_version\("prompts", \*\(code for task in task_ids\(\) for code in task_code\(task, "eval_rules"\)\)\)', 'return code_version("prompts")'),
+        ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
+        "plugin-hook-code-module-only", "tasks/engine/reuse.py", "a plugin hook's item-key code counts its own module, not the helper modules of its package",
+        sub_once(r"out\.append\(module if top in CORE_PACKAGES else top\)", "out.append(module)"), ("tests/flows/test_reuse_code_version.py",),
+    ),
+    Mutant(
+        "export-set-manifest-kept-on-s3", "tasks/review/export_set.py", "on an object store the old manifest stays while the new set's files are written",
+        sub_once(r"    if run\.object_store:\n        run\.rm\(MANIFEST\)\n", "    if run.object_store:\n"), ("tests/review/test_review_export_set.py",),
+    ),
+    Mutant(
+        "source-digest-cached-by-path", "tasks/stages/edit.py", "a local source image's digest cached by its path alone (a replaced image keeps its old digest)",
+        sub_once(r"return _local_digest\(local, st\.st_size, st\.st_ino, st\.st_mtime_ns, st\.st_ctime_ns\)", "return _local_digest(local, 0, 0, 0, 0)"),
+        ("tests/flows/test_item_reuse.py::test_a_replaced_source_image_gets_a_new_digest_in_the_same_process",),
     ),
     Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
