@@ -25,7 +25,9 @@ item was leased to two annotators and that every acknowledged decision is in the
 
 The last line is one JSON object with keys ``annotators``, ``requests``, ``p50_ms``,
 ``p95_ms``, ``double_leases``, ``lost_decisions``, ``servers``, ``db``, ``killed_servers``,
-``failovers`` (annotators that went on through another server after the kill);
+``failovers`` (annotators that went on through another server after the kill),
+``db_pool_size`` (``review.db_pool_size`` of the servers, ``--db-pool-size``) and
+``db_connections`` (connections the servers hold on PostgreSQL after the saturation round);
 its latency figures are those of N annotators with the ``--think-ms`` think time
 (``--json-round short`` reports the short round instead). Double leases and lost decisions
 are counted over all rounds, the kill round included.
@@ -65,6 +67,7 @@ from storage.fs import RunFS  # noqa: E402
 from storage.hashing import stable_id  # noqa: E402
 from storage.image_store import ImageStore  # noqa: E402
 from tasks.review.accounts import add_user  # noqa: E402
+from tasks.engine.config import ReviewConfig  # noqa: E402
 from tasks.review.queue import ReviewQueue  # noqa: E402
 from tasks.review.stage import default_db_url, queue_rows  # noqa: E402
 
@@ -269,6 +272,7 @@ def main() -> None:
         help="random (default): random start within the first think time, each pause +-50%%; spread: annotator i of n "
         "starts i/n of a think time after the first, fixed pauses; together: all at once, in lockstep",
     )
+    ap.add_argument("--db-pool-size", type=int, default=None, help="review.db_pool_size of the servers (default: the config default)")
     args = ap.parse_args()
     if args.servers < 1:
         ap.error("--servers must be >= 1")
@@ -277,6 +281,8 @@ def main() -> None:
         run_dir = Path(tmp) / "run"
         run_dir.mkdir()
         url = build_queue(run_dir, args.items, db_url)
+        if args.db_pool_size is not None:  # the servers read the run's saved config
+            (run_dir / "config.yaml").write_text(json.dumps({"review": {"db_pool_size": args.db_pool_size}}))
         queue = ReviewQueue.open(url)
         secrets = [(f"ann{i:02d}", add_user(queue.engine, f"ann{i:02d}", "annotator")) for i in range(args.annotators + 1)]
         servers = [_serve(run_dir, url) for _ in range(args.servers)]
@@ -294,6 +300,8 @@ def main() -> None:
                 bases, procs = [base for base, _ in servers], [proc for _, proc in servers]
             short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, start=args.start)
             stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
+            queue.engine.dispose()  # (this process's own connections are not counted)
+            db_connections = _connections(url)  # what the servers hold after the saturation round
         finally:
             for _, proc in servers:
                 proc.terminate()
@@ -348,6 +356,8 @@ def main() -> None:
         "db": args.db,
         "killed_servers": int(killed is not None),
         "failovers": killed["failovers"] if killed is not None else 0,
+        "db_pool_size": ReviewConfig().db_pool_size if args.db_pool_size is None else args.db_pool_size,
+        "db_connections": db_connections,
     }))
     # A round that ran dry or a kill round nobody failed over in measured less than it claims.
     broken = [name for name, rnd in (("1 annotator", single), ("realistic", many), ("kill", killed)) if rnd is not None and rnd["ran_out"]]
@@ -356,6 +366,17 @@ def main() -> None:
     if broken:
         print(f"ERROR: not measured as claimed: {', '.join(broken)}", file=sys.stderr)
         raise SystemExit(1)
+
+
+def _connections(url: str) -> int | None:
+    """Connections the review servers hold on the PostgreSQL database (None on SQLite)."""
+    if not url.startswith("postgres"):
+        return None
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()
+    return int(row[0])
 
 
 @contextmanager

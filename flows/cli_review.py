@@ -37,7 +37,7 @@ def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> "tup
     run = RunFS.open(str(run_dir))
     cfg = resolve_run_config(config, run_dir=run_dir)
     url = db or cfg.review.db_url or default_db_url(run)
-    return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes)
+    return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes, pool_size=cfg.review.db_pool_size)
 
 
 def _has_users(engine) -> bool:

@@ -223,10 +223,11 @@ def write_lock(engine: Engine) -> AbstractContextManager[Any]:
 
 
 def make_engine(url: str, pool_size: int = 10) -> Engine:
-    """An engine configured for the queue: WAL + immediate write transactions on SQLite."""
+    """An engine configured for the queue: WAL + immediate write transactions on SQLite. Up to
+    ``pool_size`` connections stay open, twice as many more are opened under load."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=pool_size, max_overflow=20)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=pool_size, max_overflow=2 * pool_size)
         _WRITE_LOCKS[engine] = threading.Lock()
 
         @event.listens_for(engine, "connect")
@@ -249,7 +250,7 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
         # No pre-ping (a ``SELECT 1`` round trip on every checkout): a connection the server
         # closed (a restart) fails its first statement instead, and :func:`sql_transaction` /
         # the queue's retry drop it and run the transaction again on a fresh one.
-        return create_engine(url, pool_size=pool_size, max_overflow=20)
+        return create_engine(url, pool_size=pool_size, max_overflow=2 * pool_size)
     raise ValueError(f"review database URL must be sqlite:///... or postgresql://..., got {redact(url)!r}")
 
 

@@ -43,6 +43,7 @@ class ReviewConfig(Section):
     lease_minutes: float = Field(15.0, gt=0, description="an item leased to an annotator returns to the queue after this long")
     k: int = Field(1, ge=1, description="annotations per item")
     queue_auto_rejected: bool = Field(False, description="also queue edits that failed auto-QC")
+    db_pool_size: int = Field(10, ge=1, le=200, description="pooled connections per review process; on PostgreSQL a process may open 3 x this + 4 (overflow, session reads): size max_connections for every process")
 
 
 class ExportConfig(Section):

@@ -85,8 +85,8 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         return self._reader
 
     @classmethod
-    def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, **kw: Any) -> "ReviewQueue":
-        engine = make_engine(url)
+    def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, pool_size: int = 10, **kw: Any) -> "ReviewQueue":
+        engine = make_engine(url, pool_size)
         create_schema(engine)
         return cls(engine, k=k, lease_seconds=lease_minutes * 60.0, **kw)
 

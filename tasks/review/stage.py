@@ -162,7 +162,7 @@ class ReviewStage(Stage):
 
         url = ctx.config.review.db_url or default_db_url(ctx.run)
         rows = QUEUE.reader(ctx.run).rows()
-        queue = ReviewQueue.open(url, k=ctx.config.review.k, lease_minutes=ctx.config.review.lease_minutes)
+        queue = ReviewQueue.open(url, k=ctx.config.review.k, lease_minutes=ctx.config.review.lease_minutes, pool_size=ctx.config.review.db_pool_size)
         try:
             changes = queue.reconcile(rows)
         finally:

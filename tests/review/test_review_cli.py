@@ -71,3 +71,19 @@ def test_serve_starts_and_requires_login(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_the_review_commands_size_their_pool_from_the_config(tmp_path):
+    """``review.db_pool_size`` reaches the engine of every command that opens the queue (serve,
+    export, add-user through ``open_queue``): pool and overflow, so a team can size PostgreSQL's
+    ``max_connections`` for its processes."""
+    from flows.cli_review import open_queue
+
+    run, _, _ = make_run(tmp_path / "run", 2)
+    fill_queue(run)
+    (tmp_path / "run" / "config.yaml").write_text(json.dumps({"review": {"db_pool_size": 3}}))
+    _run, queue = open_queue(str(tmp_path / "run"), None)
+    try:
+        assert (queue.engine.pool.size(), queue.engine.pool._max_overflow) == (3, 6)
+    finally:
+        queue.close()
