@@ -42,6 +42,7 @@ QUARANTINE_DIR = "quarantine"
 CHECKSUM = "sha256"  # the entry field holding the hash of the rest of the entry
 # Entries used again are re-stamped at most this often (a hit is then a read, not a write).
 TOUCH_AFTER = _dt.timedelta(hours=12)
+ENTRY_BATCH = 256  # entry files read in one round by entries() on an object store
 
 
 def _now() -> _dt.datetime:
@@ -113,14 +114,9 @@ class ReuseStore:
         """The stored entry files of ``keys`` (absent keys left out), read in one concurrent
         round on an object store, where a read per key is a request or two one after the other
         (an evaluation on S3 asks for thousands); None on a local disk, where :meth:`get` reads."""
-        if not self.root.object_store:
-            return None
         rels = {self._rel(component, k): k for k in keys}
-        try:
-            got = self.root.read_many(sorted(rels))
-        except OSError:  # the store is unreachable now: each get reads (and misses) on its own
-            return None
-        return {rels[rel]: raw for rel, raw in got.items()}
+        got = self._read_chunk(sorted(rels))
+        return None if got is None else {rels[rel]: raw for rel, raw in got.items()}
 
     def get(self, component: str, key: str, run: RunFS, prefetched: dict[str, bytes] | None = None) -> Entry | None:
         """The stored result, with its images copied into ``run``'s image store; None on a miss
@@ -222,16 +218,32 @@ class ReuseStore:
 
     # -- the whole store ---------------------------------------------------------------
     def entries(self) -> Iterable[tuple[str, dict[str, Any]]]:
-        """(relative path, document) of every entry."""
+        """(relative path, document) of every entry (``{}`` for one that cannot be read or
+        parsed). On an object store they are read ``ENTRY_BATCH`` at a time in one concurrent
+        round each (``reuse stats`` / ``prune`` of a large store took a request or two per entry
+        one after the other)."""
         base = self.root.path(ITEMS_DIR)
-        for path in self.root.walk_files(ITEMS_DIR):
-            if not path.endswith(".json") or posixpath.basename(path).startswith(".tmp-"):
-                continue
-            rel = f"{ITEMS_DIR}/{posixpath.relpath(path, base)}"
-            try:
-                yield rel, json.loads(self.root.read_text(rel))
-            except (OSError, ValueError):
-                yield rel, {}
+        rels = [f"{ITEMS_DIR}/{posixpath.relpath(path, base)}" for path in self.root.walk_files(ITEMS_DIR)
+                if path.endswith(".json") and not posixpath.basename(path).startswith(".tmp-")]
+        for start in range(0, len(rels), ENTRY_BATCH):
+            chunk = rels[start : start + ENTRY_BATCH]
+            got = self._read_chunk(chunk)
+            for rel in chunk:
+                try:
+                    raw = got[rel] if got is not None else self.root.read_bytes(rel)
+                    yield rel, json.loads(raw)
+                except (KeyError, OSError, ValueError):
+                    yield rel, {}
+
+    def _read_chunk(self, rels: list[str]) -> dict[str, bytes] | None:
+        """The entry files of ``rels`` in one round on an object store; None elsewhere (or when
+        the round fails: each is then read, and fails, on its own)."""
+        if not self.root.object_store:
+            return None
+        try:
+            return self.root.read_many(rels)
+        except OSError:
+            return None
 
     def prune(self, keep_days: float, *, now: _dt.datetime | None = None) -> dict[str, int]:
         """Delete entries not used for ``keep_days`` days; in a store with its own images, also

@@ -98,3 +98,23 @@ def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(s3_
     again = ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer")
     assert again.map(keys, compute) == [{"text": f"stored {i}"} for i in range(3)] + [{"text": f"fresh {i}"} for i in range(3, 6)]
     assert again.counts.as_dict() == {"reused": 6, "computed": 0}  # (damaged is listed only when non-zero)
+
+
+def test_on_s3_entries_reads_every_entry_and_names_the_unreadable(s3_run_url: str, monkeypatch) -> None:
+    """``entries`` (behind ``reuse stats`` and ``prune``) reads an object store's entries in
+    rounds of ``ENTRY_BATCH``: every entry once, one that is not JSON as ``{}``."""
+    from storage import reuse_store
+
+    monkeypatch.setattr(reuse_store, "ENTRY_BATCH", 2)  # several rounds on a small store
+    run = RunFS.open(s3_run_url)
+    store = ReuseStore.open(run)
+    keys = [f"{i:02d}" * 32 for i in range(5)]
+    for i, key in enumerate(keys):
+        store.put("instruct", key, {"n": i}, [], run)
+    broken = _entry_path(store, keys[2])
+    store.root.write_bytes_atomic(broken, b"not json")
+    found = dict(store.entries())
+    assert len(found) == 5 and found[broken] == {}
+    assert sorted(doc["value"]["n"] for doc in found.values() if doc) == [0, 1, 3, 4]
+    assert store.prune(keep_days=0, now=reuse_store._now() + reuse_store._dt.timedelta(days=1))["entries_removed"] == 5
+    assert dict(store.entries()) == {}
