@@ -146,7 +146,7 @@ MUTANTS = [
     ),
     Mutant(
         "plugin-hook-code-module-only", "tasks/engine/reuse.py", "a plugin hook's item-key code counts its own module, not the helper modules of its package",
-        sub_once(r"out\.append\(module if top in CORE_PACKAGES else top\)", "out.append(module)"), ("tests/flows/test_reuse_code_version.py",),
+        sub_once(r"else _package_root\(module\)\)", "else module)"), ("tests/flows/test_reuse_code_version.py",),
     ),
     Mutant(
         "export-set-manifest-kept-on-s3", "tasks/review/export_set.py", "on an object store the old manifest stays while the new set's files are written",

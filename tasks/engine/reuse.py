@@ -16,6 +16,7 @@ import functools
 import importlib
 import inspect
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -113,9 +114,19 @@ def task_code(task: str, *hooks: str) -> list[Any]:
         module = inspect.getmodule(hook if callable(hook) else type(hook)) if hook is not None else None
         if module is None or not getattr(module, "__file__", None):
             continue  # builtins (str, dict, ...) or code without a source file
-        top = module.__name__.partition(".")[0]
-        out.append(module if top in CORE_PACKAGES else top)
+        out.append(module if module.__name__.partition(".")[0] in CORE_PACKAGES else _package_root(module))
     return out
+
+
+def _package_root(module: Any) -> Any:
+    """The outermost package of ``module`` that has files of its own (a namespace package such as
+    ``acme`` in ``acme.reactbench_plugin`` has none, so its first regular package is taken)."""
+    parts = module.__name__.split(".")
+    for i in range(1, len(parts)):
+        package = sys.modules.get(".".join(parts[:i]))
+        if package is not None and getattr(package, "__file__", None):
+            return package
+    return module
 
 
 def answer_code(backend: str) -> str | None:

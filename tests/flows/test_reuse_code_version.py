@@ -140,7 +140,7 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     register_task(TaskSpec(id="toy_rules", short="TR", label="Toy rules", weight=0.0, order=90, extra={"eval_rules": "toy_rules_plugin.rules:RULES"}))
     try:
-        assert reuse.task_code("toy_rules", "eval_rules") == ["toy_rules_plugin"]  # the package, not only rules.py
+        assert [m.__name__ for m in reuse.task_code("toy_rules", "eval_rules")] == ["toy_rules_plugin"]  # the package, not only rules.py
         run = RunFS.open(str(tmp_path / "run"))
         requests = [MLLMRequest("answer_yn", "1", [{"role": "user", "content": "Is the cup on the table?"}], {"task": "toy_rules"}, 0.0, 16)]
 
@@ -157,3 +157,25 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
         task_spec._EXTRA.pop("toy_rules", None)
         task_spec._all.cache_clear()
         reuse._file_hash.cache_clear()
+
+
+def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``acme`` (no ``__init__.py``, no files of its own) holds the plugin ``acme.rb_plugin``: the
+    hook's code is that package's files, not an error for the namespace."""
+    from storage import task_spec
+    from storage.task_spec import TaskSpec, register_task
+    from tasks.engine import reuse
+
+    pkg = tmp_path / "acme" / "rb_plugin"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "hooks.py").write_text("def rows(c, f):\n    return []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    register_task(TaskSpec(id="toy_ns", short="TN", label="Toy namespace", weight=0.0, order=91, extra={"instruct_rows": "acme.rb_plugin.hooks:rows"}))
+    try:
+        (code,) = reuse.task_code("toy_ns", "instruct_rows")
+        assert code.__name__ == "acme.rb_plugin"
+        assert reuse.code_version(code) == reuse.code_version("acme.rb_plugin")
+    finally:
+        task_spec._EXTRA.pop("toy_ns", None)
+        task_spec._all.cache_clear()
