@@ -158,6 +158,10 @@ MUTANTS = [
         ("tests/flows/test_item_reuse.py::test_a_replaced_source_image_gets_a_new_digest_in_the_same_process",),
     ),
     Mutant(
+        "next-ignores-locked-candidates", "tasks/review/leasing.py", "a request that found the open items only locked (SKIP LOCKED) answers nothing at once",
+        sub_once(r"busy = not mine and sql\.postgres and bool\(", "busy = False and bool("), ("tests/review/test_review_concurrency.py",),
+    ),
+    Mutant(
         "run-lock-stale-holder-refuses", "storage/run_lock.py", "a writer meeting a held flock over a dead holder's lease refuses instead of waiting",
         sub_once(r"if not live_under_flock\(holder\):", "if holder is None:"), ("tests/storage/test_run_lock.py",),
     ),

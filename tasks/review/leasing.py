@@ -13,10 +13,15 @@ what the page shows of them), the capacity re-check, the lease and ``COMMIT``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import time
+from typing import Any, Callable, Iterable
 
 from storage.review_db import Sql, sql_transaction
 from tasks.review.rules import Account, check_stage
+
+# Tries of a request that found the stage's open items all locked by other transactions (each a
+# few ms: a decision or a lease commits in about that); then it answers with nothing.
+LOCKED_RETRIES = 25
 
 # Open items the user has neither decided nor leased, with a free slot, in queue order.
 CANDIDATES_SQL = """
@@ -97,25 +102,42 @@ class LeasingMixin:
         """Items leased to ``user`` in ``stage``, topped up to ``want`` (the first is shown, the
         second preloaded). Renews the user's leases in that stage."""
         check_stage(stage)
-        return self._run(lambda sql: [i for i, _ in self._next(sql, user, stage, want)[1]])  # type: ignore[attr-defined]
+
+        def run(sql: Sql) -> tuple[list[Any], bool]:
+            _now, mine, busy = self._next(sql, user, stage, want)
+            return [item_id for item_id, _ in mine], busy
+
+        return self._leasing(run)
 
     def next_views(self, user: Account, stage: str, want: int = 2) -> list[Any]:
         """:meth:`next_items` and the items as pages show them, in one transaction."""
         check_stage(stage)
 
-        def run(sql: Sql) -> list[Any]:
-            now, mine = self._next(sql, user, stage, want)
+        def run(sql: Sql) -> tuple[list[Any], bool]:
+            now, mine, busy = self._next(sql, user, stage, want)
             return [
                 self._get_item(sql, user, item_id) if new is None  # held before: read with the user's lease and decision
                 else self._leased_view(sql, new, now + self.lease_seconds)  # type: ignore[attr-defined]
                 for item_id, new in mine
-            ]
+            ], busy
 
-        return self._run(run)  # type: ignore[attr-defined]
+        return self._leasing(run)
 
-    def _next(self, sql: Sql, user: Account, stage: str, want: int) -> tuple[float, list[tuple[str, tuple | None]]]:
-        """The time of the request and the user's items in the order they took them: (item id,
-        its candidate row when leased now, None when renewed)."""
+    def _leasing(self, run: Callable[[Sql], tuple[list[Any], bool]]) -> list[Any]:
+        """``run`` in a transaction, again (after a few ms) while it found nothing only because
+        the open items were locked by other annotators' transactions: "nothing for you" must
+        mean the stage has nothing open, not that a decision on its last item was in flight."""
+        for attempt in range(LOCKED_RETRIES):
+            found, busy = self._run(run)  # type: ignore[attr-defined]
+            if not busy:
+                break
+            time.sleep(min(0.002 * (attempt + 1), 0.02))
+        return found
+
+    def _next(self, sql: Sql, user: Account, stage: str, want: int) -> tuple[float, list[tuple[str, tuple | None]], bool]:
+        """The time of the request, the user's items in the order they took them (item id, its
+        candidate row when leased now, None when renewed), and whether nothing was found only
+        because open items were locked (PostgreSQL's SKIP LOCKED passes over them)."""
         now = self.clock()
         renewed = sql.rows(_RENEW_SQL, {"expires_at": now + self.lease_seconds, "me": user.id, "stage": stage})
         mine: list[tuple[str, tuple | None]] = [(r[0], None) for r in sorted(renewed, key=lambda r: (r[1], r[0]))]
@@ -127,7 +149,8 @@ class LeasingMixin:
             if not candidates:
                 break
             mine += [(r[0], r) for r in candidates if try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds)]
-        return now, mine[: max(want, 1)]
+        busy = not mine and sql.postgres and bool(sql.rows(CANDIDATES_SQL, {"stage": stage, "now": now, "k": self.k, "me": user.id, "limit": 1}))
+        return now, mine[: max(want, 1)], busy
 
     def active_leases(self) -> int:
         with sql_transaction(self.engine, write=False) as sql:
