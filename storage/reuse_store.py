@@ -114,9 +114,22 @@ class ReuseStore:
         """The stored entry files of ``keys`` (absent keys left out), read in one concurrent
         round on an object store, where a read per key is a request or two one after the other
         (an evaluation on S3 asks for thousands); None on a local disk, where :meth:`get` reads."""
+        if not self.root.object_store:
+            return None
         rels = {self._rel(component, k): k for k in keys}
         got = self._read_chunk(sorted(rels))
         return None if got is None else {rels[rel]: raw for rel, raw in got.items()}
+
+    def _entry_bytes(self, component: str, key: str, prefetched: dict[str, bytes] | None) -> bytes | None:
+        """The entry file of ``key``: from ``prefetched`` (:meth:`read_entries`) when it was read,
+        else from the store; None when absent or unreadable now (permissions, a remote store):
+        such an item is computed, not judged."""
+        if prefetched is not None:
+            return prefetched.get(key)
+        try:
+            return self.root.read_bytes(self._rel(component, key))
+        except OSError:
+            return None
 
     def get(self, component: str, key: str, run: RunFS, prefetched: dict[str, bytes] | None = None) -> Entry | None:
         """The stored result, with its images copied into ``run``'s image store; None on a miss
@@ -124,15 +137,9 @@ class ReuseStore:
         An entry or image failing its check is a miss too, recorded in the quarantine and
         counted in ``self.damaged``. ``prefetched``: :meth:`read_entries` of the keys, if read."""
         rel = self._rel(component, key)
-        if prefetched is not None:
-            raw = prefetched.get(key)
-            if raw is None:
-                return None
-        else:
-            try:
-                raw = self.root.read_bytes(rel)
-            except OSError:  # absent, or unreadable now (permissions, a remote store): computed, not judged
-                return None
+        raw = self._entry_bytes(component, key, prefetched)
+        if raw is None:
+            return None
         try:
             doc = _verified(raw, component, key)
             images = [str(i) for i in doc.get("images") or []]
@@ -151,12 +158,12 @@ class ReuseStore:
         """Whether :meth:`get` would hit, without copying images or touching ``used_at`` (for
         estimates): the entry must pass its checksum; its images need only exist (hashing every
         image would cost an estimate as much as the reuse itself). ``prefetched`` as for :meth:`get`."""
+        raw = self._entry_bytes(component, key, prefetched)
+        if raw is None:
+            return False
         try:
-            raw = self.root.read_bytes(self._rel(component, key)) if prefetched is None else prefetched.get(key)
-            if raw is None:
-                return False
             doc = _verified(raw, component, key)
-        except (OSError, Damaged):
+        except Damaged:
             return False
         where = run if self._same_images(run) else self.images_root
         return all(run.exists(rel) or where.exists(rel) for rel in doc.get("images") or [])

@@ -204,18 +204,14 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     return spec
 
 
-def entry_point_origin(ep: Any) -> str:
-    """``module:attr, declared by <package> <version>``: where a plugin's entry point comes from,
-    so a message about a broken one says which package to fix or uninstall."""
-    dist = getattr(ep, "dist", None)
-    return f"{ep.value}, declared by {dist.name} {dist.version}" if dist is not None else str(ep.value)
-
-
 def broken_plugin(ep: Any, problem: str, kind: str = "task") -> str:
-    """The one-line message for a plugin entry point that cannot be used."""
+    """The one-line message for a plugin entry point that cannot be used: its ``module:attr``
+    and, when known, the package that declared it, so the message says what to fix or uninstall."""
     dist = getattr(ep, "dist", None)
-    fix = f"; fix that package or remove it (pip uninstall {dist.name})" if dist is not None else ""
-    return f"{kind} entry point {ep.name!r} ({entry_point_origin(ep)}) {problem}{fix}"
+    if dist is None:
+        return f"{kind} entry point {ep.name!r} ({ep.value}) {problem}"
+    return (f"{kind} entry point {ep.name!r} ({ep.value}, declared by {dist.name} {dist.version}) {problem}"
+            f"; fix that package or remove it (pip uninstall {dist.name})")
 
 
 @cache

@@ -184,6 +184,11 @@ class ItemReuse:
         """False when an item's rejects include a transient reason (so a rerun retries it)."""
         return not any(r.get("reason") in self.transient for r in rejects)
 
+    def read_entries(self, keys: Iterable[str | None]) -> dict[str, bytes] | None:
+        """:meth:`ReuseStore.read_entries` of this component's ``keys`` (None keys left out), in
+        one round on an object store; None when reuse is off or the store is a local disk."""
+        return self.store.read_entries(self.component, {k for k in keys if k}) if self.enabled else None
+
     def map(self, keys: Sequence[str | None], compute: Callable[[list[int]], list[Entry]]) -> list[Any]:
         """The value of every item: from the store when its key is there, else from
         ``compute(indices of the misses)`` (one call, so the stage can batch), which returns
@@ -192,7 +197,7 @@ class ItemReuse:
         values: list[Any] = [None] * len(keys)
         misses: list[int] = []
         damaged = self.store.damaged
-        prefetched = self.store.read_entries(self.component, {k for k in keys if k}) if self.enabled else None
+        prefetched = self.read_entries(keys)
         for i, key in enumerate(keys):
             hit = self.store.get(self.component, key, self.run, prefetched) if (key and self.enabled) else None
             if hit is None:
