@@ -8,23 +8,10 @@ import cv2
 import numpy as np
 
 from editors.base import Box
+from storage.boxes import clip_box
+from storage.coverage import box_mask
 
-
-def clip_box(box: Sequence[float], width: int, height: int) -> tuple[int, int, int, int]:
-    """Integer [x0, y0, x1, y1) of a [x, y, w, h] box clipped to the image; empty boxes raise."""
-    x, y, w, h = (float(v) for v in box)
-    x0, y0 = max(0, int(np.floor(x))), max(0, int(np.floor(y)))
-    x1, y1 = min(width, int(np.ceil(x + w))), min(height, int(np.ceil(y + h)))
-    if x1 <= x0 or y1 <= y0:
-        raise ValueError(f"box {list(box)} lies outside the {width}x{height} image or has no area")
-    return x0, y0, x1, y1
-
-
-def box_mask(box: Sequence[float], width: int, height: int) -> np.ndarray:
-    x0, y0, x1, y1 = clip_box(box, width, height)
-    mask = np.zeros((height, width), dtype=bool)
-    mask[y0:y1, x0:x1] = True
-    return mask
+__all__ = ["box_mask", "clip_box"]  # re-exported: the editors' geometry in one import
 
 
 def dilate(mask: np.ndarray, px: int) -> np.ndarray:

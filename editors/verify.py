@@ -3,6 +3,12 @@
 Auto-QC (editors/qc.py) measures *where* pixels changed; this module checks *whether the edit
 is the one the questions will describe*. One verifier per edit kind, all cheap CPU checks:
 
+- every kind: the target can be seen (its box, with a small margin, is not one flat colour: an
+  annotated object drawn over by another, or absent, is refused before questions name it);
+- every kind that overwrites pixels (all but a recolour, which stays inside the object's mask): no
+  other annotated object lost more than ``storage.coverage.BOX_LOST_ABOVE`` of its box to the changed region ("change nothing else"; the covered fractions are recorded as
+  ``cut_objects`` for the qa stage's claims), and no instance of a control object's class (the
+  task's ``untouched_objects`` hook: alteration tracing's B') shares a pixel with it;
 - remove: the target region changed, the outside was kept, the object's appearance is gone
   from its box, and no other annotated instance of the target's class overlaps the erased box;
 - attribute (colour): the circular-mean hue, mean saturation and value inside the object mask
@@ -28,14 +34,17 @@ import numpy as np
 
 from editors.capabilities import VALUE_KEYS, donor_for
 from editors.config import VerifyParams
-from editors.masks import box_mask, clip_box, dilate
+from editors.masks import box_mask, clip_box, dilate, is_flat
 from editors.masks import object_mask as donor_mask_of
 from editors.qc import mean_abs_change, psnr
-from storage.boxes import iou
+from storage.boxes import grown, intersects, iou
 from storage.colours import NAMED_COLOURS, colour_word, hue_distance
-from storage.names import basic_name
+from storage.coverage import BOX_LOST_ABOVE, covered, touches
+from storage.names import basic_name, class_members
+from storage.task_spec import task_hook
 
 VERIFY_FAILED = "verify_failed"
+SEEN_MARGIN_PX = 4  # a target shows when its box, with this margin, is more than one flat colour
 
 PATTERN_WORDS = {"striped", "stripes", "stripy", "checkered", "checked", "plaid", "dotted", "dots", "spotted", "spotty"}
 
@@ -137,18 +146,40 @@ def _class_left(fields: Mapping[str, Any], target_name: str | None, box: Sequenc
     return left
 
 
-def _collateral(fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray, limit: float = 0.3) -> list[dict[str, Any]]:
-    """Other annotated objects (not the target) of which the erased region covers more than ``limit``."""
-    h, w = hole.shape
+def _others(fields: Mapping[str, Any], box: Sequence[float]) -> list[dict[str, Any]]:
+    """The candidate's other annotated objects with a box (the target itself left out)."""
+    return [o for o in fields.get("_context", []) or [] if isinstance(o, dict) and o.get("box")
+            and not all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box))]
+
+
+def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.ndarray) -> list[dict[str, Any]]:
+    """Every other annotated object whose box the changed region enters: name, box and the
+    covered fraction of the box (recorded, so the qa stage can tell which objects a question may
+    still name as there: ``storage.coverage.BOX_REMAINS_AT_MOST``)."""
+    h, w = changed.shape
     out = []
-    for o in fields.get("_context", []) or []:
-        if not isinstance(o, dict) or not o.get("box"):
-            continue
-        if all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box)):
-            continue  # the target itself
-        obox = box_mask(o["box"], w, h)
-        if obox.any() and (obox & hole).sum() > limit * obox.sum():
-            out.append(o)
+    for o in _others(fields, box):
+        cut = covered(box_mask(o["box"], w, h), changed)
+        if cut > 0:
+            out.append({"name": str(o.get("name") or ""), "box": [float(v) for v in o["box"]], "cut": round(cut, 4)})
+    return out
+
+
+def _untouched_failures(fields: Mapping[str, Any], box: Sequence[float], target_name: str | None, changed: np.ndarray,
+                        placed: list[Sequence[float]], untouched: Sequence[str]) -> list[str]:
+    """Why the edit breaks a control object the questions say stayed the same: an instance of its
+    class (a synonym sharing its synset included) shares a pixel of its box with the changed
+    region, or lies under a copy the edit placed."""
+    h, w = changed.shape
+    target = {"name": target_name or "", "synset": fields.get("_target_synset"), "box": list(box)}
+    out = []
+    for name in untouched:
+        for o in class_members(name, [target, *_others(fields, box)]):
+            if o is target:
+                out.append(f"control: the edited {target_name} is of the class of the {name} the questions say is unchanged")
+            elif touches(box_mask(o["box"], w, h), changed) or any(intersects(o["box"], p) for p in placed):
+                out.append(f"control: the edit touches the {o.get('name')} at {[round(float(v)) for v in o['box']]}, "
+                           f"which the questions say is unchanged (as the {name})")
     return out
 
 
@@ -165,11 +196,13 @@ def verify_edit(
     target_name: str | None = None,
     object_mask: np.ndarray | None = None,
     seed: int = 0,
+    untouched: Sequence[str] = (),
 ) -> Verdict:
     """Check one performed edit against what it was asked to do (see the module doc).
 
     ``mask``: the pixels the editor says it changed; ``object_mask``: the target's exact pixels
-    when known (else the editor's mask inside the box stands for them)."""
+    when known (else the editor's mask inside the box stands for them); ``untouched``: names of
+    control objects the questions will say stayed the same (the task's ``untouched_objects`` hook)."""
     h, w = original.shape[:2]
     if box is None or kind not in ("remove", "attribute", "move", "add", "replace"):
         return Verdict(True, {"skipped": f"nothing to verify for edit kind {kind!r}"})
@@ -184,16 +217,15 @@ def verify_edit(
             obj = boxm
     patch = _crop(original, box)
     pmask = _crop(obj.astype(np.uint8), box).astype(bool)
+    if is_flat(_crop(original, grown(box, SEEN_MARGIN_PX))):
+        failures.append(f"{kind}: the {target_name or 'target'} cannot be seen: its box and {SEEN_MARGIN_PX} px around it are one flat colour "
+                        "(drawn over by another object, or not there)")
     if kind == "remove":
         hole = changed if changed is not None else dilate(boxm, 4)
         checks["change_inside"] = round(mean_abs_change(original, edited, obj), 3)
         checks["psnr_outside"] = round(psnr(original, edited, ~dilate(hole | boxm, params.margin_px)), 3)
         checks["object_similarity"] = round(similarity(patch, edited, box, 0, pmask), 4)
         left = _class_left(fields, target_name, box, hole)
-        lost = _collateral(fields, target_name, box, hole)
-        checks["also_erased"] = [o.get("name") for o in lost]
-        if lost:
-            failures.append(f"removal: the erased region also covers the annotated {', '.join(sorted({str(o.get('name')) for o in lost}))}")
         checks["same_class_left"] = [list(o["box"]) for o in left]
         if checks["change_inside"] < params.min_change:
             failures.append(f"removal: the target region barely changed (mean change {checks['change_inside']} < {params.min_change})")
@@ -261,15 +293,41 @@ def verify_edit(
                 failures.append(f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})")
             if gone >= params.max_similarity_gone and found < gone:
                 failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
+    region = _changed_region(kind, changed, boxm, meta, fields, w, h) if kind != "attribute" else None
+    if region is not None:  # a recolour changes the object's own pixels only: its mask is checked above
+        cut = cut_objects(fields, box, region)
+        checks["cut_objects"] = cut
+        lost = sorted({c["name"] for c in cut if c["cut"] > BOX_LOST_ABOVE})
+        checks["also_changed"] = lost
+        if lost:
+            failures.append(f"{kind}: the edit also covers more than {BOX_LOST_ABOVE:.0%} of the annotated {', '.join(lost)}")
+        dest = meta.get("destination_box") or fields.get("destination_box")
+        placed = [dest] if kind in ("move", "add") and dest is not None else []
+        failures += _untouched_failures(fields, box, target_name, region, placed, untouched)
     return Verdict(not failures, checks, failures)
+
+
+def _changed_region(kind: str, changed: np.ndarray | None, boxm: np.ndarray, meta: Mapping[str, Any], fields: Mapping[str, Any],
+                    w: int, h: int) -> np.ndarray | None:
+    """What the edit changed: the editor's mask; without one, the target's box (grown as a removal
+    margin) plus, for a move or an add, the destination box."""
+    if changed is not None:
+        return changed
+    region = dilate(boxm, 4)
+    dest = meta.get("destination_box") or fields.get("destination_box")
+    if kind in ("move", "add") and dest is not None:
+        region = region | box_mask(dest, w, h)
+    return region
 
 
 def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyParams) -> Verdict:
     """The edit stage's hook: verify an editor's result (at the source size) against its request."""
     if not params.enabled:
         return Verdict(True, {"skipped": "edit.qc.verify.enabled is false"}, method="none")
+    untouched_of = task_hook(request.task, "untouched_objects")
+    untouched = [n for n in (untouched_of(request.fields) if untouched_of is not None else []) if n]
     return verify_edit(request.image, edited, request.kind, request.box, request.fields, result.meta, result.mask, params,
-                       target_name=request.target_name, object_mask=request.mask, seed=request.seed)
+                       target_name=request.target_name, object_mask=request.mask, seed=request.seed, untouched=untouched)
 
 
 def verification_failed(row: Mapping[str, Any]) -> bool:

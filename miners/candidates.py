@@ -119,6 +119,7 @@ class VGRows:
             "target_object_id": target["id"],
             "target_name": target["name"],
             "target_box": target["box"],
+            "target_synset": self.index.synset(iid, target["id"]),
             "partner_object_id": partner["id"] if partner else None,
             "partner_name": partner["name"] if partner else None,
             "partner_box": partner["box"] if partner else None,

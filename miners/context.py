@@ -66,7 +66,7 @@ class ImageIndex:
         return [float(t[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]
 
     def context(self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None) -> list[ContextObject]:
-        """The image's other objects: id, canonical name, box, attributes, relations (msgspec
+        """The image's other objects: id, canonical name, box, attributes, relations, synset (msgspec
         Structs whose fields are in alphabetical order, so they encode like sorted-key dicts)."""
         scan = self.scan
         if scan.objects is None:
@@ -90,15 +90,32 @@ class ImageIndex:
         out: list[ContextObject] = []
         t = scan.objects
         rows = self.objects(iid)
-        cols = zip(t["oid"][rows].tolist(), t["nid"][rows].tolist(), t["x"][rows].tolist(), t["y"][rows].tolist(), t["w"][rows].tolist(), t["h"][rows].tolist())
+        synsets = self._synsets(rows)
+        cols = zip(t["oid"][rows].tolist(), t["nid"][rows].tolist(), t["x"][rows].tolist(), t["y"][rows].tolist(), t["w"][rows].tolist(), t["h"][rows].tolist(), synsets)
         no_attrs: list[str] = []
-        for oid, nid, x, y, w, h in cols:
+        for oid, nid, x, y, w, h, synset in cols:
             if oid in exclude:
                 continue
-            out.append(ContextObject(attrs.get(oid, no_attrs), [x, y, w, h], oid, names[nid], rels.get(oid, [])))  # relations by (other_id, predicate, role)
+            out.append(ContextObject(attrs.get(oid, no_attrs), [x, y, w, h], oid, names[nid], rels.get(oid, []), synset))  # relations by (other_id, predicate, role)
             if len(out) >= limit:
                 break
         return out
+
+    def _synsets(self, rows: np.ndarray) -> list[str | None]:
+        """The first synset of each object row (None where the source gives none, e.g. COCO)."""
+        sid = self.scan.objects.get("sid") if self.scan.objects is not None else None
+        if sid is None:
+            return [None] * len(rows)
+        names = self.scan.synsets.names
+        return [names[s] if s >= 0 else None for s in sid[rows].tolist()]
+
+    def synset(self, iid: int, oid: int) -> str | None:
+        """The first synset of object ``oid`` of image ``iid`` (None when it has none)."""
+        if self.scan.objects is None:
+            return None
+        rows = self.objects(iid)
+        hit = rows[self.scan.objects["oid"][rows] == oid]
+        return self._synsets(hit[:1])[0] if len(hit) else None
 
 
 class ContextRelation(msgspec.Struct, gc=False):
@@ -110,11 +127,13 @@ class ContextRelation(msgspec.Struct, gc=False):
     role: str  # subject | object: the context object's role
 
 
-class ContextObject(msgspec.Struct, gc=False):
-    """One other object of a candidate's image in ``context_json`` (fields alphabetical)."""
+class ContextObject(msgspec.Struct, gc=False, omit_defaults=True):
+    """One other object of a candidate's image in ``context_json`` (fields alphabetical;
+    ``synset`` only when the source gives one)."""
 
     attributes: list[str]
     box: list[float]
     id: int
     name: str
     relations: list[ContextRelation]
+    synset: str | None = None

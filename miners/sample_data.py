@@ -44,6 +44,7 @@ N_VG_IMAGES = 180
 N_FSC_IMAGES = 30
 FIRST_OBJECT_ID = 1_050_000
 FIRST_RELATIONSHIP_ID = 3_100_000
+MIN_VISIBLE = 0.25  # an object less visible than this (drawn over by later ones) is not annotated
 
 # (name variants as annotators wrote them, synset, attribute choices with weights, RGB per attribute colour)
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -355,6 +356,14 @@ def _scene(rng: np.random.Generator, index: int, W: int, H: int) -> tuple[list[O
     return objs, rels
 
 
+def _visible_fraction(drawn: list[np.ndarray], i: int) -> float:
+    """The share of object ``i``'s drawn pixels that no later-drawn object covers."""
+    later = np.zeros_like(drawn[i])
+    for m in drawn[i + 1 :]:
+        later |= m
+    return float((drawn[i] & ~later).sum()) / max(1, int(drawn[i].sum()))
+
+
 def _box(mask: np.ndarray) -> tuple[int, int, int, int]:
     ys, xs = np.nonzero(mask)
     x0, x1, y0, y1 = int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max())
@@ -398,14 +407,22 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: 
         draw = ImageDraw.Draw(canvas)
         objs, rels = _scene(rng, index, W, H)
         truth_objs: dict[str, Any] = {}
+        drawn = []
         for z, o in enumerate(objs):
             o.object_id = next_obj
             next_obj += 1
             for s in o.shapes:
                 _draw(draw, s, COLOURS[o.colour])
             shapes = [s.as_json() for s in o.shapes]
-            o.box = _box(_shapes_mask(shapes, W, H))
+            drawn.append(_shapes_mask(shapes, W, H))
+            o.box = _box(drawn[-1])
             truth_objs[str(o.object_id)] = {"name": o.cls, "colour": o.colour, "rgb": list(COLOURS[o.colour]), "z": z, "shapes": shapes, "box": list(o.box)}
+        # Annotators label what they can see: an object drawn over by later ones until less than
+        # MIN_VISIBLE of it shows stays in the picture (and the truth) but gets no annotation.
+        seen = [i for i, o in enumerate(objs) if _visible_fraction(drawn, i) >= MIN_VISIBLE]
+        pos = {old: new for new, old in enumerate(seen)}
+        rels = [(pos[s], p, pos[o]) for s, p, o in rels if s in pos and o in pos]
+        objs = [objs[i] for i in seen]
         if image_id != missing_file_image:
             canvas.save(root / folder / f"{image_id}.jpg", format="JPEG", quality=92)
         truth_images[str(image_id)] = {"width": W, "height": H, "file": f"{VG_DIR}/{folder}/{image_id}.jpg", "objects": truth_objs}

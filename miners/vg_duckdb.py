@@ -150,7 +150,8 @@ def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: i
             for c in "xywh":
                 t[f"{end}{c}"] = _num(tab, f"{col}_{c}")
         return t, None
-    t = {"img": img, "oid": _num(tab, "e_oid", np.int64, -1), "nid": _name_ids(tab, "e", scan.names, canon)}
+    t = {"img": img, "oid": _num(tab, "e_oid", np.int64, -1), "nid": _name_ids(tab, "e", scan.names, canon),
+         "sid": _ids(tab.column("e_synset"), scan.synsets)}
     for c in "xywh":
         t[c] = _num(tab, f"e_{c}")
     if kind != "attributes":

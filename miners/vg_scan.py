@@ -99,7 +99,7 @@ class Scan:
     names: Vocab
     predicates: Vocab
     attributes: Vocab
-    objects: dict[str, np.ndarray] | None = None  # img, oid, nid, x, y, w, h, valid
+    objects: dict[str, np.ndarray] | None = None  # img, oid, nid, sid, x, y, w, h, valid
     relations: dict[str, np.ndarray] | None = None  # img, rid, pid, s_/o_ oid, nid, x, y, w, h; valid
     instances: dict[str, np.ndarray] | None = None  # img, oid, nid, x, y, w, h, valid (from attributes.json)
     annotations: dict[str, np.ndarray] | None = None  # inst (row in instances), aid; deduplicated
@@ -107,6 +107,21 @@ class Scan:
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
     readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
     canonical: dict[str, Any] = field(default_factory=dict)  # what each naming rule merged (Canonicalizer.merges)
+    # first WordNet synset of each object (``objects["sid"]``, -1 for none): candidates carry it, so
+    # "rock" and "stone" annotating one kind of thing are told to be one class (storage.names.same_class)
+    synsets: Vocab = field(default_factory=lambda: Vocab(_synset_form))
+
+
+def _synset_form(raw: str) -> str:
+    return raw.strip().lower()
+
+
+_FIRST_SYNSET = attrgetter("synsets")
+
+
+def _synset_ids(parts: list[Any], vocab: Vocab) -> list[int]:
+    """Vocabulary ids of each part's first synset (-1 where it has none)."""
+    return vocab.map([s[0] if s else None for s in map(_FIRST_SYNSET, parts)])
 
 
 def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None) -> None:
@@ -193,13 +208,14 @@ def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]
     return out
 
 
-def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]]) -> dict[str, np.ndarray]:
+def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]], sid: list[list[int]]) -> dict[str, np.ndarray]:
     mat = np.concatenate(m) if m else np.zeros((0, 6))
     oid = np.where(mat[:, 0] >= 0, mat[:, 0], mat[:, 1]).astype(np.int64)
     return {
         "img": np.concatenate(img).astype(np.int64) if img else np.zeros(0, np.int64),
         "oid": oid,
         "nid": np.fromiter(chain.from_iterable(nid), dtype=np.int64),
+        "sid": np.fromiter(chain.from_iterable(sid), dtype=np.int64),
         "x": np.ascontiguousarray(mat[:, 2]), "y": np.ascontiguousarray(mat[:, 3]),
         "w": np.ascontiguousarray(mat[:, 4]), "h": np.ascontiguousarray(mat[:, 5]),
     }
@@ -222,6 +238,7 @@ def scan_objects(path: str, kind: str, scan: Scan, canon: Canonicalizer, block: 
     mats: list[np.ndarray] = []
     imgs: list[np.ndarray] = []
     nids: list[list[int]] = []
+    sids: list[list[int]] = []
     ann_inst: list[np.ndarray] = []
     ann_raw: list[Any] = []
     total = 0
@@ -234,13 +251,14 @@ def scan_objects(path: str, kind: str, scan: Scan, canon: Canonicalizer, block: 
             mats.append(_box_matrix(parts))
             imgs.append(np.repeat(np.asarray(iids, dtype=np.int64), counts))
             nids.append(_name_ids(parts, scan.names, canon))
+            sids.append(_synset_ids(parts, scan.synsets))
             if kind == "attributes":
                 lists = list(map(get_attrs, parts))
                 lens = [len(a) if a else 0 for a in lists]
                 ann_inst.append(np.repeat(np.arange(total, total + len(parts), dtype=np.int64), lens))
                 ann_raw.extend(chain.from_iterable(a for a in lists if a))
             total += len(parts)
-    table = _object_table(mats, imgs, nids)
+    table = _object_table(mats, imgs, nids, sids)
     table["valid"] = _validate_objects(table, scan, kind, path)
     if kind != "attributes":
         return table, None

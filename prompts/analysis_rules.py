@@ -14,7 +14,9 @@ from prompts.rules_api import rules_answer
 from prompts.vocabulary import ABSURD_ATTRIBUTES, ABSURD_OBJECTS, ATTRIBUTE_TYPE_BY_DIRECTION, CA_VALUES, COLOURS, MATERIALS, SPATIAL_PREDICATES
 from storage.boxes import overlap
 from storage.colours import colour_of, colours_apart
+from storage.coverage import cut_names
 from storage.hashing import sha256_hex
+from storage.names import basic_name
 
 
 def _norm(text: str) -> str:
@@ -70,7 +72,12 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         location = f"the area next to the {kept} in the {region} part of the image"
     else:
         location = f"the {region} part of the image"
-    covering = sorted({o["name"] for o in objects if not _same(o["name"], removed) and overlap(box, o.get("box")) > 0.05})[:2]
+    at_place = {o["name"] for o in objects if not _same(o["name"], removed) and overlap(box, o.get("box")) > 0.05}
+    cut = cut_names(ctx.get("cut_objects") or [])  # what the removal took too much of to be named as there
+    covering = sorted(n for n in at_place if basic_name(n) not in cut)[:2]
+    if at_place and not covering:
+        verdict.update(verification_status="fail", verification_issues=f"the removal also cut the {', '.join(sorted(at_place))}", discard=True,
+                       discard_reason=f"the removal also cut the {', '.join(sorted(at_place))}: what is left at its place cannot be stated")
     if len(covering) == 2:
         remaining = f"the {covering[0]} and the {covering[1]}, with background around them"
     else:

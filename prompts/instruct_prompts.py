@@ -17,6 +17,7 @@ from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate
 from prompts.locations import area_fraction, distance, location_phrase
 from prompts.spec import PromptSpec
 from storage.json_columns import context_objects
+from storage.names import class_members
 from storage.task_spec import task_hook
 
 CA_DIRECTIONS = ("material", "colour", "texture_pattern", "state", "finish_gloss", "shape_structure")
@@ -184,11 +185,23 @@ class ATEditPlan(_Output):
             raise ValueError("edit_type: delete needs at least two instances of the object; use the next fallback")
         if same_name(self.B, self.B_prime):
             raise ValueError("B_prime: must be an object of another kind than B")
+        target = {"name": str(ctx.get("target_name") or self.B), "synset": ctx.get("target_synset")}
+        members = class_members(self.B_prime, [target, *(o for o in ctx.get("objects") or [] if o.get("box"))])
+        if any(m is target for m in members):
+            raise ValueError(f"B_prime: the {self.B_prime} is the same kind of thing as the edited {target['name']} (one synset); pick another object")
+        if len(members) > 1:
+            raise ValueError(f"B_prime: the picture holds {len(members)} objects of the {self.B_prime}'s kind; pick an object that occurs once")
         if self.A.strip().lower() == self.A_prime.strip().lower():
             raise ValueError("A_prime: must be a different place than A")
         if self.C.strip().lower() == self.C_prime.strip().lower():
             raise ValueError("C_prime: must differ from C")
         return self
+
+
+def at_untouched_objects(fields: dict[str, Any]) -> list[str]:
+    """The ``untouched_objects`` hook of alteration tracing: the control object B', which its
+    control questions say did not change (the edit stage's verification holds the edit to it)."""
+    return [str(fields.get("B_prime") or "")]
 
 
 class DCAmbiguity(_Output):
@@ -251,6 +264,7 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
         "height": h,
         "target_name": target,
         "target_box": box,
+        "target_synset": candidate.get("target_synset"),
         "target_location": location_phrase(box, w, h) if box else "the image",
         "target_area": area_fraction(box, w, h) if box else None,
         "partner_name": partner,

@@ -17,6 +17,7 @@ from prompts.vocabulary import CA_VALUES, MADE_DIRECTIONS, NATURAL_DIRECTIONS, N
 from storage.boxes import grown, intersects
 from storage.colours import COUNTER_COLOURS, colour_word, colours_apart
 from storage.hashing import sha256_hex
+from storage.names import same_class
 
 
 def _pick(seq: tuple[str, ...] | list[str], key: str) -> str:
@@ -117,17 +118,25 @@ def _ca_sentence(direction: str, name: str, where: str, value: str) -> str:
 
 
 # ---------------------------------------------------------------------------- AT
-def _far_object(ctx: dict[str, Any], exclude: str) -> dict[str, Any] | None:
-    cx, cy = box_center(ctx["target_box"])
-    best = None
-    for o in ctx["objects"]:
-        if not o.get("box") or o["name"] == exclude:
+def _control_object(ctx: dict[str, Any], changed: list[list[float]], also_changed: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The control object B' the questions say stayed the same: the one instance of its class in
+    the picture (a question naming "the stone" must mean one object; a "rock" sharing its synset
+    counts), of a class other than the target's and the ``also_changed`` ones (a replacement), with
+    every instance of its class clear of the ``changed`` boxes; the farthest from the target."""
+    target = {"name": ctx["target_name"], "synset": ctx.get("target_synset")}
+    objects = [o for o in ctx["objects"] if o.get("box")]
+    busy = [target, *({"name": n} for n in also_changed)]
+    clear = []
+    for o in objects:
+        if any(same_class(o, b) for b in busy):
             continue
-        ox, oy = box_center(o["box"])
-        d = math.hypot(ox - cx, oy - cy)
-        if best is None or (d, o["name"]) > (best[0], best[1]["name"]):
-            best = (d, o)
-    return best[1] if best else None
+        members = [p for p in objects if same_class(p, o)]
+        if len(members) == 1 and not any(intersects(o["box"], c) for c in changed):
+            clear.append(o)
+    if not clear:
+        return None
+    cx, cy = box_center(ctx["target_box"])
+    return max(clear, key=lambda o: (math.hypot(box_center(o["box"])[0] - cx, box_center(o["box"])[1] - cy), o["name"]))
 
 
 def _chosen_type(ctx: dict[str, Any]) -> str | None:
@@ -156,7 +165,7 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
         return _at_renderable(ctx, limits)
     etype = _chosen_type(ctx)
     name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
-    far = _far_object(ctx, name)
+    far = _control_object(ctx, [grown(ctx["target_box"], 15)])
     names = [n for n in ctx["object_names"] if n != name]
     if etype is None or far is None or len(names) < 4:
         return None
@@ -290,12 +299,9 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
         return None
     changed = [grown(b, 15) for b in plan.pop("changed")]
     names = [n for n in ctx["object_names"] if n != name]
-    clear = [o for o in ctx["objects"] if o.get("box") and o["name"] != name and not any(intersects(o["box"], c) for c in changed)
-             and sum(1 for p in ctx["objects"] if p.get("box") and p["name"] == o["name"]) == 1]
-    if not clear or len(names) < 4:
+    far = _control_object(ctx, changed, tuple(n for n in [plan.get("replacement")] if n))
+    if far is None or len(names) < 4:
         return None
-    cx, cy = box_center(ctx["target_box"])
-    far = max(clear, key=lambda o: (math.hypot(box_center(o["box"])[0] - cx, box_center(o["box"])[1] - cy), o["name"]))
     region = region_words(ctx["target_box"], w, h)
     etype = plan["edit_type"]
     wrong_changes = {

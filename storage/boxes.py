@@ -4,6 +4,7 @@ a caller that records a rounded number (the verification report) rounds it itsel
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 Box = Sequence[float]
@@ -38,3 +39,13 @@ def intersects(a: Box, b: Box) -> bool:
 def grown(box: Box, px: float) -> list[float]:
     """``box`` with a margin of ``px`` on every side."""
     return [box[0] - px, box[1] - px, box[2] + 2 * px, box[3] + 2 * px]
+
+
+def clip_box(box: Sequence[float], width: int, height: int) -> tuple[int, int, int, int]:
+    """Integer [x0, y0, x1, y1) of a [x, y, w, h] box clipped to the image; empty boxes raise."""
+    x, y, w, h = (float(v) for v in box)
+    x0, y0 = max(0, math.floor(x)), max(0, math.floor(y))
+    x1, y1 = min(width, math.ceil(x + w)), min(height, math.ceil(y + h))
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError(f"box {list(box)} lies outside the {width}x{height} image or has no area")
+    return x0, y0, x1, y1

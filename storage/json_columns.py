@@ -37,3 +37,11 @@ def context_objects(candidate: Mapping[str, Any], owner: str) -> list[dict[str, 
         if not isinstance(o, dict):
             raise ValueError(f"{owner}: context_json entry {i} must be a JSON object, got {type(o).__name__}")
     return objs
+
+
+def cut_objects_of(edit: Mapping[str, Any], owner: str) -> list[dict[str, Any]]:
+    """The other annotated objects an edit covered part of (``qc_json`` ->
+    ``verification.checks.cut_objects``, written by ``editors.verify``): empty when verification
+    was off or the edit predates the record. What no question may name as still there."""
+    verdict = load_json_column(edit.get("qc_json"), "qc_json", owner).get("verification") or {}
+    return [c for c in (verdict.get("checks") or {}).get("cut_objects") or [] if isinstance(c, dict)]

@@ -10,6 +10,7 @@ synsets) are :class:`miners.canonical.Canonicalizer`'s.
 from __future__ import annotations
 
 import re
+from typing import Any, Iterable, Mapping
 
 ARTICLES = ("a ", "an ", "the ")
 _SPACES = re.compile(r"\s+")
@@ -93,3 +94,22 @@ def singular_phrase(text: str) -> str:
     head, _, last = text.rpartition(" ")
     last = singular(last)
     return f"{head} {last}" if head else last
+
+
+def same_class(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two annotated objects (``name`` and, when the source gives one, ``synset``) are
+    of one class: the same word form, or the same WordNet synset ("rock" and "stone" annotate
+    one kind of thing when both carry ``stone.n.02``). A question naming one could mean the other."""
+    if basic_name(str(a.get("name") or "")) == basic_name(str(b.get("name") or "")):
+        return True
+    sa, sb = a.get("synset"), b.get("synset")
+    return bool(sa) and sa == sb
+
+
+def class_members(name: str, objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every object of ``objects`` in the class of the one(s) annotated as ``name``: those of
+    that word form, and those sharing a synset with any of them."""
+    objects = list(objects)
+    named = [o for o in objects if basic_name(str(o.get("name") or "")) == basic_name(name)]
+    probe = named or [{"name": name}]
+    return [o for o in objects if any(same_class(o, p) for p in probe)]

@@ -75,6 +75,7 @@ CANDIDATES = ArtifactSchema(
             pa.field("class_name", pa.string()),  # DC class
             pa.field("context_json", pa.string()),  # other annotated objects: [{id, name, box, attributes}]
             pa.field("extra_json", pa.string()),
+            pa.field("target_synset", pa.string()),  # first WordNet synset when the source gives one (storage.names.same_class)
         ]
     ),
 )

@@ -85,6 +85,10 @@ class TaskSpec:
         drops near-duplicate instructions among the task's applicable rows of one shard (when
         ``instruct.dedup_counterfactuals`` is on); the task's candidates are then sharded per
         (task, ``target_name``);
+      - ``untouched_objects(fields: dict) -> list[str]``: names of objects the task's questions say
+        the edit left unchanged (alteration tracing's control object B'); the edit stage's
+        verification rejects an edit that touches any object of their class, or whose own target
+        is of their class (``editors.verify``);
       - ``analysis_prompt``: a ``PromptSpec`` the qa stage asks about each edit (two images)
         for the fields its questions are filled from; ``analysis_rules(ctx) -> dict | None``
         its rules answer, as ``instruct_rules``;

@@ -31,6 +31,7 @@ TASK = TaskSpec(
         "instruct_prompt": "prompts.instruct_prompts:AT_EDIT_PLAN",
         "instruct_rules": "prompts.instruct_rules:at_edit_plan",
         "instruct_rows": "tasks.stages.instruct:instruct_rows_edit_plan",
+        "untouched_objects": "prompts.instruct_prompts:at_untouched_objects",
         "analysis_fields": "tasks.stages.qa.analyse:analysis_fields_alteration_tracing",
         "qa_slots": "tasks.stages.qa.synthesis:qa_slots_alteration_tracing",
         "qa_beaf": "tasks.stages.qa.synthesis:qa_beaf_alteration_tracing",

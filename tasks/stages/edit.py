@@ -541,7 +541,10 @@ def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     except json.JSONDecodeError:
         fields = {}
     owner = f"instruction {row['id']}"
-    return fields, context_objects(candidate_of(row, owner), owner)
+    candidate = candidate_of(row, owner)
+    if candidate.get("target_synset"):  # what verification needs to tell a synonym of the target
+        fields.setdefault("_target_synset", candidate["target_synset"])
+    return fields, context_objects(candidate, owner)
 
 
 def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:

@@ -10,7 +10,8 @@ cloned, and to what), then checks the claims each question's gold answer rests o
 - CA: the object now shows the new colour (the editor's mask covers it), which reads apart from
   the original, and no other object of its class keeps the original colour in the probed half;
 - AT: the performed operation is the planned one (side of a move / add, class of a replacement),
-  the control object was not touched, and the wrong change (C_prime) is not what happened;
+  no other object was erased with it, the control object (any object of its class) was not
+  touched, and the wrong change (C_prime) is not what happened;
 - DC: the gold count is the number of drawn objects, counting options ascend;
 - BEAF: "is there X?" is Yes exactly when an instance of X's class is visible.
 
@@ -25,13 +26,14 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from prompts.locations import region_words
 from storage.boxes import intersection
 from storage.colours import colour_of, colours_apart
+from storage.coverage import LOST_ABOVE, covered
 from storage.json_columns import candidate_of, context_objects
 from storage.names import basic_name
 from storage.task_spec import task_hook
@@ -54,11 +56,14 @@ class World:
     """One image's drawn objects before and after an edit, from the truth and the editor's record."""
 
     def __init__(self, image: dict[str, Any], annotations: list[dict[str, Any]]):
-        from miners.sample_data import object_mask
+        from miners.sample_data import MIN_VISIBLE, object_mask
+
+        self.min_visible = MIN_VISIBLE
 
         self.w, self.h = int(image["width"]), int(image["height"])
         self.objects = {oid: dict(o, id=oid, erased=False, touched=0.0) for oid, o in image["objects"].items()}
         self._mask = lambda oid: object_mask({"images": {"i": image}}, "i", oid, visible_only=True)
+        self._full = lambda oid: object_mask({"images": {"i": image}}, "i", oid)
         # annotation names -> truth classes ("rock" annotates a drawn stone)
         self.synonyms: dict[str, set[str]] = defaultdict(set)
         for o in self.objects.values():
@@ -78,24 +83,35 @@ class World:
         return None
 
     def apply_mask(self, mask: np.ndarray | None) -> None:
-        """Mark objects whose visible pixels the edit overwrote (erased: more than half)."""
+        """Mark objects whose visible pixels the edit overwrote (erased: more than
+        ``storage.coverage.LOST_ABOVE`` of them, the rule the edit-stage verification shares)."""
         if mask is None:
             return
         for oid, o in self.objects.items():
             m = self._mask(oid)
-            if m.any():
-                frac = float((m & mask).sum()) / float(m.sum())
+            if m.any() and self.shows(o):
+                frac = covered(m, mask)
                 o["touched"] = frac
-                o["erased"] = o["erased"] or frac > 0.5
+                o["erased"] = o["erased"] or frac > LOST_ABOVE
 
     def classes(self, name: str) -> set[str]:
         n = basic_name(name)
         return self.synonyms.get(n, set()) | ({n} if n in self.synonyms else set())
 
+    def shows(self, o: dict[str, Any]) -> bool:
+        """Whether enough of the drawn object is in view to be seen as one: at least
+        ``miners.sample_data.MIN_VISIBLE`` of its pixels, the rule by which the sample annotates
+        (a sliver peeking out from behind another object is in the truth, unannotated, and no
+        viewer could name it)."""
+        if "shows" not in o:
+            full = self._full(o["id"])
+            o["shows"] = bool(full.any()) and float(self._mask(o["id"]).sum()) >= self.min_visible * float(full.sum())
+        return bool(o["shows"])
+
     def visible(self, name: str, box: list[float] | None = None) -> list[dict[str, Any]]:
         """Instances of ``name``'s class still visible (overlapping ``box`` by > 10 % of their area, if given)."""
         cls = self.classes(name) or {basic_name(name)}
-        out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"]] + [a for a in self.added if a["name"] in cls]
+        out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"] and self.shows(o)] + [a for a in self.added if a["name"] in cls]
         if box is not None:
             out = [o for o in out if intersection(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
         return out
@@ -299,6 +315,9 @@ def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dic
     verbs = {"delete": "removed", "add": "added", "replace": "replaced", "move": "moved"}
     if verbs.get(kind, "?") in cp:
         p.append(f"AT: C_prime {cp!r} describes what happened")
+    for o in world.objects.values():
+        if o["id"] != target["id"] and o["erased"]:
+            p.append(f"AT: the edit also erased the {o['name']} ({o['touched']:.0%} of it); the questions name one change")
     bp = f.get("B_prime") or ""
     for o in world.objects.values():
         if o["name"] in world.classes(bp) and o["touched"] > 0:
@@ -333,8 +352,12 @@ def find_truth(config: Any | None) -> Path | None:
     return None
 
 
-def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
-    """Audit every queued item of ``run``; per task and editor: consistent / inconsistent with examples."""
+def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Audit every queued item of ``run``; per task and editor: consistent / inconsistent with examples.
+
+    One questions shard at a time (the qa stage writes all of an item's questions in one shard),
+    so memory holds the queued edits' rows and one shard's questions, not the benchmark's.
+    ``progress(done, total)`` is called as items are audited."""
     from storage import addresses
     from storage.image_store import ImageStore
     from tasks.review.stage import QUEUE
@@ -342,8 +365,8 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
     queue = QUEUE.reader(run)
     if not queue.exists():
         raise FileNotFoundError(f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first")
-    queued = sorted({r["edit_id"] for r in queue.rows(["edit_id"])})
-    edits = {e["id"]: e for e in addresses.EDITS.reader(run).rows() if e["id"] in set(queued)}
+    queued = {r["edit_id"] for r in queue.iter_rows(["edit_id"])}
+    edits = {e["id"]: e for e in addresses.EDITS.reader(run).iter_rows() if e["id"] in queued}
     if truth_path is None:
         per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for e in edits.values():
@@ -351,14 +374,13 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
             per[f"{e['task']}/{e['editor']}"]["verified" if v.get("passed", True) else "failed_verification"] += 1
         return {"mode": "verification", "items": len(edits), "per_task_editor": {k: dict(v) for k, v in sorted(per.items())}}
     truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
-    qs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for q in addresses.QUESTIONS.reader(run).rows():
-        qs[q["edit_id"]].append(q)
-    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in addresses.ANALYSIS.reader(run).rows() if a["status"] == "ok"}
+    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in addresses.ANALYSIS.reader(run).iter_rows(["edit_id", "status", "fields_json"])
+                if a["status"] == "ok" and a["edit_id"] in edits}
     images = ImageStore(run)
-    audits = [audit_item(edits[i], qs.get(i, []), analysis.get(i, {}), truth, images) for i in queued if i in edits]
     per_task: dict[str, dict[str, Any]] = {}
-    for a in audits:
+    done: set[str] = set()
+
+    def record(a: ItemAudit) -> None:
         t = per_task.setdefault(a.task, {"items": 0, "consistent": 0, "per_editor": {}, "examples": []})
         e = t["per_editor"].setdefault(a.editor, {"items": 0, "consistent": 0})
         for d in (t, e):
@@ -366,5 +388,21 @@ def run_audit(run: Any, truth_path: Path | None) -> dict[str, Any]:
             d["consistent"] += int(a.consistent)
         if not a.consistent and len(t["examples"]) < 5:
             t["examples"].append({"edit_id": a.edit_id, "editor": a.editor, "problems": a.problems[:3]})
-    n, k = len(audits), sum(a.consistent for a in audits)
+        done.add(a.edit_id)
+        if progress is not None:
+            progress(len(done), len(edits))
+
+    for table in addresses.QUESTIONS.reader(run).iter_tables():
+        qs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for q in table.to_pylist():
+            if q["edit_id"] in edits:
+                qs[q["edit_id"]].append(q)
+        for edit_id in sorted(qs):
+            if edit_id in done:
+                raise RuntimeError(f"{run.url}: the questions of edit {edit_id} span two qa shards; the audit would check half of them")
+            record(audit_item(edits[edit_id], qs[edit_id], analysis.get(edit_id, {}), truth, images))
+    for edit_id in sorted(set(edits) - done):  # queued with no question left (retired items keep none)
+        record(audit_item(edits[edit_id], [], analysis.get(edit_id, {}), truth, images))
+    n = sum(t["items"] for t in per_task.values())
+    k = sum(t["consistent"] for t in per_task.values())
     return {"mode": "truth", "truth": str(truth_path), "items": n, "consistent": k, "fraction": round(k / n, 4) if n else None, "per_task": per_task}

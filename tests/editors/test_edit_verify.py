@@ -101,3 +101,67 @@ def test_replace_with_an_annotated_instance_passes_verification(scene_objects, t
     wrong = dict(fields, replacement="giraffe")
     assert not verify_edit(req.image, res.image, "replace", req.box, wrong, res.meta, res.mask, P, object_mask=obj["mask"]).passed
     assert np.abs(res.image.astype(int) - req.image.astype(int)).sum() > 0
+
+
+# --------------------------------------------------------------------------- claims the questions rest on
+def _moved(obj):
+    x, y, w, h = obj["box"]
+    dest = [x + w + 6, y, w, h]
+    req = make_request(obj, "move", "move it to the right", destination_box=dest)
+    res = _editor().edit_batch([req])[0]
+    assert isinstance(res, EditResult)
+    return req, res, dest
+
+
+def test_an_edit_that_covers_another_annotated_object_fails_and_records_what_it_cut(scene_objects):
+    obj = next(o for o in scene_objects if o["box"][0] + 2.5 * o["box"][2] < o["mask"].shape[1])
+    req, res, dest = _moved(obj)
+    clean = verify_edit(req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"])
+    assert clean.passed, clean.failures
+    # an annotated sign under the copy's place: covered nearly whole by the changed region
+    under = {"name": "sign", "box": [dest[0] + 1, dest[1] + 1, dest[2] - 2, dest[3] - 2]}
+    out = verify_edit(req.image, res.image, "move", req.box, dict(req.fields, _context=[under]), res.meta, res.mask, P, object_mask=obj["mask"])
+    assert not out.passed and any("also covers" in f and "sign" in f for f in out.failures), out.failures
+    cut = out.checks["cut_objects"]
+    assert [c["name"] for c in cut] == ["sign"] and cut[0]["cut"] > 0.3
+    # a neighbour the margin only grazes is recorded with its small share, and passes
+    x, y, w, h = obj["box"]
+    grazed = {"name": "lamp", "box": [x - 40, y, 41, h]}
+    ok = verify_edit(req.image, res.image, "move", req.box, dict(req.fields, _context=[grazed]), res.meta, res.mask, P, object_mask=obj["mask"])
+    assert ok.passed, ok.failures
+    assert all(c["cut"] < 0.3 for c in ok.checks["cut_objects"])
+
+
+def test_an_edit_that_touches_the_control_class_fails(scene_objects):
+    obj = next(o for o in scene_objects if o["box"][0] + 2.5 * o["box"][2] < o["mask"].shape[1])
+    req, res, dest = _moved(obj)
+    x, y, w, h = obj["box"]
+    far = {"name": "stone", "box": [2.0, 2.0, 8.0, 8.0], "synset": "stone.n.02"}
+    # a "rock" sharing the control's synset, grazed by the changed region: "the stone" could mean it
+    rock = {"name": "rock", "box": [x - 6, y - 6, 8.0, 8.0], "synset": "stone.n.02"}
+    fields = dict(req.fields, _context=[far, rock])
+    ok = verify_edit(req.image, res.image, "move", req.box, dict(req.fields, _context=[far]), res.meta, res.mask, P,
+                     object_mask=obj["mask"], untouched=["stone"], target_name=obj["name"])
+    assert ok.passed, ok.failures
+    out = verify_edit(req.image, res.image, "move", req.box, fields, res.meta, res.mask, P, object_mask=obj["mask"],
+                      untouched=["stone"], target_name=obj["name"])
+    assert not out.passed and any("control" in f and "rock" in f for f in out.failures), out.failures
+    # the edited target itself of the control's class (a synonym by synset): refused too
+    same = verify_edit(req.image, res.image, "move", req.box, dict(req.fields, _context=[far], _target_synset="stone.n.02"),
+                       res.meta, res.mask, P, object_mask=obj["mask"], untouched=["stone"], target_name=obj["name"])
+    assert not same.passed and any("is of the class" in f for f in same.failures), same.failures
+
+
+def test_a_target_that_cannot_be_seen_fails():
+    image = np.full((60, 80, 3), 90, np.uint8)
+    image[10:50, 10:70] = (200, 30, 30)  # a flat red car; the "cup" annotated inside it is hidden behind it
+    box = (30.0, 20.0, 10.0, 12.0)
+    edited = image.copy()
+    edited[20:32, 30:40] = 90
+    mask = np.zeros((60, 80), bool)
+    mask[18:34, 28:42] = True
+    out = verify_edit(image, edited, "remove", box, {}, {}, mask, P, target_name="cup")
+    assert not out.passed and any("cannot be seen" in f for f in out.failures), out.failures
+    image[20:32, 30:40] = (240, 240, 240)  # now the cup shows
+    seen = verify_edit(image, edited, "remove", box, {}, {}, mask, P, target_name="cup")
+    assert not any("cannot be seen" in f for f in seen.failures), seen.failures

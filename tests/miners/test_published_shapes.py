@@ -243,3 +243,27 @@ def test_truncated_fsc147_images_are_refused_even_when_pillow_was_told_to_accept
     finally:
         ImageFile.LOAD_TRUNCATED_IMAGES = saved
     assert {r["id"]: r["reason"] for r in res.rejects}.get(f"fsc147:{name}") == "unreadable_image"
+
+
+@pytest.mark.parametrize("reader", ["auto", "msgspec"])
+def test_candidates_carry_first_synsets_for_same_class_tests(tmp_path: Path, reader: str) -> None:
+    """A candidate names its target's synset and each context object's (when the file gives one),
+    so "rock" and "stone" annotating one kind of thing are one class to the AT planner and the
+    verification (``storage.names.same_class``); objects without synsets carry none."""
+    from storage.names import same_class
+
+    objs = [{"image_id": i, "objects": [obj(i * 10 + 1, "cup", synsets=["Cup.n.01 "]), obj(i * 10 + 2, "table", x=40, w=50, h=30, synsets=["table.n.02"]),
+                                         obj(i * 10 + 3, "rock", x=5, y=70, w=8, h=8, synsets=["stone.n.02"]),
+                                         obj(i * 10 + 4, "stone", x=80, y=70, w=8, h=8, synsets=["stone.n.02"]),
+                                         obj(i * 10 + 5, "ball", x=60, y=80, w=8, h=8)]} for i in range(1, 5)]
+    rels = [{"image_id": i, "relationships": [rel(i, obj(i * 10 + 1, "cup"), "on", obj(i * 10 + 2, "table", x=40, w=50, h=30))]} for i in range(1, 5)]
+    root = write_vg(tmp_path / "vg", [image(i) for i in range(1, 5)], objs, rels)
+    cfg = MineConfig(tasks=("relational_erasure",), reader=reader, relational_erasure={"n_min": 1, "theta": 0.1})
+    res = mine_visual_genome(root, cfg, seed=0)
+    cands = [c for c in res.candidates if c["variant"] == "targeted"]
+    assert cands
+    for c in cands:
+        assert c["target_synset"] == {"cup": "cup.n.01", "table": "table.n.02"}[c["target_name"]]
+        ctx = {o["name"]: o for o in json.loads(c["context_json"])}
+        assert ctx["rock"]["synset"] == ctx["stone"]["synset"] == "stone.n.02" and "synset" not in ctx["ball"]
+        assert same_class(ctx["rock"], ctx["stone"]) and not same_class(ctx["rock"], ctx["ball"])

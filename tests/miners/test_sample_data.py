@@ -67,10 +67,35 @@ def test_truth_masks_match_the_drawn_pixels_and_boxes(sample_dir: Path) -> None:
             assert diff < 12, (iid, oid, t["name"], diff)
             full = object_mask(truth, iid, oid)
             ys, xs = np.nonzero(full)
+            if int(oid) not in objects:  # drawn over too far to be annotated (test below)
+                continue
             o = objects[int(oid)]
             assert [o["x"], o["y"], o["w"], o["h"]] == [xs.min(), ys.min(), xs.max() - xs.min() + 1, ys.max() - ys.min() + 1]
             checked += 1
     assert checked >= 10
+
+
+def test_only_objects_that_can_be_seen_are_annotated(sample_dir: Path) -> None:
+    """Annotators label what they see: a drawn object mostly covered by later ones stays in the
+    truth (its pixels are in the picture) but is in no annotation file, relations included."""
+    from miners.sample_data import MIN_VISIBLE
+
+    truth = load_truth(sample_dir)
+    vg = sample_dir / "visual_genome"
+    annotated = {o["object_id"] for e in json.loads((vg / "objects.json").read_text()) for o in e["objects"]}
+    ends = {r[k]["object_id"] for e in json.loads((vg / "relationships.json").read_text()) for r in e["relationships"] for k in ("subject", "object")}
+    hidden = seen = 0
+    for iid, img in truth["images"].items():
+        for oid, _ in img["objects"].items():
+            full = object_mask(truth, iid, oid)
+            shown = object_mask(truth, iid, oid, visible_only=True).sum() / max(1, full.sum())
+            if shown < MIN_VISIBLE:
+                hidden += 1
+                assert int(oid) not in annotated and int(oid) not in ends, (iid, oid, shown)
+            else:
+                seen += 1
+                assert int(oid) in annotated, (iid, oid, shown)
+    assert hidden >= 5 and seen > 1000, (hidden, seen)
 
 
 def test_fsc147_files_and_known_counts(sample_dir: Path) -> None:

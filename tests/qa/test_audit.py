@@ -68,3 +68,34 @@ def test_tampered_gold_answers_are_caught(demo_run: RunFS, sample_dir: Path):
     if beaf:
         flipped = [dict(q, gold="No" if q["gold"] == "Yes" else "Yes") if q is beaf[0] else q for q in qs]
         assert not audit_item(edit, flipped, fields, truth, images).consistent
+
+
+# --------------------------------------------------------------------------- at scale
+SCALED_IMAGES = 900  # the demo sample x5: alteration tracing had two wrong gold answers here (a control
+# object of the target's class, "rock" beside "stone"; a control of two instances, one cut by the edit)
+
+
+@pytest.fixture(scope="module")
+def scaled_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunFS, Path]:
+    from miners.sample_data import generate_sample
+
+    data_dir = tmp_path_factory.mktemp("scaled-sample")
+    generate_sample(data_dir, seed=0, vg_images=SCALED_IMAGES)
+    data = yaml.safe_load((CONFIG_DIR / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(data_dir / "visual_genome")}
+    data["mine"]["tasks"] = ["relational_erasure", "alteration_tracing"]
+    data["mine"]["relational_erasure"]["images_per_pair"] = 50
+    data["mine"]["alteration_tracing"]["max_images"] = 120
+    root = tmp_path_factory.mktemp("scaled") / "run"
+    run_pipeline(config_from_dict(data), str(root), orchestrator="local")
+    return RunFS.open(str(root)), data_dir
+
+
+def test_a_scaled_build_has_every_gold_answer_true(scaled_run: tuple[RunFS, Path]):
+    run, data_dir = scaled_run
+    out = run_audit(run, data_dir / "sample_truth.json")
+    assert out["fraction"] == 1.0, json.dumps(out["per_task"], indent=1)[:3000]
+    assert out["per_task"]["alteration_tracing"]["items"] >= 80 and out["per_task"]["relational_erasure"]["items"] >= 150, out["per_task"]
+    # the claims the audit checks were refused before the queue, each with its reason
+    reasons = json.dumps([json.loads(e["qc_json"])["verification"]["failures"] for e in ArtifactReader(run, "edit/edits", EDITS).rows()])
+    assert "also covers more than" in reasons

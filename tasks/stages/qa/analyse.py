@@ -15,7 +15,7 @@ from typing import Any
 from prompts.clients.base import MLLMClient
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
-from storage.json_columns import candidate_of, load_json_column
+from storage.json_columns import candidate_of, cut_objects_of, load_json_column
 from storage.rejects import reject
 from storage.schemas import ITEM_COLUMNS
 from storage.task_spec import task_hook
@@ -66,6 +66,7 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
         original_attribute=plan.get("original_attribute") or ctx.get("attribute"),
         new_attribute=plan.get("new_attribute"),
         direction=plan.get("direction"),
+        cut_objects=cut_objects_of(edit, f"edit {eid}"),
     )
     return ctx
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage.hashing import stable_id
-from storage.json_columns import candidate_of, context_objects
+from storage.coverage import cut_names, names_mentioned
+from storage.json_columns import candidate_of, context_objects, cut_objects_of
 from storage.rejects import reject
 from storage.task_spec import task_hook
 from tasks.stages.qa import mc
@@ -66,7 +67,13 @@ def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: R
 # ---------------------------------------------------------------------------- per task: fields -> slots
 # The ``qa_slots`` hook of a task: (edit row, analysis fields, RenderSettings) -> {slot: text} for
 # its question templates, or a list of Problem when the fields cannot make its question set.
-def qa_slots_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+def qa_slots_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
+    """RE slots; none when the analysis names as remaining at the erased place an object the edit
+    cut into (``storage.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
+    named = names_mentioned(str(fields.get("remaining_at_A") or ""), cut_names(cut_objects_of(edit, f"edit {edit['id']}")))
+    if named:
+        return [Problem("main", "Q5-Q8", "claim_contradicts_edit",
+                        f"{edit['task']}: remaining_at_A names the {', '.join(named)}, which the edit cut into")]
     return re_slots(fields)
 
 
