@@ -218,12 +218,14 @@ def sample_data(
     out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/, fsc147/ and coco/ into."),
     seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
     vg_images: int = typer.Option(180, "--vg-images", min=1, help="Visual Genome images; more than 180 extends the default sample (its images unchanged)."),
+    fsc_images: int = typer.Option(30, "--fsc-images", min=1, help="FSC147 images; more than 30 extends the default sample (its images unchanged), the added counts spread over the demo's count bins."),
+    coco_images: int = typer.Option(62, "--coco-images", min=1, help="COCO-format images; more than 62 extends the default sample (its images unchanged)."),
 ) -> None:
-    """Generate the bundled sample data: a small Visual Genome-format and FSC147-format set."""
+    """Generate the bundled sample data: a small Visual Genome-, FSC147- and COCO-format set."""
     from miners.sample_data import generate_sample
 
     started = time.perf_counter()
-    summary = generate_sample(out_dir, seed=seed, vg_images=vg_images)
+    summary = generate_sample(out_dir, seed=seed, vg_images=vg_images, fsc_images=fsc_images, coco_images=coco_images)
     console.print(f"Sample data written to {out_dir} in {time.perf_counter() - started:.1f} s: {summary}")
 
 

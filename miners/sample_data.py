@@ -39,9 +39,13 @@ COCO_ANNOTATIONS = "annotations/instances_sample2017.json"
 LVIS_ANNOTATIONS = "annotations/lvis_v1_sample.json"
 N_COCO_SCENES = 48
 COCO_COUNTS = [6, 8, 9, 12, 14, 17, 20, 23, 27, 31, 35, 40]
+N_COCO_EMPTY = 2
+N_COCO_IMAGES = N_COCO_SCENES + len(COCO_COUNTS) + N_COCO_EMPTY  # the default COCO part: 62 images
 TRUTH_FILE = "sample_truth.json"
 N_VG_IMAGES = 180
 N_FSC_IMAGES = 30
+FSC_BINS = (5, 10, 25, 50, 100, 150)  # configs/demo.yaml's dense_counting bins: added FSC images cycle through them
+FSC_NO_CLASS_LINE, FSC_MISSING_IMAGE = 28, 29  # the FSC147 defects: fixed images, so a longer sample keeps them
 FIRST_OBJECT_ID = 1_050_000
 FIRST_RELATIONSHIP_ID = 3_100_000
 MIN_VISIBLE = 0.25  # an object less visible than this (drawn over by later ones) is not annotated
@@ -474,18 +478,29 @@ FSC_CLASSES = [("apples", "red", "ellipse"), ("coins", "yellow", "ellipse"), ("s
 FSC_COUNTS = [6, 9, 12, 14, 17, 20, 23, 27, 31, 35, 40, 44, 49, 53, 58, 64, 70, 77, 84, 92, 101, 110, 120, 130, 140, 11, 26, 55, 75, 105]
 
 
-def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[dict[str, int], dict[str, Any]]:
+def _fsc_count(rng: np.random.Generator, index: int) -> int:
+    """Objects to draw in FSC147 image ``index``: the fixed list for the default images, then one
+    bin of :data:`FSC_BINS` after the other (a count drawn inside it, the last edge included), so
+    every bin grows alike and a scaled dense-counting task finds images in each."""
+    if index < len(FSC_COUNTS):
+        return FSC_COUNTS[index]
+    b = (index - len(FSC_COUNTS)) % (len(FSC_BINS) - 1)
+    last = b == len(FSC_BINS) - 2
+    return int(rng.integers(FSC_BINS[b], FSC_BINS[b + 1] + (1 if last else 0)))
+
+
+def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_FSC_IMAGES) -> tuple[dict[str, int], dict[str, Any]]:
     img_dir = root / "images_384_VarV2"
     img_dir.mkdir(parents=True, exist_ok=True)
     annotations: dict[str, Any] = {}
     class_lines: list[str] = []
     truth: dict[str, Any] = {}
     names = []
-    for i in range(N_FSC_IMAGES):
+    for i in range(n_images):  # one stream, image by image: a longer run keeps the first images as they were
         fname = f"{2 + 3 * i}.jpg"
         names.append(fname)
         cls, colour, kind = FSC_CLASSES[i % len(FSC_CLASSES)]
-        count = FSC_COUNTS[i % len(FSC_COUNTS)]
+        count = _fsc_count(rng, i)
         H, W = 384, int(rng.choice([480, 512, 576]))
         canvas = Image.fromarray(_background(rng, W, H))
         draw = ImageDraw.Draw(canvas)
@@ -501,7 +516,7 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[
             else:
                 _draw(draw, Shape("polygon", [cx, cy - r, cx + r, cy + r, cx - r, cy + r]), COLOURS[colour])
             points.append([round(float(cx), 2), round(float(cy), 2)])
-        if not (defects and i == N_FSC_IMAGES - 1):
+        if not (defects and i == FSC_MISSING_IMAGE):
             canvas.save(img_dir / fname, format="JPEG", quality=92)
         boxes = []
         for px, py in points[:3]:
@@ -514,7 +529,7 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[
             "img_path": f"/images_384_VarV2/{fname}", "points": points, "r": [round(r, 2)] * len(boxes),
             "ratio_h": 1.0, "ratio_w": 1.0,
         }
-        if not (defects and i == N_FSC_IMAGES - 2):
+        if not (defects and i == FSC_NO_CLASS_LINE):
             class_lines.append(f"{fname}\t{cls}")
         truth[fname] = {"count": count, "class": cls, "width": W, "height": H}
     _write_json(root / "annotation_FSC147_384.json", annotations)
@@ -524,14 +539,17 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool) -> tuple[
     return {"fsc_images": len(annotations), "fsc_points": sum(len(a["points"]) for a in annotations.values())}, truth
 
 
-def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg_images: int = N_VG_IMAGES) -> dict[str, Any]:
+def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg_images: int = N_VG_IMAGES,
+                    fsc_images: int = N_FSC_IMAGES, coco_images: int = N_COCO_IMAGES) -> dict[str, Any]:
     """Write the sample under ``out_dir`` (see the module doc) and return summary counts.
 
-    ``vg_images`` above the default extends the sample: the first images (their files, objects
-    and ids) are the same as with the default count and the same seed, so a benchmark built on
-    the bigger sample is "the same data plus new images" (how users extend a benchmark)."""
-    if vg_images < 1:
-        raise ValueError(f"vg_images must be >= 1, got {vg_images}")
+    A count above its default extends that source: the first images (their files, names,
+    annotations, ids and truth) are the same as with the default count and the same seed, so a
+    benchmark built on the bigger sample is "the same data plus new images" (how users extend a
+    benchmark). Each source has its own count because the tasks draw on them unequally."""
+    for name, n in (("vg_images", vg_images), ("fsc_images", fsc_images), ("coco_images", coco_images)):
+        if n < 1:
+            raise ValueError(f"{name} must be >= 1, got {n}")
     out = Path(out_dir)
     vg_root, fsc_root = out / VG_DIR, out / FSC_DIR
     vg_root.mkdir(parents=True, exist_ok=True)
@@ -539,8 +557,8 @@ def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg
     ss = np.random.SeedSequence(seed)
     vg_seed, fsc_seed, coco_seed = ss.spawn(3)  # a third child: the first two (and their files) are as before
     vg_counts, vg_truth = _generate_vg(vg_root, np.random.default_rng(vg_seed), defects, vg_images)
-    fsc_counts, fsc_truth = _generate_fsc(fsc_root, np.random.default_rng(fsc_seed), defects)
-    coco_counts = _generate_coco(out / COCO_DIR, np.random.default_rng(coco_seed), defects)
+    fsc_counts, fsc_truth = _generate_fsc(fsc_root, np.random.default_rng(fsc_seed), defects, fsc_images)
+    coco_counts = _generate_coco(out / COCO_DIR, np.random.default_rng(coco_seed), defects, coco_images)
     truth = {"seed": seed, "defects": defects, "images": vg_truth, "fsc147": fsc_truth}
     (out / TRUTH_FILE).write_text(json.dumps(truth, sort_keys=True), encoding="utf-8")
     return {"root": str(out), "seed": seed, **vg_counts, **fsc_counts, **coco_counts}
@@ -599,21 +617,31 @@ def _coco_count_image(rng: np.random.Generator, count: int, cls: str, colour: st
     return canvas, out
 
 
-def _generate_coco(root: Path, rng: np.random.Generator, defects: bool) -> dict[str, int]:
+COCO_CLASSES = sorted(set(SYNSETS) | {"apple", "orange", "zebra"})  # zebra: a category with no instance
+
+
+def _coco_drawn(rng: np.random.Generator, n: int) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+    """COCO image ``n`` of the sequence: the default part's scenes, counting images and empty
+    images, then (past :data:`N_COCO_IMAGES`) four scenes for each counting image."""
+    if n < N_COCO_SCENES:
+        return _coco_scene_image(rng, n)
+    if n < N_COCO_SCENES + len(COCO_COUNTS) or n >= N_COCO_IMAGES and (n - N_COCO_IMAGES) % 5 == 4:
+        k = n - N_COCO_SCENES if n < N_COCO_IMAGES else len(COCO_COUNTS) + (n - N_COCO_IMAGES) // 5
+        return _coco_count_image(rng, COCO_COUNTS[k % len(COCO_COUNTS)], *[("apple", "red"), ("orange", "orange")][k % 2])
+    if n < N_COCO_IMAGES:  # images with no annotations at all, as COCO has
+        W, H = 320, 240
+        return Image.fromarray(_background(rng, W, H)), []
+    return _coco_scene_image(rng, n)
+
+
+def _generate_coco(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_COCO_IMAGES) -> dict[str, int]:
     """A COCO 2017-layout instances file (and its LVIS v1 twin) over drawn scenes and counting
     images, with non-contiguous category ids, a crowd region in RLE and images without objects."""
     img_dir = root / "sample2017"
     img_dir.mkdir(parents=True, exist_ok=True)
     (root / "annotations").mkdir(parents=True, exist_ok=True)
-    drawn: list[tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]] = []
-    for index in range(N_COCO_SCENES):
-        drawn.append(_coco_scene_image(rng, index))
-    for k, count in enumerate(COCO_COUNTS):
-        drawn.append(_coco_count_image(rng, count, *[("apple", "red"), ("orange", "orange")][k % 2]))
-    for _ in range(2):  # images with no annotations at all, as COCO has
-        W, H = 320, 240
-        drawn.append((Image.fromarray(_background(rng, W, H)), []))
-    classes = sorted({c for _, objs in drawn for c, _ in objs} | {"zebra"})  # zebra: a category with no instance
+    drawn = [_coco_drawn(rng, n) for n in range(n_images)]  # one stream: a longer run keeps the first images
+    classes = COCO_CLASSES  # fixed, so category ids do not depend on how many images are drawn
     cat_id = {c: 1 + 3 * i + i // 4 for i, c in enumerate(classes)}  # non-contiguous, as COCO's 1..90
     images, annotations, lvis_images = [], [], []
     ann_id = 900_001

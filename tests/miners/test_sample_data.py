@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from pathlib import Path
 
@@ -115,3 +116,73 @@ def test_fsc147_files_and_known_counts(sample_dir: Path) -> None:
     assert len(present) == len(ann) - 1  # one image deliberately missing (a reject path)
     some = sorted(present)[0]
     assert Image.open(fsc / "images_384_VarV2" / some).size == (ann[some]["W"], ann[some]["H"])
+
+
+def _files(root: Path, folder: str) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / folder).glob("*.jpg"))}
+
+
+def test_larger_counts_extend_every_source_and_keep_the_default_images(sample_dir: Path, tmp_path: Path) -> None:
+    from miners.coco_format import read_coco
+    from miners.fsc147 import read_fsc147
+    from miners.sample_data import COCO_ANNOTATIONS, COCO_DIR, N_COCO_IMAGES, N_FSC_IMAGES
+
+    big = tmp_path / "big"
+    summary = generate_sample(big, seed=0, fsc_images=N_FSC_IMAGES + 25, coco_images=N_COCO_IMAGES + 10)
+    assert (summary["fsc_images"], summary["coco_images"]) == (N_FSC_IMAGES + 25, N_COCO_IMAGES + 10)
+    # FSC147: the default images' files, annotations, class lines, splits and truth unchanged; new ones added
+    small_fsc, big_fsc = read_fsc147(str(sample_dir / "fsc147")), read_fsc147(str(big / "fsc147"))
+    assert {n: big_fsc.annotations[n] for n in small_fsc.annotations} == small_fsc.annotations
+    assert len(big_fsc.annotations) == N_FSC_IMAGES + 25
+    assert big_fsc.classes.items() >= small_fsc.classes.items() and len(big_fsc.classes) == len(big_fsc.annotations) - 1
+    assert big_fsc.splits.items() >= small_fsc.splits.items() and set(big_fsc.splits) == set(big_fsc.annotations)
+    assert [p["reason"] for p in big_fsc.problems] == [p["reason"] for p in small_fsc.problems]
+    small_files, big_files = _files(sample_dir, "fsc147/images_384_VarV2"), _files(big, "fsc147/images_384_VarV2")
+    assert {n: big_files[n] for n in small_files} == small_files
+    assert set(big_files) - set(small_files) == set(big_fsc.annotations) - set(small_fsc.annotations)  # the defects stay where they were
+    small_truth, big_truth = load_truth(sample_dir), load_truth(big)
+    assert {n: big_truth["fsc147"][n] for n in small_truth["fsc147"]} == small_truth["fsc147"]
+    assert set(big_truth["fsc147"]) == set(big_fsc.annotations)  # the audit's truth holds every generated image
+    assert all(len(big_fsc.annotations[n].points) == t["count"] for n, t in big_truth["fsc147"].items())
+    # COCO: the default images and their annotations unchanged, category ids the same
+    small_coco, big_coco = read_coco(str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)), read_coco(str(big / COCO_DIR / COCO_ANNOTATIONS))
+    assert big_coco.categories == small_coco.categories
+    assert {i: big_coco.images[i] for i in small_coco.images} == small_coco.images and len(big_coco.images) == len(small_coco.images) + 10
+    assert [a for a in big_coco.objects if a.image_id in small_coco.images] == small_coco.objects
+    assert len(big_coco.objects) > len(small_coco.objects)
+    assert [r["reason"] for r in big_coco.rejects] == [r["reason"] for r in small_coco.rejects]
+    small_files, big_files = _files(sample_dir, "coco/sample2017"), _files(big, "coco/sample2017")
+    assert {n: big_files[n] for n in small_files} == small_files
+    assert set(big_files) - set(small_files) == {big_coco.image_file(i) for i in set(big_coco.images) - set(small_coco.images)}
+    # Visual Genome untouched by the other counts
+    assert _digest(big / "visual_genome") == _digest(sample_dir / "visual_genome")
+    assert big_truth["images"] == small_truth["images"]
+
+
+def test_added_fsc_images_fill_every_count_bin(sample_dir: Path, tmp_path: Path) -> None:
+    """A scaled dense-counting task grows in every bin: with 5 x 12 added images the demo's bins
+    each hold at least 12 usable images, where the default sample has 2 in the lowest bin."""
+    from miners.config import DenseCountingParams
+    from miners.fsc147 import read_fsc147, select
+    from miners.sample_data import FSC_BINS, N_FSC_IMAGES
+
+    params = DenseCountingParams(count_range=(FSC_BINS[0], FSC_BINS[-1]), bins=FSC_BINS, per_bin=12)
+    default = select(read_fsc147(str(sample_dir / "fsc147")), params, 0, "dense_counting")
+    big = tmp_path / "big"
+    generate_sample(big, seed=0, vg_images=1, fsc_images=N_FSC_IMAGES + 60, coco_images=1)
+    sel = select(read_fsc147(str(big / "fsc147")), params, 0, "dense_counting")
+    per_bin = [sum(1 for r in sel.rows if json.loads(r["extra_json"])["bin"] == [lo, hi]) for lo, hi in itertools.pairwise(FSC_BINS)]
+    assert per_bin == [12] * (len(FSC_BINS) - 1), per_bin
+    assert len(default.rows) < len(sel.rows)
+    truth = load_truth(big)["fsc147"]
+    assert all(r["count"] == truth[r["image_id"]]["count"] for r in sel.rows)
+
+
+def test_cli_sample_data_defaults_are_the_generator_defaults() -> None:
+    import inspect
+
+    from flows.cli import sample_data
+    from miners.sample_data import N_COCO_IMAGES, N_FSC_IMAGES, N_VG_IMAGES
+
+    params = inspect.signature(sample_data).parameters
+    assert [params[k].default.default for k in ("vg_images", "fsc_images", "coco_images")] == [N_VG_IMAGES, N_FSC_IMAGES, N_COCO_IMAGES]
