@@ -60,8 +60,10 @@ def config(sample_dir: Path, tmp_path: Path) -> Path:
         "run": {"seed": 0, "shard_size": 8, "workers": 1},
         "sources": {"visual_genome": str(sample_dir / "visual_genome")},
         "mine": {"tasks": ["relational_erasure"],
-                 "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 2}},
+                 "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 3}},
         "mllm": {"backend": "rules", "model": "rules-v1"},
+        # the demo's tight removal margin: items survive verification, so the evaluation has questions
+        "editors": [{"name": "classical", "params": {"dilation_px": 5}}],
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
