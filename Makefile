@@ -75,6 +75,7 @@ lint-docker: $(STAMP)
 # The scripts load the test helpers by file location (tests/ on sys.path), never as `tests.x`:
 # latex2sympy2 (via lmms-eval) installs a top-level `tests` package that would shadow the folder.
 # vlmevalkit_size measures an exported release: the demo build's, made here when missing.
+# release_size builds scaled samples (900 and 3,600 VG images, cached under benchmarks/.cache) and exports them.
 # gpu_validate runs at real size where torch sees CUDA, else with the tiny models on the CPU.
 BENCH_RUN ?= runs/bench-demo
 BENCH_RELEASE ?= runs/bench-release
@@ -92,6 +93,7 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	@test -d $(BENCH_RELEASE)/vlmevalkit || { $(BIN)/reactbench build --config configs/demo.yaml --run-dir $(BENCH_RUN) \
 	  && $(BIN)/reactbench export --run-dir $(BENCH_RUN) --out $(BENCH_RELEASE) --unverified --vlmevalkit; }
 	$(PY) benchmarks/vlmevalkit_size.py $(BENCH_RELEASE)
+	$(PY) benchmarks/release_size.py --cyclic
 	$(PY) benchmarks/gpu_validate.py --size $$($(PY) -c 'import torch; print("real" if torch.cuda.is_available() else "tiny")')
 	$(PY) benchmarks/paper_scale.py
 

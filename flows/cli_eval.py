@@ -46,21 +46,24 @@ def export_cmd(
 
     The release is written aside and swapped in whole with a manifest of every file's sha256, so
     --out holds the old release or the new one, never a mix."""
+    from flows.cli_output import StepBars
     from storage.fs import RunFS
     from tasks.release.items import InputsMissing
     from tasks.release.export.export import export_benchmark
 
     try:
         cfg = _config(config, run_dir)
-        summary = export_benchmark(
-            RunFS.open(str(run_dir)),
-            RunFS.open(str(out)),
-            cfg,
-            unverified=unverified,
-            vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
-            lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
-            replace=replace,
-        )
+        with StepBars("export", console) as steps:
+            summary = export_benchmark(
+                RunFS.open(str(run_dir)),
+                RunFS.open(str(out)),
+                cfg,
+                unverified=unverified,
+                vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
+                lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
+                replace=replace,
+                progress=steps,
+            )
     except (InputsMissing, ValueError) as exc:
         _fail(exc)
         return

@@ -14,9 +14,11 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -158,6 +160,36 @@ class RunFS:
             if self.fs.exists(tmp):
                 self.fs.rm(tmp)  # give the space of the partial file back
             raise DiskFull(final, len(data), self._free(parent)) from exc
+        self.fs.mv(tmp, final)
+
+    @contextmanager
+    def write_stream_atomic(self, rel: str) -> Iterator[BinaryIO]:
+        """A binary file to write ``rel`` through, for files too large to hold in memory: readers
+        see the old file or the whole new one, as with :meth:`write_bytes_atomic`.
+
+        Files: a temporary sibling, renamed into place when the block ends. Object stores: a
+        local temporary file, uploaded to the final key when the block ends (an upload publishes
+        whole; a failed block uploads nothing). An error inside the block leaves nothing behind."""
+        final = self.path(rel)
+        if self.object_store:
+            with tempfile.NamedTemporaryFile(prefix=".tmp-upload-") as f:
+                yield f  # type: ignore[misc]
+                f.flush()
+                self.fs.put_file(f.name, final)
+            return
+        parent = posixpath.dirname(final)
+        self.fs.makedirs(parent, exist_ok=True)
+        tmp = posixpath.join(parent, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(final)}")
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                yield f
+        except BaseException as exc:
+            written = self.fs.size(tmp) if self.fs.exists(tmp) else 0
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)  # give the space of the partial file back
+            if isinstance(exc, OSError) and is_disk_full(exc):
+                raise DiskFull(final, written, self._free(parent)) from exc  # needs at least what was written
+            raise
         self.fs.mv(tmp, final)
 
     def _free(self, folder: str) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -16,6 +17,19 @@ def sha256_hex(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(fs: Any, path: str, advance: Callable[[int], None] | None = None, chunk: int = 8 * 1024 * 1024) -> tuple[str, int]:
+    """sha256 (hex) and size of a file on an fsspec filesystem, read ``chunk`` bytes at a time,
+    so a file of any size is hashed in bounded memory; ``advance`` is told each chunk's length."""
+    digest, size = hashlib.sha256(), 0
+    with fs.open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+            size += len(block)
+            if advance is not None:
+                advance(len(block))
+    return digest.hexdigest(), size
 
 
 def stable_id(*parts: Any, length: int = 16) -> str:

@@ -61,6 +61,20 @@ class ImageStore:
     def exists(self, rel: str) -> bool:
         return self._is_store_path(rel) and self.run.exists(rel)
 
+    def sizes(self) -> dict[str, int]:
+        """Every stored image's size in bytes, by run-relative path: one listing of the store (a
+        paginated LIST on an object store), where asking image by image would send a HEAD each."""
+        root = self.run.path(IMAGES_DIR)
+        if not self.run.fs.exists(root):
+            return {}
+        base = self.run.fs._strip_protocol(self.run.root).rstrip("/")
+        out = {}
+        for path, info in self.run.fs.find(root, detail=True).items():
+            rel = posixpath.relpath(self.run.fs._strip_protocol(path), base)
+            if self._is_store_path(rel):
+                out[rel] = int(info["size"])
+        return out
+
     @staticmethod
     def _is_store_path(rel: str) -> bool:
         parts = rel.split("/")

@@ -3,10 +3,13 @@ narrow terminal width: tables keep their labels, errors stay on one line)."""
 
 from __future__ import annotations
 
+import re
+
 import typer
 from typer.testing import CliRunner
 
 from flows.cli_eval import register
+from storage.parquet_io import ArtifactReader
 from eval_helpers import write_run
 
 
@@ -38,6 +41,12 @@ def test_eval_report_export_commands(tmp_path):
     res = cli.invoke(app, ["export", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "rel"), "--unverified", "--vlmevalkit"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "rel" / "vlmevalkit" / "reactbench_MCQ_circular.tsv").exists() and not (tmp_path / "rel" / "lmms_eval").exists()
+    # no terminal here: no bars, but one summary line per long step, each with its time
+    n = ArtifactReader(run, "qa/questions", "questions").count()
+    lines = [line for line in res.output.splitlines() if line.startswith("export: ")]
+    assert [line.split()[1] for line in lines] == ["read", "wrote", "sealed"], res.output
+    assert lines[1].startswith(f"export: wrote {n} questions (") and all(re.search(r" in \d+\.\d s$", line) for line in lines), lines
+    assert "━" not in res.output  # no bar was drawn into the log
 
 
 def test_clear_errors(tmp_path):

@@ -98,7 +98,7 @@ def _jpeg_pair_rows() -> tuple[list[dict[str, Any]], list[bytes]]:
     Image.fromarray(arr[::-1]).save(png, format="PNG")
     row = {"qtype": "YN", "task": "alteration_tracing", "dimension": "none", "qid": "Q1", "question_set": "main", "variant": "targeted",
            "editor": "classical", "id": "jpeg-pair", "question": "Has anything changed?", "answer": "Yes",
-           "images": [{"bytes": jpg.getvalue(), "path": "aa.jpg"}, {"bytes": png.getvalue(), "path": "bb.png"}]}
+           "images": [{"path": "aa.jpg", "rel": "images/aa/aa.jpg"}, {"path": "bb.png", "rel": "images/bb/bb.png"}]}
     return [row], [jpg.getvalue(), png.getvalue()]
 
 
@@ -128,8 +128,9 @@ def scored(exported, tmp_path_factory):
     lmudata.mkdir()
     for tsv in (exported["release"] / "vlmevalkit").glob("*.tsv"):
         shutil.copy(tsv, lmudata / tsv.name)
-    jpeg_rows, _ = _jpeg_pair_rows()
-    (lmudata / f"{JPEG_SET}.tsv").write_text(tsv_text(jpeg_rows, "YN"), encoding="utf-8")
+    jpeg_rows, (jpg, png) = _jpeg_pair_rows()
+    blobs = {"images/aa/aa.jpg": jpg, "images/bb/bb.png": png}
+    (lmudata / f"{JPEG_SET}.tsv").write_text(tsv_text(jpeg_rows, "YN", blobs), encoding="utf-8")
     config = json.loads((exported["release"] / "vlmevalkit" / "reactbench.json").read_text())
     config["data"][JPEG_SET] = {"class": "ImageYORNDataset", "dataset": JPEG_SET}
     (work / "config.json").write_text(json.dumps(config))

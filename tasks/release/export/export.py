@@ -4,27 +4,32 @@ The release is one sealed set (``tasks.release.export.seal``): written aside, li
 sha256 in ``release_manifest.json``, swapped in whole, so ``--out`` holds the old release or the
 new one at every instant and never a mix. The CLI holds the run's lease meanwhile, so the
 inputs cannot change under the export and its rejects are written by the lease holder.
+
+Memory does not grow with the benchmark's images: the rows are built from the questions' text
+(image names only), and the Parquet files and VLMEvalKit TSVs are written one row group at a
+time, reading the images of that group only (``tasks.release.export.hf.row_groups``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
-
-from rich.progress import Progress
 
 from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
-from tasks.release.items import edit_annotations, read_inputs
+from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.card import editor_stats, render_card
-from tasks.release.export.hf import write_task_parquet
+from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import write_lmms_eval
+from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, ReleaseRefused, check_target, sealed_release
 from tasks.release.export.vlmevalkit import write_vlmevalkit
+from tasks.release.items import edit_annotations, read_inputs
 
 STAGE = "export"
 
@@ -63,6 +68,7 @@ def export_benchmark(
     lmms_eval: bool = False,
     name: str = "ReactBench-style hallucination benchmark",
     replace: bool = False,
+    progress: StepProgress = no_progress,
 ) -> ExportSummary:
     """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out`` as one sealed set.
 
@@ -73,27 +79,32 @@ def export_benchmark(
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
     ``out`` holding anything but an older version of this release (or a release with tasks or
     formats this one lacks) raises :class:`tasks.release.export.seal.ReleaseRefused` unless ``replace``.
+    ``progress`` sees the steps ``read`` (questions), ``write`` (rows) and ``seal`` (bytes hashed).
     """
     if out.protocol == run.protocol and (run.root + "/").startswith(out.root.rstrip("/") + "/"):
         raise ReleaseRefused(f"--out {out.url} is the run directory {run.url} or holds it; choose a folder of its own for the release")
     check_target(out, replace)  # before the work: a folder that is no release is refused at once
+    progress("read", 0, None)
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)
-    images = ImageStore(run)
+    sizes = ImageStore(run).sizes()
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     rejects: list[dict[str, Any]] = []
-    with Progress(transient=True) as bar:
-        job = bar.add_task("export", total=len(questions))
-        for q in questions:
-            try:
-                by_task[q["task"]].append(_row(q, kept_edits, images, not unverified, annotations))
-            except (FileNotFoundError, ValueError) as exc:
-                rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]}))
-            bar.advance(job)
+    for q in questions:
+        missing = [rel for rel in q["images"] if rel not in sizes]
+        if missing or not q["images"]:
+            why = f"{missing[0]} is not in the run's image store" if missing else "it names no image"
+            rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {why}", {"images": q["images"]}))
+            continue
+        prior = list(annotations.get(q["edit_id"], {}).get("prior_terms") or [])
+        by_task[q["task"]].append(release_row(q, kept_edits.get(q["edit_id"]), not unverified, prior))
+    del questions, annotations
     counts = {t: len(r) for t, r in sorted(by_task.items())}
+    plan = {t: row_groups(rows, sizes) for t, rows in sorted(by_task.items())}
+    progress("read", 1, 1, f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)")
     extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
-    with sealed_release(out, replace=replace, extra=extra) as stage:
-        files = _write_release(run, stage, config, by_task, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval)
+    with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
+        files = _write_release(run, stage, config, plan, sizes, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval, progress=progress)
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
     write_table(run, f"{rejects_at.folder}/part-00000.parquet", table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder))
@@ -105,17 +116,19 @@ def _write_release(
     run: RunFS,
     out: RunFS,
     config: Any,
-    by_task: dict[str, list[dict[str, Any]]],
+    plan: dict[str, list[list[dict[str, Any]]]],
+    sizes: dict[str, int],
     kept_edits: dict[str, dict[str, Any]],
     unverified: bool,
     name: str,
     *,
     vlmevalkit: bool,
     lmms_eval: bool,
+    progress: StepProgress,
 ) -> list[str]:
     """Every file of the release into ``out`` (the staging folder); returns their paths."""
-    files = [write_task_parquet(out, t, rows) for t, rows in sorted(by_task.items())]
-    all_rows = [r for t in sorted(by_task) for r in sorted(by_task[t], key=lambda r: r["id"])]
+    all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
+    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress)
     edit_reader = addresses.EDITS.reader(run)
     all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
     card = render_card(
@@ -129,15 +142,53 @@ def _write_release(
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
-    if vlmevalkit:
-        files += write_vlmevalkit(out, all_rows)
     if lmms_eval:
-        files += write_lmms_eval(out, sorted(by_task), config.eval.temperature, config.eval.max_tokens)
+        files += write_lmms_eval(out, sorted(plan), config.eval.temperature, config.eval.max_tokens)
     return files
 
 
-def _row(q: dict[str, Any], edits: dict[str, dict[str, Any]], images: ImageStore, verified: bool, annotations: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from tasks.release.export.rows import release_row
+def _write_rows(
+    run: RunFS,
+    out: RunFS,
+    plan: dict[str, list[list[dict[str, Any]]]],
+    sizes: dict[str, int],
+    tsv_rows: list[dict[str, Any]] | None,
+    progress: StepProgress,
+) -> list[str]:
+    """The Parquet file of every task (and the VLMEvalKit TSVs for ``tsv_rows``), one row group at a
+    time: each group's images are read once, written, and let go."""
+    total = sum(len(g) for groups in plan.values() for g in groups)
+    done, images = 0, set[str]()
+    progress("write", 0, total)
+    files: list[str] = []
+    with ExitStack() as stack:
+        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows)) if tsv_rows is not None else None
+        for task, groups in plan.items():
+            with task_parquet(out, task) as write_group:
+                for group in groups:
+                    blobs = _read_images(run, group)
+                    write_group([with_bytes(r, blobs) for r in group])
+                    if tsvs is not None:
+                        tsvs.add(group, blobs)
+                    images.update(blobs)
+                    done += len(group)
+                    progress("write", done, total)
+            files.append(data_file(task))
+    if tsvs is not None:
+        files += tsvs.files
+    unique_mb = sum(sizes[rel] for rel in images) / 1e6
+    parquet_mb = sum(out.fs.size(out.path(f)) for f in files if f.endswith(".parquet")) / 1e6
+    tsv_note = f"; {len(tsvs.files) - 1} VLMEvalKit TSVs" if tsvs is not None and tsvs.files else ""
+    progress("write", total, total, f"wrote {total:,} questions ({len(images):,} images, {unique_mb:,.1f} MB) as {parquet_mb:,.1f} MB of Parquet{tsv_note}")
+    return files
 
-    prior = list(annotations.get(q["edit_id"], {}).get("prior_terms") or [])
-    return release_row(q, edits.get(q["edit_id"]), images, verified, prior)
+
+def _read_images(run: RunFS, group: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The bytes of a row group's images by image-store path (one concurrent round on an object store)."""
+    wanted = sorted({rel for r in group for rel in image_rels(r)})
+    blobs = run.read_many(wanted)
+    lost = [rel for rel in wanted if rel not in blobs]
+    if lost:
+        who = next(r["id"] for r in group if lost[0] in image_rels(r))
+        raise FileNotFoundError(f"{run.path(lost[0])}: image of question {who} vanished from the run's image store during the export")
+    return blobs

@@ -1,11 +1,16 @@
-"""One released row per question: the question, its answer, the images it is asked about."""
+"""One released row per question: the question, its answer, the images it is asked about.
+
+A row is built without its image bytes (:func:`release_row`: each image's release name and its
+place in the run's image store) and gets them only when its row group is written
+(:func:`with_bytes`), so an export holds the bytes of one row group at a time, never of the
+whole benchmark.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
-
-from storage.image_store import ImageStore
 
 COLUMNS: tuple[str, ...] = (
     "id",
@@ -75,8 +80,9 @@ def answer_text(q: dict[str, Any]) -> str:
     return gold
 
 
-def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageStore, verified: bool, prior_terms: list[str] | None = None) -> dict[str, Any]:
-    """A question row with its image bytes embedded (names are the content hashes).
+def release_row(q: dict[str, Any], edit: dict[str, Any] | None, verified: bool, prior_terms: list[str] | None = None) -> dict[str, Any]:
+    """A question row whose ``images`` name each image (``path``: its content hash, the name the
+    release gives it) and where the run's image store holds it (``rel``); no bytes yet.
 
     ``prior_terms`` are what a hallucinating short answer falls back on (the erased object,
     the original attribute): the offline judge needs them to grade as ``reactbench eval`` does."""
@@ -94,7 +100,7 @@ def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageSto
         "answer_text": answer_text(q),
         "rotation": q.get("rotation") or 0,
         "image_role": q.get("image_role"),
-        "images": [{"bytes": images.get_bytes(rel), "path": rel.rsplit("/", 1)[-1]} for rel in q["images"]],
+        "images": [{"path": rel.rsplit("/", 1)[-1], "rel": rel} for rel in q["images"]],
         "rubric": json.dumps(json.loads(rubric), sort_keys=True, ensure_ascii=False) if rubric else None,
         "prior_terms": list(prior_terms or []),
         "edit_id": q["edit_id"],
@@ -104,3 +110,14 @@ def release_row(q: dict[str, Any], edit: dict[str, Any] | None, images: ImageSto
         "source_image_id": (edit or {}).get("image_id"),
         "verified": verified,
     }
+
+
+def image_rels(row: dict[str, Any]) -> list[str]:
+    """The image-store paths of a row's images, in order."""
+    return [im["rel"] for im in row["images"]]
+
+
+def with_bytes(row: dict[str, Any], blobs: Mapping[str, bytes]) -> dict[str, Any]:
+    """The row as released: each image as ``{"bytes", "path"}`` (``datasets.Image``'s storage),
+    its bytes taken from ``blobs`` (image-store path -> bytes)."""
+    return {**row, "images": [{"bytes": blobs[im["rel"]], "path": im["path"]} for im in row["images"]]}

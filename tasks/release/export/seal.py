@@ -24,12 +24,13 @@ import json
 import os
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from storage.fs import RunFS
-from storage.hashing import sha256_hex
+from storage.hashing import sha256_file
+from tasks.engine.progress import StepProgress, no_progress
 
 MANIFEST = "release_manifest.json"
 FORMAT = 1
@@ -41,15 +42,26 @@ class ReleaseRefused(ValueError):
     """``--out`` holds something this export must not silently replace; the message says what."""
 
 
-def file_entries(folder: RunFS) -> dict[str, dict[str, Any]]:
-    """Every file below ``folder`` (relative path -> sha256 and size), the manifest excluded."""
+Advance = Callable[[int], None]  # bytes just hashed
+
+
+def file_entries(folder: RunFS, advance: Advance | None = None) -> dict[str, dict[str, Any]]:
+    """Every file below ``folder`` (relative path -> sha256 and size), the manifest excluded;
+    ``advance`` is told the bytes hashed as it goes."""
     entries = {}
     for path in folder.walk_files():
         rel = posixpath.relpath(path, folder.root)
         if rel != MANIFEST:
-            data = folder.fs.cat_file(path)
-            entries[rel] = {"sha256": sha256_hex(data), "bytes": len(data)}
+            sha, size = sha256_file(folder.fs, path, advance)
+            entries[rel] = {"sha256": sha, "bytes": size}
     return dict(sorted(entries.items()))
+
+
+def folder_bytes(folder: RunFS) -> int:
+    """The bytes of every file below ``folder`` (what sealing it hashes), from one listing."""
+    if not folder.exists():
+        return 0
+    return sum(int(info["size"]) for info in folder.fs.find(folder.root, detail=True).values())
 
 
 def read_release(out: RunFS) -> dict[str, Any] | None:
@@ -100,11 +112,12 @@ def check_target(out: RunFS, replace: bool, new_files: dict[str, Any] | None = N
 
 
 @contextmanager
-def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any]) -> Iterator[RunFS]:
+def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any], progress: StepProgress = no_progress) -> Iterator[RunFS]:
     """Yield a staging folder to write the release into; on success seal it and swap it in.
 
     ``extra`` goes into the manifest (counts per task, verified, source run). On an error the
-    staging folder is removed and ``out`` is left as it was."""
+    staging folder is removed and ``out`` is left as it was. ``progress`` sees the ``seal`` step
+    (bytes hashed)."""
     parent, name = posixpath.split(out.root.rstrip("/"))
     recover(out)
     check_target(out, replace)
@@ -113,11 +126,20 @@ def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any]) -> Itera
     stage.makedirs()
     try:
         yield stage
-        files = file_entries(stage)
+        total, hashed = folder_bytes(stage), 0
+        progress("seal", 0, total)
+
+        def advance(n: int) -> None:
+            nonlocal hashed
+            hashed += n
+            progress("seal", hashed, total)
+
+        files = file_entries(stage, advance)
         check_target(out, replace, files)
         manifest = {"format": FORMAT, "files": files, **extra}
         stage.write_text_atomic(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         _swap_in(stage, out, posixpath.join(parent, f".{name}{OLD_TAG}{token}"))
+        progress("seal", total, total, f"sealed {len(files) + 1} files ({total / 1e6:,.1f} MB hashed into {MANIFEST}) and swapped them into {out.url}")
     finally:
         stage.rm()
 

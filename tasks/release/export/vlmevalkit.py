@@ -23,6 +23,9 @@ the model pixel-for-pixel. Each distinct image (or before/after pair, a JSON lis
 per file; later rows hold the index of the row that carries it (VLMEvalKit's ``ImageBaseDataset``
 reads an ``image`` of at most 64 characters as another row's index). Columns ``category`` (task)
 and ``l2-category`` (dimension) give VLMEvalKit's per-task and per-dimension breakdowns.
+
+The files are written row group by row group with the Parquet files (:class:`TsvFiles`), in
+their row order; a group's images are read and converted once for all three files.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ import base64
 import csv
 import io
 import json
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from typing import Any, TextIO
 
 LETTERS = "ABCDE"
 CIRCULAR_STRIDE = 1_000_000
@@ -76,45 +81,85 @@ def png_name(name: str) -> str:
     return f"{stem}.png"
 
 
-def _indices(rows: list[dict[str, Any]], qtype: str) -> list[int]:
-    """Row indices: sequential, except circular MC presentations, which share a group index."""
-    if qtype != "MC":
-        return list(range(len(rows)))
-    groups: dict[tuple, int] = {}
-    out = []
-    for r in rows:
+class TsvWriter:
+    """One question type's TSV, written a few rows at a time (rows of other types are skipped).
+
+    Remembers only text: which images (by name) a row already carried, and the group index of
+    each cyclic MC question."""
+
+    def __init__(self, stream: TextIO, qtype: str):
+        self.qtype = qtype
+        self.writer = csv.writer(stream, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+        self.writer.writerow(HEADERS[qtype])
+        self.first: dict[tuple[str, ...], int] = {}  # image names -> index of the row that carries them
+        self.groups: dict[tuple, int] = {}  # circular MC: question -> its group index
+        self.rows = 0
+
+    def _index(self, r: dict[str, Any]) -> int:
+        """Sequential, except circular MC presentations, which share a group index."""
+        if self.qtype != "MC":
+            return self.rows
         key = (r["edit_id"], r["question_set"], r["qid"], r.get("image_role"))
-        g = groups.setdefault(key, len(groups))
-        out.append(g + int(r.get("rotation") or 0) * CIRCULAR_STRIDE)
-    return out
+        g = self.groups.setdefault(key, len(self.groups))
+        return g + int(r.get("rotation") or 0) * CIRCULAR_STRIDE
+
+    def add(self, rows: list[dict[str, Any]], b64: Callable[[str], str]) -> None:
+        """Append the rows of this type (``tasks.release.export.rows.release_row``); ``b64`` gives an
+        image's PNG in base64 from its image-store path, asked only for images not carried yet."""
+        for r in rows:
+            if r["qtype"] != self.qtype:
+                continue
+            index = self._index(r)
+            self.rows += 1
+            names = tuple(png_name(im["path"]) for im in r["images"])
+            if names in self.first:
+                image = str(self.first[names])
+            else:
+                self.first[names] = index
+                encoded = [b64(im["rel"]) for im in r["images"]]
+                image = encoded[0] if len(encoded) == 1 else json.dumps(encoded)
+            path = names[0] if len(names) == 1 else json.dumps(list(names))
+            common = [r["task"], r["dimension"] or "", r["qid"], r["question_set"], r["variant"], r["editor"], r["id"]]
+            if self.qtype == "MC":
+                opts = list(r["options"] or []) + [""] * len(LETTERS)
+                self.writer.writerow([index, image, path, r["question"], *opts[: len(LETTERS)], r["answer"], *common, r.get("rotation") or 0])
+            elif self.qtype == "YN":
+                self.writer.writerow([index, image, path, r["question"], r["answer"], *common])
+            else:
+                answers = repr([str(r["answer"])] * VQA_REFERENCES)  # VLMEvalKit reads a list with eval()
+                self.writer.writerow([index, image, path, r["question"], answers, *common, r["rubric"] or "", json.dumps(list(r.get("prior_terms") or []))])
 
 
-def tsv_text(rows: list[dict[str, Any]], qtype: str) -> str:
-    """The TSV of one question type for released rows (``tasks.release.export.rows.release_row``)."""
-    mine = [r for r in rows if r["qtype"] == qtype]
+def png_b64(blobs: Mapping[str, bytes]) -> Callable[[str], str]:
+    """An image's PNG in base64 by image-store path, from ``blobs``, each converted at most once."""
+    done: dict[str, str] = {}
+
+    def get(rel: str) -> str:
+        if rel not in done:
+            done[rel] = base64.b64encode(png_bytes(blobs[rel])).decode("ascii")
+        return done[rel]
+
+    return get
+
+
+def tsv_text(rows: list[dict[str, Any]], qtype: str, blobs: Mapping[str, bytes]) -> str:
+    """The whole TSV of one question type for released rows, their images from ``blobs``."""
     buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    w.writerow(HEADERS[qtype])
-    first: dict[tuple[str, ...], int] = {}  # image names -> index of the row that carries them
-    for index, r in zip(_indices(mine, qtype), mine):
-        names = tuple(png_name(im["path"]) for im in r["images"])
-        if names in first:
-            image = str(first[names])
-        else:
-            first[names] = index
-            b64 = [base64.b64encode(png_bytes(im["bytes"])).decode("ascii") for im in r["images"]]
-            image = b64[0] if len(b64) == 1 else json.dumps(b64)
-        path = names[0] if len(names) == 1 else json.dumps(list(names))
-        common = [r["task"], r["dimension"] or "", r["qid"], r["question_set"], r["variant"], r["editor"], r["id"]]
-        if qtype == "MC":
-            opts = list(r["options"] or []) + [""] * len(LETTERS)
-            w.writerow([index, image, path, r["question"], *opts[: len(LETTERS)], r["answer"], *common, r.get("rotation") or 0])
-        elif qtype == "YN":
-            w.writerow([index, image, path, r["question"], r["answer"], *common])
-        else:
-            answers = repr([str(r["answer"])] * VQA_REFERENCES)  # VLMEvalKit reads a list with eval()
-            w.writerow([index, image, path, r["question"], answers, *common, r["rubric"] or "", json.dumps(list(r.get("prior_terms") or []))])
+    TsvWriter(buf, qtype).add(rows, png_b64(blobs))
     return buf.getvalue()
+
+
+class TsvFiles:
+    """The TSVs of a release being written: :meth:`add` a row group at a time."""
+
+    def __init__(self, writers: list[TsvWriter], files: list[str]):
+        self.writers, self.files = writers, files
+
+    def add(self, rows: list[dict[str, Any]], blobs: Mapping[str, bytes]) -> None:
+        """Append a row group to every file; each of its images converted to PNG at most once."""
+        b64 = png_b64(blobs)
+        for w in self.writers:
+            w.add(rows, b64)
 
 
 def config_text(names: list[str], qtypes: list[str]) -> str:
@@ -145,18 +190,23 @@ def card_lines() -> list[str]:
     ]
 
 
-def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> list[str]:
-    """Write one TSV per question type present and the config; returns their release-relative paths."""
-    written, names, qtypes = [], [], []
-    for qtype in CLASSES:
-        if any(r["qtype"] == qtype for r in rows):
-            name = dataset_name(rows, qtype)
-            rel = f"vlmevalkit/{name}.tsv"
-            out.write_text_atomic(rel, tsv_text(rows, qtype))
-            written.append(rel)
-            names.append(name)
-            qtypes.append(qtype)
+@contextmanager
+def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> Iterator[TsvFiles]:
+    """Open one TSV per question type present in ``rows`` (every released row, without image
+    bytes) in ``out`` (a RunFS of the release); the caller adds the rows a group at a time, in
+    release order. The files and the config appear when the block ends; ``files`` lists their
+    release-relative paths."""
+    present = [q for q in CLASSES if any(r["qtype"] == q for r in rows)]
+    names = [dataset_name(rows, q) for q in present]
+    rels = [f"vlmevalkit/{n}.tsv" for n in names]
+    with ExitStack() as stack:
+        writers = []
+        for qtype, rel in zip(present, rels):
+            stream = io.TextIOWrapper(stack.enter_context(out.write_stream_atomic(rel)), encoding="utf-8", newline="")
+            stack.callback(stream.detach)  # flushed and let go before the file is closed and published
+            writers.append(TsvWriter(stream, qtype))
+        files = TsvFiles(writers, list(rels))
+        yield files
     if names:
-        out.write_text_atomic(CONFIG, config_text(names, qtypes))
-        written.append(CONFIG)
-    return written
+        out.write_text_atomic(CONFIG, config_text(names, present))
+        files.files.append(CONFIG)
