@@ -81,24 +81,32 @@ def eval_cmd(
     config: Optional[Path] = CfgOpt,
 ) -> None:
     """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    import time
 
-    from flows.cli_output import table_console
+    from flows.cli_output import step_progress, step_summary, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
     from tasks.release.items import InputsMissing
-    from tasks.release.evaluate.run import run_eval
+    from tasks.release.evaluate.run import answer_questions, write_metrics
     from tasks.engine.runner import ShardFailed
 
     overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
     try:
         cfg = _config(config, run_dir, overrides)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
-            job = bar.add_task(f"eval {model}", total=None)
-            outcome = run_eval(
-                RunFS.open(str(run_dir)), cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
-                progress=lambda done, total: bar.update(job, completed=done, total=max(total, 1)),
-            )
+        run = RunFS.open(str(run_dir))
+        started = time.perf_counter()
+        with step_progress(console, f"eval {model}", "shards") as progress:
+            answered = answer_questions(run, cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force, progress=progress)
+        s = answered.stage
+        console.print(step_summary(
+            f"eval {model}", f"{s.rows_out.get('answers', 0):,} answers", time.perf_counter() - started,
+            f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
+        ), markup=False, highlight=False)
+        started = time.perf_counter()
+        with step_progress(console, "metrics", "answer shards") as progress:
+            outcome = write_metrics(run, answered, progress)
+        console.print(step_summary("metrics", f"{outcome.metrics['n_answers']:,} answers", time.perf_counter() - started, f"{outcome.folder}/metrics.json"),
+                      markup=False, highlight=False)
     except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
