@@ -81,6 +81,7 @@ BENCH_RUN ?= runs/bench-demo
 BENCH_RELEASE ?= runs/bench-release
 benchmarks: $(STAMP) $(SAMPLE)/.complete
 	$(PY) benchmarks/qa_render.py
+	$(PY) benchmarks/eval_overhead.py
 	$(PY) benchmarks/edit_overhead.py
 	$(PY) benchmarks/mllm_throughput.py
 	$(PY) benchmarks/review_load.py

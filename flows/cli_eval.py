@@ -84,24 +84,26 @@ def eval_cmd(
     config: Optional[Path] = CfgOpt,
 ) -> None:
     """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from flows.cli_output import table_console
+    from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
     from tasks.release.items import InputsMissing
-    from tasks.release.evaluate.run import run_eval
+    from tasks.release.evaluate.run import answer_questions, write_metrics
     from tasks.engine.runner import ShardFailed
 
     overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
     try:
         cfg = _config(config, run_dir, overrides)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
-            job = bar.add_task(f"eval {model}", total=None)
-            outcome = run_eval(
-                RunFS.open(str(run_dir)), cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
-                progress=lambda done, total: bar.update(job, completed=done, total=max(total, 1)),
-            )
+        run = RunFS.open(str(run_dir))
+        with StepBars(f"eval {model}", console) as steps:
+            answered = answer_questions(run, cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
+                                        progress=steps.step("answer"))
+            s = answered.stage
+            steps("answer", s.shards_total, s.shards_total, summary=f"{s.rows_out.get('answers', 0):,} answers",
+                  details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused")
+        with StepBars("metrics", console) as steps:
+            outcome = write_metrics(run, answered, steps.step("metrics"))
+            steps("metrics", 1, 1, summary=f"{outcome.metrics['n_answers']:,} answers", details=f"{outcome.folder}/metrics.json")
     except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return

@@ -12,7 +12,7 @@ per step where no terminal shows the bars (a redirected log).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console
 
@@ -56,13 +56,19 @@ class StepBars:
         self.steps: dict[str, tuple[Any, float]] = {}  # step -> (its bar, when it started)
 
     def __enter__(self) -> "StepBars":
-        self.bars.start()
+        if self.console.is_terminal:  # a log gets no live display (rich would leave a blank line or a frozen bar)
+            self.bars.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.bars.stop()
+        if self.console.is_terminal:
+            self.bars.stop()
 
-    def __call__(self, step: str, done: int, total: int | None, summary: str | None = None) -> None:
+    def step(self, name: str) -> Callable[[int, int], None]:
+        """A ``(done, total)`` callback (the stage runner's ``ProgressFn``) for the step ``name``."""
+        return lambda done, total: self(name, done, total)
+
+    def __call__(self, step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None) -> None:
         if step not in self.steps:
             self.steps[step] = (self.bars.add_task(f"{self.label}: {step}", total=total), time.perf_counter())
         bar, started = self.steps[step]
@@ -70,4 +76,5 @@ class StepBars:
         if summary is not None:
             self.bars.remove_task(bar)
             del self.steps[step]
-            self.bars.console.print(f"{self.label}: {summary} in {time.perf_counter() - started:.1f} s", markup=False, highlight=False, soft_wrap=True)
+            line = f"{self.label}: {summary} in {time.perf_counter() - started:.1f} s" + (f" ({details})" if details else "")
+            self.bars.console.print(line, markup=False, highlight=False, soft_wrap=True)

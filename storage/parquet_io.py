@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -154,6 +154,21 @@ class ArtifactReader:
         for table in self.iter_tables(columns):
             yield from table.to_pylist()
 
+    def iter_shared_rows(
+        self, columns: list[str] | None = None, pool: dict[Any, Any] | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Rows one shard at a time, for a caller that keeps many of them (eval metrics, reports):
+        in a string column whose values repeat (task, editor, edit id, image path...), equal
+        values are one object across shards (``pool``), so a kept row costs its dict and its
+        unique values. Columns of mostly distinct values (ids, replies) are left as read.
+        ``progress`` sees (shards read, total)."""
+        pool = {} if pool is None else pool
+        files = self.shard_files()
+        for done, rel in enumerate(files, 1):
+            yield from shared_rows(read_table(self.run, rel, self.schema, columns), pool)
+            if progress is not None:
+                progress(done, len(files))
+
     def count(self) -> int:
         total = 0
         for rel in self.shard_files():
@@ -161,3 +176,22 @@ class ArtifactReader:
                 total += pq.ParquetFile(f).metadata.num_rows
         return total
 
+
+
+def shared_rows(table: pa.Table, pool: dict[Any, Any]) -> Iterator[dict[str, Any]]:
+    """The rows of ``table`` as dicts, repeated strings taken from ``pool`` (see ``iter_shared_rows``)."""
+    values = [_shared(table.column(i).to_pylist(), table.schema.field(i).type, pool) for i in range(table.num_columns)]
+    names = table.column_names
+    for row in zip(*values):
+        yield dict(zip(names, row))
+
+
+def _shared(values: list[Any], kind: pa.DataType, pool: dict[Any, Any]) -> list[Any]:
+    """``values`` with each repeated string (or string inside a list) replaced by its one copy in ``pool``."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if len(set(values)) * 2 > len(values):
+            return values
+        return [v if v is None else pool.setdefault(v, v) for v in values]
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and pa.types.is_string(kind.value_type):
+        return [v if v is None else [x if x is None else pool.setdefault(x, x) for x in v] for v in values]
+    return values

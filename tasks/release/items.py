@@ -42,7 +42,10 @@ def source_for(unverified: bool) -> Source:
 
 
 def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Questions sorted by id, and edits by id. Fails naming the folder and the way out."""
+    """Questions sorted by id, and edits by id. Fails naming the folder and the way out.
+
+    Read one shard at a time with repeated values shared (``ArtifactReader.iter_shared_rows``):
+    every question is kept, so its row is all it costs (no whole-table copy beside the rows)."""
     src = source_for(unverified)
     q_reader = src.questions.reader(run)
     if not unverified and q_reader.exists():
@@ -54,9 +57,10 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
             else "export the review decisions first (`reactbench review export`), or pass --unverified to use qa/questions"
         )
         raise InputsMissing(f"{run.path(src.questions.folder)}: no question shards found; {hint}")
-    questions = sorted(q_reader.rows(), key=lambda r: r["id"])
+    pool: dict[Any, Any] = {}  # one object per repeated value (task, editor, edit id, image path...) across both
+    questions = sorted(q_reader.iter_shared_rows(pool=pool), key=lambda r: r["id"])
     e_reader = src.edits.reader(run)
-    edits = {e["id"]: e for e in e_reader.rows()} if e_reader.exists() else {}
+    edits = {e["id"]: e for e in e_reader.iter_shared_rows(pool=pool)}
     return questions, edits
 
 

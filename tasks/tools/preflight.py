@@ -100,6 +100,29 @@ class PreflightReport:
         return "\n".join(lines)
 
 
+CPU_ONLY = "CPU only: no model editor or transformers backend to place"
+
+
+def gpu_needed(cfg: Any, stages: set[str]) -> bool:
+    """Whether the stages that run place a model on a GPU: an editor with model weights (edit), or
+    the ``transformers`` MLLM backend (instruct, qa). A CPU-only config (classical editors, the
+    ``rules`` or ``openai`` backend) never imports torch for its preflight: that import alone
+    costs ~1.7 CPU-s and ~730 MB, most of a CPU build's memory. An editor name that does not
+    resolve counts as no GPU here; the preflight reports it as an error."""
+    from editors.base import Editor
+    from editors.registry import editor_class
+
+    if "edit" in stages:
+        for spec in cfg.editors:
+            try:
+                cls = editor_class(spec.name)
+            except EditorError:
+                continue
+            if cls.uses_model or cls.memory_profile.__func__ is not Editor.memory_profile.__func__:  # type: ignore[attr-defined]
+                return True
+    return bool(stages & {"instruct", "qa"}) and cfg.mllm.backend == "transformers"
+
+
 def detect_gpus(gpus: int | None, gpu_memory_gb: float | None) -> tuple[int, float, str]:
     """(count, memory per GPU in GB, where that came from): the flags win, else torch.cuda."""
     if gpus is not None or gpu_memory_gb is not None:
@@ -222,9 +245,12 @@ def run_preflight(
     among them, also estimate the GPU time of its pending items (``tasks.tools.estimate``)."""
     from editors.registry import editor_class
 
-    n, mem, source = detect_gpus(gpus, gpu_memory_gb)
-    report = PreflightReport(n, mem, source)
     wanted = set(stages) if stages else {"mine", "instruct", "edit", "qa", "review"}
+    if gpus is None and gpu_memory_gb is None and not gpu_needed(cfg, wanted):
+        n, mem, source = 0, 0.0, CPU_ONLY
+    else:
+        n, mem, source = detect_gpus(gpus, gpu_memory_gb)
+    report = PreflightReport(n, mem, source)
     if "edit" in wanted:
         for spec in cfg.editors:
             where = f"editor {spec.key!r}"

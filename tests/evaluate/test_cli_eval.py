@@ -72,3 +72,26 @@ def test_eval_at_30_columns_keeps_table_labels_and_unwrapped_errors(tmp_path, mo
     assert res.exit_code == 2
     lines = [ln for ln in res.output.splitlines() if "--unverified" in ln]
     assert lines and lines[0].startswith("error:"), res.output  # one line, however narrow the terminal
+
+
+def test_eval_leaves_one_summary_line_per_step_in_a_log(tmp_path):
+    """Output that is not a terminal (a log, CI) gets no bar, and one line per step saying what was done."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    run = write_run(tmp_path / "run", verified=False)
+    (tmp_path / "run" / "config.yaml").write_text("run:\n  shard_size: 4\n  workers: 1\n")
+    args = ["eval", "--run-dir", str(tmp_path / "run"), "--model", "rules:rules-v1", "--unverified", "--modes", "standard"]
+    first = CliRunner().invoke(_app(), args)
+    assert first.exit_code == 0, first.output
+    answers = run.sub("eval/rules-rules-v1-unverified").path("answers")
+    n = pq.read_table(answers).num_rows
+    step = re.search(r"^eval rules:rules-v1: ([\d,]+) answers in [\d.]+ s \((\d+) of (\d+) shards run; ([\d,]+) asked, 0 reused\)$", first.output, re.M)
+    assert step, first.output
+    assert int(step.group(1).replace(",", "")) == n == int(step.group(4).replace(",", "")) and step.group(2) == step.group(3) and int(step.group(3)) > 1
+    assert re.search(rf"^metrics: {n:,} answers in [\d.]+ s \(eval/rules-rules-v1-unverified/metrics.json\)$", first.output, re.M), first.output
+    assert [ln for ln in first.output.splitlines() if "rules:rules-v1" in ln and "answers" in ln] == [step.group(0)]  # no bar left behind
+    assert "\x1b" not in first.output  # no cursor movement
+    again = CliRunner().invoke(_app(), args)
+    assert re.search(rf"^eval rules:rules-v1: {n:,} answers in [\d.]+ s \(0 of {step.group(3)} shards run; 0 asked, 0 reused\)$", again.output, re.M), again.output

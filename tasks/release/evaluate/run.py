@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
 
 from prompts.clients.factory import make_client
 from prompts.config import MLLMConfig
@@ -53,6 +53,9 @@ class EvalOutcome:
     folder: str
     stage: StageSummary
     metrics: dict[str, Any]
+    backend: str = ""
+    model: str = ""
+    unverified: bool = False
 
 
 def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: str | None, no_cache: bool) -> EvalClients:
@@ -79,22 +82,60 @@ def run_eval(
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
 ) -> EvalOutcome:
-    """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``."""
+    """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``
+    (:func:`answer_questions`, then :func:`write_metrics`; the CLI runs them as two steps)."""
+    answered = answer_questions(run, config, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force, progress=progress, clients=clients)
+    return write_metrics(run, answered)
+
+
+def answer_questions(
+    run: RunFS,
+    config: Any,
+    model: str,
+    *,
+    unverified: bool = False,
+    base_url: str | None = None,
+    no_cache: bool = False,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    clients: EvalClients | None = None,
+) -> EvalOutcome:
+    """The eval stage: every question answered, judged and scored into ``<folder>/answers`` (its
+    ``metrics`` still empty); ``progress`` sees (shards done, total)."""
     backend, model_id = parse_model(model)
     clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
     stage = EvalStage(backend, model_id, unverified, clients)
     ctx = RunContext(run, config, {"no_cache": no_cache})
     summary = run_stage(stage, ctx, force=force, progress=progress)
-    metrics = compute_metrics(run, stage.name, backend, model_id, unverified)
-    run.write_text_atomic(f"{stage.name}/{METRICS_FILE}", json.dumps(metrics, indent=1, sort_keys=True) + "\n")
-    return EvalOutcome(model_slug(backend, model_id, unverified), stage.name, summary, metrics)
+    return EvalOutcome(model_slug(backend, model_id, unverified), stage.name, summary, {}, backend, model_id, unverified)
 
 
-def compute_metrics(run: RunFS, folder: str, backend: str, model: str, unverified: bool) -> dict[str, Any]:
-    """Every metric of one evaluated model from its stored answers (what ``metrics.json`` holds)."""
-    answers = ArtifactReader(run, f"{folder}/answers", ANSWERS).rows()
-    subcauses = ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).rows()
-    spans = ArtifactReader(run, f"{folder}/spans", SPANS).rows()
+def write_metrics(run: RunFS, answered: EvalOutcome, progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+    """``metrics.json`` of an answered evaluation; ``progress`` sees (answer shards read, total)."""
+    metrics = compute_metrics(run, answered.folder, answered.backend, answered.model, answered.unverified, progress)
+    run.write_text_atomic(f"{answered.folder}/{METRICS_FILE}", json.dumps(metrics, indent=1, sort_keys=True) + "\n")
+    return replace(answered, metrics=metrics)
+
+
+# What the metrics read of an answer row (tasks/release/metrics.py's list, plus ``status`` and
+# ``judge``): the replies, judge texts and prompt names stay on disk.
+METRIC_COLUMNS = [
+    "task", "mode", "qtype", "qid", "dimension", "question_set", "correct", "edit_id", "editor", "variant", "rotation",
+    "image_role", "text", "parsed", "gold", "beaf_related", "prior_fallback", "status", "judge",
+]
+
+
+def compute_metrics(
+    run: RunFS, folder: str, backend: str, model: str, unverified: bool, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Every metric of one evaluated model from its stored answers (what ``metrics.json`` holds).
+
+    The answers are read one shard at a time, only the columns the metrics use, repeated values
+    shared (``ArtifactReader.iter_shared_rows``): memory grows by a small row per answer, not by
+    the replies (measured in docs/eval.md); spans are counted as they stream by."""
+    answers = list(ArtifactReader(run, f"{folder}/answers", ANSWERS).iter_shared_rows(METRIC_COLUMNS, progress=progress))
+    subcauses = list(ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).iter_shared_rows(["task", "editor", "variant", "status", "label"]))
+    spans = ArtifactReader(run, f"{folder}/spans", SPANS).iter_rows(["status", "spans_json"])
     out = summarize(answers)
     out.update(
         {
@@ -129,7 +170,7 @@ def subcause_distribution(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def span_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def span_summary(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Detector outcome counts, instruction-following rate and spans per MHALO type."""
     types: Counter[str] = Counter()
     status: Counter[str] = Counter()

@@ -12,7 +12,7 @@ import base64
 import io
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from storage import addresses
 from storage.fs import RunFS
@@ -38,7 +38,7 @@ def edit_rejects_per_editor(run: RunFS) -> tuple[dict[str, int], dict[str, dict[
     unsupported: dict[str, int] = defaultdict(int)
     other: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if reader.exists():
-        for r in reader.rows(columns=["reason", "payload_json"]):
+        for r in reader.iter_rows(columns=["reason", "payload_json"]):
             ed = json.loads(r.get("payload_json") or "{}").get("editor")
             if ed is None or r["reason"] == "verify_failed":
                 continue
@@ -62,35 +62,51 @@ def seconds_per_editor(run: RunFS) -> dict[str, float]:
     return {k: s / n for k, (s, n) in totals.items() if n}
 
 
-def editor_rows(edits: list[dict[str, Any]], accepted: set[str] | None, unsupported: dict[str, int] | None = None,
+# What each part of the report reads of an edit row (the candidate and instruction JSON stay on disk).
+EDITOR_COLUMNS = ["id", "editor", "status", "qc_json", "edit_seconds"]
+PICTURE_COLUMNS = ["id", "instruction_id", "task", "instruction", "editor", "status", "original_image", "edited_image"]
+GALLERY_COLUMNS = [*PICTURE_COLUMNS, "qc_json"]
+
+
+def editor_rows(edits: Iterable[Mapping[str, Any]], accepted: set[str] | None, unsupported: dict[str, int] | None = None,
                 other_rejects: dict[str, dict[str, int]] | None = None, seconds: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """One summary dict per editor (sorted by name): supported requests (performed or failed while
     trying), unsupported ones, verified and failed verification, auto-QC, acceptance, timing (the
-    rows' ``edit_seconds`` when ``edit.record_timings`` kept them, else ``seconds``: the manifest's record)."""
+    rows' ``edit_seconds`` when ``edit.record_timings`` kept them, else ``seconds``: the manifest's record).
+    One pass over ``edits`` (``EDITOR_COLUMNS`` of each), which may be a stream: nothing is kept per edit."""
+    sums: dict[str, dict[str, Any]] = defaultdict(lambda: {"edits": 0, "passed": 0, "accepted": 0, "verified": 0, "secs": [0, 0.0], "qc": defaultdict(lambda: [0, 0.0])})
+    for e in edits:
+        acc = sums[e["editor"]]
+        acc["edits"] += 1
+        if e["status"] == "ok":
+            acc["passed"] += 1
+            acc["accepted"] += int(accepted is not None and e["id"] in accepted)
+        qc_fields = json.loads(e.get("qc_json") or "{}")
+        for k, v in qc_fields.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                acc["qc"][k][0] += 1
+                acc["qc"][k][1] += float(v)
+        if e.get("edit_seconds") is not None:
+            acc["secs"][0] += 1
+            acc["secs"][1] += e["edit_seconds"]
+        acc["verified"] += int(bool((qc_fields.get("verification") or {}).get("passed", True)))
     out = []
-    for ed in sorted({e["editor"] for e in edits} | set(unsupported or {})):
-        mine = [e for e in edits if e["editor"] == ed]
-        passed = [e for e in mine if e["status"] == "ok"]
-        qc: dict[str, list[float]] = defaultdict(list)
-        for e in mine:
-            for k, v in json.loads(e.get("qc_json") or "{}").items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    qc[k].append(float(v))
-        secs = [e["edit_seconds"] for e in mine if e.get("edit_seconds") is not None]
-        verdicts = [(json.loads(e.get("qc_json") or "{}").get("verification") or {}).get("passed", True) for e in mine]
+    for ed in sorted(set(sums) | set(unsupported or {})):
+        acc = sums[ed]
+        n, passed = acc["edits"], acc["passed"]
         refused = (unsupported or {}).get(ed, 0)
         out.append(
             {
                 "editor": ed,
-                "edits": len(mine),
-                "supported": len(mine) + sum((other_rejects or {}).get(ed, {}).values()),
+                "edits": n,
+                "supported": n + sum((other_rejects or {}).get(ed, {}).values()),
                 "unsupported": refused,
-                "verified": sum(1 for v in verdicts if v),
-                "failed_verification": sum(1 for v in verdicts if not v),
-                "auto_qc_pass": 100.0 * len(passed) / len(mine) if mine else None,
-                "human_acceptance": (100.0 * sum(1 for e in passed if e["id"] in accepted) / len(passed) if passed else None) if accepted is not None else None,
-                "seconds_per_image": sum(secs) / len(secs) if secs else (seconds or {}).get(ed),
-                "qc_means": {k: sum(v) / len(v) for k, v in sorted(qc.items())},
+                "verified": acc["verified"],
+                "failed_verification": n - acc["verified"],
+                "auto_qc_pass": 100.0 * passed / n if n else None,
+                "human_acceptance": (100.0 * acc["accepted"] / passed if passed else None) if accepted is not None else None,
+                "seconds_per_image": acc["secs"][1] / acc["secs"][0] if acc["secs"][0] else (seconds or {}).get(ed),
+                "qc_means": {k: total / count for k, (count, total) in sorted(acc["qc"].items())},
             }
         )
     return out
@@ -100,7 +116,8 @@ def downstream(run: RunFS) -> dict[str, dict[str, float | None]]:
     """Per evaluated model: main-set accuracy per editor (both modes pooled)."""
     out: dict[str, dict[str, float | None]] = {}
     for folder in list_evaluations(run):
-        rows = [r for r in ArtifactReader(run, f"{folder}/answers", ANSWERS).rows() if r["question_set"] == "main" and r["status"] != "error"]
+        answers = ArtifactReader(run, f"{folder}/answers", ANSWERS).iter_rows(["question_set", "status", "editor", "correct"])
+        rows = (r for r in answers if r["question_set"] == "main" and r["status"] != "error")  # counted as they stream by
         out[folder.split("/", 1)[1]] = {a["editor"]: a["accuracy"] for a in accuracy(rows, ["editor"])}
     return out
 
@@ -115,8 +132,9 @@ def _thumb(images: ImageStore, rel: str, width: int = 160) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def thumbnails(run: RunFS, edits: list[dict[str, Any]], limit: int = 6) -> str:
-    """Original + each editor's result for the first ``limit`` instructions (most editors first)."""
+def thumbnails(run: RunFS, edits: Iterable[Mapping[str, Any]], limit: int = 6) -> str:
+    """Original + each editor's result for the first ``limit`` instructions (most editors first);
+    ``edits`` need ``PICTURE_COLUMNS`` only."""
     from html import escape
 
     images = ImageStore(run)
@@ -138,18 +156,24 @@ def thumbnails(run: RunFS, edits: list[dict[str, Any]], limit: int = 6) -> str:
     return "\n".join(blocks)
 
 
-def gallery(run: RunFS, edits: list[dict[str, Any]], per: int = 2) -> str:
+def gallery(run: RunFS, edits: Iterable[Mapping[str, Any]], per: int = 2) -> str:
     """Before / after thumbnails with the instruction and the verification verdict: a sample of
-    ``per`` edits per (task, editor), so an author sees what each editor really does."""
+    ``per`` edits per (task, editor) (the lowest ids), so an author sees what each editor really
+    does. One pass over ``edits`` (``GALLERY_COLUMNS``), which may be a stream: only the sample is kept."""
     from html import escape
 
     images = ImageStore(run)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for e in sorted(edits, key=lambda e: e["id"]):
-        if e["editor"] != "none" and len(groups[(e["task"], e["editor"])]) < per:
-            groups[(e["task"], e["editor"])].append(e)
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for e in edits:
+        if e["editor"] != "none":
+            group = groups[(e["task"], e["editor"])]
+            group.append(e)
+            if len(group) > per:
+                group.sort(key=lambda g: g["id"])
+                group.pop()
     blocks = []
     for (task, ed), group in sorted(groups.items()):
+        group = sorted(group, key=lambda g: g["id"])
         for e in group:
             v = json.loads(e.get("qc_json") or "{}").get("verification") or {}
             verdict = "verified" if v.get("passed", True) else "failed: " + "; ".join(v.get("failures") or [])
@@ -167,15 +191,14 @@ def render_ablation_report(run: RunFS) -> str:
     reader = addresses.EDITS.reader(run)
     if not reader.exists():
         raise NoEdits(f"{run.path(addresses.EDITS.folder)}: no edits found; run `{suggest('edit', '--run-dir', run.url)}` first")
-    edits = reader.rows()
     vreader = addresses.VERIFIED_EDITS.reader(run)
     if vreader.exists():
         from tasks.review.export_set import require_export_set
 
         require_export_set(run, ("verified_edits",))  # never half of an interrupted export
-    accepted = {e["id"] for e in vreader.rows(columns=["id"])} if vreader.exists() else None
+    accepted = {e["id"] for e in vreader.iter_rows(columns=["id"])} if vreader.exists() else None
     unsupported, other = edit_rejects_per_editor(run)
-    eds = editor_rows(edits, accepted, unsupported, other, seconds_per_editor(run))
+    eds = editor_rows(reader.iter_rows(EDITOR_COLUMNS), accepted, unsupported, other, seconds_per_editor(run))
     down = downstream(run)
     charts = [
         hbars([(e["editor"], e["auto_qc_pass"]) for e in eds], "Auto-QC pass rate per editor"),
@@ -196,8 +219,8 @@ def render_ablation_report(run: RunFS) -> str:
     )
     sections = [
         ("Editors", summary + '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>"),
-        ("Side by side", thumbnails(run, edits)),
-        ("Verification gallery", gallery(run, edits)),
+        ("Side by side", thumbnails(run, reader.iter_shared_rows(PICTURE_COLUMNS))),
+        ("Verification gallery", gallery(run, reader.iter_rows(GALLERY_COLUMNS))),
     ]
     note = None if accepted is not None else "Human acceptance: not reviewed yet (no review/verified_edits)."
     return page("Editor ablation", sections, banner=note, subtitle=f"run {run.url}")

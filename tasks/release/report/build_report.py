@@ -21,7 +21,7 @@ def stage_facts(run: RunFS) -> list[dict[str, Any]]:
     for st in STAGES:
         manifest = json.loads(run.read_text(st, "_manifest.json")) if run.exists(st, "_manifest.json") else None
         rej = addresses.rejects(st).reader(run)
-        reasons = Counter(r["reason"] for r in rej.rows(columns=["reason"])) if rej.exists() else Counter()
+        reasons = Counter(r["reason"] for r in rej.iter_rows(columns=["reason"]))
         if manifest is None and not reasons and not run.exists(st):
             continue
         counts = (manifest or {}).get("counts") or {}
@@ -49,7 +49,7 @@ def render_build_report(run: RunFS) -> str:
             rej_parts.append(f"<h3>{f['stage']}</h3>" + figure(hbars(sorted(f["reasons"].items(), key=lambda kv: (-kv[1], kv[0])), f"Reject reasons in {f['stage']}", max_value=top_r, unit="")))
     sections.append(("Reject reasons", "\n".join(rej_parts) or '<p class="muted">nothing was rejected</p>'))
     if run.exists(addresses.EDITS.folder):
-        from tasks.release.report.ablation import gallery
+        from tasks.release.report.ablation import GALLERY_COLUMNS, gallery
 
-        sections.append(("Verification gallery", gallery(run, addresses.EDITS.reader(run).rows())))
+        sections.append(("Verification gallery", gallery(run, addresses.EDITS.reader(run).iter_rows(GALLERY_COLUMNS))))
     return page("Build report", sections, subtitle=f"run {run.url}")
