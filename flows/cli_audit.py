@@ -21,6 +21,7 @@ def register(app: typer.Typer) -> None:
         truth: Optional[Path] = typer.Option(None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."),
     ) -> None:
         """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""
+        from flows.cli_output import StepBars
         from flows.config import saved_run_config
         from storage.fs import RunFS
         from tasks.tools.audit import find_truth, run_audit
@@ -31,7 +32,11 @@ def register(app: typer.Typer) -> None:
         if truth is not None and not truth.exists():
             raise typer.BadParameter(f"{truth}: no such truth file", param_hint="--truth")
         try:
-            out = run_audit(run, path)
+            with StepBars("audit", console) as steps:
+                out = run_audit(run, path, steps.step("items"))
+                if out["mode"] == "truth":
+                    steps("items", out["items"], out["items"], summary=f"{out['items']:,} queued items checked against the truth",
+                          details=f"{out['consistent']:,} consistent")
         except FileNotFoundError as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None

@@ -99,3 +99,20 @@ def test_a_scaled_build_has_every_gold_answer_true(scaled_run: tuple[RunFS, Path
     # the claims the audit checks were refused before the queue, each with its reason
     reasons = json.dumps([json.loads(e["qc_json"])["verification"]["failures"] for e in ArtifactReader(run, "edit/edits", EDITS).rows()])
     assert "also covers more than" in reasons
+
+
+def test_the_audit_command_leaves_a_summary_line_then_its_json(demo_run: RunFS, sample_dir: Path):
+    """In a log (no terminal): no bar, one line saying what was checked and how long it took, and
+    the JSON line last."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    res = CliRunner().invoke(app, ["audit", "--run-dir", demo_run.url, "--truth", str(sample_dir / "sample_truth.json")])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    n = json.loads(lines[-1])["items"]
+    assert re.fullmatch(rf"audit: {n:,} queued items checked against the truth in \d+\.\d s \({n:,} consistent\)", lines[0]), lines[0]
+    assert "\x1b" not in res.output
