@@ -48,8 +48,6 @@ import json
 import math
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +56,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_rusage import Measured, run_measured  # noqa: E402,F401  (a sibling script, by file location; Measured for callers)
 
 PAPER = {"relational_erasure": 19_140, "counterfactual_attribute": 7_668, "alteration_tracing": 10_956, "dense_counting": 12_248}
 PAPER_IMAGES = 4_678
@@ -78,18 +78,6 @@ COMMANDS = ("sample", "build", "eval", "audit", "export", "report", "build_cycli
 
 
 @dataclass
-class Measured:
-    """One child command: its exit status, wall and CPU seconds, peak RSS, and whether it was stopped at the cap."""
-
-    rc: int
-    wall_s: float
-    cpu_s: float
-    rss_mb: float
-    stopped: bool = False
-    log: str = ""
-
-
-@dataclass
 class SizeResult:
     size: float
     vg_images: int
@@ -97,44 +85,6 @@ class SizeResult:
     per_bin: int
     runs: dict[str, Measured] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
-
-
-def _rss_now_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def run_measured(argv: list[str], log: Path, cap_mb: float, env: dict[str, str]) -> Measured:
-    """Run ``argv`` alone and measure it with its own rusage (``os.wait4``); kill it once its
-    resident memory passes ``cap_mb`` (SIGKILL: on SIGTERM a command finishes its running
-    shards, and an export went on from 14 to 15.8 GB that way). The child is reaped only by
-    ``wait4``, so a signal never reaches a reused pid."""
-    started = time.perf_counter()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-    try:  # should the machine run out of memory anyway, the kernel takes this command, not a neighbour's work
-        Path(f"/proc/{proc.pid}/oom_score_adj").write_text("1000", encoding="ascii")
-    except OSError:
-        pass
-    stopped = False
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if not stopped and _rss_now_mb(proc.pid) > cap_mb:
-            stopped = True
-            os.kill(proc.pid, signal.SIGKILL)
-        time.sleep(0.1)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting again
-    wall = time.perf_counter() - started
-    text = log.read_text(encoding="utf-8", errors="replace")
-    return Measured(proc.returncode, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, stopped, text)
 
 
 def scaled_config(sample: Path, size: float, cyclic: bool) -> tuple[dict[str, Any], int]:

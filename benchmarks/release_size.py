@@ -12,7 +12,7 @@ for each export:
                    issue 30: each question embedded its images; Parquet rarely found the repeats)
   export_mb        the ``datasets`` part of the release: the Parquet files and the card
   export_over_images  export_mb / unique_image_mb (target <= 1.3, text included)
-  peak_rss_mb      peak resident memory of the export process (``os.wait4`` on the child)
+  peak_rss_mb      peak resident memory of the export process alone (``benchmarks/child_rusage.py``)
 
 and the ratio of the two peaks next to the ratio of the two question counts: memory that grew
 with the benchmark would follow the questions. Ends with one JSON line for the larger export:
@@ -33,10 +33,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from child_rusage import run_measured  # noqa: E402  (a sibling script, by file location)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache" / "release_size"
@@ -91,17 +93,15 @@ def _quiet(cmd: list[str]) -> None:
 
 
 def export(run: Path, out: Path, vlmevalkit: bool) -> tuple[float, float, str]:
-    """Run ``reactbench export`` as a child process: (peak RSS MB, seconds, its summary lines)."""
+    """Run ``reactbench export`` as a child process measured alone (``child_rusage``: its own peak,
+    not this process's): (peak RSS MB, seconds, its summary lines)."""
     cmd = [CLI, "export", "--run-dir", str(run), "--out", str(out), "--unverified", "--replace"]
     cmd.append("--vlmevalkit" if vlmevalkit else "--no-vlmevalkit")
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"export of {run} failed:\n{output[-3000:]}")
-    return usage.ru_maxrss / 1024, seconds, output  # ru_maxrss is in KB on Linux
+    out.parent.mkdir(parents=True, exist_ok=True)
+    m = run_measured(cmd, out.parent / f"{out.name}.export.log", cap_mb=float("inf"), env=_env())
+    if m.rc != 0:
+        raise SystemExit(f"export of {run} failed:\n{m.log[-3000:]}")
+    return m.rss_mb, m.wall_s, m.log
 
 
 def measure(release: Path, run: Path) -> dict[str, float]:
