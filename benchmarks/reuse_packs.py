@@ -15,9 +15,14 @@ Then a cold rerun (new store objects, the process's key index dropped) looks eve
 store up with another grouping (shards of ``--shard-size`` + 7), which goes through the
 per-component index once and writes each new shard's pack. CPU seconds are ``process_time``;
 each figure is the median of ``--runs`` turns. Both ways must return the same values.
+
+At the paper's size (``--index-entries``, ~150k answers: 50k questions, cyclic presentations and
+two modes) the per-shard store is written once more and its index built cold: CPU seconds, the
+megabytes it holds and the peak while it is built (tracemalloc).
 Ends with one JSON line: entries, shard_size, files_per_item_layout, files_per_shard_layout,
 write_cpu_s_per_item, write_cpu_s_per_shard, write_speedup, lookup_cpu_s_per_item,
-lookup_cpu_s_per_shard, lookup_speedup, regrouped_lookup_cpu_s, index_bytes_per_entry, same_values.
+lookup_cpu_s_per_shard, lookup_speedup, regrouped_lookup_cpu_s, index_bytes_per_entry,
+index_entries, index_build_cpu_s, index_mb, index_peak_mb, same_values.
 """
 
 from __future__ import annotations
@@ -52,9 +57,10 @@ def files_under(path: Path) -> int:
     return sum(len(files) for _, _, files in os.walk(path))
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
+    """CPU seconds of ``fn(*args)``, and what it returned."""
     started = time.process_time()
-    out = fn()
+    out = fn(*args)
     return time.process_time() - started, out
 
 
@@ -97,11 +103,32 @@ def per_shard(run: Any, keys: list[str], values: list[Any], size: int) -> list[A
     return out
 
 
+def index_at_size(n: int, size: int) -> dict[str, Any]:
+    """The cold build of one component's index over ``n`` stored entries (written per shard)."""
+    import tracemalloc
+
+    from storage import reuse_store
+    from storage.fs import RunFS
+
+    keys, values = answers(n)
+    with tempfile.TemporaryDirectory(prefix="reuse-index-") as tmp:
+        run = RunFS.open(tmp)
+        per_shard(run, keys, values, size)
+        reuse_store.forget_indexes()
+        tracemalloc.start()
+        cpu, index = timed(reuse_store.ReuseStore.open(run).index, COMPONENT)
+        held, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        reuse_store.forget_indexes()
+    return {"index_entries": len(index), "index_build_cpu_s": round(cpu, 2), "index_mb": round(held / 1e6, 2), "index_peak_mb": round(peak / 1e6, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=16000, help="entries stored (a 900-image evaluation stores ~15,700 answers)")
     parser.add_argument("--shard-size", type=int, default=64, help="keys per shard (run.shard_size's default)")
     parser.add_argument("--runs", type=int, default=3, help="turns of each way")
+    parser.add_argument("--index-entries", type=int, default=150000, help="entries of the store whose index is built cold (0: skip)")
     args = parser.parse_args()
 
     from storage import reuse_store
@@ -116,39 +143,43 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="reuse-packs-") as tmp:
             item_run, shard_run = RunFS.open(f"{tmp}/item"), RunFS.open(f"{tmp}/shard")
             reuse_store.forget_indexes()
-            cpu, _ = timed(lambda: per_item_write(item_run, keys, values))
+            cpu, _ = timed(per_item_write, item_run, keys, values)
             figures["write_item"].append(cpu)
             reuse_store.forget_indexes()
-            cpu, _ = timed(lambda: per_shard(shard_run, keys, values, args.shard_size))
+            cpu, _ = timed(per_shard, shard_run, keys, values, args.shard_size)
             figures["write_shard"].append(cpu)
             files = {"item": files_under(Path(tmp) / "item" / "reuse"), "shard": files_under(Path(tmp) / "shard" / "reuse")}
 
             reuse_store.forget_indexes()
-            cpu, by_item = timed(lambda: per_item_lookup(item_run, keys))
+            cpu, by_item = timed(per_item_lookup, item_run, keys)
             figures["lookup_item"].append(cpu)
             reuse_store.forget_indexes()
-            cpu, by_shard = timed(lambda: per_shard(shard_run, keys, [None] * len(keys), args.shard_size))
+            cpu, by_shard = timed(per_shard, shard_run, keys, [None] * len(keys), args.shard_size)
             figures["lookup_shard"].append(cpu)
             reuse_store.forget_indexes()
-            cpu, regrouped = timed(lambda: per_shard(shard_run, keys, [None] * len(keys), args.shard_size + 7))
+            cpu, regrouped = timed(per_shard, shard_run, keys, [None] * len(keys), args.shard_size + 7)
             figures["regrouped"].append(cpu)
             index = reuse_store.ReuseStore.open(shard_run).index(COMPONENT)
             index_bytes = (index.digests.itemsize + index.where.itemsize) if len(index) else 0.0
             same = same and by_item == by_shard == regrouped == json.loads(json.dumps(values))
             shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in figures.items()}
+    index = index_at_size(args.index_entries, args.shard_size) if args.index_entries else {}
     print(f"{args.entries} evaluation answers, shards of {args.shard_size}, median of {args.runs} (CPU seconds):")
     print(f"  files written   per item {files['item']:8d}   per shard {files['shard']:8d}   ({files['item'] / max(1, files['shard']):.0f}x fewer)")
     print(f"  write           per item {med['write_item']:8.3f}   per shard {med['write_shard']:8.3f}   ({med['write_item'] / med['write_shard']:.1f}x faster)")
     print(f"  cold rerun      per item {med['lookup_item']:8.3f}   per shard {med['lookup_shard']:8.3f}   ({med['lookup_item'] / med['lookup_shard']:.1f}x faster)")
     print(f"  regrouped rerun (shards of {args.shard_size + 7}, through the index, writing the new packs): {med['regrouped']:.3f}")
     print(f"  same values: {same}; index: {index_bytes:.0f} bytes an entry")
+    if index:
+        print(f"  index of {index['index_entries']} entries: built in {index['index_build_cpu_s']:.2f} CPU-s, holds {index['index_mb']:.1f} MB"
+              f" (peak {index['index_peak_mb']:.1f} MB while built)")
     print(json.dumps({
         "entries": args.entries, "shard_size": args.shard_size, "files_per_item_layout": files["item"], "files_per_shard_layout": files["shard"],
         "write_cpu_s_per_item": round(med["write_item"], 3), "write_cpu_s_per_shard": round(med["write_shard"], 3),
         "write_speedup": round(med["write_item"] / med["write_shard"], 1), "lookup_cpu_s_per_item": round(med["lookup_item"], 3),
         "lookup_cpu_s_per_shard": round(med["lookup_shard"], 3), "lookup_speedup": round(med["lookup_item"] / med["lookup_shard"], 1),
-        "regrouped_lookup_cpu_s": round(med["regrouped"], 3), "index_bytes_per_entry": index_bytes, "same_values": same,
+        "regrouped_lookup_cpu_s": round(med["regrouped"], 3), "index_bytes_per_entry": index_bytes, **index, "same_values": same,
     }))
     if not same:
         sys.exit(1)

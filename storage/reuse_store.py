@@ -74,7 +74,7 @@ from typing import Any, Iterable, Iterator
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
 from storage.image_store import IMAGES_DIR, ImageStore
-from storage.reuse_pack import LEGACY, PACK_SUFFIX, KeyIndex, Pack, encode_pack, header_keys, key_digest, newest_first, stamp_name
+from storage.reuse_pack import LEGACY, PACK_SUFFIX, KeyIndex, Pack, encode_pack, header_keys, newest_first, stamp_name
 
 REUSE_DIR = "reuse"
 PACKS_DIR = "packs"
@@ -84,7 +84,7 @@ CHECKSUM = "sha256"  # the entry field holding the hash of the rest of the entry
 # Entries used again are re-stamped at most this often (a hit is then a read, not a write).
 TOUCH_AFTER = _dt.timedelta(hours=12)
 ENTRY_BATCH = 256  # files read in one round by entries(), prune() and the index on an object store
-HEAD_BYTES = 65536  # a pack's header is read alone for the index (a shard of ~900 keys fits)
+HEAD_BYTES = 16384  # a pack's header is read alone for the index (~240 keys fit; a longer one is read whole)
 INDEX_MAX_AGE_S = 600.0  # a process builds a component's index again after this long (others' writes)
 INDEX_CACHE = 16  # components' indexes a process keeps
 
@@ -239,17 +239,19 @@ class ReuseStore:
 
     def _build_index(self, component: str) -> KeyIndex:
         rels = self._walk(f"{PACKS_DIR}/{_safe(component)}", PACK_SUFFIX)
-        packs: list[str] = []
-        pairs: list[tuple[int, int]] = []
-        for start in range(0, len(rels), ENTRY_BATCH):
-            chunk = rels[start : start + ENTRY_BATCH]
-            for rel, keys in zip(chunk, self._heads(chunk)):
-                if keys:
-                    pairs.extend((key_digest(k), len(packs)) for k in keys)
-                    packs.append(rel)
         legacy = self._walk(f"{ITEMS_DIR}/{_safe(component)}", ".json")
-        pairs.extend((key_digest(posixpath.basename(rel)[: -len(".json")]), LEGACY) for rel in legacy)
-        return KeyIndex(packs, pairs)
+        packs: list[str] = []
+
+        def held() -> Iterator[tuple[str, int]]:
+            for start in range(0, len(rels), ENTRY_BATCH):
+                chunk = rels[start : start + ENTRY_BATCH]
+                for rel, keys in zip(chunk, self._heads(chunk)):
+                    if keys:
+                        packs.append(rel)
+                        yield from ((k, len(packs) - 1) for k in keys)
+            yield from ((posixpath.basename(rel)[: -len(".json")], LEGACY) for rel in legacy)
+
+        return KeyIndex(packs, held())
 
     def _heads(self, rels: list[str]) -> list[list[str] | None]:
         """The header keys of each pack (None when unreadable), reading only its first bytes."""

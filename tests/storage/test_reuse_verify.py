@@ -310,3 +310,13 @@ def test_on_s3_entries_reads_every_entry_and_names_the_unreadable(s3_run_url: st
     assert sorted(doc["value"]["n"] for doc in found.values() if doc) == [0, 1, 3, 4]
     assert store.prune(keep_days=0, now=reuse_store._now() + dt.timedelta(days=1))["entries_removed"] == 5
     assert dict(store.entries()) == {}
+
+
+def test_the_index_reads_a_header_longer_than_its_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _run()
+    keys = _keys(6)
+    _map(run, keys, tag="stored")
+    reuse_store.forget_indexes()
+    monkeypatch.setattr(reuse_store, "HEAD_BYTES", 64)  # the header of 6 keys is ~450 bytes: read whole
+    values, computed, _ = _map(run, keys[1:4])
+    assert computed == [] and values == [{"text": f"stored {i}"} for i in range(1, 4)]
