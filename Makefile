@@ -91,6 +91,7 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	$(PY) benchmarks/mine_scale.py
 	$(PY) benchmarks/incremental.py
 	$(PY) benchmarks/reuse_object_store.py
+	$(PY) benchmarks/reuse_packs.py
 	@test -d $(BENCH_RELEASE)/vlmevalkit || { $(BIN)/reactbench build --config configs/demo.yaml --run-dir $(BENCH_RUN) \
 	  && $(BIN)/reactbench export --run-dir $(BENCH_RUN) --out $(BENCH_RELEASE) --unverified --vlmevalkit; }
 	$(PY) benchmarks/vlmevalkit_size.py $(BENCH_RELEASE)

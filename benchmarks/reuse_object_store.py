@@ -1,21 +1,19 @@
-"""Reading a shard's reuse entries from an object store: one by one, or in one concurrent round.
+"""Reading a shard's reuse entries from an object store: item by item, or the shard's pack in one round.
 
 A local S3 API server (moto, tests/s3_server.py) answers every request ``--latency-ms`` late,
 as a remote store does (S3 from the same region: ~10-30 ms a request; across the internet
-more). ``--entries`` keys are stored, then a shard of ``--entries`` keys is looked up, half of
-them stored (hits) and half not (misses, the common case of a first run), side by side in turns:
+more). A shard of ``--entries`` keys, half of them stored (hits) and half not (misses, the
+common case of a first run), is looked up two ways, side by side in turns:
 
-  one_by_one   ``ReuseStore.get`` per key, reading each entry file on its own (a HEAD and a
-               GET for a hit, a HEAD for a miss, one after the other): what ``ItemReuse.map``
-               did before
-  one_round    ``ItemReuse.map``: ``ReuseStore.read_entries`` fetches every entry file of the
-               shard in one concurrent round (fsspec's ``cat`` of a list), then the same checks
+  one_by_one   a shard of one item per key (``ItemReuse.map([key])``): each key's own pack
+               folder listed and read, one key after the other, as a lookup per item costs
+  one_round    ``ItemReuse.map`` of the whole shard: its pack folder listed, and its pack read
+               in one round (fsspec's ``cat`` of a list), then the same checks
 
-Both must return the same values. Each figure is the median of ``--runs`` turns. The server
-runs in this process, so its own CPU (~7 ms a request here, all requests under one GIL) bounds
-the round: with no added latency 100 lookups take ~0.8 s either way. The speedup on a real
-store, which serves requests side by side, is larger than the one printed here.
-Ends with one JSON line: entries, latency_ms, one_by_one_s, one_round_s, speedup, same_values.
+The stored half is written both ways beforehand (a pack per key, and the shard's pack). Both
+must return the same values. Each figure is the median of ``--runs`` turns. The server runs in
+this process, so its own CPU (~7 ms a request here, all requests under one GIL) bounds the
+round. Ends with one JSON line: entries, latency_ms, one_by_one_s, one_round_s, speedup, same_values.
 """
 
 from __future__ import annotations
@@ -52,15 +50,18 @@ def main() -> None:
         store = ReuseStore.open(run)
         keys = [f"{i:064x}" for i in range(args.entries)]
         for i, key in enumerate(keys[::2]):
-            store.put("eval-answer", key, {"text": f"answer {i}"}, [], run)
+            store.put("eval-answer", key, {"text": f"answer {i * 2}"}, [], run)
+        ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer").map(
+            keys, lambda misses: [Entry({"text": f"answer {i}"}, keep=i % 2 == 0) for i in misses])
+
+        def miss(misses: list[int]) -> list[Entry]:
+            return [Entry(None, keep=False) for _ in misses]
 
         def one_by_one() -> list:
-            fresh = ReuseStore.open(run)
-            return [hit.value if (hit := fresh.get("eval-answer", k, run)) else None for k in keys]
+            return [ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer").map([k], miss)[0] for k in keys]
 
         def one_round() -> list:
-            reuse = ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer")
-            return reuse.map(keys, lambda misses: [Entry(None, keep=False) for _ in misses])
+            return ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer").map(keys, miss)
 
         times: dict[str, list[float]] = {"one_by_one": [], "one_round": []}
         values: dict[str, list] = {}

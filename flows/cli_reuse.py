@@ -63,7 +63,9 @@ def stats(
         name = str(doc.get("component") or "?")
         per[name] = per.get(name, 0) + 1
     damaged = store.quarantined()
-    lines = [f"{where}: {sum(per.values())} entries"] + [f"  {k}: {v}" for k, v in sorted(per.items())]
+    files = store.layout()
+    held = f"in {files['packs']} pack(s)" + (f" and {files['entry_files']} file(s) of the previous layout" if files["entry_files"] else "")
+    lines = [f"{where}: {sum(per.values())} entries {held}"] + [f"  {k}: {v}" for k, v in sorted(per.items())]
     lines.append(
         f"failed verification (recomputed): {len(damaged)}"
         + (f"; records in {where}/quarantine/, the last: {damaged[-1].get('entry')}: {damaged[-1].get('why')}" if damaged else "")

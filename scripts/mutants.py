@@ -128,6 +128,14 @@ MUTANTS = [
         sub_once(r"if doc\[CHECKSUM\] != entry_checksum\(doc\):", "if False:"), ("tests/faults/test_fault_reuse_tamper.py",),
     ),
     Mutant(
+        "reuse-pack-folder-ignored", "storage/reuse_store.py", "a shard never reads its own pack folder (every lookup goes through the whole store's index)",
+        sub_once(r"        if listed:\n", "        if False:\n"), ("tests/storage/test_reuse_verify.py",),
+    ),
+    Mutant(
+        "reuse-pack-torn-trusted", "storage/reuse_store.py", "a key listed in a pack's header without a line is a plain miss, not recorded as damage",
+        sub_once(r"        if copy\.raw is None:\n            raise Damaged\(", "        if copy.raw is None:\n            return None\n            raise Damaged("), ("tests/storage/test_reuse_verify.py",),
+    ),
+    Mutant(
         "reuse-image-check-ignored", "storage/reuse_store.py", "an image a reuse entry refers to is trusted when it exists, whatever its bytes",
         sub_once(r"if own\.intact\(rel\):", "if True:"), ("tests/faults/test_fault_reuse_tamper.py",),
     ),

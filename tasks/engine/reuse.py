@@ -2,7 +2,7 @@
 
 A stage's shard asks :meth:`ItemReuse.map` for its items' results: items whose key is in the
 reuse store (``storage.reuse_store``) come back from there, the others go, as one batch, to the
-stage's own compute function and are stored. The stage assembles its rows in item order either
+stage's own compute function and are stored, the shard's results together in one pack. The stage assembles its rows in item order either
 way, so a rebuild is byte-identical to a fresh build.
 
 ``--force`` turns reuse off (every item computed again, entries overwritten);
@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
-from storage.reuse_store import Entry, ReuseCounts, ReuseStore, item_key
+from storage.reuse_store import Entry, ReuseCounts, ReuseStore, ShardEntries, item_key
 from storage.task_spec import task_hook, task_ids
 
 FORCE_OPTION = "force"  # RunContext.options: recompute every item (set by the runner on --force)
@@ -184,22 +184,24 @@ class ItemReuse:
         """False when an item's rejects include a transient reason (so a rerun retries it)."""
         return not any(r.get("reason") in self.transient for r in rejects)
 
-    def read_entries(self, keys: Iterable[str | None]) -> dict[str, bytes] | None:
-        """:meth:`ReuseStore.read_entries` of this component's ``keys`` (None keys left out), in
-        one round on an object store; None when reuse is off or the store is a local disk."""
-        return self.store.read_entries(self.component, {k for k in keys if k}) if self.enabled else None
+    def lookup(self, keys: Iterable[str | None]) -> ShardEntries:
+        """The shard's stored entries of this component (None keys left out): one listing of the
+        shard's pack folder and one round of reads (:meth:`ReuseStore.shard`); nothing is read
+        when reuse is off, so every item is a miss."""
+        return self.store.shard(self.component, [k for k in keys if k], read=self.enabled)
 
     def map(self, keys: Sequence[str | None], compute: Callable[[list[int]], list[Entry]]) -> list[Any]:
         """The value of every item: from the store when its key is there, else from
         ``compute(indices of the misses)`` (one call, so the stage can batch), which returns
         one :class:`Entry` per miss, in order. A None key means "not reusable" (e.g. the
-        source image could not be read: computing it yields the reject that says so)."""
+        source image could not be read: computing it yields the reject that says so). The
+        shard's new results are written together, as one pack."""
         values: list[Any] = [None] * len(keys)
         misses: list[int] = []
         damaged = self.store.damaged
-        prefetched = self.read_entries(keys)
+        view = self.lookup(keys)
         for i, key in enumerate(keys):
-            hit = self.store.get(self.component, key, self.run, prefetched) if (key and self.enabled) else None
+            hit = view.get(key, self.run) if (key and self.enabled) else None
             if hit is None:
                 misses.append(i)
             else:
@@ -207,6 +209,7 @@ class ItemReuse:
         self.counts.reused += len(keys) - len(misses)
         self.counts.computed += len(misses)
         self.counts.damaged += self.store.damaged - damaged
+        new: dict[str, Entry] = {}
         if misses:
             entries = compute(misses)
             if len(entries) != len(misses):
@@ -215,7 +218,8 @@ class ItemReuse:
                 # the same JSON round trip a stored value takes, so fresh and reused items are alike
                 values[i] = json.loads(json.dumps(entry.value))
                 if keys[i] and entry.keep:
-                    self.store.put(self.component, keys[i], entry.value, entry.images, self.run)  # type: ignore[arg-type]
+                    new[keys[i]] = entry  # type: ignore[index]
+        view.publish(new, self.run)
         return values
 
 

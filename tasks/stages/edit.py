@@ -425,8 +425,8 @@ def pending_items(ctx: RunContext, plans: dict[str, tuple[str, str]]) -> dict[st
         _, fixed = shard_fixed(ctx, spec, editor, resolved)
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{spec.key}")
         keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
-        prefetched = reuse.read_entries(keys)
-        held = sum(1 for k in keys if k and reuse.enabled and reuse.store.holds(reuse.component, k, ctx.run, prefetched))
+        stored = reuse.lookup(keys)
+        held = sum(1 for k in keys if k and stored.holds(k, ctx.run))
         out[spec.key] = (len(rows), len(rows) - held)
     return out
 

@@ -162,6 +162,23 @@ def test_extended_sources_compute_only_new_items_and_equal_a_fresh_build(data: P
     assert extend_calls < fresh_calls / 2, (extend_calls, fresh_calls)
 
 
+def age_entries(store: Path, component: str, used_at: str) -> int:
+    """Mark the component's entries (in every pack) as last used at ``used_at``, sealed again."""
+    from storage.reuse_store import Pack, encode_pack, entry_checksum
+
+    n = 0
+    for path in store.rglob("*.pack"):
+        pack = Pack.parse(str(path), path.read_bytes())
+        docs = {key: json.loads(raw) for key, raw in pack.lines.items()}
+        for doc in docs.values():
+            if doc["component"] == component:
+                doc["used_at"] = used_at
+                doc["sha256"] = entry_checksum(doc)
+                n += 1
+        path.write_bytes(encode_pack(next(iter(docs.values()))["component"], {k: json.dumps(d, sort_keys=True) for k, d in docs.items()}))
+    return n
+
+
 def test_shared_reuse_dir_serves_two_run_directories_and_prunes(data: Path, tmp_path: Path, calls: Calls) -> None:
     from flows.cli import app
     from storage.fs import RunFS
@@ -173,7 +190,7 @@ def test_shared_reuse_dir_serves_two_run_directories_and_prunes(data: Path, tmp_
     build(cfg, one)
     first_editor, first_model = calls.take()
     assert first_editor > 0 and first_model > 0
-    assert (shared / "items").is_dir() and (shared / "images").is_dir() and not (one / "reuse").exists()
+    assert (shared / "packs").is_dir() and (shared / "images").is_dir() and not (one / "reuse").exists()
 
     summaries = build(cfg, two)  # a new run directory: every item comes from the shared store
     assert calls.take() == (0, 0)
@@ -190,11 +207,7 @@ def test_shared_reuse_dir_serves_two_run_directories_and_prunes(data: Path, tmp_
     assert sum(1 for _ in store.entries()) == n
     # entries last used 3 days ago go with --keep-days 2, and so do the images only they used
     old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)).isoformat(timespec="seconds")
-    for path in (shared / "items").rglob("*.json"):
-        doc = json.loads(path.read_text())
-        if doc["component"] == "edit:box":
-            doc["used_at"] = old
-            path.write_text(json.dumps(doc))
+    assert age_entries(shared, "edit:box", old) > 0
     pruned = runner.invoke(app, ["reuse", "prune", "--keep-days", "2", "--reuse-dir", str(shared)])
     assert pruned.exit_code == 0, pruned.output
     left = [doc for _, doc in store.entries()]
@@ -236,7 +249,7 @@ def test_reuse_survives_stage_reset(data: Path, tmp_path: Path, calls: Calls) ->
     build(cfg, run)
     calls.take()
     get_stage("edit").store(type("Ctx", (), {"run": RunFS.open(str(run))})()).reset()  # type: ignore[arg-type]
-    assert not (run / "edit").exists() and (run / "reuse" / "items").is_dir()
+    assert not (run / "edit").exists() and list((run / "reuse" / "packs").rglob("*.pack"))
     summaries = build(cfg, run)
     assert calls.take()[0] == 0 and summaries["edit"].items_reused == summaries["edit"].rows_in
 
