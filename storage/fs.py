@@ -144,23 +144,14 @@ class RunFS:
 
         Files: a temporary sibling renamed into place. Object stores: one PUT of the final key.
         """
-        final = self.path(rel)
         if self.object_store:
-            self.fs.pipe_file(final, data)
+            self.fs.pipe_file(self.path(rel), data)
             return
-        parent = posixpath.dirname(final)
-        self.fs.makedirs(parent, exist_ok=True)
-        tmp = posixpath.join(parent, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(final)}")
         try:
-            with self.fs.open(tmp, "wb") as f:
+            with self.write_stream_atomic(rel) as f:
                 f.write(data)
-        except OSError as exc:
-            if not is_disk_full(exc):
-                raise
-            if self.fs.exists(tmp):
-                self.fs.rm(tmp)  # give the space of the partial file back
-            raise DiskFull(final, len(data), self._free(parent)) from exc
-        self.fs.mv(tmp, final)
+        except DiskFull as exc:  # the message names what the whole file needed, not what was written
+            raise DiskFull(exc.path, len(data), exc.free) from exc.__cause__
 
     @contextmanager
     def write_stream_atomic(self, rel: str) -> Iterator[BinaryIO]:
