@@ -57,7 +57,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from child_rusage import Measured, run_measured  # noqa: E402,F401  (a sibling script, by file location; Measured for callers)
+from _child_rusage import Measured, run_measured  # noqa: E402,F401  (a sibling script, by file location; Measured for callers)
 
 PAPER = {"relational_erasure": 19_140, "counterfactual_attribute": 7_668, "alteration_tracing": 10_956, "dense_counting": 12_248}
 PAPER_IMAGES = 4_678

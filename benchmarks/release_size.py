@@ -12,7 +12,7 @@ for each export:
                    issue 30: each question embedded its images; Parquet rarely found the repeats)
   export_mb        the ``datasets`` part of the release: the Parquet files and the card
   export_over_images  export_mb / unique_image_mb (target <= 1.3, text included)
-  peak_rss_mb      peak resident memory of the export process alone (``benchmarks/child_rusage.py``)
+  peak_rss_mb      peak resident memory of the export process alone (``benchmarks/_child_rusage.py``)
 
 and the ratio of the two peaks next to the ratio of the two question counts: memory that grew
 with the benchmark would follow the questions. Ends with one JSON line for the larger export:
@@ -38,7 +38,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from child_rusage import run_measured  # noqa: E402  (a sibling script, by file location)
+from _child_rusage import run_measured  # noqa: E402  (a sibling script, by file location)
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache" / "release_size"
@@ -93,7 +93,7 @@ def _quiet(cmd: list[str]) -> None:
 
 
 def export(run: Path, out: Path, vlmevalkit: bool) -> tuple[float, float, str]:
-    """Run ``reactbench export`` as a child process measured alone (``child_rusage``: its own peak,
+    """Run ``reactbench export`` as a child process measured alone (``_child_rusage``: its own peak,
     not this process's): (peak RSS MB, seconds, its summary lines)."""
     cmd = [CLI, "export", "--run-dir", str(run), "--out", str(out), "--unverified", "--replace"]
     cmd.append("--vlmevalkit" if vlmevalkit else "--no-vlmevalkit")

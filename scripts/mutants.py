@@ -92,6 +92,26 @@ class Mutant:
 
 MUTANTS = [
     Mutant(
+        "same-class-without-synset", "storage/names.py", "same_class compares word forms only: a 'rock' beside a 'stone' (one synset) counts as another class",
+        sub_once(r"return bool\(sa\) and sa == sb", "return False"), ("tests/prompts/test_at_control.py", "tests/miners/test_published_shapes.py"),
+    ),
+    Mutant(
+        "control-touch-unchecked", "editors/verify.py", "the verification no longer refuses an edit touching the control object's class",
+        sub_once(r"failures \+= _untouched_failures\(", "_ = _untouched_failures("), ("tests/editors/test_edit_verify.py",),
+    ),
+    Mutant(
+        "collateral-only-for-removal", "editors/verify.py", "another object overwritten by a move / add / replace passes (the rule kept for removals only)",
+        sub_once(r'if kind != "attribute" else None', 'if kind == "remove" else None'), ("tests/editors/test_edit_verify.py",),
+    ),
+    Mutant(
+        "remaining-claim-unchecked", "tasks/stages/qa/synthesis.py", "an RE analysis naming an object the edit cut into still yields questions",
+        sub_once(r"    if named:\n        return \[Problem\(", "    if False:\n        return [Problem("), ("tests/qa/test_re_claims.py",),
+    ),
+    Mutant(
+        "hidden-objects-seen-by-the-audit", "tasks/tools/audit.py", "the audit counts a drawn object nobody can see (less than MIN_VISIBLE shows) as visible",
+        sub_once(r"return bool\(o\[\"shows\"\]\)", "return True"), ("tests/qa/test_audit.py",),
+    ),
+    Mutant(
         "theta-relational", "miners/relational.py", "P >= theta compared with > (no pair exactly at theta)",
         sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
     ),
