@@ -2,8 +2,14 @@
 
 It speaks real HTTP (aiohttp), so the ``openai`` backend is exercised end to end: SDK, JSON,
 status codes, timeouts, connection reuse. What it answers is up to a ``responder`` function:
-given the request body it returns a :class:`Reply` (status, text, delay). Nothing here is
-used by the pipeline itself.
+given the request body it returns a :class:`Reply` (status, text, delay). Two settings model a
+real server's surroundings: ``models`` (the ids ``GET /v1/models`` lists; None: no such route,
+as some servers have) and ``fail_every`` (every n-th chat request is answered HTTP 500 whatever
+the responder says: 2 fails half of the calls). The endpoint check's one-token request (header
+``X-Reactbench-Probe``) is kept apart, so responders and request counts see only the work: it
+is answered with ``probe_reply`` (None: by the responder), listed in ``probes`` rather than
+``requests``, and never failed or counted by ``fail_every``. Nothing here is used by the
+pipeline itself.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import asyncio
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from prompts.clients.endpoint import PROBE_HEADER
 
 
 @dataclass
@@ -61,8 +69,16 @@ def completion_body(text: str, model: str) -> dict[str, Any]:
 class DummyServer:
     """``with DummyServer(responder) as url: ...`` runs the server in a background thread."""
 
-    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self, responder: Responder, host: str = "127.0.0.1", port: int = 0, *, models: list[str] | None = None, fail_every: int = 0,
+        probe_reply: Reply | None = Reply("ready"),
+    ):
         self.responder = responder
+        self.probe_reply = probe_reply
+        self.models = models
+        self.fail_every = fail_every
+        self.probes: list[dict[str, Any]] = []
+        self.chat_requests = 0  # numbered as they arrive, for fail_every
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
@@ -73,6 +89,7 @@ class DummyServer:
         self._ready = threading.Event()
         self.inflight = 0
         self.max_inflight = 0
+        self._stopping = asyncio.Event()
 
     @property
     def base_url(self) -> str:
@@ -82,14 +99,27 @@ class DummyServer:
         from aiohttp import web
 
         body = await request.json()
-        self.requests.append(body)
-        self.headers_seen.append(dict(request.headers))
-        reply = self.responder(body)
+        probe = PROBE_HEADER in request.headers
+        if probe:
+            self.probes.append(body)
+        else:
+            self.requests.append(body)
+            self.headers_seen.append(dict(request.headers))
+        self.chat_requests += not probe
+        if self.fail_every and not probe and self.chat_requests % self.fail_every == 0:
+            reply = Reply(status=500, text=f"scripted failure of request {self.chat_requests}")
+        elif probe and self.probe_reply is not None:
+            reply = self.probe_reply
+        else:
+            reply = self.responder(body)
         self.inflight += 1
         self.max_inflight = max(self.max_inflight, self.inflight)
         try:
-            if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
+            if reply.delay_s:  # cut short when the server stops (a slow reply must not hold the shutdown)
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), reply.delay_s)
+                except asyncio.TimeoutError:
+                    pass
         finally:
             self.inflight -= 1
         if reply.raw_body is not None:
@@ -98,6 +128,11 @@ class DummyServer:
             err = {"error": {"message": reply.text or f"scripted status {reply.status}", "type": "scripted", "code": reply.status}}
             return web.json_response(err, status=reply.status, headers=reply.headers)
         return web.json_response(completion_body(reply.text, body.get("model", "")), headers=reply.headers)
+
+    async def _models(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "dummy"} for m in self.models or []]})
 
     async def _stats(self, request: Any) -> Any:
         from aiohttp import web
@@ -110,6 +145,8 @@ class DummyServer:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/stats", self._stats)
+        if self.models is not None:
+            app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
@@ -135,6 +172,7 @@ class DummyServer:
     def stop(self) -> None:
         if self._loop is None:
             return
+        self._loop.call_soon_threadsafe(self._stopping.set)
         fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
         fut.result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)

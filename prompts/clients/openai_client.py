@@ -6,19 +6,25 @@ when several shards call ``complete`` from different threads. Transient failures
 connections) are retried with exponential backoff and jitter; what still fails comes back as
 an ``MLLMResponse`` with ``error`` set. The API key is read from the environment variable the
 config names and is never stored, logged or cached.
+
+Every finished call is counted by the client's circuit breaker (``prompts.clients.endpoint``):
+once too many of the last calls failed, the client stops (calls in flight are cancelled, new
+ones refused) and ``complete`` raises ``EndpointFailing``; :meth:`OpenAIClient.abort` (a stop
+signal) does the same with ``CallsAborted``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import os
+import concurrent.futures
 import random
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMRequest, MLLMResponse
+from prompts.clients.endpoint import CallsAborted, CircuitBreaker, EndpointError, EndpointFailing, endpoint_url, one_line, resolve_api_key, track
 from prompts.config import MLLMConfig
 
 RETRY_STATUS = {408, 409, 425, 429}
@@ -57,19 +63,6 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def resolve_api_key(env_name: str, base_url: str | None) -> str:
-    """The key from the environment; a local server without auth gets a placeholder."""
-    key = os.environ.get(env_name)
-    if key:
-        return key
-    if base_url:
-        return "EMPTY"  # vLLM / SGLang accept any key unless started with --api-key
-    raise ValueError(
-        f"mllm.backend 'openai' without mllm.base_url talks to api.openai.com and needs an API key: "
-        f"set the environment variable {env_name} (the name is configurable as mllm.api_key_env)"
-    )
-
-
 class OpenAIClient:
     backend = "openai"
     uses_images = True
@@ -83,20 +76,27 @@ class OpenAIClient:
         concurrency: int = 32,
         timeout_s: float = 120.0,
         retry: RetryPolicy = RetryPolicy(),
+        connect_timeout_s: float = 10.0,
+        breaker: CircuitBreaker | None = None,
     ):
         self.model_id = model
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        self.connect_timeout_s = min(connect_timeout_s, timeout_s)
         self.retry = retry
+        self.breaker = breaker or CircuitBreaker()
         resolve_api_key(api_key_env, base_url)  # fail early, before any work
+        self._stopped: EndpointError | CallsAborted | None = None  # set once: every later call raises it
+        self._batches: set[asyncio.Task[Any]] = set()  # running batches, cancelled when the client stops
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sdks: list[Any] = []
         self._slots: asyncio.Queue[int] | None = None
         self._lock = threading.Lock()
         self.requests_sent = 0  # HTTP attempts, including retries
+        track(self)
 
     @classmethod
     def from_config(cls, cfg: MLLMConfig) -> "OpenAIClient":
@@ -107,7 +107,18 @@ class OpenAIClient:
             concurrency=cfg.concurrency,
             timeout_s=cfg.timeout_s,
             retry=RetryPolicy(cfg.max_retries, cfg.retry_base_s, cfg.retry_max_s),
+            connect_timeout_s=cfg.connect_timeout_s,
+            breaker=CircuitBreaker(cfg.breaker_window, cfg.breaker_failure_rate),
         )
+
+    @property
+    def url(self) -> str:
+        return endpoint_url(self.base_url)
+
+    @property
+    def stopped(self) -> bool:
+        """The breaker tripped or the calls were aborted: this client answers nothing more."""
+        return self._stopped is not None
 
     # -- event loop ------------------------------------------------------------------
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -130,15 +141,16 @@ class OpenAIClient:
         # than connections, so nothing queues inside httpcore.
         n_pools = max(1, -(-self.concurrency // POOL_CONNECTIONS))
         key = resolve_api_key(self.api_key_env, self.base_url)
+        timeout = httpx.Timeout(self.timeout_s, connect=self.connect_timeout_s)
         self._sdks = [
             openai.AsyncOpenAI(
                 base_url=self.base_url,
                 api_key=key,
-                timeout=self.timeout_s,
+                timeout=timeout,
                 max_retries=0,  # retries are ours: same policy for every error kind
                 http_client=httpx.AsyncClient(
                     limits=httpx.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS),
-                    timeout=self.timeout_s,
+                    timeout=timeout,
                 ),
             )
             for _ in range(n_pools)
@@ -157,17 +169,64 @@ class OpenAIClient:
             if self._thread is not None:
                 self._thread.join(timeout=5)
 
+    # -- stopping --------------------------------------------------------------------
+    def abort(self, reason: str) -> None:
+        """Abandon the calls in flight and refuse new ones (the process is stopping); thread-safe."""
+        loop = self._loop
+        if loop is None:
+            self._stopped = self._stopped or CallsAborted(reason)
+            return
+        try:
+            loop.call_soon_threadsafe(self._stop, CallsAborted(reason))
+        except RuntimeError:  # the loop is closed
+            pass
+
+    def _stop(self, why: EndpointError | CallsAborted) -> None:
+        """(On the loop.) Stop once: cancel every running batch; their ``complete`` raises ``why``."""
+        if self._stopped is None:
+            self._stopped = why
+        for task in list(self._batches):
+            task.cancel()
+
+    def _raise_stopped(self) -> None:
+        why = self._stopped
+        if isinstance(why, EndpointError):
+            raise why.again()
+        raise CallsAborted(str(why))
+
     # -- requests --------------------------------------------------------------------
     def complete(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
+        if self._stopped is not None:
+            self._raise_stopped()
         if not requests:
             return []
         loop = self._ensure_loop()
-        return asyncio.run_coroutine_threadsafe(self._batch(requests), loop).result()
+        future = asyncio.run_coroutine_threadsafe(self._batch(requests), loop)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:  # the batch was cancelled: the client stopped
+            if self._stopped is not None:
+                self._raise_stopped()
+            raise
 
     async def _batch(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
-        return list(await asyncio.gather(*(self._one(r) for r in requests)))
+        task = asyncio.current_task()
+        assert task is not None
+        self._batches.add(task)
+        try:
+            if self._stopped is not None:
+                raise asyncio.CancelledError
+            return list(await asyncio.gather(*(self._one(r) for r in requests)))
+        finally:
+            self._batches.discard(task)
 
     async def _one(self, req: MLLMRequest) -> MLLMResponse:
+        resp = await self._attempts(req)
+        if self.breaker.record(resp.error):
+            self._stop(EndpointFailing(self.url, self.model_id, self.breaker.describe()))
+        return resp
+
+    async def _attempts(self, req: MLLMRequest) -> MLLMResponse:
         import openai
 
         messages = to_openai_messages(req.messages)
@@ -191,14 +250,14 @@ class OpenAIClient:
             except openai.APIConnectionError as exc:
                 last = f"connection error: {exc}"
             except openai.APIStatusError as exc:
-                last = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                last = f"HTTP {exc.status_code}: {one_line(exc.message)}"
                 if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
                     return MLLMResponse("", self.model_id, self.backend, error=last)
                 retry_after = _retry_after(exc)
             except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
-                last = f"malformed response: {_short(str(exc))}"
+                last = f"malformed response: {one_line(str(exc))}"
             except Exception as exc:  # never let one request sink the batch
-                return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {_short(str(exc))}")
+                return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {one_line(str(exc))}")
             finally:
                 self._slots.put_nowait(pool)
             if attempt < self.retry.max_retries:
@@ -212,8 +271,3 @@ def _retry_after(exc: Any) -> float | None:
         return float(value) if value is not None else None
     except (AttributeError, ValueError):
         return None
-
-
-def _short(text: str, n: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 3] + "..."
