@@ -3,7 +3,9 @@
 A build is, in this order:
 
 1. the preflight (``tasks.tools.preflight.require_preflight``), once, when ``edit`` is among the
-   stages: a config that cannot run stops here, before anything is written;
+   stages: a config that cannot run stops here, before anything is written; then the model
+   servers of the selected stages that will run (:func:`check_chain_endpoints`): a server that
+   is down stops the build here too, before mine runs;
 2. the run context (``flows.context.make_context``: the run directory and its ``config.yaml``);
 3. the selected stages in pipeline order (``flows.stages.select_stages``), stopping at the first
    that fails, since later stages read its output;
@@ -25,7 +27,7 @@ from typing import Any, Callable
 
 from flows.config import BuildConfig
 from flows.context import make_context
-from flows.stages import select_stages
+from flows.stages import get_stage, select_stages
 from storage import addresses
 from storage.fs import RunFS
 from tasks.engine.base import RunContext
@@ -68,6 +70,7 @@ def run_build_chain(
     report = require_preflight(config, names, run_dir)  # edit will run: stop before mine when it cannot
     if report is not None:
         (on_preflight or (lambda r: _log_estimate(r, log)))(report)
+    check_chain_endpoints(config, run_dir, names, options)
     ctx = make_context(config, run_dir, options)
     result = ChainResult()
     error: BaseException | None = None
@@ -86,6 +89,25 @@ def run_build_chain(
     if error is not None:
         raise error
     return result
+
+
+def check_chain_endpoints(config: BuildConfig, run_dir: str, names: list[str], options: dict | None) -> None:
+    """The model servers of the stages this build will run, checked before it writes anything:
+    a stage runs when it is not up to date, and so does every selected stage after it (it will
+    read what that one writes)."""
+    from tasks.engine.mllm import require_endpoints, server_configs
+    from tasks.engine.runner import up_to_date
+
+    stages = [get_stage(name) for name in names]
+    servers = [server_configs(stage.model_endpoints(config)) for stage in stages]
+    looking = RunContext(run=RunFS.open(run_dir), config=config, options=dict(options or {}))  # reads only
+    runs = False
+    for i, stage in enumerate(stages):
+        if not any(servers[i:]):
+            return
+        runs = runs or not up_to_date(stage, looking)
+        if servers[i] and runs:
+            require_endpoints(servers[i])
 
 
 def _log_estimate(report: Any, log: Any) -> None:

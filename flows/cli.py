@@ -181,9 +181,10 @@ _stage_command("qa", "Analyse each edit and render its exam-style questions.", m
 
 @app.command()
 def status(run_dir: str = RunDirOpt) -> None:
-    """Show what each stage of a run directory holds (from its manifests)."""
+    """Show what each stage of a run directory holds (from its manifests); a stage left `running` by a writer that is gone shows `interrupted`."""
     from flows.stages import STAGE_ORDER
     from storage.fs import RunFS
+    from storage.run_lock import writer_alive
     from storage.stage_store import StageStore
 
     run = RunFS.open(str(run_dir))
@@ -194,6 +195,7 @@ def status(run_dir: str = RunDirOpt) -> None:
     for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
     reuse: list[str] = []
+    writing = writer_alive(run)  # "running" with no live writer: the writer was stopped or killed
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
@@ -207,7 +209,8 @@ def status(run_dir: str = RunDirOpt) -> None:
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
         done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+        state = m.get("status", "?")
+        table.add_row(name, "interrupted" if state == "running" and not writing else state, f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
     console.print(table)
     if reuse:
         console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)

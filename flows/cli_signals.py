@@ -1,15 +1,21 @@
-"""SIGTERM / SIGHUP during a writing command: stop cleanly, release the lease, say how to resume.
+"""Ctrl-C / SIGTERM / SIGHUP during a writing command: stop cleanly, release the lease, say what
+finished and how to resume.
 
-Python's default for both signals is to die at once: no message, and the lease file stays
+Python's default for SIGTERM and SIGHUP is to die at once: no message, and the lease file stays
 behind (the kernel frees its ``flock``, so the next writer takes it over, but the user is told
-nothing). A scheduler stopping a job (Kubernetes, Slurm, systemd) or a closed terminal sends one
-of these, so writers handle them:
+nothing); its default for Ctrl-C (SIGINT) is a ``KeyboardInterrupt`` that waited for every
+running shard, model calls and their retries included, and left the stage ``running`` in its
+manifest. A scheduler stopping a job (Kubernetes, Slurm, systemd), a closed terminal or a user
+at the keyboard sends one of these, so writers handle all three alike:
 
-* the first signal raises :class:`Interrupted` in the main thread. The thread runner's
-  ``Executor.map`` cancels the shards not yet started and the shards running finish (each is
-  written with its completion marker last, so a shard is either kept or recomputed later); the
-  writer's ``finally`` releases the lease; the executable prints what happened and the command
-  to resume, and exits 128 + the signal number (143 for SIGTERM, 129 for SIGHUP);
+* the first signal cuts the model calls in flight (``prompts.clients.endpoint.abort_model_calls``:
+  a shard waiting on a server is abandoned at once, without a marker) and raises
+  :class:`Interrupted` in the main thread. The thread runner's ``Executor.map`` cancels the
+  shards not yet started and the other running shards finish (each is written with its
+  completion marker last, so a shard is either kept or recomputed later); the stage's manifest
+  says ``interrupted``; the writer's ``finally`` releases the lease; the executable prints what
+  finished, what was abandoned and the command to resume, and exits 128 + the signal number
+  (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP);
 * a second signal while shards are finishing abandons them: the lease is released and the
   process exits at once with the same status (a half-written shard has no marker and is
   recomputed by the next run). The handler stays installed until the process exits, so a
@@ -27,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-HANDLED = (signal.SIGTERM, signal.SIGHUP)
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _installed = False  # the outermost writer of the process owns the handlers
 _stopping = False  # a handled signal arrived: the process is on its way out
 
@@ -44,17 +50,19 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
-def stopped_message(command: str, signum: int, resume: str) -> str:
-    """What the executable prints after a handled signal stopped ``command``."""
+def stopped_message(command: str, signum: int, resume: str, details: list[str] | None = None) -> str:
+    """What the executable prints after a handled signal stopped ``command`` (one line);
+    ``details``: what the stopped stage finished and abandoned (the runner's notes)."""
+    counts = f" ({'; '.join(details)})" if details else ""
     return (
-        f"{command}: stopped by {signal.Signals(signum).name}; the lease is released and finished shards are kept. "
+        f"{command}: stopped by {signal.Signals(signum).name}; the lease is released and finished shards are kept{counts}. "
         f"Resume with `{resume}`"
     )
 
 
 @contextmanager
 def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
-    """Handle SIGTERM / SIGHUP while the block runs (main thread only; elsewhere a no-op).
+    """Handle Ctrl-C, SIGTERM and SIGHUP while the block runs (main thread only; elsewhere a no-op).
 
     ``abandon`` runs on a second signal, just before the process exits without waiting for
     running shards: it must release the lease without blocking."""
@@ -75,9 +83,12 @@ def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
         global _stopping
         state["signum"] = signum
         _stopping = True
+        _abort_model_calls(signum)
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in HANDLED}
+    # a signal ignored when the process started stays ignored (``nohup``, a background job of a
+    # non-interactive shell, where Ctrl-C in the terminal is not meant for it)
+    previous = {s: signal.signal(s, handler) for s in HANDLED if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:
@@ -85,6 +96,18 @@ def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
             for s, h in previous.items():  # release and the message must not fall back to dying silently
                 signal.signal(s, h)
             _installed = False
+
+
+def _abort_model_calls(signum: int) -> None:
+    """Abandon the model calls in flight (only if a client module was ever loaded: a signal
+    handler imports nothing)."""
+    endpoint = sys.modules.get("prompts.clients.endpoint")
+    if endpoint is None:
+        return
+    try:
+        endpoint.abort_model_calls(f"stopped by {signal.Signals(signum).name}")
+    except Exception:  # noqa: BLE001 - the stop itself must go on; the calls then end by their timeouts
+        pass
 
 
 def _ignore_late_signals() -> None:

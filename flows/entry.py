@@ -11,9 +11,13 @@ Two things happen here rather than in the Typer app (``flows.cli``):
   one message naming the file and keys, with exit status 2, whichever command read it; so is a
   run directory whose store cannot be used (``StoreError``: its fsspec backend is missing, or
   it has no conditional writes for the lease);
-* a command stopped by SIGTERM / SIGHUP (``flows.cli_signals``) says so and how to resume, and
-  exits 143 / 129; a full disk is one line naming the file and the space it needs, with the
-  command that resumes (finished shards are kept), exit 1;
+* a command stopped by Ctrl-C / SIGTERM / SIGHUP (``flows.cli_signals``) says so, what its stage
+  finished and abandoned, and how to resume, and exits 130 / 143 / 129; a full disk is one line
+  naming the file and the space it needs, with the command that resumes (finished shards are
+  kept), exit 1;
+* a model server that is down or failing (``prompts.clients.endpoint.EndpointError``: found by
+  the check before work, or by the circuit breaker while a stage ran) is one line naming its
+  URL and what failed, what finished, and the command that resumes, exit 1;
 * a task or source plugin whose entry point does not load is one line naming it and the package
   that declared it, exit 2, for every command (the config schema loads every task plugin).
 """
@@ -43,6 +47,7 @@ def main() -> None:
         raise SystemExit(2) from None
     from flows.cli_signals import Interrupted, stopped_message
     from flows.config import ConfigError
+    from prompts.clients.endpoint import EndpointError
     from storage.fs import StoreError, is_disk_full
     from tasks.engine.suggest import suggest
 
@@ -52,8 +57,12 @@ def main() -> None:
         print_error(str(exc))
         raise SystemExit(2) from None
     except Interrupted as exc:  # the writer's lease is already released (flows.cli_lock)
-        print_error(stopped_message(command_name(sys.argv[1:]), exc.signum, suggest(*sys.argv[1:])), style="yellow")
+        details = list(getattr(exc, "__notes__", []))  # the stopped stage's counts (tasks.engine.runner)
+        print_error(stopped_message(command_name(sys.argv[1:]), exc.signum, suggest(*sys.argv[1:]), details), style="yellow")
         raise SystemExit(exc.exit_code) from None
+    except EndpointError as exc:  # the lease is released; finished shards are kept
+        print_error(endpoint_text(exc, suggest(*sys.argv[1:])))
+        raise SystemExit(1) from None
     except OSError as exc:
         if not is_disk_full(exc):
             raise
@@ -70,6 +79,14 @@ def main() -> None:
             raise SystemExit(1) from None
         raise
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def endpoint_text(exc: BaseException, resume: str) -> str:
+    """One line for a model server that is down or failing: the server and what failed, what the
+    stopped stage finished (the runner's note), and the command to run once it answers."""
+    notes = [n for n in getattr(exc, "__notes__", []) if n]
+    finished = f" ({'; '.join(notes)})" if notes else ""
+    return f"{exc}{finished}; once the server answers, {'resume with' if notes else 'run'} `{resume}`"
 
 
 def plugin_failure(exc: BaseException) -> str | None:

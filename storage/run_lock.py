@@ -461,6 +461,15 @@ def local_holder(run_dir: str) -> Lease | None:
         os.close(fd)
 
 
+def writer_alive(run: "RunFS") -> bool:
+    """Whether a live process holds the run directory's lease: a stage manifest that says
+    ``running`` is true only then (a writer killed with ``kill -9`` left it saying so)."""
+    if run.local:
+        return local_holder(run.url) is not None
+    lease = read_lease(run)
+    return lease is not None and stale_reason(lease, time.time()) is None
+
+
 class NestedLock:
     """A handle on a lease this process already holds: entering and leaving it change nothing."""
 

@@ -98,6 +98,11 @@ class Stage(ABC):
         """Turn one work unit into output rows and rejects. Must be deterministic and pure
         with respect to the run directory except for the image store and caches."""
 
+    def model_endpoints(self, config: Any) -> list[Any]:
+        """The MLLM configs (``prompts.config.MLLMConfig``) whose servers this stage calls under
+        ``config``; the runner checks them before the stage's shards run. Default: none."""
+        return []
+
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         """Stage-level work after all shards (e.g. filling the review queue); returns extra manifest fields."""
         return {}

@@ -19,8 +19,11 @@ def is_transient(exc: BaseException) -> bool:
     Matching by class name keeps torch / openai / httpx imports out of this module:
     ``torch.cuda.OutOfMemoryError``, ``openai.APIConnectionError``, ``openai.RateLimitError``,
     ``httpx.ConnectTimeout`` all match. Programming and data errors (KeyError, ValueError,
-    schema errors) are not retried: they would fail the same way again.
+    schema errors) are not retried: they would fail the same way again; nor is an error that
+    says so (``retryable = False``: a model server found down, calls aborted by a stop signal).
     """
+    if getattr(exc, "retryable", None) is False:
+        return False
     for e in _chain(exc):
         if isinstance(e, _PERMANENT_OS_ERRORS):
             return False
@@ -52,6 +55,8 @@ class RetryPolicy:
 
     def should_retry(self, exc: BaseException) -> bool:
         """Whether this error deserves another attempt (the attempt budget is the mapper's)."""
+        if getattr(exc, "retryable", None) is False:
+            return False
         return not self.transient_only or is_transient(exc)
 
     @classmethod

@@ -5,6 +5,12 @@ in the ``ShardMapper`` they pass (where a shard runs, how it is retried). GPU pl
 (``tasks.engine.devices.shard_placement``), retry classification (``tasks.engine.retries``) and the
 ``_errors/`` tracebacks live here and in those modules, never in a mapper. Nothing here knows
 about Prefect.
+
+A stage's model servers are checked before it writes anything (``tasks.engine.mllm``). A stage
+whose server stops answering (``prompts.clients.endpoint.EndpointError``) or whose process is
+told to stop (a signal) ends early: shards not started are not started, finished ones are kept,
+and the manifest says ``interrupted`` with why (``stopped_by``); the exception carries a note
+counting what finished and what a resume computes.
 """
 
 from __future__ import annotations
@@ -13,16 +19,19 @@ import logging
 import threading
 import time
 import traceback
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
+from prompts.clients.endpoint import EndpointError
 from storage.fs import is_disk_full
 from storage.hashing import canonical_json, config_hash, sha256_hex
 from storage.run_lock import ensure_lease, held_token
 from storage.stage_store import code_version, utc_now
 from tasks.engine.base import RunContext, Stage
 from tasks.engine.devices import GpuSlot, shard_placement
+from tasks.engine.mllm import require_endpoints, server_configs
 from tasks.engine.placement import PLACEMENT_OPTION
 from tasks.engine.retries import RetryPolicy
 from tasks.engine.reuse import FORCE_OPTION, forces_stage
@@ -31,6 +40,16 @@ ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
 ShardDone = Callable[["ShardJob", "BaseException | None"], None]  # (job, None or its final error)
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # silent unless the application configures logging (the CLI prints the outcome)
+
+# Stage runs (``ShardJob.run_id``) that are stopping: their jobs not yet started do not start.
+# Process-local on purpose: a job pickled to another process (Ray) runs as before.
+_HALTED: set[str] = set()
+
+
+class ShardNotStarted(RuntimeError):
+    """The stage stopped (a model server failed) before this shard started."""
+
+    retryable = False
 
 
 @dataclass
@@ -48,8 +67,11 @@ class ShardJob:
     work: Any
     gpu_slot: GpuSlot | None = None
     lease_token: str | None = None  # the driver's lease: a worker that lost it writes nothing
+    run_id: str | None = None  # the stage run (see ``_HALTED``)
 
     def __call__(self) -> dict[str, Any]:
+        if self.run_id is not None and self.run_id in _HALTED:
+            raise ShardNotStarted(f"{self.stage.name} shard {self.index} was not started: the stage is stopping")
         try:
             with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
                 result = self.stage.process_shard(shard_ctx, self.index, self.work)
@@ -272,6 +294,7 @@ def run_stage(
     """
     logger = logger or log
     started = time.perf_counter()
+    check_endpoints(stage, ctx, force=force)  # before anything is written: a dead server stops the command here
     plan = prepare_stage(stage, ctx, force=force)
     requeued = requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
     if requeued:
@@ -283,7 +306,9 @@ def run_stage(
         progress(finished[0], total)
     errors: list[tuple[int, str]] = []
     disk_full: list[BaseException] = []  # a full disk: one message for the stage, not one per shard
+    server: list[EndpointError] = []  # a model server that stopped answering: the stage stops
     lock = threading.Lock()
+    run_id = uuid.uuid4().hex
 
     def done(job: ShardJob, exc: BaseException | None) -> None:
         with lock:
@@ -292,16 +317,35 @@ def run_stage(
             else:
                 if is_disk_full(exc):
                     disk_full.append(exc)
+                if isinstance(exc, EndpointError):
+                    server.append(exc)
+                    _HALTED.add(run_id)  # the shards not started yet would meet the same server
                 errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
                 logger.error("%s: shard %d failed: %s", stage.name, job.index, "".join(traceback.format_exception_only(exc)).strip())
             if progress:
                 progress(finished[0], total)
 
+    def stopped(exc: BaseException) -> BaseException:
+        """The manifest says why the stage stopped; ``exc`` gets a note of what finished."""
+        record_stop(stage, ctx, plan, stop_reason(exc))
+        exc.add_note(stop_note(stage.name, total, len(plan.skipped), finished[0] - len(plan.skipped)))
+        return exc
+
     token = held_token(ctx.run)
-    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot, token) for i in plan.todo]
-    (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot, token, run_id) for i in plan.todo]
+    try:
+        if jobs:
+            require_endpoints(stage.model_endpoints(ctx.config))  # planned work for a stage found complete before
+        (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+    except BaseException as exc:  # a stop signal (Interrupted, KeyboardInterrupt), a server found down, a bug
+        stopped(exc)
+        raise
+    finally:
+        _HALTED.discard(run_id)
+    if server:  # finished shards are kept; the resume computes the rest
+        raise stopped(server[0])
     if disk_full:  # finished shards are kept; the rerun computes the rest
-        raise disk_full[0]
+        raise stopped(disk_full[0])
     _drop_stale_errors(stage, ctx, plan, {i for i, _ in errors})
     if errors:
         failed = sorted({i for i, _ in errors})
@@ -310,13 +354,70 @@ def run_stage(
             f"(the other shards are kept):\n" + describe_failures(errors) + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
         )
         err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
+        record_stop(stage, ctx, plan, f"shards {failed} failed")
         raise err
-    summary = finish_stage(stage, ctx, plan, started)
+    try:
+        summary = finish_stage(stage, ctx, plan, started)
+    except BaseException as exc:
+        record_stop(stage, ctx, plan, stop_reason(exc))
+        raise
     logger.info(
         "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
         stage.name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
     )
     return summary
+
+
+def check_endpoints(stage: Stage, ctx: RunContext, *, force: bool = False) -> None:
+    """Check the model servers of a stage (``Stage.model_endpoints``) before it writes anything,
+    unless it is :func:`up_to_date` (a rerun with nothing to compute needs no server; the runner
+    checks again if planning finds work after all). Raises ``prompts.clients.endpoint.EndpointDown``."""
+    configs = server_configs(stage.model_endpoints(ctx.config))
+    if configs and (force or not up_to_date(stage, ctx)):
+        require_endpoints(configs)
+
+
+def up_to_date(stage: Stage, ctx: RunContext) -> bool:
+    """Whether the stage is complete for its current config section and inputs, read without
+    planning: its shards would all be skipped (unless regrouped, or holding transient rejects)."""
+    from tasks.engine.base import StageInputError
+
+    manifest = stage.store(ctx).read_manifest()
+    if manifest is None or manifest.get("status") != "complete":
+        return False
+    try:
+        return manifest.get("config_hash") == config_hash(stage.config_section(ctx)) and manifest.get("input_fingerprints") == stage.input_fingerprints(ctx)
+    except StageInputError:  # an upstream stage is not complete: this one will run after it
+        return False
+
+
+def record_stop(stage: Stage, ctx: RunContext, plan: StagePlan, why: str) -> None:
+    """Write ``status: interrupted`` (with ``stopped_by``, ``stopped_at``) into the manifest of a
+    stage that stopped before completing, so ``reactbench status`` tells the truth. Best effort:
+    the cause of the stop (a full disk, a lost lease) stays the error reported."""
+    store = stage.store(ctx)
+    try:
+        ensure_lease(ctx.run, None)
+        manifest = store.read_manifest()
+        if manifest is None or manifest.get("key") != plan.key or manifest.get("status") == "complete":
+            return
+        manifest.update({"status": "interrupted", "stopped_at": utc_now(), "stopped_by": why.splitlines()[0][:500]})
+        store.write_manifest(manifest)
+    except Exception as exc:  # noqa: BLE001
+        log.debug("%s: manifest not marked interrupted: %s", stage.name, exc)
+
+
+def stop_reason(exc: BaseException) -> str:
+    """How the manifest names what stopped a stage: the signal's name, or the error's class and message."""
+    if not isinstance(exc, Exception):  # Interrupted (flows.cli_signals) is named after its signal
+        return str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+def stop_note(name: str, total: int, before: int, now: int) -> str:
+    """What a stopped stage finished and what its resume computes, in one clause."""
+    left = total - before - now
+    return f"{name}: {before + now} of {total} shards finished, {now} of them in this run; {left} abandoned, computed on resume"
 
 
 def _drop_stale_errors(stage: Stage, ctx: RunContext, plan: StagePlan, failed: set[int]) -> None:

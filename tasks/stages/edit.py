@@ -41,7 +41,7 @@ from storage.rejects import reject
 from storage.task_spec import all_tasks
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.engine.reuse import Entry, ItemReuse, code_version
-from tasks.stages.verify_model import model_verify
+from tasks.stages.verify_model import model_checks_configured, model_verify
 from tasks.stages.verify_model import stage_key as verify_model_key
 
 STAGE = "edit"
@@ -130,6 +130,9 @@ class EditStage(Stage):
             "seed": ctx.seed,
             "verify_model": verify_model_key(ctx),
         }
+
+    def model_endpoints(self, config: Any) -> list[Any]:
+        return [config.mllm] if model_checks_configured(config) else []
 
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)

@@ -69,6 +69,9 @@ class InstructStage(Stage):
         return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts,
                 "editor_limits": editor_limits(ctx).to_json()}
 
+    def model_endpoints(self, config: Any) -> list[Any]:
+        return [config.mllm]
+
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = addresses.CANDIDATES.reader(ctx.run).rows()
         return plan_shards(rows, ctx.config.run.shard_size)

@@ -24,7 +24,13 @@ IMAGE_BACKENDS = ("openai", "transformers")
 
 def model_checks_on(ctx: Any) -> bool:
     """Whether this run asks the MLLM about its edits."""
-    return bool(ctx.config.edit.qc.verify.enabled and ctx.config.edit.qc.verify.model_checks and ctx.config.mllm.backend in IMAGE_BACKENDS)
+    return model_checks_configured(ctx.config)
+
+
+def model_checks_configured(config: Any) -> bool:
+    """Whether ``config`` asks the MLLM about the edits (the edit stage's model endpoint)."""
+    verify = config.edit.qc.verify
+    return bool(verify.enabled and verify.model_checks and config.mllm.backend in IMAGE_BACKENDS)
 
 
 def stage_key(ctx: Any) -> dict[str, Any] | None:

@@ -67,7 +67,7 @@ def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: st
         judge_cfg = client_config(config.mllm, jb, jm, base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
-    return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache))
+    return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache), (model_cfg, judge_cfg))
 
 
 def run_eval(
@@ -106,7 +106,7 @@ def answer_questions(
     clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
     stage = EvalStage(backend, model_id, unverified, clients)
     ctx = RunContext(run, config, {"no_cache": no_cache})
-    summary = run_stage(stage, ctx, force=force, progress=progress)
+    summary = run_stage(stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons)
     return EvalOutcome(model_slug(backend, model_id, unverified), stage.name, summary, {}, backend, model_id, unverified)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from prompts.clients.base import MLLMClient
 from storage import addresses
+from storage.rejects import reject
 from tasks.engine.base import RunContext, ShardResult, Stage
 from tasks.release.evaluate.answer import ask, load_images
 from tasks.release.evaluate.attribute import attribute_subcauses, item_facts
@@ -53,6 +54,7 @@ class EvalClients:
 
     model: MLLMClient
     judge: MLLMClient
+    configs: tuple[Any, ...] = ()  # their MLLMConfigs, whose servers are checked before the stage runs
 
 
 class EvalStage(Stage):
@@ -83,6 +85,9 @@ class EvalStage(Stage):
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
         return {"questions": input_fingerprint(ctx.run, self.unverified)}
+
+    def model_endpoints(self, config: Any) -> list[Any]:
+        return list(self.clients.configs)
 
     def plan(self, ctx: RunContext) -> list[Any]:
         questions, edits = read_inputs(ctx.run, self.unverified)
@@ -118,6 +123,9 @@ class EvalStage(Stage):
                 row.update(prompt_name=spec.name, prompt_version=spec.version, backend=resp.backend or self.clients.model.backend, model_id=resp.model_id or self.clients.model.model_id)
                 answers.append(row)
         result.items = reuse.counts.as_dict()
+        # A reply lost to the transport is a transient reject too (orchestration.rerun_reject_reasons):
+        # a rerun asks this shard again, its other answers coming from the reuse store.
+        result.rejects += [reject(a["id"], self.name, "llm_error", a["error"] or "", {"question_id": a["question_id"], "mode": a["mode"]}) for a in answers if a["status"] == "error"]
         judge_short_answers(self.clients.judge, answers, self._qmap, self._annotations, self._encoder, cfg.embedding_threshold)
         result.outputs["answers"] = sorted(answers, key=lambda a: a["id"])
         wrong_cot = [a for a in answers if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"]

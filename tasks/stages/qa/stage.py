@@ -115,6 +115,9 @@ class QAStage(Stage):
             "templates": templates_fingerprint(),
         }
 
+    def model_endpoints(self, config: Any) -> list[Any]:
+        return [config.mllm]
+
     def plan(self, ctx: RunContext) -> list[Any]:
         from editors.verify import verification_failed
 
