@@ -132,7 +132,7 @@ def _check_editor_params(i: int, spec: EditorSpec) -> None:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ValueError(f"editors[{i}].params.{where}: {err['msg']} for editor {spec.name!r}{more}") from None
+        raise ValueError(f"editors[{i}].params.{where}: {err['msg'].removeprefix('Value error, ')} for editor {spec.name!r}{more}") from None
 
 
 class ConfigError(ValueError):
