@@ -134,3 +134,46 @@ def test_a_full_disk_while_the_queue_is_created_is_one_line_and_the_rerun_fills_
         assert len(ReviewQueue.open(f"sqlite:///{db}").items()) == full_items
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_reimporting_a_quick_labelstudio_export_adds_no_user_and_keeps_one_identity(filled_run, tmp_path):
+    """Issue 31: a snapshot export names annotators by id and email, the quick JSON export by id
+    alone. Importing the quick export of annotations already imported from a snapshot created a
+    ``labelstudio:<id>`` user per annotator holding no decision, and a changed annotation then
+    arrived as a second identity of the same person. Now nothing is created, and the id reaches
+    the user its snapshot named; an annotation refused (an item not in the queue) creates no user."""
+    run, url, _, _ = filled_run
+    run_dir = run.path()
+    runner = CliRunner()
+    r = runner.invoke(review_app, ["export", "--run-dir", run_dir, "--labelstudio", str(tmp_path / "ls" / "tasks.json")])
+    assert r.exit_code == 0, r.output
+    tasks = json.loads((tmp_path / "ls" / "tasks.json").read_text())
+    accept = [{"from_name": "verdict", "value": {"choices": ["accept"]}}]
+    reject = [{"from_name": "verdict", "value": {"choices": ["reject"]}}, {"from_name": "reasons", "value": {"choices": ["artifacts"]}}]
+
+    def export(who: object, results: list[list[dict]], path: str) -> str:
+        anns = [{"id": 100 + i, "completed_by": who, "result": res} for i, res in enumerate(results)]
+        (tmp_path / path).write_text(json.dumps([{"id": i, "data": tasks[i]["data"], "annotations": [a]} for i, a in enumerate(anns)]))
+        r = runner.invoke(review_app, ["import-labelstudio", str(tmp_path / path), "--run-dir", run_dir])
+        assert r.exit_code == 0, r.output
+        return " ".join(r.output.split())
+
+    q = ReviewQueue.open(url)
+    assert "Imported 3 decisions (0 imported before, 0 skipped)" in export({"id": 5, "email": "ann@lab.org", "first_name": "Ann"}, [accept] * 3, "snapshot.json")
+    users = {u.name for u in q.users().values()}
+    assert users == {"labelstudio:ann@lab.org"}
+    events = len(q.events())
+
+    assert "Imported 0 decisions (3 imported before, 0 skipped)" in export(5, [accept] * 3, "quick.json")
+    assert {u.name for u in q.users().values()} == users and len(q.events()) == events  # no empty labelstudio:5 user
+
+    assert "Imported 2 decisions (2 imported before, 0 skipped)" in export(5, [reject, accept, accept, accept], "quick2.json")
+    mine = {e.item_id: e.verdict for e in q.events(kinds=("decision",)) if q.users()[e.annotator_id].name == "labelstudio:ann@lab.org"}
+    assert mine[tasks[0]["data"]["item_id"]] == "reject" and tasks[3]["data"]["item_id"] in mine  # the same person, one user
+    assert {u.name for u in q.users().values()} == users
+
+    (tmp_path / "stale.json").write_text(json.dumps([{"id": 9, "data": {**tasks[0]["data"], "item_id": "no-such-item"},
+                                                      "annotations": [{"id": 900, "completed_by": 77, "result": accept}]}]))
+    r = runner.invoke(review_app, ["import-labelstudio", str(tmp_path / "stale.json"), "--run-dir", run_dir])
+    assert r.exit_code == 0 and "no review item 'no-such-item'" in r.output, r.output
+    assert {u.name for u in q.users().values()} == users  # a refused annotation creates no account
