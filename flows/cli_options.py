@@ -11,6 +11,13 @@ from typing import Any
 DEFAULT_RUN_DIR = "runs/demo"
 
 
+def no_run_dir(run_dir: str) -> str:
+    """The one line for a ``--run-dir`` that does not exist: say so before any stage or file hint."""
+    from tasks.engine.suggest import suggest
+
+    return f"{run_dir}: no such run directory; check --run-dir (a run is started with `{suggest('build', '--run-dir', run_dir)}`)"
+
+
 def run_dir_option(help: str = "Run directory (local path or fsspec URL such as s3://bucket/run).") -> Any:
     """``--run-dir / -r`` as a plain string: a ``Path`` would fold ``s3://bucket/run`` into ``s3:/bucket/run``."""
     import typer

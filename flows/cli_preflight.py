@@ -53,7 +53,12 @@ def register(app: typer.Typer) -> None:
         items: Optional[int] = typer.Option(None, "--items", min=0, help="instructions expected, for a run that has none yet."),
         window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, help="say whether the pending edits fit this many hours, and what would."),
     ) -> None:
-        """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time."""
+        """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time.
+
+        Exit status: 0 fits; 3 does not fit (no memory plan, or the pending edits need more than
+        --window-h); 4 could not be sized (a model's extra or files missing, or --window-h without
+        the pending edits); 1 the config names something missing; 2 a bad config. The JSON line
+        on stdout carries the same verdict and exit_code."""
         import sys
 
         from flows.config import ConfigError, resolve_run_config
@@ -69,5 +74,6 @@ def register(app: typer.Typer) -> None:
         render(report, console)
         if not report.ok:
             console.print(report.fix(), style="red", markup=False, soft_wrap=True)
+        console.print(report.verdict_line(), style="green" if report.exit_code == 0 else "red", markup=False, soft_wrap=True)
         sys.stdout.write(json_line(report) + "\n")
-        raise typer.Exit(0 if report.ok else 1)
+        raise typer.Exit(report.exit_code)

@@ -7,7 +7,7 @@ import types
 from itertools import pairwise
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 # ``Field(..., json_schema_extra=NOT_IN_STAGE_KEY)``: a setting that changes how a stage runs
 # (concurrency, timeouts, caches, devices) but not what it writes, so it stays out of stage keys.
@@ -68,6 +68,24 @@ FloatRange = Annotated[tuple[float, float], AfterValidator(_ordered)]
 IntRange = Annotated[tuple[int, int], AfterValidator(_ordered)]
 # Bin edges: at least two, strictly increasing.
 IntEdges = Annotated[tuple[int, ...], AfterValidator(_increasing)]
+
+
+def describe_errors(exc: ValidationError, prefix: str = "") -> str:
+    """A validation error on one line: each bad key path (after ``prefix``) with what is wrong,
+    ``; `` between several; the value given where it is a scalar."""
+    parts = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"])
+        path = prefix + path if path else (prefix.rstrip(".") or "<root>")
+        msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
+        hint = ""
+        if err["type"] == "extra_forbidden":
+            hint = " (unknown key: check the spelling against the README's config reference)"
+        elif not isinstance(got, (dict, list, tuple)) and err["type"] != "value_error":
+            hint = f" (got {got!r})"
+        parts.append(f"{path}: {msg}{hint}")
+    return "; ".join(parts)
 
 
 def value_problem(value: Any, annotation: Any, at: str = "") -> str | None:

@@ -116,7 +116,8 @@ def test_preflight_of_a_run_directory_takes_its_saved_config(tmp_path: Path) -> 
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text(_bad_config(tmp_path).read_text())
     proc = _run("preflight", "--run-dir", str(run_dir), "--gpus", "1", "--gpu-memory-gb", "48")
-    assert proc.returncode == 1 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
+    # exit 4: the editor whose model folder is missing could not be sized (issue 31: preflight's exit says which)
+    assert proc.returncode == 4 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
     demo = _run("preflight", "--run-dir", str(run_dir), "--config", str(ROOT / "configs" / "demo.yaml"), "--gpus", "1", "--gpu-memory-gb", "48")
     assert demo.returncode == 0 and "no-such-lora" not in demo.stderr, demo.stderr[-2000:]
 
