@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_options import finite
+
 
 def render(report: Any, console: Console) -> None:
     from tasks.tools.preflight import table_rows
@@ -47,11 +49,11 @@ def register(app: typer.Typer) -> None:
     def preflight(
         config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the --run-dir's saved config.yaml, else the embedded demo config)."),
         gpus: Optional[int] = typer.Option(None, "--gpus", min=0, help="GPUs per node to plan for (default: what torch.cuda sees)."),
-        gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, help="memory per GPU in GB (default: torch.cuda)."),
+        gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, callback=finite, help="memory per GPU in GB (default: torch.cuda)."),
         gpu_name: Optional[str] = typer.Option(None, "--gpu-name", help="GPU kind for the time estimate, e.g. 'RTX A6000' (default: torch.cuda, else the slowest card of that memory)."),
         run_dir: Optional[str] = typer.Option(None, "--run-dir", help="run whose instructions and reuse store give the pending edits."),
         items: Optional[int] = typer.Option(None, "--items", min=0, help="instructions expected, for a run that has none yet."),
-        window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, help="say whether the pending edits fit this many hours, and what would."),
+        window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, callback=finite, help="say whether the pending edits fit this many hours, and what would."),
     ) -> None:
         """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time.
 

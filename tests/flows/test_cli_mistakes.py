@@ -139,3 +139,23 @@ def test_a_binary_objects_json_names_the_file_and_the_byte(tmp_path: Path, sampl
     said = [ln for ln in proc.stderr.splitlines() if "shard 0:" in ln]
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, proc.stderr[-2000:]
     assert len(said) == 1 and f"{tmp_path / 'vg' / 'objects.json'}: byte 0: expected a JSON array '[', found b'\\xff\\xfe[" in said[0], said
+
+
+@pytest.mark.parametrize(
+    "option, args",
+    [("--keep-days", ["reuse", "prune", "--keep-days", "inf"]), ("--window-h", ["preflight", "--window-h", "inf", "--items", "5"]),
+     ("--gpu-memory-gb", ["preflight", "--gpus", "1", "--gpu-memory-gb", "inf"])],
+    ids=["keep-days", "window-h", "gpu-memory-gb"],
+)
+def test_an_infinite_number_option_is_refused(tmp_path: Path, option: str, args: list[str]) -> None:
+    """As config values (issue 31.5), number options are finite: ``--keep-days inf`` passed the
+    ``>= 0`` bound and ended in an OverflowError traceback; ``--window-h inf`` always "fitted"
+    and printed ``Infinity`` into the JSON line."""
+    run = tmp_path / "run"
+    (run / "reuse").mkdir(parents=True)
+    (run / "reuse" / "keep.txt").write_text("x")
+    before = _tree(run)
+    proc = _run(*args, "--run-dir", str(run))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"Error: Invalid value for '{option}': inf is not a finite number" in proc.stderr.splitlines()
+    assert _tree(run) == before
