@@ -8,7 +8,6 @@ from pydantic import Field, field_validator, model_validator
 
 from storage.config_base import NOT_IN_STAGE_KEY, Section
 
-
 Backend = Literal["rules", "openai", "transformers"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 # What to do with a serving engine's name given as a backend: they all speak the OpenAI API.
