@@ -26,7 +26,7 @@ app = typer.Typer(
 )
 # Logs and CI capture output without a terminal; rich would then squeeze tables into 80 columns.
 # Messages are soft-wrapped (never broken inside a suggested command; flows/cli_output.py).
-console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True)
+console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True, emoji=False)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
 RunDirOpt = run_dir_option()

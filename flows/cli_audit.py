@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         from storage.fs import RunFS
         from tasks.tools.audit import find_truth, run_audit
 
-        console = Console()
+        console = Console(emoji=False)
         run = RunFS.open(str(run_dir))
         if not run.exists():
             print_error(no_run_dir(str(run_dir)))

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from flows.cli_options import run_dir_option
 
-console = Console(stderr=True, soft_wrap=True)  # messages never hard-wrapped; tables still fit the width
+console = Console(stderr=True, soft_wrap=True, emoji=False)  # messages never hard-wrapped; tables still fit the width
 
 RunDir = run_dir_option()
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
@@ -29,7 +29,9 @@ def _config(config: Optional[Path], run_dir: str, overrides: dict[str, Any] | No
 
 
 def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
+    from flows.cli_output import print_error
+
+    print_error(f"error: {exc}")  # as written: a path or model name is never read as markup or an emoji code
     raise typer.Exit(2)
 
 

@@ -16,12 +16,13 @@ from typing import Any, Callable
 
 from rich.console import Console
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 
 
 def print_error(message: str, style: str = "red") -> None:
-    """One message on stderr, exactly as written (no markup, no inserted line breaks)."""
-    err_console.print(message, style=style, markup=False, soft_wrap=True, highlight=False)
+    """One message on stderr, exactly as written (no markup, no emoji codes: ``--model vllm:x:``
+    would print as ``vllm❌``; no inserted line breaks)."""
+    err_console.print(message, style=style, markup=False, emoji=False, soft_wrap=True, highlight=False)
 
 
 def require_extra(module: str, extra: str, command: str) -> None:
@@ -58,7 +59,7 @@ def table_console(stderr: bool = False) -> Console:
     """A console for tables: the terminal's width in a terminal; 140 columns in logs and captured
     output (rich would otherwise squeeze tables to ``COLUMNS`` or 80 and break their labels)."""
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, width=None if probe.is_terminal else 140, soft_wrap=True)
+    return Console(stderr=stderr, width=None if probe.is_terminal else 140, soft_wrap=True, emoji=False)
 
 
 class StepBars:

@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         from flows.config import ConfigError, resolve_run_config
         from tasks.tools.preflight import json_line, run_preflight
 
-        console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
+        console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160, emoji=False)
         try:
             cfg = resolve_run_config(config, run_dir=run_dir)  # explicit > the run's saved config.yaml > demo
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)

@@ -10,7 +10,7 @@ from rich.console import Console
 from flows.cli_options import finite, run_dir_option
 
 reuse_app = typer.Typer(help="The per-item reuse store: finished edits, instructions and analyses that rebuilds take instead of recomputing.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 
 
 def _store(run_dir: str, reuse_dir: Optional[str]):

@@ -17,7 +17,7 @@ from flows.cli_output import print_error
 from tasks.engine.suggest import suggest
 
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
-console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)
+console = Console(soft_wrap=True, emoji=False)  # messages never hard-wrapped (copyable commands); names never read as emoji codes
 
 if TYPE_CHECKING:
     from storage.fs import RunFS

@@ -159,3 +159,15 @@ def test_an_infinite_number_option_is_refused(tmp_path: Path, option: str, args:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"Error: Invalid value for '{option}': inf is not a finite number" in proc.stderr.splitlines()
     assert _tree(run) == before
+
+
+def test_an_error_prints_names_as_written(tmp_path: Path) -> None:
+    """Errors went through rich markup and emoji codes: ``--judge vllm:x`` printed ``vllm❌`` and a
+    name holding ``[/x]`` ended in a MarkupError traceback."""
+    run = tmp_path / "run"
+    run.mkdir()
+    judge = _run("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--judge", "vllm:x", "--unverified")
+    assert judge.returncode == 2 and _lines(judge)[0].startswith("error: eval.judge vllm:x: unknown backend 'vllm'"), _lines(judge)
+    assert "eval.judge openai:x and its URL in eval.judge_base_url (--judge-base-url)" in _lines(judge)[0]
+    odd = _run("eval", "--run-dir", str(run), "--model", "vllm:[/x]", "--unverified")
+    assert odd.returncode == 2 and "Traceback" not in odd.stderr and "--model openai:[/x] --base-url" in _lines(odd)[0], odd.stderr[-2000:]

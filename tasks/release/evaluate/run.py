@@ -32,22 +32,23 @@ METRICS_FILE = "metrics.json"
 
 
 def parse_model(spec: str, flag: str = "--model") -> tuple[str, str]:
-    """``"openai:Qwen/Qwen2.5-VL-7B"`` -> ("openai", "Qwen/Qwen2.5-VL-7B"); a backend that does not
-    exist (``vllm:...``) fails here, naming the backends and the form that serves it."""
+    """``"openai:Qwen/Qwen2.5-VL-7B"`` -> ("openai", "Qwen/Qwen2.5-VL-7B")."""
     backend, sep, model = (spec or "").partition(":")
     backend, model = backend.strip(), model.strip()
     if not sep or not backend or not model:
         raise ValueError(f"{flag} must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}")
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"{flag} {spec}: unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}. "
-            f"{SERVER_HINT}: {flag} openai:{model} --base-url http://HOST:8000/v1"
-        )
     return backend, model
 
 
-def client_config(base: MLLMConfig, backend: str, model: str, **overrides: Any) -> MLLMConfig:
-    """The run's MLLM settings with another backend/model (validated, so a typo fails here)."""
+def client_config(base: MLLMConfig, backend: str, model: str, flag: str = "--model", **overrides: Any) -> MLLMConfig:
+    """The run's MLLM settings with another backend/model (validated, so a typo fails here); a
+    backend that does not exist (``vllm:...``) is named with the backends and the form that serves it."""
+    if backend not in BACKENDS:
+        url = "--base-url http://HOST:8000/v1" if flag == "--model" else "and its URL in eval.judge_base_url (--judge-base-url)"
+        raise ValueError(
+            f"{flag} {backend}:{model}: unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}. "
+            f"{SERVER_HINT}: {flag} openai:{model} {url}"
+        )
     data = base.model_dump()
     data.update({"backend": backend, "model": model})
     data.update({k: v for k, v in overrides.items() if v is not None})
@@ -74,7 +75,7 @@ def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: st
     model_cfg = client_config(config.mllm, backend, model, base_url=base_url, temperature=ev.temperature, max_tokens=ev.max_tokens)
     if ev.judge:
         jb, jm = parse_model(ev.judge, "eval.judge")
-        judge_cfg = client_config(config.mllm, jb, jm, base_url=ev.judge_base_url, temperature=0.0)
+        judge_cfg = client_config(config.mllm, jb, jm, "eval.judge", base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
     return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache))
