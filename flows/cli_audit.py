@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         from storage.fs import RunFS
         from tasks.tools.audit import find_truth, run_audit
 
-        console = Console(emoji=False)
+        console = Console(soft_wrap=True, emoji=False)  # a suggested command is never broken across lines
         run = RunFS.open(str(run_dir))
         if not run.exists():
             print_error(no_run_dir(str(run_dir)))
