@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flows.cli_help import finish_help, version_option
 from flows.cli_lock import guard_writers
 from flows.cli_options import run_dir_option
 from flows.config import ConfigError, resolve_run_config
@@ -25,7 +26,7 @@ app = typer.Typer(
 )
 # Logs and CI capture output without a terminal; rich would then squeeze tables into 80 columns.
 # Messages are soft-wrapped (never broken inside a suggested command; flows/cli_output.py).
-console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True)
+console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True, emoji=False)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
 RunDirOpt = run_dir_option()
@@ -33,10 +34,13 @@ ForceOpt = typer.Option(False, "--force", help="Recompute every shard even if it
 OrchOpt = typer.Option("auto", "--orchestrator", help="auto: Prefect when a Prefect API is configured, else local threads; local; prefect.")
 MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | openai | transformers (config key mllm.backend).")
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
-ModelOpt = typer.Option(None, "--model", help="MLLM model id or local path (mllm.model).")
+MllmModelOpt = typer.Option(None, "--mllm-model", help="MLLM model id or local path (mllm.model).")
+# `--model` means BACKEND:MODEL of the model under test (`reactbench eval`); here it was mllm.model.
+OldModelOpt = typer.Option(None, "--model", hidden=True, help="Deprecated: --mllm-model.")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
 ForceItemsOpt = typer.Option(
-    None, "--force-items", help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable)."
+    None, "--force-items", metavar="<editor=KEY|stage=NAME>",
+    help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable).",
 )
 
 
@@ -122,7 +126,28 @@ def run_stages_cli(
     console.print(f"Run directory: {run_dir}")
 
 
-def _mllm_overrides(mllm: Optional[str], base_url: Optional[str], model: Optional[str]) -> dict[str, Any]:
+def _stage_names(stages: Optional[str]) -> list[str] | None:
+    """``--stages mine,instruct`` as names, checked before anything runs (exit 2 naming the stages that exist)."""
+    from flows.cli_output import print_error
+    from flows.stages import STAGE_ORDER, UnknownStage, select_stages
+
+    if stages is None:
+        return None
+    names = [s.strip() for s in stages.split(",") if s.strip()]
+    try:
+        if not names:
+            raise UnknownStage(f"name at least one stage; the stages are {', '.join(STAGE_ORDER)}")
+        select_stages(names)
+    except UnknownStage as exc:
+        print_error(f"--stages {stages}: {exc}")
+        raise typer.Exit(2) from None
+    return names
+
+
+def _mllm_overrides(mllm: Optional[str], base_url: Optional[str], model: Optional[str], old_model: Optional[str] = None) -> dict[str, Any]:
+    from flows.cli_output import deprecated_option
+
+    model = deprecated_option("--model", "--mllm-model", old_model, model, "--model is BACKEND:MODEL on `reactbench eval`; here it set mllm.model")
     return {"mllm.backend": mllm, "mllm.base_url": base_url, "mllm.model": model}
 
 
@@ -135,13 +160,14 @@ def build(
     orchestrator: str = OrchOpt,
     mllm: Optional[str] = MllmOpt,
     base_url: Optional[str] = BaseUrlOpt,
-    model: Optional[str] = ModelOpt,
+    mllm_model: Optional[str] = MllmModelOpt,
     no_cache: bool = NoCacheOpt,
     force_items: Optional[list[str]] = ForceItemsOpt,
+    model: Optional[str] = OldModelOpt,
 ) -> None:
     """Run every stage in order: mine, instruct, edit, qa, review (finished shards are skipped)."""
-    names = [s.strip() for s in stages.split(",")] if stages else None
-    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
+    names = _stage_names(stages)
+    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, mllm_model, model), no_cache, force_items)
 
 
 def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> None:
@@ -155,11 +181,12 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
             orchestrator: str = OrchOpt,
             mllm: Optional[str] = MllmOpt,
             base_url: Optional[str] = BaseUrlOpt,
-            model: Optional[str] = ModelOpt,
+            mllm_model: Optional[str] = MllmModelOpt,
             no_cache: bool = NoCacheOpt,
             force_items: Optional[list[str]] = ForceItemsOpt,
+            model: Optional[str] = OldModelOpt,
         ) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, model), no_cache, force_items)
+            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, mllm_model, model), no_cache, force_items)
 
     else:
 
@@ -260,7 +287,13 @@ def _mount_subcommands() -> None:
     register_preflight(app)
 
 
+@app.callback()
+def _root(version: bool = version_option()) -> None:
+    """The root's own options (``--version``); the help text is the app's."""
+
+
 _mount_subcommands()
+finish_help(app)  # an example per command, flags shown as flags (flows/cli_help.py)
 guard_writers(app)  # writing commands hold the run directory's lock (flows/cli_lock.py)
 
 

@@ -21,13 +21,17 @@ def register(app: typer.Typer) -> None:
         truth: Optional[Path] = typer.Option(None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."),
     ) -> None:
         """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""
-        from flows.cli_output import StepBars
+        from flows.cli_options import no_run_dir
+        from flows.cli_output import StepBars, print_error
         from flows.config import saved_run_config
         from storage.fs import RunFS
         from tasks.tools.audit import find_truth, run_audit
 
-        console = Console()
+        console = Console(soft_wrap=True, emoji=False)  # a suggested command is never broken across lines
         run = RunFS.open(str(run_dir))
+        if not run.exists():
+            print_error(no_run_dir(str(run_dir)))
+            raise typer.Exit(2)
         path = truth or find_truth(saved_run_config(run_dir))
         if truth is not None and not truth.exists():
             raise typer.BadParameter(f"{truth}: no such truth file", param_hint="--truth")

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from flows.cli_options import run_dir_option
 
-console = Console(stderr=True, soft_wrap=True)  # messages never hard-wrapped; tables still fit the width
+console = Console(stderr=True, soft_wrap=True, emoji=False)  # messages never hard-wrapped; tables still fit the width
 
 RunDir = run_dir_option()
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
@@ -29,7 +29,9 @@ def _config(config: Optional[Path], run_dir: str, overrides: dict[str, Any] | No
 
 
 def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
+    from flows.cli_output import print_error
+
+    print_error(f"error: {exc}")  # as written: a path or model name is never read as markup or an emoji code
     raise typer.Exit(2)
 
 
@@ -46,11 +48,12 @@ def export_cmd(
 
     The release is written aside and swapped in whole with a manifest of every file's sha256, so
     --out holds the old release or the new one, never a mix."""
-    from flows.cli_output import StepBars
+    from flows.cli_output import StepBars, require_extra
     from storage.fs import RunFS
     from tasks.release.items import InputsMissing
     from tasks.release.export.export import export_benchmark
 
+    require_extra("datasets", "export", "reactbench export")  # before --out or the run is touched
     try:
         cfg = _config(config, run_dir)
         with StepBars("export", console) as steps:
@@ -126,11 +129,15 @@ def report_cmd(
     kind: str = typer.Argument(..., help="eval | ablation | build"),
     run_dir: str = RunDir,
     out: Optional[str] = typer.Option(None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."),
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="eval: only these evaluation folders (e.g. rules-rules-v1); repeatable."),
+    evals: Optional[list[str]] = typer.Option(None, "--eval", "-e", metavar="<folder>", help="eval: only these evaluation folders under <run>/eval/ (e.g. rules-rules-v1); repeatable."),
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", hidden=True, help="Deprecated: --eval."),
 ) -> None:
     """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects)."""
+    from flows.cli_output import deprecated_option
     from storage.fs import RunFS
     from tasks.release.report.write import KINDS, write_report
+
+    model = deprecated_option("--model", "--eval", model or None, evals or None, "--model is BACKEND:MODEL on `reactbench eval`; here it named evaluation folders")
 
     if kind not in KINDS:
         _fail(ValueError(f"unknown report {kind!r}; choose one of {', '.join(KINDS)}"))

@@ -18,7 +18,7 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from flows.cli_options import DEFAULT_RUN_DIR
+from flows.cli_options import DEFAULT_RUN_DIR, no_run_dir
 
 if TYPE_CHECKING:
     import typer
@@ -30,15 +30,20 @@ WRITERS: set[tuple[str, str | None]] = {
     ("review", None), ("review", "export"), ("review", "import-labelstudio"),
     ("", "export"), ("", "report"), ("reuse", "prune"),  # export's rejects, report's HTML, prune's deletions
 }
+# Writers that read a run which must be there already: a --run-dir that does not exist is a
+# mistyped path, refused before the lease would create it (``build`` and ``mine`` start runs;
+# ``reuse prune`` may work on a shared store alone and checks the run itself).
+NEEDS_RUN = WRITERS - {("", "build"), ("", "mine"), ("reuse", "prune")}
 
 
-def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -> Callable[..., Any]:
+def locked(command: str, fn: Callable[..., Any], group_callback: bool = False, needs_run: bool = False) -> Callable[..., Any]:
     """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer).
 
     Nothing is written before the command's config validates: a ``--config`` given to the
     command is loaded first (a bad one exits 2 without creating the run directory), and a run
     directory that taking the lease created is removed again if the command left it empty.
-    SIGTERM / SIGHUP end the command cleanly (``flows.cli_signals``)."""
+    ``needs_run``: a run directory that does not exist is refused (exit 2) before the lease is
+    taken. SIGTERM / SIGHUP end the command cleanly (``flows.cli_signals``)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -57,6 +62,9 @@ def locked(command: str, fn: Callable[..., Any], group_callback: bool = False) -
 
             resolve_run_config(kwargs["config"], run_dir=run_dir)  # ConfigError: exit 2, nothing written
         created = _first_missing(str(run_dir))  # taking the lease creates it: removed again if left empty
+        if created is not None and needs_run:  # a mistyped path: no stage or file hint, nothing created
+            print_error(no_run_dir(str(run_dir)))
+            raise typer.Exit(2)
         try:
             lock = hold_run(str(run_dir), f"reactbench {command}", on_message=lambda m: print_error(m, style="yellow"), reentrant=True)
             lock.acquire()
@@ -124,7 +132,7 @@ def guard_writers(app: typer.Typer) -> None:
         _wrap_commands(sub, name)
         cb = sub.registered_callback
         if (name, None) in WRITERS and cb is not None and cb.callback is not None:
-            cb.callback = locked(f"{name}", cb.callback, group_callback=True)
+            cb.callback = locked(f"{name}", cb.callback, group_callback=True, needs_run=(name, None) in NEEDS_RUN)
 
 
 def _wrap_commands(app: typer.Typer, group: str) -> None:
@@ -133,7 +141,7 @@ def _wrap_commands(app: typer.Typer, group: str) -> None:
             continue
         name = info.name or info.callback.__name__.replace("_", "-")
         if (group, name) in WRITERS:
-            info.callback = locked(f"{group} {name}".strip(), info.callback)
+            info.callback = locked(f"{group} {name}".strip(), info.callback, needs_run=(group, name) in NEEDS_RUN)
 
 
 def early_refusal(argv: list[str]) -> str | None:

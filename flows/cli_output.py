@@ -16,19 +16,50 @@ from typing import Any, Callable
 
 from rich.console import Console
 
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 
 
 def print_error(message: str, style: str = "red") -> None:
-    """One message on stderr, exactly as written (no markup, no inserted line breaks)."""
-    err_console.print(message, style=style, markup=False, soft_wrap=True, highlight=False)
+    """One message on stderr, exactly as written (no markup, no emoji codes: ``--model vllm:x:``
+    would print as ``vllm❌``; no inserted line breaks)."""
+    err_console.print(message, style=style, markup=False, emoji=False, soft_wrap=True, highlight=False)
+
+
+def require_extra(module: str, extra: str, command: str) -> None:
+    """Stop ``command`` before it does anything when the optional dependency ``module`` of the
+    ``extra`` is not installed: one line naming the extra to install, exit 2."""
+    import importlib.util
+
+    import typer
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        print_error(f"{command} needs the `{extra}` extra (no module named {module!r}): pip install 'reactbench-pipeline[{extra}]'; nothing was written")
+        raise typer.Exit(2)
+
+
+def deprecated_option(old: str, new: str, old_value: Any, new_value: Any, why: str) -> Any:
+    """The value of an option renamed from ``old`` to ``new``: the old spelling still works, with a
+    one-line deprecation notice on stderr; both given with different values is a usage error."""
+    if old_value is None:
+        return new_value
+    if new_value is not None and new_value != old_value:
+        import typer
+
+        print_error(f"{old} and {new} are the same setting ({old} is deprecated); give only {new}")
+        raise typer.Exit(2)
+    print_error(f"{old} is deprecated here: use {new} ({why})", style="yellow")
+    return old_value
 
 
 def table_console(stderr: bool = False) -> Console:
     """A console for tables: the terminal's width in a terminal; 140 columns in logs and captured
     output (rich would otherwise squeeze tables to ``COLUMNS`` or 80 and break their labels)."""
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, width=None if probe.is_terminal else 140, soft_wrap=True)
+    return Console(stderr=stderr, width=None if probe.is_terminal else 140, soft_wrap=True, emoji=False)
 
 
 class StepBars:

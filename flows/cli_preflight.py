@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.cli_options import finite
+
 
 def render(report: Any, console: Console) -> None:
     from tasks.tools.preflight import table_rows
@@ -47,19 +49,24 @@ def register(app: typer.Typer) -> None:
     def preflight(
         config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML run config (default: the --run-dir's saved config.yaml, else the embedded demo config)."),
         gpus: Optional[int] = typer.Option(None, "--gpus", min=0, help="GPUs per node to plan for (default: what torch.cuda sees)."),
-        gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, help="memory per GPU in GB (default: torch.cuda)."),
+        gpu_memory_gb: Optional[float] = typer.Option(None, "--gpu-memory-gb", min=1, callback=finite, help="memory per GPU in GB (default: torch.cuda)."),
         gpu_name: Optional[str] = typer.Option(None, "--gpu-name", help="GPU kind for the time estimate, e.g. 'RTX A6000' (default: torch.cuda, else the slowest card of that memory)."),
         run_dir: Optional[str] = typer.Option(None, "--run-dir", help="run whose instructions and reuse store give the pending edits."),
         items: Optional[int] = typer.Option(None, "--items", min=0, help="instructions expected, for a run that has none yet."),
-        window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, help="say whether the pending edits fit this many hours, and what would."),
+        window_h: Optional[float] = typer.Option(None, "--window-h", min=0.01, callback=finite, help="say whether the pending edits fit this many hours, and what would."),
     ) -> None:
-        """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time."""
+        """Size every model the config names on the meta device, pick a memory plan, check names and files, estimate the GPU time.
+
+        Exit status: 0 fits; 3 does not fit (no memory plan, or the pending edits need more than
+        --window-h); 4 could not be sized (a model's extra or files missing, or --window-h without
+        the pending edits); 1 the config names something missing; 2 a bad config. The JSON line
+        on stdout carries the same verdict and exit_code."""
         import sys
 
         from flows.config import ConfigError, resolve_run_config
         from tasks.tools.preflight import json_line, run_preflight
 
-        console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160)
+        console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 160, emoji=False)
         try:
             cfg = resolve_run_config(config, run_dir=run_dir)  # explicit > the run's saved config.yaml > demo
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
@@ -69,5 +76,6 @@ def register(app: typer.Typer) -> None:
         render(report, console)
         if not report.ok:
             console.print(report.fix(), style="red", markup=False, soft_wrap=True)
+        console.print(report.verdict_line(), style="green" if report.exit_code == 0 else "red", markup=False, soft_wrap=True)
         sys.stdout.write(json_line(report) + "\n")
-        raise typer.Exit(0 if report.ok else 1)
+        raise typer.Exit(report.exit_code)

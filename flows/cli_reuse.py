@@ -7,10 +7,10 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from flows.cli_options import run_dir_option
+from flows.cli_options import finite, run_dir_option
 
 reuse_app = typer.Typer(help="The per-item reuse store: finished edits, instructions and analyses that rebuilds take instead of recomputing.", no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 
 
 def _store(run_dir: str, reuse_dir: Optional[str]):
@@ -36,7 +36,7 @@ def _saved_reuse_dir(run_dir: str) -> Optional[str]:
 
 @reuse_app.command("prune")
 def prune(
-    keep_days: float = typer.Option(..., "--keep-days", min=0, help="Keep entries used within this many days; delete the rest."),
+    keep_days: float = typer.Option(..., "--keep-days", min=0, callback=finite, help="Keep entries used within this many days; delete the rest."),
     run_dir: str = run_dir_option("Run directory whose store to prune (its run.reuse_dir if set)."),
     reuse_dir: Optional[str] = typer.Option(None, "--reuse-dir", help="A shared store (fsspec URL) to prune instead."),
 ) -> None:

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Optional
 import typer
 from rich.console import Console
 
-from flows.cli_options import run_dir_option
+from flows.cli_options import no_run_dir, run_dir_option
+from flows.cli_output import print_error
 from tasks.engine.suggest import suggest
 
 review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
-console = Console(soft_wrap=True)  # messages never hard-wrapped (copyable commands)
+console = Console(soft_wrap=True, emoji=False)  # messages never hard-wrapped (copyable commands); names never read as emoji codes
 
 if TYPE_CHECKING:
     from storage.fs import RunFS
@@ -35,6 +36,9 @@ def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> "tup
     from tasks.review.stage import default_db_url
 
     run = RunFS.open(str(run_dir))
+    if not run.exists():  # a mistyped path would get an empty queue of its own
+        print_error(no_run_dir(str(run_dir)))
+        raise typer.Exit(2)
     cfg = resolve_run_config(config, run_dir=run_dir)
     url = db or cfg.review.db_url or default_db_url(run)
     return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes, pool_size=cfg.review.db_pool_size)

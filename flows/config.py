@@ -17,7 +17,7 @@ from editors.config import EditorSpec
 from flows.config_yaml import YamlRefused, decode_config, load_bounded, read_config_text
 from miners.config import MineConfig
 from prompts.config import MLLMConfig
-from storage.config_base import Section
+from storage.config_base import Section, describe_errors
 from tasks.engine.config import TRANSIENT_REJECT_REASONS, EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -132,7 +132,7 @@ def _check_editor_params(i: int, spec: EditorSpec) -> None:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ValueError(f"editors[{i}].params.{where}: {err['msg']} for editor {spec.name!r}{more}") from None
+        raise ValueError(f"editors[{i}].params.{where}: {err['msg'].removeprefix('Value error, ')} for editor {spec.name!r}{more}") from None
 
 
 class ConfigError(ValueError):
@@ -141,18 +141,7 @@ class ConfigError(ValueError):
 
 def _format_errors(source: str, exc: ValidationError) -> str:
     """One line: the file, then each bad key path with what is wrong (``; `` between several)."""
-    parts = []
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "<root>"
-        msg = err["msg"].removeprefix("Value error, ")
-        got = err.get("input")
-        hint = ""
-        if err["type"] == "extra_forbidden":
-            hint = " (unknown key: check the spelling against the README's config reference)"
-        elif not isinstance(got, (dict, list, tuple)) and err["type"] != "value_error":
-            hint = f" (got {got!r})"
-        parts.append(f"{path}: {msg}{hint}")
-    return f"{source}: " + "; ".join(parts)
+    return f"{source}: " + describe_errors(exc)
 
 
 def config_from_dict(data: dict[str, Any], source: str = "<config>") -> BuildConfig:

@@ -72,7 +72,7 @@ def main() -> None:
         kinds = {c.__name__ for c in type(exc).__mro__}  # click's classes, vendored or not by Typer
         if "ClickException" in kinds:
             if "NoArgsIsHelpError" not in kinds:  # Typer has printed the help already
-                print_error(usage_error_text(exc))
+                print_error(usage_error_text(exc, sys.argv[1:]))
             raise SystemExit(getattr(exc, "exit_code", 2)) from None
         if "Abort" in kinds:
             print_error("Aborted.")
@@ -139,8 +139,9 @@ def disk_full_text(exc: BaseException) -> str:
     return f"no space left on device{f' writing {where}' if where else ''} ({found})"
 
 
-def usage_error_text(exc: Exception) -> str:
-    """Click's usage, hint and error lines, each whole (no hard wrap)."""
+def usage_error_text(exc: Exception, argv: list[str] | None = None) -> str:
+    """Click's usage, hint and error lines, each whole (no hard wrap); a value given to a flag
+    (``--force true``) gets a line saying that flags take none."""
     ctx = getattr(exc, "ctx", None)
     lines = []
     if ctx is not None:
@@ -148,7 +149,22 @@ def usage_error_text(exc: Exception) -> str:
         if ctx.command.get_help_option(ctx) is not None:
             lines.append(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.")
     lines.append(f"Error: {exc.format_message()}")  # type: ignore[attr-defined]
+    flag = _flag_given_a_value(ctx, argv or [])
+    if flag is not None:
+        lines.append(f"{flag} is a flag and takes no value: give {flag} alone to turn it on, leave it out to keep it off.")
     return "\n".join(lines)
+
+
+def _flag_given_a_value(ctx: object, argv: list[str]) -> str | None:
+    """The flag that a stray argument follows (``--force true``, ``--force=true``), if any."""
+    if ctx is None:
+        return None
+    flags = {o for p in getattr(ctx.command, "params", []) if getattr(p, "is_flag", False) for o in (*p.opts, *p.secondary_opts)}
+    for i, arg in enumerate(argv):
+        name = arg.split("=", 1)[0]
+        if name in flags and ("=" in arg or (i + 1 < len(argv) and argv[i + 1].lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"))):
+            return name
+    return None
 
 
 if __name__ == "__main__":

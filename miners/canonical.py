@@ -56,7 +56,7 @@ class Canonicalizer:
     raw names, never to singularised ones); otherwise singularise the head word (plural-only
     nouns such as ``glasses``, ``pants`` stay) and, if that singular is an alias word (or the
     singular of one), its target. Alias targets are used as written (cleaned, never
-    singularised); chains (``a,b`` + ``b,c``) resolve to the final target. Alias pairs that
+    singularised), and a raw name equal to a target (or to its singular) is that target; chains (``a,b`` + ``b,c``) resolve to the final target. Alias pairs that
     only differ in number (``vas,vases``, ``glass,glasses``) are not used: number is the
     singulariser's job, and those lines would merge ``vase`` into ``va`` and spectacles
     with drinking glasses. :meth:`merges` reports how many raw names each rule merged.
@@ -83,11 +83,15 @@ class Canonicalizer:
                     continue
                 direct[w] = target
         self.alias: dict[str, str] = {w: self._resolve(direct, w) for w in direct}
-        # singular forms of alias words, so "tee shirt" finds "tee shirts"; never overriding a word
+        # A target is a class name as written: the target itself ("tennis shoes" as a raw name)
+        # is that class too, not singularised into a second class beside it.
+        self.targets: frozenset[str] = frozenset(t for t in self.alias.values() if t not in self.alias)
+        # singular forms of alias words and targets, so "tee shirt" finds "tee shirts" and
+        # "tennis shoe" finds "tennis shoes"; never overriding a word or a target
         self._alias_singular: dict[str, str] = {}
-        for w, t in self.alias.items():
+        for w, t in [*self.alias.items(), *((t, t) for t in sorted(self.targets))]:
             s = singular_phrase(w)
-            if s != w and s not in self.alias and s != t:
+            if s != w and s not in self.alias and s not in self.targets:
                 self._alias_singular.setdefault(s, t)
         self._memo: dict[str, str] = {}
         self._lemmas: dict[str, str] = {}  # synset -> class (synset mode)
@@ -122,6 +126,8 @@ class Canonicalizer:
         if t is not None:
             self._rule[key] = ("alias", f"{c} -> {t}")
             return t
+        if c in self.targets:
+            return c
         s = singular_phrase(c) if singularise else c
         t = self._alias_of(s)
         if t is not None:

@@ -52,8 +52,11 @@ def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None, fetched: 
             tab = fetched.result() if fetched is not None else None
             table, ann = vg_duckdb.scan_file(job.kind, job.path, scan, canon, job.threads, tab)
             del tab
-        except duckdb.Error:
-            del scan.rejects[mark:]  # refused: the msgspec reader below says exactly what is wrong, entry by entry
+        except (duckdb.Error, UnicodeDecodeError):
+            # refused (a file that is not UTF-8 JSON fails inside DuckDB's own error message, as
+            # a bare UnicodeDecodeError): the msgspec reader below says exactly what is wrong,
+            # naming the file and the byte offset, entry by entry
+            del scan.rejects[mark:]
         else:
             if job.kind == "relationships":
                 table["valid"] = _validate_relations(table, scan, job.path)

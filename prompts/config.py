@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from storage.config_base import NOT_IN_STAGE_KEY, Section
 
+Backend = Literal["rules", "openai", "transformers"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+# What to do with a serving engine's name given as a backend: they all speak the OpenAI API.
+SERVER_HINT = "vLLM, SGLang, TGI, llama.cpp and other model servers are used through their OpenAI-compatible API: backend openai with the server's URL"
+
 
 class MLLMConfig(Section):
-    backend: Literal["rules", "openai", "transformers"] = Field("rules", description="rules (offline, from annotations) | openai (any OpenAI-compatible server) | transformers (local model)")
+    backend: Backend = Field("rules", description="rules (offline, from annotations) | openai (any OpenAI-compatible server) | transformers (local model)")
     model: str = Field("rules-v1", description="model id sent to the server, or a local path / hub id for transformers")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://gpu-node:8000/v1")
     api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key (the key itself is never stored)", json_schema_extra=NOT_IN_STAGE_KEY)
@@ -32,8 +37,16 @@ class MLLMConfig(Section):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field("auto", description="transformers backend weights dtype", json_schema_extra=NOT_IN_STAGE_KEY)
     batch_size: int = Field(8, ge=1, description="transformers backend batch size", json_schema_extra=NOT_IN_STAGE_KEY)
 
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _known_backend(cls, value: Any) -> Any:
+        """A server's name (``vllm``) is not a backend: say which backend serves it."""
+        if isinstance(value, str) and value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; the backends are {', '.join(BACKENDS)} ({SERVER_HINT}, base_url e.g. http://localhost:8000/v1)")
+        return value
+
     @model_validator(mode="after")
     def _model_named_for_real_backends(self) -> "MLLMConfig":
         if self.backend != "rules" and self.model == "rules-v1":
-            raise ValueError(f"mllm.model must name the {self.backend} model (e.g. --model Qwen/Qwen2.5-VL-7B-Instruct)")
+            raise ValueError(f"mllm.model must name the {self.backend} model (e.g. --mllm-model Qwen/Qwen2.5-VL-7B-Instruct)")
         return self

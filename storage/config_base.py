@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import math
+import types
 from itertools import pairwise
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 # ``Field(..., json_schema_extra=NOT_IN_STAGE_KEY)``: a setting that changes how a stage runs
 # (concurrency, timeouts, caches, devices) but not what it writes, so it stays out of stage keys.
@@ -16,6 +25,19 @@ class Section(BaseModel):
     """Config sections live beside the code they configure and are composed in ``flows/config.py``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _finite_and_of_its_type(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every field of every section, before pydantic's lax coercion: a NaN or an infinity
+        (``.nan`` in YAML compares false with every bound, so a range check lets it through), a
+        boolean where a number is expected (pydantic reads ``seed: true`` as 1) and a NUL byte in
+        any text (a path with one fails only when a stage opens it) are refused, naming the field."""
+        field = cls.model_fields.get(info.field_name or "")
+        problem = value_problem(value, field.annotation if field is not None else Any)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     def stage_key(self) -> dict[str, Any]:
         """The section as a stage key sees it: every field (JSON values, nested sections alike)
@@ -53,3 +75,105 @@ FloatRange = Annotated[tuple[float, float], AfterValidator(_ordered)]
 IntRange = Annotated[tuple[int, int], AfterValidator(_ordered)]
 # Bin edges: at least two, strictly increasing.
 IntEdges = Annotated[tuple[int, ...], AfterValidator(_increasing)]
+
+
+def describe_errors(exc: ValidationError, prefix: str = "") -> str:
+    """A validation error on one line: each bad key path (after ``prefix``) with what is wrong,
+    ``; `` between several; the value given where it is a scalar."""
+    parts = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"])
+        path = prefix + path if path else (prefix.rstrip(".") or "<root>")
+        msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
+        hint = ""
+        if err["type"] == "extra_forbidden":
+            hint = " (unknown key: check the spelling against the README's config reference)"
+        elif not isinstance(got, (dict, list, tuple)) and err["type"] != "value_error":
+            hint = f" (got {got!r})"
+        parts.append(f"{path}: {msg}{hint}")
+    return "; ".join(parts)
+
+
+def value_problem(value: Any, annotation: Any, at: str = "") -> str | None:
+    """Why ``value`` cannot be a config value of type ``annotation`` (None when it can): a
+    non-finite float, a boolean for a number, a NUL byte in a string, here or in any item of a
+    list or mapping. Nested sections are left to their own fields' check."""
+    if isinstance(value, bool):
+        if _wants_number(annotation) and not _admits_bool(annotation):
+            return f"{at}{str(value).lower()} is a boolean, not a number; write the number itself"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{at}{value} is not a finite number (NaN and infinity are refused)"
+    if isinstance(value, str):
+        if "\x00" in value:
+            shown = value if len(value) <= 60 else value[:57] + "..."
+            return f"{at}{shown!r} contains a NUL byte, which no path or name can hold"
+        return None
+    base = _unwrap(annotation)
+    if isinstance(base, type) and issubclass(base, BaseModel):
+        return None  # a nested section checks its own fields
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            problem = value_problem(item, _item_type(base, i), f"{at}item {i}: ")
+            if problem is not None:
+                return problem
+    elif isinstance(value, dict):
+        value_type = _mapping_value_type(base)
+        for key, item in value.items():
+            problem = value_problem(key, str, f"{at}key: ") or value_problem(item, value_type, f"{at}{key}: ")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _unwrap(annotation: Any) -> Any:
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The types a (possibly optional or union) annotation admits, unwrapped."""
+    annotation = _unwrap(annotation)
+    if get_origin(annotation) in (Union, types.UnionType):
+        return tuple(m for a in get_args(annotation) for m in _members(a))
+    return (annotation,)
+
+
+def _wants_number(annotation: Any) -> bool:
+    for m in _members(annotation):
+        if m in (int, float):
+            return True
+        if get_origin(m) is Literal and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in get_args(m)):
+            return True
+    return False
+
+
+def _admits_bool(annotation: Any) -> bool:
+    for m in _members(annotation):
+        if m is bool or m is Any:
+            return True
+        if get_origin(m) is Literal and any(isinstance(v, bool) for v in get_args(m)):
+            return True
+    return False
+
+
+def _item_type(annotation: Any, index: int) -> Any:
+    """The type of item ``index`` of a tuple / list annotation (Any when unknown)."""
+    for m in _members(annotation):
+        args = get_args(m)
+        if get_origin(m) is tuple and args:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return args[0]
+            return args[index] if index < len(args) else Any
+        if get_origin(m) in (list, set, frozenset) and args:
+            return args[0]
+    return Any
+
+
+def _mapping_value_type(annotation: Any) -> Any:
+    for m in _members(annotation):
+        if get_origin(m) is dict and len(get_args(m)) == 2:
+            return get_args(m)[1]
+    return Any

@@ -49,10 +49,12 @@ class DiskFull(OSError):
 
     Still an ``OSError`` with ``errno.ENOSPC``, so retry policies treat it as before."""
 
-    def __init__(self, path: str, needed: int, free: int | None):
+    def __init__(self, path: str, needed: int | None, free: int | None):
+        """``needed`` None: a write whose size nobody knows (a database page, SQLite's journal)."""
         self.path, self.needed, self.free = path, needed, free
+        need = f": it needs {_mb(needed)}" if needed is not None else ""
         have = f", {_mb(free)} free there" if free is not None else ""
-        super().__init__(errno.ENOSPC, f"no space left on device writing {path}: it needs {_mb(needed)}{have}")
+        super().__init__(errno.ENOSPC, f"no space left on device writing {path}{need}{have}")
         self.filename = path
 
     def __str__(self) -> str:
@@ -64,6 +66,15 @@ class DiskFull(OSError):
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
+
+
+def free_bytes(folder: str) -> int | None:
+    """Bytes free to this user on the filesystem of a local folder (None when it cannot be read)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -185,13 +196,7 @@ class RunFS:
 
     def _free(self, folder: str) -> int | None:
         """Bytes free on the filesystem of a local folder (None elsewhere)."""
-        if not self.local:
-            return None
-        try:
-            st = os.statvfs(folder)
-        except OSError:
-            return None
-        return st.f_bavail * st.f_frsize
+        return free_bytes(folder) if self.local else None
 
     def write_text_atomic(self, rel: str, text: str) -> None:
         self.write_bytes_atomic(rel, text.encode("utf-8"))

@@ -19,7 +19,9 @@ writers (WAL). On PostgreSQL the queue locks item-state rows (``FOR UPDATE SKIP 
 
 from __future__ import annotations
 
+import os
 import re
+import sqlite3
 import threading
 import weakref
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -41,6 +43,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from storage.fs import DiskFull, free_bytes
 
 SCHEMA_VERSION = 2  # v2: review_item_state (derived cache of the latest resolution)
 DEFAULT_DB_NAME = "queue.sqlite"
@@ -240,6 +244,12 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
+        @event.listens_for(engine, "handle_error")
+        def _on_full_disk(ctx: Any) -> None:
+            full = disk_full(engine, ctx.original_exception)
+            if full is not None:
+                raise full from ctx.original_exception
+
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
             # read-only connections take a snapshot without the write lock (WAL readers never block)
@@ -364,6 +374,18 @@ class Sql:
         self._cur.execute(self._text(sql), params or {})
 
 
+def disk_full(engine: Engine, exc: BaseException) -> DiskFull | None:
+    """SQLite's "database or disk is full" (``SQLITE_FULL``) as the ``DiskFull`` every other
+    write raises on ENOSPC, naming the database file and the space left: the CLI then prints its
+    one line with the resume command instead of a traceback. None for any other error."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    if not is_sqlite(engine) or code is None or code & 0xFF != sqlite3.SQLITE_FULL:
+        return None
+    path = engine.url.database or ""
+    return DiskFull(path, None, free_bytes(os.path.dirname(os.path.abspath(path))) if path else None)
+
+
 def dbapi_errors(engine: Engine) -> type[Exception]:
     """The DBAPI's base exception (``sqlite3.Error`` / ``psycopg.Error``): what plain SQL raises."""
     return engine.dialect.loaded_dbapi.Error
@@ -398,6 +420,9 @@ def sql_transaction(engine: Engine, write: bool = True) -> Iterator[Sql]:
                 raise
         except dbapi_errors(engine) as exc:
             _on_error(engine, fairy, exc, retry_ok=not committing)
+            full = disk_full(engine, exc)
+            if full is not None:
+                raise full from exc
             raise
         finally:
             fairy.close()
@@ -420,6 +445,9 @@ def sql_statement(engine: Engine) -> Iterator[Sql]:
                 dbapi.autocommit = False
     except dbapi_errors(engine) as exc:
         _on_error(engine, fairy, exc, retry_ok=True)
+        full = disk_full(engine, exc)
+        if full is not None:
+            raise full from exc
         raise
     finally:
         fairy.close()

@@ -16,6 +16,7 @@ from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import candidate_of, context_objects, load_json_column
 from storage.task_spec import all_tasks, task_hook
+from tasks.engine.suggest import suggest
 
 
 class InputsMissing(RuntimeError):
@@ -59,6 +60,12 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
         raise InputsMissing(f"{run.path(src.questions.folder)}: no question shards found; {hint}")
     pool: dict[Any, Any] = {}  # one object per repeated value (task, editor, edit id, image path...) across both
     questions = sorted(q_reader.iter_shared_rows(pool=pool), key=lambda r: r["id"])
+    if not unverified and not questions:  # a release or score of nothing is a mistake, not a result
+        raise InputsMissing(
+            f"{run.path(src.questions.folder)}: the review export holds no accepted question (no item has been accepted yet); "
+            f"review the queue (`{suggest('review', 'serve', '--run-dir', run.url)}`), export the decisions "
+            f"(`{suggest('review', 'export', '--run-dir', run.url)}`) and run this again, or pass --unverified to use qa/questions"
+        )
     e_reader = src.edits.reader(run)
     edits = {e["id"]: e for e in e_reader.iter_shared_rows(pool=pool)}
     return questions, edits

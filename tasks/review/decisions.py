@@ -117,6 +117,21 @@ def _decision_event(user: Account, verdict: str, reasons: list[str], note: str, 
     }
 
 
+def _imported_account(sql: Sql, name: str, now: float) -> Account:
+    """The account named ``name``, created (an annotator without a login secret) when missing."""
+    if not name or len(name) > 200 or any(c in name for c in "\r\n\t"):
+        raise QueueError(f"annotator name must be 1-200 printable characters, got {name!r}")
+    query = "SELECT id, name, role FROM review_users WHERE name = :name"
+    row = sql.row(query, {"name": name})
+    if row is None:
+        sql.run(
+            "INSERT INTO review_users (name, role, secret_hash, created_at) VALUES (:name, 'annotator', NULL, :now) ON CONFLICT (name) DO NOTHING",
+            {"name": name, "now": now},
+        )
+        row = sql.row(query, {"name": name})
+    return Account(row[0], row[1], row[2])
+
+
 def _insert_sql(count: int) -> str:
     """``INSERT`` of ``count`` events returning (id, kind): parameters ``<column><row>``."""
     rows = ", ".join("(" + ", ".join(f":{c}{j}" for c in EVENT_COLUMNS) + ")" for j in range(count))
@@ -200,12 +215,14 @@ class DecisionsMixin:
         return LeaseLost(f"item {item_id} is not leased to {user.name!r}: {why}; take the next item")
 
     def import_decision(
-        self, user: Account, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str,
+        self, user: Account | str, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str,
         question_updates: dict[str, dict[str, Any]] | None = None,
     ) -> int | None:
         """Record a decision made in another tool (Label Studio), with its question edits,
         without a lease; idempotent by ``source_ref``. Returns the event id, or None when that
-        decision was imported before."""
+        decision was imported before. ``user`` by name: an annotator account without a login,
+        created in the decision's own transaction, so a decision imported before (or refused)
+        creates no account that holds no decision."""
         reasons = check_verdict(verdict, reasons, note)
 
         def run(sql: Sql) -> int | None:
@@ -220,11 +237,12 @@ class DecisionsMixin:
             if item[2] == RETIRED:
                 raise _retired_refusal(item_id)
             question_events_ = _question_update_events(sql, item_id, item[0], item[1], question_updates or {})
+            account = user if isinstance(user, Account) else _imported_account(sql, user, self.clock())
             before = self._lock_state(sql, item_id)
-            mine = self._my_decision(sql, item_id, user.id)
-            sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me", {"item_id": item_id, "me": user.id})
-            new_events = [_decision_event(user, verdict, reasons, note, mine, source_ref)] + [dict(ev, annotator_id=user.id) for ev in question_events_]
-            return self._append(sql, item_id, user.id, self.clock(), new_events, before=before)[0]
+            mine = self._my_decision(sql, item_id, account.id)
+            sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me", {"item_id": item_id, "me": account.id})
+            new_events = [_decision_event(account, verdict, reasons, note, mine, source_ref)] + [dict(ev, annotator_id=account.id) for ev in question_events_]
+            return self._append(sql, item_id, account.id, self.clock(), new_events, before=before)[0]
 
         return self._run(run)  # type: ignore[attr-defined]
 

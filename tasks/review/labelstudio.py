@@ -9,9 +9,13 @@ config is a key of every task's data: Label Studio refuses a task that lacks one
 
 Import reads Label Studio's JSON export and appends each annotation as a decision event of a
 user ``labelstudio:<email or id>``, with its question edits as question events; an annotation
-is imported once per content (``source_ref``), so re-importing a file adds nothing and an
-annotation changed in Label Studio arrives as that annotator's new decision. Bad annotations
-are reported (task, reason code, detail) and skipped.
+is imported once per content (``source_ref``), so re-importing a file adds nothing (no event
+and no account) and an annotation changed in Label Studio arrives as that annotator's new
+decision. One Label Studio annotator is one user whichever export names them: a snapshot
+export gives their id and email, the quick JSON export only the id, so each id is recorded with
+the user it first named (``review_meta``) and later imports by id reach that same user, never a
+second identity (which could count one person twice towards an item's k decisions). Bad
+annotations are reported (task, reason code, detail) and skipped.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from storage.hashing import stable_id
-from storage.review_db import sql_transaction
-from tasks.review.accounts import ensure_user
+from storage.review_db import sql_statement, sql_transaction
 from tasks.review.queue import REASONS, QueueError, ReviewQueue
 from tasks.review.validation import QuestionError, question_state
 from tasks.review.views import question_events
@@ -171,6 +174,8 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
     if not isinstance(tasks, list):
         raise QueueError(f"{path}: expected a JSON list of tasks (Label Studio 'JSON' export), got {type(tasks).__name__}")
     summary = ImportSummary()
+    known = _annotator_users(queue)  # Label Studio user id -> user name, from earlier imports
+    learned: dict[str, str] = {}
     for ti, task in enumerate(tasks):
         task_ref = task.get("id", ti) if isinstance(task, dict) else ti
         data = task.get("data", {}) if isinstance(task, dict) else {}
@@ -188,7 +193,7 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
                 continue
             try:
                 parsed = parse_annotation(ann.get("result") or [], data.get("questions") or [])
-                user = ensure_user(queue.engine, f"labelstudio:{annotator(ann)}")
+                user = annotator_name(ann, known, learned)
                 ev = queue.import_decision(user, item, parsed.verdict, parsed.reasons, parsed.note, source_ref=parsed.ref(item, ann_ref), question_updates=parsed.question_updates)
             except (QueueError, QuestionError) as exc:
                 summary.rejected.append({"task": task_ref, "annotation": ann_ref, "reason": "invalid_annotation", "detail": str(exc)})
@@ -197,16 +202,42 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
                 summary.already_imported += 1
             else:
                 summary.imported += 1
+    _remember_annotators(queue, learned)
     return summary
 
 
-def annotator(ann: dict[str, Any]) -> str:
-    """Who made an annotation: the email where the export carries it (an export snapshot with
-    the annotators' details), else Label Studio's user id (the quick JSON export)."""
+ANNOTATOR_KEY = "labelstudio-user:"  # review_meta key of a Label Studio user id; its value is the user's name
+
+
+def annotator_name(ann: dict[str, Any], known: dict[str, str], learned: dict[str, str]) -> str:
+    """The user an annotation belongs to: the one its Label Studio user id named before (``known``,
+    plus what this import ``learned``), else ``labelstudio:<email>`` where the export carries the
+    annotators' details (a snapshot), else ``labelstudio:<id>`` (the quick JSON export)."""
     who = ann.get("completed_by")
-    if isinstance(who, dict):
-        who = who.get("email") or who.get("id")
-    return str(who) if who is not None else "unknown"
+    ls_id, email = (who.get("id"), who.get("email")) if isinstance(who, dict) else (who, None)
+    ls_id = None if ls_id is None else str(ls_id)
+    if ls_id is not None and ls_id in known:
+        return known[ls_id]
+    name = f"labelstudio:{email or ls_id or 'unknown'}"
+    if ls_id is not None:
+        known[ls_id] = learned[ls_id] = name
+    return name
+
+
+def _annotator_users(queue: ReviewQueue) -> dict[str, str]:
+    with sql_statement(queue.engine) as sql:
+        rows = sql.rows("SELECT key, value FROM review_meta WHERE key LIKE :prefix", {"prefix": ANNOTATOR_KEY + "%"})
+    return {key[len(ANNOTATOR_KEY):]: value for key, value in rows}
+
+
+def _remember_annotators(queue: ReviewQueue, learned: dict[str, str]) -> None:
+    """Record which user each newly seen Label Studio id names (the first record wins)."""
+    if not learned:
+        return
+    with sql_transaction(queue.engine) as sql:
+        for ls_id, name in learned.items():
+            sql.run("INSERT INTO review_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING",
+                    {"key": (ANNOTATOR_KEY + ls_id)[:64], "value": name})
 
 
 def parse_annotation(result: list[dict[str, Any]], questions: list[dict[str, Any]]) -> Annotation:

@@ -23,6 +23,11 @@ from editors.weights import looks_like_path, resolve_file, resolve_model
 
 ESTIMATE_KEYS = ("pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "wall_h", "fits_window")
 
+# ``reactbench preflight``'s exit status per verdict (2 stays a config or usage error, for every
+# command): a nightly job gates on "fits" and tells "does not fit" from "could not be sized".
+FITS, PROBLEMS, DOES_NOT_FIT, NOT_SIZED = "fits", "problems", "does not fit", "not sized"
+EXIT_CODES = {FITS: 0, PROBLEMS: 1, DOES_NOT_FIT: 3, NOT_SIZED: 4}
+
 
 @dataclass
 class Problem:
@@ -48,6 +53,8 @@ class PreflightReport:
     fits_list: list[ModelFit] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     estimate: Any = None  # tasks.tools.estimate.BuildEstimate when edit runs
+    unsized: list[str] = field(default_factory=list)  # models whose memory could not be sized (a missing extra or config)
+    window_h: float | None = None  # the --window-h asked about, if any
 
     @property
     def fits(self) -> bool:
@@ -62,8 +69,23 @@ class PreflightReport:
         return self.fits and not self.errors
 
     @property
+    def verdict(self) -> str:
+        """fits | does not fit (memory, or the --window-h) | not sized (a model, or the time asked
+        about) | problems (something the config names is missing); the first that applies."""
+        window = self.estimate.fits_window if self.estimate is not None else None
+        if not self.fits or window is False:
+            return DOES_NOT_FIT
+        if self.unsized or (self.window_h is not None and window is None):
+            return NOT_SIZED
+        return PROBLEMS if self.errors else FITS
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
     def plan(self) -> str:
-        plans = [(f.key, f.plan.name if f.plan else "none fits") for f in self.fits_list]
+        plans = [(f.key, f.plan.name if f.plan else "none fits") for f in self.fits_list] + [(k, "not sized") for k in self.unsized]
         if not plans:
             return "no models"
         if len(plans) == 1:
@@ -77,11 +99,33 @@ class PreflightReport:
 
     def to_json(self) -> dict[str, Any]:
         models = {c.name: c.params for f in self.fits_list for c in f.profile.components}
+        verdict = self.verdict
         return {
-            "gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "fits": self.fits, "plan": self.plan, "peak_gb": self.peak_gb,
+            "verdict": verdict, "exit_code": EXIT_CODES[verdict],
+            # True only for a sized plan that fits; None when a model could not be sized
+            "gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "fits": None if self.unsized and self.fits else self.fits,
+            "plan": self.plan, "peak_gb": self.peak_gb,
             "models": models, "ok": self.ok, "problems": [f"{p.severity}: {p.where}: {p.detail}" for p in self.problems],
             **(self.estimate.to_json() if self.estimate is not None else dict.fromkeys(ESTIMATE_KEYS)),
         }
+
+    def verdict_line(self) -> str:
+        """The verdict and its exit status, in one line (``reactbench preflight``'s last on stderr)."""
+        why = {
+            FITS: "every model has a memory plan" + (f" and the pending edits fit {self.window_h:g} h" if self.window_h is not None else ""),
+            DOES_NOT_FIT: "; ".join(
+                [f"{f.key}: no memory plan fits {self.gpus} GPU(s) of {self.gpu_memory_gb:g} GB" for f in self.fits_list if f.plan is None]
+                + ([f"the pending edits need {self.estimate.wall_h} h, over the {self.window_h:g} h window"]
+                   if self.estimate is not None and self.estimate.fits_window is False else [])
+            ),
+            NOT_SIZED: "; ".join(
+                [f"{k}: its models could not be sized" for k in self.unsized]
+                + (["the pending edits are unknown (give --items, or --run-dir of a run with instructions)"]
+                   if self.window_h is not None and (self.estimate is None or self.estimate.fits_window is None) else [])
+            ),
+            PROBLEMS: f"{len(self.errors)} error(s) above",
+        }[self.verdict]
+        return f"preflight: {self.verdict}: {why} (exit {self.exit_code})"
 
     def fix(self) -> str:
         """What to change, in one paragraph (printed when the build stops)."""
@@ -250,7 +294,7 @@ def run_preflight(
         n, mem, source = 0, 0.0, CPU_ONLY
     else:
         n, mem, source = detect_gpus(gpus, gpu_memory_gb)
-    report = PreflightReport(n, mem, source)
+    report = PreflightReport(n, mem, source, window_h=window_h)
     if "edit" in wanted:
         for spec in cfg.editors:
             where = f"editor {spec.key!r}"
@@ -266,10 +310,12 @@ def run_preflight(
             try:
                 profile = cls.memory_profile(editor.params, spec.key, target)
             except ImportError as exc:
-                report.problems.append(Problem("error", where, f"sizing its models needs the gpu extra ({exc})"))
+                report.problems.append(Problem("error", where, f"sizing its models needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})"))
+                report.unsized.append(spec.key)
                 continue
             except EditorError as exc:
                 report.problems.append(Problem("error", where, str(exc)))
+                report.unsized.append(spec.key)
                 continue
             if profile is not None:
                 report.fits_list.append(_fit(profile, n, mem, target))
@@ -285,6 +331,7 @@ def run_preflight(
                 report.fits_list.append(_fit(profile, n, mem, "cuda" if n and cfg.mllm.device.startswith("cuda") else "cpu"))
             except (EditorError, ImportError) as exc:
                 report.problems.append(Problem("error", "mllm", str(exc)))
+                report.unsized.append("mllm")
     return report
 
 

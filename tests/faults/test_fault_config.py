@@ -43,6 +43,20 @@ CASES: list[tuple[str, bytes, str]] = [
     ("invalid-utf8", b"run:\n  seed: 1\n# caf\xe9\n", "not UTF-8"),
     ("bad-yaml", b"run: [unclosed\n", "not valid YAML"),
     ("unknown-key", b"run: {sede: 1}\n", "run.sede"),
+    # issue 31.5: values finite and of their type, for every section (storage/config_base.py)
+    ("repeated-bin-edge", b"mine:\n  dense_counting: {bins: [5, 5, 10]}\n", "mine.dense_counting.bins: [5, 5, 10]: bin edges must increase"),
+    ("nan-in-a-range", b"mine:\n  relational_erasure: {area_range: [0.003, .nan]}\n", "mine.relational_erasure.area_range: item 1: nan is not a finite number"),
+    ("nan-alone", b"mine:\n  relational_erasure: {theta: .NaN}\n", "mine.relational_erasure.theta: nan is not a finite number"),
+    ("infinite-float", b"orchestration: {retry_delay_s: .inf}\n", "orchestration.retry_delay_s: inf is not a finite number"),
+    ("negative-infinity-in-a-range", b"mine:\n  dense_counting: {count_range: [-.inf, 150]}\n", "mine.dense_counting.count_range: item 0: -inf"),
+    ("nan-in-a-free-form-section", b"orchestration:\n  ray_init: {num_cpus: .nan}\n", "orchestration.ray_init: num_cpus: nan"),
+    ("bool-for-an-int", b"run: {seed: true}\n", "run.seed: true is a boolean, not a number"),
+    ("bool-for-a-float", b"mine:\n  relational_erasure: {theta: false}\n", "mine.relational_erasure.theta: false is a boolean"),
+    ("bool-in-an-int-list", b"orchestration: {gpu_devices: [0, true]}\n", "orchestration.gpu_devices: item 1: true is a boolean"),
+    ("bool-in-editor-params", b"editors:\n  - name: classical\n    params: {dilation_px: true}\n", "editors[0].params.dilation_px: true is a boolean"),
+    ("nul-in-a-source-path", b'sources: {visual_genome: "data/sample\\0/visual_genome"}\n', "sources.visual_genome: 'data/sample\\x00/visual_genome' contains a NUL byte"),
+    ("nul-in-the-reuse-dir", b'run: {reuse_dir: "/tmp/shared-reuse\\0"}\n', "run.reuse_dir"),
+    ("nul-in-an-alias-path", b'mine: {object_alias: "aliases\\0.txt"}\n', "mine.object_alias"),
 ]
 
 

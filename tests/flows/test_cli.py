@@ -26,6 +26,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
 
 
 def test_stage_before_its_upstream_says_what_to_run(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
     proc = _run("instruct", "--run-dir", str(tmp_path / "run"), "--orchestrator", "local")
     assert proc.returncode == 1
     assert "reactbench mine" in proc.stderr and "Traceback" not in proc.stderr

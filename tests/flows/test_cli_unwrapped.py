@@ -25,6 +25,7 @@ def test_suggested_command_survives_a_long_path_and_narrow_columns(tmp_path: Pat
     # long enough to wrap anywhere, and with what a shell would split or expand unless quoted
     run_dir = tmp_path.joinpath(*[f"a-rather-long-folder-name-{i:02d}" for i in range(8)], "my run (v2) $HOME")
     assert len(str(run_dir)) > 240
+    run_dir.mkdir(parents=True)  # a run directory that does not exist is refused before any stage hint
     proc = _run([CLI, "instruct", "--run-dir", str(run_dir), "--orchestrator", "local"], tmp_path, "30")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if "`reactbench mine" in ln]

@@ -259,6 +259,7 @@ def test_bad_force_items_are_named(tmp_path: Path, data: Path) -> None:
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(json.dumps(make_config(data, [BOX]).model_dump(mode="json")))
+    (tmp_path / "r").mkdir()  # a run directory that does not exist would be refused first
     runner = CliRunner()
     out = runner.invoke(app, ["edit", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--force-items", "editor=nope", "--orchestrator", "local"])
     assert out.exit_code == 2 and "editor=nope" in out.output and "box" in out.output

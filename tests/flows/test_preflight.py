@@ -116,7 +116,8 @@ def test_preflight_of_a_run_directory_takes_its_saved_config(tmp_path: Path) -> 
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text(_bad_config(tmp_path).read_text())
     proc = _run("preflight", "--run-dir", str(run_dir), "--gpus", "1", "--gpu-memory-gb", "48")
-    assert proc.returncode == 1 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
+    # exit 4: the editor whose model folder is missing could not be sized (issue 31: preflight's exit says which)
+    assert proc.returncode == 4 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
     demo = _run("preflight", "--run-dir", str(run_dir), "--config", str(ROOT / "configs" / "demo.yaml"), "--gpus", "1", "--gpu-memory-gb", "48")
     assert demo.returncode == 0 and "no-such-lora" not in demo.stderr, demo.stderr[-2000:]
 
@@ -148,3 +149,42 @@ def test_builds_without_edit_or_without_models_pass_quickly() -> None:
     assert report.ok and report.fits_list == [] and report.plan == "no models"
     bad_weights = config_from_dict({"editors": [{"name": "qwen-image-edit", "params": {"lora": "/no/such/lora.safetensors"}}]})
     assert require_preflight(bad_weights, ["mine", "instruct"], None) is None  # edit not run: not checked
+
+
+def _verdict(proc: subprocess.CompletedProcess) -> tuple[int, dict, list[str]]:
+    """(exit status, the JSON line, the verdict lines on stderr)."""
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return proc.returncode, out, [ln for ln in proc.stderr.splitlines() if ln.startswith("preflight: ")]
+
+
+@pytest.mark.parametrize(
+    "flags, code, verdict",
+    [
+        (["--gpus", "1", "--gpu-memory-gb", "16"], 3, "does not fit"),
+        (["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "1000", "--window-h", "8"], 3, "does not fit"),
+        (["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "10", "--window-h", "8"], 0, "fits"),
+        (["--gpus", "4", "--gpu-memory-gb", "48", "--window-h", "8"], 4, "not sized"),
+    ],
+    ids=["memory", "window-missed", "window-met", "window-without-items"],
+)
+def test_the_exit_status_says_fits_does_not_fit_or_not_sized(flags: list[str], code: int, verdict: str) -> None:
+    """Issue 31.6: a build that did not fit --window-h exited 0, so a nightly job could not gate
+    on it. The exit status and the JSON line's verdict agree, with one verdict line naming why."""
+    status, out, said = _verdict(_run("preflight", "--config", str(PAPER), *flags, online=True))
+    assert status == code and out["verdict"] == verdict and out["exit_code"] == code, (status, out)
+    assert len(said) == 1 and said[0].startswith(f"preflight: {verdict}: ") and said[0].endswith(f"(exit {code})"), said
+    if verdict == "does not fit":
+        assert out["fits"] is False or out["fits_window"] is False
+
+
+def test_the_core_install_cannot_size_and_says_so_in_the_exit_and_the_json() -> None:
+    """Without the gpu extra (torch taken away, as on the core install) the paper's editor cannot be
+    sized: it exited 1 while its JSON said ``"fits": true, "plan": "no models"``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "HF_HUB_OFFLINE"}
+    code = "import sys\nsys.modules['torch'] = None\nfrom flows.entry import main\nsys.argv = ['reactbench', *sys.argv[1:]]\nmain()\n"
+    proc = subprocess.run([sys.executable, "-c", code, "preflight", "--config", str(PAPER), "--gpus", "1", "--gpu-memory-gb", "48"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    status, out, said = _verdict(proc)
+    assert status == 4 and out["verdict"] == "not sized" and out["fits"] is None and out["plan"] == "not sized", out
+    assert said == ["preflight: not sized: qwen-image-edit: its models could not be sized (exit 4)"], proc.stderr[-2000:]
+    assert "pip install 'reactbench-pipeline[gpu]'" in proc.stderr

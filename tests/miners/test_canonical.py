@@ -38,6 +38,23 @@ def test_aliases_map_to_the_first_name(tmp_path) -> None:
     assert pc("Sitting On") == "on"
 
 
+def test_alias_targets_are_never_singularised(tmp_path) -> None:
+    """A target is a class name as written: with a plural target, the words aliased to it, the
+    target itself and its singular all give the target; none becomes "tennis shoe" (issue 31:
+    the alias tests used singular targets only, so singularising targets went unnoticed)."""
+    path = tmp_path / "object_alias.txt"
+    path.write_text("tennis shoes,sneakers,trainers\nsofa,couch\n")
+    c = Canonicalizer("name", read_alias_file(path))
+    raws = ("sneakers", "Sneaker", "trainers", "tennis shoes", "the Tennis  Shoes", "tennis shoe")
+    assert {raw: c.name(raw) for raw in raws} == dict.fromkeys(raws, "tennis shoes")
+    assert c.name("sofas") == "sofa" and c.name("couches") == "sofa"  # singular targets as before
+    merges = c.merges()
+    assert "tennis shoes -> tennis shoe" not in merges["singularised"] and merges["aliases"]["sneakers -> tennis shoes"] == 1
+    synset = Canonicalizer("synset", read_alias_file(path))
+    assert synset.object_name("sneakers", ["sneaker.n.01"]) == "tennis shoes"  # the lemma finds the alias word's singular
+    assert synset.object_name("tennis shoes", []) == "tennis shoes"
+
+
 def test_synset_mode_groups_by_synset_lemma() -> None:
     assert synset_lemma("traffic_light.n.01") == "traffic light"
     c = Canonicalizer("synset")

@@ -83,6 +83,25 @@ def test_alias_file_through_the_miner(tmp_path: Path, reader: str, mode: str) ->
     assert merges["singularised"]["vases -> vase"] == 1 and "vase -> va" not in json.dumps(merges)
 
 
+@pytest.mark.parametrize("reader", ["auto", "msgspec"])
+def test_a_plural_alias_target_is_one_class_through_the_miner(tmp_path: Path, reader: str) -> None:
+    """Objects named by the alias words, by the plural target itself and by its singular mine as
+    one class named as the alias file writes it: one pair (person, tennis shoes), never a
+    "tennis shoe" class beside it."""
+    root = tmp_path / "vg"
+    names = ["sneakers", "tennis shoes", "Tennis Shoe", "trainers", "tennis shoes", "sneaker"]
+    objs = [{"image_id": i, "objects": [obj(i * 10 + 1, "person", w=20, h=60), obj(i * 10 + 2, names[i - 1], y=70, w=10, h=8)]} for i in range(1, 7)]
+    rels = [{"image_id": i, "relationships": [rel(i, obj(i * 10 + 1, "person", w=20, h=60), "wearing", obj(i * 10 + 2, names[i - 1], y=70, w=10, h=8))]}
+            for i in range(1, 7)]
+    out = write_vg(root, [image(i) for i in range(1, 7)], objs, rels)
+    (root / "object_alias.txt").write_text("tennis shoes,sneakers,trainers\n" + REAL_SHAPE_ALIASES)
+    cfg = MineConfig(tasks=("relational_erasure",), reader=reader, relational_erasure={"n_min": 1, "theta": 0.1})
+    res = mine_visual_genome(out, cfg, seed=0)
+    pairs = {(p["a"], p["b"]): p for p in res.pair_stats}
+    assert set(pairs) == {("person", "tennis shoes")}, sorted(pairs)
+    assert pairs[("person", "tennis shoes")]["kept"]
+
+
 def test_stage_manifest_records_merge_counts_and_fsc_splits(tmp_path: Path, sample_dir: Path) -> None:
     from flows.config import config_from_dict
     from storage.fs import RunFS

@@ -141,6 +141,14 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     assert "Imported 1 decisions (10 imported before, 1 skipped)" in cli("import-labelstudio", str(export), "--run-dir", str(run))
     assert decisions_by_user(q)[(item[t[3]], a2)] == [("reject", ["background_altered"], ""), ("accept", [], "")]
 
+    # the quick export of the same project names annotators by id only: nothing new, and no
+    # `labelstudio:<id>` account beside the email one (issue 31: it created empty users)
+    users, events = {u.name for u in q.users().values()}, len(q.events())
+    quick = tmp_path / "edit_quick.json"
+    quick.write_bytes(server.export_json(edit_project))
+    assert "Imported 0 decisions (11 imported before, 1 skipped)" in cli("import-labelstudio", str(quick), "--run-dir", str(run))
+    assert {u.name for u in q.users().values()} == users and len(q.events()) == events
+
     # -- QA review of the accepted edits, with an edited question ------------------------------
     printed = cli("export", "--run-dir", str(run), "--labelstudio", str(out))
     qa_tasks = json.loads(out.with_name("tasks.qa.json").read_text())
@@ -157,11 +165,12 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     ])  # fmt: skip
     server.annotate(ann1, qa[1]["id"], [choices("verdict", "reject"), choices("reasons", "not_executed")])
     qa_export = tmp_path / "qa_export.json"
-    qa_export.write_bytes(server.export_json(qa_project))  # the quick export: annotators by id
-    a1, a2 = f"labelstudio:{ann1.id}", f"labelstudio:{ann2.id}"
+    qa_export.write_bytes(server.export_json(qa_project))  # the quick export: annotators by id,
+    # each id already recorded with the user the snapshot named: the same two users, by email
     assert "Imported 2 decisions (0 imported before, 0 skipped)" in cli("import-labelstudio", str(qa_export), "--run-dir", str(run))
     got = decisions_by_user(q)
     assert got[(qa[0]["data"]["item_id"], a2)] == [("accept", [], "")] and got[(qa[1]["data"]["item_id"], a1)] == [("reject", ["not_executed"], "")]
+    assert {u.name for u in q.users().values()} == users
     edits = {(e.question_id, e.kind): json.loads(e.after_json) for e in q.events(kinds=("question_edit", "question_validity"))}
     assert edits == {(q0[0]["id"], "question_edit"): {"text": "Is any cup left on the table?", "gold": q0[0]["gold"]}, (q0[2]["id"], "question_validity"): {"valid": False}}
     before = len(q.events())

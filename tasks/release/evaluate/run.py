@@ -13,9 +13,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
+from pydantic import ValidationError
+
 from prompts.clients.factory import make_client
-from prompts.config import MLLMConfig
+from prompts.config import BACKENDS, SERVER_HINT, MLLMConfig
 from storage import addresses
+from storage.config_base import describe_errors
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
@@ -28,23 +31,31 @@ from tasks.engine.runner import StageSummary, run_stage
 METRICS_FILE = "metrics.json"
 
 
-def parse_model(spec: str) -> tuple[str, str]:
+def parse_model(spec: str, flag: str = "--model") -> tuple[str, str]:
     """``"openai:Qwen/Qwen2.5-VL-7B"`` -> ("openai", "Qwen/Qwen2.5-VL-7B")."""
     backend, sep, model = (spec or "").partition(":")
+    backend, model = backend.strip(), model.strip()
     if not sep or not backend or not model:
-        raise ValueError(f"--model must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}")
-    return backend.strip(), model.strip()
+        raise ValueError(f"{flag} must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}")
+    return backend, model
 
 
-def client_config(base: MLLMConfig, backend: str, model: str, **overrides: Any) -> MLLMConfig:
-    """The run's MLLM settings with another backend/model (validated, so a typo fails here)."""
+def client_config(base: MLLMConfig, backend: str, model: str, flag: str = "--model", **overrides: Any) -> MLLMConfig:
+    """The run's MLLM settings with another backend/model (validated, so a typo fails here); a
+    backend that does not exist (``vllm:...``) is named with the backends and the form that serves it."""
+    if backend not in BACKENDS:
+        url = "--base-url http://HOST:8000/v1" if flag == "--model" else "and its URL in eval.judge_base_url (--judge-base-url)"
+        raise ValueError(
+            f"{flag} {backend}:{model}: unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}. "
+            f"{SERVER_HINT}: {flag} openai:{model} {url}"
+        )
     data = base.model_dump()
     data.update({"backend": backend, "model": model})
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return MLLMConfig.model_validate(data)
-    except Exception as exc:
-        raise ValueError(f"cannot evaluate with backend {backend!r}, model {model!r}: {exc}") from None
+    except ValidationError as exc:
+        raise ValueError(f"cannot evaluate with backend {backend!r}, model {model!r}: {describe_errors(exc, 'mllm.')}") from None
 
 
 @dataclass
@@ -63,8 +74,8 @@ def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: st
     ev = config.eval
     model_cfg = client_config(config.mllm, backend, model, base_url=base_url, temperature=ev.temperature, max_tokens=ev.max_tokens)
     if ev.judge:
-        jb, jm = parse_model(ev.judge)
-        judge_cfg = client_config(config.mllm, jb, jm, base_url=ev.judge_base_url, temperature=0.0)
+        jb, jm = parse_model(ev.judge, "eval.judge")
+        judge_cfg = client_config(config.mllm, jb, jm, "eval.judge", base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
     return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache), (model_cfg, judge_cfg))
