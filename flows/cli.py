@@ -185,6 +185,7 @@ def status(run_dir: str = RunDirOpt) -> None:
     from flows.stages import STAGE_ORDER
     from storage.fs import RunFS
     from storage.stage_store import StageStore
+    from tasks.engine.suggest import suggest
 
     run = RunFS.open(str(run_dir))
     if not run.exists():
@@ -194,21 +195,29 @@ def status(run_dir: str = RunDirOpt) -> None:
     for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
     reuse: list[str] = []
+    damaged: list[str] = []
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
         if m is None:
             table.add_row(name, "not run", "-", "-", "-", "-", "-")
             continue
-        marks = store.summarize(m["key"])
+        markers = store.markers()
+        marks = store.summarize(m["key"], markers)
+        problems = store.finished_damage(m, markers)  # a finished stage's files against its manifest: one listing
+        if problems:
+            damaged.append(f"{name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
         if marks["items_by_shard"]:
             reuse.append(f"{name} {marks['items_reused']} reused / {marks['items_computed']} computed")
         counts = dict(m.get("counts", {}))
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
         done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-        table.add_row(name, m.get("status", "?"), f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+        state = "damaged" if problems else m.get("status", "?")
+        table.add_row(name, state, f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
     console.print(table)
+    for line in damaged:
+        console.print(f"damaged: {line}; `{suggest('build', '--run-dir', run_dir)}` recomputes its shards", style="red", markup=False)
     if reuse:
         console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
 

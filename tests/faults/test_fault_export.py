@@ -287,3 +287,19 @@ def test_verify_release_refuses_a_file_whose_name_is_right_and_content_changed(r
     victims[0].unlink()
     with pytest.raises(ReleaseRefused, match=str(victims[0].relative_to(out))):
         verify_release(RunFS.open(str(out)))
+
+
+def test_one_export_writes_a_release_at_a_time(runs: dict[str, RunFS], tmp_path: Path) -> None:
+    """A second export into a folder another export is writing is refused (naming the holder), so
+    neither it nor a reader putting back a release left aside works on a swap in flight."""
+    from tasks.release.export.seal import release_lock
+
+    out = tmp_path / "release"
+    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with release_lock(RunFS.open(str(out))):
+        with pytest.raises(ReleaseRefused, match=rf"--out {out} is being written by `reactbench export` \(pid {os.getpid()}"):
+            export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # the lease is gone with its holder
