@@ -140,16 +140,15 @@ class StageStore:
 
     def finished_files(self, manifest: Mapping[str, Any], markers: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any] | None]:
         """The files a finished stage is made of: its manifest's list, else (a stage finished before
-        manifests listed them) what its markers carrying the manifest's key name; ``markers`` saves
-        reading them again, and without them such a stage yields nothing to check."""
+        manifests listed them, until its next build) what its markers carrying the manifest's key
+        name, read here unless ``markers`` were read already."""
         if "files" in manifest:
             return dict(manifest["files"])
-        if markers is None:
-            return {}
+        markers = self.markers() if markers is None else markers
         return {rel: rec for m in markers if m.get("key") == manifest.get("key") for rel, rec in self.marker_files(m).items()}
 
     def finished_damage(self, manifest: Mapping[str, Any] | None = None, markers: list[dict[str, Any]] | None = None) -> list[str]:
-        """What is wrong with a finished stage's files (:meth:`damage`, one listing, no read);
+        """What is wrong with a finished stage's files (:meth:`damage`: one listing, no file read);
         empty when nothing is or the stage has not finished. ``manifest`` / ``markers``: already read."""
         manifest = self.read_manifest() if manifest is None else manifest
         if not manifest or manifest.get("status") != "complete":

@@ -94,10 +94,10 @@ def test_commands_reading_a_damaged_stage_alone_refuse_it(demo_run: Path, tmp_pa
     said = " ".join(qa.stderr.split())
     assert f"stage 'qa' reads 'edit', whose finished output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench edit --run-dir {run}`" in said, said
 
-    for args in (["export", "--out", str(tmp_path / "release")], ["eval", "--model", "rules:rules-v1"]):
+    for args in (["export", "--out", str(tmp_path / "releases" / "demo")], ["eval", "--model", "rules:rules-v1"]):
         proc = reactbench(*args, "--run-dir", str(run), "--unverified", cwd=tmp_path)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         said = " ".join(proc.stderr.split())
         assert f"the edit stage's output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench build --run-dir {run}`" in said, said
-    assert not (tmp_path / "release").exists() and not (run / "eval").exists()
+    assert not (tmp_path / "releases").exists() and not (run / "eval").exists()  # not even an empty folder
     assert (artifacts(run), queue_rows(run)) == before

@@ -178,6 +178,7 @@ def release_lock(out: RunFS) -> Iterator[None]:
     """Hold the release's own lease (``.<name>.export-lock.json`` beside ``out``) for the block;
     :class:`ReleaseRefused` names the live holder when another process has it."""
     parent, name = posixpath.split(out.root.rstrip("/"))
+    created = _first_missing(parent) if out.local else None  # taking the lease creates the folder
     # a stale lease (a killed export) is taken over without a notice: recover() says what it puts back
     lock = RunLock(RunFS(out.fs, parent or "/"), "reactbench export", lease_file=f".{name}{LOCK_TAG}", on_message=lambda _: None)
     try:
@@ -189,6 +190,22 @@ def release_lock(out: RunFS) -> Iterator[None]:
         yield
     finally:
         lock.release()
+        while created is not None:  # a refused or failed first export leaves no empty folder behind
+            try:
+                os.rmdir(parent)  # only ever an empty folder
+            except OSError:
+                break
+            if parent == created:
+                break
+            parent = os.path.dirname(parent)
+
+
+def _first_missing(folder: str) -> str | None:
+    """The outermost folder of a local path that does not exist yet (None when it exists)."""
+    missing = None
+    while folder and not os.path.exists(folder):
+        missing, folder = folder, os.path.dirname(folder)
+    return missing
 
 
 def _leftovers(out: RunFS) -> list[str]:
