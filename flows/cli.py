@@ -208,11 +208,12 @@ _stage_command("qa", "Analyse each edit and render its exam-style questions.", m
 
 @app.command()
 def status(run_dir: str = RunDirOpt) -> None:
-    """Show what each stage of a run directory holds (from its manifests); a stage left `running` by a writer that is gone shows `interrupted`."""
+    """Show what each stage of a run directory holds (from its manifests); a stage left `running` by a writer that is gone shows `interrupted`, a finished one whose files no longer match its manifest `damaged`."""
     from flows.stages import STAGE_ORDER
     from storage.fs import RunFS
     from storage.run_lock import writer_alive
     from storage.stage_store import StageStore
+    from tasks.engine.suggest import suggest
 
     run = RunFS.open(str(run_dir))
     if not run.exists():
@@ -223,22 +224,31 @@ def status(run_dir: str = RunDirOpt) -> None:
         table.add_column(col)
     reuse: list[str] = []
     writing = writer_alive(run)  # "running" with no live writer: the writer was stopped or killed
+    damaged: list[str] = []
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
         if m is None:
             table.add_row(name, "not run", "-", "-", "-", "-", "-")
             continue
-        marks = store.summarize(m["key"])
+        markers = store.markers()
+        marks = store.summarize(m["key"], markers)
+        problems = store.finished_damage(m, markers)  # a finished stage's files against its manifest: one listing
+        if problems:
+            damaged.append(f"{name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
         if marks["items_by_shard"]:
             reuse.append(f"{name} {marks['items_reused']} reused / {marks['items_computed']} computed")
         counts = dict(m.get("counts", {}))
         rows_in, rejected = counts.pop("rows_in", "-"), counts.pop("rejected", "-")
         done = len(m["completed_shards"]) if "completed_shards" in m else len(marks["completed_shards"])
         out = ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-        state = m.get("status", "?")
-        table.add_row(name, "interrupted" if state == "running" and not writing else state, f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+        state = "damaged" if problems else m.get("status", "?")
+        if state == "running" and not writing:
+            state = "interrupted"
+        table.add_row(name, state, f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
     console.print(table)
+    for line in damaged:
+        console.print(f"damaged: {line}; `{suggest('build', '--run-dir', run_dir)}` recomputes its shards", style="red", markup=False)
     if reuse:
         console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
 

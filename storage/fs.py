@@ -223,6 +223,15 @@ class RunFS:
                 removed += 1
         return removed
 
+    def file_sizes(self, *parts: str) -> dict[str, int]:
+        """Every file below a folder (path relative to the root -> bytes), from one listing (a
+        paginated LIST on an object store); empty when the folder does not exist."""
+        p = self.path(*parts)
+        if not self.fs.exists(p):
+            return {}
+        base = self.fs._strip_protocol(self.root).rstrip("/")
+        return {posixpath.relpath(self.fs._strip_protocol(path), base): int(info["size"]) for path, info in self.fs.find(p, detail=True).items()}
+
     def walk_files(self, *parts: str) -> Iterator[str]:
         p = self.path(*parts)
         if not self.fs.exists(p):

@@ -19,6 +19,10 @@ from storage.hashing import sha256_hex
 IMAGES_DIR = "images"
 
 
+class ImageDamaged(ValueError):
+    """A stored image's bytes do not hash to its name (changed or damaged since it was stored)."""
+
+
 class ImageStore:
     def __init__(self, run: RunFS):
         self.run = run
@@ -35,13 +39,24 @@ class ImageStore:
     def intact(self, rel: str) -> bool:
         """True when the stored bytes hash to the name they are stored under (the store's one
         integrity check: a flipped bit or a file written over shows here)."""
-        if not self._is_store_path(rel):
+        try:
+            return self.read_intact(rel) is not None
+        except ImageDamaged:
             return False
+
+    def read_intact(self, rel: str) -> bytes | None:
+        """The stored bytes of ``rel`` when they hash to its name; None when it is absent (or not
+        a store path); :class:`ImageDamaged` when they do not. The bytes checked are the bytes
+        returned: a copy made from them (a shared reuse store into a run) is the checked one."""
+        if not self._is_store_path(rel):
+            return None
         try:
             data = self.run.read_bytes(rel)
         except FileNotFoundError:
-            return False
-        return sha256_hex(data) == posixpath.basename(rel).split(".")[0]
+            return None
+        if sha256_hex(data) != posixpath.basename(rel).split(".")[0]:
+            raise ImageDamaged(f"image {self.run.sub(rel).url}: its bytes do not hash to its name")
+        return data
 
     def put_array(self, rgb: np.ndarray) -> str:
         """Store an RGB uint8 array as PNG (lossless, so quality checks see the real pixels)."""
@@ -64,16 +79,7 @@ class ImageStore:
     def sizes(self) -> dict[str, int]:
         """Every stored image's size in bytes, by run-relative path: one listing of the store (a
         paginated LIST on an object store), where asking image by image would send a HEAD each."""
-        root = self.run.path(IMAGES_DIR)
-        if not self.run.fs.exists(root):
-            return {}
-        base = self.run.fs._strip_protocol(self.run.root).rstrip("/")
-        out = {}
-        for path, info in self.run.fs.find(root, detail=True).items():
-            rel = posixpath.relpath(self.run.fs._strip_protocol(path), base)
-            if self._is_store_path(rel):
-                out[rel] = int(info["size"])
-        return out
+        return {rel: size for rel, size in self.run.file_sizes(IMAGES_DIR).items() if self._is_store_path(rel)}
 
     @staticmethod
     def _is_store_path(rel: str) -> bool:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage.fs import RunFS
+from storage.hashing import sha256_hex
 from storage.schemas import ArtifactSchema, get
 
 SHARD_PREFIX = "part-"
@@ -89,11 +90,14 @@ def conform(table: pa.Table, schema: ArtifactSchema, where: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema.with_metadata())
 
 
-def write_table(run: RunFS, rel_path: str, table: pa.Table) -> None:
-    """Write one Parquet file atomically (temporary name, then rename)."""
+def write_table(run: RunFS, rel_path: str, table: pa.Table) -> dict[str, Any]:
+    """Write one Parquet file atomically (temporary name, then rename); returns its size and
+    sha256 (``{"bytes", "sha256"}``), which a shard's marker records to check the file later."""
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
-    run.write_bytes_atomic(rel_path, buf.getvalue())
+    data = buf.getvalue()
+    run.write_bytes_atomic(rel_path, data)
+    return {"bytes": len(data), "sha256": sha256_hex(data)}
 
 
 def read_table(run: RunFS, rel_path: str, schema: ArtifactSchema | str, columns: list[str] | None = None) -> pa.Table:

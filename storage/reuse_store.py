@@ -73,7 +73,7 @@ from typing import Any, Iterable, Iterator
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
-from storage.image_store import IMAGES_DIR, ImageStore
+from storage.image_store import IMAGES_DIR, ImageDamaged, ImageStore
 from storage.reuse_pack import LEGACY, PACK_SUFFIX, KeyIndex, Pack, encode_pack, header_keys, newest_first, stamp_name
 
 REUSE_DIR = "reuse"
@@ -288,7 +288,10 @@ class ReuseStore:
 
     def _materialise(self, images: list[str], run: RunFS) -> bool:
         """True when every image is in ``run``'s store with the bytes its name promises (copied
-        from a shared store when missing); False when one is gone; ``Damaged`` when one fails."""
+        from a shared store when missing); False when one is gone; ``Damaged`` when one fails.
+
+        An image from a shared store (``run.reuse_dir``) is read once and the bytes that hash to
+        its name are the bytes written into the run: nothing unchecked is copied."""
         own = ImageStore(run)
         for rel in images:
             if run.exists(rel):
@@ -298,11 +301,13 @@ class ReuseStore:
                     raise Damaged(f"image {rel}: its bytes do not hash to its name")
             elif self._same_images(run):
                 return False
-            if not self.images_root.exists(rel):
+            try:
+                data = ImageStore(self.images_root).read_intact(rel)
+            except ImageDamaged as exc:
+                raise Damaged(str(exc)) from None
+            if data is None:
                 return False
-            if not ImageStore(self.images_root).intact(rel):
-                raise Damaged(f"image {self.images_root.url}/{rel}: its bytes do not hash to its name")
-            run.write_bytes_atomic(rel, self.images_root.read_bytes(rel))  # also replaces a damaged copy in the run
+            run.write_bytes_atomic(rel, data)  # also replaces a damaged copy in the run
         return True
 
     def _copy_images(self, images: Iterable[str], run: RunFS) -> None:

@@ -156,9 +156,11 @@ class RunLock:
         on_message: Callable[[str], None] | None = None,
         reentrant: bool = False,
         best_effort: bool | None = None,
+        lease_file: str = LEASE_FILE,
     ):
         self.run = run
         self.owner = owner
+        self.lease_file = lease_file  # another name: a lease on something else than the run directory (a release folder's swap)
         self.ttl_s = ttl_s
         self.heartbeat_s = heartbeat_s
         self.on_message = on_message or (lambda msg: print(msg, file=sys.stderr))
@@ -178,7 +180,7 @@ class RunLock:
 
     @property
     def path(self) -> str:
-        return self.run.path(LEASE_FILE)
+        return self.run.path(self.lease_file)
 
     def _new_lease(self) -> Lease:
         now = time.time()
@@ -201,8 +203,9 @@ class RunLock:
         self._beat = threading.Thread(target=self._heartbeat_loop, name="run-lock-heartbeat", daemon=True)
         self._beat.start()
         assert self.lease is not None
-        with _held_guard:
-            _held_here[self.run.url] = self
+        if self.lease_file == LEASE_FILE:  # only a run directory's own lease is found by hold_run / ensure_lease
+            with _held_guard:
+                _held_here[self.run.url] = self
         return self.lease
 
     def _acquire_local(self) -> Lease | None:
@@ -290,7 +293,7 @@ class RunLock:
             if current is not None and stale_reason(current, now) is None:
                 raise RunLocked(self.run.url, current, now)
             mine = self._new_lease()
-            self.run.write_bytes_atomic(LEASE_FILE, mine.to_json())
+            self.run.write_bytes_atomic(self.lease_file, mine.to_json())
             time.sleep(SETTLE_S if self.run.protocol != "memory" else 0.0)
             check = self._read_remote()
             if check is not None and check.token == mine.token:
@@ -323,7 +326,7 @@ class RunLock:
             elif self.lease is not None:
                 current = self._read_remote()
                 if current is not None and current.token == self.lease.token:
-                    self.run.rm(LEASE_FILE)
+                    self.run.rm(self.lease_file)
             self.lease = None
             self._version = None
 
@@ -354,7 +357,7 @@ class RunLock:
                 if current is None or current.token != self.lease.token:
                     self._lost(current)
                     return
-                self.run.write_bytes_atomic(LEASE_FILE, fresh.to_json())
+                self.run.write_bytes_atomic(self.lease_file, fresh.to_json())
             self.lease = fresh
 
     def _lost(self, current: Lease | None) -> None:
@@ -386,7 +389,7 @@ class RunLock:
 
     def _read_remote(self) -> Lease | None:
         try:
-            return Lease.parse(self.run.read_bytes(LEASE_FILE))
+            return Lease.parse(self.run.read_bytes(self.lease_file))
         except FileNotFoundError:
             return None
 

@@ -12,12 +12,21 @@ A shard counts as done only when its marker exists and carries the current stage
 crash at any instant leaves either a finished shard or one that is recomputed on rerun.
 Markers are separate files so workers on other processes or machines never race on one
 manifest.
+
+A marker is checked against its files, never trusted alone: it names every file of its shard
+with the size and sha256 written (``files``), and a finished stage's manifest lists them all.
+:meth:`StageStore.damage` compares them with one listing of the stage folder (missing files,
+other sizes, and, in the artifact folders, shard files none of them names) and, when asked,
+with the files' contents (checksums). A build recomputes a damaged shard (``prepare_stage``),
+``reactbench status`` shows its stage as ``damaged``, and a stage refuses to read a damaged
+upstream stage instead of reading it as empty.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -25,7 +34,7 @@ import pyarrow as pa
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
-from storage.parquet_io import ArtifactReader, shard_name, table_from_output, table_from_rows, write_table
+from storage.parquet_io import SHARD_PREFIX, ArtifactReader, shard_name, table_from_output, table_from_rows, write_table
 from storage.schemas import REJECTS, ArtifactSchema, get
 
 MANIFEST = "_manifest.json"
@@ -78,24 +87,21 @@ class StageStore:
             return None
         return json.loads(self.run.read_text(rel))
 
-    def shard_done(self, index: int, key: str) -> bool:
-        m = self.marker(index)
-        return bool(m) and m.get("key") == key
-
     def write_shard(self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None) -> dict[str, Any]:
         """Write every output of one shard, then its rejects, then (last) its marker; the marker
         carries the shard's ``placement`` (node and GPU, ``tasks.engine.placement``) when there is one."""
         counts: dict[str, int] = {}
+        files: dict[str, dict[str, Any]] = {}  # what the marker vouches for: each file's size and sha256
         for name, schema in self.outputs.items():
             rows = result.outputs.get(name, [])
             table = table_from_output(schema, rows, where=f"{self.stage}/{name} shard {index}")
-            write_table(self.run, self.rel(name, shard_name(index)), table)
+            files[self.rel(name, shard_name(index))] = write_table(self.run, self.rel(name, shard_name(index)), table)
             counts[name] = table.num_rows
         unknown = set(result.outputs) - set(self.outputs)
         if unknown:
             raise ValueError(f"stage {self.stage!r} produced undeclared artifacts {sorted(unknown)}")
         rej = table_from_rows(REJECTS, result.rejects, where=f"{self.stage}/rejects shard {index}")
-        write_table(self.run, self.rel("rejects", shard_name(index)), rej)
+        files[self.rel("rejects", shard_name(index))] = write_table(self.run, self.rel("rejects", shard_name(index)), rej)
         reasons: dict[str, int] = {}
         for r in result.rejects:
             reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
@@ -107,6 +113,7 @@ class StageStore:
             "rejected": len(result.rejects),
             "reject_reasons": reasons,
             "finished_at": utc_now(),
+            "files": files,
         }
         if result.items:
             marker["items"] = dict(result.items)
@@ -116,6 +123,65 @@ class StageStore:
             marker["placement"] = placement
         self.run.write_text_atomic(self.rel(MARKERS, f"{index:05d}.json"), json.dumps(marker, indent=1))
         return marker
+
+    def drop_marker(self, index: int) -> None:
+        """Forget that a shard finished (its files did not hold up): it is computed again."""
+        self.run.rm(self.rel(MARKERS, f"{index:05d}.json"))
+
+    def marker_files(self, marker: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any] | None]:
+        """The files a finished shard's marker vouches for (run-relative path -> ``{"bytes", "sha256"}``).
+        A marker written before markers named their files yields the names its ``rows_out`` implies,
+        with what ``recorded`` (the last manifest's ``files``) knows of them, else None (presence only)."""
+        if "files" in marker:
+            return dict(marker["files"])
+        names = [*marker.get("rows_out", {}), "rejects"]
+        rels = [self.rel(n, shard_name(int(marker["shard"]))) for n in names]
+        return {rel: (recorded or {}).get(rel) for rel in rels}
+
+    def finished_files(self, manifest: Mapping[str, Any], markers: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any] | None]:
+        """The files a finished stage is made of: its manifest's list, else (a stage finished before
+        manifests listed them, until its next build) what its markers carrying the manifest's key
+        name, read here unless ``markers`` were read already."""
+        if "files" in manifest:
+            return dict(manifest["files"])
+        markers = self.markers() if markers is None else markers
+        return {rel: rec for m in markers if m.get("key") == manifest.get("key") for rel, rec in self.marker_files(m).items()}
+
+    def finished_damage(self, manifest: Mapping[str, Any] | None = None, markers: list[dict[str, Any]] | None = None) -> list[str]:
+        """What is wrong with a finished stage's files (:meth:`damage`: one listing, no file read);
+        empty when nothing is or the stage has not finished. ``manifest`` / ``markers``: already read."""
+        manifest = self.read_manifest() if manifest is None else manifest
+        if not manifest or manifest.get("status") != "complete":
+            return []
+        return self.damage(self.finished_files(manifest, markers), self.run.file_sizes(self.stage), whole=True)
+
+    def damage(self, expected: Mapping[str, Mapping[str, Any] | None], sizes: Mapping[str, int], *, checksums: bool = False, whole: bool = False) -> list[str]:
+        """How the store differs from the files ``expected`` (run-relative path -> size and sha256,
+        or None when only the name is known), one line per file, empty when it does not.
+
+        ``sizes`` is one listing of the stage (:meth:`RunFS.file_sizes`): a missing file and a size
+        that differs cost no read. ``checksums`` also reads the files and compares their sha256.
+        ``whole`` (``expected`` is every file of the stage) also names the shard files in its
+        artifact folders that none of them is: readers would take them in."""
+        problems = []
+        for rel, rec in sorted(expected.items()):
+            if rel not in sizes:
+                problems.append(f"{rel} is missing")
+            elif rec is not None and sizes[rel] != rec["bytes"]:
+                problems.append(f"{rel} has {sizes[rel]:,} bytes where {rec['bytes']:,} were written")
+        if checksums and not problems:
+            known = [rel for rel, rec in sorted(expected.items()) if rec is not None]
+            for rel, data in sorted(self.run.read_many(known).items()):
+                if sha256_hex(data) != expected[rel]["sha256"]:  # type: ignore[index]
+                    problems.append(f"{rel} was changed (its sha256 is not the one written)")
+        if whole:
+            folders = {posixpath.dirname(rel) for rel in expected}
+            problems += [
+                f"{rel} is a shard file that no marker names"
+                for rel in sorted(sizes)
+                if posixpath.dirname(rel) in folders and rel not in expected and posixpath.basename(rel).startswith(SHARD_PREFIX) and rel.endswith(".parquet")
+            ]
+        return problems
 
     def markers(self) -> list[dict[str, Any]]:
         out = []
@@ -138,30 +204,44 @@ class StageStore:
         self.run.write_text_atomic(self.rel(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True))
 
     def prune_shards(self, n_shards: int) -> None:
-        """Delete shard files and markers with an index >= n_shards (left from an older plan)."""
+        """Delete from the artifact folders and markers whatever is not a shard of an
+        ``n_shards`` plan: shards of an older, longer plan, and files under other names (a copy,
+        a folder put there by hand), which readers would otherwise take in."""
         for folder in [*self.outputs, "rejects", MARKERS]:
+            keep = {f"{i:05d}.json" if folder == MARKERS else shard_name(i) for i in range(n_shards)}
             for name in self.run.listdir(self.rel(folder)):
-                digits = "".join(ch for ch in name if ch.isdigit())
-                if digits and int(digits) >= n_shards:
+                if name not in keep:
                     self.run.rm(self.rel(folder, name))
 
-    def output_fingerprint(self) -> str:
-        """Hash of the shard files' names and contents: what downstream stages key on."""
+    def output_fingerprint(self, files: Mapping[str, Mapping[str, Any] | None] | None = None) -> str:
+        """Hash of the shard files' names and contents: what downstream stages key on. ``files``
+        (path -> size and sha256, as markers record them) saves reading the files it knows."""
         parts = []
         for name in [*self.outputs, "rejects"]:
             for rel in self.reader(name).shard_files():
-                parts.append((rel, sha256_hex(self.run.read_bytes(rel))))
+                rec = (files or {}).get(rel)
+                parts.append((rel, rec["sha256"] if rec else sha256_hex(self.run.read_bytes(rel))))
         return sha256_hex(canonical_json(parts))[:16]
 
-    def summarize(self, key: str) -> dict[str, Any]:
-        """Counts aggregated over the shard markers that carry ``key``."""
+    def output_files(self, key: str, markers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Every file of the shards finished under ``key`` with its size and sha256 (for the
+        manifest): from the markers, reading only files a marker does not describe (older ones)."""
+        files = {rel: rec for m in markers if m.get("key") == key for rel, rec in self.marker_files(m).items()}
+        for rel, rec in files.items():
+            if rec is None:
+                data = self.run.read_bytes(rel)
+                files[rel] = {"bytes": len(data), "sha256": sha256_hex(data)}
+        return dict(sorted(files.items()))  # type: ignore[arg-type]
+
+    def summarize(self, key: str, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Counts aggregated over the shard markers that carry ``key`` (``markers``: already read)."""
         counts: dict[str, int] = {name: 0 for name in self.outputs}
         reasons: dict[str, int] = {}
         rows_in = rejected = 0
         items = {"reused": 0, "computed": 0}
         items_by_shard: dict[int, dict[str, int]] = {}
         done = []
-        for m in self.markers():
+        for m in self.markers() if markers is None else markers:
             if m.get("key") != key:
                 continue
             done.append(m["shard"])

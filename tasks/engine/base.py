@@ -29,7 +29,8 @@ class StageInputError(RuntimeError):
 
 
 class UpstreamMissing(StageInputError):
-    """A stage was asked to run before the stage it reads from finished."""
+    """A stage was asked to run before the stage it reads from finished (or after files of that
+    finished stage went missing or changed: it must be recomputed first, not read as empty)."""
 
 
 @dataclass
@@ -85,6 +86,13 @@ class Stage(ABC):
                 raise UpstreamMissing(
                     f"stage {self.name!r} reads {up!r}, which has not completed in {ctx.run.url}; "
                     f"run `{suggest(up, '--run-dir', ctx.run.url)}` (or `reactbench build`) first"
+                )
+            problems = StageStore(ctx.run, up, {}).finished_damage(manifest)  # one listing
+            if problems:
+                more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+                raise UpstreamMissing(
+                    f"stage {self.name!r} reads {up!r}, whose finished output is damaged in {ctx.run.url}: {problems[0]}{more}; "
+                    f"run `{suggest(up, '--run-dir', ctx.run.url)}` (or `reactbench build`) to recompute it first"
                 )
             fps[up] = manifest["output_fingerprint"]
         return fps

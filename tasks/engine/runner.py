@@ -28,7 +28,7 @@ from prompts.clients.endpoint import EndpointError
 from storage.fs import is_disk_full
 from storage.hashing import canonical_json, config_hash, sha256_hex
 from storage.run_lock import ensure_lease, held_token
-from storage.stage_store import code_version, utc_now
+from storage.stage_store import StageStore, code_version, utc_now
 from tasks.engine.base import RunContext, Stage
 from tasks.engine.devices import GpuSlot, shard_placement
 from tasks.engine.mllm import require_endpoints, server_configs
@@ -137,6 +137,7 @@ class StagePlan:
     work: list[Any]
     todo: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    damaged: dict[int, list[str]] = field(default_factory=dict)  # finished shards whose files did not hold up: index -> what
 
 
 @dataclass
@@ -182,8 +183,10 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
         store.reset()
     store.prune_shards(len(work))
     plan = StagePlan(stage.name, key, chash, inputs, work)
+    finished = check_finished_shards(store, key, (manifest or {}).get("files") if (manifest or {}).get("key") == key else None)
+    plan.damaged = {i: problems for i, problems in finished.items() if problems}
     for i in range(len(work)):
-        (plan.skipped if store.shard_done(i, key) else plan.todo).append(i)
+        (plan.skipped if i in finished and i not in plan.damaged else plan.todo).append(i)
     store.write_manifest(
         {
             "stage": stage.name,
@@ -199,6 +202,25 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
         }
     )
     return plan
+
+
+def check_finished_shards(store: StageStore, key: str, recorded: dict[str, Any] | None) -> dict[int, list[str]]:
+    """The shards finished under ``key``, each with what is wrong with its files (empty when they
+    are as its marker wrote them; otherwise its marker is removed and the shard runs again).
+
+    A marker is never trusted alone (a deleted or edited Parquet file used to be read as an empty
+    or other output). The check is one listing of the stage folder (names and sizes) and one read
+    of each file to compare its sha256; the read replaces the one ``finish_stage`` made to
+    fingerprint the outputs, which now takes the checked sha256 from the markers. ``recorded``
+    (the last manifest's ``files``) describes the files of markers written before markers did."""
+    markers = [m for m in store.markers() if m.get("key") == key]
+    sizes = store.run.file_sizes(store.stage) if markers else {}
+    out: dict[int, list[str]] = {}
+    for m in markers:
+        problems = out[int(m["shard"])] = store.damage(store.marker_files(m, recorded), sizes, checksums=True)
+        if problems:
+            store.drop_marker(int(m["shard"]))
+    return out
 
 
 def plan_fingerprint(work: list[Any]) -> str:
@@ -227,11 +249,13 @@ def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, re
 
 def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float) -> StageSummary:
     store = stage.store(ctx)
-    summary = store.summarize(plan.key)
+    markers = store.markers()
+    summary = store.summarize(plan.key, markers)
     missing = sorted(set(range(len(plan.work))) - set(summary["completed_shards"]))
     if missing:
         raise ShardFailed(f"stage {stage.name!r}: shards {missing} did not complete; rerun to retry only those")
     extra = stage.finalize(ctx, summary) or {}
+    files = store.output_files(plan.key, markers)  # checked by prepare_stage or just written: no read
     manifest = store.read_manifest() or {}
     manifest.update(
         {
@@ -240,18 +264,33 @@ def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float)
             "completed_shards": summary["completed_shards"],
             "counts": {"rows_in": summary["rows_in"], **summary["rows_out"], "rejected": summary["rejected"]},
             "reject_reasons": summary["reject_reasons"],
-            "output_fingerprint": store.output_fingerprint(),
+            "output_fingerprint": store.output_fingerprint(files),
+            "files": files,
             "extra": extra,
         }
     )
     ensure_lease(ctx.run, None)  # the holder's own flag: a taken-over build does not seal the stage
     store.write_manifest(manifest)
-    return stage_summary(stage.name, plan, summary, started, extra)
+    return stage_summary(stage.name, plan, summary, started, extra, damaged_note(plan))
 
 
-def stage_summary(name: str, plan: StagePlan, summary: dict[str, Any], started: float, extra: dict[str, Any] | None = None) -> StageSummary:
+def damaged_note(plan: StagePlan) -> str | None:
+    """What the summary says about shards recomputed because their files did not hold up."""
+    if not plan.damaged:
+        return None
+    problems = [p for _, found in sorted(plan.damaged.items()) for p in found]
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return f"recomputed {len(plan.damaged)} finished shard(s) whose files did not match their markers: {', '.join(problems[:3])}{more}"
+
+
+def stage_summary(
+    name: str, plan: StagePlan, summary: dict[str, Any], started: float, extra: dict[str, Any] | None = None, note: str | None = None
+) -> StageSummary:
     """The counts of a stage run (``summary`` from ``StageStore.summarize``); shards run are those
-    of this run's to-do list that completed (all of them when the stage finished)."""
+    of this run's to-do list that completed (all of them when the stage finished). ``note``: a
+    message of the runner's own, joined to the stage's (``extra["note"]``)."""
+    if note:
+        extra = {**(extra or {}), "note": "; ".join(n for n in ((extra or {}).get("note"), note) if n)}
     done = set(summary["completed_shards"])
     ran = [summary.get("items_by_shard", {}).get(i, {}) for i in plan.todo if i in done]
     return StageSummary(
@@ -300,6 +339,8 @@ def run_stage(
     if requeued:
         logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
     total = len(plan.work)
+    if plan.damaged:
+        logger.warning("%s: recomputing finished shard(s) %s whose files do not match their markers", stage.name, sorted(plan.damaged))
     logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
     finished = [len(plan.skipped)]
     if progress:

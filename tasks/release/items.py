@@ -15,6 +15,7 @@ from storage.addresses import Address
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import candidate_of, context_objects, load_json_column
+from storage.stage_store import StageStore
 from storage.task_spec import all_tasks, task_hook
 from tasks.engine.suggest import suggest
 
@@ -58,6 +59,8 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
             else "export the review decisions first (`reactbench review export`), or pass --unverified to use qa/questions"
         )
         raise InputsMissing(f"{run.path(src.questions.folder)}: no question shards found; {hint}")
+    if unverified:  # straight from the stages: their files must be the ones their markers wrote
+        _require_intact(run, (src.questions.stage, src.edits.stage))
     pool: dict[Any, Any] = {}  # one object per repeated value (task, editor, edit id, image path...) across both
     questions = sorted(q_reader.iter_shared_rows(pool=pool), key=lambda r: r["id"])
     if not unverified and not questions:  # a release or score of nothing is a mistake, not a result
@@ -69,6 +72,19 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
     e_reader = src.edits.reader(run)
     edits = {e["id"]: e for e in e_reader.iter_shared_rows(pool=pool)}
     return questions, edits
+
+
+def _require_intact(run: RunFS, stages: tuple[str, ...]) -> None:
+    """Refuse to read a finished stage whose files went missing or changed (one listing each):
+    read as it is, it would give fewer questions, or none, without a word."""
+    for stage in dict.fromkeys(stages):
+        problems = StageStore(run, stage, {}).finished_damage()
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise InputsMissing(
+                f"the {stage} stage's output is damaged in {run.url}: {problems[0]}{more}; "
+                f"run `{suggest('build', '--run-dir', run.url)}` to recompute it"
+            )
 
 
 def _require_review_export(run: RunFS) -> None:

@@ -24,7 +24,7 @@ from storage.parquet_io import table_from_rows, write_table
 from storage.schemas import QUESTIONS
 from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
-from tasks.release.export.seal import MANIFEST, ReleaseRefused, verify_release
+from tasks.release.export.seal import MANIFEST, ReleaseRefused, read_release, verify_release
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
@@ -48,14 +48,15 @@ def _export(run: Path, out: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunFS]:
     """old: 4 tasks x 1 editor (24 rows); new: 4 tasks x 40 editors (960 rows, a ~3 s export);
-    one: the new run's dense-counting questions only."""
+    one: the new run's dense-counting questions only; two: 4 tasks x 2 editors (a small new release)."""
     root = tmp_path_factory.mktemp("export-runs")
     old = write_run(root / "old", verified=False)
     new = write_run(root / "new", verified=False, editors=tuple(f"ed{i:02d}" for i in range(40)))
     one = write_run(root / "one", verified=False)
     dc = [q for q in _questions(one) if q["task"] == "dense_counting"]
     write_table(one, "qa/questions/part-00000.parquet", table_from_rows(QUESTIONS, dc))
-    return {"old": old, "new": new, "one": one}
+    two = write_run(root / "two", verified=False, editors=("ed00", "ed01"))
+    return {"old": old, "new": new, "one": one, "two": two}
 
 
 def _questions(run: RunFS) -> list[dict]:
@@ -135,15 +136,27 @@ def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole
     assert _loaded_rows(out, tmp_path / "hf") == manifest["counts"]["dense_counting"] < sum(four.counts.values())
 
 
-def test_a_folder_that_is_no_release_is_refused(runs: dict[str, RunFS], tmp_path: Path):
+def test_a_folder_that_is_no_release_is_refused_even_with_replace(runs: dict[str, RunFS], tmp_path: Path):
+    """``--replace`` only ever replaces a sealed release (issue 31.3): a folder without a
+    manifest, or a release holding files its manifest does not name, is the user's to empty."""
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    with pytest.raises(ReleaseRefused, match=f"holds no {MANIFEST}"):
-        export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
-    assert [p.name for p in out.iterdir()] == ["notes.txt"]
-    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True, replace=True)
-    assert not (out / "notes.txt").exists() and verify_release(RunFS.open(str(out)))["counts"]
+    config = resolve_run_config(run_dir=runs["old"].url)
+    for replace in (False, True):
+        with pytest.raises(ReleaseRefused, match=f"holds no {MANIFEST}"):
+            export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=replace)
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    (out / "notes.txt").unlink()
+    export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True)
+    (out / "data" / "notes.txt").write_text("added to the release by hand")
+    for replace in (False, True):
+        with pytest.raises(ReleaseRefused, match=f"1 file\\(s\\) its {MANIFEST} does not name \\(data/notes.txt\\)"):
+            export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=replace)
+    assert (out / "data" / "notes.txt").exists()
+    (out / "data" / "notes.txt").unlink()
+    export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=True)
+    assert verify_release(RunFS.open(str(out)))["counts"]
 
 
 def test_export_during_a_build_is_refused_by_the_lease(tmp_path: Path):
@@ -164,9 +177,11 @@ def test_export_during_a_build_is_refused_by_the_lease(tmp_path: Path):
 def test_out_may_not_be_or_hold_the_run_directory(runs: dict[str, RunFS], tmp_path: Path):
     """`--replace` swaps the whole of --out: pointed at the run (or a folder above it) it would
     throw the run away, so that is refused whatever the flags."""
+    from storage.run_dirs import InsideRunDir
+
     run = runs["old"]
-    for out in (run.root, str(Path(run.root).parent)):
-        with pytest.raises(ReleaseRefused, match="is the run directory"):
+    for out, why in ((run.root, "is the run directory"), (str(Path(run.root).parent), "holds the run directory")):
+        with pytest.raises(InsideRunDir, match=why):
             export_benchmark(run, RunFS.open(out), resolve_run_config(run_dir=run.url), unverified=True, replace=True)
     assert run.exists("qa", "questions")
 
@@ -194,3 +209,97 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     second = export_benchmark(runs["new"], out, resolve_run_config(run_dir=runs["new"].url), unverified=True)
     assert verify_release(out)["counts"] == second.counts != first.counts
     assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
+
+
+STORE_WRITES = ("pipe_file", "put_file", "copy", "rm_file", "rm")  # every call by which the export changes an object store
+
+
+def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: dict[str, RunFS], s3_server) -> None:
+    """Issue 31.3: on an object store a swap is copies and deletes, one object at a time. Cut it at
+    every one of its writes (the store fails that write and every later one, as a kill would):
+    the next command that reads the release (``verify_release``) or writes it (``export``) finds
+    the old release or the new one, whole, never the 3-4 files and no manifest that a plain
+    export used to refuse ("not a release this tool sealed")."""
+    out = RunFS.open(f"s3://{s3_server.bucket()}/release")
+    old_cfg, new_cfg = resolve_run_config(run_dir=runs["old"].url), resolve_run_config(run_dir=runs["two"].url)
+    old = export_benchmark(runs["old"], out, old_cfg, unverified=True).counts
+    fs, writes, failing_from = out.fs, [], [0]
+    real = {name: getattr(fs, name) for name in STORE_WRITES}
+
+    def counted(name: str):
+        def call(*args, **kwargs):
+            writes.append(f"{name} {args[0] if args else ''}")
+            if failing_from[0] and len(writes) >= failing_from[0]:
+                raise OSError(f"injected store failure at write {len(writes)} ({writes[-1]})")
+            return real[name](*args, **kwargs)
+        return call
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in STORE_WRITES:
+            patch.setattr(fs, name, counted(name))
+        assert RunFS.open(out.url).fs is fs  # fsspec hands every opener this one instance
+        new = export_benchmark(runs["two"], out, new_cfg, unverified=True).counts
+        total = len(writes)
+        assert new != old and total >= 20, writes
+        outcomes, torn = [], 0
+        for k in range(1, total + 1):
+            failing_from[0] = 0
+            export_benchmark(runs["old"], out, old_cfg, unverified=True)  # back to the old release
+            writes.clear()
+            failing_from[0] = k
+            with pytest.raises(OSError, match="injected"):
+                export_benchmark(runs["two"], out, new_cfg, unverified=True)
+            failing_from[0] = 0
+            torn += read_release(out) is None  # what a reader met before: no manifest, part of a copy
+            if k % 2:  # a reader comes first and puts the release back
+                counts = verify_release(out)["counts"]
+                assert counts in (old, new), f"cut at write {k} ({writes[k - 1]}): {counts}"
+                outcomes.append("new" if counts == new else "old")
+            export_benchmark(runs["two"], out, new_cfg, unverified=True)  # a plain export: no --replace needed
+            assert verify_release(out)["counts"] == new, f"cut at write {k} ({writes[k - 1]})"
+            leftovers = [n for n in RunFS.open(out.url.rsplit("/", 1)[0]).listdir() if n != "release"]
+            assert leftovers == [], (k, leftovers)
+    assert torn > 0, "no cut fell inside the swap: the test did not reach the window it guards"
+    print({"writes": total, "torn_before_recovery": torn, "reader_saw": {o: outcomes.count(o) for o in ("old", "new")}})
+
+
+def test_verify_release_refuses_a_file_whose_name_is_right_and_content_changed(runs: dict[str, RunFS], tmp_path: Path) -> None:
+    """docs/eval.md tells a release's receivers to run ``verify_release``: a file changed in place
+    (same name, same size, one byte different), added or removed must fail it, naming the file."""
+    out = tmp_path / "release"
+    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    assert verify_release(RunFS.open(str(out)))["counts"]
+    pristine = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    victims = [p for p in sorted(pristine) if p.name != MANIFEST]
+    assert any(p.suffix == ".parquet" for p in victims) and any(p.name == "README.md" for p in victims)
+    for victim in victims:
+        data = bytearray(pristine[victim])
+        data[len(data) // 2] ^= 0x01  # same name, same size
+        victim.write_bytes(bytes(data))
+        rel = str(victim.relative_to(out))
+        with pytest.raises(ReleaseRefused, match=f"differ from {MANIFEST} \\(e.g. {rel}\\)"):
+            verify_release(RunFS.open(str(out)))
+        victim.write_bytes(pristine[victim])
+    (out / "data" / "extra.parquet").write_bytes(b"not named")
+    with pytest.raises(ReleaseRefused, match="data/extra.parquet"):
+        verify_release(RunFS.open(str(out)))
+    (out / "data" / "extra.parquet").unlink()
+    victims[0].unlink()
+    with pytest.raises(ReleaseRefused, match=str(victims[0].relative_to(out))):
+        verify_release(RunFS.open(str(out)))
+
+
+def test_one_export_writes_a_release_at_a_time(runs: dict[str, RunFS], tmp_path: Path) -> None:
+    """A second export into a folder another export is writing is refused (naming the holder), so
+    neither it nor a reader putting back a release left aside works on a swap in flight."""
+    from tasks.release.export.seal import release_lock
+
+    out = tmp_path / "release"
+    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with release_lock(RunFS.open(str(out))):
+        with pytest.raises(ReleaseRefused, match=rf"--out {out} is being written by `reactbench export` \(pid {os.getpid()}"):
+            export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # the lease is gone with its holder

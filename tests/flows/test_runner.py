@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -115,3 +116,67 @@ def test_identical_failures_are_reported_once_with_their_shards() -> None:
     text = describe_failures([(i, "ValueError: eval.embedding_model: /x not found") for i in range(12)] + [(3, "KeyError: 'w'")])
     assert text.count("embedding_model") == 1 and "shards 0, 1, 2, 3, 4, 5, 6, 7 and 4 more" in text
     assert "shard 3: KeyError: 'w'" in text
+
+
+def _flip_a_byte(run: RunFS, rel: str) -> None:
+    """Change a file in place, keeping its name and size (what a listing cannot see)."""
+    data = bytearray(run.read_bytes(rel))
+    data[len(data) // 2] ^= 0x01
+    run.fs.pipe_file(run.path(rel), bytes(data))
+
+
+def test_a_finished_shard_whose_files_went_missing_or_changed_is_recomputed(ctx: RunContext) -> None:
+    """Issue 31.4: a marker is checked against the files it names (count, size, sha256), never
+    trusted alone; a deleted or edited file used to be read as an empty or other output."""
+    first = run_stage(SquareStage(), ctx)
+    store = SquareStage().store(ctx)
+    manifest = store.read_manifest()
+    assert sorted(manifest["files"]) == sorted(f"square/{a}/part-{i:05d}.parquet" for a in ("numbers", "rejects") for i in range(6))
+    ctx.run.rm("square/numbers/part-00002.parquet")
+    _flip_a_byte(ctx.run, "square/rejects/part-00004.parquet")  # same size: only its sha256 tells
+    ctx.run.fs.pipe_file(ctx.run.path("square/numbers/part-00001-copy.parquet"), ctx.run.read_bytes("square/numbers/part-00001.parquet"))
+    assert store.finished_damage() == [  # what `reactbench status` shows: one listing, no read
+        "square/numbers/part-00002.parquet is missing",
+        "square/numbers/part-00001-copy.parquet is a shard file that no marker names",
+    ]
+    SquareStage.calls = []
+    again = run_stage(SquareStage(), ctx)
+    assert sorted(SquareStage.calls) == [2, 4] and again.shards_run == 2 and again.rows_out == first.rows_out
+    assert "recomputed 2 finished shard(s) whose files did not match their markers: square/numbers/part-00002.parquet is missing" in again.extra["note"]
+    assert "square/rejects/part-00004.parquet was changed" in again.extra["note"]
+    after = store.read_manifest()
+    assert after["output_fingerprint"] == manifest["output_fingerprint"] and after["files"] == manifest["files"]
+    assert not ctx.run.exists("square/numbers/part-00001-copy.parquet") and store.finished_damage() == []
+    SquareStage.calls = []
+    assert run_stage(SquareStage(), ctx).all_skipped and SquareStage.calls == []
+
+
+def test_a_stage_refuses_to_read_a_damaged_upstream_stage(ctx: RunContext) -> None:
+    run_stage(SquareStage(), ctx)
+    run_stage(ChildStage(), ctx)
+    ctx.run.rm("square/numbers/part-00000.parquet")
+    with pytest.raises(UpstreamMissing, match=r"reads 'square', whose finished output is damaged in .*: square/numbers/part-00000.parquet is missing; run `reactbench square"):
+        run_stage(ChildStage(), ctx)
+    run_stage(SquareStage(), ctx)  # recomputes the shard: the same bytes, so the child has nothing to do
+    assert run_stage(ChildStage(), ctx).all_skipped
+
+
+def test_markers_written_before_they_named_their_files_are_checked_by_name(ctx: RunContext) -> None:
+    """A run built before markers recorded their files: the first rebuild keeps every fingerprint
+    (nothing downstream recomputes) and already finds a missing file by the names its marker implies."""
+    run_stage(SquareStage(), ctx)
+    store = SquareStage().store(ctx)
+    for m in store.markers():
+        m.pop("files")
+        ctx.run.write_text_atomic(f"square/_shards/{m['shard']:05d}.json", json.dumps(m))
+    manifest = store.read_manifest()
+    fingerprint = manifest.pop("output_fingerprint")
+    manifest.pop("files")
+    store.write_manifest({**manifest, "output_fingerprint": fingerprint})
+    assert store.output_fingerprint() == fingerprint  # the fingerprint from the files read equals the one from the markers
+    ctx.run.rm("square/rejects/part-00003.parquet")
+    assert store.finished_damage() == ["square/rejects/part-00003.parquet is missing"]  # found by the names the markers imply
+    SquareStage.calls = []
+    again = run_stage(SquareStage(), ctx)
+    assert SquareStage.calls == [3] and store.read_manifest()["output_fingerprint"] == fingerprint
+    assert "square/rejects/part-00003.parquet is missing" in again.extra["note"]

@@ -44,7 +44,7 @@ def test_rejects_that_cannot_be_written_leave_no_marker(run: RunFS):
     res.rejects.append({"id": "broken", "stage": "toystage"})  # no reason: the rejects table refuses it
     with pytest.raises(ArtifactError, match="rejects"):
         store.write_shard(0, "k", res)
-    assert store.marker(0) is None and not store.shard_done(0, "k")
+    assert store.marker(0) is None
 
 
 def test_a_write_fault_on_the_rejects_folder_leaves_no_marker(tmp_path: Path):

@@ -147,6 +147,35 @@ def test_a_damaged_image_is_a_miss_and_is_replaced_when_stored_again() -> None:
     assert store.get("edit:box", "c" * 64, run) is not None
 
 
+@pytest.mark.parametrize("shared_on", ["local", "s3"])
+def test_an_image_from_a_shared_store_is_hash_checked_before_it_is_copied_into_the_run(shared_on: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
+    """``run.reuse_dir`` (a store several runs share, local or S3): an image whose bytes no longer
+    hash to its name is a counted miss and never lands in the run reading it; intact, it is copied
+    byte for byte (issue 31: only the run's own store was tamper-tested)."""
+    shared_url = str(tmp_path / "shared") if shared_on == "local" else request.getfixturevalue("s3_run_url").rsplit("/", 1)[0] + "/shared"
+    first, second = RunFS.open(str(tmp_path / "a")), RunFS.open(str(tmp_path / "b"))
+    rel = ImageStore(first).put_array(np.full((8, 8, 3), 90, np.uint8))
+    ReuseStore.open(first, shared_url).put("edit:box", "d" * 64, {"edited_image": rel}, [rel], first)
+    shared = RunFS.open(shared_url)
+    good = shared.read_bytes(rel)
+    assert good == first.read_bytes(rel)
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 1  # same name, same size, other bytes
+    shared.fs.pipe_file(shared.path(rel), bytes(bad))
+
+    reader = ReuseStore.open(second, shared_url)
+    assert reader.get("edit:box", "d" * 64, second) is None and reader.damaged == 1
+    assert not second.exists(rel), "an image that fails its hash was copied into the run"
+    (record,) = reader.quarantined()
+    assert "do not hash to its name" in record["why"] and rel in record["why"]
+
+    second.write_bytes_atomic(rel, bytes(bad))  # the run's own copy damaged too: replaced from the intact shared one
+    shared.fs.pipe_file(shared.path(rel), good)
+    again = ReuseStore.open(second, shared_url)
+    assert again.get("edit:box", "d" * 64, second) is not None and again.damaged == 0
+    assert second.read_bytes(rel) == good
+
+
 @pytest.mark.parametrize("disk", [False, True], ids=["memory", "local"])
 def test_a_rerun_with_the_same_grouping_never_builds_the_index(disk: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The common rerun reads its shard's folder: its cost does not depend on the store's size.

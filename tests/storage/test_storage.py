@@ -89,7 +89,7 @@ def test_stage_store_markers_summary_and_fingerprint(run: RunFS) -> None:
         res = ShardResult(outputs={"toy": [{"id": f"r{i}", "value": i, "tags": []}]}, rows_in=2)
         res.rejects.append(reject(f"bad{i}", "toystage", "malformed_entry", "field x"))
         store.write_shard(i, "key1", res)
-    assert store.shard_done(1, "key1") and not store.shard_done(1, "other")
+    assert store.marker(1)["key"] == "key1"
     summary = store.summarize("key1")
     assert summary["completed_shards"] == [0, 1, 2]
     assert summary["rows_out"] == {"toy": 3} and summary["rejected"] == 3 and summary["rows_in"] == 6
@@ -99,10 +99,38 @@ def test_stage_store_markers_summary_and_fingerprint(run: RunFS) -> None:
     fp = store.output_fingerprint()
     assert fp == store.output_fingerprint()
     store.prune_shards(2)
-    assert store.reader("toy").count() == 2 and not store.shard_done(2, "key1")
+    assert store.reader("toy").count() == 2 and store.marker(2) is None
     assert store.output_fingerprint() != fp
     store.reset()
     assert not store.reader("toy").exists()
+
+
+def test_markers_name_their_files_and_one_listing_finds_what_changed(run: RunFS) -> None:
+    """Each marker records its files' sizes and sha256; ``damage`` compares them with one listing
+    of the stage (missing, other size, a stray shard file) and, when asked, with the contents."""
+    store = StageStore(run, "toystage", {"toy": TOY})
+    for i in range(2):
+        store.write_shard(i, "k", ShardResult(outputs={"toy": [{"id": f"r{i}", "value": i, "tags": ["a"] * (i + 1)}]}, rows_in=1))
+    files = {rel: rec for m in store.markers() for rel, rec in store.marker_files(m).items()}
+    assert sorted(files) == [f"toystage/{a}/part-0000{i}.parquet" for a in ("rejects", "toy") for i in range(2)]
+    sizes = run.file_sizes("toystage")
+    assert all(sizes[rel] == rec["bytes"] == len(run.read_bytes(rel)) for rel, rec in files.items())
+    assert store.damage(files, sizes, checksums=True, whole=True) == []
+    data = bytearray(run.read_bytes("toystage/toy/part-00000.parquet"))
+    data[len(data) // 2] ^= 0x01
+    run.fs.pipe_file(run.path("toystage/toy/part-00000.parquet"), bytes(data))  # same name, same size
+    assert store.damage(files, run.file_sizes("toystage"), whole=True) == []  # a listing cannot see it...
+    assert store.damage(files, run.file_sizes("toystage"), checksums=True) == ["toystage/toy/part-00000.parquet was changed (its sha256 is not the one written)"]
+    run.fs.pipe_file(run.path("toystage/toy/part-00001.parquet"), run.read_bytes("toystage/toy/part-00001.parquet")[:-10])  # cut short
+    run.fs.pipe_file(run.path("toystage/toy/part-00002.parquet"), b"a stray")
+    run.rm("toystage/rejects/part-00001.parquet")
+    assert store.damage(files, run.file_sizes("toystage"), whole=True) == [
+        "toystage/rejects/part-00001.parquet is missing",
+        f"toystage/toy/part-00001.parquet has {files['toystage/toy/part-00001.parquet']['bytes'] - 10:,} bytes where {files['toystage/toy/part-00001.parquet']['bytes']:,} were written",
+        "toystage/toy/part-00002.parquet is a shard file that no marker names",
+    ]
+    store.prune_shards(2)
+    assert not run.exists("toystage/toy/part-00002.parquet")
 
 
 def test_reader_of_missing_artifact_is_empty_with_schema(run: RunFS) -> None:

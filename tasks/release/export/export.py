@@ -22,12 +22,13 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
+from storage.run_dirs import refuse_release_target
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.card import editor_stats, render_card
 from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import write_lmms_eval
 from tasks.release.export.rows import image_rels, release_row, with_bytes
-from tasks.release.export.seal import MANIFEST, ReleaseRefused, check_target, sealed_release
+from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
 from tasks.release.export.vlmevalkit import write_vlmevalkit
 from tasks.release.items import edit_annotations, read_inputs
 
@@ -77,13 +78,34 @@ def export_benchmark(
 
     A question whose image is missing from the store is not released; it becomes a reject row
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
-    ``out`` holding anything but an older version of this release (or a release with tasks or
-    formats this one lacks) raises :class:`tasks.release.export.seal.ReleaseRefused` unless ``replace``.
+    ``out`` is resolved first (``storage.run_dirs``): one that is, holds or lies inside a run directory
+    raises :class:`storage.run_dirs.InsideRunDir`. ``out`` holding anything but an older version of
+    this release (or a release with tasks or formats this one lacks, which ``replace`` allows)
+    raises :class:`tasks.release.export.seal.ReleaseRefused`.
     ``progress`` sees the steps ``read`` (questions), ``write`` (rows) and ``seal`` (bytes hashed).
     """
-    if out.protocol == run.protocol and (run.root + "/").startswith(out.root.rstrip("/") + "/"):
-        raise ReleaseRefused(f"--out {out.url} is the run directory {run.url} or holds it; choose a folder of its own for the release")
-    check_target(out, replace)  # before the work: a folder that is no release is refused at once
+    out = refuse_release_target(out, run)  # resolved: never a run directory, nor inside or above one
+    with release_lock(out):  # one writer of the release at a time
+        recover(out)  # what a killed export left: the old release put back, temporary folders removed
+        check_target(out, replace)  # before the work: a folder that is no release is refused at once
+        return _export_locked(
+            run, out, config, unverified=unverified, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval, name=name, replace=replace, progress=progress
+        )
+
+
+def _export_locked(
+    run: RunFS,
+    out: RunFS,
+    config: Any,
+    *,
+    unverified: bool,
+    vlmevalkit: bool,
+    lmms_eval: bool,
+    name: str,
+    replace: bool,
+    progress: StepProgress,
+) -> ExportSummary:
+    """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)

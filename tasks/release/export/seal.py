@@ -9,11 +9,18 @@ for its set (``tasks.review.export_set``):
 * :data:`MANIFEST` is written last into it, naming every file with its sha256 and size;
 * the folder is swapped in. Local folders: one ``renameat2(RENAME_EXCHANGE)`` (Linux), so a
   reader sees the old release or the new one at every instant; the old one, now at the
-  temporary name, is deleted afterwards. Elsewhere (fsspec URLs, other kernels): two renames,
-  and the next export puts back an old release left aside by a kill between them;
-* an existing folder that is not a sealed release, or a release this export would shrink (a
-  task or a format it had is missing from the new one), is refused unless ``replace`` is given.
+  temporary name, is deleted afterwards. Elsewhere (fsspec URLs, other kernels): the old release
+  is moved aside, then the new one in, file by file with the manifest last (and, when a folder
+  is removed, its manifest first), so a folder holding a manifest holds every file it names. A
+  kill or a store failure between the two leaves the old release aside: the next command that
+  writes or checks the release (``export``, :func:`verify_release`) puts it back first;
+* an existing folder that is not a sealed release (no manifest, or files the manifest does not
+  name) is refused, ``replace`` or not: ``replace`` only ever replaces a sealed release, and
+  allows the new one to drop tasks or formats the old one had (refused without it).
 
+One writer at a time: an export holds the release's own lease (``.<name>.export-lock.json``
+beside it, ``storage.run_lock``) from its first look at ``out`` to the end of the swap, so a
+second export, or a reader putting back a release left aside, never works on a swap in flight.
 Leftover temporary folders of a killed export are removed by the next one.
 """
 
@@ -30,12 +37,14 @@ from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import sha256_file
+from storage.run_lock import RunLock, RunLocked
 from tasks.engine.progress import StepProgress, no_progress
 
 MANIFEST = "release_manifest.json"
 FORMAT = 1
 TMP_TAG = ".export-tmp-"
 OLD_TAG = ".export-old-"
+LOCK_TAG = ".export-lock.json"
 
 
 class ReleaseRefused(ValueError):
@@ -73,7 +82,18 @@ def read_release(out: RunFS) -> dict[str, Any] | None:
 
 
 def verify_release(out: RunFS) -> dict[str, Any]:
-    """The manifest, after checking that the folder holds exactly the files it names, unchanged."""
+    """The manifest, after checking that the folder holds exactly the files it names, unchanged
+    (each file's sha256 and size against the manifest's).
+
+    An export killed in the middle of an object-store swap leaves the old release aside: it is
+    put back first (under the release's lock), so a reader sees the old release or the new one."""
+    if _leftovers(out):
+        try:
+            with release_lock(out):
+                recover(out)
+        except ReleaseRefused:
+            if read_release(out) is None:  # a live export is swapping it in: nothing whole to check yet
+                raise
     manifest = read_release(out)
     if manifest is None:
         raise ReleaseRefused(f"{out.url}: no {MANIFEST}; not a sealed release (export it again)")
@@ -88,18 +108,26 @@ def verify_release(out: RunFS) -> dict[str, Any]:
 def check_target(out: RunFS, replace: bool, new_files: dict[str, Any] | None = None) -> None:
     """Refuse an ``out`` holding something else than an older version of this release.
 
-    Without ``new_files`` (before any work): only a folder that is not a sealed release is
-    refused. With them: also a release that holds files the new one lacks."""
-    if replace or not out.exists() or not out.listdir():
+    A folder that is not a sealed release (no manifest, or files its manifest does not name) is
+    refused whatever ``replace`` says: ``--replace`` only ever replaces a release. Without
+    ``new_files`` (before any work) that is all; with them, a release holding files the new one
+    lacks is refused too, unless ``replace``."""
+    if not out.exists() or not out.listdir():
         return
     old = read_release(out)
     if old is None:
         listed = ", ".join(out.listdir()[:4])
         raise ReleaseRefused(
-            f"--out {out.url} is not empty and holds no {MANIFEST} (found {listed}): not a release this tool sealed; "
-            "pass --replace to replace the whole folder, or choose another --out"
+            f"--out {out.url} is not empty and holds no {MANIFEST} (found {listed}): not a release this tool sealed, "
+            "and --replace only replaces one; choose another --out, or remove that folder yourself if it is yours to delete"
         )
-    if new_files is None:
+    foreign = sorted(set(_relative_files(out)) - set(old.get("files") or {}) - {MANIFEST})
+    if foreign:
+        raise ReleaseRefused(
+            f"--out {out.url} holds a release plus {len(foreign)} file(s) its {MANIFEST} does not name "
+            f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); --replace would delete them: move them out first"
+        )
+    if replace or new_files is None:
         return
     dropped = sorted(set(old.get("files") or {}) - set(new_files))
     if dropped:
@@ -116,10 +144,11 @@ def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any], progress
     """Yield a staging folder to write the release into; on success seal it and swap it in.
 
     ``extra`` goes into the manifest (counts per task, verified, source run). On an error the
-    staging folder is removed and ``out`` is left as it was. ``progress`` sees the ``seal`` step
+    staging folder is removed and ``out`` is left as it was (on an object store, a failure in the
+    middle of the swap leaves the old release aside for :func:`recover`). The caller holds
+    :func:`release_lock` and has called :func:`recover`. ``progress`` sees the ``seal`` step
     (bytes hashed)."""
     parent, name = posixpath.split(out.root.rstrip("/"))
-    recover(out)
     check_target(out, replace)
     token = uuid.uuid4().hex[:12]
     stage = RunFS(out.fs, posixpath.join(parent, f".{name}{TMP_TAG}{token}"))
@@ -144,16 +173,64 @@ def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any], progress
         stage.rm()
 
 
-def recover(out: RunFS) -> None:
-    """Undo what a killed export left: put back an old release set aside by a two-rename swap
-    that did not finish, and remove temporary folders."""
+@contextmanager
+def release_lock(out: RunFS) -> Iterator[None]:
+    """Hold the release's own lease (``.<name>.export-lock.json`` beside ``out``) for the block;
+    :class:`ReleaseRefused` names the live holder when another process has it."""
     parent, name = posixpath.split(out.root.rstrip("/"))
+    created = _first_missing(parent) if out.local else None  # taking the lease creates the folder
+    # a stale lease (a killed export) is taken over without a notice: recover() says what it puts back
+    lock = RunLock(RunFS(out.fs, parent or "/"), "reactbench export", lease_file=f".{name}{LOCK_TAG}", on_message=lambda _: None)
+    try:
+        lock.acquire()
+    except RunLocked as exc:
+        who = exc.holder.describe() if exc.holder is not None else "another process"
+        raise ReleaseRefused(f"--out {out.url} is being written by {who}; wait for that export to finish") from None
+    try:
+        yield
+    finally:
+        lock.release()
+        while created is not None:  # a refused or failed first export leaves no empty folder behind
+            try:
+                os.rmdir(parent)  # only ever an empty folder
+            except OSError:
+                break
+            if parent == created:
+                break
+            parent = os.path.dirname(parent)
+
+
+def _first_missing(folder: str) -> str | None:
+    """The outermost folder of a local path that does not exist yet (None when it exists)."""
+    missing = None
+    while folder and not os.path.exists(folder):
+        missing, folder = folder, os.path.dirname(folder)
+    return missing
+
+
+def _leftovers(out: RunFS) -> list[str]:
+    """The temporary and set-aside folders a killed export of ``out`` left beside it."""
+    parent, name = posixpath.split(out.root.rstrip("/"))
+    return [n for n in RunFS(out.fs, parent or "/").listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
+
+
+def _relative_files(folder: RunFS) -> list[str]:
+    """Every file below ``folder``, relative to it (one listing)."""
+    return [posixpath.relpath(path, folder.root) for path in folder.walk_files()]
+
+
+def recover(out: RunFS) -> None:
+    """Undo what a killed export left, so that ``out`` holds a whole release again: when it holds
+    none (a swap cut short: part of a copy, no manifest), put back the old release set aside, or
+    else move in the sealed new one; then remove the other leftovers. Call it holding
+    :func:`release_lock`. A folder holding a manifest holds every file it names (the manifest is
+    copied last and removed first), so a manifest is what "whole" means here."""
+    parent = posixpath.dirname(out.root.rstrip("/"))
     here = RunFS(out.fs, parent or "/")
-    leftovers = [n for n in here.listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
-    for n in leftovers:
-        if n.startswith(f".{name}{OLD_TAG}") and read_release(here.sub(n)) is not None and (not out.exists() or read_release(out) is None):
+    for n in sorted(_leftovers(out), key=lambda n: OLD_TAG not in n):  # the old release first, then a new one
+        if read_release(out) is None and read_release(here.sub(n)) is not None:
             if out.exists():
-                out.rm()  # a copy of the new release that a kill cut short (its manifest comes last)
+                out.rm()  # a copy that a kill cut short
             _move_tree(out.fs, here.path(n), out.root)
             continue
         here.rm(n)
@@ -187,6 +264,9 @@ def _move_tree(fs: Any, src: str, dst: str) -> None:
         target = posixpath.join(dst, posixpath.relpath(f.rstrip("/"), fs._strip_protocol(src)))
         fs.makedirs(posixpath.dirname(target), exist_ok=True)  # local folders need their parents
         fs.copy(f, target)
+    manifest = posixpath.join(src, MANIFEST)
+    if fs.exists(manifest):  # first: a folder that still has its manifest still has all its files
+        fs.rm_file(manifest)
     fs.rm(src, recursive=True)
 
 

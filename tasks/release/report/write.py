@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import posixpath
 
 from storage import addresses
 from storage.fs import RunFS
+from storage.run_dirs import refuse_report_target
 
 KINDS = ("eval", "ablation", "build")
 
@@ -27,12 +28,17 @@ def render(kind: str, run: RunFS, models: list[str] | None = None) -> str:
 
 
 def write_report(kind: str, run: RunFS, out: str | None = None, models: list[str] | None = None) -> str:
-    """Write the HTML; returns where it went (a path or URL)."""
-    html = render(kind, run, models)
+    """Write the HTML; returns where it went (a path or URL).
+
+    ``out`` is resolved first and refused (``storage.run_dirs.InsideRunDir``, before anything is
+    rendered) when it is a folder or lies inside a run directory, except below this run's own
+    ``reports/``: a report never lands on or among another run's files."""
     if out:
-        target = RunFS.open(str(Path(out).parent) if "://" not in out else out.rsplit("/", 1)[0])
-        name = out.replace("\\", "/").rsplit("/", 1)[-1]
-        target.write_text_atomic(name, html)
-        return target.sub(name).url
+        target = refuse_report_target(RunFS.open(out), run, addresses.REPORTS_DIR)
+        html = render(kind, run, models)
+        folder, name = posixpath.split(target.root)
+        RunFS(target.fs, folder or "/").write_text_atomic(name, html)
+        return target.url
+    html = render(kind, run, models)
     run.write_text_atomic(addresses.report_file(kind), html)
     return run.sub(addresses.report_file(kind)).url  # a URL where the run is one (s3://...), else the path
