@@ -11,7 +11,14 @@ Chinese. A reply gets the verdict a careful human grader would give it:
 - a hedge is not credited: "Yes and no", "maybe", "I can't tell", two options named as the
   answer ("(A) and (B)", "A or B"), two counts ("20 or 21", "19-23" for an exact count);
 - idiomatic answers count: "Definitely not.", "Not that I can tell.", "I don't think so." are
-  No; "I think so", "Of course" are Yes; "A is correct", a lowercase "c", "twenty-one".
+  No; "I think so", "Of course" are Yes; "A is correct", a lowercase "c", "twenty-one";
+- structured answers are markers: ``{"answer": "B"}``, ``\\boxed{C}``, "Letter: D", "Answer - C";
+  a letter may be followed by its reason ("B, because ...", "C - the cat");
+- the model may answer in its own language: French, German, Spanish, Chinese, Japanese yes/no,
+  answer markers and hedges; "Y" / "N" alone;
+- counts: words and "dozen", "12.0" is 12; a bound or range ("at least 12", "twelve or
+  thirteen") is never an exact count;
+- a reply that contradicts itself ("Yes, there is no cat.") has no verdict.
 
 Ambiguity returns ``None`` (scored as wrong and counted as unparseable), never a guess. The
 exported lmms-eval tasks ship a verbatim copy of this file, so keep it standard-library only.
@@ -35,7 +42,9 @@ HEDGE = "?"  # what a reader returns for a reply that hedges: no verdict, and st
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _FENCE = re.compile(r"```[a-zA-Z]*\n?|```")
 _FINAL = re.compile(
-    r"(?:final\s+answer|answer|conclusion|verdict|therefore|so\s+the\s+answer\s+is|答案|最终答案)\s*(?:is)?\s*[:：]?\s*",
+    r"(?:\b(?:final\s+answer|answer|conclusion|verdict|therefore|so\s+the\s+answer\s+is|letter(?=\s*[:：])|"
+    r"r[ée]ponse(?:\s+finale)?|(?:endg[üu]ltige\s+)?antwort|respuesta(?:\s+final)?)\b|答案|最终答案|答え|正解)"
+    r"\s*(?:(?:is|est|ist|lautet|es)\b|是|为|は)?\s*[:：\-–—=]?\s*",
     re.I,
 )
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -48,14 +57,19 @@ _CORRECTION = re.compile(
 )
 _LEADING_NO = re.compile(r"^\s*(?:no|nope|sorry)\b[\s,.:;!\-—]*(?=\S)", re.I)
 
-_YES_WORDS = {"yes", "yeah", "yep", "yup", "yea", "true", "correct", "affirmative", "是", "有", "对"}
-_NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "否", "不是", "没有", "不", "无"}
+_YES_WORDS = {"yes", "yeah", "yep", "yup", "yea", "true", "correct", "affirmative", "oui", "ouais", "ja", "jawohl", "doch", "sí", "是", "有", "对"}
+_NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "non", "nein", "否", "不是", "没有", "不", "无"}
+# Replies in Chinese and Japanese run words together: their verdicts are read as prefixes.
+_CJK_NO = ("不是", "没有", "不对", "不存在", "否", "错", "いいえ", "いや", "ありません", "いません", "ないです", "ない。")
+_CJK_YES = ("是", "有", "对", "存在", "正确", "はい", "ええ", "うん", "あります", "います", "そうです")
 # Two-sided replies: no verdict, whatever else they say.
 _YN_HEDGE = re.compile(r"\b(?:yes\s+and\s+no|yes\s+or\s+no|no\s+and\s+yes|yes\s*/\s*no|partly|partially|sort\s+of|kind\s+of)\b", re.I)
 # Non-committal replies: no verdict unless they open with one.
 _YN_UNSURE = re.compile(
     r"\b(?:maybe|perhaps|possibly|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"
-    r"difficult\s+to\s+(?:say|tell)|impossible\s+to\s+(?:say|tell)|(?:can\s*not|cannot|can'?t|unable\s+to|could\s*n'?t)\s+(?:tell|determine|say|be\s+sure|decide))\b",
+    r"difficult\s+to\s+(?:say|tell)|impossible\s+to\s+(?:say|tell)|(?:can\s*not|cannot|can'?t|unable\s+to|could\s*n'?t)\s+(?:tell|determine|say|be\s+sure|decide)|"
+    r"peut-[êe]tre|je\s+ne\s+sais\s+pas|vielleicht|ich\s+wei(?:ß|ss)\s+(?:es\s+)?nicht|quiz[áa]s?|tal\s+vez|no\s+s[ée]|no\s+estoy\s+segur[oa])\b"
+    r"|也许|或许|可能|不确定|无法确定|不好说|说不准|たぶん|多分|わかりません|分かりません|わからない",
     re.I,
 )
 _NO_LEAD = re.compile(
@@ -63,7 +77,10 @@ _NO_LEAD = re.compile(
     r"not\s+(?:at\s+all|really|quite|that\s+i\s+(?:can|could)\s+(?:tell|see)|as\s+far\s+as\s+i\s+can\s+(?:tell|see)|to\s+my\s+eye|"
     r"visible|present|anymore|any\s+more|that\s+i\s+see)\b|"
     r"i\s+(?:don'?t|do\s+not)\s+(?:think|believe)\s+so\b|i\s+doubt\s+it\b|(?:it|there|they|this|that)\s*(?:'s|\s+is|\s+are|\s+does|\s+do|\s+has|\s+have|\s+was|\s+were)\s*(?:not\b|n'?t\b)|"
-    r"(?:it|there|they|this|that)\s+(?:isn'?t|aren'?t|doesn'?t|don'?t|hasn'?t|haven'?t|wasn'?t|weren'?t)\b|none\b|nothing\b|never\b)",
+    r"(?:it|there|they|this|that)\s+(?:isn'?t|aren'?t|doesn'?t|don'?t|hasn'?t|haven'?t|wasn'?t|weren'?t)\b|none\b|nothing\b|never\b|"
+    r"pas\s+du\s+tout\b|absolument\s+pas\b|je\s+ne\s+(?:pense|crois)\s+pas\b|il\s+n'?y\s+a\s+(?:pas|aucun|rien)\b|aucun|rien\b|"
+    r"ich\s+(?:glaube|denke)\s+nicht\b|gar\s+nicht\b|keine?[nrs]?\b|es\s+gibt\s+kein|nicht\b|"
+    r"no\s+hay\b|ninguno\b|ninguna\b|nada\b|en\s+absoluto\b)",
     re.I,
 )
 _YES_LEAD = re.compile(
@@ -72,7 +89,7 @@ _YES_LEAD = re.compile(
 )
 # An affirming word set off on its own ("Of course!", "Sure, ..."): Yes, unless what follows says
 # otherwise ("Sure! ... there is no mustard"). "Clearly the bun is bare" is an adverb, not a Yes.
-_AFFIRM = re.compile(r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure)(?:\s+yes)?\s*(?:[,.!;:]+|$)", re.I)
+_AFFIRM = re.compile(r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure(?:\s+thing)?)(?:\s+yes)?\s*(?:[,.!;:]+|$)", re.I)
 _NEG_PHRASES = re.compile(
     r"\b(there\s+(?:is|are)\s+no|there\s+(?:isn't|aren't|is\s+not|are\s+not)|no\s+such|not\s+(?:present|visible|there)|"
     r"does\s+not|doesn't|(?:cannot|can't|can\s+not|do\s+not|don't)\s+see|absent|nothing|no\s+longer)\b",
@@ -90,11 +107,34 @@ _TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty sevent
 _WORD_NUMBERS = {**_UNITS, **_TENS, "none": 0}
 
 
+_BOXED = re.compile(r"\$*\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}\$*")
+_TEXT_CMD = re.compile(r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}")
+# A JSON (or Python dict) field that holds the answer: {"answer": "B"}, {'count': 12}
+_FIELD = re.compile(
+    r"[\"'](?:final_answer|final answer|answer|choice|option|letter|count|number|label|prediction|result)[\"']\s*:\s*"
+    r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s,}\]]+))",
+    re.I,
+)
+
+
+def _field(m: re.Match[str]) -> str:
+    value = next((g for g in m.groups() if g is not None), "")
+    return f"\nAnswer: {value}\n"
+
+
 def clean(text: str | None) -> str:
-    """Drop reasoning blocks, code fences and markdown emphasis; normalise whitespace per line."""
+    """Drop reasoning blocks, code fences and markdown emphasis; put a structured answer
+    (``\\boxed{C}``, ``{"answer": "B"}``) on its own "Answer:" line; normalise whitespace per line."""
     if not text:
         return ""
     text = _THINK.sub(" ", text)
+    if re.search(r"</think>", text, re.I):  # the chat template opened the block: all before its end is reasoning
+        text = re.split(r"</think>", text, flags=re.I)[-1]
+    elif re.search(r"<think>", text, re.I):  # a reasoning block never closed: no answer was given
+        text = re.split(r"<think>", text, flags=re.I)[0]
+    text = _TEXT_CMD.sub(r"\1", text)
+    text = _BOXED.sub(lambda m: f"\nAnswer: {m.group(1)}\n", text)
+    text = _FIELD.sub(_field, text)
     text = _FENCE.sub(" ", text)
     text = _MARKDOWN.sub("", text)
     lines = [" ".join(line.split()) for line in text.splitlines()]
@@ -146,7 +186,29 @@ def answer_segment(text: str | None, cot: bool = False) -> str:
 
 
 def _tokens(text: str) -> list[str]:
-    return re.findall(r"[a-z]+|[\u4e00-\u9fff]+", text.lower())
+    return re.findall(r"[a-zà-öø-ÿß]+|[\u4e00-\u9fff]+|[\u3040-\u30ff]+", text.lower())
+
+
+# A Yes that goes on to deny what was asked ("Yes, there is no cat."): the reply contradicts
+# itself. Only a clause that denies existence outright counts ("Yes, the cup is gone" may
+# answer "Was the cup removed?"); "no doubt" is not a denial.
+_DENIES = re.compile(
+    r"^(?:there\s+(?:is|are|was|were)\s+no\b(?!\s+doubt)|there\s*(?:'s|\s+is)\s+no\b(?!\s+doubt)|"
+    r"there\s+(?:isn'?t|aren'?t|wasn'?t|weren'?t|is\s+not|are\s+not)\b|"
+    r"(?:i\s+)?(?:don'?t|do\s+not|can'?t|cannot|can\s+not)\s+see\s+(?:any|a|an)\b|nothing\s+(?:is|has|was)\b|"
+    r"il\s+n'?y\s+a\s+(?:pas|aucun)|es\s+gibt\s+kein|no\s+hay\b|图中没有|没有|ありません|いません)",
+    re.I,
+)
+_YES_OPENER = re.compile(r"^\W*(?:yes|yeah|yep|yup|oui|ja|sí|si|是的|是|有|对|はい)(?=[\W]|$)[\s,.!:;，。、！：-]*", re.I)
+
+
+def _contradicts(segment: str) -> bool:
+    """The segment opens with Yes and its next clause denies existence."""
+    m = _YES_OPENER.match(segment.strip())
+    if not m:
+        return False
+    clause = re.split(r"[,.;!?，。；！？]|\bbut\b|\bthough\b|\bmais\b|\baber\b|\bpero\b|但", segment.strip()[m.end() :], maxsplit=1)[0]
+    return bool(_DENIES.match(clause.strip()))
 
 
 def _yn_of(segment: str) -> str | None:
@@ -155,6 +217,8 @@ def _yn_of(segment: str) -> str | None:
     toks = _tokens(s)
     if not toks:
         return None
+    if re.fullmatch(r"[yn]\W*", s):  # "Y", "N."
+        return "Yes" if s[0] == "y" else "No"
     if _YN_HEDGE.search(s):
         return HEDGE
     if _NO_LEAD.search(s):
@@ -165,15 +229,20 @@ def _yn_of(segment: str) -> str | None:
     if affirm:
         return _yn_of(s[affirm.end() :]) or "Yes"
     first = toks[0]
-    if first in _YES_WORDS:
+    if first in _YES_WORDS or (first == "si" and re.match(r"si(?:\s*[,.!]|$)", s)):
         return "Yes"
     if first in _NO_WORDS:
         return "No"
-    for zh_no in ("不是", "没有", "否"):
-        if s.startswith(zh_no):
-            return "No"
-    if s[:1] in ("是", "有", "对"):
+    if s.startswith(_CJK_NO):
+        return "No"
+    if s.startswith(_CJK_YES) and not _YN_UNSURE.search(s):
         return "Yes"
+    if all(re.match(r"[\u3040-\u30ff\u4e00-\u9fff]", t) for t in toks) and not _YN_UNSURE.search(s):
+        # a whole sentence in Chinese or Japanese: "图中没有猫" (No), "桌上有一个杯子" (Yes)
+        if re.search(r"没有|不存在|ありません|いません|ないです", s):
+            return "No"
+        if re.search(r"有|存在|あります|います", s):
+            return "Yes"
     if _YN_UNSURE.search(s):
         return HEDGE
     yes, no = "yes" in toks, "no" in toks
@@ -183,7 +252,8 @@ def _yn_of(segment: str) -> str | None:
 
 
 def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
-    """``"Yes"``, ``"No"`` or ``None`` when the reply does not commit to one (or hedges)."""
+    """``"Yes"``, ``"No"`` or ``None`` when the reply does not commit to one, hedges, or
+    contradicts itself ("Yes, there is no cat.")."""
     fixed, seg, body = _parts(text, cot)
     rest = _LEADING_NO.sub("", fixed)
     if rest != fixed and _yn_of(rest):  # "No... actually no, yes": that "no" takes back the first answer
@@ -191,6 +261,8 @@ def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
     for where in (fixed, seg):
         found = _yn_of(where) if where else None
         if found:
+            if found == "Yes" and _contradicts(where):
+                return None
             return None if found == HEDGE else found
     words = set(_tokens(body))
     has_yes, has_no = "yes" in words, "no" in words
@@ -204,12 +276,18 @@ def extract_yes_no(text: str | None, cot: bool = False) -> str | None:
 def _letter_patterns(letters: str) -> list[re.Pattern[str]]:
     L = f"[{letters}]"
     Li = f"[{letters}{letters.lower()}]"
-    marker = r"(?:answer|option|choice|select|choose|pick|go\s+with|going\s+with|opt\s+for|it'?s|it\s+is|it\s+must\s+be|i'?d\s+say|i\s+would\s+say|\bso|\bthus|\bhence)"
+    marker = (
+        r"(?:answer|option|choice|select|choose|pick|go\s+with|going\s+with|opt\s+for|it'?s|it\s+is|it\s+must\s+be|i'?d\s+say|i\s+would\s+say|\bso|\bthus|\bhence|"
+        r"\bletter|r[ée]ponse(?:\s+(?:correcte|finale))?|\bchoix|(?:richtige\s+)?antwort|respuesta(?:\s+(?:correcta|final))?|opci[óo]n|"
+        r"答案|选项|选择|选|答え|正解)"
+    )
+    copula = r"(?:\s*(?:(?:is|est|ist|lautet|es|would\s+be)\b|是|为|は|[:：\-–—=]))?\s*(?:(?:la|le|l'|el|die|option|opción)\s+)?"
     return [
-        re.compile(rf"{marker}\s*(?:is|would\s+be|:|：)?\s*[(\[]?({L})\b(?![a-z'])", re.I),
-        re.compile(rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer)\b"),
-        re.compile(rf"^\s*[(\[]?({Li})[)\].:：!]?\s*$"),  # a bare letter, either case
-        re.compile(rf"^\s*[(\[]?({L})[)\].:：](?:\s|$)|^\s*[(\[]({Li})[)\]](?:\s|$)"),  # "B. text", "(B) text", "b) text"
+        re.compile(rf"{marker}{copula}[(\[]?({L})(?![a-z0-9_'])", re.I),
+        re.compile(rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer|closest)|(?:best\s+)?(?:matches|fits))\b"),
+        re.compile(rf"^\s*[(\[]?({Li})[)\].:：!。]?\s*$"),  # a bare letter, either case
+        # "B. text", "(B) text", "b) text", "B, because ...", "C - the cat ..."
+        re.compile(rf"^\s*[(\[]?({L})[)\].:：。](?:\s|$)|^\s*[(\[]({Li})[)\]](?:\s|$)|^\s*({Li})\s*(?:,|\s[-–—]|[-–—]\s)\s*(?=\S)"),
         re.compile(rf"[(\[]({Li})[)\]]"),  # "(B)" anywhere
     ]
 
@@ -306,52 +384,118 @@ def _match_option_text(where: str, options: list[str]) -> str | None:
     return kept.pop()
 
 
-def _word_number(toks: list[str]) -> int | None:
-    """The first number written in words ("twenty-one", "one hundred and five", "none")."""
-    i = 0
-    while i < len(toks):
-        if toks[i] in _WORD_NUMBERS or toks[i] == "hundred":
-            total, cur, seen = 0, 0, False
-            while i < len(toks):
-                t = toks[i]
-                if t in _WORD_NUMBERS:
-                    cur += _WORD_NUMBERS[t]
-                elif t == "hundred":
-                    cur = (cur or 1) * 100
-                elif t == "thousand" and seen:
-                    total, cur = total + (cur or 1) * 1000, 0
-                elif not (t == "and" and seen and i + 1 < len(toks) and toks[i + 1] in _WORD_NUMBERS):
-                    break
-                seen = True
-                i += 1
-            return total + cur
-        i += 1
-    return None
-
-
 _NUMBER = r"(?<![\d.])(\d{1,6})(?![\d.]*\d)"
-_TWO_COUNTS = re.compile(r"(?<![\d.])(\d{1,6})\s*(?:-|–|—|~|/|\bto\b|\bor\b|\bor\s+maybe\b|\band\b)\s*(\d{1,6})(?![\d.]*\d)", re.I)
+_TWO_COUNTS = re.compile(r"(?<![\d.])(\d{1,6})\s*(?:-|–|—|~|/|\bto\b|\bor\b|\bor\s+maybe\b|\band\b|\bou\b|\boder\b|\bo\b|或|到|至)\s*(\d{1,6})(?![\d.]*\d)", re.I)
 _CONCLUDES = re.compile(r"(?:\bso\b|\bthus\b|\bhence\b|\bthat\s+makes\b|\bmaking\b|\bgives\b|\btotal(?:\s+of)?\b|\bin\s+total\b|\baltogether\b|=)[^\d\n]{0,24}?" + _NUMBER, re.I)
+# A bound or an estimate that is not a count: "at least 12", "more than a dozen", "12+", "12 or more".
+_BOUND_BEFORE = re.compile(
+    r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|over|under|above|below|upwards\s+of|up\s+to|"
+    r"nearly|almost|(?:no|not)\s+(?:more|less|fewer)\s+than|just\s+(?:under|over)|well\s+over|"
+    r"plus\s+de|moins\s+de|au\s+moins|au\s+plus|presque|mindestens|h[öo]chstens|mehr\s+als|weniger\s+als|[üu]ber|unter|fast|"
+    r"m[áa]s\s+de|menos\s+de|al\s+menos|por\s+lo\s+menos|casi)|至少|最少|超过|多于|大于|不到|少于|小于|不少于|不超过|将近)\s*$",
+    re.I,
+)
+_BOUND_AFTER = re.compile(
+    r"^\s*(?:\+|(?:or|and)\s+(?:more|fewer|less|over|under|up|above)\b|plus\b|at\s+(?:least|most)\b|ou\s+plus\b|oder\s+mehr\b|"
+    r"und\s+mehr\b|o\s+m[áa]s\b|[个只個匹人台本枚つ]?(?:以上|以下|多|余|未満))",
+    re.I,
+)
+_DECIMAL_INT = re.compile(r"(?<![\d.])(\d{1,6})\.0+(?![\d.]*\d)")  # "12.0" is 12
 
 
-def _number_in(where: str) -> int | str | None:
-    """The count one stretch of a reply commits to, :data:`HEDGE` for two counts, or None."""
-    flat = re.sub(r"(?<=\d),(?=\d{3}\b)", "", where)
+def _committed(flat: str, m: re.Match[str], group: int = 1) -> int | str:
+    """The number ``m`` found, or :data:`HEDGE` when a bound qualifies it."""
+    if _BOUND_BEFORE.search(flat[: m.start(group)]) or _BOUND_AFTER.match(flat[m.end(group) :]):
+        return HEDGE
+    return int(m.group(group))
+
+
+def _digits_in(flat: str) -> int | str | None:
     concluded = list(_CONCLUDES.finditer(flat))
     if concluded:
-        return int(concluded[-1].group(1))
+        return _committed(flat, concluded[-1])
     two = _TWO_COUNTS.search(flat)
     if two and two.group(1) != two.group(2):
         return HEDGE
     m = re.search(_NUMBER, flat)
-    if m:
-        return int(m.group(1))
-    return _word_number(_tokens(flat))
+    return _committed(flat, m) if m else None
+
+
+_FOREIGN_UNITS = {
+    **dict(zip("deux trois quatre cinq sept huit neuf dix onze douze".split(), (2, 3, 4, 5, 7, 8, 9, 10, 11, 12))),
+    **dict(zip("zwei drei vier fünf sechs sieben acht neun zehn zwölf".split(), (2, 3, 4, 5, 6, 7, 8, 9, 10, 12))),
+    **dict(zip("dos tres cuatro cinco seis siete ocho nueve diez doce".split(), (2, 3, 4, 5, 6, 7, 8, 9, 10, 12))),
+}
+_SMALL = {**_UNITS, **_FOREIGN_UNITS}
+_W_SMALL = "|".join(sorted(_SMALL, key=len, reverse=True))
+_W_TENS = "|".join(_TENS)
+_BELOW_100 = rf"(?:(?:{_W_TENS})(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?|{_W_SMALL})"
+_WORDS_NUMBER = re.compile(rf"\b(?:(?:a|{_BELOW_100})\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100}|none)\b", re.I)
+_VAGUE_DOZEN = re.compile(r"\b(?:few|several|many|some|couple\s+of)\s+dozens?\b|\bdozens\b", re.I)
+_DOZEN = re.compile(rf"\b(?:(half)\s+a\s+|(\d{{1,3}}|{_W_SMALL})\s+|an?\s+)?dozen\b", re.I)
+_CJK_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CJK_NUMBER = re.compile(r"([零一二两三四五六七八九十百]+)(?=[个隻只個匹人辆輛张張本把条條颗顆块塊位头頭棵支件台架盏朵片根枚つ]|\s*$|[。.，,！!])")
+
+
+def _word_value(phrase: str) -> int:
+    """The value of a number phrase ``_WORDS_NUMBER`` matched ("one hundred and five")."""
+    total, cur = 0, 0
+    for t in re.findall(r"[a-zà-öø-ÿß]+", phrase.lower()):
+        if t == "hundred":
+            cur, total = 0, total + (cur or 1) * 100
+        elif t in _SMALL:
+            cur += _SMALL[t]
+        elif t in _TENS:
+            cur += _TENS[t]
+    return total + cur
+
+
+def _cjk_value(run: str) -> int:
+    """一 .. 九百九十九 ("十二" 12, "二十一" 21, "一百零五" 105)."""
+    total, cur = 0, 0
+    for ch in run:
+        if ch == "百":
+            total, cur = total + (cur or 1) * 100, 0
+        elif ch == "十":
+            total, cur = total + (cur or 1) * 10, 0
+        else:
+            cur = _CJK_DIGITS[ch]
+    return total + cur
+
+
+def _spell_out(text: str) -> str:
+    """Numbers written in words as digits: "twenty-one" -> 21, "a dozen" -> 12, "十二个" -> 12个."""
+    text = _VAGUE_DOZEN.sub(" many ", text)
+
+    def dozen(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "6"
+        k = m.group(2)
+        return str(12 * (int(k) if k and k.isdigit() else _SMALL.get((k or "one").lower(), 1)))
+
+    text = _DOZEN.sub(dozen, text)
+    text = _WORDS_NUMBER.sub(lambda m: "0" if m.group(0).lower() == "none" else str(_word_value(m.group(0))), text)
+    return _CJK_NUMBER.sub(lambda m: str(_cjk_value(m.group(1))), text)
+
+
+_NO_ITEMS = re.compile(r"^(?:there\s+(?:are|is)\s+|i\s+(?:see|count|can\s+see)\s+)?no\s+(?!doubt\b)[a-z]", re.I)
+
+
+def _number_in(where: str) -> int | str | None:
+    """The count one stretch of a reply commits to, :data:`HEDGE` for two counts or a bound, or None."""
+    flat = _DECIMAL_INT.sub(r"\1", re.sub(r"(?<=\d),(?=\d{3}\b)", "", where))
+    found = _digits_in(flat)
+    if found is None:
+        found = _digits_in(_spell_out(flat))
+    if found is None and _NO_ITEMS.match(flat):
+        return 0
+    return found
 
 
 def extract_number(text: str | None, cot: bool = False) -> int | None:
-    """The count a reply commits to: digits or English words ("twenty-one"); a conclusion ("so
-    21 in total") over the working before it; ``None`` for two counts ("20 or 21", "19-23")."""
+    """The count a reply commits to: digits or words ("twenty-one", "a dozen", "十二"); a
+    conclusion ("so 21 in total") over the working before it; ``None`` for two counts ("20 or
+    21", "19-23") and for a bound ("at least 12", "more than a dozen", "12+")."""
     fixed, seg, body = _parts(text, cot)
     for where in (fixed, seg, body):
         found = _number_in(where) if where else None
