@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from prompts.eval_parsing import clean, extract_number, extract_range, mentions, negated_mention
+from prompts.eval_parsing import answer_segment, clean, extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
 
 _DENIAL = re.compile(
     r"\b(nothing|neither|none|no such|not there|no longer|does not exist|doesn t exist|isn t there|is not there|"
@@ -92,6 +92,34 @@ def offline_judge(
     if best >= 0.5 and not (denies and not gold_denies):
         return {"verdict": "correct", "fallback": False, "reason": f"matches the reference ({best:.0%} of its content words)"}
     return {"verdict": "hallucination", "fallback": False, "reason": "does not match the reference"}
+
+
+def grade_reply(
+    qtype: str,
+    reply: str | None,
+    gold: str,
+    options: list[str] | None = None,
+    rubric: dict[str, Any] | None = None,
+    prior_terms: list[str] | None = None,
+    rule: str = OVERLAP,
+) -> bool:
+    """Whether ``reactbench eval`` (standard mode, no LLM judge) scores ``reply`` as right: the
+    Yes/No or letter it commits to equals the gold; a short answer's segment passes
+    :func:`offline_judge` under the task's rule (a malformed rubric is not right). The scoring
+    hooks a release ships for other evaluators (lmms-eval, VLMEvalKit) grade through this."""
+    reply = reply or ""
+    gold = str(gold).strip()
+    if qtype == "YN":
+        parsed = extract_yes_no(reply, False)
+        return parsed is not None and parsed.lower() == gold.lower()
+    if qtype == "MC":
+        parsed = extract_choice(reply, list(options or []), False)
+        return parsed is not None and parsed == gold.upper()
+    answer = answer_segment(reply, False) or reply
+    try:
+        return offline_judge(gold, answer, rubric, prior_terms, rule)["verdict"] == "correct"
+    except ValueError:
+        return False
 
 
 def _judge_count(text: str, gold: str, rubric: dict[str, Any]) -> dict[str, Any]:

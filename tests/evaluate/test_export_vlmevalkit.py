@@ -1,13 +1,15 @@
 """VLMEvalKit forms, scored by VLMEvalKit itself (``ms-vlmeval`` 0.0.20, in its overlay venv).
 
 ``reactbench eval`` answers the hand-made run with scripted replies (``tests/evaluate/eval_helpers``);
-the very same replies go into VLMEvalKit's prediction files, and VLMEvalKit's own classes, built
-from the release's ``vlmevalkit/reactbench.json`` as ``python -m vlmeval --config`` builds them,
-score them with ``evaluate()`` under the ``exact_matching`` judge. Replies are unambiguous (the
-gold verbatim, or a plainly wrong answer), so both sides must agree on every figure: overall,
-per task (``category``) and per dimension (``l2-category``); for MC and short answers (all in
-the main set) also with ``metrics.json``. The images VLMEvalKit writes out must hold the source
-pixels, a JPEG original included.
+the very same replies go into VLMEvalKit's prediction files, and the classes the release's
+``vlmevalkit/reactbench.json`` names (registered by the shipped ``reactbench_vlmeval.py``, built as
+``python -m vlmeval --config`` builds them) score them with ``evaluate()`` under the
+``exact_matching`` judge. Both sides must agree on every figure: overall, per task
+(``category``) and per dimension (``l2-category``); for MC and short answers (all in the main
+set) also with ``metrics.json``; on plain replies (the gold verbatim, or a plainly wrong answer)
+and on messy ones (reasons after a comma, JSON, ``\\boxed{}``, other languages, bounds,
+self-contradictions), where VLMEvalKit's own extraction scores differently. The images
+VLMEvalKit writes out must hold the source pixels, a JPEG original included.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from eval_helpers import ScriptedReplies, write_run
 csv.field_size_limit(1 << 30)
 REPO = Path(__file__).resolve().parents[2]
 NAMES = {"MC": "reactbench_MCQ_circular", "YN": "reactbench_Y_N", "SA": "reactbench_VQA"}
-CLASSES = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}
+CLASSES = {"MC": "ReactBenchMCQ", "YN": "ReactBenchYORN", "SA": "ReactBenchVQA"}  # the shipped launcher's
+NATIVE = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}  # VLMEvalKit's classes they extend
 JPEG_SET = "reactbench_jpeg_Y_N"  # one pair with a JPEG original: is it carried losslessly?
 
 
@@ -133,33 +136,37 @@ def scored(exported, tmp_path_factory):
     (lmudata / f"{JPEG_SET}.tsv").write_text(tsv_text(jpeg_rows, "YN", blobs), encoding="utf-8")
     config = json.loads((exported["release"] / "vlmevalkit" / "reactbench.json").read_text())
     config["data"][JPEG_SET] = {"class": "ImageYORNDataset", "dataset": JPEG_SET}
-    (work / "config.json").write_text(json.dumps(config))
     replies = {a["question_id"]: a["raw_response"] for a in exported["answers"]}
     preds = {name: [str(_write_predictions(lmudata / f"{name}.tsv", replies, work / "outputs" / f"scripted_{name}.tsv"))] for name in NAMES.values()}
     preds[JPEG_SET] = []
-    job = json.dumps({"config": str(work / "config.json"), "predictions": preds})
+    return _run_driver(python, exported["release"], work, lmudata, config, preds), config
+
+
+def _run_driver(python: Path, release: Path, work: Path, lmudata: Path, config: dict[str, Any], preds: dict[str, list[str]]) -> dict[str, Any]:
+    """VLMEvalKit's verdicts (``vlmevalkit_driver.py``) on prediction files, the release's launcher registered."""
+    (work / "config.json").write_text(json.dumps(config))
+    job = json.dumps({"config": str(work / "config.json"), "predictions": preds, "launcher": str(release / "vlmevalkit" / "reactbench_vlmeval.py")})
     env = dict(os.environ, LMUData=str(lmudata), PYTHONPATH="")
     proc = subprocess.run([str(python), str(Path(__file__).with_name("vlmevalkit_driver.py"))], input=job, capture_output=True, text=True, env=env, cwd=work, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):]), config
+    return json.loads(line[len("RESULT "):])
 
 
-def _vlmeval_scores(result: list[dict[str, Any]], qtype: str) -> dict[str, float]:
-    """Overall / per-category figures in percent (VLMEvalKit's MCQ report is a fraction)."""
+def _vlmeval_scores(result: list[dict[str, Any]], qtype: str, native: bool = False) -> dict[str, float]:
+    """Overall / per-category figures in percent (VLMEvalKit's own MCQ report is a fraction)."""
     (row,) = result
-    scale = 100.0 if qtype == "MC" else 1.0
+    scale = 100.0 if native and qtype == "MC" else 1.0
     return {k: float(v) * scale for k, v in row.items() if k != "split"}
 
 
 def _ours(answers: list[dict[str, Any]], qtype: str) -> dict[str, float]:
     """The same figures from ``reactbench eval``'s answers, through the project's metrics (cyclic
-    MC merged: right only when every presentation is). VLMEvalKit's VQA report has no
-    per-dimension figures."""
+    MC merged: right only when every presentation is)."""
     rows = collapse_cyclic(a for a in answers if a["qtype"] == qtype and a["mode"] == "standard")
     out = {"Overall": accuracy(rows, [])[0]["accuracy"]}
-    for by in ("task",) if qtype == "SA" else ("task", "dimension"):
-        out.update({g[by]: g["accuracy"] for g in accuracy(rows, [by])})
+    for by in ("task", "dimension"):
+        out.update({g[by]: g["accuracy"] for g in accuracy(rows, [by]) if g[by]})
     return out
 
 
@@ -167,6 +174,7 @@ def test_release_names_vlmevalkit_classes_in_its_config(exported, scored):
     result, config = scored
     assert {k: v["class"] for k, v in config["data"].items() if k != JPEG_SET} == {NAMES[q]: CLASSES[q] for q in NAMES}
     assert {name: result[name]["class"] for name in NAMES.values()} == {NAMES[q]: CLASSES[q] for q in NAMES}
+    assert {name: result[name]["bases"] for name in NAMES.values()} == {NAMES[q]: NATIVE[q] for q in NAMES}  # VLMEvalKit's own, extended
     assert "reactbench_MCQ_circular" in result  # the name that turns on VLMEvalKit's circular scoring
 
 
@@ -298,7 +306,7 @@ def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
     block = card.split("## Scoring with VLMEvalKit", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert block[0] == "pip install ms-vlmeval==0.0.20"
     run_cmd = block[-1].split()
-    assert run_cmd[:3] == ["python", "-m", "vlmeval"] and "exact_matching" in run_cmd
+    assert run_cmd[:2] == ["python", "vlmevalkit/reactbench_vlmeval.py"] and "exact_matching" in run_cmd  # the shipped launcher
 
     def responder(body):
         text = message_text(body)
@@ -318,6 +326,95 @@ def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = release / "vlmeval_outputs"
     for name in NAMES.values():
-        assert list(outputs.rglob(f"*_{name}_acc.csv")) or list(outputs.rglob(f"*_{name}_score.csv")), name
+        (report,) = outputs.rglob(f"*_{name}_acc.csv")
+        assert list(outputs.rglob(f"*_{name}_reactbench.tsv")), name  # every reply's verdict, from the launcher's classes
+        assert "Overall" in report.read_text().splitlines()[0], name
     summary = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("reactbench_")]
     assert len(summary) == len(NAMES) and all(ln.count("0.00% (0/") == 2 for ln in summary), summary  # no inference or judge failures
+
+
+def messy_reply(q: dict[str, Any]) -> str:
+    """A reply in one of the shapes real models give, right or wrong, picked by a hash of the
+    question: reasons after a comma or dash, JSON, ``\\boxed{}``, other languages, reasoning
+    traces, hedges, bounds, a Yes that denies."""
+    gold = str(q["gold"])
+    pick = int(hashlib.sha256(("messy" + q["id"]).encode()).hexdigest(), 16)
+    if q["qtype"] == "YN":
+        other = "No" if gold == "Yes" else "Yes"
+        shapes = [
+            f"{gold}, because that is what the picture shows.",
+            f'```json\n{{"answer": "{gold.lower()}"}}\n```',
+            {"Yes": "Oui, c'est bien le cas.", "No": "Nein, das sehe ich nicht."}[gold],
+            {"Yes": "はい", "No": "いいえ"}[other],
+            "Yes, there is no such object in the picture.",
+            other[0],
+            "Vielleicht.",
+            f"<think>Look at both images carefully.</think>\n\n{other}.",
+            f"{other}... actually no, {gold.lower()}.",
+        ]
+    elif q["qtype"] == "MC":
+        other = "B" if gold == "A" else "A"
+        shapes = [
+            f"{gold}, because it matches the image.",
+            rf"The final answer is $\boxed{{{gold}}}$.",
+            f"答案是{gold}",
+            f"La réponse est {other}.",
+            f"({gold}) and ({other})",
+            f'{{"answer": "{gold}"}}',
+            f"{other} - that option fits.",
+            f"Letter: {gold}",
+        ]
+    else:
+        shapes = [
+            gold,
+            f"Answer: {gold}",
+            f'{{"answer": "{gold}"}}',
+            f"**Final answer:** {gold}",
+            "I am not sure what is there.",
+            f"At least {gold}." if gold.isdigit() else "A bicycle and a giraffe.",
+            f"{gold}.0" if gold.isdigit() else f"<think>hmm</think>\n{gold}",
+        ]
+    return shapes[pick % len(shapes)]
+
+
+@pytest.mark.slow
+def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
+    """Raw replies as models write them, through VLMEvalKit with the release's launcher: per-task
+    (and per-dimension, overall) scores equal ``reactbench eval``'s on the same replies, where
+    VLMEvalKit's own classes read them differently."""
+    from flows.config import BuildConfig
+
+    run, questions = exported["run"], exported["questions"]
+    image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
+    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    clients = EvalClients(ScriptedReplies("messy", questions, image_bytes, messy_reply), RulesClient())
+    outcome = run_eval(run, config, "scripted:messy", clients=clients)
+    answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
+    replies = {a["question_id"]: a["raw_response"] for a in answers if a["mode"] == "standard"}
+    assert len(set(replies.values())) > 20 and any(a["status"] == "unparseable" for a in answers)
+
+    lmudata = tmp_path / "LMUData"
+    lmudata.mkdir()
+    for tsv in (exported["release"] / "vlmevalkit").glob("*.tsv"):
+        shutil.copy(tsv, lmudata / tsv.name)
+    vlm_config = json.loads((exported["release"] / "vlmevalkit" / "reactbench.json").read_text())
+    for qtype, name in NAMES.items():  # VLMEvalKit's own class on the same file, for contrast
+        vlm_config["data"][f"native_{name}"] = {"class": NATIVE[qtype], "dataset": name}
+    preds = {}
+    for name in NAMES.values():
+        path = str(_write_predictions(lmudata / f"{name}.tsv", replies, tmp_path / "outputs" / f"messy_{name}.tsv"))
+        native = str(_write_predictions(lmudata / f"{name}.tsv", replies, tmp_path / "native" / f"messy_{name}.tsv"))
+        preds[name], preds[f"native_{name}"] = [path], [native]
+    result = _run_driver(vlmeval_python(), exported["release"], tmp_path, lmudata, vlm_config, preds)
+
+    differs = 0
+    for qtype, name in NAMES.items():
+        theirs, ours = _vlmeval_scores(result[name]["results"][0], qtype), _ours(answers, qtype)
+        assert set(theirs) == set(ours) and theirs == pytest.approx(ours, abs=1e-3), (qtype, theirs, ours)
+        assert 0 < ours["Overall"] < 100, qtype
+        native = _vlmeval_scores(result[f"native_{name}"]["results"][0], qtype, native=True)
+        differs += abs(native["Overall"] - ours["Overall"]) > 1e-3
+        if qtype in ("MC", "SA"):
+            from_metrics = {r["task"]: r["accuracy"] for r in outcome.metrics["accuracy"]["type"] if r["qtype"] == qtype and r["mode"] == "standard"}
+            assert {t: theirs[t] for t in from_metrics} == pytest.approx(from_metrics, abs=1e-3)
+    assert differs >= 2, "VLMEvalKit's own extraction reads these replies differently: the launcher is what makes them agree"

@@ -200,7 +200,7 @@ def _write_rows(
         files += tsvs.files
     unique_mb = sum(sizes[rel] for rel in images) / 1e6
     parquet_mb = sum(out.fs.size(out.path(f)) for f in files if f.endswith(".parquet")) / 1e6
-    tsv_note = f"; {len(tsvs.files) - 1} VLMEvalKit TSVs" if tsvs is not None and tsvs.files else ""
+    tsv_note = f"; {sum(f.endswith('.tsv') for f in tsvs.files)} VLMEvalKit TSVs" if tsvs is not None and tsvs.files else ""
     progress("write", total, total, f"wrote {total:,} questions ({len(images):,} images, {unique_mb:,.1f} MB) as {parquet_mb:,.1f} MB of Parquet{tsv_note}")
     return files
 

@@ -220,24 +220,16 @@ def llm_verdict(doc, answer, rubric, prior):
 def verdict(doc, reply):
     """True when `reactbench eval` (standard mode, offline judge) scores the reply as right."""
     reply = reply or ""
-    gold = str(doc["answer"]).strip()
-    if doc["qtype"] == "YN":
-        parsed = parsing.extract_yes_no(reply, False)
-        return parsed is not None and parsed.lower() == gold.lower()
-    if doc["qtype"] == "MC":
-        parsed = parsing.extract_choice(reply, list(doc["options"] or []), False)
-        return parsed is not None and parsed == gold.upper()
-    answer = parsing.answer_segment(reply, False) or reply
-    rubric = {k: str(v) for k, v in json.loads(doc["rubric"] or "{}").items()}
-    prior = list(doc["prior_terms"] or []) if doc["question_set"] == "main" else []
-    graded = llm_verdict(doc, answer, rubric, prior)
-    if graded is not None:
-        return graded == "correct"
-    try:
-        rule = TASKS.get(doc["task"], {}).get("judge", judge.OVERLAP)
-        return judge.offline_judge(doc["answer"], answer, rubric, prior, rule)["verdict"] == "correct"
-    except ValueError:  # a malformed rubric: scored as not correct, as in reactbench eval
-        return False
+    rubric, prior = {}, []
+    if doc["qtype"] == "SA":
+        rubric = {k: str(v) for k, v in json.loads(doc["rubric"] or "{}").items()}
+        prior = list(doc["prior_terms"] or []) if doc["question_set"] == "main" else []
+        graded = llm_verdict(doc, parsing.answer_segment(reply, False) or reply, rubric, prior)
+        if graded is not None:
+            return graded == "correct"
+    rule = TASKS.get(doc["task"], {}).get("judge", judge.OVERLAP)
+    options = list(doc.get("options") or []) if doc["qtype"] == "MC" else []
+    return judge.grade_reply(doc["qtype"], reply, doc["answer"], options, rubric, prior, rule)
 
 
 def _record(doc, ok):

@@ -14,7 +14,7 @@ JSON whose ``data`` entries name the class, so the release ships ``vlmevalkit/re
   a list of reference answers, which gives 0 to every reply when there is a single reference; the
   gold is therefore the list VQAv2 writes when ten annotators agree, which makes the score exact
   match after VQA normalisation (case, punctuation, articles, number words). ``rubric`` and
-  ``prior_terms`` ride along for our judge; paraphrases need ``reactbench eval`` or lmms-eval.
+  ``prior_terms`` ride along for our judge, which the shipped launcher's class uses.
 
 Images are PNG in base64 (``image``, with ``image_path`` ``<content hash>.png``): VLMEvalKit
 decodes each image and saves it under the name's extension, so a JPEG original would be
@@ -23,6 +23,11 @@ the model pixel-for-pixel. Each distinct image (or before/after pair, a JSON lis
 per file; later rows hold the index of the row that carries it (VLMEvalKit's ``ImageBaseDataset``
 reads an ``image`` of at most 64 characters as another row's index). Columns ``category`` (task)
 and ``l2-category`` (dimension) give VLMEvalKit's per-task and per-dimension breakdowns.
+
+Scoring: VLMEvalKit's own answer extraction reads our replies differently from ``reactbench
+eval``; the release therefore also ships ``vlmevalkit/reactbench_vlmeval.py`` and the parser it
+loads (:mod:`tasks.release.export.vlmevalkit_launcher`), and the config names the launcher's
+classes, so VLMEvalKit's scores equal ours on the same raw replies.
 
 The files are written row group by row group with the Parquet files (:class:`TsvFiles`), in
 their row order; a group's images are read and converted once for all three files.
@@ -42,6 +47,8 @@ LETTERS = "ABCDE"
 CIRCULAR_STRIDE = 1_000_000
 VQA_REFERENCES = 10  # VQAv2's annotator count: the soft score is min(1, matches among the others / 3)
 CONFIG = "vlmevalkit/reactbench.json"
+# VLMEvalKit's class of each question type's TSV; the config names our subclasses of them
+# (``tasks.release.export.vlmevalkit_launcher``), which score with the release's parser.
 CLASSES = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}
 COMMON = ["category", "l2-category", "qid", "question_set", "variant", "editor", "id"]
 HEADERS = {
@@ -163,8 +170,11 @@ class TsvFiles:
 
 
 def config_text(names: list[str], qtypes: list[str]) -> str:
-    """VLMEvalKit's ``--config`` JSON: the example model and one ``data`` entry per file."""
-    data = {n: {"class": CLASSES[q], "dataset": n} for n, q in zip(names, qtypes)}
+    """VLMEvalKit's ``--config`` JSON: the example model and one ``data`` entry per file, naming
+    the class the shipped launcher registers for its question type."""
+    from tasks.release.export.vlmevalkit_launcher import CLASSES as OURS
+
+    data = {n: {"class": OURS[q], "dataset": n} for n, q in zip(names, qtypes)}
     return json.dumps({"model": EXAMPLE_MODEL, "data": data}, indent=2) + "\n"
 
 
@@ -173,19 +183,22 @@ def card_lines() -> list[str]:
     return [
         "## Scoring with VLMEvalKit",
         "",
-        "`vlmevalkit/` holds one TSV per question type and `reactbench.json`, a VLMEvalKit `--config` whose",
-        "`data` entries name each file's class (`ImageMCQDataset`, scored circularly: a cyclic question counts",
-        "only when every presentation is right; `ImageYORNDataset`; `ImageVQADataset`, exact match). Point its",
-        "`model` entry at your model (any OpenAI-compatible endpoint, or any VLMEvalKit model class), then:",
+        "`vlmevalkit/` holds one TSV per question type, `reactbench.json` (a VLMEvalKit `--config` whose `data`",
+        "entries name each file's class) and `reactbench_vlmeval.py`, which runs VLMEvalKit with those classes",
+        "registered: VLMEvalKit's own `ImageYORNDataset`, `ImageMCQDataset` and `ImageVQADataset`, except that",
+        "replies are read with this release's parser and short answers graded by its offline judge (the same",
+        "files the lmms-eval tasks ship), so the scores equal `reactbench eval`'s on the same replies. A cyclic",
+        "question counts only when every presentation is right. Point the config's `model` entry at your model",
+        "(any OpenAI-compatible endpoint, or any VLMEvalKit model class), then:",
         "",
         "```bash",
         "pip install ms-vlmeval==0.0.20",
         'export LMUData="$HOME/LMUData" && mkdir -p "$LMUData" && cp vlmevalkit/*.tsv "$LMUData/"',
-        "python -m vlmeval --config vlmevalkit/reactbench.json --judge exact_matching --work-dir vlmeval_outputs",
+        "python vlmevalkit/reactbench_vlmeval.py --config vlmevalkit/reactbench.json --judge exact_matching --work-dir vlmeval_outputs",
         "```",
         "",
-        "Short answers are credited only when they equal the reference after VQA normalisation; for",
-        "paraphrases use reactbench-pipeline's `reactbench eval` or the lmms-eval tasks.",
+        "It takes every argument of `python -m vlmeval`. Each run writes `*_acc.csv` (overall, per task, per",
+        "dimension, in percent) and `*_reactbench.tsv` (every reply's verdict) beside the predictions.",
         "",
     ]
 
@@ -208,5 +221,10 @@ def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> Iterator[TsvFiles]
         files = TsvFiles(writers, list(rels))
         yield files
     if names:
+        from tasks.release.export.vlmevalkit_launcher import launcher_files
+
+        for name, text in launcher_files(sorted({r["task"] for r in rows})).items():
+            out.write_text_atomic(f"vlmevalkit/{name}", text)
+            files.files.append(f"vlmevalkit/{name}")
         out.write_text_atomic(CONFIG, config_text(names, present))
         files.files.append(CONFIG)
