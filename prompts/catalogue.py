@@ -45,6 +45,7 @@ def builtin_prompts() -> dict[str, PromptSpec]:
         verify_prompts.VERIFY_EDIT,
         *eval_prompts.ANSWER_SPECS.values(),
         eval_prompts.SA_JUDGE,
+        eval_prompts.EXTRACT,
         eval_prompts.SUBCAUSE,
         eval_prompts.SUBCAUSE_PAIR,
         eval_prompts.SPAN_DETECT,

@@ -83,6 +83,12 @@ class JudgeVerdict(_Out):
         return s
 
 
+class ExtractedAnswer(_Out):
+    """What a judge read in a reply the rules could not: "Yes", "No", a letter, or "none"."""
+
+    answer: str
+
+
 class SubcauseLabel(_Out):
     label: Literal["SC-1", "SC-2", "SC-3", "other"]
     rationale: str = ""
@@ -113,6 +119,7 @@ ANSWER_SPECS: dict[str, PromptSpec] = {
 }
 
 SA_JUDGE = PromptSpec("eval_sa_judge", "1", "eval_sa_judge.j2", JudgeVerdict, 0)
+EXTRACT = PromptSpec("eval_extract", "1", "eval_extract.j2", ExtractedAnswer, 0)
 SUBCAUSE = PromptSpec("eval_subcause", "2", "eval_subcause.j2", SubcauseLabel, 1)
 SUBCAUSE_PAIR = PromptSpec("eval_subcause_pair", "2", "eval_subcause.j2", SubcauseLabel, 2)
 SPAN_DETECT = PromptSpec("eval_span_detect", "1", "eval_span_detect.j2", TaggedText, 0)

@@ -3,7 +3,8 @@
 - answering: a no-vision baseline that answers from the *original* annotations, so it falls
   for the prior on purpose (it "sees" the erased object and the original attribute, and no
   change between before and after) and gets dense counting right from the points;
-- the judge: :func:`prompts.offline_judge.offline_judge`;
+- the judge: :func:`prompts.offline_judge.offline_judge`; reading a reply for the judge
+  (``eval_extract``): the rules parser again;
 - sub-causes and spans: keyword heuristics over the reasoning text.
 
 What differs per task is one :class:`EvalRules` object, the task's ``eval_rules`` hook
@@ -18,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from prompts.eval_parsing import mentions, negated_mention, render_tagged, spans_from_phrases
-from prompts.eval_prompts import ANSWER_SPECS, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
+from prompts.eval_parsing import extract_choice, extract_yes_no, mentions, negated_mention, render_tagged, spans_from_phrases
+from prompts.eval_prompts import ANSWER_SPECS, EXTRACT, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
 from prompts.offline_judge import OVERLAP, is_denial, offline_judge
 from prompts.rules_api import RulesFn
 from storage.task_spec import task_hook
@@ -238,6 +239,15 @@ def _judge_rules(ctx: dict[str, Any]) -> dict[str, Any]:
     return offline_judge(ctx["gold"], ctx["answer"], dict(ctx.get("rubric") or []), list(ctx.get("prior_terms") or []), judge_rule(ctx["task"]))
 
 
+def _extract_rules(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The rules read the reply again: an offline judge reads no more than the rules did."""
+    if ctx["qtype"] == "YN":
+        found = extract_yes_no(ctx["reply"], bool(ctx.get("cot")))
+    else:
+        found = extract_choice(ctx["reply"], [text for _, text in ctx.get("options") or []], bool(ctx.get("cot")))
+    return {"answer": found or "none"}
+
+
 def classify_subcause(task: str, response: str, facts: dict[str, Any] | None = None) -> str:
     """A keyword heuristic for the rules backend (the LLM prompt is the real classifier)."""
     t = (response or "").lower()
@@ -270,6 +280,7 @@ def _span_rules(ctx: dict[str, Any]) -> dict[str, Any]:
 RULES: dict[str, RulesFn] = {
     **{name: _answer_rules for name in ANSWER_SPECS},
     SA_JUDGE.name: _judge_rules,
+    EXTRACT.name: _extract_rules,
     SUBCAUSE.name: _subcause_rules,
     SUBCAUSE_PAIR.name: _subcause_rules,
     SPAN_DETECT.name: _span_rules,

@@ -59,5 +59,6 @@ class EvalConfig(Section):
     judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint of the judge (default: mllm.base_url)")
     embedding_model: str | None = Field(None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)")
     embedding_threshold: float = Field(0.8, ge=-1, le=1, description="cosine similarity to the reference above which the offline judge accepts a paraphrase")
+    extract_with_judge: bool = Field(False, description="ask the judge for the Yes/No or letter of a reply the rules cannot read (answers record parsed_by: rules | judge)")
     subcauses: bool = Field(True, description="attribute CoT-hallucinated answers to the task's sub-causes")
     spans: bool = Field(True, description="MHALO-style span detection on CoT-hallucinated answers")

@@ -443,3 +443,64 @@ COUNT += [
     ("There are 12 apples and 3 pears, so 12 apples.", False, 12),
     ("I see 3 rows with 4 apples each, making 12.", False, 12),
 ]
+
+# Written after the rules above were settled and read by them unseen: 49 of 50 agreed; the
+# miss ("Yes and also no." read as Yes) was fixed.
+YES_NO += [
+    ('Yes - the mug is still there on the left.', False, 'Yes'),
+    ('No; the sign has been painted over.', False, 'No'),
+    ('Yep! Still there.', False, 'Yes'),
+    ('Affirmative.', False, 'Yes'),
+    ('negative', False, 'No'),
+    ('Non, aucun chat.', False, 'No'),
+    ('Oui !', False, 'Yes'),
+    ('Nein, leider nicht.', False, 'No'),
+    ('Sí, claro.', False, 'Yes'),
+    ('不，没有。', False, 'No'),
+    ('有的。', False, 'Yes'),
+    ('いいえ、ありません。', False, 'No'),
+    ('{"result": "Yes"}', False, 'Yes'),
+    ('**Answer: No**', False, 'No'),
+    ('Answer:\nYes', False, 'Yes'),
+    ('I would say yes.', False, 'Yes'),
+    ('Hmm, hard to tell from this angle.', False, None),
+    ("Yes, there isn't any cat on the sofa.", False, None),
+    ('Yes and also no.', False, None),
+    ("It's possible, but I can't confirm.", False, None),
+    ('Looking at both images, the lamp moved.\n\nFinal Answer: yes', False, 'Yes'),
+    ('No, there is a dog, not a cat.', False, 'No'),
+]
+
+CHOICE += [
+    ('(B), since the cup is blue.', False, 'B'),
+    ('D: none of the above', False, 'D'),
+    ('Answer: c', False, 'C'),
+    ('The correct option is (A).', False, 'A'),
+    ('C, the cat.', False, 'C'),
+    ("I'm torn between A and D.", False, None),
+    ('{"option": "D"}', False, 'D'),
+    ('Réponse : (B)', False, 'B'),
+    ('答案：(C)', False, 'C'),
+    ('选A', False, 'A'),
+    ('Option A or option B.', False, None),
+    ('**(D)** None of the above fits.', False, 'D'),
+    ('A — red cup', False, 'A'),
+    ('The picture shows a blue cup, so B.', False, 'B'),
+]
+
+COUNT += [
+    ('There appear to be 14 birds.', False, 14),
+    ('fourteen birds', False, 14),
+    ('14 or 15', False, None),
+    ('Roughly fourteen.', False, 14),
+    ('More than ten.', False, None),
+    ('At most 14.', False, None),
+    ('Between 12 and 14.', False, None),
+    ('A dozen or so.', False, 12),
+    ('Three.', False, 3),
+    ('I count 3 cats, 2 dogs.', False, 3),
+    ('14.00', False, 14),
+    ('Fewer than 20 birds.', False, None),
+    ('Two.', False, 2),
+    ('No birds at all.', False, 0),
+]

@@ -128,11 +128,11 @@ def write_metrics(run: RunFS, answered: EvalOutcome, progress: Callable[[int, in
     return replace(answered, metrics=metrics)
 
 
-# What the metrics read of an answer row (tasks/release/metrics.py's list, plus ``status`` and
+# What the metrics read of an answer row (tasks/release/metrics.py's list, plus ``status``, ``parsed_by`` and
 # ``judge``): the replies, judge texts and prompt names stay on disk.
 METRIC_COLUMNS = [
     "task", "mode", "qtype", "qid", "dimension", "question_set", "correct", "edit_id", "editor", "variant", "rotation",
-    "image_role", "text", "parsed", "gold", "beaf_related", "prior_fallback", "status", "judge",
+    "image_role", "text", "parsed", "gold", "beaf_related", "prior_fallback", "status", "judge", "parsed_by",
 ]
 
 

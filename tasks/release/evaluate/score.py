@@ -51,7 +51,7 @@ def score_reply(q: dict[str, Any], mode: str, raw: str, error: str | None, ann: 
         "judge": "extract",
     }
     if error is not None:
-        return {**row, "status": "error", "parsed": None, "correct": False}
+        return {**row, "status": "error", "parsed": None, "parsed_by": None, "correct": False}
     prior_applies = probes_prior(q["task"]) and q["question_set"] == "main" and bool(ann.get("prior_terms"))
     parsed = read_reply(q["qtype"], raw, list(q.get("options") or []), cot)
     if q["qtype"] == "YN":
@@ -67,6 +67,7 @@ def score_reply(q: dict[str, Any], mode: str, raw: str, error: str | None, ann: 
         row["judge"] = None
     row["parsed"] = parsed
     row["status"] = "ok" if parsed is not None else "unparseable"
+    row["parsed_by"] = "rules" if parsed is not None else None
     return row
 
 

@@ -21,6 +21,7 @@ from tasks.engine.base import RunContext, ShardResult, Stage
 from tasks.release.evaluate.answer import ask, load_images
 from tasks.release.evaluate.attribute import attribute_subcauses, item_facts
 from tasks.release.items import edit_annotations, input_fingerprint, read_inputs
+from tasks.release.evaluate.extract_judge import extract_with_judge
 from tasks.release.evaluate.judge import judge_short_answers
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.score import score_reply
@@ -126,6 +127,8 @@ class EvalStage(Stage):
         # A reply lost to the transport is a transient reject too (orchestration.rerun_reject_reasons):
         # a rerun asks this shard again, its other answers coming from the reuse store.
         result.rejects += [reject(a["id"], self.name, "llm_error", a["error"] or "", {"question_id": a["question_id"], "mode": a["mode"]}) for a in answers if a["status"] == "error"]
+        if cfg.extract_with_judge:
+            extract_with_judge(self.clients.judge, answers)
         judge_short_answers(self.clients.judge, answers, self._qmap, self._annotations, self._encoder, cfg.embedding_threshold)
         result.outputs["answers"] = sorted(answers, key=lambda a: a["id"])
         wrong_cot = [a for a in answers if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"]

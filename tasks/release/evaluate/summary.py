@@ -58,6 +58,12 @@ def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -
         "n_main_questions_scored": head["n_main_questions_scored"],
         "unparseable": sum(1 for r in rows if r.get("status") == "unparseable"),
         "errors": sum(1 for r in all_rows if r.get("status") == "error"),
+        # who read each YN / MC answer: the rules, the judge (eval.extract_with_judge), or nobody
+        "extraction": {
+            "rules": sum(1 for r in all_rows if r.get("qtype") in ("YN", "MC") and r.get("parsed_by") == "rules"),
+            "judge": sum(1 for r in all_rows if r.get("qtype") in ("YN", "MC") and r.get("parsed_by") == "judge"),
+            "unread": sum(1 for r in all_rows if r.get("qtype") in ("YN", "MC") and r.get("status") == "unparseable"),
+        },
         "headline_variant": TARGETED,
         "react": head["react"],
         "complete": bool(head["react"]["complete"] and comp["complete"]),
