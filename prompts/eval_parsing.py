@@ -63,7 +63,14 @@ _NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "non", "nein
 _CJK_NO = ("不是", "没有", "不对", "不存在", "否", "错", "いいえ", "いや", "ありません", "いません", "ないです", "ない。")
 _CJK_YES = ("是", "有", "对", "存在", "正确", "はい", "ええ", "うん", "あります", "います", "そうです")
 # Two-sided replies: no verdict, whatever else they say.
-_YN_HEDGE = re.compile(r"\b(?:yes\s*,?\s+and\s+(?:also\s+)?no|yes\s+or\s+no|no\s+and\s+yes|yes\s*/\s*no|partly|partially|sort\s+of|kind\s+of)\b", re.I)
+_YN_HEDGE = re.compile(
+    r"\b(?:yes\s*,?\s+and\s+(?:also\s+)?no|yes\s+or\s+no|no\s+and\s+yes|yes\s*/\s*no|partly|partially|sort\s+of|kind\s+of|"
+    # "I don't know" phrases that open with a negation word: "No idea.", "No sé.", "Keine Ahnung."
+    r"no\s+idea|not\s+(?:really\s+|quite\s+)?sure|no\s+sé|ni\s+idea|no\s+estoy\s+segur[oa]|keine\s+ahnung|nicht\s+(?:ganz\s+)?sicher|"
+    r"aucune\s+id[ée]e|pas\s+s[ûu]r)\b"
+    r"|看不清|不清楚|无法判断|难以判断|不知道|わかりません|分かりません|わからない",
+    re.I,
+)
 # Non-committal replies: no verdict unless they open with one.
 _YN_UNSURE = re.compile(
     r"\b(?:maybe|perhaps|possibly|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"

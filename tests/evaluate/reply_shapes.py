@@ -504,3 +504,19 @@ COUNT += [
     ('Two.', False, 2),
     ('No birds at all.', False, 0),
 ]
+
+# "I don't know" phrases that open with a negation word are hedges, not No.
+YES_NO += [
+    ("No idea.", False, None),
+    ("No sé.", False, None),
+    ("No se ve ningún gato.", False, "No"),
+    ("Keine Ahnung.", False, None),
+    ("Nicht sicher.", False, None),
+    ("Aucune idée.", False, None),
+    ("Je ne suis pas sûr.", False, None),
+    ("Not really sure.", False, None),
+    ("我看不清楚有没有猫。", False, None),
+    ("不知道。", False, None),
+    ("わからない", False, None),
+    ("Aucun chat.", False, "No"),
+]
