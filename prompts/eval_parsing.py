@@ -438,6 +438,7 @@ _W_SMALL = "|".join(sorted(_SMALL, key=len, reverse=True))
 _W_TENS = "|".join(_TENS)
 _BELOW_100 = rf"(?:(?:{_W_TENS})(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?|{_W_SMALL})"
 _WORDS_NUMBER = re.compile(rf"\b(?:(?:a|{_BELOW_100})\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100}|none)\b", re.I)
+_NOT_ONE = re.compile(r"\b(?:not\s+(?:a\s+single\s+|even\s+)?one|no\s+one|not\s+a\s+single)\b|一\s*[个只個]?\s*(?:也|都)(?:没有|没|不)", re.I)
 _VAGUE_DOZEN = re.compile(r"\b(?:few|several|many|some|couple\s+of)\s+dozens?\b|\bdozens\b", re.I)
 _DOZEN = re.compile(rf"\b(?:(half)\s+a\s+|(\d{{1,3}}|{_W_SMALL})\s+|an?\s+)?dozen\b", re.I)
 _CJK_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -473,6 +474,7 @@ def _cjk_value(run: str) -> int:
 def _spell_out(text: str) -> str:
     """Numbers written in words as digits: "twenty-one" -> 21, "a dozen" -> 12, "十二个" -> 12个."""
     text = _VAGUE_DOZEN.sub(" many ", text)
+    text = _NOT_ONE.sub(" 0 ", text)  # "not a single one", "一个也没有": none at all
 
     def dozen(m: re.Match[str]) -> str:
         if m.group(1):

@@ -520,3 +520,12 @@ YES_NO += [
     ("わからない", False, None),
     ("Aucun chat.", False, "No"),
 ]
+
+# "Not a single one" counts none, not one.
+COUNT += [
+    ("Not a single one.", False, 0),
+    ("Not one apple is left.", False, 0),
+    ("一个也没有。", False, 0),
+    ("Only one.", False, 1),
+    ("Just one apple.", False, 1),
+]
