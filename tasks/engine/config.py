@@ -47,7 +47,7 @@ class ReviewConfig(Section):
 
 
 class ExportConfig(Section):
-    vlmevalkit_tsv: bool = Field(False, description="also write the VLMEvalKit release: a TSV per question type (PNG images) and the --config file naming their classes")
+    vlmevalkit_tsv: bool = Field(False, description="also write the VLMEvalKit release: a TSV per question type (PNG images), the --config file naming their classes and the launcher that registers them, scoring with the release's parser")
     lmms_eval_yaml: bool = Field(False, description="also write an lmms-eval task YAML")
 
 
