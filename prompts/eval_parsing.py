@@ -75,7 +75,7 @@ _YN_HEDGE = re.compile(
 _YN_UNSURE = re.compile(
     r"\b(?:maybe|perhaps|possibly|not\s+sure|unsure|uncertain|unclear|it\s+depends|hard\s+to\s+(?:say|tell)|"
     r"difficult\s+to\s+(?:say|tell)|impossible\s+to\s+(?:say|tell)|(?:can\s*not|cannot|can'?t|unable\s+to|could\s*n'?t)\s+(?:tell|determine|say|be\s+sure|decide)|"
-    r"peut-[êe]tre|je\s+ne\s+sais\s+pas|vielleicht|ich\s+wei(?:ß|ss)\s+(?:es\s+)?nicht|quiz[áa]s?|tal\s+vez|no\s+s[ée]|no\s+estoy\s+segur[oa])\b"
+    r"peut-[êe]tre|je\s+ne\s+sais\s+pas|vielleicht|ich\s+wei(?:ß|ss)\s+(?:es\s+)?nicht|quiz[áa]s?|tal\s+vez|no\s+sé|no\s+estoy\s+segur[oa])\b"
     r"|也许|或许|可能|不确定|无法确定|不好说|说不准|たぶん|多分|わかりません|分かりません|わからない",
     re.I,
 )
@@ -252,7 +252,8 @@ def _yn_of(segment: str) -> str | None:
             return "Yes"
     if _YN_UNSURE.search(s):
         return HEDGE
-    yes, no = "yes" in toks, "no" in toks
+    # "I think so" in other words: "Je crois que oui.", "Ich glaube ja.", "Creo que no."
+    yes, no = bool({"yes", "oui", "ja", "sí"} & set(toks)), bool({"no", "non", "nein"} & set(toks))
     if yes != no:
         return "Yes" if yes else "No"
     return None

@@ -529,3 +529,12 @@ COUNT += [
     ("Only one.", False, 1),
     ("Just one apple.", False, 1),
 ]
+
+# The verdict after "I think" in other languages.
+YES_NO += [
+    ("Je crois que oui.", False, "Yes"),
+    ("Ich glaube ja.", False, "Yes"),
+    ("Creo que sí.", False, "Yes"),
+    ("Creo que no.", False, "No"),
+    ("Je pense que non.", False, "No"),
+]
