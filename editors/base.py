@@ -156,6 +156,11 @@ class Editor(ABC):
         return None
 
     @classmethod
+    def edit_steps(cls, params: Any) -> int | None:
+        """Denoising steps one edit at ``params`` runs (the build-time estimate scales by them)."""
+        return getattr(params, "steps", None)
+
+    @classmethod
     def licence(cls, params: Any) -> Any:
         """The ``editors.licences.Licence`` of the weights ``params`` load: editors without model
         weights draw with none; model editors read their ``model`` (known checkpoints, else the

@@ -231,6 +231,34 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
     )
 
 
+PROMPT_TOKENS = 64  # an instruction in its template, beside the padded text the encoders see
+
+
+def edit_flops(params: DiffusersEditParams, key: str) -> float:
+    """Multiply-adds x 2 of one edit: every step runs the transformer once (twice with true CFG,
+    or real CFG above 1 on an undistilled model) over the latent image, the reference image and
+    the text (2 N S for its linear layers + 4 S^2 D L for attention), plus each text encoder once
+    per prompt. The VAE (under 1% at 1024 px) is left out."""
+    from editors.architectures import count_params, pipeline_configs
+
+    configs = pipeline_configs(params.model, "instruction-editing weights", f"editor {key!r}")
+    fam = FAMILIES[pipeline_name(params.model, params.pipeline, f"editor {key!r}")]
+    by = {c.name: c for c in configs.components}
+    t = by["transformer"].config
+    n_t, _ = count_params(by["transformer"])
+    area = params.process_area or NATIVE_AREA
+    seq = 2 * area / 16**2 + params.max_sequence_length
+    inner = t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128)
+    layers = t.get("num_layers", 19) + t.get("num_single_layers", 38) if "num_single_layers" in t else t.get("num_layers", 60)
+    cfg = params.true_cfg_scale if params.true_cfg_scale is not None else fam.true_cfg_scale
+    guidance = params.guidance_scale if params.guidance_scale is not None else fam.guidance_scale
+    real_cfg = fam.negative_prompt and fam.true_cfg_scale is None and (guidance or 0) > 1
+    passes = 2 if (cfg or 0) > 1 or real_cfg else 1
+    per_pass = 2 * n_t * seq + 4 * seq**2 * inner * layers
+    text = sum(2 * count_params(c)[0] * (params.max_sequence_length + PROMPT_TOKENS) for n, c in by.items() if _role(n) == "text_encoder")
+    return float((params.steps or fam.steps) * passes * per_pass + passes * text)
+
+
 def quantization_config(quant: str) -> Any:
     from editors.qwen_image_edit import quantization_config as qc
 
@@ -246,6 +274,19 @@ class DiffusersEditEditor(Editor):
     @classmethod
     def memory_profile(cls, params: Any, key: str, target: str) -> Any:
         return memory_profile(params, key, target)
+
+    @classmethod
+    def edit_flops(cls, params: Any, key: str) -> float | None:
+        return edit_flops(params, key)
+
+    @classmethod
+    def edit_steps(cls, params: Any) -> int | None:
+        if params.steps is not None:
+            return params.steps
+        try:
+            return FAMILIES[pipeline_name(params.model, params.pipeline, cls.name)].steps
+        except EditorError:
+            return None
 
     @staticmethod
     def plan_params(layout: str, quant: str) -> dict[str, Any]:
