@@ -150,6 +150,11 @@ def working_size(width: int, height: int, area: int, multiple: int = 16, min_sid
     return max(lo, int(round(w / multiple) * multiple)), max(lo, int(round(w / ratio / multiple) * multiple))
 
 
+def _at_area(calculate: Any, area: int) -> Any:
+    """``calculate_dimensions`` asked for ``area`` wherever the pipeline asks for ~1024x1024."""
+    return lambda target, ratio: calculate(area if target == NATIVE_AREA else target, ratio)
+
+
 @contextmanager
 def patched_area(modules: Sequence[str], area: int | None) -> Iterator[None]:
     """Make pipelines whose module-level ``calculate_dimensions`` hard-codes ~1024x1024 work at
@@ -164,7 +169,7 @@ def patched_area(modules: Sequence[str], area: int | None) -> Iterator[None]:
         for mod in mods:
             orig = mod.calculate_dimensions
             saved.append((mod, "calculate_dimensions", orig))
-            mod.calculate_dimensions = (lambda o: lambda target, ratio: o(area if target == NATIVE_AREA else target, ratio))(orig)
+            mod.calculate_dimensions = _at_area(orig, area)
             for const in ("CONDITION_IMAGE_SIZE", "VAE_IMAGE_SIZE"):
                 if hasattr(mod, const):
                     saved.append((mod, const, getattr(mod, const)))
@@ -217,7 +222,7 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
             text = cfg.get("text_config") or cfg
             hidden = text.get("hidden_size") or text.get("d_model") or 768
             layers = text.get("num_hidden_layers") or text.get("num_layers") or 12
-            causal = any(a.endswith("ForCausalLM") or a.endswith("ForConditionalGeneration") for a in cfg.get("architectures") or [spec.cls])
+            causal = any(a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in cfg.get("architectures") or [spec.cls])
             vocab = (text.get("vocab_size") or cfg.get("vocab_size") or 0) if causal else 0
             vision = cfg.get("vision_config") or {}
             patches = area / 4 / vision.get("patch_size", 14) ** 2 if vision else 0.0
@@ -468,4 +473,4 @@ def _encoder_layers(pipe: Any) -> tuple[int, ...] | None:
     return tuple(sorted({max(1, round(n * k / 4)) for k in (1, 2, 3)}))
 
 
-__all__ = ["DiffusersEditEditor", "DiffusersEditParams", "FAMILIES", "Family", "EDIT_TYPES"]
+__all__ = ["EDIT_TYPES", "FAMILIES", "DiffusersEditEditor", "DiffusersEditParams", "Family"]
