@@ -24,7 +24,12 @@ What it does (``--size real``, the default; one H100 run is meant to take under 
    parameters of 3x3 convolutions at a quarter of the resolution: the real FFC network ships
    only as a TorchScript file) go through ``SamLamaEditor.edit_batch`` on a 500x375 image (Visual
    Genome's typical size): ``sam_lama_s_per_edit``.
-4. The tiny random models (tests/tiny_checkpoints.py) edit the same requests on CUDA (bf16,
+4. Every diffusers-edit family (``FAMILY_MODELS``: FLUX.1 Kontext dev and its inpaint variant,
+   FLUX.2 klein 4B / 9B and inpaint, LongCat-Image-Edit, Qwen-Image-Edit inpaint) is rebuilt
+   from its published configs with random weights on the GPU and run through
+   ``DiffusersEditEditor`` at 1024 px (single plan): ``families.<name>`` holds s/step, s/edit at
+   the family's default steps, and the peak against the preflight's prediction.
+5. The tiny random models (tests/tiny_checkpoints.py) edit the same requests on CUDA (bf16,
    ``two_phase``) and on the CPU (float32, ``single``): ``cuda_matches_cpu`` when the mean
    absolute pixel difference is at most ``--tolerance`` (4 levels of 255; bf16 against float32
    through two denoising steps of a random model; the CPU run of ``--size tiny`` prints the same
@@ -34,7 +39,7 @@ What it does (``--size real``, the default; one H100 run is meant to take under 
 listed as skipped; no memory figures), so the code path is tested in ``make test``
 (tests/editors/test_gpu_validate.py). Ends with one JSON line:
 ``{"gpu", "plans": {plan: {"peak_gb", "predicted_gb", "s_per_step_<side>", "s_per_edit_<side>"}},
-"sam_lama_s_per_edit", "cuda_matches_cpu", ...}``. ``--record`` appends the measured s/edit to
+"families": {family: {"s_per_step_<side>", "s_per_edit_<side>", "peak_gb", ...}}, "sam_lama_s_per_edit", "cuda_matches_cpu", ...}``. ``--record`` appends the measured s/edit to
 ``editors/gpu_timings.json`` (the build-time estimate's table); ``--from-manifest FILE`` copies a
 real build's edit-manifest timings there instead.
 
@@ -363,6 +368,94 @@ def compare_pixels(folder: Path, device: str, plan: str) -> float:
     return round(float(np.mean([np.abs(a - b).mean() for a, b in zip(*outs)])), 3)
 
 
+# diffusers-edit families: (hub id of the published configs, tiny family folder of tests/tiny_checkpoints.py).
+FAMILY_MODELS = {
+    "flux-kontext": ("black-forest-labs/FLUX.1-Kontext-dev", "flux-kontext"),
+    "flux-kontext-inpaint": ("black-forest-labs/FLUX.1-Kontext-dev", "flux-kontext-inpaint"),
+    "flux2-klein-4b": ("black-forest-labs/FLUX.2-klein-4B", "flux2-klein"),
+    "flux2-klein-9b": ("black-forest-labs/FLUX.2-klein-9B", "flux2-klein"),
+    "flux2-klein-inpaint": ("black-forest-labs/FLUX.2-klein-4B", "flux2-klein-inpaint"),
+    "longcat-image-edit": ("meituan-longcat/LongCat-Image-Edit", "longcat-image-edit"),
+    "qwen-image-edit-inpaint": ("Qwen/Qwen-Image-Edit-2511", "qwen-image-edit-inpaint"),
+}
+
+
+def family_pipeline(family: str, size: str, folder: Path, device: str, dtype: Any) -> tuple[Any, str]:
+    """(pipeline, model ref) of a diffusers-edit family: the tiny pipeline loaded from its folder,
+    or (``real``) the same pipeline with every model component rebuilt from the published configs
+    (``editors.architectures.KNOWN``) with random weights created on ``device``; tokenizers and
+    processors stay the tiny ones (token ids only need to be below the vocabulary size)."""
+    import diffusers
+    import transformers
+    from tiny_checkpoints import build_edit_family
+
+    from editors.architectures import KNOWN
+    from editors.diffusers_edit import FAMILIES, pipeline_name
+
+    hub, tiny = FAMILY_MODELS[family]
+    path = folder / tiny
+    if not (path / "model_index.json").is_file():
+        build_edit_family(path, tiny)
+    cls = getattr(diffusers, FAMILIES[pipeline_name(str(path), "auto", "gpu_validate")].pipeline)
+    pipe = cls.from_pretrained(path, dtype=dtype)
+    if size == "real":
+        plain = lambda cfg: {k: v for k, v in cfg.items() if not k.startswith("_")}  # noqa: E731
+        parts = dict(pipe.components)
+        started = time.perf_counter()
+        for name, (lib, klass, cfg) in KNOWN[hub].items():
+            if name == "text_encoder" and lib == "transformers" and "vision_config" in cfg:  # the tiny tokenizer's special-token ids
+                cfg = dict(cfg) | {k: getattr(parts[name].config, k) for k in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")}
+            with materialise_on(device, dtype), __import__("torch").no_grad():
+                if lib == "diffusers":
+                    parts[name] = getattr(diffusers, klass).from_config(plain(cfg))
+                else:
+                    k = getattr(transformers, klass)
+                    parts[name] = k(k.config_class.from_dict(plain(cfg)))
+            parts[name].eval()
+        log(f"{family}: built {hub}'s components on {device} in {time.perf_counter() - started:.1f} s")
+        pipe = cls(**parts)
+    pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe, hub if size == "real" else str(path)
+
+
+def family_editor(pipe: Any, model: str, device: str, area: int, steps: int) -> Any:
+    """A DiffusersEditEditor running ``pipe`` (its real call path; only loading is skipped)."""
+    from editors.diffusers_edit import DiffusersEditEditor
+
+    ed = DiffusersEditEditor({"model": model, "device": device, "memory_plan": "single", "quantization": "none", "process_area": area, "steps": steps})
+    ed.pipe, ed.device, ed.layout, ed.quant, ed._loaded = pipe, device, "single", "none", True
+    return ed
+
+
+def measure_family(family: str, size: str, folder: Path, device: str, dtype: Any, side: int, probe: tuple[int, int], memory: float) -> dict[str, Any]:
+    """s/step, s/edit at the family's default steps and peak memory (single plan) at ``side`` px."""
+    from editors.diffusers_edit import DiffusersEditParams, memory_profile
+    from editors.memory import evaluate
+
+    reset_peaks()
+    pipe, model = family_pipeline(family, size, folder, device, dtype)
+    ed = family_editor(pipe, model, device, side * side, 1)
+    default_steps = ed.family.steps
+    run_editor(ed, requests(1, side, side))  # warm-up
+    secs = []
+    for steps in probe:
+        ed.params = ed.params.model_copy(update={"steps": steps})
+        cuda_sync()
+        secs.append(run_editor(ed, requests(1, side, side, seed=steps))[1])
+    per_step = max(0.0, (secs[1] - secs[0]) / (probe[1] - probe[0]))
+    fixed = max(0.0, secs[0] - probe[0] * per_step)
+    fig: dict[str, Any] = {"pipeline": ed.family.pipeline, "default_steps": default_steps, f"s_per_step_{side}": round(per_step, 4),
+                           f"s_per_edit_{side}": round(fixed + default_steps * per_step, 3), "peak_gb": peak_gb([0])}
+    if size == "real":
+        params = DiffusersEditParams(model=model, process_area=side * side, dtype="bfloat16", memory_plan="single", quantization="none")
+        fig["predicted_gb"] = evaluate(memory_profile(params, family, "cuda").components, "single", "none", 1, memory or 80.0).peak_gb
+        if fig["peak_gb"] is not None:
+            fig["off_by"] = round(fig["peak_gb"] / fig["predicted_gb"] - 1, 3)
+            fig["flag"] = abs(fig["off_by"]) > FLAG
+    return fig
+
+
 def plans_here(size: str) -> tuple[list[str], dict[str, str]]:
     """(plans this machine can run, skipped plan -> why)."""
     import torch
@@ -409,10 +502,14 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gpu-validate-") as tmp:
         tiny = Path(tmp) / "tiny-qwen-image-edit-plus"
         model = MODEL if args.size == "real" else str(tiny)
-        pipe = build_pipeline(component_configs(args.size, tiny), device, dtype)
-        warm = qwen_editor(pipe, "single", device, model)  # kernels, allocator, cuDNN autotune: before any timing
-        warm.params = warm.params.model_copy(update={"steps": 1, "process_area": min(sides) ** 2})
-        run_editor(warm, requests(1, min(sides), min(sides)))
+        if args.only_families:
+            plans = []
+            skipped.update({p: "--only-families" for p in ("single", "two_phase", "model_offload", "sam-lama")})
+        pipe = build_pipeline(component_configs(args.size, tiny), device, dtype) if plans else None
+        warm = qwen_editor(pipe, "single", device, model) if plans else None  # kernels, allocator, cuDNN autotune: before any timing
+        if warm is not None:
+            warm.params = warm.params.model_copy(update={"steps": 1, "process_area": min(sides) ** 2})
+            run_editor(warm, requests(1, min(sides), min(sides)))
         for plan in plans:
             if time.perf_counter() - started > args.budget_s:
                 skipped[plan] = f"out of time (--budget-s {args.budget_s:g})"
@@ -426,10 +523,20 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
             result["plans"][plan] = fig
         pipe = warm = None  # free the real-size models before SAM / LaMa
         reset_peaks()
-        sam_lama = guarded("sam-lama", lambda: {"s": time_sam_lama(args.size, device)})
+        sam_lama = {"s": None} if args.only_families else guarded("sam-lama", lambda: {"s": time_sam_lama(args.size, device)})
         result["sam_lama_s_per_edit"] = sam_lama.get("s")
         if "error" in sam_lama:
             result["sam_lama_error"] = sam_lama["error"]
+        families = [f for f in FAMILY_MODELS if not args.families or f in args.families.split(",")]
+        result["families"] = {}
+        side = 1024 if args.size == "real" else 64
+        for family in families:
+            if time.perf_counter() - started > args.budget_s + args.family_budget_s:
+                result["skipped"][family] = "out of time (--family-budget-s)"
+                continue
+            log(f"family {family}: {probe} steps at {side} px ...")
+            result["families"][family] = guarded(f"family {family}", lambda f=family: measure_family(
+                f, args.size, Path(tmp) / "families", device, dtype, side, probe, memory))
         if cuda and not args.skip_compare:
             diff = guarded("CUDA vs CPU", lambda: {"d": compare_pixels(tiny, "cuda:0", "two_phase")})
             result.update(cuda_mean_abs_diff=diff.get("d"), cuda_matches_cpu=None if "d" not in diff else diff["d"] <= args.tolerance)
@@ -452,6 +559,8 @@ def print_table(result: dict[str, Any]) -> None:
     for plan, why in result["skipped"].items():
         log(f"  {plan:14s} skipped: {why}")
     log(f"  sam-lama: {result['sam_lama_s_per_edit']} s/edit; CUDA matches CPU: {result['cuda_matches_cpu']}")
+    for family, fig in result.get("families", {}).items():
+        log(f"  {family}: {fig}")
 
 
 def record_result(result: dict[str, Any], table: Path) -> int:
@@ -472,6 +581,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40, help="configured denoising steps s/edit is extrapolated to (the paper: 40)")
     ap.add_argument("--tolerance", type=float, default=4.0, help="mean absolute pixel difference (0-255) allowed between CUDA bf16 and CPU float32")
     ap.add_argument("--budget-s", type=float, default=330, help="start no further plan after this many seconds (the rest are listed as skipped)")
+    ap.add_argument("--families", default="", help="comma-separated diffusers-edit families to time (default: all of FAMILY_MODELS)")
+    ap.add_argument("--only-families", action="store_true", help="time the diffusers-edit families only (no Qwen plans, no sam-lama)")
+    ap.add_argument("--family-budget-s", type=float, default=180, help="seconds beyond --budget-s the families may take (the rest are listed as skipped)")
     ap.add_argument("--skip-compare", action="store_true", help="skip the tiny CUDA-vs-CPU comparison")
     ap.add_argument("--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)")
     ap.add_argument("--from-manifest", metavar="FILE", help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit")

@@ -59,12 +59,72 @@ _SD15_PIX2PIX = {
         "down_block_types": ["DownEncoderBlock2D"] * 4, "up_block_types": ["UpDecoderBlock2D"] * 4,
     }),
 }
+_CLIP_L = ("transformers", "CLIPTextModel", {
+    "model_type": "clip_text_model", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "max_position_embeddings": 77, "vocab_size": 49408, "projection_dim": 768, "hidden_act": "quick_gelu",
+})
+_T5_XXL = ("transformers", "T5EncoderModel", {
+    "model_type": "t5", "architectures": ["T5EncoderModel"], "d_model": 4096, "d_ff": 10240, "d_kv": 64, "num_layers": 24, "num_heads": 64,
+    "vocab_size": 32128, "feed_forward_proj": "gated-gelu", "relative_attention_num_buckets": 32, "is_encoder_decoder": False,
+})
+_FLUX1_VAE = ("diffusers", "AutoencoderKL", {
+    "in_channels": 3, "out_channels": 3, "latent_channels": 16, "layers_per_block": 2, "block_out_channels": [128, 256, 512, 512],
+    "down_block_types": ["DownEncoderBlock2D"] * 4, "up_block_types": ["UpDecoderBlock2D"] * 4, "use_quant_conv": False,
+    "use_post_quant_conv": False, "shift_factor": 0.1159, "scaling_factor": 0.3611, "sample_size": 1024,
+})
+# FLUX.1 Kontext dev: a 12 B FLUX.1 transformer with guidance embedding, CLIP-L and T5-XXL.
+_FLUX1_KONTEXT = {
+    "text_encoder": _CLIP_L,
+    "text_encoder_2": _T5_XXL,
+    "transformer": ("diffusers", "FluxTransformer2DModel", {
+        "patch_size": 1, "in_channels": 64, "num_layers": 19, "num_single_layers": 38, "attention_head_dim": 128, "num_attention_heads": 24,
+        "joint_attention_dim": 4096, "pooled_projection_dim": 768, "guidance_embeds": True, "axes_dims_rope": [16, 56, 56],
+    }),
+    "vae": _FLUX1_VAE,
+}
+
+
+def _qwen3(hidden: int, intermediate: int, tied: bool) -> tuple[str, str, dict[str, Any]]:
+    return ("transformers", "Qwen3ForCausalLM", {
+        "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": hidden, "intermediate_size": intermediate,
+        "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+        "max_position_embeddings": 40960, "tie_word_embeddings": tied, "rms_norm_eps": 1e-6,
+    })
+
+
+def _flux2_klein(layers: int, single: int, heads: int, joint: int, encoder: tuple[str, str, dict[str, Any]]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """FLUX.2 klein: the FLUX.2 transformer at klein's depth and width (diffusers' conversion script's
+    configs), Qwen3 as text encoder (three hidden states stacked: joint = 3 x hidden), the FLUX.2 VAE."""
+    return {
+        "text_encoder": encoder,
+        "transformer": ("diffusers", "Flux2Transformer2DModel", {
+            "patch_size": 1, "in_channels": 128, "num_layers": layers, "num_single_layers": single, "attention_head_dim": 128,
+            "num_attention_heads": heads, "joint_attention_dim": joint, "timestep_guidance_channels": 256, "mlp_ratio": 3.0,
+            "axes_dims_rope": [32, 32, 32, 32], "rope_theta": 2000, "eps": 1e-6, "guidance_embeds": False,
+        }),
+        "vae": ("diffusers", "AutoencoderKLFlux2", {"latent_channels": 32, "block_out_channels": [128, 256, 512, 512], "layers_per_block": 2}),
+    }
+
+
+# LongCat-Image-Edit: a 6 B FLUX-like transformer (10 double + 20 single blocks) on Qwen2.5-VL-7B.
+_LONGCAT_EDIT = {
+    "text_encoder": ("transformers", "Qwen2_5_VLForConditionalGeneration", _QWEN25_VL_7B),
+    "transformer": ("diffusers", "LongCatImageTransformer2DModel", {
+        "patch_size": 1, "in_channels": 64, "num_layers": 10, "num_single_layers": 20, "attention_head_dim": 128, "num_attention_heads": 24,
+        "joint_attention_dim": 3584, "pooled_projection_dim": 3584, "axes_dims_rope": [16, 56, 56],
+    }),
+    "vae": _FLUX1_VAE,
+}
 # Built-in default ids -> their component configs (library, class, config).
 KNOWN: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
     "Qwen/Qwen-Image-Edit": _QWEN_IMAGE,
     "Qwen/Qwen-Image-Edit-2509": _QWEN_IMAGE,
     "Qwen/Qwen-Image-Edit-2511": _QWEN_IMAGE,
     "timbrooks/instruct-pix2pix": _SD15_PIX2PIX,
+    "black-forest-labs/FLUX.1-Kontext-dev": _FLUX1_KONTEXT,
+    "black-forest-labs/FLUX.2-klein-4B": _flux2_klein(5, 20, 24, 7680, _qwen3(2560, 9728, True)),
+    "black-forest-labs/FLUX.2-klein-9B": _flux2_klein(8, 24, 32, 12288, _qwen3(4096, 12288, False)),
+    "meituan-longcat/LongCat-Image-Edit": _LONGCAT_EDIT,
 }
 MODEL_LIBRARIES = ("diffusers", "transformers")
 
@@ -172,6 +232,8 @@ def _count(library: str, cls: str, config_json: str) -> tuple[int, int]:
             model = klass.from_config({k: v for k, v in config.items() if not k.startswith("_")})
         else:
             model = klass(klass.config_class.from_dict(config))
+    if hasattr(model, "tie_weights"):  # tied embeddings (T5's shared table, Qwen3-4B's head) are one tensor, as when loaded
+        model.tie_weights()
     total = sum(p.numel() for p in model.parameters())
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     return int(total), int(linear)

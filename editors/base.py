@@ -155,6 +155,22 @@ class Editor(ABC):
         resort, editors/timing.py); None when the editor has no formula."""
         return None
 
+    @classmethod
+    def edit_steps(cls, params: Any) -> int | None:
+        """Denoising steps one edit at ``params`` runs (the build-time estimate scales by them)."""
+        return getattr(params, "steps", None)
+
+    @classmethod
+    def licence(cls, params: Any) -> Any:
+        """The ``editors.licences.Licence`` of the weights ``params`` load: editors without model
+        weights draw with none; model editors read their ``model`` (known checkpoints, else the
+        model card). Editors with other weights override this."""
+        from editors.licences import NO_WEIGHTS, weights_licence
+
+        if not cls.uses_model:
+            return NO_WEIGHTS
+        return weights_licence(getattr(params, "model", None))
+
     @staticmethod
     def plan_params(layout: str, quant: str) -> dict[str, Any]:
         """What :meth:`resolved_params` records for a memory plan, so a preflight can compute the

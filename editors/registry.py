@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "qwen-image-edit": "editors.qwen_image_edit:QwenImageEditEditor",
     "sam-lama": "editors.sam_lama:SamLamaEditor",
     "instruct-pix2pix": "editors.instruct_pix2pix:InstructPix2PixEditor",
+    "diffusers-edit": "editors.diffusers_edit:DiffusersEditEditor",
 }
 
 _EXTRA: dict[str, type[Editor]] = {}
@@ -128,3 +129,20 @@ def clear_cache() -> None:
 def limits_for(editor_names: Sequence[str]) -> EditorLimits:
     """The instruct stage's view of the configured editors (by registry name)."""
     return combine([editor_class(n).capabilities() for n in editor_names])
+
+
+def licence_of(name: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The ``editors.licences.Licence`` of editor ``name`` (registry name) with ``params``."""
+    cls = editor_class(name)
+    return cls.licence(cls(params).params)
+
+
+def editor_licence(label: str, config: Any) -> Any:
+    """The ``editors.licences.Licence`` of the configured editor whose rows carry ``label`` (the
+    ``editor`` column: its ``label``, else its name) in ``config`` (a ``BuildConfig``, or anything
+    with an ``editors`` list of ``EditorSpec``). Raises ``EditorError`` for a label the config does
+    not configure (``none``, the unedited pass-through rows, is no editor)."""
+    for spec in config.editors:
+        if spec.key == label:
+            return licence_of(spec.name, spec.params)
+    raise EditorError(f"no editor labelled {label!r} in the config; configured: {[s.key for s in config.editors]}")

@@ -57,6 +57,13 @@ class SamLamaEditor(Editor):
     attribute_values = {}  # removal only: no attribute is rendered
 
     @classmethod
+    def licence(cls, params: Any) -> Any:
+        """segment-anything's SAM and big-lama are both released under Apache-2.0."""
+        from editors.licences import Licence
+
+        return Licence("Apache-2.0 (SAM) + Apache-2.0 (LaMa)", True, "known checkpoint")
+
+    @classmethod
     def memory_profile(cls, params: Any, key: str, target: str) -> Any:
         """SAM built on the meta device from segment-anything's builder; LaMa counted from its file.
         Activations (fp32): SAM's ViT on 64x64 tokens of 1024x1024, LaMa at about 1024x1024 with

@@ -228,3 +228,142 @@ def build_qwen_lora(pipeline_dir: str | Path, out_dir: str | Path, seed: int = 0
     out = Path(out_dir)
     QwenImageEditPipeline.save_lora_weights(out, transformer_lora_layers=get_peft_model_state_dict(transformer))
     return out
+
+
+# --------------------------------------------------------------------------- diffusers-edit families
+def _model_card(out: Path, licence: str) -> None:
+    """A model card declaring ``licence`` in its front matter, as hub repos carry one."""
+    (out / "README.md").write_text(f"---\nlicense: {licence}\n---\n\nA tiny random-weight test model.\n", encoding="utf-8")
+
+
+def t5_tokenizer() -> Any:
+    """A T5 (Unigram) tokenizer over the test corpus's words and single letters, built offline."""
+    from transformers import T5Tokenizer
+
+    words = sorted({w for s in _CORPUS for w in s.replace(".", " ").replace(",", " ").replace(";", " ").replace(":", " ").split()})
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [("\u2581" + w, -1.0) for w in words] + [(c, -5.0) for c in "abcdefghijklmnopqrstuvwxyz"]
+    return T5Tokenizer(vocab=vocab, extra_ids=0)
+
+
+def tiny_flux_kontext(inpaint: bool = False, seed: int = 0) -> Any:
+    """A FluxKontext(Inpaint)Pipeline with one double and one single block (as diffusers' tests
+    build it), a 2-layer CLIP and T5 with tokenizers trained here, a one-block VAE."""
+    import torch
+    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, FluxKontextInpaintPipeline, FluxKontextPipeline, FluxTransformer2DModel
+    from transformers import CLIPTextConfig, CLIPTextModel, T5Config, T5EncoderModel
+
+    torch.manual_seed(seed)
+    transformer = FluxTransformer2DModel(
+        patch_size=1, in_channels=4, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
+        joint_attention_dim=32, pooled_projection_dim=32, axes_dims_rope=[4, 4, 8], guidance_embeds=True,
+    )
+    clip_tok, t5_tok = clip_tokenizer(), t5_tokenizer()
+    torch.manual_seed(seed)
+    clip = CLIPTextModel(CLIPTextConfig(
+        vocab_size=len(clip_tok), hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=77,
+        projection_dim=32, bos_token_id=clip_tok.bos_token_id, eos_token_id=clip_tok.eos_token_id, pad_token_id=clip_tok.pad_token_id,
+    ))
+    torch.manual_seed(seed)
+    t5 = T5EncoderModel(T5Config(
+        vocab_size=len(t5_tok), d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4, relative_attention_num_buckets=8,
+        feed_forward_proj="gated-gelu", is_encoder_decoder=False, use_cache=False,
+    ))
+    torch.manual_seed(seed)
+    vae = AutoencoderKL(
+        sample_size=32, in_channels=3, out_channels=3, block_out_channels=(4,), layers_per_block=1, latent_channels=1, norm_num_groups=1,
+        use_quant_conv=False, use_post_quant_conv=False, shift_factor=0.0609, scaling_factor=1.5035,
+    )
+    cls = FluxKontextInpaintPipeline if inpaint else FluxKontextPipeline
+    return cls(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=clip, tokenizer=clip_tok, text_encoder_2=t5, tokenizer_2=t5_tok, transformer=transformer)
+
+
+def qwen3_chat_tokenizer() -> Any:
+    """The Qwen tokenizer with a chat template that takes ``add_generation_prompt`` (FLUX.2 klein's prompt)."""
+    tok = qwen_tokenizer()
+    tok.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    return tok
+
+
+def tiny_flux2_klein(inpaint: bool = False, seed: int = 0) -> Any:
+    """A Flux2Klein(Inpaint)Pipeline (distilled) with one double and one single block, a 2-layer
+    Qwen3 text encoder and a one-block FLUX.2 VAE, as diffusers' klein tests build it."""
+    import torch
+    from diffusers import AutoencoderKLFlux2, FlowMatchEulerDiscreteScheduler, Flux2KleinInpaintPipeline, Flux2KleinPipeline, Flux2Transformer2DModel
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tok = qwen3_chat_tokenizer()
+    torch.manual_seed(seed)
+    transformer = Flux2Transformer2DModel(
+        patch_size=1, in_channels=4, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
+        joint_attention_dim=16 * 2, timestep_guidance_channels=256, axes_dims_rope=[4, 4, 4, 4], guidance_embeds=False,
+    )
+    torch.manual_seed(seed)
+    encoder = Qwen3ForCausalLM(Qwen3Config(
+        intermediate_size=16, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
+        vocab_size=len(tok) + 8, max_position_embeddings=1024,
+    ))
+    torch.manual_seed(seed)
+    vae = AutoencoderKLFlux2(
+        sample_size=32, in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",), up_block_types=("UpDecoderBlock2D",),
+        block_out_channels=(4,), layers_per_block=1, latent_channels=1, norm_num_groups=1, use_quant_conv=False, use_post_quant_conv=False,
+    )
+    cls = Flux2KleinInpaintPipeline if inpaint else Flux2KleinPipeline
+    return cls(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=encoder, tokenizer=tok, transformer=transformer, is_distilled=True)
+
+
+def tiny_longcat_edit(seed: int = 0) -> Any:
+    """A LongCatImageEditPipeline: one double and one single block, the tiny Qwen2.5-VL, and a
+    two-block VAE with the 16 latent channels the pipeline assumes."""
+    import torch
+    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, LongCatImageEditPipeline, LongCatImageTransformer2DModel
+
+    encoder, tokenizer, processor = qwen_vl_components(seed)
+    torch.manual_seed(seed)
+    transformer = LongCatImageTransformer2DModel(
+        patch_size=1, in_channels=64, num_layers=1, num_single_layers=1, attention_head_dim=16, num_attention_heads=2,
+        joint_attention_dim=16, pooled_projection_dim=16, axes_dims_rope=[4, 6, 6],
+    )
+    torch.manual_seed(seed)
+    vae = AutoencoderKL(
+        sample_size=32, in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), block_out_channels=(8, 16), layers_per_block=1, latent_channels=16,
+        norm_num_groups=4, use_quant_conv=False, use_post_quant_conv=False, shift_factor=0.0609, scaling_factor=1.5035,
+    )
+    return LongCatImageEditPipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=encoder, tokenizer=tokenizer, text_processor=processor, transformer=transformer,
+    )
+
+
+def tiny_qwen_inpaint(seed: int = 0) -> Any:
+    """A QwenImageEditInpaintPipeline from the same tiny components as the Edit pipeline."""
+    from diffusers import QwenImageEditInpaintPipeline
+
+    base = tiny_qwen_pipeline(False, seed)
+    return QwenImageEditInpaintPipeline(**base.components)
+
+
+TINY_EDIT_FAMILIES: dict[str, tuple[str, str]] = {
+    # family folder -> (builder, model-card licence)
+    "flux-kontext": ("tiny_flux_kontext", "other"),
+    "flux-kontext-inpaint": ("tiny_flux_kontext:inpaint", "other"),
+    "flux2-klein": ("tiny_flux2_klein", "apache-2.0"),
+    "flux2-klein-inpaint": ("tiny_flux2_klein:inpaint", "apache-2.0"),
+    "longcat-image-edit": ("tiny_longcat_edit", "apache-2.0"),
+    "qwen-image-edit-inpaint": ("tiny_qwen_inpaint", "apache-2.0"),
+}
+
+
+def build_edit_family(out_dir: str | Path, family: str, seed: int = 0) -> Path:
+    """Save the tiny pipeline of ``family`` (a key of :data:`TINY_EDIT_FAMILIES`) with a model
+    card to ``out_dir``; returns the folder (loaded back through ``from_pretrained`` by the editor)."""
+    builder, licence = TINY_EDIT_FAMILIES[family]
+    name, _, flag = builder.partition(":")
+    fn = globals()[name]
+    pipe = fn(inpaint=True, seed=seed) if flag == "inpaint" else fn(seed=seed)
+    out = Path(out_dir)
+    pipe.save_pretrained(out)
+    _model_card(out, licence)
+    return out

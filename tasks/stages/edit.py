@@ -384,7 +384,7 @@ def timing_record(spec: EditorSpec, editor: Any, seconds: float, items: int) -> 
     area = getattr(p, "process_area", None) or (1024 * 1024 if hasattr(p, "process_area") else None)
     return {
         "editor": spec.name, "key": spec.key, "model": getattr(p, "model", None), "gpu": device_name(str(getattr(editor, "device", "cpu"))),
-        "plan": plan if quant in ("none", None) else f"{plan}+{quant}", "steps": getattr(p, "steps", None),
+        "plan": plan if quant in ("none", None) else f"{plan}+{quant}", "steps": type(editor).edit_steps(p),
         "resolution": resolution_of(area), "seconds": round(seconds, 4), "items": items,
     }
 

@@ -137,8 +137,8 @@ def _gpu(report: Any, gpu_name: str | None) -> tuple[str | None, str]:
     return None, "pass --gpu-name"
 
 
-def _settings(params: Any) -> tuple[int | None, int | None]:
-    steps = getattr(params, "steps", None)
+def _settings(params: Any, cls: Any = None) -> tuple[int | None, int | None]:
+    steps = cls.edit_steps(params) if cls is not None else getattr(params, "steps", None)
     area = getattr(params, "process_area", None) or (1024 * 1024 if hasattr(params, "process_area") else None)
     return steps, resolution_of(area)
 
@@ -162,7 +162,7 @@ def estimate_build(
         params = cls.Params.model_validate(dict(spec.params or {}))
         fit = fits.get(spec.key)
         total, todo = pending.get(spec.key, (None, None))
-        steps, res = _settings(params)
+        steps, res = _settings(params, cls)
         if fit is None or fit.target != "cuda" or fit.plan is None:
             why = "no GPU model" if fit is None else ("runs on the CPU" if fit.target != "cuda" else "no memory plan fits")
             est.editors.append(EditorEstimate(spec.key, spec.name, None, 0, 0, total, todo, steps, res, EditCost(None, "unknown", why), params))

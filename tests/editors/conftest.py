@@ -79,3 +79,13 @@ def tiny_pix2pix(tiny_models: Path) -> Path:
     from tiny_checkpoints import build_instruct_pix2pix
 
     return build_instruct_pix2pix(tiny_models / "instruct-pix2pix")
+
+
+@pytest.fixture(scope="session")
+def tiny_edit_families(tiny_models: Path, tiny_qwen_edit: Path, tiny_qwen_edit_plus: Path) -> dict[str, Path]:
+    """Every diffusers-edit family as a tiny random pipeline saved with save_pretrained (~10 s
+    in all): folder per family, loaded back through the editor's own from_pretrained path."""
+    from tiny_checkpoints import TINY_EDIT_FAMILIES, build_edit_family
+
+    out = {fam: build_edit_family(tiny_models / fam, fam) for fam in TINY_EDIT_FAMILIES}
+    return out | {"qwen-image-edit": tiny_qwen_edit, "qwen-image-edit-plus": tiny_qwen_edit_plus}

@@ -36,6 +36,12 @@ def test_tiny_run_ends_with_the_json_line(tiny_run: dict) -> None:
         assert {"s_per_step_64", "s_per_step_96", "s_per_edit_64", "s_per_edit_96"} <= set(fig)
         assert fig["s_per_edit_96"] > 0 and fig["s_per_step_64"] >= 0
     assert tiny_run["sam_lama_s_per_edit"] > 0
+    from editors.diffusers_edit import FAMILIES
+
+    fams = tiny_run["families"]  # every diffusers-edit family through DiffusersEditEditor
+    assert {f["pipeline"] for f in fams.values()} == set(FAMILIES) - {"QwenImageEditPipeline", "QwenImageEditPlusPipeline"}  # (those: the plans above)
+    for fig in fams.values():
+        assert fig["s_per_edit_64"] > 0 and fig["default_steps"] == FAMILIES[fig["pipeline"]].steps and fig["peak_gb"] is None
     assert tiny_run["cuda_matches_cpu"] is None  # no CUDA device here
     assert 0 <= tiny_run["bf16_mean_abs_diff"] <= tiny_run["tolerance"]  # bf16 vs float32 on the CPU: the tolerance's basis
 
