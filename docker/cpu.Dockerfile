@@ -14,24 +14,8 @@ ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.9.5
 
 FROM ${UV_IMAGE} AS uv
 
-# The virtual environment, with the project installed in editable mode from /opt/reactbench: the
-# only copy of the source is the one the final stage takes (no build/, no egg-info beside it).
-FROM ${PYTHON_IMAGE} AS build
-ARG EXTRAS=postgres,s3
-SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-ENV UV_LINK_MODE=copy \
-    UV_NO_CACHE=1 \
-    UV_NATIVE_TLS=1 \
-    UV_COMPILE_BYTECODE=1
-COPY --from=uv /uv /usr/local/bin/uv
-WORKDIR /opt/reactbench
-COPY . .
-RUN uv venv --python python3.11 /opt/venv \
-    && uv pip install --python /opt/venv/bin/python -e ".[${EXTRAS}]" \
-    && rm -rf build ./*.egg-info \
-    && /opt/venv/bin/python -m compileall -q -j 0 /opt/reactbench
-
 FROM ${PYTHON_IMAGE}
+ARG EXTRAS=postgres,s3
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -47,15 +31,29 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 1000 reactbench
 
-COPY --from=build /opt/venv /opt/venv
-COPY --from=build /opt/reactbench /opt/reactbench
+# The project in editable mode from /opt/reactbench, its only copy: build/ and the egg-info go in
+# the same step (the metadata, entry points included, lives in the venv's dist-info). uv is
+# mounted from its image for this step only (the ARGs below are its environment, not the
+# image's). UV_NATIVE_TLS: the system's CA certificates, which a local base extends. Bytecode is
+# compiled here: the code is read-only for the user, so no process would cache it.
+ARG UV_LINK_MODE=copy
+ARG UV_NO_CACHE=1
+ARG UV_NATIVE_TLS=1
+ARG UV_COMPILE_BYTECODE=1
+ARG UV_HTTP_TIMEOUT=300
+WORKDIR /opt/reactbench
+COPY . .
+RUN --mount=type=bind,from=uv,source=/uv,target=/usr/local/bin/uv \
+    uv venv --python python3.11 /opt/venv \
+    && uv pip install --python /opt/venv/bin/python -e ".[${EXTRAS}]" \
+    && rm -rf build ./*.egg-info \
+    && /opt/venv/bin/python -m compileall -q -j 0 /opt/reactbench
 COPY docker/entrypoint.sh /usr/local/bin/reactbench-entrypoint
 # The code stays root's; what a run writes goes to runs/ and data/ (volumes in compose) and the
 # Prefect server's database to /var/lib/prefect.
 RUN mkdir -p /opt/reactbench/runs /opt/reactbench/data /var/lib/prefect \
     && chown reactbench:reactbench /opt/reactbench/runs /opt/reactbench/data /var/lib/prefect
 USER 1000:1000
-WORKDIR /opt/reactbench
 
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/reactbench-entrypoint"]
 CMD ["worker"]

@@ -5,32 +5,17 @@
 #   podman build --format docker -f docker/gpu.Dockerfile -t reactbench-gpu .
 #   docker run --gpus all -e PREFECT_API_URL=http://prefect:4200/api reactbench-gpu
 #
-# No CUDA base image: torch 2.14.1 from PyPI brings the CUDA runtime libraries as nvidia-* wheels,
-# so a plain Python base and the host's driver (>= 570 for CUDA 12.8, exposed by the NVIDIA
-# container toolkit) are all it needs. Bases as in cpu.Dockerfile (PYTHON_IMAGE, UV_IMAGE);
+# No CUDA base image: torch 2.14.1 from PyPI (the +cu130 build) brings the CUDA 13.0 runtime
+# libraries as nvidia-* wheels, so a plain Python base and the host's driver (>= 580 for CUDA
+# 13.0, exposed by the NVIDIA container toolkit) are all it needs. Bases as in cpu.Dockerfile (PYTHON_IMAGE, UV_IMAGE);
 # nothing is downloaded at build time but Debian and PyPI packages.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.9.5
 
 FROM ${UV_IMAGE} AS uv
 
-FROM ${PYTHON_IMAGE} AS build
-ARG EXTRAS=gpu,ray,postgres,s3
-SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-ENV UV_LINK_MODE=copy \
-    UV_NO_CACHE=1 \
-    UV_NATIVE_TLS=1 \
-    UV_COMPILE_BYTECODE=1 \
-    UV_HTTP_TIMEOUT=300
-COPY --from=uv /uv /usr/local/bin/uv
-WORKDIR /opt/reactbench
-COPY . .
-RUN uv venv --python python3.11 /opt/venv \
-    && uv pip install --python /opt/venv/bin/python -e ".[${EXTRAS}]" \
-    && rm -rf build ./*.egg-info \
-    && /opt/venv/bin/python -m compileall -q -j 0 /opt/reactbench
-
 FROM ${PYTHON_IMAGE}
+ARG EXTRAS=gpu,ray,postgres,s3
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -49,13 +34,27 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 1000 reactbench
 
-COPY --from=build /opt/venv /opt/venv
-COPY --from=build /opt/reactbench /opt/reactbench
+# The project in editable mode from /opt/reactbench, its only copy: build/ and the egg-info go in
+# the same step (the metadata, entry points included, lives in the venv's dist-info). uv is
+# mounted from its image for this step only (the ARGs below are its environment, not the
+# image's). UV_NATIVE_TLS: the system's CA certificates, which a local base extends. Bytecode is
+# compiled here: the code is read-only for the user, so no process would cache it.
+ARG UV_LINK_MODE=copy
+ARG UV_NO_CACHE=1
+ARG UV_NATIVE_TLS=1
+ARG UV_COMPILE_BYTECODE=1
+ARG UV_HTTP_TIMEOUT=300
+WORKDIR /opt/reactbench
+COPY . .
+RUN --mount=type=bind,from=uv,source=/uv,target=/usr/local/bin/uv \
+    uv venv --python python3.11 /opt/venv \
+    && uv pip install --python /opt/venv/bin/python -e ".[${EXTRAS}]" \
+    && rm -rf build ./*.egg-info \
+    && /opt/venv/bin/python -m compileall -q -j 0 /opt/reactbench
 COPY docker/entrypoint.sh /usr/local/bin/reactbench-entrypoint
 RUN mkdir -p /opt/reactbench/runs /opt/reactbench/data /cache/huggingface \
     && chown reactbench:reactbench /opt/reactbench/runs /opt/reactbench/data /cache/huggingface
 USER 1000:1000
-WORKDIR /opt/reactbench
 
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/reactbench-entrypoint"]
 CMD ["worker"]

@@ -83,3 +83,18 @@ def test_compose_file_is_consistent_with_the_repository() -> None:
     assert served == pools, f"workers serve {served}, deployments use {pools}"
     gpu_reservation = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu_reservation["capabilities"] == ["gpu"]
+
+
+@pytest.mark.parametrize("command", ["worker", "setup"])
+def test_entrypoint_server_commands_say_they_need_prefect_in_one_line(command: str, tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "REACTBENCH_HOME": str(tmp_path)}
+    proc = subprocess.run(["sh", str(DOCKER / "entrypoint.sh"), command], capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.count("\n") == 1 and "PREFECT_API_URL" in proc.stderr and command in proc.stderr, proc.stderr
+
+
+def test_entrypoint_runs_other_commands_without_a_server(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "REACTBENCH_HOME": str(tmp_path)}
+    proc = subprocess.run(["sh", str(DOCKER / "entrypoint.sh"), "sh", "-c", "pwd; echo ran"], capture_output=True, text=True, env=env, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path), "ran"]
