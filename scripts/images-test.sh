@@ -107,10 +107,11 @@ log "GPU image: preflight and gpu_validate --size tiny on the CPU"
     >"$WORK/preflight.txt" 2>&1 || { tail -30 "$WORK/preflight.txt" >&2; fail "preflight in the GPU image"; }
 [ "$("$ENGINE" run --rm "$GPU" id -u)" != 0 ] || fail "the GPU image runs as root"
 "$ENGINE" run --rm -v "$REPO/benchmarks:/opt/reactbench/benchmarks:ro" -v "$REPO/tests:/opt/reactbench/tests:ro" \
-    "$GPU" python benchmarks/gpu_validate.py --size tiny >"$WORK/gpu_validate.txt" 2>&1 \
-    || { tail -30 "$WORK/gpu_validate.txt" >&2; fail "gpu_validate --size tiny in the GPU image"; }
-tail -1 "$WORK/gpu_validate.txt" | python3 -c 'import json, sys; json.load(sys.stdin)' \
-    || fail "gpu_validate did not end with a JSON line"
+    "$GPU" python benchmarks/gpu_validate.py --size tiny >"$WORK/gpu_validate.txt" 2>"$WORK/gpu_validate.err" \
+    || { tail -30 "$WORK/gpu_validate.err" >&2; fail "gpu_validate --size tiny in the GPU image"; }
+# Its JSON goes to stdout, the table to stderr.
+tail -1 "$WORK/gpu_validate.txt" | python3 -c 'import json, sys; assert json.load(sys.stdin)["size"] == "tiny"' \
+    || fail "gpu_validate's stdout did not end with its JSON line: $(tail -3 "$WORK/gpu_validate.txt")"
 
 python3 - "$cpu_mb" "$gpu_mb" "$cpu_s" "$gpu_s" "$demo_s" "$audit_fraction" "$compose_s" <<'PY'
 import json, sys

@@ -116,7 +116,8 @@ make_python_base() {
     fi
     ln -sf python3.11 "$root/usr/bin/python"
     rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/usr/share/doc "$root"/usr/share/man
-    tar -C "$root" -c . | "$ENGINE" import -q --change 'CMD ["python3.11"]' - "$LOCAL_PYTHON" >/dev/null
+    tar -C "$root" -c . | "$ENGINE" import --change 'CMD ["python3.11"]' - "$LOCAL_PYTHON" >"$root.log" 2>&1 \
+        || { cat "$root.log" >&2; rm -rf "$root"; exit 1; }
     rm -rf "$root" "$root.log"
     log "$LOCAL_PYTHON made in $((SECONDS - t0)) s"
 }
