@@ -78,7 +78,10 @@ cleanup() {
 trap cleanup EXIT
 test -f data/sample/.complete || fail "data/sample missing: make sample (the compose workers mount ../data read-only)"
 
-log "compose: Prefect server and CPU worker (from $CPU), then setup"
+# The server's port on the host: a free one, so a Prefect server already on 4200 does not clash.
+PREFECT_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+export PREFECT_PORT
+log "compose: Prefect server (host port $PREFECT_PORT) and CPU worker (from $CPU), then setup"
 down
 compose up -d prefect-server worker-cpu >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log" >&2; fail "compose up"; }
 compose run --rm --no-deps setup >"$WORK/setup.log" 2>&1 || { tail -30 "$WORK/setup.log" >&2; fail "compose setup"; }
