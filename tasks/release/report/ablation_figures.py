@@ -297,11 +297,11 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
         if answers:
             pooled, samples = _induction([(c, int(n)) for _, (c, n) in sorted(pooled_t.items())], [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
                                          seed_of(key, "(all models)"), n_boot)
-        per_hour = None if spent is None or spent == 0 else funnel.kept / (spent / 3600.0)
+        per_hour = None if not spent else funnel.kept / (spent / 3600.0)
         score = score_ci = score_samples = None
-        if per_hour is not None and pooled is not None and pooled.difference is not None and samples is not None:
-            score = per_hour * -pooled.difference / 100.0
-            score_samples = per_hour * -samples / 100.0
+        if per_hour and pooled is not None and pooled.difference is not None and samples is not None:  # an editor that kept nothing is not ranked
+            score = per_hour * -pooled.difference / 100.0 + 0.0  # + 0.0: no "-0"
+            score_samples = per_hour * -samples / 100.0 + 0.0
             lo, hi = np.percentile(score_samples, [2.5, 97.5])
             score_ci = [_r(lo), _r(hi)]
         lic = editor_licence(name)
@@ -328,12 +328,17 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
     if not scored:
         ranked = sorted((f for f in figures if f.per_hour is not None), key=lambda f: (-f.per_hour, f.editor))  # type: ignore[operator]
         why = ("no evaluation yet: run `reactbench eval` to weigh how strongly each editor's edits induce hallucination" if not evaluated
-               else "no control items were evaluated: build with `mine.control: true` to measure induction (targeted minus control)")
+               else "targeted minus control accuracy could not be measured: no task holds both evaluated targeted and control items "
+                    "of an editor (build with `mine.control: true`, and mind that an editor refusing a task's edits leaves it no side)")
         if not ranked:
             return Verdict(None, f"No editor can be recommended: no editor time or no {kept_what} items were recorded; {why}.")
         best = ranked[0]
         return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({best.per_hour:.4g}); {why}.")
     best = scored[0]
+    if best.score <= 0:  # type: ignore[operator]
+        return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control for any); "
+                                    f"{best.editor} comes closest ({best.score:.4g} items per device hour, 95% interval "
+                                    f"{best.score_ci95[0]:.4g} to {best.score_ci95[1]:.4g}).")  # type: ignore[index]
     text = (f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {best.score:.4g} "
             f"(95% interval {best.score_ci95[0]:.4g} to {best.score_ci95[1]:.4g}; {best.per_hour:.4g} {kept_what} items per hour, "  # type: ignore[index]
             f"targeted minus control accuracy {best.pooled.difference:+.1f} points).")  # type: ignore[union-attr]
