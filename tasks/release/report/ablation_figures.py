@@ -200,7 +200,8 @@ def _estimate(name: str, key: str, params: Mapping[str, Any]) -> tuple[float | N
     cost = edit_cost(load_table(), ESTIMATE_GPU, name, getattr(p, "model", None), plan, getattr(p, "steps", None), resolution_of(area), cls.edit_flops(p, key))
     if cost.s_per_edit is None:
         return None, f"unknown ({cost.note})"
-    return cost.s_per_edit, f"estimate ({cost.source} on {ESTIMATE_GPU}: {cost.note})"
+    note = cost.note.removeprefix("estimate: ")
+    return cost.s_per_edit, f"estimate ({cost.source} on {ESTIMATE_GPU}: {note}; nothing measured in this run)"
 
 
 def _induction(t_items: list[tuple[float, int]], c_items: list[tuple[float, int]], seed: int, n_boot: int) -> tuple[Induction, np.ndarray | None]:
