@@ -324,6 +324,8 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
 def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Verdict:
     """The editor with the most kept, hallucination-inducing items per device hour, and whether its
     lead over the next one is real (the 95% interval of the difference excludes 0)."""
+    from tasks.release.report.svg import significant as g
+
     kept_what = "accepted" if reviewed else "verified (not reviewed yet)"
     scored = sorted((f for f in figures if f.score is not None), key=lambda f: (-f.score, f.editor))  # type: ignore[operator]
     if not scored:
@@ -334,14 +336,14 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
         if not ranked:
             return Verdict(None, f"No editor can be recommended: no editor time or no {kept_what} items were recorded; {why}.")
         best = ranked[0]
-        return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({best.per_hour:.4g}); {why}.")
+        return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({g(best.per_hour)}); {why}.")
     best = scored[0]
     if best.score <= 0:  # type: ignore[operator]
         return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control for any); "
-                                    f"{best.editor} comes closest ({best.score:.4g} items per device hour, 95% interval "
-                                    f"{best.score_ci95[0]:.4g} to {best.score_ci95[1]:.4g}).")  # type: ignore[index]
-    text = (f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {best.score:.4g} "
-            f"(95% interval {best.score_ci95[0]:.4g} to {best.score_ci95[1]:.4g}; {best.per_hour:.4g} {kept_what} items per hour, "  # type: ignore[index]
+                                    f"{best.editor} comes closest ({g(best.score)} items per device hour, 95% interval "
+                                    f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}).")  # type: ignore[index]
+    text = (f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {g(best.score)} "
+            f"(95% interval {g(best.score_ci95[0])} to {g(best.score_ci95[1])}; {g(best.per_hour)} {kept_what} items per hour, "  # type: ignore[index]
             f"targeted minus control accuracy {best.pooled.difference:+.1f} points).")  # type: ignore[union-attr]
     if len(scored) == 1:
         return Verdict(best.editor, text + " No other editor could be scored.")
@@ -349,7 +351,7 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
     lead = best.samples - second.samples
     lo, hi = (float(v) for v in np.percentile(lead, [2.5, 97.5]))
     real = lo > 0
-    text += (f" Its lead over {second.editor} ({second.score:.4g}) is {best.score - second.score:.4g} (95% interval {lo:.4g} to {hi:.4g}): "  # type: ignore[operator]
+    text += (f" Its lead over {second.editor} ({g(second.score)}) is {g(best.score - second.score)} (95% interval {g(lo)} to {g(hi)}): "  # type: ignore[operator]
              + ("a real difference." if real else "not distinguishable at this size; evaluate more items before choosing on it."))
     return Verdict(best.editor, text, second.editor, [_r(lo), _r(hi)], real)  # type: ignore[list-item]
 

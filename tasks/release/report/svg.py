@@ -22,8 +22,14 @@ def _fmt(v: float | None, counts: bool = False) -> str:
 
 
 def significant(v: float | None, digits: int = 3) -> str:
-    """``digits`` significant figures (0.0123, 4.56, 1230): small seconds stay readable."""
-    return "n/a" if v is None else f"{v:.{digits}g}"
+    """``digits`` significant figures (0.0123, 4.56, 29,800): small seconds stay readable, large
+    counts keep their digits grouped instead of an exponent."""
+    if v is None:
+        return "n/a"
+    v += 0.0  # no "-0"
+    if abs(v) >= 10 ** (digits - 1):
+        return f"{round(v, digits - 1 - math.floor(math.log10(abs(v)))):,.0f}"
+    return f"{v:.{digits}g}"
 
 
 def radar(axes: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], title: str, size: int = 360) -> str:
