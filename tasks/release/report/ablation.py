@@ -195,6 +195,8 @@ def _induction_table(eds: list[Any], models: list[str]) -> str:
 def _verdict_html(summary: dict[str, Any]) -> str:
     from html import escape
 
+    from tasks.release.report.ablation_figures import rank_key
+
     v = summary["verdict"]
     parts = [f'<p class="verdict"><b>Verdict:</b> {escape(v.text)}</p>']
     ranked = [f for f in summary["editors"] if f.score is not None]
@@ -203,7 +205,7 @@ def _verdict_html(summary: dict[str, Any]) -> str:
                             "kept hallucination-inducing items / device hour", "95% interval"],
                            [[f.editor, significant(f.per_hour), f"{f.pooled.difference:+.1f}",
                              f"{f.pooled.ci95[0]:+.1f} to {f.pooled.ci95[1]:+.1f}", significant(f.score),
-                             f"{significant(f.score_ci95[0])} to {significant(f.score_ci95[1])}"] for f in sorted(ranked, key=lambda f: -f.score)]))
+                             f"{significant(f.score_ci95[0])} to {significant(f.score_ci95[1])}"] for f in sorted(ranked, key=rank_key)]))
     for w in summary["licence_warnings"]:
         parts.append(f'<p class="banner" role="alert">Licence: {escape(w)}</p>')
     u = summary["unedited"]

@@ -321,13 +321,18 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     }
 
 
+def rank_key(f: EditorFigures) -> tuple[float, float, str]:
+    """The verdict's order: score, then kept items per hour (a tie at 0 induction), then name."""
+    return (-(f.score or 0.0), -(f.per_hour or 0.0), f.editor)
+
+
 def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Verdict:
     """The editor with the most kept, hallucination-inducing items per device hour, and whether its
     lead over the next one is real (the 95% interval of the difference excludes 0)."""
     from tasks.release.report.svg import significant as g
 
     kept_what = "accepted" if reviewed else "verified (not reviewed yet)"
-    scored = sorted((f for f in figures if f.score is not None), key=lambda f: (-f.score, f.editor))  # type: ignore[operator]
+    scored = sorted((f for f in figures if f.score is not None), key=rank_key)
     if not scored:
         ranked = sorted((f for f in figures if f.per_hour is not None), key=lambda f: (-f.per_hour, f.editor))  # type: ignore[operator]
         why = ("no evaluation yet: run `reactbench eval` to weigh how strongly each editor's edits induce hallucination" if not evaluated
@@ -339,6 +344,10 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
         return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({g(best.per_hour)}); {why}.")
     best = scored[0]
     if best.score <= 0:  # type: ignore[operator]
+        if best.score == 0 and len(scored) > 1 and scored[1].score == 0:  # a tie at nothing: the hourly yield decides
+            return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy equals control for the "
+                                        f"first ones); by {kept_what} items per device hour alone {best.editor} leads ({g(best.per_hour)}, next "
+                                        f"{scored[1].editor} {g(scored[1].per_hour)}). Evaluate a model that looks at the images to weigh induction.")
         return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control for any); "
                                     f"{best.editor} comes closest ({g(best.score)} items per device hour, 95% interval "
                                     f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}).")  # type: ignore[index]
