@@ -237,6 +237,7 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     ``verdict``, ``licence_warnings``."""
     from editors.licences import editor_licence
     from editors.memory import GPUS_PER_REPLICA
+    from tasks.release.export.licences import licence_warnings
     from tasks.stages.edit import NO_EDITOR
 
     n_instr = instructions_to_edit(run)
@@ -297,7 +298,7 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
         pooled, samples = (None, None)
         if answers:
             pooled, samples = _induction([(c, int(n)) for _, (c, n) in sorted(pooled_t.items())], [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
-                                         seed_of(key, "(all models)"), n_boot)
+                                         seed_of(key, *sorted(answers)), n_boot)  # one model: its own draws, the same interval
         per_hour = None if not spent else funnel.kept / (spent / 3600.0)
         score = score_ci = score_samples = None
         if per_hour and pooled is not None and pooled.difference is not None and samples is not None:  # an editor that kept nothing is not ranked
@@ -307,8 +308,6 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
             score_ci = [_r(lo), _r(hi)]
         lic = editor_licence(name)
         figures.append(EditorFigures(key, name, lic.id, lic.commercial_use, funnel, cost, per_model, pooled, _r(per_hour), _r(score), score_ci, score_samples))  # type: ignore[arg-type]
-    from tasks.release.export.licences import licence_warnings
-
     warnings = licence_warnings([(f.editor, f.name, f.funnel.kept) for f in figures])
     return {
         "reviewed": accepted is not None,
