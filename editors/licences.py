@@ -61,7 +61,7 @@ def _declared(name: str) -> Licence | None:
 
     try:
         cls = editor_class(name)
-    except EditorError:
+    except (EditorError, ImportError):  # a report or export on an install without that editor's module still lists the table's licence
         return None
     lic = getattr(cls, "licence", None)
     return lic if isinstance(lic, Licence) else None
