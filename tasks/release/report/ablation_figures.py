@@ -345,7 +345,7 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
     if best.score <= 0:  # type: ignore[operator]
         if best.score == 0 and len(scored) > 1 and scored[1].score == 0:  # a tie at nothing: the hourly yield decides
             return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy equals control for the "
-                                        f"first ones); by {kept_what} items per device hour alone {best.editor} leads ({g(best.per_hour)}, next "
+                                        f"leading editors); by {kept_what} items per device hour alone {best.editor} leads ({g(best.per_hour)}, next "
                                         f"{scored[1].editor} {g(scored[1].per_hour)}). Evaluate a model that looks at the images to weigh induction.")
         return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control for any); "
                                     f"{best.editor} comes closest ({g(best.score)} items per device hour, 95% interval "
