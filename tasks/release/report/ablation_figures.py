@@ -342,14 +342,14 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
         best = ranked[0]
         return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({g(best.per_hour)}); {why}.")
     best = scored[0]
-    if best.score <= 0:  # type: ignore[operator]
-        if best.score == 0 and len(scored) > 1 and scored[1].score == 0:  # a tie at nothing: the hourly yield decides
-            return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy equals control for the "
-                                        f"leading editors); by {kept_what} items per device hour alone {best.editor} leads ({g(best.per_hour)}, next "
-                                        f"{scored[1].editor} {g(scored[1].per_hour)}). Evaluate a model that looks at the images to weigh induction.")
-        return Verdict(best.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control for any); "
-                                    f"{best.editor} comes closest ({g(best.score)} items per device hour, 95% interval "
-                                    f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}).")  # type: ignore[index]
+    if best.score <= 0:  # type: ignore[operator]  # nothing induces hallucination measurably: the hourly yield decides
+        by_yield = sorted(scored, key=lambda f: (-(f.per_hour or 0.0), f.editor))
+        lead = by_yield[0]
+        nxt = f", next {by_yield[1].editor} {g(by_yield[1].per_hour)}" if len(by_yield) > 1 else ""
+        return Verdict(lead.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control: "
+                                    f"the highest, {best.editor}'s, is {g(best.score)} items per device hour, 95% interval "
+                                    f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}); by {kept_what} items per device hour alone "  # type: ignore[index]
+                                    f"{lead.editor} leads ({g(lead.per_hour)}{nxt}). A larger evaluation, or a model that looks at the images, is needed to weigh induction.")
     text = (f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {g(best.score)} "
             f"(95% interval {g(best.score_ci95[0])} to {g(best.score_ci95[1])}; {g(best.per_hour)} {kept_what} items per hour, "  # type: ignore[index]
             f"targeted minus control accuracy {best.pooled.difference:+.1f} points).")  # type: ignore[union-attr]
