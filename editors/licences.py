@@ -3,12 +3,15 @@
 A benchmark that ships edited images inherits the terms of the model that drew them: FLUX.1
 Kontext dev and FLUX.2 klein 9B forbid commercial use of their outputs' model, Qwen-Image-Edit
 and FLUX.2 klein 4B are Apache-2.0. The release's dataset card and the ablation report list the
-licence per editor (``editors.registry.editor_licence``) and warn when non-commercial weights
+licence per editor (:func:`editor_licence`) and warn when non-commercial weights
 drew images in a release.
 
-Where a licence comes from, in order: the table of known checkpoints below; the ``license``
-field of the model card (``README.md`` front matter) in a local folder or the local Hugging
-Face cache; otherwise ``unknown``, which counts as not cleared for commercial use.
+Where a licence comes from, in order: the editor class's own ``licence(params)`` (editors
+without weights, SAM + LaMa, a third-party editor), else for model editors the table of known
+checkpoints below, then the ``license`` field of the model card (``README.md`` front matter) in a
+local folder or the local Hugging Face cache; otherwise ``unknown`` (``commercial_use`` None),
+which the card and the report flag as not cleared. The one lookup by an edit row's editor is
+:func:`editor_licence`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 # Model-card licence ids whose terms allow commercial use of the weights' outputs.
@@ -31,15 +35,22 @@ class Licence:
     and where this was read (``known checkpoint``, ``model card``, ``no weights``, ``unknown``)."""
 
     name: str
-    commercial_use: bool
+    commercial_use: bool | None
     source: str
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def label(self) -> str:
+        """What the card and the report print: the name and, unless commercial use is allowed, why to look."""
+        if self.commercial_use is None:
+            return f"{self.name} (commercial use unknown)"
+        return self.name if self.commercial_use else f"{self.name} (non-commercial)"
+
 
 NO_WEIGHTS = Licence("none (no model weights)", True, "no weights")
-UNKNOWN = Licence("unknown", False, "unknown")
+UNKNOWN = Licence("unknown", None, "unknown: check the weights' terms before redistributing")
 _APACHE = Licence("Apache-2.0", True, "known checkpoint")
 _FLUX_DEV_NC = Licence("FLUX.1 [dev] Non-Commercial License", False, "known checkpoint")
 _FLUX_NC = Licence("FLUX Non-Commercial License", False, "known checkpoint")
@@ -105,3 +116,16 @@ def weights_licence(ref: str | None) -> Licence:
     text = _card_text(ref)
     found = card_licence(text) if text else None
     return found or UNKNOWN
+
+
+def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Licence:
+    """The licence of the weights editor ``name`` (registered name) loads with ``params`` (an edit
+    row's ``editor_params_json`` ``params``); ``unknown`` when the editor cannot be loaded here (a
+    plugin uninstalled since the build) or its params no longer validate."""
+    from editors.base import EditorError
+    from editors.registry import licence_of
+
+    try:
+        return licence_of(name, params)
+    except (EditorError, ImportError, ValueError):
+        return UNKNOWN

@@ -135,14 +135,3 @@ def licence_of(name: str, params: Mapping[str, Any] | None = None) -> Any:
     """The ``editors.licences.Licence`` of editor ``name`` (registry name) with ``params``."""
     cls = editor_class(name)
     return cls.licence(cls(params).params)
-
-
-def editor_licence(label: str, config: Any) -> Any:
-    """The ``editors.licences.Licence`` of the configured editor whose rows carry ``label`` (the
-    ``editor`` column: its ``label``, else its name) in ``config`` (a ``BuildConfig``, or anything
-    with an ``editors`` list of ``EditorSpec``). Raises ``EditorError`` for a label the config does
-    not configure (``none``, the unedited pass-through rows, is no editor)."""
-    for spec in config.editors:
-        if spec.key == label:
-            return licence_of(spec.name, spec.params)
-    raise EditorError(f"no editor labelled {label!r} in the config; configured: {[s.key for s in config.editors]}")

@@ -57,7 +57,8 @@ def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_p
     from flows.config import config_from_dict
     from tasks.engine.base import RunContext
     from tasks.stages.edit import EditStage
-    from tasks.release.report.ablation import edit_rejects_per_editor, editor_rows, render_ablation_report, seconds_per_editor
+    from tasks.release.report.ablation import editor_rows, render_ablation_report
+    from tasks.release.report.ablation_figures import edit_rejects_per_editor, seconds_per_editor
     from tasks.engine.runner import run_stage
 
     objs = scene_objects[:4]

@@ -23,7 +23,7 @@ BOOTSTRAP = 2000
 ALL_EDITORS = "(all)"
 
 
-def _items(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, int]]:
+def item_credits(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, int]]:
     """Per item: (sum of question credits, questions) over the main set, modes pooled."""
     acc: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for r in collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main"):
@@ -35,6 +35,13 @@ def _items(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, int]]:
 
 def bootstrap_difference(targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP) -> tuple[float, float]:
     """95% percentile interval of accuracy(targeted) - accuracy(control), in points, resampling items."""
+    lo, hi = np.percentile(bootstrap_samples(targeted, control, seed, n_boot), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def bootstrap_samples(targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP) -> np.ndarray:
+    """The ``n_boot`` resampled differences accuracy(targeted) - accuracy(control), in points, items
+    (credit sum, questions) resampled with replacement; what a caller comparing two editors needs."""
     rng = np.random.default_rng(seed)
 
     def resample(items: list[tuple[float, int]]) -> np.ndarray:
@@ -43,12 +50,11 @@ def bootstrap_difference(targeted: list[tuple[float, int]], control: list[tuple[
         idx = rng.integers(0, len(items), size=(n_boot, len(items)))
         return 100.0 * c[idx].sum(axis=1) / n[idx].sum(axis=1)
 
-    diff = resample(targeted) - resample(control)
-    lo, hi = np.percentile(diff, [2.5, 97.5])
-    return float(lo), float(hi)
+    return resample(targeted) - resample(control)
 
 
-def _seed(*parts: str) -> int:
+def seed_of(*parts: str) -> int:
+    """A bootstrap seed from names (the same figures on every run)."""
     return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:8], "big")
 
 
@@ -61,8 +67,8 @@ def control_ablation(rows: Sequence[Mapping[str, Any]], n_boot: int = BOOTSTRAP)
         mine = [r for r in rows if editor == ALL_EDITORS or str(r.get("editor") or "") == editor]
         for task in sorted({str(r.get("task")) for r in mine}, key=task_order):
             of_task = [r for r in mine if r.get("task") == task]
-            t_items = list(_items([r for r in of_task if (r.get("variant") or TARGETED) != CONTROL]).values())
-            c_items = list(_items([r for r in of_task if r.get("variant") == CONTROL]).values())
+            t_items = list(item_credits([r for r in of_task if (r.get("variant") or TARGETED) != CONTROL]).values())
+            c_items = list(item_credits([r for r in of_task if r.get("variant") == CONTROL]).values())
             if not c_items:
                 continue
             t_acc = 100.0 * sum(c for c, _ in t_items) / sum(n for _, n in t_items) if t_items else None
@@ -78,7 +84,7 @@ def control_ablation(rows: Sequence[Mapping[str, Any]], n_boot: int = BOOTSTRAP)
                 "ci95": None,
             }
             if t_acc is not None:
-                lo, hi = bootstrap_difference(t_items, c_items, _seed(editor, task), n_boot)
+                lo, hi = bootstrap_difference(t_items, c_items, seed_of(editor, task), n_boot)
                 entry["difference"] = round(t_acc - c_acc, 4)
                 entry["ci95"] = [round(lo, 4), round(hi, 4)]
             out.append(entry)

@@ -10,6 +10,7 @@ import yaml
 
 from storage.task_spec import all_tasks, task_order
 from tasks.release.export.hf import configs_yaml
+from tasks.release.export.licences import licence_warnings
 
 SOURCES = {
     "visual_genome": (
@@ -44,19 +45,29 @@ def _order(tasks: list[str]) -> list[str]:
 
 
 def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verified: bool) -> list[dict[str, Any]]:
-    """Per editor: edits made, auto-QC pass rate, and (verified builds) human acceptance of the passed ones."""
+    """Per editor: edits made, auto-QC pass rate, (verified builds) human acceptance of the passed
+    ones, and the licence of its weights (editors/licences.py). Unedited items (dense counting's
+    ``none`` rows) are no editor's and are left out."""
+    from editors.licences import editor_licence
+    from tasks.stages.edit import NO_EDITOR
+
     out = []
-    for ed in sorted({e["editor"] for e in edits_all}):
+    for ed in sorted({e["editor"] for e in edits_all} - {NO_EDITOR}):
         mine = [e for e in edits_all if e["editor"] == ed]
         passed = [e for e in mine if e["status"] == "ok"]
         kept = [e for e in passed if e["id"] in kept_edit_ids]
         params = sorted({e["editor_params_json"] for e in mine})
+        doc = json.loads(params[0] or "{}")
+        name = doc.get("name") or ed
+        lic = editor_licence(name, doc.get("params"))
         out.append(
             {
                 "editor": ed,
+                "name": name,
                 "edits": len(mine),
                 "auto_qc_pass_rate": round(100.0 * len(passed) / len(mine), 2) if mine else None,
                 "human_acceptance": (round(100.0 * len(kept) / len(passed), 2) if passed else None) if verified else None,
+                "licence": lic,
                 "params": params[0] if len(params) == 1 else params,
             }
         )
@@ -93,6 +104,12 @@ def render_card(
             "> numbers on this release as benchmark results.",
             "",
         ]
+    released = Counter(ed for ed, _ in {(r.get("editor"), r["edit_id"]) for r in rows})
+    warnings = licence_warnings([(e["editor"], e["name"], e["licence"], released.get(e["editor"], 0)) for e in editors])
+    if warnings:
+        lines += ["> **EDITOR LICENCES.** Some images in this release were drawn by models whose weights restrict their use:"]
+        lines += [f"> - {w}" for w in warnings]
+        lines += [""]
     lines += [
         "A cause-driven multimodal-hallucination benchmark built with reactbench-pipeline: real annotated",
         "images are edited so that a model relying on priors rather than on the pixels answers wrongly.",
@@ -120,10 +137,13 @@ def render_card(
         desc, lic = SOURCES.get(s, (s, "see the source's terms"))
         lines.append(f"- **{s}**: {desc} {lic}")
     lines += ["- Edited images are derivatives of the source images and inherit their terms.", ""]
-    lines += ["## Editors", "", "| editor | edits | auto-QC pass % | human acceptance % | parameters |", "|---|---|---|---|---|"]
+    lines += ["## Editors", "", "| editor | edits | in this release | auto-QC pass % | human acceptance % | licence of its weights | parameters |",
+              "|---|---|---|---|---|---|---|"]
     for e in editors:
         acc = "not reviewed" if e["human_acceptance"] is None else e["human_acceptance"]
-        lines.append(f"| {e['editor']} | {e['edits']} | {e['auto_qc_pass_rate']} | {acc} | `{json.dumps(e['params'])}` |")
+        lines.append(f"| {e['editor']} | {e['edits']} | {released.get(e['editor'], 0)} | {e['auto_qc_pass_rate']} | {acc} | {e['licence'].label} | `{json.dumps(e['params'])}` |")
+    if "none" in released:
+        lines.append(f"\n{released['none']} item(s) of tasks that edit nothing (dense counting) show their source image unedited.")
     lines += ["", "## Models used to build it", ""]
     lines += [f"- `{m}`" for m in mllm_ids] or ["- (not recorded)"]
     lines += ["", "## Build configuration", ""]

@@ -1,9 +1,11 @@
-"""``reactbench report ablation``: editors side by side on the same instructions.
+"""``reactbench report ablation``: which editor to use, and the evidence.
 
-Per editor: auto-QC pass rate, the mean of every numeric auto-QC metric (preservation,
-change, ...), human acceptance (verified builds), downstream accuracy of each evaluated
-model on that editor's questions (lower = a harder benchmark), seconds per image, and
-thumbnails of the same instructions edited by each editor.
+At the top a verdict (tasks/release/report/ablation_figures.py): the editor giving the most kept,
+hallucination-inducing items per device hour, with intervals saying whether its lead is real;
+then per editor the yield from instruction to kept item, the cost per kept item, targeted minus
+control accuracy per evaluated model, the licence of its weights (a warning when non-commercial
+weights drew kept items), auto-QC details, downstream accuracy, side-by-side thumbnails and a
+verification gallery. Unedited items (dense counting) belong to no editor and are counted apart.
 """
 
 from __future__ import annotations
@@ -18,48 +20,17 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader
-from storage.stage_store import StageStore
-from tasks.release.metrics import accuracy
-from tasks.release.evaluate.schemas import ANSWERS
-from tasks.release.evaluate.run import list_evaluations
-from tasks.release.report.html import figure, page, table
-from tasks.release.report.svg import hbars
 from tasks.engine.suggest import suggest
+from tasks.release.evaluate.run import list_evaluations
+from tasks.release.evaluate.schemas import ANSWERS
+from tasks.release.metrics import accuracy
+from tasks.release.report.html import figure, page, table
+from tasks.release.report.svg import hbars, significant
+from tasks.stages.edit import NO_EDITOR
 
 
 class NoEdits(RuntimeError):
     """The run has no ``edit/edits`` to compare."""
-
-
-def edit_rejects_per_editor(run: RunFS) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-    """Per editor: requests refused as ``unsupported_edit`` (outside its capabilities), and the other
-    edit-stage rejects by reason (``verify_failed`` excluded: those edits are rows too)."""
-    reader = addresses.rejects("edit").reader(run)
-    unsupported: dict[str, int] = defaultdict(int)
-    other: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    if reader.exists():
-        for r in reader.iter_rows(columns=["reason", "payload_json"]):
-            ed = json.loads(r.get("payload_json") or "{}").get("editor")
-            if ed is None or r["reason"] == "verify_failed":
-                continue
-            if r["reason"] in ("unsupported_edit", "unsupported_edit_type"):
-                unsupported[ed] += 1
-            else:
-                other[ed][r["reason"]] += 1
-    return dict(unsupported), {k: dict(v) for k, v in other.items()}
-
-
-def seconds_per_editor(run: RunFS) -> dict[str, float]:
-    """Per editor key: editor wall seconds per computed item, from the edit manifest's timing record
-    (tasks/stages/edit.py ``timing_record``: kept for every build, outside the rows so they stay byte-identical)."""
-    from tasks.stages.edit import EditStage
-
-    manifest = StageStore(run, "edit", EditStage.outputs).read_manifest() or {}
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for rec in ((manifest.get("extra") or {}).get("timings") or {}).values():
-        totals[rec["key"]][0] += rec["seconds"]
-        totals[rec["key"]][1] += rec["items"]
-    return {k: s / n for k, (s, n) in totals.items() if n}
 
 
 # What each part of the report reads of an edit row (the candidate and instruction JSON stay on disk).
@@ -76,6 +47,8 @@ def editor_rows(edits: Iterable[Mapping[str, Any]], accepted: set[str] | None, u
     One pass over ``edits`` (``EDITOR_COLUMNS`` of each), which may be a stream: nothing is kept per edit."""
     sums: dict[str, dict[str, Any]] = defaultdict(lambda: {"edits": 0, "passed": 0, "accepted": 0, "verified": 0, "secs": [0, 0.0], "qc": defaultdict(lambda: [0, 0.0])})
     for e in edits:
+        if e["editor"] == NO_EDITOR:
+            continue
         acc = sums[e["editor"]]
         acc["edits"] += 1
         if e["status"] == "ok":
@@ -118,7 +91,7 @@ def downstream(run: RunFS) -> dict[str, dict[str, float | None]]:
     for folder in list_evaluations(run):
         answers = ArtifactReader(run, f"{folder}/answers", ANSWERS).iter_rows(["question_set", "status", "editor", "correct"])
         rows = (r for r in answers if r["question_set"] == "main" and r["status"] != "error")  # counted as they stream by
-        out[folder.split("/", 1)[1]] = {a["editor"]: a["accuracy"] for a in accuracy(rows, ["editor"])}
+        out[folder.split("/", 1)[1]] = {a["editor"]: a["accuracy"] for a in accuracy(rows, ["editor"]) if a["editor"] != NO_EDITOR}
     return out
 
 
@@ -140,7 +113,8 @@ def thumbnails(run: RunFS, edits: Iterable[Mapping[str, Any]], limit: int = 6) -
     images = ImageStore(run)
     by_instr: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in edits:
-        by_instr[e["instruction_id"]].append(e)
+        if e["editor"] != NO_EDITOR:
+            by_instr[e["instruction_id"]].append(e)
     chosen = sorted(by_instr.items(), key=lambda kv: (-len({e["editor"] for e in kv[1]}), kv[0]))[:limit]
     blocks = []
     for instr, group in chosen:
@@ -165,7 +139,7 @@ def gallery(run: RunFS, edits: Iterable[Mapping[str, Any]], per: int = 2) -> str
     images = ImageStore(run)
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for e in edits:
-        if e["editor"] != "none":
+        if e["editor"] != NO_EDITOR:
             group = groups[(e["task"], e["editor"])]
             group.append(e)
             if len(group) > per:
@@ -187,40 +161,109 @@ def gallery(run: RunFS, edits: Iterable[Mapping[str, Any]], per: int = 2) -> str
     return "\n".join(blocks) or '<p class="muted">no edits</p>'
 
 
+def _funnel_table(eds: list[Any], reviewed: bool) -> str:
+    head = ["editor", "licence", "instructions", "supported", "edited", "auto-QC pass", "verified", "with questions",
+            "accepted" if reviewed else "accepted (not reviewed)", "share of instructions kept %"]
+    rows = []
+    for f in eds:
+        n = f.funnel
+        rows.append([f.editor, f.licence if f.commercial_use else f"{f.licence} ({'non-commercial' if f.commercial_use is False else 'commercial use unknown'})",
+                     n.instructions, n.supported, n.edited, n.auto_qc_pass, n.verified, n.with_questions,
+                     "not reviewed" if n.accepted is None else n.accepted, n.share_accepted])
+    return table(head, rows)
+
+
+def _cost_table(eds: list[Any]) -> str:
+    rows = [[f.editor, significant(f.cost.s_per_edit), f.cost.source, f.cost.gpus, significant(f.cost.s_per_accepted_item), significant(f.per_hour)] for f in eds]
+    return table(["editor", "s / edit", "from", "devices per replica", "device s / kept item", "kept items / device hour"], rows)
+
+
+def _induction_table(eds: list[Any], models: list[str]) -> str:
+    def ci(i: Any) -> str:
+        return "n/a" if i is None or i.ci95 is None else f"{i.ci95[0]:+.1f} to {i.ci95[1]:+.1f}"
+
+    rows = []
+    for f in eds:
+        for label, ind in [*[(m, f.induction.get(m)) for m in models], *([("all models", f.pooled)] if len(models) > 1 else [])]:
+            if ind is None:
+                continue
+            diff = None if ind.difference is None else f"{ind.difference:+.1f}"
+            rows.append([f.editor, label, ind.targeted_items, ind.control_items, ind.targeted_accuracy, ind.control_accuracy, diff, ci(ind)])
+    return table(["editor", "model", "targeted items", "control items", "targeted acc. %", "control acc. %", "targeted - control (points)", "95% interval"], rows)
+
+
+def _verdict_html(summary: dict[str, Any]) -> str:
+    from html import escape
+
+    from tasks.release.report.ablation_figures import rank_key
+
+    v = summary["verdict"]
+    parts = [f'<p class="verdict"><b>Verdict:</b> {escape(v.text)}</p>']
+    ranked = [f for f in summary["editors"] if f.score is not None]
+    if ranked:
+        parts.append(table(["editor", "kept items / device hour", "targeted - control (points, all models)", "95% interval",
+                            "kept hallucination-inducing items / device hour", "95% interval"],
+                           [[f.editor, significant(f.per_hour), f"{f.pooled.difference:+.1f}",
+                             f"{f.pooled.ci95[0]:+.1f} to {f.pooled.ci95[1]:+.1f}", significant(f.score),
+                             f"{significant(f.score_ci95[0])} to {significant(f.score_ci95[1])}"] for f in sorted(ranked, key=rank_key)]))
+    for w in summary["licence_warnings"]:
+        parts.append(f'<p class="banner" role="alert">Licence: {escape(w)}</p>')
+    u = summary["unedited"]
+    if u["items"]:
+        parts.append(f'<p class="muted">{u["items"]} item(s) of tasks that edit nothing (dense counting) pass through unedited: '
+                     "they are no editor's and are left out of every comparison below.</p>")
+    parts.append('<p class="muted">Kept items: accepted by reviewers once the build is reviewed, else verified edits with questions. '
+                 "Device hour: an hour of the editor's device (a GPU, or the CPU for CPU editors) times the devices a replica holds. "
+                 "Hallucination-inducing items per hour: kept items per hour x (control - targeted accuracy) / 100; "
+                 "intervals from 2,000 bootstrap resamples of items (docs/eval.md, \"The editor ablation\").</p>")
+    return "\n".join(parts)
+
+
 def render_ablation_report(run: RunFS) -> str:
+    from tasks.release.report.ablation_figures import (
+        ablation_summary,
+        edit_rejects_per_editor,
+        seconds_per_editor,
+    )
+
     reader = addresses.EDITS.reader(run)
     if not reader.exists():
         raise NoEdits(f"{run.path(addresses.EDITS.folder)}: no edits found; run `{suggest('edit', '--run-dir', run.url)}` first")
-    vreader = addresses.VERIFIED_EDITS.reader(run)
-    if vreader.exists():
-        from tasks.review.export_set import require_export_set
-
-        require_export_set(run, ("verified_edits",))  # never half of an interrupted export
-    accepted = {e["id"] for e in vreader.iter_rows(columns=["id"])} if vreader.exists() else None
+    summary = ablation_summary(run)
+    accepted = {e["id"] for e in addresses.VERIFIED_EDITS.reader(run).iter_rows(columns=["id"])} if summary["reviewed"] else None
     unsupported, other = edit_rejects_per_editor(run)
     eds = editor_rows(reader.iter_rows(EDITOR_COLUMNS), accepted, unsupported, other, seconds_per_editor(run))
+    figs = summary["editors"]
     down = downstream(run)
     charts = [
+        hbars([(f.editor, f.funnel.share_accepted) for f in figs], "Share of instructions kept per editor"),
         hbars([(e["editor"], e["auto_qc_pass"]) for e in eds], "Auto-QC pass rate per editor"),
-        hbars([(e["editor"], e["human_acceptance"]) for e in eds], "Human acceptance per editor (of auto-QC passes)"),
+        hbars([(e["editor"], e["human_acceptance"]) for e in eds], "Human acceptance per editor (of verified edits)"),
     ]
-    top_s = max([e["seconds_per_image"] or 0.0 for e in eds] + [1e-9])
-    charts.append(hbars([(e["editor"], e["seconds_per_image"]) for e in eds], "Seconds per image", max_value=top_s, unit=" s"))
+    top_s = max([f.cost.s_per_edit or 0.0 for f in figs] + [1e-9])
+    charts.append(hbars([(f.editor, f.cost.s_per_edit) for f in figs], "Seconds per edit", max_value=top_s, unit=" s", fmt=significant))
     for model, per_editor in sorted(down.items()):
         charts.append(hbars([(e["editor"], per_editor.get(e["editor"])) for e in eds], f"Accuracy of {model} per editor (lower = harder)"))
     qc_keys = sorted({k for e in eds for k in e["qc_means"]})
-    summary = table(
-        ["editor", "supported", "unsupported", "verified", "failed verification", "edits", "auto-QC pass %", "human acceptance %", "s / image",
+    details = table(
+        ["editor", "supported", "unsupported", "verified", "failed verification", "edits", "auto-QC pass %", "human acceptance %",
          *[f"mean {k}" for k in qc_keys], *[f"acc. {m}" for m in sorted(down)]],
         [
-            [e["editor"], e["supported"], e["unsupported"], e["verified"], e["failed_verification"], e["edits"], e["auto_qc_pass"], e["human_acceptance"], e["seconds_per_image"], *[e["qc_means"].get(k) for k in qc_keys], *[down[m].get(e["editor"]) for m in sorted(down)]]
+            [e["editor"], e["supported"], e["unsupported"], e["verified"], e["failed_verification"], e["edits"], e["auto_qc_pass"], e["human_acceptance"],
+             *[e["qc_means"].get(k) for k in qc_keys], *[down[m].get(e["editor"]) for m in sorted(down)]]
             for e in eds
         ],
     )
+    induction = (_induction_table(figs, summary["models"]) if summary["models"]
+                 else f'<p class="muted">No evaluation yet: run `{suggest("eval", "--run-dir", run.url)}` (and build with mine.control: true for control items).</p>')
     sections = [
-        ("Editors", summary + '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>"),
+        ("Which editor", _verdict_html(summary)),
+        ("Yield: from instruction to kept item", _funnel_table(figs, summary["reviewed"])),
+        ("Cost per kept item", _cost_table(figs)),
+        ("Hallucination induction: targeted minus control accuracy", induction),
+        ("Editors in detail", details + '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>"),
         ("Side by side", thumbnails(run, reader.iter_shared_rows(PICTURE_COLUMNS))),
         ("Verification gallery", gallery(run, reader.iter_rows(GALLERY_COLUMNS))),
     ]
-    note = None if accepted is not None else "Human acceptance: not reviewed yet (no review/verified_edits)."
+    note = None if summary["reviewed"] else "Human acceptance: not reviewed yet (no review/verified_edits); kept items are verified edits with questions."
     return page("Editor ablation", sections, banner=note, subtitle=f"run {run.url}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Sequence
+from typing import Callable, Sequence
 
 PALETTE = ("#2f6db5", "#d9622b", "#3a9a5b", "#8a4fb8", "#c2a11f", "#1aa3a3", "#b8456b", "#6b6b6b")
 
@@ -19,6 +19,17 @@ def _fmt(v: float | None, counts: bool = False) -> str:
     if v is None:
         return "n/a"
     return str(int(round(v))) if counts else f"{v:.1f}"
+
+
+def significant(v: float | None, digits: int = 3) -> str:
+    """``digits`` significant figures (0.0123, 4.56, 29,800): small seconds stay readable, large
+    counts keep their digits grouped instead of an exponent."""
+    if v is None:
+        return "n/a"
+    v += 0.0  # no "-0"
+    if abs(v) >= 10 ** (digits - 1):
+        return f"{round(v, digits - 1 - math.floor(math.log10(abs(v)))):,.0f}"
+    return f"{v:.{digits}g}"
 
 
 def radar(axes: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], title: str, size: int = 360) -> str:
@@ -52,8 +63,11 @@ def radar(axes: Sequence[str], series: Sequence[tuple[str, Sequence[float | None
     return "\n".join(out)
 
 
-def hbars(items: Sequence[tuple[str, float | None]], title: str, width: int = 560, max_value: float = 100.0, unit: str = "%") -> str:
-    """Horizontal bars, one per (label, value); ``None`` values are drawn as n/a."""
+def hbars(items: Sequence[tuple[str, float | None]], title: str, width: int = 560, max_value: float = 100.0, unit: str = "%",
+          fmt: Callable[[float | None], str] | None = None) -> str:
+    """Horizontal bars, one per (label, value); ``None`` values are drawn as n/a. ``fmt`` writes a
+    value (default: one decimal, whole numbers without a unit); seconds that differ in the third
+    decimal need :func:`significant`."""
     bar_h, gap, left = 18, 6, 220
     height = max(1, len(items)) * (bar_h + gap) + 30
     scale = (width - left - 60) / (max_value or 1.0)
@@ -62,7 +76,7 @@ def hbars(items: Sequence[tuple[str, float | None]], title: str, width: int = 56
         y = 10 + i * (bar_h + gap)
         w = 0.0 if value is None else max(0.0, min(max_value, value)) * scale
         out.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="12">{escape(label)}</text>')
-        shown = _fmt(value, counts=not unit)
+        shown = fmt(value) if fmt else _fmt(value, counts=not unit)
         out.append(f'<rect class="bar" x="{left}" y="{y}" width="{max(w, 1.0):.1f}" height="{bar_h}" fill="{PALETTE[0]}"><title>{escape(label)}: {shown}</title></rect>')
         out.append(f'<text x="{left + w + 4:.1f}" y="{y + 13}" font-size="11">{shown}{escape(unit) if value is not None else ""}</text>')
     out.append("</svg>")
