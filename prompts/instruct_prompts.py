@@ -198,12 +198,6 @@ class ATEditPlan(_Output):
         return self
 
 
-def at_untouched_objects(fields: dict[str, Any]) -> list[str]:
-    """The ``untouched_objects`` hook of alteration tracing: the control object B', which its
-    control questions say did not change (the edit stage's verification holds the edit to it)."""
-    return [str(fields.get("B_prime") or "")]
-
-
 class DCAmbiguity(_Output):
     has_ambiguity: bool
     severity: Literal["none", "mild", "moderate", "severe"]

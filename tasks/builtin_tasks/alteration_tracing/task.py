@@ -32,7 +32,7 @@ TASK = TaskSpec(
         # -- build stages (instruct, edit, qa) --
         "instruct_prompt": "prompts.instruct_prompts:AT_EDIT_PLAN",
         "instruct_rules": "prompts.instruct_rules:at_edit_plan",
-        "untouched_objects": "prompts.instruct_prompts:at_untouched_objects",
+        "untouched_objects": f"{PKG}.instruct:untouched_objects",
         "analysis_fields": f"{PKG}.qa:analysis_fields",
         "qa_slots": f"{PKG}.qa:qa_slots",
         "qa_beaf": f"{PKG}.qa:qa_beaf",
