@@ -1,12 +1,12 @@
-"""Artifacts of an evaluation run (``<run>/eval/<model-slug>/...``), registered with storage."""
+"""Artifacts of an evaluation run (``<run>/eval/<model-slug>/...``)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from storage.schemas import ArtifactSchema, register
+from storage.schemas import ArtifactSchema
 
-ANSWERS = register(
+ANSWERS = (
     ArtifactSchema(
         "eval_answers",
         2,
@@ -50,7 +50,7 @@ ANSWERS = register(
     )
 )
 
-SUBCAUSES = register(
+SUBCAUSES = (
     ArtifactSchema(
         "eval_subcauses",
         2,
@@ -77,7 +77,7 @@ SUBCAUSES = register(
     )
 )
 
-SPANS = register(
+SPANS = (
     ArtifactSchema(
         "eval_spans",
         1,
