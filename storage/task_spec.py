@@ -153,6 +153,10 @@ class TaskSpec:
         task's question-template file (``tasks.stages.qa.templates``; required for questions).
     ``edits_image`` False makes the edit stage pass the task's instructions through unedited.
 
+    The ``extra`` names and their signatures are :data:`HOOKS`; a spec the core cannot run
+    (unknown name, wrong signature, malformed sub-causes, a judging rule the core does not ship)
+    raises :class:`TaskError` when it is made, naming the task's package and the field.
+
     Hooks (``"module:attr"`` strings or callables; ``None`` where the task has no such step):
     ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
     called by that source with its scan), ``modules`` (the task's own modules: the only places its
