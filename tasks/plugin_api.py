@@ -30,7 +30,13 @@ Shared vocabulary
   ``intersection``, ``intersects`` (boxes), ``colour_of``, ``colours_apart``, ``basic_name``,
   ``same_class``, ``cut_names``, ``names_mentioned``, ``region_words``, ``location_phrase``.
 Prompts (``instruct_prompt`` / ``analysis_prompt`` and their rules answers)
-  ``PromptSpec``, ``rules_answer``, ``EnglishStr``, ``ObjectName``, ``same_name``.
+  ``PromptSpec``, ``rules_answer``, ``PromptOutput`` and ``AnalysisOutput`` (answer schema
+  bases), field types ``EnglishStr``, ``ObjectName``, ``LocationPhrase``, ``PastPredicate``,
+  ``ThreeDistinct``, ``distinct``, ``same_name``, ``mentions_preservation``, ``ARTICLE_RE``; the
+  rules answers' seeded draws and word forms ``pick``, ``pick_options``, ``norm_text``,
+  ``a_or_an``, ``same_word``, ``attribute_slot``, ``box_center``, ``sha256_hex``; the word lists
+  of ``prompts/vocabulary.py`` (``COLOURS``, ``MATERIALS``, ``CA_VALUES``, ...) and
+  ``COUNTER_COLOURS``, ``colour_word``, ``overlap``, ``grown``, ``class_members``.
 Questions (``qa_slots``, ``qa_beaf``, ``analysis_fields``)
   ``Problem``, ``RenderSettings``, ``question_seed``, ``clean``, ``canonical``,
   ``with_article``, ``plural``.
@@ -109,6 +115,39 @@ _EXPORTS: dict[str, str] = {
     "same_name": "prompts.instruct_prompts:same_name",
     "find_duplicates": "prompts.dedup:find_duplicates",
     "transformers_embedder": "prompts.dedup:transformers_embedder",
+    # prompt building blocks and the rules answers' helpers (the built-ins' prompts use them)
+    "PromptOutput": "prompts.instruct_prompts:PromptOutput",
+    "mentions_preservation": "prompts.instruct_prompts:mentions_preservation",
+    "AnalysisOutput": "prompts.analysis_prompts:AnalysisOutput",
+    "ARTICLE_RE": "prompts.analysis_prompts:ARTICLE_RE",
+    "distinct": "prompts.fields:distinct",
+    "LocationPhrase": "prompts.fields:LocationPhrase",
+    "PastPredicate": "prompts.fields:PastPredicate",
+    "ThreeDistinct": "prompts.fields:ThreeDistinct",
+    "pick": "prompts.instruct_rules:pick",
+    "pick_options": "prompts.analysis_rules:pick_options",
+    "norm_text": "prompts.analysis_rules:norm_text",
+    "a_or_an": "prompts.analysis_rules:a_or_an",
+    "same_word": "prompts.analysis_rules:same_word",
+    "attribute_slot": "prompts.analysis_rules:attribute_slot",
+    "box_center": "prompts.locations:box_center",
+    "ABSURD_OBJECTS": "prompts.vocabulary:ABSURD_OBJECTS",
+    "ABSURD_ATTRIBUTES": "prompts.vocabulary:ABSURD_ATTRIBUTES",
+    "ATTRIBUTE_TYPE_BY_DIRECTION": "prompts.vocabulary:ATTRIBUTE_TYPE_BY_DIRECTION",
+    "CA_VALUES": "prompts.vocabulary:CA_VALUES",
+    "COLOURS": "prompts.vocabulary:COLOURS",
+    "MATERIALS": "prompts.vocabulary:MATERIALS",
+    "SPATIAL_PREDICATES": "prompts.vocabulary:SPATIAL_PREDICATES",
+    "MADE_DIRECTIONS": "prompts.vocabulary:MADE_DIRECTIONS",
+    "NATURAL_DIRECTIONS": "prompts.vocabulary:NATURAL_DIRECTIONS",
+    "NATURAL_HINTS": "prompts.vocabulary:NATURAL_HINTS",
+    "SUBSTITUTES": "prompts.vocabulary:SUBSTITUTES",
+    "COUNTER_COLOURS": "storage.colours:COUNTER_COLOURS",
+    "colour_word": "storage.colours:colour_word",
+    "overlap": "storage.boxes:overlap",
+    "grown": "storage.boxes:grown",
+    "class_members": "storage.names:class_members",
+    "sha256_hex": "storage.hashing:sha256_hex",
     # questions
     "Problem": "tasks.stages.qa.render:Problem",
     "RenderSettings": "tasks.stages.qa.render:RenderSettings",
@@ -173,3 +212,14 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     from tasks.stages.qa.render import Problem, RenderSettings
     from tasks.stages.qa.text import canonical, clean, plural, with_article
     from tasks.tools.audit import EditScene, ItemAudit, World
+    from prompts.analysis_prompts import ARTICLE_RE, AnalysisOutput
+    from prompts.analysis_rules import a_or_an, attribute_slot, norm_text, pick_options, same_word
+    from prompts.fields import LocationPhrase, PastPredicate, ThreeDistinct, distinct
+    from prompts.instruct_prompts import PromptOutput, mentions_preservation
+    from prompts.instruct_rules import pick
+    from prompts.locations import box_center
+    from prompts.vocabulary import ABSURD_ATTRIBUTES, ABSURD_OBJECTS, ATTRIBUTE_TYPE_BY_DIRECTION, CA_VALUES, COLOURS, MADE_DIRECTIONS, MATERIALS, NATURAL_DIRECTIONS, NATURAL_HINTS, SPATIAL_PREDICATES, SUBSTITUTES
+    from storage.boxes import grown, overlap
+    from storage.colours import COUNTER_COLOURS, colour_word
+    from storage.hashing import sha256_hex
+    from storage.names import class_members

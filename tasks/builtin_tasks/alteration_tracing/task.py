@@ -30,8 +30,8 @@ TASK = TaskSpec(
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:AT_EDIT_PLAN",
-        "instruct_rules": "prompts.instruct_rules:at_edit_plan",
+        "instruct_prompt": f"{PKG}.prompts:AT_EDIT_PLAN",
+        "instruct_rules": f"{PKG}.prompts:at_edit_plan",
         "untouched_objects": f"{PKG}.instruct:untouched_objects",
         "analysis_fields": f"{PKG}.qa:analysis_fields",
         "qa_slots": f"{PKG}.qa:qa_slots",

@@ -31,12 +31,12 @@ TASK = TaskSpec(
         "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:CA_INSTRUCTIONS",
-        "instruct_rules": "prompts.instruct_rules:ca_instructions",
+        "instruct_prompt": f"{PKG}.prompts:CA_INSTRUCTIONS",
+        "instruct_rules": f"{PKG}.prompts:ca_instructions",
         "instruct_rows": f"{PKG}.instruct:instruct_rows",
         "instruct_dedup": f"{PKG}.instruct:instruct_dedup",
-        "analysis_prompt": "prompts.analysis_prompts:CA_ANALYSIS",
-        "analysis_rules": "prompts.analysis_rules:ca_analysis",
+        "analysis_prompt": f"{PKG}.prompts:CA_ANALYSIS",
+        "analysis_rules": f"{PKG}.prompts:ca_analysis",
         "qa_slots": f"{PKG}.qa:qa_slots",
         "qa_templates": f"{PKG}:templates/counterfactual_attribute.yaml",
 

@@ -30,8 +30,8 @@ TASK = TaskSpec(
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:DC_AMBIGUITY",
-        "instruct_rules": "prompts.instruct_rules:dc_ambiguity",
+        "instruct_prompt": f"{PKG}.prompts:DC_AMBIGUITY",
+        "instruct_rules": f"{PKG}.prompts:dc_ambiguity",
         "instruct_rows": f"{PKG}.instruct:instruct_rows",
         "analysis_fields": f"{PKG}.qa:analysis_fields",
         "qa_slots": f"{PKG}.qa:qa_slots",

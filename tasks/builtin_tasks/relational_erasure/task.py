@@ -31,11 +31,11 @@ TASK = TaskSpec(
         "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:RE_INSTRUCTION",
-        "instruct_rules": "prompts.instruct_rules:re_instruction",
+        "instruct_prompt": f"{PKG}.prompts:RE_INSTRUCTION",
+        "instruct_rules": f"{PKG}.prompts:re_instruction",
         "instruct_rows": f"{PKG}.instruct:instruct_rows",
-        "analysis_prompt": "prompts.analysis_prompts:RE_ANALYSIS",
-        "analysis_rules": "prompts.analysis_rules:re_analysis",
+        "analysis_prompt": f"{PKG}.prompts:RE_ANALYSIS",
+        "analysis_rules": f"{PKG}.prompts:re_analysis",
         "qa_slots": f"{PKG}.qa:qa_slots",
         "qa_beaf": f"{PKG}.qa:qa_beaf",
         "qa_templates": f"{PKG}:templates/relational_erasure.yaml",
