@@ -252,9 +252,6 @@ DECISIONS = ArtifactSchema(
     ),
 )
 
-# The build's artifact schemas by name, for a reader given a name instead of a schema
-# (``storage.stage_store.read_artifact``'s default, ``get``); evaluation and review artifacts are
-# always passed as schemas (``tasks/release/evaluate/schemas.py``, ``tasks/review/stage.py``).
 REGISTRY: dict[str, ArtifactSchema] = {
     s.name: s
     for s in [
@@ -273,8 +270,13 @@ REGISTRY: dict[str, ArtifactSchema] = {
 }
 
 
+def register(schema: ArtifactSchema) -> ArtifactSchema:
+    """Add an artifact schema defined elsewhere (e.g. evaluation results) to the registry."""
+    REGISTRY[schema.name] = schema
+    return schema
+
+
 def get(name: str) -> ArtifactSchema:
-    """The schema named ``name`` (an unknown name lists the known ones)."""
     try:
         return REGISTRY[name]
     except KeyError:

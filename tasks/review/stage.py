@@ -19,11 +19,11 @@ from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
 from storage.review_db import DEFAULT_DB_NAME, redact, sqlite_url
-from storage.schemas import ArtifactSchema
+from storage.schemas import ArtifactSchema, register
 from storage.stage_store import MANIFEST, MARKERS, ShardResult, StageStore
 from tasks.engine.base import RunContext, Stage, chunk
 
-REVIEW_QUEUE = (
+REVIEW_QUEUE = register(
     ArtifactSchema(
         "review_queue",
         1,

@@ -12,7 +12,6 @@ from flows.config import CONFIG_DIR, config_from_dict
 from flows.runtime import run_pipeline
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
-from tasks.review.stage import REVIEW_QUEUE
 from tasks.stages.edit import needs_edit, passes_through
 
 
@@ -39,7 +38,7 @@ def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tm
     assert set(Counter(r["editor"] for r in edits)) == {"classical", "classical-ns"}
     questions = read_artifact(run, "qa", "questions").to_pylist()
     assert {"classical", "classical-ns"} <= set(Counter(q["editor"] for q in questions))  # (+ "none": dense counting)
-    queue = read_artifact(run, "review", "queue", REVIEW_QUEUE).to_pylist()
+    queue = read_artifact(run, "review", "queue", "review_queue").to_pylist()
     assert {"classical", "classical-ns"} <= {q["editor"] for q in queue if q["stage"] == "edit"}
     # both editors' edits of one instruction share the original image and the seed
     by_inst: dict[str, list[dict]] = {}

@@ -19,7 +19,6 @@ from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
-from tasks.release.evaluate.schemas import ANSWERS
 from tasks.release.evaluate.stage import EvalClients
 from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
@@ -93,7 +92,7 @@ def release(tmp_path_factory):
     for kind in REPLY_SETS:
         clients = EvalClients(ScriptedModel(kind, questions, image_bytes), RulesClient())
         out = run_eval(run, config, f"scripted:{kind}", clients=clients)
-        rows = ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows()
+        rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
         verdicts[kind] = {r["question_id"]: r["correct"] for r in rows}
         metrics[kind] = out.metrics
     return moved, questions, verdicts, metrics
@@ -249,7 +248,7 @@ def test_llm_judge_when_configured_gives_the_same_verdicts(release, lmms_tasks, 
         ours: dict[str, dict[str, bool]] = {}
         for kind in ("gold", "wrong"):
             out = run_eval(run, config, f"scripted:{kind}", clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge))
-            rows = ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows()
+            rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
             assert {r["judge"] for r in rows if r["qtype"] == "SA"} == {"llm"}
             ours[kind] = {r["question_id"]: r["correct"] for r in rows if r["qtype"] == "SA"}
         monkeypatch.setenv("REACTBENCH_JUDGE_BASE_URL", server.url)

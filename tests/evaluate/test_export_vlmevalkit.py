@@ -34,7 +34,6 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.metrics import accuracy, collapse_cyclic
 from tasks.release.evaluate.run import run_eval
-from tasks.release.evaluate.schemas import ANSWERS
 from tasks.release.evaluate.stage import EvalClients
 from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
@@ -116,7 +115,7 @@ def exported(tmp_path_factory):
     config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
     clients = EvalClients(ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient())
     outcome = run_eval(run, config, "scripted:mixed", clients=clients)
-    answers = ArtifactReader(run, f"{outcome.folder}/answers", ANSWERS).rows()
+    answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     return {"run": run, "root": root, "release": Path(out.root), "summary": summary, "questions": questions, "answers": answers, "metrics": outcome.metrics}
 
 

@@ -1,12 +1,12 @@
-"""Artifacts of an evaluation run (``<run>/eval/<model-slug>/...``)."""
+"""Artifacts of an evaluation run (``<run>/eval/<model-slug>/...``), registered with storage."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from storage.schemas import ArtifactSchema
+from storage.schemas import ArtifactSchema, register
 
-ANSWERS = (
+ANSWERS = register(
     ArtifactSchema(
         "eval_answers",
         2,
@@ -50,7 +50,7 @@ ANSWERS = (
     )
 )
 
-SUBCAUSES = (
+SUBCAUSES = register(
     ArtifactSchema(
         "eval_subcauses",
         2,
@@ -77,7 +77,7 @@ SUBCAUSES = (
     )
 )
 
-SPANS = (
+SPANS = register(
     ArtifactSchema(
         "eval_spans",
         1,
