@@ -41,7 +41,8 @@ Questions (``qa_slots``, ``qa_beaf``, ``analysis_fields``)
   ``Problem``, ``RenderSettings``, ``question_seed``, ``clean``, ``canonical``,
   ``with_article``, ``plural``.
 Evaluation and audit
-  ``EvalRules``, ``ItemAudit``, ``EditScene``, ``World``.
+  ``EvalRules`` (with ``annotations_of``, ``prior_hit``, ``option_letter``, ``mentions``: what
+  the rules backend's answers read), ``ItemAudit``, ``EditScene``, ``World``.
 """
 
 from __future__ import annotations
@@ -158,6 +159,10 @@ _EXPORTS: dict[str, str] = {
     "plural": "tasks.stages.qa.text:plural",
     # evaluation and audit
     "EvalRules": "prompts.eval_rules:EvalRules",
+    "annotations_of": "prompts.eval_rules:annotations_of",
+    "prior_hit": "prompts.eval_rules:prior_hit",
+    "option_letter": "prompts.eval_rules:option_letter",
+    "mentions": "prompts.eval_parsing:mentions",
     "ItemAudit": "tasks.tools.audit:ItemAudit",
     "EditScene": "tasks.tools.audit:EditScene",
     "World": "tasks.tools.audit:World",
@@ -193,7 +198,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     from miners.sources import SourceSpec
     from miners.vg_scan import Scan
     from prompts.dedup import find_duplicates, transformers_embedder
-    from prompts.eval_rules import EvalRules
+    from prompts.eval_parsing import mentions
+    from prompts.eval_rules import EvalRules, annotations_of, option_letter, prior_hit
     from prompts.fields import EnglishStr, ObjectName
     from prompts.instruct_prompts import same_name
     from prompts.locations import location_phrase, region_words

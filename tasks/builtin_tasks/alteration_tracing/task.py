@@ -39,7 +39,7 @@ TASK = TaskSpec(
         "qa_templates": f"{PKG}:templates/alteration_tracing.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": "prompts.eval_rules:CHANGE_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:CHANGE",
         "audit_checks": f"{PKG}.audit:audit_checks",
 

@@ -42,7 +42,7 @@ TASK = TaskSpec(
 
         # -- release side (audit, review, evaluation, export) --
         "prior_terms": f"{PKG}.evaluation:prior_terms",
-        "eval_rules": "prompts.eval_rules:ATTRIBUTE_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:OVERLAP",
         "audit_checks": f"{PKG}.audit:audit_checks",
 

@@ -38,7 +38,7 @@ TASK = TaskSpec(
         "qa_templates": f"{PKG}:templates/dense_counting.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": "prompts.eval_rules:COUNT_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:COUNT",
         "audit_item": f"{PKG}.audit:audit_item",
 

@@ -43,7 +43,7 @@ TASK = TaskSpec(
         # -- release side (audit, review, evaluation, export) --
         "prior_terms": f"{PKG}.evaluation:prior_terms",
         "subcause_facts": f"{PKG}.evaluation:subcause_facts",
-        "eval_rules": "prompts.eval_rules:ERASURE_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:DENIAL",
         "audit_checks": f"{PKG}.audit:audit_checks",
 
