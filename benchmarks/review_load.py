@@ -52,7 +52,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import httpx
 import numpy as np
@@ -72,6 +72,9 @@ from tasks.review.queue import ReviewQueue  # noqa: E402
 from tasks.review.stage import default_db_url, queue_rows  # noqa: E402
 
 JITTER = 0.5  # --start random: each pause is think time x U(0.5, 1.5)
+
+if TYPE_CHECKING:  # the annotation only; the benchmark imports aiohttp where it runs
+    import aiohttp
 
 
 def build_queue(run_dir: Path, n_items: int, url: str | None = None) -> str:

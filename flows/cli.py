@@ -93,7 +93,7 @@ def run_stages_cli(
         check_force_items(force_items or [], [e.key for e in cfg.editors])
     except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     started = time.perf_counter()
     try:
         with Progress(
@@ -109,10 +109,10 @@ def run_stages_cli(
         if getattr(exc, "report", None) is not None:
             render(exc.report, console)
         console.print(str(exc), style="red", markup=False)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     except (StageInputError, ShardFailed, ConfigError, KeyError) as exc:
         console.print(str(exc), style="red", markup=False)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     console.print(_summary_table(result.summaries))
     for s in result.summaries:  # what a stage wants the user to know (e.g. the review queue was reconciled)
         if s.extra.get("note"):

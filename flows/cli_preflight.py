@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
             report = run_preflight(cfg, gpus, gpu_memory_gb, run_dir=run_dir, items=items, gpu_name=gpu_name, window_h=window_h)
         except (ConfigError, ValueError) as exc:
             console.print(str(exc), style="red", markup=False, soft_wrap=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         render(report, console)
         if not report.ok:
             console.print(report.fix(), style="red", markup=False, soft_wrap=True)

@@ -1,5 +1,6 @@
 """The COCO-format source: candidates from one instances file (COCO, LVIS, ...) for every
-requested task whose spec has a ``coco`` miner (the built-ins: RE, AT and DC, below).
+requested task whose spec has a ``coco`` miner (the built-ins: RE, AT and DC, each in its own
+package ``tasks/builtin_tasks/<id>/miner.py``).
 
 The file is read once into a :class:`Scan` (objects, and co-occurrence links as relations) and a
 :class:`CocoRows` (which also holds the parsed file, ``rows.data``, and the unsafe classes per
@@ -9,10 +10,11 @@ How each built-in task reads it:
 - RE: COCO has no relationships, so the pair statistics count co-occurrence. Each image links
   every two categories present in it once (the largest instance of each, predicate ``with``);
   with ``count_unit: images`` C(A∩B) is then the number of images holding both and the same
-  ``relational.pair_table`` applies the same N_min / θ rule as for Visual Genome.
-- AT: the objects and boxes, through the same ``alteration.select``.
+  pair table of RE's miner applies the same N_min / θ rule as for Visual Genome.
+- AT: the objects and boxes, through the same selection as on Visual Genome.
 - DC: the count of one category in an image (non-crowd annotations), points at the box centres,
-  stratified over the DC section's ``bins`` like FSC147 (its ``splits`` do not apply); the
+  stratified over the DC section's ``bins`` like FSC147 (its ``splits`` do not apply;
+  :func:`select_counting`, which DC's miner calls); the
   instruct stage's ambiguity filter then judges them like FSC147's.
 
 What makes a count or an absence claim unsafe, and is therefore not used: a crowd region
@@ -35,12 +37,11 @@ from typing import Any
 import fsspec
 import numpy as np
 
-from miners import alteration, relational
 from miners.candidates import COCO as SOURCE
 from miners.candidates import Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
-from miners.config import DenseCountingParams, MineConfig
-from miners.dispatch import MineJob, miner_specs, run_miners
+from miners.config import MineConfig
+from miners.dispatch import miner_specs, run_miners
 from miners.fsc147 import bin_of
 from miners.result import MineResult
 from miners.sources import SourceSpec
@@ -189,7 +190,7 @@ def drop_unsure(sel: Selection, unsure: dict[tuple[int, str], str], path: str) -
     return out
 
 
-def select_counting(data: CocoData, params: DenseCountingParams, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str],
+def select_counting(data: CocoData, params: Any, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str],
                     task: str) -> tuple[Selection, int]:
     """DC candidates: (image, class) counts inside ``count_range``, drawn ``per_bin`` per bin;
     also the number of counts left out because the class is not exhaustively annotated there."""
@@ -241,36 +242,6 @@ def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path:
         "class_name": name, "target_name": name, "edit_type": "none", "fallback_chain": [],
         "context_json": canonical_json([]), "extra_json": canonical_json(extra),
     }
-
-
-def mine_relational(job: MineJob) -> None:
-    """RE on COCO: the pair statistics over co-occurrence links; candidates whose erased class may
-    have unannotated instances in the image become rejects."""
-    rows: CocoRows = job.rows
-    table = relational.pair_table(job.scan, job.params)
-    job.result.pair_table = relational.pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
-    if job.candidates:
-        sel = relational.select(job.scan, table, job.params, rows, job.seed, job.control, job.task)
-        job.result.add(drop_unsure(sel, rows.unsure, rows.data.path))
-    job.result.summary["pairs_kept"] = int(table.kept.sum())
-
-
-def mine_alteration(job: MineJob) -> None:
-    """AT on COCO: as on Visual Genome, without targets whose class may be missing instances."""
-    rows: CocoRows = job.rows
-    job.result.summary["crowded_images"] = int(alteration.crowded_images(job.scan, job.params).size)
-    if job.candidates:
-        job.result.add(drop_unsure(alteration.select(job.scan, job.params, rows, job.seed, job.task), rows.unsure, rows.data.path))
-
-
-def mine_counting(job: MineJob) -> None:
-    """DC on COCO: per-image class counts (see the module docstring)."""
-    rows: CocoRows = job.rows
-    if not job.candidates:
-        return
-    sel, skipped = select_counting(rows.data, job.params, job.seed, rows.locator, rows.unsure, job.task)
-    job.result.add(sel)
-    job.result.summary["dc_not_exhaustive"] = skipped
 
 
 def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Any | None = None) -> MineResult:

@@ -1,5 +1,5 @@
-"""The ``mine`` config section, and the built-in tasks' mining thresholds (SPEC section 3;
-defaults are the paper's settings).
+"""The ``mine`` config section (SPEC section 3). Each task's own thresholds are the Section
+class its spec's ``params`` names (the built-ins': ``tasks/builtin_tasks/<id>/params.py``).
 
 Per-task settings come from the task registry (``storage/task_spec.py``): ``mine.<task id>``
 validates against the Section class its spec's ``params`` hook names, and every registered task
@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError, core_schema
 
-from storage.config_base import FloatRange, IntEdges, IntRange, Section
+from storage.config_base import Section
 from storage.task_spec import TaskError, all_tasks, check_task_id, task_ids, task_spec
 
 class TaskId(str):
@@ -25,46 +25,6 @@ class TaskId(str):
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(check_task_id, core_schema.str_schema())
-
-
-class RelationalErasureParams(Section):
-    n_min: int = Field(50, ge=1, description="minimum C(A∩B) for a pair to be kept")
-    theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum max(P(B|A), P(A|B))")
-    count_unit: Literal["images", "relations"] = Field("images", description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)")
-    area_range: FloatRange = Field((0.005, 0.5), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
-    images_per_pair: int = Field(20, ge=1, description="at most this many candidate images per kept pair (seeded sample)")
-    control: bool | None = Field(None, description="emit control variants; None follows mine.control")
-
-
-class CounterfactualAttributeParams(Section):
-    n_min: int = Field(50, ge=1, description="minimum C(o∩a) for an object-attribute pair to be kept")
-    theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum P(a|o)")
-    top_k: int = Field(3, ge=1, description="dominant attributes kept per object")
-    area_range: FloatRange = Field((0.05, 0.8), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image")
-    images_per_attribute: int = Field(20, ge=1, description="at most this many candidate instances per (object, attribute)")
-    control: bool | None = Field(None, description="emit control variants; None follows mine.control")
-
-
-class AlterationTracingParams(Section):
-    min_objects: int = Field(15, ge=0, description="images need more than this many annotated objects")
-    max_target_area: float = Field(0.2, gt=0.0, le=1.0, description="target objects must cover less than this fraction of the image")
-    min_target_area: float = Field(0.001, ge=0.0, le=1.0, description="skip specks smaller than this fraction")
-    max_images: int = Field(200, ge=1, description="at most this many AT candidate images (seeded sample)")
-    edit_types: tuple[str, ...] = Field(("delete", "add", "replace", "move"), description="AT edit types assigned in balanced seeded rotation (the others form the fallback chain)")
-
-    @model_validator(mode="after")
-    def _area_bounds_ordered(self) -> "AlterationTracingParams":
-        """min/max target area form one range: inverted, no object qualifies."""
-        if self.min_target_area >= self.max_target_area:
-            raise ValueError(f"min_target_area {self.min_target_area} must be below max_target_area {self.max_target_area}")
-        return self
-
-
-class DenseCountingParams(Section):
-    count_range: IntRange = Field((10, 200), description="inclusive [low, high] range of object counts (annotated points) of DC images")
-    bins: IntEdges = Field((10, 25, 50, 100, 200), description="count bin edges for stratified DC sampling (at least two, increasing)")
-    per_bin: int = Field(20, ge=1, description="DC images drawn per count bin")
-    splits: tuple[str, ...] = Field(("train", "val", "test"), description="keys of Train_Test_Val_FSC_147.json to draw DC images from")
 
 
 def task_params_class(task: str) -> type[Section] | None:
@@ -182,5 +142,4 @@ def _position(task: str) -> int:
     return ids.index(task) if task in ids else len(ids)
 
 
-__all__ = ["AlterationTracingParams", "CounterfactualAttributeParams", "DenseCountingParams", "MineConfig", "RelationalErasureParams",
-           "TaskError", "TaskId", "task_params_class"]
+__all__ = ["MineConfig", "TaskError", "TaskId", "task_params_class"]

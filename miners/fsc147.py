@@ -1,4 +1,4 @@
-"""FSC147 reader and dense-counting (SPEC 3, DC) selection.
+"""FSC147 reader and the count-stratified selection that dense counting's miner calls (SPEC 3, DC).
 
 Published files: ``annotation_FSC147_384.json`` (an object keyed by image file name, each
 with ``H``, ``W``, ``points``, ``box_examples_coordinates`` (four corners per exemplar),
@@ -21,8 +21,6 @@ import fsspec
 import msgspec
 
 from miners.candidates import FSC, Selection, seeded_names
-from miners.config import DenseCountingParams
-from miners.dispatch import MineJob
 from miners.jsonstream import decode_file
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
@@ -137,15 +135,7 @@ def bin_of(count: int, edges: tuple[int, ...]) -> int | None:
     return None
 
 
-def mine(job: MineJob) -> None:
-    """The task's miner on FSC147 (``job.scan`` is the :class:`FSCData`): stratified candidates,
-    and per split how many annotated images the configured ``splits`` leave out."""
-    if job.candidates:
-        job.result.add(select(job.scan, job.params, job.seed, job.task))
-    job.result.summary.update(split_counts(job.scan, job.params.splits))
-
-
-def select(data: FSCData, params: DenseCountingParams, seed: int, task: str) -> Selection:
+def select(data: FSCData, params: Any, seed: int, task: str) -> Selection:
     sel = Selection(rejects=list(data.problems))
     lo, hi = params.count_range
     bins: dict[int, list[str]] = {}
@@ -175,7 +165,7 @@ def select(data: FSCData, params: DenseCountingParams, seed: int, task: str) -> 
     return sel
 
 
-def _row(data: FSCData, name: str, b: int, params: DenseCountingParams, sel: Selection, task: str) -> dict[str, Any] | None:
+def _row(data: FSCData, name: str, b: int, params: Any, sel: Selection, task: str) -> dict[str, Any] | None:
     a = data.annotations[name]
     path = posixpath.join(data.root, IMAGES, name)
     if not _exists(path):

@@ -1,4 +1,4 @@
-"""The catalogue of prompts: every built-in prompt spec, listed here, plus those tasks and plugins bring.
+"""The catalogue of prompts: the core's own prompt specs (verification, evaluation), listed here, plus those tasks and plugins bring.
 
 The prompt modules define their specs as plain values and register nothing; this module names
 them, so which prompts exist is written down in one place instead of being discovered by
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from prompts import analysis_prompts, eval_prompts, instruct_prompts, verify_prompts
+from prompts import eval_prompts, verify_prompts
 from prompts.spec import PromptSpec
 from storage.task_spec import all_tasks, task_hook
 
@@ -36,12 +36,6 @@ def _checked(spec: PromptSpec) -> PromptSpec:
 def builtin_prompts() -> dict[str, PromptSpec]:
     """Name -> spec of every prompt this package defines (each template checked to exist)."""
     specs = [
-        instruct_prompts.RE_INSTRUCTION,
-        instruct_prompts.CA_INSTRUCTIONS,
-        instruct_prompts.AT_EDIT_PLAN,
-        instruct_prompts.DC_AMBIGUITY,
-        analysis_prompts.RE_ANALYSIS,
-        analysis_prompts.CA_ANALYSIS,
         verify_prompts.VERIFY_EDIT,
         *eval_prompts.ANSWER_SPECS.values(),
         eval_prompts.SA_JUDGE,

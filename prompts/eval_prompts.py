@@ -11,9 +11,9 @@ evaluation itself (answer, score, judge, attribute, spans) in ``tasks/release/ev
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 
 from prompts.eval_parsing import HALLUCINATION_TYPES
 from prompts.spec import PromptSpec
@@ -37,8 +37,6 @@ def subcauses(task: str) -> tuple[tuple[str, str, str], ...]:
     spec = all_tasks().get(task)
     return tuple(spec.subcauses) if spec else ()
 
-
-SUBCAUSE_LABELS = ("SC-1", "SC-2", "SC-3", "other")
 
 # MHALO's twelve types (papers/mhalo.txt Table 1; wording ours).
 TYPE_DEFINITIONS: dict[str, str] = {
@@ -90,14 +88,17 @@ class ExtractedAnswer(_Out):
 
 
 class SubcauseLabel(_Out):
-    label: Literal["SC-1", "SC-2", "SC-3", "other"]
+    """One of the task's codes SC-1..SC-n (``TaskSpec.subcauses``: a task declares as many as it
+    needs, the prompt lists them) or ``other``."""
+
+    label: Annotated[str, StringConstraints(pattern=r"^(SC-[1-9][0-9]*|other)$")]
     rationale: str = ""
 
     @field_validator("label", mode="before")
     @classmethod
     def _norm_label(cls, v: Any) -> Any:
         s = str(v).strip().strip(".").upper().replace("SC", "SC-").replace("--", "-").replace(" ", "")
-        m = re.search(r"SC-?([123])", s)
+        m = re.search(r"SC-?([1-9][0-9]*)", s)
         if m:
             return f"SC-{m.group(1)}"
         return "other" if s.lower() in ("OTHER", "UNCLASSIFIABLE") or "OTHER" in s or "UNCLASSIFIABLE" in s else v

@@ -7,16 +7,15 @@
   (``eval_extract``): the rules parser again;
 - sub-causes and spans: keyword heuristics over the reasoning text.
 
-What differs per task is one :class:`EvalRules` object, the task's ``eval_rules`` hook
-(:data:`ERASURE_RULES`, :data:`ATTRIBUTE_RULES`, :data:`CHANGE_RULES`, :data:`COUNT_RULES` for
-the built-in tasks); the judge's rule is its ``sa_judge`` hook.
+What differs per task is one :class:`EvalRules` object, the task's ``eval_rules`` hook (the
+built-in tasks' in ``tasks/builtin_tasks/<id>/evaluation.py``; :data:`PRIOR_RULES` without
+one); the judge's rule is its ``sa_judge`` hook.
 
 Nothing registers itself on import: :data:`RULES` is listed by ``prompts.rules.builtin_rules``.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from prompts.eval_parsing import extract_choice, extract_yes_no, mentions, negated_mention, render_tagged, spans_from_phrases
@@ -26,17 +25,14 @@ from prompts.rules_api import RulesFn
 from storage.task_spec import task_hook
 
 
-def _ann(ctx: dict[str, Any]) -> dict[str, Any]:
+def annotations_of(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The item's gathered annotations in an evaluation prompt's context."""
     return ctx.get("annotations") or {}
 
 
-def _prior_hit(text: str, ann: dict[str, Any]) -> bool:
+def prior_hit(text: str, ann: dict[str, Any]) -> bool:
+    """Whether ``text`` states one of the item's prior terms (not negated)."""
     return any(mentions(text, t) and not negated_mention(text, t) for t in ann.get("prior_terms") or [] if t)
-
-
-_ACTIVITY = re.compile(r"\b\w+ing\b")
-_SCENE = re.compile(r"\b(scene|setting|place|kitchen|street|room|beach|park|usually|typically|commonly|often)\b", re.I)
-_SAME = re.compile(r"\b(identical|same|unchanged|no change|nothing changed|not changed|no object was|nothing was)\b", re.I)
 
 
 class EvalRules:
@@ -68,144 +64,28 @@ class EvalRules:
 
 def _prior_answer(ctx: dict[str, Any]) -> str:
     """What an annotation-only reader says from the prior: it accepts the original scene."""
-    ann, qtype, q = _ann(ctx), ctx.get("qtype"), str(ctx.get("question", ""))
+    ann, qtype, q = annotations_of(ctx), ctx.get("qtype"), str(ctx.get("question", ""))
     if qtype == "YN":
-        return "Yes" if _prior_hit(q, ann) else "No"
+        return "Yes" if prior_hit(q, ann) else "No"
     if qtype == "MC":
         opts = list(ctx.get("options_list") or [])
-        pick = next((i for i, o in enumerate(opts) if _prior_hit(o, ann)), None)
-        if pick is None and _prior_hit(q, ann):  # a premise question: accept the premise
+        pick = next((i for i, o in enumerate(opts) if prior_hit(o, ann)), None)
+        if pick is None and prior_hit(q, ann):  # a premise question: accept the premise
             pick = next((i for i, o in enumerate(opts) if not is_denial(o)), None)
-        return _letter(opts, pick)
+        return option_letter(opts, pick)
     if ann.get("target_name"):
         return f"I can see {ann['target_name']} there."
     return "I cannot tell."
 
 
-def _letter(opts: list[str], pick: int | None) -> str:
+def option_letter(opts: list[str], pick: int | None) -> str:
+    """The letter of option ``pick`` (``A`` when none is picked)."""
     letters = [chr(65 + i) for i in range(len(opts))]
     return letters[pick if pick is not None else 0] if letters else "A"
 
 
-class ErasureRules(EvalRules):
-    """Something that usually appears with its partner was erased: the prior says it is there."""
-
-    def reasoning(self, ctx: dict[str, Any]) -> str:
-        return f"The scene is the kind of place where {_ann(ctx).get('target_name') or 'this object'} is usually found, so it should be there."
-
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
-        if _SCENE.search(response):
-            return "SC-3"
-        if any(w not in ("nothing", "something", "thing", "looking", "morning", "during") for w in _ACTIVITY.findall(response)):
-            return "SC-2"
-        return "SC-1"
-
-
-class AttributeRules(EvalRules):
-    """An object's typical attribute was changed: the prior says the usual one."""
-
-    def answer(self, ctx: dict[str, Any]) -> str | None:
-        ann = _ann(ctx)
-        if ctx.get("qtype") not in ("YN", "MC") and ann.get("original_attribute"):
-            return f"It is {ann['original_attribute']}."
-        return None
-
-    def reasoning(self, ctx: dict[str, Any]) -> str:
-        return f"Objects like this are typically {_ann(ctx).get('original_attribute') or 'as usual'}, so that is what I expect here."
-
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
-        new = str(facts.get("new_attribute") or "")
-        if new and mentions(response, new) and re.search(r"\b(but|however|actually|though)\b", response):
-            return "SC-3"
-        if re.search(r"\b(typically|usually|commonly|normally|known|expect)\b", response):
-            return "SC-1"
-        return "SC-2"
-
-    def span_type(self, facts: dict[str, Any]) -> str:
-        kind = str(facts.get("attribute_type", "")).lower()
-        return "Color Attribute" if "colo" in kind else "Shape Attribute" if "shape" in kind else "Knowledge Error"
-
-
-class ChangeRules(EvalRules):
-    """One small edit separates two pictures: the baseline sees no change."""
-
-    def answer(self, ctx: dict[str, Any]) -> str | None:
-        qtype, q = ctx.get("qtype"), str(ctx.get("question", ""))
-        if qtype == "YN":
-            return "Yes" if _SAME.search(q) else "No"
-        if qtype == "MC":
-            opts = list(ctx.get("options_list") or [])
-            return _letter(opts, next((i for i, o in enumerate(opts) if re.search(r"\b(nothing|no object|unchanged|no change)\b", o, re.I)), None))
-        return "Nothing changed between the two pictures."
-
-    def reasoning(self, ctx: dict[str, Any]) -> str:
-        return "Both pictures show the same objects in the same places; they look identical."
-
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
-        if re.search(r"\b(identical|same|no difference|no change)\b", response):
-            return "SC-1"
-        if re.search(r"\b(changed|moved|removed|added|replaced|different)\b", response):
-            return "SC-3"
-        return "SC-2"
-
-    def span_type(self, facts: dict[str, Any]) -> str:
-        return "Spatial Relation"
-
-    def span_phrases(self, response: str, facts: dict[str, Any]) -> list[str]:
-        return ["identical", "the same", "no change"]
-
-
-class CountRules(EvalRules):
-    """Many similar objects with a known count: the baseline counts right from the points."""
-
-    def answer(self, ctx: dict[str, Any]) -> str | None:
-        ann, qtype, q = _ann(ctx), ctx.get("qtype"), str(ctx.get("question", ""))
-        count = ann.get("count")
-        if count is None:
-            return None
-        if qtype == "YN":
-            nums = [int(n) for n in re.findall(r"\d+", q)]
-            if len(nums) >= 2:
-                return "Yes" if nums[0] <= count <= nums[1] else "No"
-            return "Yes" if nums and nums[0] == count else "No"
-        if qtype == "MC":
-            opts = list(ctx.get("options_list") or [])
-            pick = None
-            for i, o in enumerate(opts):
-                nums = [int(n) for n in re.findall(r"\d+", o)]
-                if (len(nums) == 1 and nums[0] == count) or (len(nums) >= 2 and nums[0] <= count <= nums[1]):
-                    pick = i
-                    break
-            return _letter(opts, pick)
-        if re.search(r"\brange\b", q, re.I):
-            return f"{max(0, count - 2)}-{count + 2}"
-        return str(count)
-
-    def reasoning(self, ctx: dict[str, Any]) -> str:
-        return f"Counting the instances one by one I reach {_ann(ctx).get('count')}."
-
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
-        if re.search(r"\b(rows?|columns?|grid|pattern|arranged|per row)\b", response):
-            return "SC-2"
-        if re.search(r"\bone by one\b|\b\d+\s*,\s*\d+\s*,\s*\d+", response):
-            return "SC-3"
-        return "SC-1"
-
-    def span_type(self, facts: dict[str, Any]) -> str:
-        return "Numerical Attribute"
-
-    def span_phrases(self, response: str, facts: dict[str, Any]) -> list[str]:
-        if facts.get("count") is None:
-            return []
-        return sorted({n for n in re.findall(r"\b\d+\b", response) if n != str(facts["count"])})
-
-
-# The ``eval_rules`` hooks of the built-in tasks (tasks/builtin_tasks/<id>.py name them).
+# What a task without an ``eval_rules`` hook gets (the built-ins' hooks are in their packages).
 PRIOR_RULES = EvalRules()
-ERASURE_RULES = ErasureRules()
-ATTRIBUTE_RULES = AttributeRules()
-CHANGE_RULES = ChangeRules()
-COUNT_RULES = CountRules()
 
 
 def rules_for(task: Any) -> EvalRules:
@@ -221,7 +101,7 @@ def judge_rule(task: Any) -> str:
 
 def baseline_answer(ctx: dict[str, Any]) -> str:
     """What an annotation-only reader says: the original scene, unchanged."""
-    ann, q = _ann(ctx), str(ctx.get("question", ""))
+    ann, q = annotations_of(ctx), str(ctx.get("question", ""))
     if ctx.get("qtype") == "YN" and ctx.get("question_set") == "beaf":
         return "Yes" if any(mentions(q, o) for o in ann.get("objects") or [] if o) else "No"
     own = rules_for(ctx.get("task")).answer(ctx)

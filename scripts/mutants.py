@@ -104,7 +104,7 @@ MUTANTS = [
         sub_once(r'if kind != "attribute" else None', 'if kind == "remove" else None'), ("tests/editors/test_edit_verify.py",),
     ),
     Mutant(
-        "remaining-claim-unchecked", "tasks/stages/qa/synthesis.py", "an RE analysis naming an object the edit cut into still yields questions",
+        "remaining-claim-unchecked", "tasks/builtin_tasks/relational_erasure/qa.py", "an RE analysis naming an object the edit cut into still yields questions",
         sub_once(r"    if named:\n        return \[Problem\(", "    if False:\n        return [Problem("), ("tests/qa/test_re_claims.py",),
     ),
     Mutant(
@@ -112,15 +112,15 @@ MUTANTS = [
         sub_once(r"return bool\(o\[\"shows\"\]\)", "return True"), ("tests/qa/test_audit.py",),
     ),
     Mutant(
-        "theta-relational", "miners/relational.py", "P >= theta compared with > (no pair exactly at theta)",
+        "theta-relational", "tasks/builtin_tasks/relational_erasure/miner.py", "P >= theta compared with > (no pair exactly at theta)",
         sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
     ),
     Mutant(
-        "theta-attribute", "miners/attribute.py", "P >= theta compared with > (no attribute exactly at theta)",
+        "theta-attribute", "tasks/builtin_tasks/counterfactual_attribute/miner.py", "P >= theta compared with > (no attribute exactly at theta)",
         sub_once(r">=(?=\s*[\w.]*\btheta\b)", ">"), ("tests/miners",),
     ),
     Mutant(
-        "react-score-ca-weight-changed", "tasks/builtin_tasks/counterfactual_attribute.py", "the CA React-Score weight (TaskSpec.weight) 0.2 made 0.3",
+        "react-score-ca-weight-changed", "tasks/builtin_tasks/counterfactual_attribute/task.py", "the CA React-Score weight (TaskSpec.weight) 0.2 made 0.3",
         sub_once(r"weight=0\.2\b", "weight=0.3"), ("tests/evaluate/test_metrics.py", "tests/evaluate/test_metrics_schemes.py"),
     ),
     Mutant(

@@ -45,3 +45,13 @@ def cut_objects_of(edit: Mapping[str, Any], owner: str) -> list[dict[str, Any]]:
     was off or the edit predates the record. What no question may name as still there."""
     verdict = load_json_column(edit.get("qc_json"), "qc_json", owner).get("verification") or {}
     return [c for c in (verdict.get("checks") or {}).get("cut_objects") or [] if isinstance(c, dict)]
+
+
+def instruction_fields(row: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """An instruction's structured fields: ``fields_json`` of an instruction row, carried forward
+    as ``instruction_fields_json`` by its edit rows. The one decoder of that payload, so every
+    stage applies one rule: absent is ``{}``; malformed JSON or a value that is not a JSON object
+    raises ``ValueError`` naming ``owner`` and the column (the edit stage makes it a
+    ``bad_request`` reject; nothing reads it as ``{}``)."""
+    column = "instruction_fields_json" if "instruction_fields_json" in row else "fields_json"
+    return load_json_column(row.get(column), column, owner)

@@ -271,7 +271,9 @@ REGISTRY: dict[str, ArtifactSchema] = {
 
 
 def register(schema: ArtifactSchema) -> ArtifactSchema:
-    """Add an artifact schema defined elsewhere (e.g. evaluation results) to the registry."""
+    """Add an artifact schema defined elsewhere (evaluation results, the review queue) to the
+    registry, so that a reader given its name finds it (``get``: tests read eval answers as
+    ``"eval_answers"``); the package itself always passes schema objects."""
     REGISTRY[schema.name] = schema
     return schema
 

@@ -21,6 +21,7 @@ The id literal of a task appears only in its own modules (``TaskSpec.modules``);
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -33,7 +34,54 @@ Hook = str | Callable[..., Any] | None
 
 
 class TaskError(ValueError):
-    """An unknown task id, or an entry point that does not give a :class:`TaskSpec`."""
+    """An unknown task id, an entry point that does not give a :class:`TaskSpec`, or a spec the
+    core cannot run (an unknown hook name, a hook with the wrong signature, a malformed sub-cause
+    taxonomy or judging rule): one line naming the task's package and the field."""
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """What one named hook of ``TaskSpec.extra`` is: ``call`` (a function, or a callable object,
+    called with ``params`` in that order), ``object`` (an instance the core reads, such as a
+    ``PromptSpec`` or ``EvalRules``) or ``data`` (a value written in the spec itself)."""
+
+    kind: str
+    params: tuple[str, ...] = ()
+    doc: str = ""
+
+
+# Every hook a task may set in ``extra`` (the documentation of each is in :class:`TaskSpec`).
+# A name not listed here is refused when the spec is made: a typo must not silently leave a task
+# without questions. The core calls each ``call`` hook with exactly these positional arguments.
+HOOKS: Mapping[str, HookSpec] = {
+    "vg_reads": HookSpec("data", doc="Visual Genome files the visual_genome miner reads: ('relationships', 'attributes')"),
+    "instruct_prompt": HookSpec("object", doc="prompts.spec.PromptSpec asked once per candidate"),
+    "instruct_context": HookSpec("call", ("candidate", "ctx"), "-> dict: prompt context beyond the core's"),
+    "instruct_rules": HookSpec("call", ("ctx",), "-> dict | None: the rules backend's answer to instruct_prompt"),
+    "instruct_rows": HookSpec("call", ("candidate", "fields"), "-> list[dict]: instruction rows"),
+    "instruct_dedup": HookSpec("call", ("rows", "cfg"), "-> (kept rows, reject rows)"),
+    "untouched_objects": HookSpec("call", ("fields",), "-> list[str]: objects the edit must leave alone"),
+    "analysis_prompt": HookSpec("object", doc="prompts.spec.PromptSpec asked about each edit"),
+    "analysis_rules": HookSpec("call", ("ctx",), "-> dict | None: the rules backend's answer to analysis_prompt"),
+    "analysis_fields": HookSpec("call", ("edit",), "-> (verdict, fields) without a model"),
+    "qa_slots": HookSpec("call", ("edit", "fields", "settings"), "-> dict[str, str] | list[Problem]"),
+    "qa_beaf": HookSpec("call", ("edit", "fields", "values"), "-> dict | None: the object a removal took away"),
+    "qa_templates": HookSpec("data", doc="'package:path/inside.yaml', the question templates"),
+    "prior_terms": HookSpec("call", ("ann",), "-> list[str]: the words of the prior answer"),
+    "subcause_facts": HookSpec("call", ("facts",), "-> dict: the facts the sub-cause classifier sees"),
+    "eval_rules": HookSpec("object", doc="prompts.eval_rules.EvalRules: the rules backend's evaluation answers"),
+    "sa_judge": HookSpec("object", doc="one of prompts.offline_judge.RULES, named as 'prompts.offline_judge:<RULE>'"),
+    "audit_item": HookSpec("call", ("edit", "questions", "analysis", "truth", "images"), "-> tasks.tools.audit.ItemAudit"),
+    "audit_checks": HookSpec("call", ("scene", "problems"), "-> None: appends what the gold answers get wrong"),
+}
+
+# The offline judging rules a task may name in ``sa_judge`` (the constants of
+# ``prompts.offline_judge``, which imports nothing of ours: its copy ships with every release, so a
+# task cannot add a rule; ``tests/evaluate/test_release_task_specs.py`` keeps the two lists equal).
+JUDGE_RULE_NAMES = ("OVERLAP", "DENIAL", "CHANGE", "COUNT")
+VG_READS = ("relationships", "attributes")
+EVAL_RULES_METHODS = ("answer", "reasoning", "subcause", "span_type", "span_phrases")
+SUBCAUSE_CODE = "SC-{}"  # the n-th sub-cause of a task is SC-n (the classifier's labels: SC-1..SC-n, other)
 
 
 def load_hook(ref: str | Callable[..., Any]) -> Any:
@@ -104,6 +152,10 @@ class TaskSpec:
       - ``qa_templates``: not a hook but a package resource, ``"package:path/inside.yaml"``, the
         task's question-template file (``tasks.stages.qa.templates``; required for questions).
     ``edits_image`` False makes the edit stage pass the task's instructions through unedited.
+
+    The ``extra`` names and their signatures are :data:`HOOKS`; a spec the core cannot run
+    (unknown name, wrong signature, malformed sub-causes, a judging rule the core does not ship)
+    raises :class:`TaskError` when it is made, naming the task's package and the field.
 
     Hooks (``"module:attr"`` strings or callables; ``None`` where the task has no such step):
     ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
@@ -178,7 +230,74 @@ class TaskSpec:
         if not self.id.isidentifier() or self.id != self.id.lower():
             raise TaskError(f"task id {self.id!r} must be a lower-case identifier (it names config sections and files)")
         if not 0 <= self.weight:
-            raise TaskError(f"task {self.id!r}: weight {self.weight} must be >= 0")
+            raise self._error("weight", f"{self.weight} must be >= 0")
+        self._check_subcauses()
+        for name, ref in self.extra.items():
+            self._check_extra(name, ref)
+        for source, ref in self.miners.items():
+            self._check_ref(f"miners[{source!r}]", ref, ("job",))
+        if self.params is not None and not isinstance(self.params, (str, type)):
+            raise self._error("params", f"must be 'module:Class' or a Section class, got {type(self.params).__name__}")
+
+    @property
+    def package(self) -> str:
+        """The package that declares the task (its first own module's top package: the folder to fix)."""
+        return self.modules[0] if self.modules else "?"
+
+    def _error(self, field_name: str, problem: str) -> TaskError:
+        return TaskError(f"task {self.id!r} (package {self.package}): {field_name}: {problem}")
+
+    def _check_subcauses(self) -> None:
+        """Sub-causes are (code, name, description), coded SC-1..SC-n in order: the classifier's
+        labels. A task may declare as many as it needs (the prompt lists them all)."""
+        for i, sc in enumerate(self.subcauses, 1):
+            if not (isinstance(sc, tuple) and len(sc) == 3 and all(isinstance(v, str) and v.strip() for v in sc)):
+                raise self._error(f"subcauses[{i - 1}]", f"must be a (code, name, description) triple of non-empty strings, got {sc!r}")
+            if sc[0] != SUBCAUSE_CODE.format(i):
+                raise self._error(f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)")
+
+    def _check_extra(self, name: str, ref: Any) -> None:
+        where = f"extra[{name!r}]"
+        spec = HOOKS.get(name)
+        if spec is None:
+            raise self._error(where, f"unknown hook; known: {', '.join(sorted(HOOKS))}")
+        if name == "qa_templates":
+            if not (isinstance(ref, str) and ":" in ref and ref.endswith((".yaml", ".yml"))):
+                raise self._error(where, f"must read 'package:path/inside.yaml', got {ref!r}")
+        elif name == "vg_reads":
+            if isinstance(ref, str):
+                self._check_ref(where, ref, None)
+            elif not (isinstance(ref, tuple) and set(ref) <= set(VG_READS)):
+                raise self._error(where, f"must be a tuple of {VG_READS} or 'module:attr', got {ref!r}")
+        elif name == "sa_judge":
+            rule = ref.partition(":")[2] if isinstance(ref, str) else None
+            if not (isinstance(ref, str) and ref.startswith("prompts.offline_judge:") and rule in JUDGE_RULE_NAMES):
+                raise self._error(where, f"must name a rule the core ships, one of "
+                                         f"{', '.join('prompts.offline_judge:' + r for r in JUDGE_RULE_NAMES)}; got {ref!r}")
+        else:
+            self._check_ref(where, ref, spec.params if spec.kind == "call" else None)
+
+    def _check_ref(self, where: str, ref: Any, params: tuple[str, ...] | None) -> None:
+        """A hook is ``"module:attr"`` (checked when loaded) or a value; a callable's signature
+        must take ``params`` positionally."""
+        if isinstance(ref, str):
+            module, _, attr = ref.partition(":")
+            if not (module and attr):
+                raise self._error(where, f"{ref!r} must read 'module:attribute'")
+            return
+        if params is not None:
+            check_signature(ref, params, lambda problem: self._error(where, problem))
+
+    def check_loaded(self, name: str, value: Any) -> Any:
+        """``value`` (the loaded hook ``name``) checked against :data:`HOOKS`; returned as is."""
+        spec = HOOKS.get(name)
+        if spec is not None and spec.kind == "call":
+            check_signature(value, spec.params, lambda problem: self._error(f"extra[{name!r}]", problem))
+        elif name == "eval_rules":
+            missing = [m for m in EVAL_RULES_METHODS if not callable(getattr(value, m, None))]
+            if missing:
+                raise self._error(f"extra[{name!r}]", f"{type(value).__name__} lacks {', '.join(missing)} (an EvalRules has all of {', '.join(EVAL_RULES_METHODS)})")
+        return value
 
     def has(self, name: str) -> bool:
         """Whether the task defines the hook ``name`` (a field or an ``extra`` entry)."""
@@ -186,16 +305,53 @@ class TaskSpec:
         return bool(value)
 
     def hook(self, name: str) -> Any:
-        """The hook ``name`` loaded (a field such as ``params`` or an ``extra`` entry)."""
+        """The hook ``name`` loaded (a field such as ``params`` or an ``extra`` entry); a ``call``
+        hook whose signature does not take the arguments the core passes fails naming the field."""
         ref = getattr(self, name) if name in self.__dataclass_fields__ else self.extra.get(name)
         if not ref:
             raise TaskError(f"task {self.id!r} has no {name!r} hook")
-        return load_hook(ref)
+        return self.check_loaded(name, self._load(name if name in self.__dataclass_fields__ else f"extra[{name!r}]", ref))
+
+    def _load(self, where: str, ref: Any) -> Any:
+        try:
+            return load_hook(ref)
+        except (ImportError, AttributeError) as exc:
+            raise self._error(where, f"{ref!r} does not load: {exc}") from exc
 
     def miner(self, source: str) -> Any:
         """The miner this task runs on ``source``'s scan, or ``None`` when the source cannot feed it."""
         ref = self.miners.get(source)
-        return load_hook(ref) if ref else None
+        if not ref:
+            return None
+        where = f"miners[{source!r}]"
+        miner = self._load(where, ref)
+        check_signature(miner, ("job",), lambda problem: self._error(where, problem))
+        return miner
+
+    def check_hooks(self) -> None:
+        """Load every hook and check it (signatures included): what ``reactbench tasks --check``
+        and the tests run, so a wrong hook fails before a build reaches the stage that calls it."""
+        for name, ref in self.extra.items():
+            if HOOKS[name].kind != "data" or (name == "vg_reads" and isinstance(ref, str)):
+                self.hook(name)
+        for source in self.miners:
+            self.miner(source)
+        if self.params:
+            self.hook("params")
+
+
+def check_signature(fn: Any, params: tuple[str, ...], error: Callable[[str], TaskError]) -> None:
+    """``fn`` must be callable with ``len(params)`` positional arguments; else ``error(problem)``."""
+    if not callable(fn):
+        raise error(f"must be callable as ({', '.join(params)}), got {type(fn).__name__}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: called as documented
+    try:
+        sig.bind(*params)
+    except TypeError as exc:
+        raise error(f"{getattr(fn, '__qualname__', fn)!s}{sig} cannot be called as ({', '.join(params)}): {exc}") from None
 
 
 _EXTRA: dict[str, TaskSpec] = {}

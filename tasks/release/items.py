@@ -159,15 +159,5 @@ def prior_terms(ann: dict[str, Any]) -> list[str]:
     return list(hook(ann)) if hook is not None else []
 
 
-def erased_object_prior(ann: dict[str, Any]) -> list[str]:
-    """A ``prior_terms`` hook: the erased object's name (the answer co-occurrence suggests)."""
-    return [ann["target_name"]] if ann.get("target_name") else []
-
-
-def original_attribute_prior(ann: dict[str, Any]) -> list[str]:
-    """A ``prior_terms`` hook: the object's original attribute (the answer language priors suggest)."""
-    return [ann["original_attribute"]] if ann.get("original_attribute") else []
-
-
 def answer_id(question_id: str, mode: str, backend: str, model_id: str) -> str:
     return stable_id("answer", question_id, mode, backend, model_id)

@@ -100,7 +100,7 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         added = 0
         for start in range(0, len(rows), 500):  # bounded IN lists and transactions
             batch = rows[start : start + 500]
-            added += self._retry(lambda conn: self._enqueue(conn, batch))
+            added += self._retry(lambda conn: self._enqueue(conn, batch))  # noqa: B023 (called at once, inside this iteration)
         return added
 
     def _enqueue(self, conn: Connection, rows: list[dict[str, Any]]) -> int:

@@ -36,7 +36,7 @@ from editors.verify import verify_result
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
-from storage.json_columns import candidate_of, context_objects
+from storage.json_columns import candidate_of, context_objects, instruction_fields
 from storage.rejects import reject
 from storage.task_spec import all_tasks
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
@@ -230,7 +230,7 @@ class EditStage(Stage):
         data, image = source
         try:
             fields, context = _fields(row)
-        except ValueError as exc:  # a malformed candidate: the reject names the instruction
+        except ValueError as exc:  # a malformed candidate or fields_json: the reject names the instruction
             item.rejected = reject(edit_id, STAGE, "bad_request", str(exc), payload)
             return item
         if context:
@@ -536,14 +536,10 @@ def reused_shard(
 
 
 def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The instruction's structured fields and the candidate's other annotated objects."""
-    fields: dict[str, Any] = {}
-    try:
-        parsed = json.loads(row.get("fields_json") or "{}")
-        fields = parsed if isinstance(parsed, dict) else {"value": parsed}
-    except json.JSONDecodeError:
-        fields = {}
+    """The instruction's structured fields and the candidate's other annotated objects; a malformed
+    value of either raises ``ValueError`` naming the instruction (the caller's ``bad_request``)."""
     owner = f"instruction {row['id']}"
+    fields = instruction_fields(row, owner)
     candidate = candidate_of(row, owner)
     if candidate.get("target_synset"):  # what verification needs to tell a synonym of the target
         fields.setdefault("_target_synset", candidate["target_synset"])

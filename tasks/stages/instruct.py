@@ -13,7 +13,6 @@ failure also a reject, so nothing disappears.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from prompts.catalogue import task_prompt, task_prompts
@@ -292,7 +291,7 @@ def _rows_for(c: dict[str, Any], out: Any) -> tuple[list[dict[str, Any]], list[d
     return rows, []
 
 
-# ---------------------------------------------------------------------------- per task: answer -> rows
+# ---------------------------------------------------------------------------- the default answer -> rows
 # The ``instruct_rows`` hook of a task: (candidate, the prompt's validated fields) -> one dict per
 # instruction row: ``fields`` (stored as fields_json), optional ``slot`` (id suffix when a candidate
 # yields several rows), optional ``status`` (default ``applicable``), and the columns to set
@@ -301,40 +300,6 @@ def instruct_rows_edit_plan(c: dict[str, Any], f: dict[str, Any]) -> list[dict[s
     """One applicable row carrying the answer's ``instruction`` and ``edit_type`` (AT's edit plan;
     also the default of a task without an ``instruct_rows`` hook)."""
     return [{"instruction": f["instruction"], "edit_type": f["edit_type"], "fields": f}]
-
-
-def instruct_rows_relational_erasure(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
-    """One removal: of the target, or of the partner when the model chose to erase that one."""
-    from prompts.instruct_prompts import same_name
-
-    removes_partner = bool(c.get("partner_name")) and same_name(f["remove"], c["partner_name"]) and not same_name(f["remove"], c.get("target_name") or "")
-    box, name = (c.get("partner_box"), c.get("partner_name")) if removes_partner else (c.get("target_box"), c.get("target_name"))
-    return [{"instruction": f["instruction"], "edit_type": "remove", "target_box": box, "target_name": name, "fields": f}]
-
-
-def instruct_rows_counterfactual_attribute(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
-    """Two attribute edits (slots a and b), each with its direction and new value."""
-    rows = []
-    for slot in ("a", "b"):
-        fields = {
-            "slot": slot,
-            "direction": f[f"direction_{slot}"],
-            "new_attribute": f[f"new_attribute_{slot}"],
-            "original_attribute": c.get("attribute"),
-            "answer": f,
-        }
-        rows.append({"slot": slot, "instruction": f[f"instruction_{slot}"], "edit_type": "attribute", "fields": fields})
-    return rows
-
-
-def instruct_rows_dense_counting(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ambiguity filter keeps (none/mild) or drops (moderate/severe); no edit follows."""
-    keep = f["severity"] in ("none", "mild")
-    return [{"status": "applicable" if keep else "not_applicable", "edit_type": "none", "fields": f}]
-
-
-_EMBEDDERS: dict[str, Any] = {}
-_EMBEDDERS_LOCK = threading.Lock()
 
 
 def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -352,31 +317,3 @@ def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any
     return rows, rejects
 
 
-def dedup_counterfactual_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The ``instruct_dedup`` hook of CA: drop rows (all of one task) whose new attribute repeats
-    another's for the same object name (kept: lowest id order)."""
-    import json
-
-    from prompts.dedup import find_duplicates, transformers_embedder
-
-    ca = sorted((r for r in rows if r["status"] == "applicable"), key=lambda r: (r["candidate_id"], r["id"]))
-    if len(ca) < 2:
-        return rows, []
-    embed = None
-    if cfg.embedding_model:
-        with _EMBEDDERS_LOCK:
-            if cfg.embedding_model not in _EMBEDDERS:
-                _EMBEDDERS[cfg.embedding_model] = transformers_embedder(cfg.embedding_model)
-            embed = _EMBEDDERS[cfg.embedding_model]
-    attrs = [json.loads(r["fields_json"])["new_attribute"] for r in ca]
-    dups = find_duplicates([str(r["target_name"]) for r in ca], attrs, embed=embed, threshold=cfg.embedding_threshold)
-    drop = {ca[d.index]["id"]: d for d in dups}
-    rejects = [
-        reject(
-            ca[d.index]["id"], STAGE, "duplicate_counterfactual",
-            f"{ca[d.index]['target_name']}: {attrs[d.index]!r} repeats {attrs[d.kept]!r} of instruction {ca[d.kept]['id']} ({d.how} match)",
-            {"kept_id": ca[d.kept]["id"], "how": d.how, "similarity": d.similarity, "row": ca[d.index]},
-        )
-        for d in dups
-    ]
-    return [r for r in rows if r["id"] not in drop], rejects

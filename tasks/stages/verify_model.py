@@ -18,6 +18,7 @@ from editors.base import canonical_edit_type
 from editors.capabilities import VALUE_KEYS
 from prompts.locations import location_phrase
 from storage.hashing import canonical_json
+from storage.json_columns import instruction_fields
 
 IMAGE_BACKENDS = ("openai", "transformers")
 
@@ -90,8 +91,8 @@ def model_verify(ctx: Any, edits: list[dict[str, Any]]) -> None:
         verdict = qc.get("verification") or {}
         if not verdict.get("passed", True):
             continue
-        fields = json.loads(row.get("instruction_fields_json") or "{}")
-        q = expected_question(row, fields if isinstance(fields, dict) else {}, qc.get("editor_meta") or {})
+        fields = instruction_fields(row, f"edit {row['id']}")
+        q = expected_question(row, fields, qc.get("editor_meta") or {})
         if q is None:
             verdict.setdefault("checks", {})["model"] = {"skipped": "no unambiguous yes/no question for this instruction"}
             row["qc_json"] = canonical_json(qc | {"verification": verdict})

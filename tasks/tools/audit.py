@@ -30,11 +30,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from prompts.locations import region_words
 from storage.boxes import intersection
-from storage.colours import colour_of, colours_apart
 from storage.coverage import LOST_ABOVE, covered
-from storage.json_columns import candidate_of, context_objects
+from storage.json_columns import candidate_of, context_objects, instruction_fields, load_json_column
 from storage.names import basic_name
 from storage.task_spec import task_hook
 from tasks.engine.suggest import suggest
@@ -141,7 +139,7 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     before = World(image, annotations)
     qc = json.loads(edit.get("qc_json") or "{}")
     meta = qc.get("editor_meta") or {}
-    fields = json.loads(edit.get("instruction_fields_json") or "{}")
+    fields = instruction_fields(edit, owner)
     mask = _png(images, edit.get("mask_image"))
     box = list(edit.get("target_box") or [])
     target = world.find(box)
@@ -188,23 +186,6 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     return item
 
 
-def audit_count_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any) -> ItemAudit:
-    """An ``audit_item`` hook for unedited counting items: the gold counts against the drawn
-    objects of the sample's FSC147 truth (counting options ascend)."""
-    item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
-    p = item.problems
-    cand = candidate_of(edit, f"edit {edit['id']}")
-    fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
-    if fsc is None:
-        return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
-    n = int(fsc["count"])
-    for q in questions:
-        _check_count(q, n, p)
-    if int(cand.get("count") or -1) != n:
-        p.append(f"candidate count {cand.get('count')} != drawn {n}")
-    return item
-
-
 @dataclass
 class EditScene:
     """What the ``audit_checks`` hook of a task is given about one edited item: the world after
@@ -220,112 +201,6 @@ class EditScene:
     meta: dict[str, Any]
     kind: str
     box: list[Any]
-
-
-def check_erasure(s: EditScene, p: list[str]) -> None:
-    """An ``audit_checks`` hook: the erased object's class is gone from its place, what remains is there."""
-    _check_re(s.world, s.before, s.target, s.analysis, s.questions, p)
-
-
-def check_attribute(s: EditScene, p: list[str]) -> None:
-    """An ``audit_checks`` hook: the object shows the new colour, apart from the original."""
-    _check_ca(s.world, s.target, s.analysis, p, s.before)
-
-
-def check_change(s: EditScene, p: list[str]) -> None:
-    """An ``audit_checks`` hook: the performed operation is the planned one, the control untouched."""
-    _check_at(s.world, s.target, s.fields, s.meta, s.kind, s.box, p)
-
-
-def _check_count(q: dict[str, Any], n: int, p: list[str]) -> None:
-    text, gold = q["text"], q["gold"]
-    if q["qtype"] == "YN":
-        m = re.search(r"exactly (\d+)", text)
-        r = re.search(r"from (\d+) to (\d+)", text)
-        truth = (int(m.group(1)) == n) if m else (int(r.group(1)) <= n <= int(r.group(2))) if r else None
-        if truth is not None and ("Yes" if truth else "No") != gold:
-            p.append(f"DC {q['qid']}: {text!r} gold {gold} but {n} drawn")
-    elif q["qtype"] == "SA" and q["qid"] == "Q5" and gold != str(n):
-        p.append(f"DC Q5 gold {gold} != {n}")
-    elif q["qtype"] == "MC":
-        opts = q["options"] or []
-        right = opts["ABCDEFGH".index(gold)]
-        nums = [int(x) for x in re.findall(r"\d+", right)]
-        ok = (nums == [n]) if len(nums) == 1 else (len(nums) == 2 and nums[0] <= n <= nums[1])
-        if not ok:
-            p.append(f"DC {q['qid']}: gold option {right!r} does not hold {n}")
-        firsts = [int(re.findall(r"\d+", o)[0]) for o in opts]
-        if q.get("rotation", 0) == 0 and firsts != sorted(firsts):
-            p.append(f"DC {q['qid']}: options {opts} are not ascending")
-
-
-def _check_re(world: World, before: World, target: dict[str, Any], a: dict[str, Any], questions: list[dict[str, Any]], p: list[str]) -> None:
-    name = a.get("B_name") or target["name"]
-    left = world.visible(name, target["box"])
-    if left:
-        p.append(f"RE: a {name} is still visible at the erased place ({[o['box'] for o in left]})")
-    rem = str(a.get("remaining_at_A") or "")
-    for n in re.findall(r"the ([a-z ]+?)(?= and | with|,|$)", rem):
-        if "background" not in n and not world.visible(n.strip()):
-            p.append(f"RE: remaining_at_A names the {n.strip()}, which is gone")
-    for k in ("absurd_object_1", "absurd_object_2"):
-        n = re.sub(r"^(a|an) ", "", str(a.get(k) or ""))
-        if n and world.visible(n):
-            p.append(f"RE: the absurd object {n!r} is in the picture")
-
-
-def _check_ca(world: World, target: dict[str, Any], a: dict[str, Any], p: list[str], before: World) -> None:
-    new, orig = colour_of(a.get("C_new_attribute") or ""), colour_of(a.get("B_original_attribute") or "")
-    shown = target.get("colour")
-    if new is None or new != shown:
-        p.append(f"CA: gold new colour {a.get('C_new_attribute')!r} but the {target['name']} shows {shown!r}")
-    if orig is None or before.objects[target["id"]]["colour"] != orig:
-        p.append(f"CA: original attribute {a.get('B_original_attribute')!r} is not the drawn colour {before.objects[target['id']]['colour']!r}")
-    elif shown and not colours_apart(shown, orig):
-        p.append(f"CA: new colour {shown!r} cannot be told from the original {orig!r}")
-    for k in ("plausible_wrong_attribute_1", "plausible_wrong_attribute_2"):
-        c = colour_of(a.get(k) or "")
-        if c and shown and not colours_apart(c, shown):
-            p.append(f"CA: wrong option {a.get(k)!r} reads as the shown {shown!r}")
-    half = "upper" if target["box"][1] + target["box"][3] / 2 < world.h / 2 else "lower"
-    region = region_words(target["box"], world.w, world.h)
-    for o in world.objects.values():
-        if o["id"] == target["id"] or o["name"] != target["name"] or o["colour"] != orig or o["erased"]:
-            continue
-        oh = "upper" if o["box"][1] + o["box"][3] / 2 < world.h / 2 else "lower"
-        if oh == half or region_words(o["box"], world.w, world.h) == region:
-            p.append(f"CA: another {orig} {o['name']} is in the {oh} half / {region} (Q3/Q7/Q11 say there is none)")
-
-
-def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dict[str, Any], kind: str, box: list[float], p: list[str]) -> None:
-    c = str(f.get("C") or "").lower()
-    if kind in ("move", "add"):
-        dest = meta.get("destination_box")
-        side = "left" if dest and dest[0] < box[0] else "right"
-        if side not in c:
-            p.append(f"AT: C says {c!r} but the copy went {side}")
-    if kind == "replace":
-        donor = world.find(meta.get("donor_box"))
-        wanted = basic_name(str(f.get("replacement") or ""))
-        if donor is None or not wanted or wanted not in c or donor["name"] not in world.classes(wanted):
-            p.append(f"AT: C says {c!r} but the clone is a {donor and donor['name']}")
-    if kind == "delete" and not world.visible(target["name"]):
-        p.append("AT: delete left no other instance of its class (the set needs two)")
-    cp = str(f.get("C_prime") or "").lower()
-    verbs = {"delete": "removed", "add": "added", "replace": "replaced", "move": "moved"}
-    if verbs.get(kind, "?") in cp:
-        p.append(f"AT: C_prime {cp!r} describes what happened")
-    for o in world.objects.values():
-        if o["id"] != target["id"] and o["erased"]:
-            p.append(f"AT: the edit also erased the {o['name']} ({o['touched']:.0%} of it); the questions name one change")
-    bp = f.get("B_prime") or ""
-    for o in world.objects.values():
-        if o["name"] in world.classes(bp) and o["touched"] > 0:
-            p.append(f"AT: the control object {bp} was touched by the edit ({o['touched']:.0%})")
-    for a in world.added:
-        for o in world.objects.values():
-            if o["name"] in world.classes(bp) and a.get("box") and intersection(a["box"], o["box"]) > 0:
-                p.append(f"AT: the copy covers the control object {bp}")
 
 
 def _check_beaf(q: dict[str, Any], world: World, p: list[str]) -> None:
@@ -374,7 +249,7 @@ def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], 
             per[f"{e['task']}/{e['editor']}"]["verified" if v.get("passed", True) else "failed_verification"] += 1
         return {"mode": "verification", "items": len(edits), "per_task_editor": {k: dict(v) for k, v in sorted(per.items())}}
     truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
-    analysis = {a["edit_id"]: json.loads(a["fields_json"] or "{}") for a in addresses.ANALYSIS.reader(run).iter_rows(["edit_id", "status", "fields_json"])
+    analysis = {a["edit_id"]: load_json_column(a["fields_json"], "fields_json", f"analysis of edit {a['edit_id']}") for a in addresses.ANALYSIS.reader(run).iter_rows(["edit_id", "status", "fields_json"])
                 if a["status"] == "ok" and a["edit_id"] in edits}
     images = ImageStore(run)
     per_task: dict[str, dict[str, Any]] = {}

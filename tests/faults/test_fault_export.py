@@ -29,7 +29,7 @@ from tasks.release.export.seal import MANIFEST, ReleaseRefused, read_release, ve
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
 sys.path.insert(0, str(ROOT / "tests" / "evaluate"))
-from eval_helpers import write_run
+from eval_helpers import write_run  # noqa: E402  (tests/evaluate put on sys.path just above)
 
 pytestmark = pytest.mark.slow
 KILLS = 10

@@ -166,6 +166,33 @@ def test_a_planted_candidate_read_is_found(source: str) -> None:
     assert candidate_reads(source)
 
 
+INSTRUCTION_FIELD_COLUMNS = {"fields_json", "instruction_fields_json"}
+
+
+def raw_field_decodes(source: str) -> list[int]:
+    """Lines that decode an instruction's fields with ``json.loads`` / ``json.loads(... or "{}")``
+    instead of ``storage.json_columns.instruction_fields`` (which rejects a malformed value)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "loads" and node.args):
+            continue
+        for sub in ast.walk(node.args[0]):
+            key = sub.args[0] if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "get" and sub.args else sub.slice if isinstance(sub, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and key.value in INSTRUCTION_FIELD_COLUMNS:
+                out.append(node.lineno)
+    return out
+
+
+def test_instruction_fields_decoded_in_one_place() -> None:
+    found = [f"{rel}:{line}" for rel in package_sources() for line in raw_field_decodes((ROOT / rel).read_text(encoding="utf-8"))]
+    assert not found, "fields_json / instruction_fields_json decoded raw (use storage.json_columns.instruction_fields):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", ['json.loads(row.get("fields_json") or "{}")', 'json.loads(r["instruction_fields_json"])["x"]'])
+def test_a_planted_raw_field_decode_is_found(source: str) -> None:
+    assert raw_field_decodes(source) == [1]
+
+
 def test_item_columns_declared_once() -> None:
     """The columns carried forward are the schema's ITEM_FIELDS, named nowhere else as a list."""
     from storage.schemas import ITEM_COLUMNS, ITEM_FIELDS

@@ -20,10 +20,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("storage", "miners", "prompts", "editors", "tasks", "flows", "configs")
-RULES = "prompts/instruct_rules.py"
+RULES = "tasks/builtin_tasks/relational_erasure/prompts.py"  # its instruct rules answer
 OLD, NEW = "do not alter the background of the image.", "leave the background of the image as it is."
 EVAL_RULES = "prompts/eval_rules.py"
-EVAL_OLD, EVAL_NEW = 'return "Yes" if _prior_hit(q, ann) else "No"', 'return "No" if _prior_hit(q, ann) else "Yes"'
+EVAL_OLD, EVAL_NEW = 'return "Yes" if prior_hit(q, ann) else "No"', 'return "No" if prior_hit(q, ann) else "Yes"'
 
 
 def _tree(dest: Path) -> Path:

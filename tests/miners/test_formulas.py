@@ -18,8 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from miners import attribute, relational
-from miners.config import CounterfactualAttributeParams, MineConfig, RelationalErasureParams
+from tasks.builtin_tasks.counterfactual_attribute import miner as attribute
+from tasks.builtin_tasks.relational_erasure import miner as relational
+from miners.config import MineConfig
+from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
+from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
 from miners.mine import mine_visual_genome, scan_visual_genome
 from mining_helpers import image, obj, rel, write_vg
 

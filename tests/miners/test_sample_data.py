@@ -162,7 +162,7 @@ def test_larger_counts_extend_every_source_and_keep_the_default_images(sample_di
 def test_added_fsc_images_fill_every_count_bin(sample_dir: Path, tmp_path: Path) -> None:
     """A scaled dense-counting task grows in every bin: with 5 x 12 added images the demo's bins
     each hold at least 12 usable images, where the default sample has 2 in the lowest bin."""
-    from miners.config import DenseCountingParams
+    from tasks.builtin_tasks.dense_counting.params import DenseCountingParams
     from miners.fsc147 import read_fsc147, select
     from miners.sample_data import FSC_BINS, N_FSC_IMAGES
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from miners.alteration import assign_edit_type
+from tasks.builtin_tasks.alteration_tracing.miner import assign_edit_type
 from miners.fsc147 import bin_of, read_fsc147
 from miners.mine import mine_fsc147, mine_visual_genome
 from miners.sample_data import load_truth

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prompts.instruct_rules import at_edit_plan
+from tasks.builtin_tasks.alteration_tracing.prompts import at_edit_plan
 
 
 def _ctx(objects: list[dict[str, Any]], target_synset: str | None = None) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def test_a_model_plan_with_an_ambiguous_control_fails_validation():
     import pytest
     from pydantic import ValidationError
 
-    from prompts.instruct_prompts import ATEditPlan
+    from tasks.builtin_tasks.alteration_tracing.prompts import ATEditPlan
 
     objs = [*BASE, _o("ball", 370, 260), _o("stone", 90, 40, "stone.n.02")]
     plan = at_edit_plan(_ctx(objs))

@@ -31,7 +31,7 @@ def test_the_catalogue_lists_every_spec_the_prompt_modules_define() -> None:
 
 def test_a_plugin_prompt_is_registered_explicitly() -> None:
     base = catalogue.get_prompt("dc_ambiguity")
-    spec = PromptSpec("plugin_prompt_for_test", "1", base.template, base.output, 1)
+    spec = PromptSpec("plugin_prompt_for_test", "1", base.template, base.output, 1, template_dir=base.template_dir)
     assert "plugin_prompt_for_test" not in catalogue.all_prompts()
     try:
         assert catalogue.register_prompt(spec) is spec

@@ -169,7 +169,7 @@ def test_llm_answers_outside_the_editors_limits_are_sent_back() -> None:
     import pytest
     from pydantic import ValidationError
 
-    from prompts.instruct_prompts import CAInstructions
+    from tasks.builtin_tasks.counterfactual_attribute.prompts import CAInstructions
 
     limits = {"limited": True, "attribute_values": {"colour": ["purple", "teal"]}, "kinds": ["attribute", "remove"]}
     ctx = {"attribute": "red", "editor_limits": limits}

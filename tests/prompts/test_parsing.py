@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from prompts.instruct_prompts import ATEditPlan, CAInstructions, DCAmbiguity, REInstruction
+from tasks.builtin_tasks.alteration_tracing.prompts import ATEditPlan
+from tasks.builtin_tasks.counterfactual_attribute.prompts import CAInstructions
+from tasks.builtin_tasks.dense_counting.prompts import DCAmbiguity
+from tasks.builtin_tasks.relational_erasure.prompts import REInstruction
 from prompts.parsing import ParseError, parse_answer
 
 RE_CTX = {"target_name": "wheel", "partner_name": "skateboard"}

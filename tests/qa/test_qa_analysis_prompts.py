@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from prompts.analysis_prompts import CA_ANALYSIS, RE_ANALYSIS, CAAnalysis, REAnalysis
+from tasks.builtin_tasks.counterfactual_attribute.prompts import CA_ANALYSIS, CAAnalysis
+from tasks.builtin_tasks.relational_erasure.prompts import RE_ANALYSIS, REAnalysis
 from prompts.clients.rules import RulesClient
 from prompts.parsing import ParseError, parse_answer
 from prompts.runner import PromptInput, run_prompt

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.stages.qa.checks import LengthRule, check_options
-from tasks.stages.qa.counting import CountPlan, check_counts, plan_counts
+from tasks.builtin_tasks.dense_counting.counting import CountPlan, check_counts, plan_counts
 from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit
 

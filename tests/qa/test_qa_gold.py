@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule, check_options
-from tasks.stages.qa.fields import re_slots
+from tasks.builtin_tasks.relational_erasure.qa import slots_from_analysis as re_slots
 from tasks.stages.qa.render import RenderSettings, render_questions
 from tasks.stages.qa.text import option_key
 
@@ -47,7 +47,7 @@ def test_near_duplicate_options_are_rejected():
 def test_counting_options_ascend_with_the_gold_letter_on_the_count():
     values = {"count": 23, "class_name": "apples"}
     from tasks.stages.qa import mc
-    from tasks.stages.qa.fields import dc_slots
+    from tasks.builtin_tasks.dense_counting.qa import count_slots as dc_slots
 
     slots, plan = dc_slots(23, "apples", mc.question_seed(0, "e1", "dc"))
     out = render_questions("dense_counting", slots, dict(BASE, task="dense_counting"), {"original": ["a.png"]}, RenderSettings())

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.stages.qa.counting import check_counts, plan_counts
+from tasks.builtin_tasks.dense_counting.counting import check_counts, plan_counts
 from tasks.stages.qa.mc import LETTERS
 from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import questions_for_edit

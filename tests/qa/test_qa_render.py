@@ -149,8 +149,8 @@ def test_dense_counting_every_qid(count: int) -> None:
     assert all(int(o) >= 0 for o in q7["options"])
     q8 = one(by, "Q8")
     ranges = [_range(o) for o in q8["options"]]
-    assert len({h - l for l, h in ranges}) == 1 and len(ranges) == 4
-    holding = [o for o, (l, h) in zip(q8["options"], ranges) if l <= count <= h]
+    assert len({hi - lo for lo, hi in ranges}) == 1 and len(ranges) == 4
+    holding = [o for o, (lo, hi) in zip(q8["options"], ranges) if lo <= count <= hi]
     assert holding == [answer_text(q8)]
     for rows in by.values():
         assert rows[0]["images"] == ["images/aa/aa00.png"] and rows[0]["image_role"] == "original"

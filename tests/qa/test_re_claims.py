@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from prompts.analysis_rules import re_analysis
+from tasks.builtin_tasks.relational_erasure.prompts import re_analysis
 from storage.coverage import BOX_REMAINS_AT_MOST
 from tasks.stages.qa.analyse import analysis_context
 from tasks.stages.qa.render import RenderSettings

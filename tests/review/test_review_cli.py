@@ -64,7 +64,7 @@ def test_serve_starts_and_requires_login(tmp_path):
                 break
             except httpx.TransportError:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise AssertionError(f"server did not start: {proc.stdout.read().decode() if proc.poll() is not None else ''}")
+                    raise AssertionError(f"server did not start: {proc.stdout.read().decode() if proc.poll() is not None else ''}") from None
                 time.sleep(0.2)
         assert r.status_code == 303 and r.headers["location"] == "/login"
         assert httpx.get(f"http://127.0.0.1:{port}/login").status_code == 200

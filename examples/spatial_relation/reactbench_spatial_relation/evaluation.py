@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from prompts.eval_rules import EvalRules
 from reactbench_spatial_relation import geometry
+from tasks.plugin_api import EvalRules
 
 _SIDE_WORDS = re.compile(r"\b(left|right|above|below|over|under|beneath|top|bottom)\b", re.IGNORECASE)
 _HABIT_WORDS = re.compile(r"\b(usually|typically|normally|always|commonly|belongs?|expected|tend to)\b", re.IGNORECASE)

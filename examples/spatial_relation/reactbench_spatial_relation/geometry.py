@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storage.boxes import intersection, intersects
+from tasks.plugin_api import intersection, intersects
 
 Box = Sequence[float]
 

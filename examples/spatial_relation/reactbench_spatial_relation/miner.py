@@ -21,11 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from miners.candidates import Selection, VGRows, rng_for, seeded_order
-from miners.vg_scan import Scan
 from reactbench_spatial_relation import geometry
 from reactbench_spatial_relation.params import SpatialRelationParams
-from storage.rejects import reject
+from tasks.plugin_api import Scan, Selection, VGRows, reject, rng_for, seeded_order
 
 # The Visual Genome files the miner reads beyond image_data and objects (the ``vg_reads`` hook).
 VG_READS = ("relationships",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from storage.config_base import FloatRange, Section
+from tasks.plugin_api import FloatRange, Section
 
 
 class SpatialRelationParams(Section):

@@ -19,11 +19,8 @@ from pydantic import (
     model_validator,
 )
 
-from prompts.fields import EnglishStr, ObjectName
-from prompts.locations import location_phrase
-from prompts.rules_api import rules_answer
-from prompts.spec import PromptSpec
 from reactbench_spatial_relation import geometry
+from tasks.plugin_api import EnglishStr, ObjectName, PromptSpec, location_phrase, rules_answer
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 

@@ -70,7 +70,7 @@ def analysis_fields(edit: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def qa_slots(edit: Mapping[str, Any], fields: Mapping[str, Any], settings: Any) -> dict[str, str] | list[Any]:
     """The ``qa_slots`` hook: :func:`slots`, or one problem when the move went elsewhere."""
-    from tasks.stages.qa.render import Problem
+    from tasks.plugin_api import Problem
 
     try:
         return slots(edit, fields)

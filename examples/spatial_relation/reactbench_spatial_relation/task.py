@@ -1,6 +1,6 @@
 """The ``spatial_relation`` TaskSpec: the data the core reads and the hooks it calls."""
 
-from storage.task_spec import TaskSpec
+from tasks.plugin_api import TaskSpec
 
 PKG = "reactbench_spatial_relation"
 

@@ -36,14 +36,6 @@ def item_facts(a: dict[str, Any], item_questions: list[dict[str, Any]], ann: dic
     return [[k, str(v)] for k, v in sorted(facts.items())]
 
 
-def removed_object_facts(facts: dict[str, Any]) -> dict[str, Any]:
-    """A ``subcause_facts`` hook: the item's target is the object that was removed."""
-    out = dict(facts)
-    if "target_name" in out:
-        out["removed_object"] = out.pop("target_name")
-    return out
-
-
 def once_per_question(wrong: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One answer per (mode, item, question set, question, image role): the lowest rotation."""
     seen: dict[tuple, dict[str, Any]] = {}

@@ -1,7 +1,7 @@
-"""The analysis step: one MLLM call per RE / CA edit, plan fields for AT, the true count for DC.
+"""The analysis step: per edit, the fields its questions are filled from: a model answer, or a task's own fields.
 
 Which is the task's spec (storage/task_spec.py): its ``analysis_fields`` hook gives the fields
-without a model (the built-ins: ``analysis_fields_*`` below), else its ``analysis_prompt`` is asked.
+without a model (AT's edit plan, DC's true count), else its ``analysis_prompt`` is asked (RE, CA).
 Each edit yields exactly one ``analysis`` row (status ok | discarded | failed); discarded and
 failed analyses also yield a reject carrying the model's own reason, so they can be counted
 and inspected. The fields of ``ok`` rows feed the question templates.
@@ -15,7 +15,7 @@ from typing import Any
 from prompts.clients.base import MLLMClient
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
-from storage.json_columns import candidate_of, cut_objects_of, load_json_column
+from storage.json_columns import candidate_of, cut_objects_of, instruction_fields
 from storage.rejects import reject
 from storage.schemas import ITEM_COLUMNS
 from storage.task_spec import task_hook
@@ -34,10 +34,6 @@ class Analysed:
     fields: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _json(text: str | None, what: str, edit_id: str) -> dict[str, Any]:
-    return load_json_column(text, what, f"edit {edit_id}")
-
-
 def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
     """The prompt / rules context of one edit: the candidate's annotations plus what the edit did."""
     from prompts.instruct_prompts import candidate_context
@@ -49,7 +45,7 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
     candidate.setdefault("height", edit["height"])
     candidate.setdefault("task", edit["task"])
     ctx = candidate_context(candidate)
-    plan = _json(edit.get("instruction_fields_json"), "instruction_fields_json", eid)
+    plan = instruction_fields(edit, f"edit {eid}")
     removed = edit.get("target_name") or ctx["target_name"]
     box = list(edit.get("target_box") or ctx["target_box"] or [])
     target, partner = ctx["target_name"], ctx.get("partner_name") or ""
@@ -129,24 +125,6 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
         for (e, _), o in zip(items, outcomes):
             _record(out, e, o)
     return out
-
-
-# ---------------------------------------------------------------------------- per task: fields without a model
-# The ``analysis_fields`` hook of a task: (edit row) -> (verdict, fields), the fields its question
-# slots are filled from; raises KeyError / TypeError / ValueError on a row it cannot use.
-def analysis_fields_alteration_tracing(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The edit plan of the instruct stage is the analysis (it holds the question materials)."""
-    eid = e["id"]
-    plan = _json(e.get("instruction_fields_json"), "instruction_fields_json", eid)
-    if not plan:
-        raise ValueError(f"edit {eid}: alteration tracing needs the edit plan in instruction_fields_json")
-    return "from_edit_plan", {**plan, "edit_type": e.get("edit_type") or plan.get("edit_type")}
-
-
-def analysis_fields_dense_counting(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The annotated count is the truth; the class name names what is counted."""
-    cand = candidate_of(e, f"edit {e['id']}")
-    return "ground_truth_count", {"count": cand.get("count"), "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name")}
 
 
 def _record(out: Analysed, e: dict[str, Any], o: Any) -> None:

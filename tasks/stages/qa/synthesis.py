@@ -5,15 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage.hashing import stable_id
-from storage.coverage import cut_names, names_mentioned
-from storage.json_columns import candidate_of, context_objects, cut_objects_of
+from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
 from storage.task_spec import task_hook
-from tasks.stages.qa import mc
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule
-from tasks.stages.qa.counting import check_counts
-from tasks.stages.qa.fields import at_slots, ca_slots, dc_slots, re_slots
 from tasks.stages.qa.render import Problem, Rendered, RenderSettings, render_questions
 
 STAGE = "qa"
@@ -62,54 +58,6 @@ def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: R
         out.rows.extend(more.rows)
         out.problems.extend(more.problems)
     return out
-
-
-# ---------------------------------------------------------------------------- per task: fields -> slots
-# The ``qa_slots`` hook of a task: (edit row, analysis fields, RenderSettings) -> {slot: text} for
-# its question templates, or a list of Problem when the fields cannot make its question set.
-def qa_slots_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
-    """RE slots; none when the analysis names as remaining at the erased place an object the edit
-    cut into (``storage.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
-    named = names_mentioned(str(fields.get("remaining_at_A") or ""), cut_names(cut_objects_of(edit, f"edit {edit['id']}")))
-    if named:
-        return [Problem("main", "Q5-Q8", "claim_contradicts_edit",
-                        f"{edit['task']}: remaining_at_A names the {', '.join(named)}, which the edit cut into")]
-    return re_slots(fields)
-
-
-def qa_slots_counterfactual_attribute(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
-    return ca_slots(fields)
-
-
-def qa_slots_alteration_tracing(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
-    return at_slots(fields, edit.get("edit_type"))
-
-
-def qa_slots_dense_counting(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
-    """The eight counts around the truth, checked; a count that cannot make them is a problem.
-    (``"dc"`` salts the per-edit seed: a constant of this function, not a key on the task.)"""
-    try:
-        values, plan = dc_slots(fields.get("count"), str(fields.get("class_name") or ""), mc.question_seed(settings.run_seed, edit["id"], "dc"))
-    except ValueError as exc:
-        return [Problem("main", "Q1-Q8", "dc_invalid_count", f"{edit['task']}: {exc}")]
-    bad = check_counts(plan)
-    if bad:
-        return [Problem("main", "Q1-Q8", reason, f"{edit['task']}: {detail}") for reason, detail in bad]
-    return values
-
-
-# The ``qa_beaf`` hook of a task: (edit row, analysis fields, slot values) -> None when the edit
-# removed no object, else {"removed": the annotated class of the erased object ("a red apple" is
-# an apple), "same_type_elsewhere": whether another one stays in the picture}.
-def qa_beaf_relational_erasure(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
-    return {"removed": edit.get("target_name") or values.get("B_name"),
-            "same_type_elsewhere": fields.get("same_type_elsewhere") in (True, "true", "True", "yes")}
-
-
-def qa_beaf_alteration_tracing(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any] | None:
-    if values.get("op_past") != "removed":
-        return None
-    return {"removed": edit.get("target_name") or values.get("B"), "same_type_elsewhere": False}
 
 
 def problem_rejects(edit: dict[str, Any], problems: list[Problem]) -> list[dict[str, Any]]:

@@ -19,11 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from miners import npx
-from miners.candidates import Selection, VGRows, area_fraction, image_sizes, seeded_order
-from miners.config import CounterfactualAttributeParams
-from miners.dispatch import MineJob
-from miners.vg_scan import Scan
+from tasks.plugin_api import area_fraction, image_sizes, MineJob, npx, Scan, seeded_order, Selection, VGRows
+from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
+
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("attributes",)

@@ -1,6 +1,8 @@
 """Dense counting (DC): unedited dense scenes with exact point counts; the questions probe fine-grained perception."""
 
-from storage.task_spec import TaskSpec
+from tasks.plugin_api import TaskSpec
+
+PKG = "tasks.builtin_tasks.dense_counting"
 
 TASK = TaskSpec(
     id="dense_counting",
@@ -21,24 +23,24 @@ TASK = TaskSpec(
         ('SC-2', 'regular shortcut error', 'the model assumes a regular layout (rows x columns, a pattern) and misses irregular instances'),
         ('SC-3', 'sequential enumeration deficiency', 'the model enumerates one by one but loses track of the running count'),
     ),
-    params="miners.config:DenseCountingParams",
-    miners={"fsc147": "miners.fsc147:mine", "coco": "miners.coco:mine_counting"},
-    modules=("tasks.builtin_tasks.dense_counting",),
+    params=f"{PKG}.params:DenseCountingParams",
+    miners={"fsc147": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
+    modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:DC_AMBIGUITY",
-        "instruct_rules": "prompts.instruct_rules:dc_ambiguity",
-        "instruct_rows": "tasks.stages.instruct:instruct_rows_dense_counting",
-        "analysis_fields": "tasks.stages.qa.analyse:analysis_fields_dense_counting",
-        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_dense_counting",
-        "qa_templates": "tasks.stages.qa:templates/dense_counting.yaml",
+        "instruct_prompt": f"{PKG}.prompts:DC_AMBIGUITY",
+        "instruct_rules": f"{PKG}.prompts:dc_ambiguity",
+        "instruct_rows": f"{PKG}.instruct:instruct_rows",
+        "analysis_fields": f"{PKG}.qa:analysis_fields",
+        "qa_slots": f"{PKG}.qa:qa_slots",
+        "qa_templates": f"{PKG}:templates/dense_counting.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": "prompts.eval_rules:COUNT_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:COUNT",
-        "audit_item": "tasks.tools.audit:audit_count_item",
+        "audit_item": f"{PKG}.audit:audit_item",
 
     },
 )

@@ -1,15 +1,12 @@
-"""Per-task slot values: turn an analysis / edit plan / ground-truth count into template slots.
-
-One function per task; each returns a flat ``{slot: text}`` dict. Only grammar glue lives here
-(articles, plurals, verb forms, aliases of upstream field names); the wording is in the YAML.
-"""
+"""AT's questions: the edit plan is the analysis (no model asked), its fields -> the template
+slots (any accepted spelling), and the object a removal took away for the BEAF pairs."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from tasks.stages.qa.counting import CountPlan, plan_counts
-from tasks.stages.qa.text import canonical, clean, plural, with_article
+from tasks.plugin_api import RenderSettings, clean, instruction_fields
 
 OP_PAST = {"delete": "removed", "add": "added", "replace": "replaced", "move": "moved"}
 
@@ -23,6 +20,8 @@ _AT_ALIASES: dict[str, tuple[str, ...]] = {
     "B_prime": ("B_prime", "control_object"),
     "C_prime": ("C_prime", "wrong_change"),
 }
+
+
 _AT_LISTS: dict[str, tuple[str, ...]] = {
     # our stem: (names of a 3-item list field, prefix of numbered fields <prefix>_1..3)
     "change_distractor": ("overall_distractors", "choice_1a_distractor"),
@@ -34,30 +33,6 @@ _AT_LISTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def re_slots(analysis: Mapping[str, Any]) -> dict[str, str]:
-    """Relational erasure: analysis fields plus ``B`` (the removed object with its determiner)."""
-    out = {k: clean(v) for k, v in analysis.items() if not isinstance(v, (list, dict))}
-    name = out.get("B_name", "")
-    det = out.get("B_count_descriptor", "").lower()
-    if name:
-        if det in ("", "a", "an"):  # one object: the singular class name agrees with "a"/"an"
-            out["B_name"] = name = canonical(name)
-            out["B"] = with_article(name)
-        else:
-            out["B"] = f"{det} {name}"
-    return out
-
-
-def ca_slots(analysis: Mapping[str, Any]) -> dict[str, str]:
-    """Counterfactual attribute: analysis fields plus ``A_object_a`` (the object with an article if countable)."""
-    out = {k: clean(v) for k, v in analysis.items() if not isinstance(v, (list, dict))}
-    obj = out.get("A_object", "")
-    if obj:
-        number = out.get("A_number", "singular").lower()
-        out["A_object_a"] = with_article(obj) if number == "singular" else obj
-    return out
-
-
 def _pick(plan: Mapping[str, Any], names: tuple[str, ...]) -> str:
     for n in names:
         if plan.get(n) not in (None, ""):
@@ -65,7 +40,7 @@ def _pick(plan: Mapping[str, Any], names: tuple[str, ...]) -> str:
     return ""
 
 
-def at_slots(plan: Mapping[str, Any], edit_type: str | None) -> dict[str, str]:
+def slots_from_plan(plan: Mapping[str, Any], edit_type: str | None) -> dict[str, str]:
     """Alteration tracing: the edit plan's fields (any accepted spelling) plus ``op_past``."""
     out = {slot: _pick(plan, names) for slot, names in _AT_ALIASES.items()}
     for stem, (list_key, numbered) in _AT_LISTS.items():
@@ -80,7 +55,20 @@ def at_slots(plan: Mapping[str, Any], edit_type: str | None) -> dict[str, str]:
     return out
 
 
-def dc_slots(count: int, class_name: str, seed: int) -> tuple[dict[str, str], CountPlan]:
-    """Dense counting: the numbers of the eight questions and ``things`` (the plural class name)."""
-    plan = plan_counts(count, seed)
-    return {**plan.slots(), "things": plural(clean(class_name))}, plan
+def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The edit plan of the instruct stage is the analysis (it holds the question materials)."""
+    eid = e["id"]
+    plan = instruction_fields(e, f"edit {eid}")
+    if not plan:
+        raise ValueError(f"edit {eid}: alteration tracing needs the edit plan in instruction_fields_json")
+    return "from_edit_plan", {**plan, "edit_type": e.get("edit_type") or plan.get("edit_type")}
+
+
+def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+    return slots_from_plan(fields, edit.get("edit_type"))
+
+
+def qa_beaf(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any] | None:
+    if values.get("op_past") != "removed":
+        return None
+    return {"removed": edit.get("target_name") or values.get("B"), "same_type_elsewhere": False}

@@ -14,11 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from miners import npx
-from miners.candidates import Selection, VGRows, rng_for, seeded_order
-from miners.config import AlterationTracingParams
-from miners.dispatch import MineJob
-from miners.vg_scan import Scan
+from tasks.plugin_api import CocoRows, drop_unsure, MineJob, npx, rng_for, Scan, seeded_order, Selection, VGRows
+from tasks.builtin_tasks.alteration_tracing.params import AlterationTracingParams
+
 
 
 def assign_edit_type(k: int, offset: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
@@ -76,3 +74,11 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
                                  same_instance_count=same, edit_type=edit, fallback_chain=chain))
         k += 1
     return sel
+
+
+def mine_coco(job: MineJob) -> None:
+    """AT on COCO: as on Visual Genome, without targets whose class may be missing instances."""
+    rows: CocoRows = job.rows
+    job.result.summary["crowded_images"] = int(crowded_images(job.scan, job.params).size)
+    if job.candidates:
+        job.result.add(drop_unsure(select(job.scan, job.params, rows, job.seed, job.task), rows.unsure, rows.data.path))

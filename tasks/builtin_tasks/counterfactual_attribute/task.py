@@ -1,6 +1,8 @@
 """Counterfactual attribute (CA): an object's dominant attribute becomes a counter-commonsense one; the questions probe language priors."""
 
-from storage.task_spec import TaskSpec
+from tasks.plugin_api import TaskSpec
+
+PKG = "tasks.builtin_tasks.counterfactual_attribute"
 
 TASK = TaskSpec(
     id="counterfactual_attribute",
@@ -21,28 +23,28 @@ TASK = TaskSpec(
         ('SC-2', 'common attribute projection', 'the model finds the right object but describes it with its usual attribute instead of the edited one'),
         ('SC-3', 'correct perception overridden', 'the model first notices the unusual attribute, then argues itself back to the usual one'),
     ),
-    params="miners.config:CounterfactualAttributeParams",
-    miners={"visual_genome": "miners.attribute:mine"},
-    modules=("tasks.builtin_tasks.counterfactual_attribute",),
+    params=f"{PKG}.params:CounterfactualAttributeParams",
+    miners={"visual_genome": f"{PKG}.miner:mine"},
+    modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
-        "vg_reads": "miners.attribute:VG_READS",  # the Visual Genome files its miner reads beyond objects
+        "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:CA_INSTRUCTIONS",
-        "instruct_rules": "prompts.instruct_rules:ca_instructions",
-        "instruct_rows": "tasks.stages.instruct:instruct_rows_counterfactual_attribute",
-        "instruct_dedup": "tasks.stages.instruct:dedup_counterfactual_rows",
-        "analysis_prompt": "prompts.analysis_prompts:CA_ANALYSIS",
-        "analysis_rules": "prompts.analysis_rules:ca_analysis",
-        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_counterfactual_attribute",
-        "qa_templates": "tasks.stages.qa:templates/counterfactual_attribute.yaml",
+        "instruct_prompt": f"{PKG}.prompts:CA_INSTRUCTIONS",
+        "instruct_rules": f"{PKG}.prompts:ca_instructions",
+        "instruct_rows": f"{PKG}.instruct:instruct_rows",
+        "instruct_dedup": f"{PKG}.instruct:instruct_dedup",
+        "analysis_prompt": f"{PKG}.prompts:CA_ANALYSIS",
+        "analysis_rules": f"{PKG}.prompts:ca_analysis",
+        "qa_slots": f"{PKG}.qa:qa_slots",
+        "qa_templates": f"{PKG}:templates/counterfactual_attribute.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "prior_terms": "tasks.release.items:original_attribute_prior",
-        "eval_rules": "prompts.eval_rules:ATTRIBUTE_RULES",
+        "prior_terms": f"{PKG}.evaluation:prior_terms",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:OVERLAP",
-        "audit_checks": "tasks.tools.audit:check_attribute",
+        "audit_checks": f"{PKG}.audit:audit_checks",
 
     },
 )

@@ -1,6 +1,8 @@
 """Relational erasure (RE): one member of a frequently co-occurring pair is erased; the questions probe co-occurrence bias."""
 
-from storage.task_spec import TaskSpec
+from tasks.plugin_api import TaskSpec
+
+PKG = "tasks.builtin_tasks.relational_erasure"
 
 TASK = TaskSpec(
     id="relational_erasure",
@@ -21,29 +23,29 @@ TASK = TaskSpec(
         ('SC-2', 'activity-entity completion', 'an action or activity in the scene makes the model supply the participant that such an activity normally involves'),
         ('SC-3', 'scene-object association', 'the kind of place or scene makes the model list objects typical of it that are not there'),
     ),
-    params="miners.config:RelationalErasureParams",
-    miners={"visual_genome": "miners.relational:mine", "coco": "miners.coco:mine_relational"},
-    modules=("tasks.builtin_tasks.relational_erasure",),
+    params=f"{PKG}.params:RelationalErasureParams",
+    miners={"visual_genome": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
+    modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
-        "vg_reads": "miners.relational:VG_READS",  # the Visual Genome files its miner reads beyond objects
+        "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:RE_INSTRUCTION",
-        "instruct_rules": "prompts.instruct_rules:re_instruction",
-        "instruct_rows": "tasks.stages.instruct:instruct_rows_relational_erasure",
-        "analysis_prompt": "prompts.analysis_prompts:RE_ANALYSIS",
-        "analysis_rules": "prompts.analysis_rules:re_analysis",
-        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_relational_erasure",
-        "qa_beaf": "tasks.stages.qa.synthesis:qa_beaf_relational_erasure",
-        "qa_templates": "tasks.stages.qa:templates/relational_erasure.yaml",
+        "instruct_prompt": f"{PKG}.prompts:RE_INSTRUCTION",
+        "instruct_rules": f"{PKG}.prompts:re_instruction",
+        "instruct_rows": f"{PKG}.instruct:instruct_rows",
+        "analysis_prompt": f"{PKG}.prompts:RE_ANALYSIS",
+        "analysis_rules": f"{PKG}.prompts:re_analysis",
+        "qa_slots": f"{PKG}.qa:qa_slots",
+        "qa_beaf": f"{PKG}.qa:qa_beaf",
+        "qa_templates": f"{PKG}:templates/relational_erasure.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "prior_terms": "tasks.release.items:erased_object_prior",
-        "subcause_facts": "tasks.release.evaluate.attribute:removed_object_facts",
-        "eval_rules": "prompts.eval_rules:ERASURE_RULES",
+        "prior_terms": f"{PKG}.evaluation:prior_terms",
+        "subcause_facts": f"{PKG}.evaluation:subcause_facts",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:DENIAL",
-        "audit_checks": "tasks.tools.audit:check_erasure",
+        "audit_checks": f"{PKG}.audit:audit_checks",
 
     },
 )

@@ -21,11 +21,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from miners import npx
-from miners.candidates import Selection, VGRows, area_fraction, image_sizes, rng_for, seeded_order
-from miners.config import RelationalErasureParams
-from miners.dispatch import MineJob
-from miners.vg_scan import Scan
+from tasks.plugin_api import CocoRows, drop_unsure, area_fraction, image_sizes, MineJob, npx, rng_for, Scan, seeded_order, Selection, VGRows
+from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
+
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("relationships",)
@@ -260,3 +258,15 @@ def _control(scan: Scan, rows: VGRows, kept_pairs: set[tuple[int, int]], params:
     target = {"id": int(o["oid"][row]), "name": scan.names.names[int(o["nid"][row])], "box": rows.index.box("objects", int(row))}
     extra = {"control_for": targeted["id"], "control_rule": "no_kept_pair_with_remaining_objects"}
     return rows.row(task, "control", iid, path, target=target, id_parts=("control",), extra=extra, edit_type="remove", fallback_chain=[])
+
+
+def mine_coco(job: MineJob) -> None:
+    """RE on COCO: the pair statistics over co-occurrence links; candidates whose erased class may
+    have unannotated instances in the image become rejects."""
+    rows: CocoRows = job.rows
+    table = pair_table(job.scan, job.params)
+    job.result.pair_table = pair_stats_table(job.scan, table, job.config.stats_min_count, job.source)
+    if job.candidates:
+        sel = select(job.scan, table, job.params, rows, job.seed, job.control, job.task)
+        job.result.add(drop_unsure(sel, rows.unsure, rows.data.path))
+    job.result.summary["pairs_kept"] = int(table.kept.sum())

@@ -1,6 +1,8 @@
 """Alteration tracing (AT): one micro-edit separates a before and an after image; the questions probe cross-image comparison."""
 
-from storage.task_spec import TaskSpec
+from tasks.plugin_api import TaskSpec
+
+PKG = "tasks.builtin_tasks.alteration_tracing"
 
 TASK = TaskSpec(
     id="alteration_tracing",
@@ -21,26 +23,25 @@ TASK = TaskSpec(
         ('SC-2', 'fine-grained blindness', 'the model compares only coarsely and overlooks a small local change'),
         ('SC-3', 'change misbinding', 'the model sees that something changed but attaches it to the wrong object, place or operation'),
     ),
-    params="miners.config:AlterationTracingParams",
-    miners={"visual_genome": "miners.alteration:mine", "coco": "miners.coco:mine_alteration"},
-    modules=("tasks.builtin_tasks.alteration_tracing",),
+    params=f"{PKG}.params:AlterationTracingParams",
+    miners={"visual_genome": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
+    modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
 
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": "prompts.instruct_prompts:AT_EDIT_PLAN",
-        "instruct_rules": "prompts.instruct_rules:at_edit_plan",
-        "instruct_rows": "tasks.stages.instruct:instruct_rows_edit_plan",
-        "untouched_objects": "prompts.instruct_prompts:at_untouched_objects",
-        "analysis_fields": "tasks.stages.qa.analyse:analysis_fields_alteration_tracing",
-        "qa_slots": "tasks.stages.qa.synthesis:qa_slots_alteration_tracing",
-        "qa_beaf": "tasks.stages.qa.synthesis:qa_beaf_alteration_tracing",
-        "qa_templates": "tasks.stages.qa:templates/alteration_tracing.yaml",
+        "instruct_prompt": f"{PKG}.prompts:AT_EDIT_PLAN",
+        "instruct_rules": f"{PKG}.prompts:at_edit_plan",
+        "untouched_objects": f"{PKG}.instruct:untouched_objects",
+        "analysis_fields": f"{PKG}.qa:analysis_fields",
+        "qa_slots": f"{PKG}.qa:qa_slots",
+        "qa_beaf": f"{PKG}.qa:qa_beaf",
+        "qa_templates": f"{PKG}:templates/alteration_tracing.yaml",
 
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": "prompts.eval_rules:CHANGE_RULES",
+        "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:CHANGE",
-        "audit_checks": "tasks.tools.audit:check_change",
+        "audit_checks": f"{PKG}.audit:audit_checks",
 
     },
 )

@@ -1,0 +1,6 @@
+"""Alteration tracing (AT), a built-in task shaped like any plugin: its spec (``task.py``), miner,
+mining thresholds, instruction rows, question slots and templates, evaluation and audit hooks."""
+
+from tasks.builtin_tasks.alteration_tracing.task import TASK
+
+__all__ = ["TASK"]
