@@ -162,14 +162,11 @@ class Editor(ABC):
 
     @classmethod
     def licence(cls, params: Any) -> Any:
-        """The ``editors.licences.Licence`` of the weights ``params`` load: editors without model
-        weights draw with none; model editors read their ``model`` (known checkpoints, else the
-        model card). Editors with other weights override this."""
-        from editors.licences import NO_WEIGHTS, weights_licence
-
-        if not cls.uses_model:
-            return NO_WEIGHTS
-        return weights_licence(getattr(params, "model", None))
+        """The ``editors.licences.Licence`` of the weights ``params`` load, for editors whose
+        weights are not the one checkpoint their ``model`` param names (SAM + LaMa, a third-party
+        editor); None: ``editors.registry.editor_licence`` reads the weights' licence (none for
+        editors without model weights)."""
+        return None
 
     @staticmethod
     def plan_params(layout: str, quant: str) -> dict[str, Any]:

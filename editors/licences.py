@@ -3,7 +3,7 @@
 A benchmark that ships edited images inherits the terms of the model that drew them: FLUX.1
 Kontext dev and FLUX.2 klein 9B forbid commercial use of their outputs' model, Qwen-Image-Edit
 and FLUX.2 klein 4B are Apache-2.0. The release's dataset card and the ablation report list the
-licence per editor (:func:`editor_licence`) and warn when non-commercial weights
+licence per editor (``editors.registry.editor_licence``) and warn when non-commercial weights
 drew images in a release.
 
 Where a licence comes from, in order: the editor class's own ``licence(params)`` (editors
@@ -11,7 +11,7 @@ without weights, SAM + LaMa, a third-party editor), else for model editors the t
 checkpoints below, then the ``license`` field of the model card (``README.md`` front matter) in a
 local folder or the local Hugging Face cache; otherwise ``unknown`` (``commercial_use`` None),
 which the card and the report flag as not cleared. The one lookup by an edit row's editor is
-:func:`editor_licence`.
+``editors.registry.editor_licence``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 # Model-card licence ids whose terms allow commercial use of the weights' outputs.
@@ -117,15 +116,3 @@ def weights_licence(ref: str | None) -> Licence:
     found = card_licence(text) if text else None
     return found or UNKNOWN
 
-
-def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Licence:
-    """The licence of the weights editor ``name`` (registered name) loads with ``params`` (an edit
-    row's ``editor_params_json`` ``params``); ``unknown`` when the editor cannot be loaded here (a
-    plugin uninstalled since the build) or its params no longer validate."""
-    from editors.base import EditorError
-    from editors.registry import licence_of
-
-    try:
-        return licence_of(name, params)
-    except (EditorError, ImportError, ValueError):
-        return UNKNOWN

@@ -131,7 +131,18 @@ def limits_for(editor_names: Sequence[str]) -> EditorLimits:
     return combine([editor_class(n).capabilities() for n in editor_names])
 
 
-def licence_of(name: str, params: Mapping[str, Any] | None = None) -> Any:
-    """The ``editors.licences.Licence`` of editor ``name`` (registry name) with ``params``."""
-    cls = editor_class(name)
-    return cls.licence(cls(params).params)
+def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The ``editors.licences.Licence`` of the weights editor ``name`` (registered name) loads with
+    ``params`` (an edit row's recorded ``params``); ``unknown`` when the editor cannot be loaded
+    here (a plugin uninstalled since the build) or its params no longer validate."""
+    from editors.licences import NO_WEIGHTS, UNKNOWN, weights_licence
+
+    try:
+        cls = editor_class(name)
+        resolved = cls(params).params
+    except (EditorError, ImportError, ValueError):
+        return UNKNOWN
+    declared = cls.licence(resolved)
+    if declared is not None:
+        return declared
+    return weights_licence(getattr(resolved, "model", None)) if cls.uses_model else NO_WEIGHTS

@@ -251,7 +251,7 @@ def test_a_build_questions_the_edits_and_the_audit_finds_every_gold_answer_true(
 
 
 def test_each_editor_declares_its_licence(family_build):
-    from editors.licences import editor_licence
+    from editors.registry import editor_licence
 
     _, cfg = family_build
     spec = {s.key: s for s in cfg.editors}

@@ -184,7 +184,8 @@ def test_non_commercial_editor_is_flagged_in_the_report_and_the_card(ablation_ru
 
 
 def test_licence_table_and_declarations():
-    from editors.licences import UNKNOWN, editor_licence
+    from editors.licences import UNKNOWN
+    from editors.registry import editor_licence
     from editors.registry import BUILTIN
 
     for name in BUILTIN:  # every built-in editor, at its default weights, says whose terms its images carry

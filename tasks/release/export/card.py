@@ -48,7 +48,7 @@ def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verif
     """Per editor: edits made, auto-QC pass rate, (verified builds) human acceptance of the passed
     ones, and the licence of its weights (editors/licences.py). Unedited items (dense counting's
     ``none`` rows) are no editor's and are left out."""
-    from editors.licences import editor_licence
+    from editors.registry import editor_licence
     from tasks.stages.edit import NO_EDITOR
 
     out = []

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 def licence_warnings(editors: Iterable[tuple[str, str, Licence, int]]) -> list[str]:
     """One line per editor whose images are in the release (or kept by the build) and whose weights
     forbid commercial use or declare no licence; ``editors``: (editor key, registered name, its
-    licence (``editors.licences.editor_licence``), items)."""
+    licence (``editors.registry.editor_licence``), items)."""
     out = []
     for key, name, lic, items in editors:
         if not items:

@@ -235,7 +235,7 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     """Everything the report shows and the benchmark prints: ``editors`` (one entry per editor,
     sorted by name), ``unedited`` (pass-through items, no editor), ``models``, ``reviewed``,
     ``verdict``, ``licence_warnings``."""
-    from editors.licences import editor_licence
+    from editors.registry import editor_licence
     from editors.memory import GPUS_PER_REPLICA
     from tasks.release.export.licences import licence_warnings
     from tasks.stages.edit import NO_EDITOR
