@@ -22,10 +22,7 @@ from tasks.plugin_api import (
     COUNTER_COLOURS,
     distinct,
     EnglishStr,
-    MADE_DIRECTIONS,
     mentions_preservation,
-    NATURAL_DIRECTIONS,
-    NATURAL_HINTS,
     norm_text,
     pick,
     pick_options,
@@ -114,16 +111,22 @@ class CAInstructions(PromptOutput):
 CA_INSTRUCTIONS = PromptSpec("ca_instructions", "1", "ca_instructions.j2", CAInstructions, 1, template_dir=TEMPLATES)
 
 
-def _natural(name: str) -> bool:
-    return any(h in name.lower() for h in NATURAL_HINTS)
-
-
 def _protect(neighbours: list[str]) -> str:
     names = [n for n in neighbours if n][:3]
     if not names:
         return "Preserve all surrounding objects in the image unchanged; do not alter the background of the image."
     listed = ", ".join(f"the {n}" for n in names)
     return f"Preserve {listed}, and other surrounding objects in the image unchanged; do not alter the background of the image."
+
+
+# New materials a grader could still call the annotated one ("Is the car metal?" of a car made
+# of hammered copper is Yes): never drawn as its replacement.
+_METAL, _STONE, _WOOD, _FIBRE = ("brushed steel", "hammered copper"), ("rough grey stone", "polished marble"), ("bamboo slats", "cork", "woven wicker"), ("knitted wool", "braided rope")
+NEAR_MATERIALS: dict[str, tuple[str, ...]] = {
+    "metal": _METAL, "steel": _METAL, "stone": _STONE, "concrete": _STONE, "brick": (*_STONE, "terracotta clay"),
+    "ceramic": ("terracotta clay", "polished marble"), "wood": _WOOD, "wooden": _WOOD, "paper": ("corrugated cardboard",),
+    "fabric": _FIBRE, "glass": ("clear glass",),
+}
 
 
 @rules_answer("ca_instructions")
@@ -137,13 +140,22 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     limits = ctx.get("editor_limits") or {}
     if limits.get("limited"):
         return _ca_renderable(ctx, limits)
-    order = list(NATURAL_DIRECTIONS if _natural(name) else MADE_DIRECTIONS)
-    first = pick(order[:3], cid + ":d1")
-    second = pick([d for d in order if d != first][:4], cid + ":d2")
+    # The new value replaces the annotated one, so it must be of the same kind: recolouring a
+    # "parked" car leaves it parked, and "Is the car parked?" would get a wrong gold "No".
+    kind = attribute_slot(original)
+    if kind is None:
+        return None
+    base = colour_word(original) if kind == "colour" else None
+    near = NEAR_MATERIALS.get(norm_text(original), ()) if kind == "material" else ()
+    values = [v for v in CA_VALUES[kind] if original not in v and v not in original and v not in near
+              and not (base and (colour_of(v) is None or not colours_apart(colour_of(v), base)))]
+    if len(values) < 2:
+        return None
+    first = pick(values, cid + ":a")
     out: dict[str, Any] = {}
-    for slot, direction in (("a", first), ("b", second)):
-        values = [v for v in CA_VALUES[direction] if original not in v and v not in original]
-        value = pick(values, f"{cid}:{slot}")
+    for slot in ("a", "b"):
+        direction = kind
+        value = first if slot == "a" else pick([v for v in values if v != first], cid + ":b")
         out[f"direction_{slot}"] = direction
         out[f"new_attribute_{slot}"] = value
         out[f"instruction_{slot}"] = f"{_ca_sentence(direction, name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
@@ -259,8 +271,13 @@ def ca_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         return {**verdict, "verification_status": "fail", "discard": True, "discard_reason": "the original or the new attribute is unknown"}
     slot = ATTRIBUTE_TYPE_BY_DIRECTION.get(direction, "appearance")
     original_slot = attribute_slot(original)
-    if original_slot is not None and original_slot != direction:
-        slot = "appearance"  # the annotated attribute sits in another slot than the edit: ask about the look
+    if original_slot != direction:
+        # Q1-Q4 and Q7 say the original attribute is gone: true only when the edit replaced it
+        # with a value of the same kind (a recoloured "parked" car is still parked)
+        kind = f"a {original_slot}" if original_slot else "neither a colour nor a material"
+        return {**verdict, "verification_status": "fail", "discard": True,
+                "discard_reason": f"the edit changes the {direction or 'unknown attribute'}, but the annotated attribute {original!r} is {kind}: "
+                                  "the edit does not make it untrue"}
     region = region_words(box, w, h) if box else "centre"
     vert = "upper" if (box and box[1] + box[3] / 2 < h / 2) else "lower"
     alt = f"in the {vert} half of the image"
