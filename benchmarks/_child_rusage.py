@@ -53,8 +53,9 @@ def run_measured(argv: list[str], log: Path, cap_mb: float, env: dict[str, str])
     (:func:`measure_child`; see the module doc); its output goes to ``log``, which is returned too."""
     started = time.perf_counter()
     spec = json.dumps({"argv": argv, "log": str(log), "cap_mb": cap_mb})
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), spec], env=env, cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), spec], env=env, cwd=ROOT, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the measuring launcher failed ({proc.returncode}): {proc.stderr[-2000:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -83,7 +84,12 @@ def measure_child(argv: list[str], log: str, cap_mb: float) -> dict[str, Any]:
             os.kill(proc.pid, signal.SIGKILL)
         time.sleep(0.1)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting again
-    return {"rc": proc.returncode, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024, "stopped": stopped}
+    return {
+        "rc": proc.returncode,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "rss_mb": ru.ru_maxrss / 1024,
+        "stopped": stopped,
+    }
 
 
 if __name__ == "__main__":

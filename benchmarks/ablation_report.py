@@ -81,17 +81,31 @@ def config(data: Path, models: Path, pix2pix: bool, qwen: bool) -> dict:
         {"name": "classical", "label": "classical-wide", "params": {"dilation_px": 15}},
     ]
     if pix2pix:
-        cfg["editors"].append({"name": "instruct-pix2pix", "params": {"model": str(models / "instruct-pix2pix"), "steps": 2, "max_side": 64, "batch_size": 4}})
+        cfg["editors"].append(
+            {
+                "name": "instruct-pix2pix",
+                "params": {"model": str(models / "instruct-pix2pix"), "steps": 2, "max_side": 64, "batch_size": 4},
+            }
+        )
     if qwen:
-        cfg["editors"].append({"name": "qwen-image-edit", "params": {"model": str(models / "qwen-image-edit"), "steps": 2, "process_area": 64 * 64}})
+        cfg["editors"].append(
+            {
+                "name": "qwen-image-edit",
+                "params": {"model": str(models / "qwen-image-edit"), "steps": 2, "process_area": 64 * 64},
+            }
+        )
     return cfg
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vg-images", type=int, default=180, help="Visual Genome images of the sample (default 180)")
-    ap.add_argument("--work", default="/tmp/ablation_report", help="scratch folder (sample, tiny models, run); emptied first")
-    ap.add_argument("--no-tiny-vlm", action="store_true", help="evaluate the rules baseline only (not the tiny random Qwen2.5-VL)")
+    ap.add_argument(
+        "--work", default="/tmp/ablation_report", help="scratch folder (sample, tiny models, run); emptied first"
+    )
+    ap.add_argument(
+        "--no-tiny-vlm", action="store_true", help="evaluate the rules baseline only (not the tiny random Qwen2.5-VL)"
+    )
     ap.add_argument("--pix2pix", action="store_true", help="one more editor: a tiny random InstructPix2Pix")
     ap.add_argument("--qwen", action="store_true", help="one more editor: a tiny random Qwen-Image-Edit")
     args = ap.parse_args()
@@ -119,7 +133,12 @@ def main() -> None:
     _step("build", [CLI, "build", "--config", str(work / "ablation.yaml"), "--run-dir", str(run)], log, steps)
     _step("eval rules", [CLI, "eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified"], log, steps)
     if vlm is not None:
-        _step("eval tiny-vlm", [CLI, "eval", "--run-dir", str(run), "--model", f"transformers:{vlm}", "--unverified"], log, steps)
+        _step(
+            "eval tiny-vlm",
+            [CLI, "eval", "--run-dir", str(run), "--model", f"transformers:{vlm}", "--unverified"],
+            log,
+            steps,
+        )
     _step("report ablation", [CLI, "report", "ablation", "--run-dir", str(run)], log, steps)
 
     sys.path.insert(0, str(ROOT))
@@ -133,14 +152,22 @@ def main() -> None:
     for w in figures["licence_warnings"]:
         print(f"licence: {w}")
     print(f"unedited items (no editor): {figures['unedited']['items']}")
-    print(f"{'editor':<18}{'instr':>6}{'supp':>6}{'edited':>7}{'qc':>6}{'verif':>6}{'w/ q':>6}{'kept %':>8}{'s/edit':>10}{'s/kept':>10}  induction (pooled, 95% CI)")
+    print(
+        f"{'editor':<18}{'instr':>6}{'supp':>6}{'edited':>7}{'qc':>6}{'verif':>6}{'w/ q':>6}{'kept %':>8}{'s/edit':>10}{'s/kept':>10}  induction (pooled, 95% CI)"
+    )
     for ed in figures["editors"]:
         y, s, ind = figures["yield"][ed], figures["s_per_edit"][ed], figures["induction"][ed]["pooled"]
         sk = figures["s_per_accepted_item"][ed]
-        ind_s = "n/a" if not ind or ind["difference"] is None else f"{ind['difference']:+.1f} [{ind['ci95'][0]:+.1f}, {ind['ci95'][1]:+.1f}]"
-        print(f"{ed:<18}{y['instructions']:>6}{y['supported']:>6}{y['edited']:>7}{y['auto_qc_pass']:>6}{y['verified']:>6}{y['with_questions']:>6}"
-              f"{(y['share_accepted'] if y['share_accepted'] is not None else float('nan')):>8.1f}"
-              f"{(s['s'] if s['s'] is not None else float('nan')):>10.4g}{(sk if sk is not None else float('nan')):>10.4g}  {ind_s}")
+        ind_s = (
+            "n/a"
+            if not ind or ind["difference"] is None
+            else f"{ind['difference']:+.1f} [{ind['ci95'][0]:+.1f}, {ind['ci95'][1]:+.1f}]"
+        )
+        print(
+            f"{ed:<18}{y['instructions']:>6}{y['supported']:>6}{y['edited']:>7}{y['auto_qc_pass']:>6}{y['verified']:>6}{y['with_questions']:>6}"
+            f"{(y['share_accepted'] if y['share_accepted'] is not None else float('nan')):>8.1f}"
+            f"{(s['s'] if s['s'] is not None else float('nan')):>10.4g}{(sk if sk is not None else float('nan')):>10.4g}  {ind_s}"
+        )
     figures["steps_s"] = steps
     figures["vg_images"] = args.vg_images
     print(json.dumps(figures, sort_keys=True))

@@ -27,8 +27,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +44,12 @@ def instruction_rows(sample: Path, n: int) -> list[dict]:
     from storage.hashing import canonical_json, stable_id
 
     truth = load_truth(sample)
-    kinds = [("remove", "remove the {}"), ("attribute", "make the {} blue"), ("move", "move the {} a little"), ("add", "add another {}")]
+    kinds = [
+        ("remove", "remove the {}"),
+        ("attribute", "make the {} blue"),
+        ("move", "move the {} a little"),
+        ("add", "add another {}"),
+    ]
     rows = []
     while len(rows) < n:
         for image_id in sorted(truth["images"], key=int):
@@ -53,13 +59,26 @@ def instruction_rows(sample: Path, n: int) -> list[dict]:
             for oid, obj in sorted(im["objects"].items()):
                 kind, text = kinds[len(rows) % len(kinds)]
                 cand = {"id": f"c{oid}", "context_json": "[]"}
-                rows.append({
-                    "id": stable_id("bench", image_id, oid, kind, len(rows)), "task": "alteration_tracing", "variant": "targeted",
-                    "source": "visual_genome", "image_id": image_id, "image_path": str(sample / im["file"]), "width": im["width"],
-                    "height": im["height"], "candidate_id": cand["id"], "candidate_json": canonical_json(cand), "status": "applicable",
-                    "instruction": text.format(obj["name"]), "edit_type": kind, "target_box": [float(v) for v in obj["box"]],
-                    "target_name": obj["name"], "fields_json": "{}",
-                })
+                rows.append(
+                    {
+                        "id": stable_id("bench", image_id, oid, kind, len(rows)),
+                        "task": "alteration_tracing",
+                        "variant": "targeted",
+                        "source": "visual_genome",
+                        "image_id": image_id,
+                        "image_path": str(sample / im["file"]),
+                        "width": im["width"],
+                        "height": im["height"],
+                        "candidate_id": cand["id"],
+                        "candidate_json": canonical_json(cand),
+                        "status": "applicable",
+                        "instruction": text.format(obj["name"]),
+                        "edit_type": kind,
+                        "target_box": [float(v) for v in obj["box"]],
+                        "target_name": obj["name"],
+                        "fields_json": "{}",
+                    }
+                )
                 if len(rows) == n:
                     return rows
     return rows
@@ -95,13 +114,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=240)
     ap.add_argument("--cpu-items", type=int, default=120, help="items for the tiny CPU model (it is slow)")
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every variant (medians reported)")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="interleaved repetitions of every variant (medians reported)"
+    )
     ap.add_argument("--gpu-s", type=float, default=0.2, help="seconds per image of the gpu-like editor")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--area", type=int, default=64 * 64, help="working area of the tiny pipeline (pixels)")
     ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--shard-size", type=int, default=256, help="run.shard_size (256 as in configs/reactbench.yaml; every shard adds a fill and a drain)")
-    ap.add_argument("--workers", type=int, default=1, help="shards at once (run.workers); model calls stay one at a time")
+    ap.add_argument(
+        "--shard-size",
+        type=int,
+        default=256,
+        help="run.shard_size (256 as in configs/reactbench.yaml; every shard adds a fill and a drain)",
+    )
+    ap.add_argument(
+        "--workers", type=int, default=1, help="shards at once (run.workers); model calls stay one at a time"
+    )
     ap.add_argument("--skip-cpu-model", action="store_true")
     ap.add_argument("--skip-overlap-off", action="store_true")
     args = ap.parse_args()
@@ -110,6 +138,7 @@ def main() -> None:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from rich.console import Console
+    from tiny_checkpoints import build_qwen_image_edit
 
     from editors.base import EditRequest
     from editors.registry import clear_cache, get_editor, register
@@ -120,9 +149,8 @@ def main() -> None:
     from storage.image_store import read_image_rgb
     from storage.stage_store import ShardResult, StageStore
     from tasks.engine.base import RunContext
-    from tasks.stages.edit import EditStage, item_seed
     from tasks.engine.runner import run_stage
-    from tiny_checkpoints import build_qwen_image_edit
+    from tasks.stages.edit import EditStage, item_seed
 
     console = Console(stderr=True)
     gpu_cls = register(gpu_like_editor(args.gpu_s))
@@ -139,21 +167,38 @@ def main() -> None:
             variants.append(("gpu-like, overlap_io=false", gpu_cls.name, {}, args.items, False))
         if not args.skip_cpu_model:
             model = build_qwen_image_edit(tmp_path / "tiny-qwen")
-            qparams = {"model": str(model), "steps": args.steps, "process_area": args.area, "batch_size": args.batch_size, "true_cfg_scale": 1.0}
+            qparams = {
+                "model": str(model),
+                "steps": args.steps,
+                "process_area": args.area,
+                "batch_size": args.batch_size,
+                "true_cfg_scale": 1.0,
+            }
             variants.append(("tiny-cpu", "qwen-image-edit", qparams, args.cpu_items, True))
         all_rows = instruction_rows(tmp_path / "sample", max(v[3] for v in variants))
         clear_cache()
 
-        def stage_run(label: str, name: str, params: dict[str, Any], rows: list[dict], overlap: bool, round_: int) -> tuple[float, float, int]:
+        def stage_run(
+            label: str, name: str, params: dict[str, Any], rows: list[dict], overlap: bool, round_: int
+        ) -> tuple[float, float, int]:
             run = RunFS.open(str(tmp_path / f"run-{abs(hash(label))}-{round_}"))
             store = StageStore(run, "instruct", {"instructions": "instructions"})
             store.write_shard(0, "bench", ShardResult(outputs={"instructions": rows}, rows_in=len(rows)))
-            store.write_manifest({"stage": "instruct", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()})
-            cfg = config_from_dict({
-                "run": {"seed": 0, "shard_size": args.shard_size, "workers": args.workers},
-                "editors": [{"name": name, "params": params}],
-                "edit": {"batch_size": args.batch_size, "overlap_io": overlap},
-            })
+            store.write_manifest(
+                {
+                    "stage": "instruct",
+                    "status": "complete",
+                    "key": "bench",
+                    "output_fingerprint": store.output_fingerprint(),
+                }
+            )
+            cfg = config_from_dict(
+                {
+                    "run": {"seed": 0, "shard_size": args.shard_size, "workers": args.workers},
+                    "editors": [{"name": name, "params": params}],
+                    "edit": {"batch_size": args.batch_size, "overlap_io": overlap},
+                }
+            )
             console.print(f"round {round_}: edit stage, {label}, {len(rows)} items ...")
             wall0, cpu0 = time.perf_counter(), time.process_time()
             summary = run_stage(EditStage(), RunContext(run, cfg))
@@ -172,7 +217,15 @@ def main() -> None:
             rows = all_rows[:n]
             editor = get_editor(name, params)  # loaded once per process: kept out of every timing
             requests = [
-                EditRequest(r["id"], read_image_rgb(r["image_path"]), r["instruction"], r["task"], r["edit_type"], item_seed(0, r["id"]), tuple(r["target_box"]))
+                EditRequest(
+                    r["id"],
+                    read_image_rgb(r["image_path"]),
+                    r["instruction"],
+                    r["task"],
+                    r["edit_type"],
+                    item_seed(0, r["id"]),
+                    tuple(r["target_box"]),
+                )
                 for r in rows
             ]
             if name == "qwen-image-edit":  # kernel caches for every working size and batch size
@@ -190,21 +243,41 @@ def main() -> None:
                 runs[label].append((wall, cpu, bare, bare_cpu, n))
 
     med = statistics.median
-    print(f"{'variant':28} {'items':>6} {'stage s':>9} {'bare s':>9} {'wall/bare':>10} {'outside CPU ms/item':>20} {'s/image':>8}")
+    print(
+        f"{'variant':28} {'items':>6} {'stage s':>9} {'bare s':>9} {'wall/bare':>10} {'outside CPU ms/item':>20} {'s/image':>8}"
+    )
     for label, values in runs.items():
         wall, cpu, bare, bare_cpu = (med([v[i] for v in values]) for i in range(4))
         n = values[0][4]
         results[label] = {
-            "items": n, "wall_s": round(wall, 3), "bare_s": round(bare, 3), "wall_over_bare": round(wall / bare, 4),
-            "outside_ms_per_item": round(max(0.0, cpu - bare_cpu) / max(1, n) * 1000, 2), "s_per_image": round(wall / max(1, n), 4),
+            "items": n,
+            "wall_s": round(wall, 3),
+            "bare_s": round(bare, 3),
+            "wall_over_bare": round(wall / bare, 4),
+            "outside_ms_per_item": round(max(0.0, cpu - bare_cpu) / max(1, n) * 1000, 2),
+            "s_per_image": round(wall / max(1, n), 4),
         }
         r = results[label]
-        print(f"{label:28} {n:6d} {wall:9.2f} {bare:9.2f} {r['wall_over_bare']:10.3f} {r['outside_ms_per_item']:20.1f} {r['s_per_image']:8.4f}")
+        print(
+            f"{label:28} {n:6d} {wall:9.2f} {bare:9.2f} {r['wall_over_bare']:10.3f} {r['outside_ms_per_item']:20.1f} {r['s_per_image']:8.4f}"
+        )
     main_result = results["gpu-like"]
     met = main_result["wall_over_bare"] <= 1.05 and main_result["outside_ms_per_item"] <= 50
-    print(f"targets (gpu-like, overlap on): wall_over_bare <= 1.05, outside_ms_per_item <= 50: {'met' if met else 'NOT met'}")
-    print(json.dumps(main_result | {"editor": "gpu-like", "gpu_s_per_image": args.gpu_s, "rounds": args.rounds, "targets_met": met,
-                                    "variants": {k: v for k, v in results.items() if k != "gpu-like"}}))
+    print(
+        f"targets (gpu-like, overlap on): wall_over_bare <= 1.05, outside_ms_per_item <= 50: {'met' if met else 'NOT met'}"
+    )
+    print(
+        json.dumps(
+            main_result
+            | {
+                "editor": "gpu-like",
+                "gpu_s_per_image": args.gpu_s,
+                "rounds": args.rounds,
+                "targets_met": met,
+                "variants": {k: v for k, v in results.items() if k != "gpu-like"},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,20 +46,27 @@ def _report():
     print("OVERHEAD=" + json.dumps({"torch": "torch" in sys.modules, "cpu_s": u.ru_utime + u.ru_stime, "peak_rss_mb": u.ru_maxrss / 1024}), file=sys.stderr)
 atexit.register(_report)
 """
-_CLI = _REPORT + """
+_CLI = (
+    _REPORT
+    + """
 from flows.entry import main
 sys.argv = ["reactbench", *sys.argv[1:]]
 main()
 """
+)
 
 
 def measured(code: str, *args: str) -> dict[str, Any]:
     """Run ``code`` in a fresh interpreter; its torch flag, CPU seconds and peak RSS (MB)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT, check=False
+    )
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args) or 'interpreter'} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise SystemExit(
+            f"{' '.join(args) or 'interpreter'} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     line = [x for x in proc.stderr.splitlines() if x.startswith("OVERHEAD=")][-1]
     return json.loads(line.split("=", 1)[1])
 
@@ -70,8 +77,12 @@ def render_per_call_env(spec: Any, context: dict[str, Any]) -> str:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(spec.folder)), undefined=jinja2.StrictUndefined, autoescape=False,
-        keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True,
+        loader=jinja2.FileSystemLoader(str(spec.folder)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     return env.get_template(spec.template).render(**context).strip() + "\n"
 
@@ -88,7 +99,12 @@ def eval_prompts(run_dir: Path, limit: int) -> list[tuple[Any, dict[str, Any]]]:
     out = []
     for q in questions:
         for mode in ("standard", "cot"):
-            out.append((answer_spec(q["qtype"], mode, len(q["images"])), answer_context(q, mode, annotations.get(q["edit_id"], {}))))
+            out.append(
+                (
+                    answer_spec(q["qtype"], mode, len(q["images"])),
+                    answer_context(q, mode, annotations.get(q["edit_id"], {})),
+                )
+            )
     return (out * (1 + limit // max(1, len(out))))[:limit]
 
 
@@ -118,7 +134,9 @@ def main() -> None:
         build = measured(_CLI, "build", "--config", str(tmp / "demo.yaml"), "--run-dir", str(run))
         ev = measured(_CLI, "eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
         bare = measured(_REPORT + "import flows.cli\n")
-        with_torch = measured(_REPORT + "import flows.cli\nimport torch\ntorch.cuda.is_available()\n")  # what the preflight ran
+        with_torch = measured(
+            _REPORT + "import flows.cli\nimport torch\ntorch.cuda.is_available()\n"
+        )  # what the preflight ran
 
         prompts = eval_prompts(run, args.renders)
         render(*prompts[0])  # warm-up: imports, the first compile of each template
@@ -134,26 +152,38 @@ def main() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
     torch_rss, torch_cpu = with_torch["peak_rss_mb"] - bare["peak_rss_mb"], with_torch["cpu_s"] - bare["cpu_s"]
-    print(f"render, {len(prompts)} eval prompts: {uncached_us:,.0f} us/call with an environment per call, {cached_us:,.1f} us/call compiled once "
-          f"({uncached_us / cached_us:,.0f}x)")
-    print(f"demo build (CPU, classical, rules): torch imported: {build['torch']}; {build['cpu_s']:.1f} CPU-s, peak RSS {build['peak_rss_mb']:.0f} MB")
-    print(f"demo eval (rules): torch imported: {ev['torch']}; {ev['cpu_s']:.1f} CPU-s, peak RSS {ev['peak_rss_mb']:.0f} MB")
-    print(f"the old preflight's torch probe on top of the CLI costs {torch_cpu:.1f} CPU-s and {torch_rss:.0f} MB here "
-          f"({bare['peak_rss_mb']:.0f} -> {with_torch['peak_rss_mb']:.0f} MB)")
-    print(json.dumps({
-        "render_us_per_call_uncached": round(uncached_us, 1),
-        "render_us_per_call": round(cached_us, 2),
-        "render_speedup": round(uncached_us / cached_us, 1),
-        "render_calls": len(prompts),
-        "cpu_build_imports_torch": build["torch"],
-        "cpu_build_peak_rss_mb": round(build["peak_rss_mb"], 1),
-        "cpu_build_cpu_s": round(build["cpu_s"], 2),
-        "eval_imports_torch": ev["torch"],
-        "eval_peak_rss_mb": round(ev["peak_rss_mb"], 1),
-        "eval_cpu_s": round(ev["cpu_s"], 2),
-        "torch_import_rss_mb": round(torch_rss, 1),
-        "torch_import_cpu_s": round(torch_cpu, 2),
-    }))
+    print(
+        f"render, {len(prompts)} eval prompts: {uncached_us:,.0f} us/call with an environment per call, {cached_us:,.1f} us/call compiled once "
+        f"({uncached_us / cached_us:,.0f}x)"
+    )
+    print(
+        f"demo build (CPU, classical, rules): torch imported: {build['torch']}; {build['cpu_s']:.1f} CPU-s, peak RSS {build['peak_rss_mb']:.0f} MB"
+    )
+    print(
+        f"demo eval (rules): torch imported: {ev['torch']}; {ev['cpu_s']:.1f} CPU-s, peak RSS {ev['peak_rss_mb']:.0f} MB"
+    )
+    print(
+        f"the old preflight's torch probe on top of the CLI costs {torch_cpu:.1f} CPU-s and {torch_rss:.0f} MB here "
+        f"({bare['peak_rss_mb']:.0f} -> {with_torch['peak_rss_mb']:.0f} MB)"
+    )
+    print(
+        json.dumps(
+            {
+                "render_us_per_call_uncached": round(uncached_us, 1),
+                "render_us_per_call": round(cached_us, 2),
+                "render_speedup": round(uncached_us / cached_us, 1),
+                "render_calls": len(prompts),
+                "cpu_build_imports_torch": build["torch"],
+                "cpu_build_peak_rss_mb": round(build["peak_rss_mb"], 1),
+                "cpu_build_cpu_s": round(build["cpu_s"], 2),
+                "eval_imports_torch": ev["torch"],
+                "eval_peak_rss_mb": round(ev["peak_rss_mb"], 1),
+                "eval_cpu_s": round(ev["cpu_s"], 2),
+                "torch_import_rss_mb": round(torch_rss, 1),
+                "torch_import_cpu_s": round(torch_cpu, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

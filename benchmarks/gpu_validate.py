@@ -55,9 +55,10 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -107,9 +108,19 @@ def build_pipeline(configs: dict[str, dict[str, Any]], device: str, dtype: Any) 
     in ``dtype``. The tokenizer is the offline one the tests train (token ids only need to be below
     the vocabulary size); the image processor is Qwen2-VL's default."""
     import torch
-    from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageEditPlusPipeline, QwenImageTransformer2DModel
+    from diffusers import (
+        AutoencoderKLQwenImage,
+        FlowMatchEulerDiscreteScheduler,
+        QwenImageEditPlusPipeline,
+        QwenImageTransformer2DModel,
+    )
     from tiny_checkpoints import QWEN_SPECIAL, qwen_tokenizer
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+    )
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     plain = lambda cfg: {k: v for k, v in cfg.items() if not k.startswith("_")}  # noqa: E731
@@ -124,12 +135,23 @@ def build_pipeline(configs: dict[str, dict[str, Any]], device: str, dtype: Any) 
         vae = AutoencoderKLQwenImage.from_config(plain(configs["vae"]))
         encoder = Qwen2_5_VLForConditionalGeneration(te_cfg)
     n = sum(p.numel() for m in (transformer, vae, encoder) for p in m.parameters())
-    log(f"built {n / 1e9:.2f} B parameters on {device} ({str(dtype).split('.')[-1]}) in {time.perf_counter() - started:.1f} s")
+    log(
+        f"built {n / 1e9:.2f} B parameters on {device} ({str(dtype).split('.')[-1]}) in {time.perf_counter() - started:.1f} s"
+    )
     chat = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    processor = Qwen2VLProcessor(image_processor=Qwen2VLImageProcessor(), tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(), chat_template=chat)
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(),
+        tokenizer=tokenizer,
+        video_processor=Qwen2VLVideoProcessor(),
+        chat_template=chat,
+    )
     pipe = QwenImageEditPlusPipeline(
-        transformer=transformer.eval(), vae=vae.eval(), scheduler=FlowMatchEulerDiscreteScheduler(), text_encoder=encoder.eval(),
-        tokenizer=tokenizer, processor=processor,
+        transformer=transformer.eval(),
+        vae=vae.eval(),
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        text_encoder=encoder.eval(),
+        tokenizer=tokenizer,
+        processor=processor,
     )
     pipe.set_progress_bar_config(disable=True)
     return pipe
@@ -160,7 +182,9 @@ def requests(n: int, width: int, height: int, seed: int = 0) -> list[Any]:
         box = (width * 0.3, height * 0.3, width * 0.3, height * 0.35)
         x, y, w, h = (int(v) for v in box)
         img[y : y + h, x : x + w] = rng.integers(0, 255, size=3, dtype=np.uint8)
-        out.append(EditRequest(f"r{i}", img, "remove the box", "validate", "remove", seed + i, box=box, target_name="box"))
+        out.append(
+            EditRequest(f"r{i}", img, "remove the box", "validate", "remove", seed + i, box=box, target_name="box")
+        )
     return out
 
 
@@ -168,8 +192,16 @@ def qwen_editor(pipe: Any, plan: str, device: str, model: str) -> Any:
     """A QwenImageEditEditor running ``pipe`` under ``plan`` (its real call path; only loading is skipped)."""
     from editors.qwen_image_edit import QwenImageEditEditor
 
-    ed = QwenImageEditEditor({"model": model, "memory_plan": plan, "quantization": "none", "device": device, "pipeline": "plus",
-                              **({"text_encoder_device": "cuda:1"} if plan == "split" else {})})
+    ed = QwenImageEditEditor(
+        {
+            "model": model,
+            "memory_plan": plan,
+            "quantization": "none",
+            "device": device,
+            "pipeline": "plus",
+            **({"text_encoder_device": "cuda:1"} if plan == "split" else {}),
+        }
+    )
     ed.kind, ed.layout, ed.quant = "plus", plan, "none"
     if plan == "model_offload":
         pipe.enable_model_cpu_offload(device=device)
@@ -242,7 +274,9 @@ def predicted_gb(model: str, plan: str, side: int, gpus: int, memory: float) -> 
     from editors.memory import evaluate
     from editors.qwen_image_edit import QwenImageEditParams, memory_profile
 
-    params = QwenImageEditParams(model=model, pipeline="plus", process_area=side * side, dtype="bfloat16", memory_plan=plan, quantization="none")
+    params = QwenImageEditParams(
+        model=model, pipeline="plus", process_area=side * side, dtype="bfloat16", memory_plan=plan, quantization="none"
+    )
     profile = memory_profile(params, "validate", "cuda")
     return evaluate(profile.components, plan, "none", max(gpus, 2 if plan == "split" else 1), memory).peak_gb
 
@@ -304,7 +338,9 @@ def sam_lama_editor(size: str, device: str) -> Any:
     torch.manual_seed(0)
     with torch.no_grad():
         sam = sam_model_registry[sam_type](checkpoint=None).eval().to(device)
-        lama = torch.jit.script(lama_standin(8 if size == "tiny" else 64, 1 if size == "tiny" else 9).eval().to(device))
+        lama = torch.jit.script(
+            lama_standin(8 if size == "tiny" else 64, 1 if size == "tiny" else 9).eval().to(device)
+        )
     ed = SamLamaEditor({"sam_model_type": sam_type, "device": device})
     ed.device, ed.lama, ed.predictor, ed._loaded = device, lama, SamPredictor(sam), True
     return ed
@@ -328,11 +364,26 @@ def lama_standin(width: int, blocks: int) -> Any:
         def __init__(self) -> None:
             super().__init__()
             w = width
-            self.down = nn.Sequential(nn.Conv2d(4, w, 7, padding=3), nn.ReLU(), nn.Conv2d(w, 2 * w, 3, 2, 1), nn.ReLU(),
-                                      nn.Conv2d(2 * w, 4 * w, 3, 2, 1), nn.ReLU(), nn.Conv2d(4 * w, 8 * w, 3, 2, 1), nn.ReLU())
+            self.down = nn.Sequential(
+                nn.Conv2d(4, w, 7, padding=3),
+                nn.ReLU(),
+                nn.Conv2d(w, 2 * w, 3, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(2 * w, 4 * w, 3, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(4 * w, 8 * w, 3, 2, 1),
+                nn.ReLU(),
+            )
             self.mid = nn.Sequential(*[Block(8 * w) for _ in range(blocks)])
-            self.up = nn.Sequential(nn.ConvTranspose2d(8 * w, 4 * w, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(4 * w, 2 * w, 4, 2, 1), nn.ReLU(),
-                                    nn.ConvTranspose2d(2 * w, w, 4, 2, 1), nn.ReLU(), nn.Conv2d(w, 3, 7, padding=3))
+            self.up = nn.Sequential(
+                nn.ConvTranspose2d(8 * w, 4 * w, 4, 2, 1),
+                nn.ReLU(),
+                nn.ConvTranspose2d(4 * w, 2 * w, 4, 2, 1),
+                nn.ReLU(),
+                nn.ConvTranspose2d(2 * w, w, 4, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(w, 3, 7, padding=3),
+            )
 
         def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             m = mask.to(image.dtype)
@@ -403,8 +454,13 @@ def family_pipeline(family: str, size: str, folder: Path, device: str, dtype: An
         parts = dict(pipe.components)
         started = time.perf_counter()
         for name, (lib, klass, cfg) in KNOWN[hub].items():
-            if name == "text_encoder" and lib == "transformers" and "vision_config" in cfg:  # the tiny tokenizer's special-token ids
-                cfg = dict(cfg) | {k: getattr(parts[name].config, k) for k in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")}
+            if (
+                name == "text_encoder" and lib == "transformers" and "vision_config" in cfg
+            ):  # the tiny tokenizer's special-token ids
+                cfg = dict(cfg) | {
+                    k: getattr(parts[name].config, k)
+                    for k in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+                }
             with materialise_on(device, dtype), __import__("torch").no_grad():
                 if lib == "diffusers":
                     parts[name] = getattr(diffusers, klass).from_config(plain(cfg))
@@ -423,12 +479,23 @@ def family_editor(pipe: Any, model: str, device: str, area: int, steps: int) -> 
     """A DiffusersEditEditor running ``pipe`` (its real call path; only loading is skipped)."""
     from editors.diffusers_edit import DiffusersEditEditor
 
-    ed = DiffusersEditEditor({"model": model, "device": device, "memory_plan": "single", "quantization": "none", "process_area": area, "steps": steps})
+    ed = DiffusersEditEditor(
+        {
+            "model": model,
+            "device": device,
+            "memory_plan": "single",
+            "quantization": "none",
+            "process_area": area,
+            "steps": steps,
+        }
+    )
     ed.pipe, ed.device, ed.layout, ed.quant, ed._loaded = pipe, device, "single", "none", True
     return ed
 
 
-def measure_family(family: str, size: str, folder: Path, device: str, dtype: Any, side: int, probe: tuple[int, int], memory: float) -> dict[str, Any]:
+def measure_family(
+    family: str, size: str, folder: Path, device: str, dtype: Any, side: int, probe: tuple[int, int], memory: float
+) -> dict[str, Any]:
     """s/step, s/edit at the family's default steps and peak memory (single plan) at ``side`` px."""
     from editors.diffusers_edit import DiffusersEditParams, memory_profile
     from editors.memory import evaluate
@@ -445,11 +512,20 @@ def measure_family(family: str, size: str, folder: Path, device: str, dtype: Any
         secs.append(run_editor(ed, requests(1, side, side, seed=steps))[1])
     per_step = max(0.0, (secs[1] - secs[0]) / (probe[1] - probe[0]))
     fixed = max(0.0, secs[0] - probe[0] * per_step)
-    fig: dict[str, Any] = {"pipeline": ed.family.pipeline, "default_steps": default_steps, f"s_per_step_{side}": round(per_step, 4),
-                           f"s_per_edit_{side}": round(fixed + default_steps * per_step, 3), "peak_gb": peak_gb([0])}
+    fig: dict[str, Any] = {
+        "pipeline": ed.family.pipeline,
+        "default_steps": default_steps,
+        f"s_per_step_{side}": round(per_step, 4),
+        f"s_per_edit_{side}": round(fixed + default_steps * per_step, 3),
+        "peak_gb": peak_gb([0]),
+    }
     if size == "real":
-        params = DiffusersEditParams(model=model, process_area=side * side, dtype="bfloat16", memory_plan="single", quantization="none")
-        fig["predicted_gb"] = evaluate(memory_profile(params, family, "cuda").components, "single", "none", 1, memory or 80.0).peak_gb
+        params = DiffusersEditParams(
+            model=model, process_area=side * side, dtype="bfloat16", memory_plan="single", quantization="none"
+        )
+        fig["predicted_gb"] = evaluate(
+            memory_profile(params, family, "cuda").components, "single", "none", 1, memory or 80.0
+        ).peak_gb
         if fig["peak_gb"] is not None:
             fig["off_by"] = round(fig["peak_gb"] / fig["predicted_gb"] - 1, 3)
             fig["flag"] = abs(fig["off_by"]) > FLAG
@@ -497,7 +573,13 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
     memory = torch.cuda.get_device_properties(0).total_memory / 1e9 if cuda else 0.0
     gpus = torch.cuda.device_count() if cuda else 0
     plans, skipped = plans_here(args.size)
-    result: dict[str, Any] = {"gpu": gpu, "size": args.size, "configured_steps": args.steps, "plans": {}, "skipped": skipped}
+    result: dict[str, Any] = {
+        "gpu": gpu,
+        "size": args.size,
+        "configured_steps": args.steps,
+        "plans": {},
+        "skipped": skipped,
+    }
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     with tempfile.TemporaryDirectory(prefix="gpu-validate-") as tmp:
         tiny = Path(tmp) / "tiny-qwen-image-edit-plus"
@@ -506,7 +588,9 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
             plans = []
             skipped.update({p: "--only-families" for p in ("single", "two_phase", "model_offload", "sam-lama")})
         pipe = build_pipeline(component_configs(args.size, tiny), device, dtype) if plans else None
-        warm = qwen_editor(pipe, "single", device, model) if plans else None  # kernels, allocator, cuDNN autotune: before any timing
+        warm = (
+            qwen_editor(pipe, "single", device, model) if plans else None
+        )  # kernels, allocator, cuDNN autotune: before any timing
         if warm is not None:
             warm.params = warm.params.model_copy(update={"steps": 1, "process_area": min(sides) ** 2})
             run_editor(warm, requests(1, min(sides), min(sides)))
@@ -515,7 +599,10 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
                 skipped[plan] = f"out of time (--budget-s {args.budget_s:g})"
                 continue
             log(f"plan {plan}: {probe} steps at {sides} px ...")
-            fig = guarded(f"plan {plan}", lambda p=plan: measure_plan(qwen_editor(pipe, p, device, model), sides, probe, args.steps))
+            fig = guarded(
+                f"plan {plan}",
+                lambda p=plan: measure_plan(qwen_editor(pipe, p, device, model), sides, probe, args.steps),
+            )
             fig["predicted_gb"] = predicted_gb(model, plan, max(sides), gpus, memory or 80.0)
             if fig.get("peak_gb") is not None:
                 fig["off_by"] = round(fig["peak_gb"] / fig["predicted_gb"] - 1, 3)
@@ -523,7 +610,9 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
             result["plans"][plan] = fig
         pipe = warm = None  # free the real-size models before SAM / LaMa
         reset_peaks()
-        sam_lama = {"s": None} if args.only_families else guarded("sam-lama", lambda: {"s": time_sam_lama(args.size, device)})
+        sam_lama = (
+            {"s": None} if args.only_families else guarded("sam-lama", lambda: {"s": time_sam_lama(args.size, device)})
+        )
         result["sam_lama_s_per_edit"] = sam_lama.get("s")
         if "error" in sam_lama:
             result["sam_lama_error"] = sam_lama["error"]
@@ -535,11 +624,18 @@ def validate(args: argparse.Namespace) -> dict[str, Any]:
                 result["skipped"][family] = "out of time (--family-budget-s)"
                 continue
             log(f"family {family}: {probe} steps at {side} px ...")
-            result["families"][family] = guarded(f"family {family}", lambda f=family: measure_family(
-                f, args.size, Path(tmp) / "families", device, dtype, side, probe, memory))
+            result["families"][family] = guarded(
+                f"family {family}",
+                lambda f=family: measure_family(
+                    f, args.size, Path(tmp) / "families", device, dtype, side, probe, memory
+                ),
+            )
         if cuda and not args.skip_compare:
             diff = guarded("CUDA vs CPU", lambda: {"d": compare_pixels(tiny, "cuda:0", "two_phase")})
-            result.update(cuda_mean_abs_diff=diff.get("d"), cuda_matches_cpu=None if "d" not in diff else diff["d"] <= args.tolerance)
+            result.update(
+                cuda_mean_abs_diff=diff.get("d"),
+                cuda_matches_cpu=None if "d" not in diff else diff["d"] <= args.tolerance,
+            )
         else:
             result["cuda_matches_cpu"] = None  # no CUDA device here
             result["bf16_mean_abs_diff"] = compare_pixels(tiny, "cpu", "two_phase")
@@ -554,8 +650,12 @@ def print_table(result: dict[str, Any]) -> None:
             log(f"  {plan:14s} FAILED: {f['error']}")
             continue
         speed = ", ".join(f"{k} {v}" for k, v in f.items() if k.startswith("s_per_"))
-        mem = f"measured {f['peak_gb']} GB vs predicted {f['predicted_gb']} GB" + (" <- more than 10% off" if f.get("flag") else "")
-        log(f"  {plan:14s} {mem if f['peak_gb'] is not None else 'predicted ' + str(f['predicted_gb']) + ' GB (no CUDA: not measured)'}; {speed}")
+        mem = f"measured {f['peak_gb']} GB vs predicted {f['predicted_gb']} GB" + (
+            " <- more than 10% off" if f.get("flag") else ""
+        )
+        log(
+            f"  {plan:14s} {mem if f['peak_gb'] is not None else 'predicted ' + str(f['predicted_gb']) + ' GB (no CUDA: not measured)'}; {speed}"
+        )
     for plan, why in result["skipped"].items():
         log(f"  {plan:14s} skipped: {why}")
     log(f"  sam-lama: {result['sam_lama_s_per_edit']} s/edit; CUDA matches CPU: {result['cuda_matches_cpu']}")
@@ -566,28 +666,82 @@ def print_table(result: dict[str, Any]) -> None:
 def record_result(result: dict[str, Any], table: Path) -> int:
     from editors.timing import TimingEntry, record
 
-    side = max((int(k.rsplit("_", 1)[1]) for f in result["plans"].values() for k in f if k.startswith("s_per_edit_")), default=0)
+    side = max(
+        (int(k.rsplit("_", 1)[1]) for f in result["plans"].values() for k in f if k.startswith("s_per_edit_")),
+        default=0,
+    )
     entries = [
-        TimingEntry(result["gpu"], "qwen-image-edit", MODEL, plan, result["configured_steps"], s, f[f"s_per_edit_{s}"], "gpu_validate",
-                    time.strftime("%Y-%m-%d"))
-        for plan, f in result["plans"].items() for s in (side // 2, side) if f"s_per_edit_{s}" in f
+        TimingEntry(
+            result["gpu"],
+            "qwen-image-edit",
+            MODEL,
+            plan,
+            result["configured_steps"],
+            s,
+            f[f"s_per_edit_{s}"],
+            "gpu_validate",
+            time.strftime("%Y-%m-%d"),
+        )
+        for plan, f in result["plans"].items()
+        for s in (side // 2, side)
+        if f"s_per_edit_{s}" in f
     ]
     return record(entries, table)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", choices=("real", "tiny"), default="real", help="real: published sizes on CUDA; tiny: test models on the CPU")
-    ap.add_argument("--steps", type=int, default=40, help="configured denoising steps s/edit is extrapolated to (the paper: 40)")
-    ap.add_argument("--tolerance", type=float, default=4.0, help="mean absolute pixel difference (0-255) allowed between CUDA bf16 and CPU float32")
-    ap.add_argument("--budget-s", type=float, default=330, help="start no further plan after this many seconds (the rest are listed as skipped)")
-    ap.add_argument("--families", default="", help="comma-separated diffusers-edit families to time (default: all of FAMILY_MODELS)")
-    ap.add_argument("--only-families", action="store_true", help="time the diffusers-edit families only (no Qwen plans, no sam-lama)")
-    ap.add_argument("--family-budget-s", type=float, default=180, help="seconds beyond --budget-s the families may take (the rest are listed as skipped)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--size",
+        choices=("real", "tiny"),
+        default="real",
+        help="real: published sizes on CUDA; tiny: test models on the CPU",
+    )
+    ap.add_argument(
+        "--steps", type=int, default=40, help="configured denoising steps s/edit is extrapolated to (the paper: 40)"
+    )
+    ap.add_argument(
+        "--tolerance",
+        type=float,
+        default=4.0,
+        help="mean absolute pixel difference (0-255) allowed between CUDA bf16 and CPU float32",
+    )
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=330,
+        help="start no further plan after this many seconds (the rest are listed as skipped)",
+    )
+    ap.add_argument(
+        "--families",
+        default="",
+        help="comma-separated diffusers-edit families to time (default: all of FAMILY_MODELS)",
+    )
+    ap.add_argument(
+        "--only-families",
+        action="store_true",
+        help="time the diffusers-edit families only (no Qwen plans, no sam-lama)",
+    )
+    ap.add_argument(
+        "--family-budget-s",
+        type=float,
+        default=180,
+        help="seconds beyond --budget-s the families may take (the rest are listed as skipped)",
+    )
     ap.add_argument("--skip-compare", action="store_true", help="skip the tiny CUDA-vs-CPU comparison")
-    ap.add_argument("--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)")
-    ap.add_argument("--from-manifest", metavar="FILE", help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit")
-    ap.add_argument("--table", type=Path, default=None, help="timing table to append to (default: editors/gpu_timings.json)")
+    ap.add_argument(
+        "--record", action="store_true", help="append the measured s/edit to editors/gpu_timings.json (CUDA runs only)"
+    )
+    ap.add_argument(
+        "--from-manifest",
+        metavar="FILE",
+        help="copy a real build's edit/manifest.json timings into editors/gpu_timings.json and exit",
+    )
+    ap.add_argument(
+        "--table", type=Path, default=None, help="timing table to append to (default: editors/gpu_timings.json)"
+    )
     args = ap.parse_args()
     from editors.timing import TABLE
 

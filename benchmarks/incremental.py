@@ -29,9 +29,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,21 +74,28 @@ class Counters:
 def config(data: Path, editors: list[dict[str, Any]]) -> Any:
     from flows.config import config_from_dict
 
-    return config_from_dict({
-        "version": 1,
-        "run": {"seed": 0, "shard_size": 16, "workers": 2},
-        "sources": {"visual_genome": str(data / "visual_genome"), "fsc147": str(data / "fsc147")},
-        "mine": {
-            "tasks": ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"],
-            "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 6},
-            "counterfactual_attribute": {"n_min": 20, "theta": 0.3, "area_range": [0.003, 0.8], "images_per_attribute": 2},
-            "alteration_tracing": {"max_images": 24},
-            "dense_counting": {"count_range": [5, 150], "bins": [5, 10, 25, 50, 100, 150], "per_bin": 3},
-        },
-        "mllm": {"backend": "rules", "model": "rules-v1"},
-        "editors": editors,
-        "qa": {"beaf": True},
-    })
+    return config_from_dict(
+        {
+            "version": 1,
+            "run": {"seed": 0, "shard_size": 16, "workers": 2},
+            "sources": {"visual_genome": str(data / "visual_genome"), "fsc147": str(data / "fsc147")},
+            "mine": {
+                "tasks": ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"],
+                "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 6},
+                "counterfactual_attribute": {
+                    "n_min": 20,
+                    "theta": 0.3,
+                    "area_range": [0.003, 0.8],
+                    "images_per_attribute": 2,
+                },
+                "alteration_tracing": {"max_images": 24},
+                "dense_counting": {"count_range": [5, 150], "bins": [5, 10, 25, 50, 100, 150], "per_bin": 3},
+            },
+            "mllm": {"backend": "rules", "model": "rules-v1"},
+            "editors": editors,
+            "qa": {"beaf": True},
+        }
+    )
 
 
 def build(cfg: Any, run_dir: Path) -> list[Any]:
@@ -108,7 +116,9 @@ def edits_expected(run_dir: Path) -> int:
 
 
 def parquet_snapshot(run_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for s in STAGES for p in sorted((run_dir / s).rglob("*.parquet"))}
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes() for s in STAGES for p in sorted((run_dir / s).rglob("*.parquet"))
+    }
 
 
 def images_of(run_dir: Path) -> set[str]:
@@ -125,9 +135,14 @@ def main() -> None:
     counters.install()
     tmp = Path(tempfile.mkdtemp(prefix="reactbench-incremental-"))
     data, run, fresh = tmp / "data", tmp / "run", tmp / "fresh"
-    two = [{"name": "classical", "label": "classical-box", "params": {"mask_method": "box"}},
-           {"name": "classical", "label": "classical-ellipse", "params": {"mask_method": "ellipse"}}]
-    three = [*two, {"name": "classical", "label": "classical-ns", "params": {"mask_method": "box", "inpaint_method": "ns"}}]
+    two = [
+        {"name": "classical", "label": "classical-box", "params": {"mask_method": "box"}},
+        {"name": "classical", "label": "classical-ellipse", "params": {"mask_method": "ellipse"}},
+    ]
+    three = [
+        *two,
+        {"name": "classical", "label": "classical-ns", "params": {"mask_method": "box", "inpaint_method": "ns"}},
+    ]
     template_change = ExitStack()  # entered at (c), left after the fresh build
     lines = []
     try:
@@ -135,7 +150,9 @@ def main() -> None:
         t = time.perf_counter()
         build(config(data, two), run)
         full_editor, full_model = counters.take()
-        lines.append(f"full build, 2 editors:       {full_editor:5d} editor calls {full_model:5d} model requests  {time.perf_counter() - t:6.1f} s")
+        lines.append(
+            f"full build, 2 editors:       {full_editor:5d} editor calls {full_model:5d} model requests  {time.perf_counter() - t:6.1f} s"
+        )
 
         t = time.perf_counter()
         extra = round(N_VG_IMAGES * 0.10)
@@ -152,7 +169,9 @@ def main() -> None:
         expected = edits_expected(run)
         build(config(data, three), run)
         add_editor, add_model = counters.take()
-        lines.append(f"(a) add a third editor:      {add_editor:5d} editor calls {add_model:5d} model requests  {time.perf_counter() - t:6.1f} s  (expected {expected})")
+        lines.append(
+            f"(a) add a third editor:      {add_editor:5d} editor calls {add_model:5d} model requests  {time.perf_counter() - t:6.1f} s  (expected {expected})"
+        )
 
         t = time.perf_counter()
         template_change.enter_context(bumped_template_version(TEMPLATE_TASK))
@@ -167,7 +186,9 @@ def main() -> None:
         t = time.perf_counter()
         build(config(data, three), fresh)
         fresh_editor, fresh_model = counters.take()
-        lines.append(f"fresh build of the final:    {fresh_editor:5d} editor calls {fresh_model:5d} model requests  {time.perf_counter() - t:6.1f} s")
+        lines.append(
+            f"fresh build of the final:    {fresh_editor:5d} editor calls {fresh_model:5d} model requests  {time.perf_counter() - t:6.1f} s"
+        )
         identical = parquet_snapshot(run) == parquet_snapshot(fresh) and images_of(fresh) <= images_of(run)
     finally:
         template_change.close()
@@ -178,16 +199,20 @@ def main() -> None:
     # (b) runs on the same two editors as the full build, so the full build is its denominator
     fraction = extend_editor / max(1, full_editor)
     print(f"extend: {extend_editor} / {full_editor} editor calls of the full two-editor build = {fraction:.3f}")
-    print(json.dumps({
-        "full_editor_calls": full_editor,
-        "add_editor_calls": add_editor,
-        "add_editor_expected": expected,
-        "extend_editor_calls": extend_editor,
-        "extend_fraction": round(fraction, 4),
-        "qa_change_editor_calls": qa_editor,
-        "qa_change_model_requests": qa_model,
-        "identical_to_fresh": identical,
-    }))
+    print(
+        json.dumps(
+            {
+                "full_editor_calls": full_editor,
+                "add_editor_calls": add_editor,
+                "add_editor_expected": expected,
+                "extend_editor_calls": extend_editor,
+                "extend_fraction": round(fraction, 4),
+                "qa_change_editor_calls": qa_editor,
+                "qa_change_model_requests": qa_model,
+                "identical_to_fresh": identical,
+            }
+        )
+    )
 
 
 @contextmanager

@@ -35,7 +35,17 @@ LOCKED_EXIT = 3
 
 
 def holder_build(config: Path, run: Path) -> subprocess.Popen:
-    cmd = [str(BIN / "reactbench"), "build", "--config", str(config), "--run-dir", str(run), "--force", "--orchestrator", "local"]
+    cmd = [
+        str(BIN / "reactbench"),
+        "build",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run),
+        "--force",
+        "--orchestrator",
+        "local",
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
 
 
@@ -97,7 +107,9 @@ def main() -> None:
         sys.exit("no turn ran while the build held the lock")
     med = {k: statistics.median(v) for k, v in times.items()}
     for name, values in times.items():
-        print(f"{name:9s} median {med[name]:.3f} s  min {min(values):.3f}  max {max(values):.3f}  ({len(values)} turns)")
+        print(
+            f"{name:9s} median {med[name]:.3f} s  min {min(values):.3f}  max {max(values):.3f}  ({len(values)} turns)"
+        )
     figures = {
         "refusal_s": round(med["refusal"], 3),
         "full_cli_refusal_s": round(med["full_cli"], 3),

@@ -77,11 +77,21 @@ def generate(out: Path, n_images: int, seed: int = 0) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "VG_100K").mkdir(exist_ok=True)
     names = _vocab("", 20_000)
-    planted = _vocab("pr", 500)  # classes that only appear as planted pairs (strong co-occurrence, like wheel-skateboard)
+    planted = _vocab(
+        "pr", 500
+    )  # classes that only appear as planted pairs (strong co-occurrence, like wheel-skateboard)
     pick_planted = _zipf_sampler(rng, 250, 1.1)
-    preds = ["on", "has", "in", "of", "wearing", "near", "behind", "holding", "next to", "on top of"] + _vocab("p", 3_000)
-    attrs = ["white", "black", "blue", "green", "red", "brown", "wooden", "large", "small", "metal"] + _vocab("q", 15_000)
-    pick_name, pick_pred, pick_attr = _zipf_sampler(rng, len(names), 1.05), _zipf_sampler(rng, len(preds), 1.2), _zipf_sampler(rng, len(attrs), 1.1)
+    preds = ["on", "has", "in", "of", "wearing", "near", "behind", "holding", "next to", "on top of"] + _vocab(
+        "p", 3_000
+    )
+    attrs = ["white", "black", "blue", "green", "red", "brown", "wooden", "large", "small", "metal"] + _vocab(
+        "q", 15_000
+    )
+    pick_name, pick_pred, pick_attr = (
+        _zipf_sampler(rng, len(names), 1.05),
+        _zipf_sampler(rng, len(preds), 1.2),
+        _zipf_sampler(rng, len(attrs), 1.1),
+    )
     enc = msgspec.json.Encoder()
     counts = Counter()
     files = {f: open(out / f, "wb") for f in FILES}
@@ -99,7 +109,16 @@ def generate(out: Path, n_images: int, seed: int = 0) -> dict[str, int]:
         img_out, obj_out, rel_out, att_out = [], [], [], []
         for slot, (iid, n) in enumerate(zip(ids, n_obj.tolist())):
             W, H = int(rng.choice([500, 640, 800])), int(rng.choice([375, 480, 600]))
-            img_out.append({"width": W, "url": f"https://cs.stanford.edu/people/rak248/VG_100K/{iid}.jpg", "height": H, "image_id": iid, "coco_id": None, "flickr_id": None})
+            img_out.append(
+                {
+                    "width": W,
+                    "url": f"https://cs.stanford.edu/people/rak248/VG_100K/{iid}.jpg",
+                    "height": H,
+                    "image_id": iid,
+                    "coco_id": None,
+                    "flickr_id": None,
+                }
+            )
             ws = rng.integers(5, W // 2, n)
             hs = rng.integers(5, H // 2, n)
             xs = rng.integers(0, W - ws)
@@ -117,15 +136,31 @@ def generate(out: Path, n_images: int, seed: int = 0) -> dict[str, int]:
                 if plant_on[slot] and k < 2:  # the planted pair: two dedicated classes, linked below
                     nm = planted[plants[slot] + 250 * k]
                 style = (oid + k) % 11
-                raw = nm + "s" if style == 3 else (nm.capitalize() if style == 5 else (f"the {nm}" if style == 7 else nm))
-                o = {"synsets": [f"{nm}.n.01"] if style != 9 else [], "h": hs[k], "object_id": oid + k, "merged_object_ids": [], "names": [raw], "w": ws[k], "y": ys[k], "x": xs[k]}
+                raw = (
+                    nm + "s"
+                    if style == 3
+                    else (nm.capitalize() if style == 5 else (f"the {nm}" if style == 7 else nm))
+                )
+                o = {
+                    "synsets": [f"{nm}.n.01"] if style != 9 else [],
+                    "h": hs[k],
+                    "object_id": oid + k,
+                    "merged_object_ids": [],
+                    "names": [raw],
+                    "w": ws[k],
+                    "y": ys[k],
+                    "x": xs[k],
+                }
                 objs.append(o)
                 a = dict(o)
                 if j < 300 and (oid + k) % 2 == 0:  # frequent classes have a dominant attribute
                     a["attributes"] = [attrs[j % 40]]
                     counts["attributes"] += 1
                 if n_att[k]:
-                    a["attributes"] = a.get("attributes", []) + [attrs[j] if (j + k) % 5 else f" {attrs[j].upper()} " for j in att_ids[acursor : acursor + n_att[k]]]
+                    a["attributes"] = a.get("attributes", []) + [
+                        attrs[j] if (j + k) % 5 else f" {attrs[j].upper()} "
+                        for j in att_ids[acursor : acursor + n_att[k]]
+                    ]
                     acursor += n_att[k]
                     counts["attributes"] += n_att[k]
                 aobjs.append(a)
@@ -142,7 +177,15 @@ def generate(out: Path, n_images: int, seed: int = 0) -> dict[str, int]:
                 od = {k2: oo[k2] for k2 in ("object_id", "x", "y", "w", "h", "synsets")}
                 sd["name" if rid % 2 else "names"] = so["names"][0] if rid % 2 else so["names"]
                 od["names" if rid % 2 else "name"] = oo["names"] if rid % 2 else oo["names"][0]
-                rels.append({"predicate": preds[p] if rid % 13 else preds[p].upper(), "object": od, "relationship_id": rid, "synsets": [], "subject": sd})
+                rels.append(
+                    {
+                        "predicate": preds[p] if rid % 13 else preds[p].upper(),
+                        "object": od,
+                        "relationship_id": rid,
+                        "synsets": [],
+                        "subject": sd,
+                    }
+                )
                 rid += 1
             oid += n
             obj_out.append({"image_id": iid, "objects": objs, "image_url": img_out[-1]["url"]})
@@ -189,35 +232,50 @@ STAGE_TASKS = ["relational_erasure", "counterfactual_attribute", "alteration_tra
 def _stage_config(root: Path | None = None):
     from flows.config import config_from_dict
 
-    return config_from_dict({"mine": {"tasks": STAGE_TASKS}, **({"sources": {"visual_genome": str(root)}} if root else {})})
+    return config_from_dict(
+        {"mine": {"tasks": STAGE_TASKS}, **({"sources": {"visual_genome": str(root)}} if root else {})}
+    )
 
 
 def _warm_imports() -> None:
     """Module imports are a once-per-process cost, excluded from every timing (as for the naive reference)."""
     import duckdb  # noqa: F401
     import pyarrow.compute  # noqa: F401
+
     try:
         import pandas  # noqa: F401  (pyarrow imports it on first array conversion)
     except ImportError:
         pass
     import pyarrow.parquet  # noqa: F401
 
-    import tasks.stages.mine  # noqa: F401
     import tasks.engine.runner  # noqa: F401
+    import tasks.stages.mine  # noqa: F401
 
 
 def phase_parse_msgspec(root: Path) -> dict[str, float]:
     """The msgspec block reader's floor: stream-decode the four files into our Structs, nothing else."""
     from miners.jsonstream import gc_paused, iter_array
-    from miners.vg_format import (ATTRIBUTES_KEYS, IMAGE_DATA_KEYS, OBJECTS_KEYS, RELATIONSHIPS_KEYS, VGImage, VGImageAttributes,
-                                  VGImageObjects, VGImageRelationships)
+    from miners.vg_format import (
+        ATTRIBUTES_KEYS,
+        IMAGE_DATA_KEYS,
+        OBJECTS_KEYS,
+        RELATIONSHIPS_KEYS,
+        VGImage,
+        VGImageAttributes,
+        VGImageObjects,
+        VGImageRelationships,
+    )
 
     block = _stage_config().mine.block_mb << 20
     t = time.perf_counter()
     n = 0
     with gc_paused():
-        for name, typ, keys in (("image_data.json", VGImage, IMAGE_DATA_KEYS), ("objects.json", VGImageObjects, OBJECTS_KEYS),
-                                ("relationships.json", VGImageRelationships, RELATIONSHIPS_KEYS), ("attributes.json", VGImageAttributes, ATTRIBUTES_KEYS)):
+        for name, typ, keys in (
+            ("image_data.json", VGImage, IMAGE_DATA_KEYS),
+            ("objects.json", VGImageObjects, OBJECTS_KEYS),
+            ("relationships.json", VGImageRelationships, RELATIONSHIPS_KEYS),
+            ("attributes.json", VGImageAttributes, ATTRIBUTES_KEYS),
+        ):
             for batch in iter_array(str(root / name), typ, keys, block_bytes=block):
                 n += len(batch)
     return {"seconds": time.perf_counter() - t, "elements": n}
@@ -255,8 +313,8 @@ def phase_mine(root: Path) -> dict[str, float]:
 
     from storage.fs import RunFS
     from tasks.engine.base import RunContext
-    from tasks.stages.mine import MineStage
     from tasks.engine.runner import run_stage
+    from tasks.stages.mine import MineStage
 
     _warm_imports()
     cfg = _stage_config(root)
@@ -267,8 +325,13 @@ def phase_mine(root: Path) -> dict[str, float]:
         seconds = time.perf_counter() - t
         manifest = MineStage().store(ctx).read_manifest() or {}
     cands = sum(manifest.get("extra", {}).get("candidates_by_task", {}).values())
-    return {"seconds": seconds, "candidates": cands, "pair_rows": summary.rows_out.get("pair_stats", 0),
-            "attribute_rows": summary.rows_out.get("attribute_stats", 0), "rejects": summary.rejected}
+    return {
+        "seconds": seconds,
+        "candidates": cands,
+        "pair_rows": summary.rows_out.get("pair_stats", 0),
+        "attribute_rows": summary.rows_out.get("attribute_stats", 0),
+        "rejects": summary.rejected,
+    }
 
 
 def phase_ours(root: Path) -> dict[str, float]:
@@ -280,8 +343,12 @@ def phase_ours(root: Path) -> dict[str, float]:
     cfg = MineConfig(tasks=tuple(STAGE_TASKS))
     t = time.perf_counter()
     res = mine_visual_genome(str(root), cfg, seed=0, candidates=False)
-    return {"seconds": time.perf_counter() - t, "pairs_kept": res.summary.get("pairs_kept", 0),
-            "attributes_kept": res.summary.get("attributes_kept", 0), "crowded": res.summary.get("crowded_images", 0)}
+    return {
+        "seconds": time.perf_counter() - t,
+        "pairs_kept": res.summary.get("pairs_kept", 0),
+        "attributes_kept": res.summary.get("attributes_kept", 0),
+        "crowded": res.summary.get("crowded_images", 0),
+    }
 
 
 def phase_naive(root: Path) -> dict[str, float]:
@@ -299,7 +366,14 @@ def phase_naive(root: Path) -> dict[str, float]:
 
     def inside(o, im):
         W, H = im["width"], im["height"]
-        return o["w"] > 0 and o["h"] > 0 and o["x"] >= -0.02 * W and o["y"] >= -0.02 * H and o["x"] + o["w"] <= 1.02 * W and o["y"] + o["h"] <= 1.02 * H
+        return (
+            o["w"] > 0
+            and o["h"] > 0
+            and o["x"] >= -0.02 * W
+            and o["y"] >= -0.02 * H
+            and o["x"] + o["w"] <= 1.02 * W
+            and o["y"] + o["h"] <= 1.02 * H
+        )
 
     present = defaultdict(set)
     crowded = {}
@@ -340,7 +414,12 @@ def phase_naive(root: Path) -> dict[str, float]:
         if c >= 50 and c / c_o[o] >= 0.2:
             passing[o].append((-c / c_o[o], a))
     dominant = [(o, a) for o, lst in passing.items() for _, a in sorted(lst)[:3]]
-    return {"seconds": time.perf_counter() - t, "pairs_kept": len(kept), "dominant": len(dominant), "crowded": sum(v > 15 for v in crowded.values())}
+    return {
+        "seconds": time.perf_counter() - t,
+        "pairs_kept": len(kept),
+        "dominant": len(dominant),
+        "crowded": sum(v > 15 for v in crowded.values()),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -355,7 +434,9 @@ def peak_rss_mb() -> float:
 
 
 def run_phase(phase: str, root: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, __file__, "--phase", phase, "--root", str(root)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase", phase, "--root", str(root)], capture_output=True, text=True
+    )
     if out.returncode != 0:
         sys.exit(f"phase {phase} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -371,7 +452,13 @@ def repeated(phase: str, root: Path, repeat: int) -> dict[str, float]:
     return out
 
 
-PHASES = {"parse_msgspec": phase_parse_msgspec, "parse_duckdb": phase_parse_duckdb, "mine": phase_mine, "naive": lambda r: phase_naive(r), "ours": phase_ours}
+PHASES = {
+    "parse_msgspec": phase_parse_msgspec,
+    "parse_duckdb": phase_parse_duckdb,
+    "mine": phase_mine,
+    "naive": lambda r: phase_naive(r),
+    "ours": phase_ours,
+}
 
 
 def main() -> None:
@@ -413,28 +500,48 @@ def main() -> None:
     mine = repeated("mine", full, repeat)
     naive = repeated("naive", subset, repeat)
     ours = repeated("ours", subset, repeat)
-    print(f"data: {counts['images']:,} images, {counts['objects']:,} objects, {counts['relationships']:,} relationships, "
-          f"{counts['attributes']:,} attribute annotations, {size_mb:,.0f} MB of JSON; median of {repeat} runs per phase")
+    print(
+        f"data: {counts['images']:,} images, {counts['objects']:,} objects, {counts['relationships']:,} relationships, "
+        f"{counts['attributes']:,} attribute annotations, {size_mb:,.0f} MB of JSON; median of {repeat} runs per phase"
+    )
     print(f"{'phase':<44}{'seconds':>10}{'peak RSS MB':>14}   runs")
     for name, ph in floors.items():
         label = f"parse floor, {name} reader" + (" (floor)" if name == floor_name else "")
         print(f"{label:<44}{ph['seconds']:>10.1f}{ph['peak_rss_mb']:>14.0f}   {ph['all_seconds']}")
-    print(f"{'mine stage RE+CA+AT, all artifacts (full)':<44}{mine['seconds']:>10.1f}{mine['peak_rss_mb']:>14.0f}   {mine['all_seconds']}")
-    print(f"{'naive json.load + dicts (10%)':<44}{naive['seconds']:>10.1f}{naive['peak_rss_mb']:>14.0f}   {naive['all_seconds']}")
-    print(f"{'ours, same statistics (10%)':<44}{ours['seconds']:>10.1f}{ours['peak_rss_mb']:>14.0f}   {ours['all_seconds']}")
-    print(f"mine / parse floor = {mine['seconds'] / parse['seconds']:.2f}x (target <= 2) ; naive / ours = {naive['seconds'] / ours['seconds']:.1f}x (target >= 5) ; "
-          f"candidates {mine['candidates']}, pair rows {mine['pair_rows']}, attribute rows {mine['attribute_rows']}, rejects {mine['rejects']}")
-    same = (naive["pairs_kept"], naive["dominant"], naive["crowded"]) == (ours["pairs_kept"], ours["attributes_kept"], ours["crowded"])
-    print(f"subset agreement (kept pairs, dominant attributes, crowded images): naive {naive['pairs_kept']}, {naive['dominant']}, {naive['crowded']}; "
-          f"ours {ours['pairs_kept']}, {ours['attributes_kept']}, {ours['crowded']} -> {'same' if same else 'DIFFERENT'}")
-    print(json.dumps({
-        "parse_floor_s": round(parse["seconds"], 2),
-        "mine_s": round(mine["seconds"], 2),
-        "peak_rss_mb": round(mine["peak_rss_mb"], 1),
-        "naive_subset_s": round(naive["seconds"], 2),
-        "ours_subset_s": round(ours["seconds"], 2),
-        "speedup_vs_naive": round(naive["seconds"] / ours["seconds"], 2),
-    }))
+    print(
+        f"{'mine stage RE+CA+AT, all artifacts (full)':<44}{mine['seconds']:>10.1f}{mine['peak_rss_mb']:>14.0f}   {mine['all_seconds']}"
+    )
+    print(
+        f"{'naive json.load + dicts (10%)':<44}{naive['seconds']:>10.1f}{naive['peak_rss_mb']:>14.0f}   {naive['all_seconds']}"
+    )
+    print(
+        f"{'ours, same statistics (10%)':<44}{ours['seconds']:>10.1f}{ours['peak_rss_mb']:>14.0f}   {ours['all_seconds']}"
+    )
+    print(
+        f"mine / parse floor = {mine['seconds'] / parse['seconds']:.2f}x (target <= 2) ; naive / ours = {naive['seconds'] / ours['seconds']:.1f}x (target >= 5) ; "
+        f"candidates {mine['candidates']}, pair rows {mine['pair_rows']}, attribute rows {mine['attribute_rows']}, rejects {mine['rejects']}"
+    )
+    same = (naive["pairs_kept"], naive["dominant"], naive["crowded"]) == (
+        ours["pairs_kept"],
+        ours["attributes_kept"],
+        ours["crowded"],
+    )
+    print(
+        f"subset agreement (kept pairs, dominant attributes, crowded images): naive {naive['pairs_kept']}, {naive['dominant']}, {naive['crowded']}; "
+        f"ours {ours['pairs_kept']}, {ours['attributes_kept']}, {ours['crowded']} -> {'same' if same else 'DIFFERENT'}"
+    )
+    print(
+        json.dumps(
+            {
+                "parse_floor_s": round(parse["seconds"], 2),
+                "mine_s": round(mine["seconds"], 2),
+                "peak_rss_mb": round(mine["peak_rss_mb"], 1),
+                "naive_subset_s": round(naive["seconds"], 2),
+                "ours_subset_s": round(ours["seconds"], 2),
+                "speedup_vs_naive": round(naive["seconds"] / ours["seconds"], 2),
+            }
+        )
+    )
     if not same:
         sys.exit("the naive reference and our mining disagree on the subset's statistics")
 

@@ -37,7 +37,7 @@ def responder(body: dict):  # module level: runs in the server process
     return Reply(ANSWER, delay_s=LATENCY["s"])
 
 
-def _serve(latency: float, q: "mp.Queue[int]") -> None:
+def _serve(latency: float, q: mp.Queue[int]) -> None:
     from dummy_server import serve_forever
 
     LATENCY["s"] = latency
@@ -64,10 +64,23 @@ def _candidates(n: int, image_path: str) -> list[dict]:
     for i in range(n):
         row = {k: None for k in CANDIDATES.schema.names}
         row.update(
-            task="relational_erasure", variant="targeted", source="visual_genome", image_id=str(i), image_path=image_path,
-            width=500, height=375, target_object_id=i, target_name="wheel", target_box=[float(i % 450), float(10 + i // 450), 40.0, 30.0],
-            partner_object_id=100000 + i, partner_name="skateboard", partner_box=[0.0, 300.0, 400.0, 80.0], predicate="on",
-            direction="target_is_subject", edit_type="remove", context_json="[]",
+            task="relational_erasure",
+            variant="targeted",
+            source="visual_genome",
+            image_id=str(i),
+            image_path=image_path,
+            width=500,
+            height=375,
+            target_object_id=i,
+            target_name="wheel",
+            target_box=[float(i % 450), float(10 + i // 450), 40.0, 30.0],
+            partner_object_id=100000 + i,
+            partner_name="skateboard",
+            partner_box=[0.0, 300.0, 400.0, 80.0],
+            predicate="on",
+            direction="target_is_subject",
+            edit_type="remove",
+            context_json="[]",
         )
         row["id"] = stable_id("bench", i)
         rows.append(row)
@@ -80,7 +93,9 @@ def _write_mine(run, rows: list[dict]) -> None:
 
     store = StageStore(run, "mine", {"candidates": CANDIDATES})
     store.write_shard(0, "bench", ShardResult(outputs={"candidates": rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": "mine", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": "mine", "status": "complete", "key": "bench", "output_fingerprint": store.output_fingerprint()}
+    )
 
 
 def _cpu_s() -> float:
@@ -104,7 +119,7 @@ def main() -> None:
     args = ap.parse_args()
 
     ctx_mp = mp.get_context("fork")
-    q: "mp.Queue[int]" = ctx_mp.Queue()
+    q: mp.Queue[int] = ctx_mp.Queue()
     server = ctx_mp.Process(target=_serve, args=(args.latency, q), daemon=True)
     server.start()
     port = q.get(timeout=30)
@@ -114,8 +129,8 @@ def main() -> None:
     from storage.fs import RunFS
     from storage.parquet_io import ArtifactReader
     from tasks.engine.base import RunContext
-    from tasks.stages.instruct import InstructStage
     from tasks.engine.runner import run_stage
+    from tasks.stages.instruct import InstructStage
 
     try:
         with tempfile.TemporaryDirectory(prefix="mllm-bench-") as tmp:
@@ -126,7 +141,14 @@ def main() -> None:
             cfg = config_from_dict(
                 {
                     "run": {"shard_size": args.shard_size, "workers": 2},
-                    "mllm": {"backend": "openai", "model": "bench-vl", "base_url": base_url, "concurrency": args.concurrency, "timeout_s": 30, "max_retries": 2},
+                    "mllm": {
+                        "backend": "openai",
+                        "model": "bench-vl",
+                        "base_url": base_url,
+                        "concurrency": args.concurrency,
+                        "timeout_s": 30,
+                        "max_retries": 2,
+                    },
                 }
             )
             ctx = RunContext(run, cfg)
@@ -156,9 +178,15 @@ def main() -> None:
     theoretical = args.concurrency / args.latency
     achieved = args.requests / cold_s
     print(f"one {image_kb:.0f} KB JPEG per request (base64 data URL); client CPU {cpu_ms:.2f} ms per request")
-    print(f"cold: {args.requests} requests in {cold_s:.2f} s -> {achieved:.1f} req/s; theoretical {theoretical:.1f} req/s (concurrency {args.concurrency} / latency {args.latency} s)")
-    print(f"efficiency (achieved / theoretical, same run): {achieved / theoretical:.3f}; server saw {sent_cold['requests']} requests, at most {sent_cold['max_inflight']} in flight")
-    print(f"warm cache: {warm.shards_run} shards recomputed from {cache_files} cached answers in {warm_s:.2f} s, {sent_warm} requests sent")
+    print(
+        f"cold: {args.requests} requests in {cold_s:.2f} s -> {achieved:.1f} req/s; theoretical {theoretical:.1f} req/s (concurrency {args.concurrency} / latency {args.latency} s)"
+    )
+    print(
+        f"efficiency (achieved / theoretical, same run): {achieved / theoretical:.3f}; server saw {sent_cold['requests']} requests, at most {sent_cold['max_inflight']} in flight"
+    )
+    print(
+        f"warm cache: {warm.shards_run} shards recomputed from {cache_files} cached answers in {warm_s:.2f} s, {sent_warm} requests sent"
+    )
     print(
         json.dumps(
             {

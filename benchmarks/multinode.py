@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "orchestration")]
 
-from lease_race import RaceTally, Racers, plant_stale_lease  # noqa: E402
+from lease_race import Racers, RaceTally, plant_stale_lease  # noqa: E402
 from multinode_build import build_across_nodes, sample_upstream  # noqa: E402
 from orch_support import PrefectServer, free_port  # noqa: E402
 from ray_nodes import RayNodes  # noqa: E402
@@ -67,16 +67,23 @@ def main() -> None:
                 racers.race(url, tally)
         ray_figures = across_nodes(bucket, args.nodes)
     ms = [s * 1000 for s in tally.acquire_s]
-    print(f"{tally.trials} trials, {args.racers} racers: {tally.double_wins} with two winners, {tally.no_winner} with none, "
-          f"{tally.lost_writes} conditional writes lost to a faster racer; acquire median {statistics.median(ms):.0f} ms")
+    print(
+        f"{tally.trials} trials, {args.racers} racers: {tally.double_wins} with two winners, {tally.no_winner} with none, "
+        f"{tally.lost_writes} conditional writes lost to a faster racer; acquire median {statistics.median(ms):.0f} ms"
+    )
     for error in tally.errors[:5]:
         print(f"  {error}")
     figures = {
         **ray_figures,
-        "lease_trials": tally.trials, "lease_double_wins": tally.double_wins, "lease_no_winner": tally.no_winner,
-        "lease_wrong_holder_named": tally.wrong_holder_named, "lease_lost_writes": tally.lost_writes,
-        "lease_acquire_p50_ms": round(percentile(ms, 0.5), 1), "lease_acquire_p95_ms": round(percentile(ms, 0.95), 1),
-        "racers": args.racers, "load_1min": round(os.getloadavg()[0], 1),
+        "lease_trials": tally.trials,
+        "lease_double_wins": tally.double_wins,
+        "lease_no_winner": tally.no_winner,
+        "lease_wrong_holder_named": tally.wrong_holder_named,
+        "lease_lost_writes": tally.lost_writes,
+        "lease_acquire_p50_ms": round(percentile(ms, 0.5), 1),
+        "lease_acquire_p95_ms": round(percentile(ms, 0.95), 1),
+        "racers": args.racers,
+        "load_1min": round(os.getloadavg()[0], 1),
     }
     print(json.dumps(figures))
     lease_bad = tally.double_wins or tally.no_winner or tally.errors or tally.wrong_holder_named
@@ -96,7 +103,9 @@ def across_nodes(bucket: str, nodes: int) -> dict[str, object]:
         prefect.start()
         try:
             started = time.perf_counter()
-            with RayNodes(nodes=nodes, gpus=2, cpus=1, pythonpath=[str(ROOT), str(ROOT / "tests" / "orchestration")]) as cluster:
+            with RayNodes(
+                nodes=nodes, gpus=2, cpus=1, pythonpath=[str(ROOT), str(ROOT / "tests" / "orchestration")]
+            ) as cluster:
                 cluster_s = time.perf_counter() - started
                 os.environ["PREFECT_API_URL"] = prefect.url
                 with temporary_settings(updates={PREFECT_API_URL: prefect.url}):
@@ -106,10 +115,16 @@ def across_nodes(bucket: str, nodes: int) -> dict[str, object]:
     rows_by_node: dict[str, int] = {}
     for row in outcome.rows:
         rows_by_node[str(row["node"])[:8]] = rows_by_node.get(str(row["node"])[:8], 0) + 1
-    print(f"{nodes} nodes, {outcome.shards_total} edit shards, {outcome.edits} edits by node {rows_by_node}; killed "
-          f"{outcome.killed.name if outcome.killed else None}, shards rerun elsewhere {outcome.rerun_shards}; "
-          f"differences from one node: {outcome.differences[:5]}")
-    return {**outcome.figures(), "cluster_start_s": round(cluster_s, 1), "multinode_build_s": round(outcome.seconds, 1)}
+    print(
+        f"{nodes} nodes, {outcome.shards_total} edit shards, {outcome.edits} edits by node {rows_by_node}; killed "
+        f"{outcome.killed.name if outcome.killed else None}, shards rerun elsewhere {outcome.rerun_shards}; "
+        f"differences from one node: {outcome.differences[:5]}"
+    )
+    return {
+        **outcome.figures(),
+        "cluster_start_s": round(cluster_s, 1),
+        "multinode_build_s": round(outcome.seconds, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ def _start_server(home: Path) -> tuple[subprocess.Popen, str, float]:
     start = time.perf_counter()
     proc = subprocess.Popen(
         [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port), "--no-ui"],
-        env=_clean_env(PREFECT_HOME=str(home)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=_clean_env(PREFECT_HOME=str(home)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     while time.perf_counter() - start < 180:
         try:
@@ -87,7 +89,10 @@ def main() -> None:
         tmp = Path(tmp_s)
         generate_sample(tmp / "sample")
         cfg = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
-        cfg["sources"] = {"visual_genome": str(tmp / "sample" / "visual_genome"), "fsc147": str(tmp / "sample" / "fsc147")}
+        cfg["sources"] = {
+            "visual_genome": str(tmp / "sample" / "visual_genome"),
+            "fsc147": str(tmp / "sample" / "fsc147"),
+        }
         config = tmp / "config.yaml"
         config.write_text(yaml.safe_dump(cfg))
         base = [str(BIN / "reactbench"), "mine", "--config", str(config), "--run-dir", str(tmp / "run"), "--force"]
@@ -100,7 +105,9 @@ def main() -> None:
         results["local"] = median("local", _clean_env(PREFECT_HOME=str(client_home)))
         results["auto_no_api"] = median("auto", _clean_env(PREFECT_HOME=str(client_home)))
         eph_home = tmp / "ephemeral-home"
-        results["ephemeral_cold"] = _timed([*base, "--orchestrator", "prefect"], _clean_env(PREFECT_HOME=str(eph_home)))
+        results["ephemeral_cold"] = _timed(
+            [*base, "--orchestrator", "prefect"], _clean_env(PREFECT_HOME=str(eph_home))
+        )
         results["ephemeral_warm"] = median("prefect", _clean_env(PREFECT_HOME=str(eph_home)))
         server, url, startup = _start_server(tmp / "server-home")
         try:

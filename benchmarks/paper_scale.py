@@ -59,7 +59,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child_rusage import Measured, run_measured  # noqa: E402,F401  (a sibling script, by file location; Measured for callers)
 
-PAPER = {"relational_erasure": 19_140, "counterfactual_attribute": 7_668, "alteration_tracing": 10_956, "dense_counting": 12_248}
+PAPER = {
+    "relational_erasure": 19_140,
+    "counterfactual_attribute": 7_668,
+    "alteration_tracing": 10_956,
+    "dense_counting": 12_248,
+}
 PAPER_IMAGES = 4_678
 TARGET_QUESTIONS = 50_000
 TARGET_EXPORT_OVER_IMAGES = 1.3
@@ -73,7 +78,11 @@ TARGET_RSS_MB = 2048
 VG_FACTOR = 28.0
 DC_PER_BIN = 325
 DEMO_VG_IMAGES = 180
-CAPS = {"relational_erasure": "images_per_pair", "counterfactual_attribute": "images_per_attribute", "alteration_tracing": "max_images"}
+CAPS = {
+    "relational_erasure": "images_per_pair",
+    "counterfactual_attribute": "images_per_attribute",
+    "alteration_tracing": "max_images",
+}
 COMMANDS = ("sample", "build", "eval", "audit", "export", "report", "build_cyclic", "export_cyclic")
 
 
@@ -151,15 +160,21 @@ def question_figures(run: Path, ids: set[str] | None) -> dict[str, Any]:
     qa = ds.dataset(run / "qa" / "questions", format="parquet").to_table(columns=["id", "task", "images"])
     per_task: dict[str, int] = {}
     images: set[str] = set()
-    for qid, task, refs in zip(qa.column("id").to_pylist(), qa.column("task").to_pylist(), qa.column("images").to_pylist()):
+    for qid, task, refs in zip(
+        qa.column("id").to_pylist(), qa.column("task").to_pylist(), qa.column("images").to_pylist()
+    ):
         if ids is None or qid in ids:
             per_task[task] = per_task.get(task, 0) + 1
             images.update(refs)
     found = sum(per_task.values())
     if ids is not None and found != len(ids):
         raise SystemExit(f"{len(ids) - found} released question id(s) are not in {run}/qa/questions")
-    return {"questions": found, "per_task": dict(sorted(per_task.items())), "images": len(images),
-            "unique_image_mb": round(sum((run / rel).stat().st_size for rel in images) / 2**20, 1)}
+    return {
+        "questions": found,
+        "per_task": dict(sorted(per_task.items())),
+        "images": len(images),
+        "unique_image_mb": round(sum((run / rel).stat().st_size for rel in images) / 2**20, 1),
+    }
 
 
 def release_figures(run: Path, release: Path) -> dict[str, Any]:
@@ -169,8 +184,12 @@ def release_figures(run: Path, release: Path) -> dict[str, Any]:
     out = question_figures(run, ids)
     export_mb, text_mb = _folder_mb(release), _text_mb(release)
     image_mb = out["unique_image_mb"]
-    return {**out, "export_mb": round(export_mb, 1), "text_mb": round(text_mb, 1),
-            "export_over_images": round(export_mb / (image_mb + text_mb), 3) if image_mb + text_mb else None}
+    return {
+        **out,
+        "export_mb": round(export_mb, 1),
+        "text_mb": round(text_mb, 1),
+        "export_over_images": round(export_mb / (image_mb + text_mb), 3) if image_mb + text_mb else None,
+    }
 
 
 def _audit_fraction(log: str) -> float | None:
@@ -200,7 +219,10 @@ def run_size(size: float, work: Path, cap_mb: float, say: Any) -> SizeResult:
     exe = Path(sys.executable).with_name("reactbench")
     if not exe.exists():
         exe = ROOT / ".venv" / "bin" / "reactbench"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+    )
     steps: list[tuple[str, list[str], tuple[str, ...]]] = [
         ("sample", ["sample-data", str(sample), "--vg-images", str(vg_images), "--fsc-images", str(fsc_images)], ()),
         ("build", ["build", "--config", str(work / "shuffle.yaml"), "--run-dir", str(run)], ("sample",)),
@@ -209,7 +231,11 @@ def run_size(size: float, work: Path, cap_mb: float, say: Any) -> SizeResult:
         ("export", ["export", "--run-dir", str(run), "--out", str(work / "release"), "--unverified"], ("build",)),
         ("report", ["report", "eval", "--run-dir", str(run)], ("eval",)),
         ("build_cyclic", ["build", "--config", str(work / "cyclic.yaml"), "--run-dir", str(run)], ("build",)),
-        ("export_cyclic", ["export", "--run-dir", str(run), "--out", str(work / "release_cyclic"), "--unverified"], ("build_cyclic",)),
+        (
+            "export_cyclic",
+            ["export", "--run-dir", str(run), "--out", str(work / "release_cyclic"), "--unverified"],
+            ("build_cyclic",),
+        ),
     ]
     for name, args, needs in steps:
         if any(n not in res.runs or res.runs[n].rc != 0 for n in needs):
@@ -218,7 +244,11 @@ def run_size(size: float, work: Path, cap_mb: float, say: Any) -> SizeResult:
         say(f"[size {size:g}] {name}: reactbench {' '.join(args)}")
         m = run_measured([str(exe), *args], work / f"{name}.log", cap_mb, env)
         res.runs[name] = m
-        state = "ok" if m.rc == 0 else (f"KILLED over {cap_mb:.0f} MB" if m.stopped else f"FAILED rc {m.rc} (log {work / f'{name}.log'})")
+        state = (
+            "ok"
+            if m.rc == 0
+            else (f"KILLED over {cap_mb:.0f} MB" if m.stopped else f"FAILED rc {m.rc} (log {work / f'{name}.log'})")
+        )
         say(f"[size {size:g}] {name}: {state}, {m.wall_s:.1f} s wall, {m.cpu_s:.1f} s CPU, peak {m.rss_mb:.0f} MB")
         if name == "build" and m.rc == 0:  # what the export should hold, should it not finish
             res.figures["built"] = question_figures(run, None)
@@ -246,13 +276,19 @@ def exponents(full: SizeResult, tenth: SizeResult) -> dict[str, dict[str, float 
         a, b = full.runs.get(name), tenth.runs.get(name)
         if a is None or b is None or a.rc != 0 or b.rc != 0:
             continue
-        out[name] = {k: round(math.log(x / y) / span, 3) if x > 0 and y > 0 else None
-                     for k, x, y in (("time", a.cpu_s, b.cpu_s), ("rss", a.rss_mb, b.rss_mb))}
+        out[name] = {
+            k: round(math.log(x / y) / span, 3) if x > 0 and y > 0 else None
+            for k, x, y in (("time", a.cpu_s, b.cpu_s), ("rss", a.rss_mb, b.rss_mb))
+        }
     return out
 
 
 def summarise(full: SizeResult, tenth: SizeResult | None, cap_mb: float) -> tuple[dict[str, Any], list[str]]:
-    shuffle, cyclic, built = full.figures.get("shuffle", {}), full.figures.get("cyclic", {}), full.figures.get("built", {})
+    shuffle, cyclic, built = (
+        full.figures.get("shuffle", {}),
+        full.figures.get("cyclic", {}),
+        full.figures.get("built", {}),
+    )
     runs = full.runs
     questions = questions_of(full)
     result: dict[str, Any] = {
@@ -273,18 +309,33 @@ def summarise(full: SizeResult, tenth: SizeResult | None, cap_mb: float) -> tupl
         "paper_questions_per_task": PAPER,
         "paper_images": PAPER_IMAGES,
         "text_mb": shuffle.get("text_mb"),
-        "cyclic": {k: cyclic.get(k) for k in ("questions", "export_mb", "unique_image_mb", "text_mb", "export_over_images")} if cyclic else None,
+        "cyclic": {
+            k: cyclic.get(k) for k in ("questions", "export_mb", "unique_image_mb", "text_mb", "export_over_images")
+        }
+        if cyclic
+        else None,
         "wall_s": {n: round(m.wall_s, 1) for n, m in runs.items()},
         "cpu_s": {n: round(m.cpu_s, 1) for n, m in runs.items()},
-        "failed": {n: (f"killed over the {cap_mb:.0f} MB RSS cap" if m.stopped else f"exit {m.rc}") for n, m in runs.items() if m.rc != 0},
+        "failed": {
+            n: (f"killed over the {cap_mb:.0f} MB RSS cap" if m.stopped else f"exit {m.rc}")
+            for n, m in runs.items()
+            if m.rc != 0
+        },
         "sample": {"vg_images": full.vg_images, "fsc_images": full.fsc_images, "dc_per_bin": full.per_bin},
         "rss_cap_mb": cap_mb,
-        "tenth": None if tenth is None else {"questions": questions_of(tenth), "audit_fraction": tenth.figures.get("audit_fraction"),
-                                              "export_over_images": tenth.figures.get("shuffle", {}).get("export_over_images"),
-                                              "cyclic": {k: tenth.figures["cyclic"][k] for k in ("questions", "export_mb", "export_over_images")} if "cyclic" in tenth.figures else None,
-                                              "wall_s": {n: round(m.wall_s, 1) for n, m in tenth.runs.items()},
-                                              "cpu_s": {n: round(m.cpu_s, 1) for n, m in tenth.runs.items()},
-                                              "peak_rss_mb": {n: round(m.rss_mb) for n, m in tenth.runs.items()}},
+        "tenth": None
+        if tenth is None
+        else {
+            "questions": questions_of(tenth),
+            "audit_fraction": tenth.figures.get("audit_fraction"),
+            "export_over_images": tenth.figures.get("shuffle", {}).get("export_over_images"),
+            "cyclic": {k: tenth.figures["cyclic"][k] for k in ("questions", "export_mb", "export_over_images")}
+            if "cyclic" in tenth.figures
+            else None,
+            "wall_s": {n: round(m.wall_s, 1) for n, m in tenth.runs.items()},
+            "cpu_s": {n: round(m.cpu_s, 1) for n, m in tenth.runs.items()},
+            "peak_rss_mb": {n: round(m.rss_mb) for n, m in tenth.runs.items()},
+        },
         "cpus": os.cpu_count(),
     }
     misses = []
@@ -295,10 +346,14 @@ def summarise(full: SizeResult, tenth: SizeResult | None, cap_mb: float) -> tupl
         misses.append(f"audit_fraction {result['audit_fraction']} < 1.0")
     for label, fig in (("export_over_images", shuffle), ("cyclic export_over_images", cyclic)):
         if fig.get("export_over_images") is not None and fig["export_over_images"] > TARGET_EXPORT_OVER_IMAGES:
-            misses.append(f"{label} {fig['export_over_images']} > {TARGET_EXPORT_OVER_IMAGES}")  # no figure: the export's failure is named below
+            misses.append(
+                f"{label} {fig['export_over_images']} > {TARGET_EXPORT_OVER_IMAGES}"
+            )  # no figure: the export's failure is named below
     for name, m in runs.items():
         if m.rss_mb > TARGET_RSS_MB:
-            misses.append(f"peak_rss_mb[{name}] {m.rss_mb:.0f}{' (killed at the cap)' if m.stopped else ''} > {TARGET_RSS_MB}")
+            misses.append(
+                f"peak_rss_mb[{name}] {m.rss_mb:.0f}{' (killed at the cap)' if m.stopped else ''} > {TARGET_RSS_MB}"
+            )
     for name, why in result["failed"].items():
         misses.append(f"{name} failed ({why})")
     for name in COMMANDS:
@@ -308,8 +363,10 @@ def summarise(full: SizeResult, tenth: SizeResult | None, cap_mb: float) -> tupl
 
 
 def table(full: SizeResult, tenth: SizeResult | None, result: dict[str, Any]) -> str:
-    title = (f"paper_scale: size {full.size:g} (sample: {full.vg_images} Visual Genome + {full.fsc_images} FSC147 images; "
-             f"DC per_bin {full.per_bin}); tenth: {'skipped' if tenth is None else f'size {tenth.size:g}'}")
+    title = (
+        f"paper_scale: size {full.size:g} (sample: {full.vg_images} Visual Genome + {full.fsc_images} FSC147 images; "
+        f"DC per_bin {full.per_bin}); tenth: {'skipped' if tenth is None else f'size {tenth.size:g}'}"
+    )
     lines = [title, ""]
     head = f"{'command':<14} {'wall s':>8} {'CPU s':>8} {'peak MB':>8} | {'tenth CPU s':>11} {'tenth MB':>8} | {'exp time':>8} {'exp rss':>8}"
     lines += [head, "-" * len(head)]
@@ -323,9 +380,11 @@ def table(full: SizeResult, tenth: SizeResult | None, result: dict[str, Any]) ->
             width = int(fmt.split(".")[0])
             return "-".rjust(width) if v is None else format(v, fmt)
 
-        lines.append(f"{name:<14} {f(m and m.wall_s, '8.1f')} {f(m and m.cpu_s, '8.1f')} {f(m and m.rss_mb, '8.0f')} | "
-                     f"{f(t and t.cpu_s, '11.1f')} {f(t and t.rss_mb, '8.0f')} | {f(e.get('time'), '8.2f')} {f(e.get('rss'), '8.2f')}"
-                     + ("" if m is None or m.rc == 0 else ("  KILLED (RSS cap)" if m.stopped else f"  FAILED (exit {m.rc})")))
+        lines.append(
+            f"{name:<14} {f(m and m.wall_s, '8.1f')} {f(m and m.cpu_s, '8.1f')} {f(m and m.rss_mb, '8.0f')} | "
+            f"{f(t and t.cpu_s, '11.1f')} {f(t and t.rss_mb, '8.0f')} | {f(e.get('time'), '8.2f')} {f(e.get('rss'), '8.2f')}"
+            + ("" if m is None or m.rc == 0 else ("  KILLED (RSS cap)" if m.stopped else f"  FAILED (exit {m.rc})"))
+        )
     lines.append("")
     per_task = result.get("questions_per_task") or {}
     lines.append(f"{'task':<26} {'questions':>10} {'paper':>8}")
@@ -337,25 +396,48 @@ def table(full: SizeResult, tenth: SizeResult | None, result: dict[str, Any]) ->
     if result["questions"] is None:
         lines.append("release (shuffle): no questions were built")
     elif result["export_mb"] is None:
-        lines.append(f"release (shuffle): the export did not finish ({result['images']} images, {result['unique_image_mb']} MB, in the built questions)")
+        lines.append(
+            f"release (shuffle): the export did not finish ({result['images']} images, {result['unique_image_mb']} MB, in the built questions)"
+        )
     else:
-        lines.append(f"release (shuffle): {result['export_mb']} MB for {result['unique_image_mb']} MB of distinct images + {result['text_mb']} MB of text "
-                     f"({result['images']} images): export_over_images {result['export_over_images']}")
+        lines.append(
+            f"release (shuffle): {result['export_mb']} MB for {result['unique_image_mb']} MB of distinct images + {result['text_mb']} MB of text "
+            f"({result['images']} images): export_over_images {result['export_over_images']}"
+        )
     if cyc is None:
         lines.append("release (cyclic):  the export did not finish")
     else:
-        lines.append(f"release (cyclic):  {cyc['questions']} questions, {cyc['export_mb']} MB for {cyc['unique_image_mb']} MB + {cyc['text_mb']} MB: "
-                     f"export_over_images {cyc['export_over_images']}")
+        lines.append(
+            f"release (cyclic):  {cyc['questions']} questions, {cyc['export_mb']} MB for {cyc['unique_image_mb']} MB + {cyc['text_mb']} MB: "
+            f"export_over_images {cyc['export_over_images']}"
+        )
     lines.append(f"audit fraction: {result['audit_fraction']}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", type=float, default=1.0, help="fraction of the paper's size (1.0: >= 50,000 questions; 0.1 for a quick try)")
-    ap.add_argument("--work", type=Path, default=None, help="keep the samples, runs, releases and logs here (default: a temporary folder, removed)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--size",
+        type=float,
+        default=1.0,
+        help="fraction of the paper's size (1.0: >= 50,000 questions; 0.1 for a quick try)",
+    )
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="keep the samples, runs, releases and logs here (default: a temporary folder, removed)",
+    )
     ap.add_argument("--skip-tenth", action="store_true", help="no run at a tenth of the size (no exponents)")
-    ap.add_argument("--rss-cap-mb", type=float, default=6144.0, help="stop a command whose resident memory passes this (default 6144: 3x the target)")
+    ap.add_argument(
+        "--rss-cap-mb",
+        type=float,
+        default=6144.0,
+        help="stop a command whose resident memory passes this (default 6144: 3x the target)",
+    )
     args = ap.parse_args(argv)
     if args.size <= 0:
         ap.error("--size must be > 0")

@@ -52,7 +52,9 @@ def main() -> None:
     qps, qps_c = n / secs, nc / secs_c
     print(f"shuffle: {n} questions in {secs:.2f} s = {qps:,.0f} questions/s ({bad} refused by checks)")
     print(f"cyclic:  {nc} questions in {secs_c:.2f} s = {qps_c:,.0f} questions/s (every MC rotation)")
-    print(f"ratio cyclic/shuffle throughput: {qps_c / qps:.2f}x; target >= 20,000 questions/s: {'met' if qps >= 20_000 else 'NOT met'}")
+    print(
+        f"ratio cyclic/shuffle throughput: {qps_c / qps:.2f}x; target >= 20,000 questions/s: {'met' if qps >= 20_000 else 'NOT met'}"
+    )
     print(json.dumps({"questions": n, "seconds": round(secs, 3), "questions_per_s": round(qps, 1)}))
 
 

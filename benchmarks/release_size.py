@@ -79,7 +79,9 @@ def built_run(vg_images: int, cyclic: bool) -> Path:
         (data / ".complete").touch()
     k = vg_images / BASE_IMAGES
     config = CACHE / f"config-{vg_images}-{mode}.yaml"
-    config.write_text(CONFIG.format(data=data, pairs=round(50 * k), attrs=round(10 * k), at=round(120 * k), mc_mode=mode))
+    config.write_text(
+        CONFIG.format(data=data, pairs=round(50 * k), attrs=round(10 * k), at=round(120 * k), mc_mode=mode)
+    )
     print(f"building {run} ...", flush=True)
     _quiet([CLI, "build", "-c", str(config), "--run-dir", str(run)])
     return run
@@ -142,31 +144,52 @@ def measure(release: Path, run: Path) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs=2, default=[900, 3600], metavar=("SMALL", "LARGE"), help="VG images of the two built runs")
-    ap.add_argument("--run-dir", action="append", default=[], help="take this built run instead (give two: smaller, then larger)")
-    ap.add_argument("--cyclic", action="store_true", help="build with qa.mc_mode: cyclic (every MC question in all its rotations)")
-    ap.add_argument("--vlmevalkit", action="store_true", help="also write the VLMEvalKit TSVs (their size is printed apart; export_mb is the datasets part)")
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs=2,
+        default=[900, 3600],
+        metavar=("SMALL", "LARGE"),
+        help="VG images of the two built runs",
+    )
+    ap.add_argument(
+        "--run-dir", action="append", default=[], help="take this built run instead (give two: smaller, then larger)"
+    )
+    ap.add_argument(
+        "--cyclic", action="store_true", help="build with qa.mc_mode: cyclic (every MC question in all its rotations)"
+    )
+    ap.add_argument(
+        "--vlmevalkit",
+        action="store_true",
+        help="also write the VLMEvalKit TSVs (their size is printed apart; export_mb is the datasets part)",
+    )
     ap.add_argument("--out", default=str(CACHE / "releases"), help="where the releases are written")
     args = ap.parse_args()
     if args.run_dir and len(args.run_dir) != 2:
         ap.error("--run-dir: give two runs, the smaller first")
     runs = [Path(r) for r in args.run_dir] or [built_run(n, args.cyclic) for n in args.sizes]
     results = []
-    print(f"{'run':24} {'questions':>9} {'images MB':>10} {'text MB':>8} {'inline MB':>10} {'export MB':>10} {'ratio':>6} {'TSV MB':>8} {'peak MB':>8} {'s':>6}")
+    print(
+        f"{'run':24} {'questions':>9} {'images MB':>10} {'text MB':>8} {'inline MB':>10} {'export MB':>10} {'ratio':>6} {'TSV MB':>8} {'peak MB':>8} {'s':>6}"
+    )
     for i, run in enumerate(runs):
         release = Path(args.out) / f"release-{i}"
         peak, seconds, output = export(run, release, args.vlmevalkit)
         r = {**measure(release, run), "peak_rss_mb": peak, "export_s": seconds}
         results.append(r)
-        print(f"{run.name[:24]:24} {r['questions']:9,d} {r['unique_image_mb']:10.1f} {r['text_mb']:8.1f} {r['inline_mb']:10.1f} {r['export_mb']:10.1f} "
-              f"{r['export_over_images']:6.3f} {r['tsv_mb']:8.1f} {peak:8.0f} {seconds:6.1f}")
+        print(
+            f"{run.name[:24]:24} {r['questions']:9,d} {r['unique_image_mb']:10.1f} {r['text_mb']:8.1f} {r['inline_mb']:10.1f} {r['export_mb']:10.1f} "
+            f"{r['export_over_images']:6.3f} {r['tsv_mb']:8.1f} {peak:8.0f} {seconds:6.1f}"
+        )
         for line in output.splitlines():
             if line.startswith("export: "):
                 print(f"    {line}")
     small, large = results
-    print(f"questions x{large['questions'] / small['questions']:.2f}, export peak memory x{large['peak_rss_mb'] / small['peak_rss_mb']:.2f}; "
-          f"release over its distinct images {large['export_over_images']:.3f} (text included; limit {LIMIT}), "
-          f"where one copy per row would need {large['inline_mb'] / large['unique_image_mb']:.1f}x")
+    print(
+        f"questions x{large['questions'] / small['questions']:.2f}, export peak memory x{large['peak_rss_mb'] / small['peak_rss_mb']:.2f}; "
+        f"release over its distinct images {large['export_over_images']:.3f} (text included; limit {LIMIT}), "
+        f"where one copy per row would need {large['inline_mb'] / large['unique_image_mb']:.1f}x"
+    )
     figures = {
         "questions": large["questions"],
         "unique_image_mb": round(large["unique_image_mb"], 1),

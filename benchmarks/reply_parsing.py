@@ -66,7 +66,9 @@ def score(parser: ModuleType) -> tuple[dict[str, Any], list[str]]:
                 continue
             wrong = got not in (None, "") and name != "segment"
             t["credited_wrong"] += wrong
-            misses.append(f"{name:8s} {'CREDITED WRONG' if wrong else 'unread':14s} {text!r} (cot={cot}): grader {want!r}, parser {got!r}")
+            misses.append(
+                f"{name:8s} {'CREDITED WRONG' if wrong else 'unread':14s} {text!r} (cot={cot}): grader {want!r}, parser {got!r}"
+            )
         out["tables"][name] = t
         out["shapes"] += t["shapes"]
         out["agree"] += t["agree"]
@@ -84,11 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     current, misses = score(_load(ROOT / "prompts" / "eval_parsing.py"))
     figures: dict[str, Any] = {k: current[k] for k in ("shapes", "agree", "disagree", "credited_wrong", "agree_pct")}
     figures["tables"] = current["tables"]
-    print(f"prompts/eval_parsing.py: {current['agree']}/{current['shapes']} shapes read as the grader does ({current['agree_pct']}%), {current['credited_wrong']} credited wrong")
+    print(
+        f"prompts/eval_parsing.py: {current['agree']}/{current['shapes']} shapes read as the grader does ({current['agree_pct']}%), {current['credited_wrong']} credited wrong"
+    )
     if args.baseline:
         base, base_misses = score(_load(args.baseline))
         figures["baseline"] = {k: base[k] for k in ("shapes", "agree", "disagree", "credited_wrong", "agree_pct")}
-        print(f"{args.baseline}: {base['agree']}/{base['shapes']} ({base['agree_pct']}%), {base['credited_wrong']} credited wrong")
+        print(
+            f"{args.baseline}: {base['agree']}/{base['shapes']} ({base['agree_pct']}%), {base['credited_wrong']} credited wrong"
+        )
         if args.show:
             print("baseline misses:", *base_misses, sep="\n  ")
     for line in misses if args.show or len(misses) <= 20 else misses[:20]:

@@ -52,7 +52,8 @@ def main() -> None:
         for i, key in enumerate(keys[::2]):
             store.put("eval-answer", key, {"text": f"answer {i * 2}"}, [], run)
         ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer").map(
-            keys, lambda misses: [Entry({"text": f"answer {i}"}, keep=i % 2 == 0) for i in misses])
+            keys, lambda misses: [Entry({"text": f"answer {i}"}, keep=i % 2 == 0) for i in misses]
+        )
 
         def miss(misses: list[int]) -> list[Entry]:
             return [Entry(None, keep=False) for _ in misses]
@@ -71,12 +72,26 @@ def main() -> None:
                 values[name] = fn()
                 times[name].append(time.perf_counter() - started)
     med = {k: statistics.median(v) for k, v in times.items()}
-    same = values["one_by_one"] == values["one_round"] and sum(v is not None for v in values["one_round"]) == len(keys[::2])
+    same = values["one_by_one"] == values["one_round"] and sum(v is not None for v in values["one_round"]) == len(
+        keys[::2]
+    )
     print(f"{args.entries} keys (half stored), {args.latency_ms:g} ms a request, median of {args.runs}:")
     print(f"  one by one  {med['one_by_one']:8.3f} s")
-    print(f"  one round   {med['one_round']:8.3f} s   ({med['one_by_one'] / med['one_round']:.1f}x faster; same values: {same})")
-    print(json.dumps({"entries": args.entries, "latency_ms": args.latency_ms, "one_by_one_s": round(med["one_by_one"], 3),
-                      "one_round_s": round(med["one_round"], 3), "speedup": round(med["one_by_one"] / med["one_round"], 1), "same_values": same}))
+    print(
+        f"  one round   {med['one_round']:8.3f} s   ({med['one_by_one'] / med['one_round']:.1f}x faster; same values: {same})"
+    )
+    print(
+        json.dumps(
+            {
+                "entries": args.entries,
+                "latency_ms": args.latency_ms,
+                "one_by_one_s": round(med["one_by_one"], 3),
+                "one_round_s": round(med["one_round"], 3),
+                "speedup": round(med["one_by_one"] / med["one_round"], 1),
+                "same_values": same,
+            }
+        )
+    )
     if not same:
         sys.exit(1)
 

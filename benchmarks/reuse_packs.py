@@ -35,8 +35,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
@@ -48,8 +49,16 @@ def answers(n: int) -> tuple[list[str], list[dict[str, Any]]]:
     from storage.reuse_store import item_key
 
     keys = [item_key(component=COMPONENT, request=f"question {i}", code="bench") for i in range(n)]
-    values = [{"text": f"The answer is option {'ABCD'[i % 4]}: the {['cup', 'dog', 'kite', 'chair'][i % 4]} is still there."
-               + " Because" * (i % 7), "model_id": "rules-v1", "backend": "rules", "error": None} for i in range(n)]
+    values = [
+        {
+            "text": f"The answer is option {'ABCD'[i % 4]}: the {['cup', 'dog', 'kite', 'chair'][i % 4]} is still there."
+            + " Because" * (i % 7),
+            "model_id": "rules-v1",
+            "backend": "rules",
+            "error": None,
+        }
+        for i in range(n)
+    ]
     return keys, values
 
 
@@ -72,7 +81,9 @@ def per_item_write(run: Any, keys: list[str], values: list[Any]) -> None:
     for key, value in zip(keys, values):
         now = _now().isoformat(timespec="seconds")
         doc = {"component": COMPONENT, "key": key, "value": value, "images": [], "created_at": now, "used_at": now}
-        store.root.write_text_atomic(store.legacy_rel(COMPONENT, key), json.dumps({**doc, "sha256": entry_checksum(doc)}, sort_keys=True))
+        store.root.write_text_atomic(
+            store.legacy_rel(COMPONENT, key), json.dumps({**doc, "sha256": entry_checksum(doc)}, sort_keys=True)
+        )
 
 
 def per_item_lookup(run: Any, keys: list[str]) -> list[Any]:
@@ -99,7 +110,9 @@ def per_shard(run: Any, keys: list[str], values: list[Any], size: int) -> list[A
     out: list[Any] = []
     for shard in shards(keys, size):
         reuse = ItemReuse(ReuseStore.open(run), run, "eval", COMPONENT)
-        out += reuse.map([keys[i] for i in shard], lambda misses, shard=shard: [Entry(values[shard[m]]) for m in misses])
+        out += reuse.map(
+            [keys[i] for i in shard], lambda misses, shard=shard: [Entry(values[shard[m]]) for m in misses]
+        )
     return out
 
 
@@ -120,22 +133,33 @@ def index_at_size(n: int, size: int) -> dict[str, Any]:
         held, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         reuse_store.forget_indexes()
-    return {"index_entries": len(index), "index_build_cpu_s": round(cpu, 2), "index_mb": round(held / 1e6, 2), "index_peak_mb": round(peak / 1e6, 1)}
+    return {
+        "index_entries": len(index),
+        "index_build_cpu_s": round(cpu, 2),
+        "index_mb": round(held / 1e6, 2),
+        "index_peak_mb": round(peak / 1e6, 1),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=16000, help="entries stored (a 900-image evaluation stores ~15,700 answers)")
+    parser.add_argument(
+        "--entries", type=int, default=16000, help="entries stored (a 900-image evaluation stores ~15,700 answers)"
+    )
     parser.add_argument("--shard-size", type=int, default=64, help="keys per shard (run.shard_size's default)")
     parser.add_argument("--runs", type=int, default=3, help="turns of each way")
-    parser.add_argument("--index-entries", type=int, default=150000, help="entries of the store whose index is built cold (0: skip)")
+    parser.add_argument(
+        "--index-entries", type=int, default=150000, help="entries of the store whose index is built cold (0: skip)"
+    )
     args = parser.parse_args()
 
     from storage import reuse_store
     from storage.fs import RunFS
 
     keys, values = answers(args.entries)
-    figures: dict[str, list[float]] = {k: [] for k in ("write_item", "write_shard", "lookup_item", "lookup_shard", "regrouped")}
+    figures: dict[str, list[float]] = {
+        k: [] for k in ("write_item", "write_shard", "lookup_item", "lookup_shard", "regrouped")
+    }
     files: dict[str, int] = {}
     same = True
     index_bytes = 0.0
@@ -148,7 +172,10 @@ def main() -> None:
             reuse_store.forget_indexes()
             cpu, _ = timed(per_shard, shard_run, keys, values, args.shard_size)
             figures["write_shard"].append(cpu)
-            files = {"item": files_under(Path(tmp) / "item" / "reuse"), "shard": files_under(Path(tmp) / "shard" / "reuse")}
+            files = {
+                "item": files_under(Path(tmp) / "item" / "reuse"),
+                "shard": files_under(Path(tmp) / "shard" / "reuse"),
+            }
 
             reuse_store.forget_indexes()
             cpu, by_item = timed(per_item_lookup, item_run, keys)
@@ -166,21 +193,44 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in figures.items()}
     index = index_at_size(args.index_entries, args.shard_size) if args.index_entries else {}
     print(f"{args.entries} evaluation answers, shards of {args.shard_size}, median of {args.runs} (CPU seconds):")
-    print(f"  files written   per item {files['item']:8d}   per shard {files['shard']:8d}   ({files['item'] / max(1, files['shard']):.0f}x fewer)")
-    print(f"  write           per item {med['write_item']:8.3f}   per shard {med['write_shard']:8.3f}   ({med['write_item'] / med['write_shard']:.1f}x faster)")
-    print(f"  cold rerun      per item {med['lookup_item']:8.3f}   per shard {med['lookup_shard']:8.3f}   ({med['lookup_item'] / med['lookup_shard']:.1f}x faster)")
-    print(f"  regrouped rerun (shards of {args.shard_size + 7}, through the index, writing the new packs): {med['regrouped']:.3f}")
+    print(
+        f"  files written   per item {files['item']:8d}   per shard {files['shard']:8d}   ({files['item'] / max(1, files['shard']):.0f}x fewer)"
+    )
+    print(
+        f"  write           per item {med['write_item']:8.3f}   per shard {med['write_shard']:8.3f}   ({med['write_item'] / med['write_shard']:.1f}x faster)"
+    )
+    print(
+        f"  cold rerun      per item {med['lookup_item']:8.3f}   per shard {med['lookup_shard']:8.3f}   ({med['lookup_item'] / med['lookup_shard']:.1f}x faster)"
+    )
+    print(
+        f"  regrouped rerun (shards of {args.shard_size + 7}, through the index, writing the new packs): {med['regrouped']:.3f}"
+    )
     print(f"  same values: {same}; index: {index_bytes:.0f} bytes an entry")
     if index:
-        print(f"  index of {index['index_entries']} entries: built in {index['index_build_cpu_s']:.2f} CPU-s, holds {index['index_mb']:.1f} MB"
-              f" (peak {index['index_peak_mb']:.1f} MB while built)")
-    print(json.dumps({
-        "entries": args.entries, "shard_size": args.shard_size, "files_per_item_layout": files["item"], "files_per_shard_layout": files["shard"],
-        "write_cpu_s_per_item": round(med["write_item"], 3), "write_cpu_s_per_shard": round(med["write_shard"], 3),
-        "write_speedup": round(med["write_item"] / med["write_shard"], 1), "lookup_cpu_s_per_item": round(med["lookup_item"], 3),
-        "lookup_cpu_s_per_shard": round(med["lookup_shard"], 3), "lookup_speedup": round(med["lookup_item"] / med["lookup_shard"], 1),
-        "regrouped_lookup_cpu_s": round(med["regrouped"], 3), "index_bytes_per_entry": index_bytes, **index, "same_values": same,
-    }))
+        print(
+            f"  index of {index['index_entries']} entries: built in {index['index_build_cpu_s']:.2f} CPU-s, holds {index['index_mb']:.1f} MB"
+            f" (peak {index['index_peak_mb']:.1f} MB while built)"
+        )
+    print(
+        json.dumps(
+            {
+                "entries": args.entries,
+                "shard_size": args.shard_size,
+                "files_per_item_layout": files["item"],
+                "files_per_shard_layout": files["shard"],
+                "write_cpu_s_per_item": round(med["write_item"], 3),
+                "write_cpu_s_per_shard": round(med["write_shard"], 3),
+                "write_speedup": round(med["write_item"] / med["write_shard"], 1),
+                "lookup_cpu_s_per_item": round(med["lookup_item"], 3),
+                "lookup_cpu_s_per_shard": round(med["lookup_shard"], 3),
+                "lookup_speedup": round(med["lookup_item"] / med["lookup_shard"], 1),
+                "regrouped_lookup_cpu_s": round(med["regrouped"], 3),
+                "index_bytes_per_entry": index_bytes,
+                **index,
+                "same_values": same,
+            }
+        )
+    )
     if not same:
         sys.exit(1)
 

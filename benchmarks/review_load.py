@@ -49,10 +49,11 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import numpy as np
@@ -63,11 +64,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the throwaway PostgreSQL server of the tests (tests/pg_cluster.py)
 
 from pg_cluster import fresh_database, throwaway_postgres  # noqa: E402
+
 from storage.fs import RunFS  # noqa: E402
 from storage.hashing import stable_id  # noqa: E402
 from storage.image_store import ImageStore  # noqa: E402
-from tasks.review.accounts import add_user  # noqa: E402
 from tasks.engine.config import ReviewConfig  # noqa: E402
+from tasks.review.accounts import add_user  # noqa: E402
 from tasks.review.queue import ReviewQueue  # noqa: E402
 from tasks.review.stage import default_db_url, queue_rows  # noqa: E402
 
@@ -90,14 +92,35 @@ def build_queue(run_dir: Path, n_items: int, url: str | None = None) -> str:
         img[10:30, 10:30] = 0
         edited = store.put_array(img)
         edit = {
-            "id": stable_id("bench", i), "task": "relational_erasure", "variant": "targeted", "source": "visual_genome",
-            "image_id": str(i), "width": 64, "height": 64, "instruction": f"Remove object {i}.", "edit_type": "remove",
-            "target_name": "cup", "target_box": [10.0, 10.0, 20.0, 20.0], "original_image": orig, "edited_image": edited,
-            "mask_image": None, "editor": ("classical", "qwen_image_edit")[i % 2],
+            "id": stable_id("bench", i),
+            "task": "relational_erasure",
+            "variant": "targeted",
+            "source": "visual_genome",
+            "image_id": str(i),
+            "width": 64,
+            "height": 64,
+            "instruction": f"Remove object {i}.",
+            "edit_type": "remove",
+            "target_name": "cup",
+            "target_box": [10.0, 10.0, 20.0, 20.0],
+            "original_image": orig,
+            "edited_image": edited,
+            "mask_image": None,
+            "editor": ("classical", "qwen_image_edit")[i % 2],
         }
         questions = [
-            {"id": stable_id("bq", i, j), "question_set": "main", "qid": f"Q{j + 1}", "qtype": "YN", "dimension": None,
-             "text": f"Is there a cup ({j})?", "options": None, "gold": "No", "images": [edited], "image_role": "edited"}
+            {
+                "id": stable_id("bq", i, j),
+                "question_set": "main",
+                "qid": f"Q{j + 1}",
+                "qtype": "YN",
+                "dimension": None,
+                "text": f"Is there a cup ({j})?",
+                "options": None,
+                "gold": "No",
+                "images": [edited],
+                "image_role": "edited",
+            }
             for j in range(3)
         ]
         rows.extend(queue_rows(edit, questions))
@@ -134,7 +157,14 @@ def log_in_all(base: str, secrets: list[tuple[str, str]]) -> list[Session]:
 
 
 async def annotate(
-    http: "aiohttp.ClientSession", bases: list[str], session: Session, stop_at: float, think_s: float, start_s: float, jitter: float = 0.0, seed: int = 0
+    http: aiohttp.ClientSession,
+    bases: list[str],
+    session: Session,
+    stop_at: float,
+    think_s: float,
+    start_s: float,
+    jitter: float = 0.0,
+    seed: int = 0,
 ) -> dict:
     """One simulated annotator on ``bases[0]``: after ``start_s``, ``GET /api/next``, think,
     ``POST`` the decision, until ``stop_at``. When that server stops answering (killed) it goes
@@ -165,10 +195,12 @@ async def annotate(
                 if think_s:
                     await asyncio.sleep(think_s * (1 + jitter * (2 * rng.random() - 1)))
                 t0 = time.perf_counter()
-                async with http.post(f"{base}/api/items/{item}/decision", data=b'{"verdict": "accept"}', headers=post_headers) as r:
+                async with http.post(
+                    f"{base}/api/items/{item}/decision", data=b'{"verdict": "accept"}', headers=post_headers
+                ) as r:
                     status, body = r.status, await r.read()
                 lat.append(time.perf_counter() - t0)
-            except (aiohttp.ClientConnectionError, asyncio.TimeoutError):
+            except (TimeoutError, aiohttp.ClientConnectionError):
                 if failovers + 1 >= len(bases):
                     raise
                 failovers += 1
@@ -199,7 +231,12 @@ def cpu_seconds(procs: list[subprocess.Popen]) -> float:
 
 
 def run_round(
-    bases: list[str], sessions: list[Session], seconds: float, think_s: float, procs: list[subprocess.Popen], kill: "subprocess.Popen | None" = None,
+    bases: list[str],
+    sessions: list[Session],
+    seconds: float,
+    think_s: float,
+    procs: list[subprocess.Popen],
+    kill: subprocess.Popen | None = None,
     start: str = "random",
 ) -> dict:
     """One round: annotator i starts on server i mod len(bases); ``kill`` (a server process)
@@ -217,7 +254,9 @@ def run_round(
     lat = sorted(x for r in results.values() for x in r["lat"])
     decisions = sum(len(r["acked"]) for r in results.values())
     return {
-        "server_cpu_ms_per_decision": 1000 * (cpu_seconds(procs) - cpu0) / max(decisions, 1) if kill is None else float("nan"),
+        "server_cpu_ms_per_decision": 1000 * (cpu_seconds(procs) - cpu0) / max(decisions, 1)
+        if kill is None
+        else float("nan"),
         "client_cpu_ms_per_decision": 1000 * client / max(decisions, 1),
         "results": results,
         "requests": len(lat),
@@ -231,13 +270,20 @@ def run_round(
 
 
 async def _round(
-    bases: list[str], sessions: list[Session], seconds: float, think_s: float, kill: "subprocess.Popen | None", start: str
+    bases: list[str],
+    sessions: list[Session],
+    seconds: float,
+    think_s: float,
+    kill: subprocess.Popen | None,
+    start: str,
 ) -> dict:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=0)  # a keep-alive connection per concurrent request, as browsers keep them
     timeout = aiohttp.ClientTimeout(total=30)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as http:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()
+    ) as http:
         stop_at = time.perf_counter() + seconds
         # People do not click in step. ``random`` (default): each annotator starts at a random
         # moment within the first think time and each pause varies by +-JITTER around it, so
@@ -246,10 +292,25 @@ async def _round(
         # ``together``: 100 coroutines send 100 requests in the same millisecond, every think
         # time, for the whole round (a stress shape no crowd of people produces).
         n = len(sessions)
-        offsets = {"random": [random.Random(i).uniform(0, think_s) for i in range(n)], "spread": [think_s * i / n for i in range(n)], "together": [0.0] * n}[start]
+        offsets = {
+            "random": [random.Random(i).uniform(0, think_s) for i in range(n)],
+            "spread": [think_s * i / n for i in range(n)],
+            "together": [0.0] * n,
+        }[start]
         jitter = JITTER if start == "random" else 0.0
         tasks = [
-            asyncio.ensure_future(annotate(http, bases[i % len(bases):] + bases[: i % len(bases)], s, stop_at, think_s, offsets[i], jitter, seed=1000 + i))
+            asyncio.ensure_future(
+                annotate(
+                    http,
+                    bases[i % len(bases) :] + bases[: i % len(bases)],
+                    s,
+                    stop_at,
+                    think_s,
+                    offsets[i],
+                    jitter,
+                    seed=1000 + i,
+                )
+            )
             for i, s in enumerate(sessions)
         ]
         if kill is not None:  # halfway through the round
@@ -265,17 +326,39 @@ def main() -> None:
     ap.add_argument("--annotators", type=int, default=20)
     ap.add_argument("--items", type=int, default=12000, help="queue size; enough that no round runs out of items")
     ap.add_argument("--seconds", type=float, default=15.0, help="duration of each round")
-    ap.add_argument("--think-ms", type=float, default=500.0, help="realistic pause between next and decide (human reviewers take 5-20 s)")
+    ap.add_argument(
+        "--think-ms",
+        type=float,
+        default=500.0,
+        help="realistic pause between next and decide (human reviewers take 5-20 s)",
+    )
     ap.add_argument("--short-think-ms", type=float, default=100.0, help="short pause for the stress configuration")
-    ap.add_argument("--json-round", choices=("short", "realistic"), default="realistic", help="which N-annotator round the JSON line reports")
-    ap.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite", help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server")
+    ap.add_argument(
+        "--json-round",
+        choices=("short", "realistic"),
+        default="realistic",
+        help="which N-annotator round the JSON line reports",
+    )
+    ap.add_argument(
+        "--db",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="queue database: SQLite in the run dir, or a throwaway PostgreSQL server",
+    )
     ap.add_argument("--servers", type=int, default=1, help="review server processes sharing the database")
     ap.add_argument(
-        "--start", choices=("random", "spread", "together"), default="random",
+        "--start",
+        choices=("random", "spread", "together"),
+        default="random",
         help="random (default): random start within the first think time, each pause +-50%%; spread: annotator i of n "
         "starts i/n of a think time after the first, fixed pauses; together: all at once, in lockstep",
     )
-    ap.add_argument("--db-pool-size", type=int, default=None, help="review.db_pool_size of the servers (default: the config default)")
+    ap.add_argument(
+        "--db-pool-size",
+        type=int,
+        default=None,
+        help="review.db_pool_size of the servers (default: the config default)",
+    )
     args = ap.parse_args()
     if args.servers < 1:
         ap.error("--servers must be >= 1")
@@ -287,7 +370,9 @@ def main() -> None:
         if args.db_pool_size is not None:  # the servers read the run's saved config
             (run_dir / "config.yaml").write_text(json.dumps({"review": {"db_pool_size": args.db_pool_size}}))
         queue = ReviewQueue.open(url)
-        secrets = [(f"ann{i:02d}", add_user(queue.engine, f"ann{i:02d}", "annotator")) for i in range(args.annotators + 1)]
+        secrets = [
+            (f"ann{i:02d}", add_user(queue.engine, f"ann{i:02d}", "annotator")) for i in range(args.annotators + 1)
+        ]
         servers = [_serve(run_dir, url) for _ in range(args.servers)]
         bases = [base for base, _ in servers]
         procs = [proc for _, proc in servers]
@@ -298,11 +383,15 @@ def main() -> None:
             many = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, start=args.start)
             if args.servers > 1:  # kill -9 of the first server halfway through a realistic round (before the
                 # rounds that use up the queue fastest, so it always has items to hand out)
-                killed = run_round(bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], start=args.start)
+                killed = run_round(
+                    bases, sessions[1:], args.seconds, args.think_ms / 1000, procs, kill=procs[0], start=args.start
+                )
                 servers[0] = _serve(run_dir, url)  # a replacement, as a supervisor would start one
                 bases, procs = [base for base, _ in servers], [proc for _, proc in servers]
             short = run_round(bases, sessions[1:], args.seconds, args.short_think_ms / 1000, procs, start=args.start)
-            stress = run_round(bases, sessions[1:], args.seconds / 2, 0.0, procs)  # no think time: saturation, for reference
+            stress = run_round(
+                bases, sessions[1:], args.seconds / 2, 0.0, procs
+            )  # no think time: saturation, for reference
             queue.engine.dispose()  # (this process's own connections are not counted)
             db_connections = _connections(url)  # what the servers hold after the saturation round
         finally:
@@ -324,8 +413,12 @@ def main() -> None:
 
     main_round, main_think = (short, args.short_think_ms) if args.json_round == "short" else (many, args.think_ms)
     db_label = "SQLite WAL" if args.db == "sqlite" else "PostgreSQL"
-    print(f"items {args.items}, {db_label}, {args.servers} uvicorn process(es), clients in this process (asyncio); latency of GET /api/next and POST decision")
-    print(f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12} {'server CPU ms/decision':>23} {'client CPU':>11}")
+    print(
+        f"items {args.items}, {db_label}, {args.servers} uvicorn process(es), clients in this process (asyncio); latency of GET /api/next and POST decision"
+    )
+    print(
+        f"{'annotators':>10} {'think ms':>9} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'decisions/s':>12} {'server CPU ms/decision':>23} {'client CPU':>11}"
+    )
     rows = [
         ("1", args.think_ms, single, ""),
         (str(args.annotators), args.think_ms, many, "realistic" + (" (JSON line)" if main_round is many else "")),
@@ -333,37 +426,60 @@ def main() -> None:
         (str(args.annotators), 0.0, stress, "none: saturation reference, back-to-back requests"),
     ]
     if killed is not None:
-        rows.append((str(args.annotators), args.think_ms, killed, f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers"))
+        rows.append(
+            (
+                str(args.annotators),
+                args.think_ms,
+                killed,
+                f"realistic, server 1 of {args.servers} killed (kill -9) halfway; {killed['failovers']} failovers",
+            )
+        )
     for label, think, rnd, note in rows:
         if rnd["ran_out"]:
             note += f"; the queue ran dry for {rnd['ran_out']} annotator(s) (raise --items)"
-        print(f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
-              f"{rnd['server_cpu_ms_per_decision']:>23.1f} {rnd['client_cpu_ms_per_decision']:>11.1f}  {note}")
-    print(f"p95 ratio {args.annotators} vs 1 annotator ({args.think_ms:.0f} ms think): {many['p95_ms'] / single['p95_ms']:.2f}x; "
-          f"throughput ratio: {many['decisions_per_s'] / single['decisions_per_s']:.2f}x")
+        print(
+            f"{label:>10} {think:>9.0f} {rnd['requests']:>9} {rnd['p50_ms']:>8.1f} {rnd['p95_ms']:>8.1f} {rnd['decisions_per_s']:>12.1f} "
+            f"{rnd['server_cpu_ms_per_decision']:>23.1f} {rnd['client_cpu_ms_per_decision']:>11.1f}  {note}"
+        )
+    print(
+        f"p95 ratio {args.annotators} vs 1 annotator ({args.think_ms:.0f} ms think): {many['p95_ms'] / single['p95_ms']:.2f}x; "
+        f"throughput ratio: {many['decisions_per_s'] / single['decisions_per_s']:.2f}x"
+    )
     errors = [e for rnd in rounds_run for e in rnd["errors"]]
     print(f"double leases: {double_leases}; lost decisions: {lost}; errors: {len(errors)} (all rounds)")
     for e in errors[:5]:
         print("  error:", e)
     for think, rnd in ((args.think_ms, many), (args.short_think_ms, short)):
-        print(f"p95 <= 50 ms at {args.annotators} annotators, {think:.0f} ms think time: {'yes' if rnd['p95_ms'] <= 50 else 'NO'} ({rnd['p95_ms']:.1f} ms)")
-    print(f"JSON line: {args.annotators} annotators with {main_think:.0f} ms think time (double leases / lost decisions: all rounds)")
-    print(json.dumps({
-        "annotators": args.annotators,
-        "requests": main_round["requests"],
-        "p50_ms": round(main_round["p50_ms"], 2),
-        "p95_ms": round(main_round["p95_ms"], 2),
-        "double_leases": double_leases,
-        "lost_decisions": lost,
-        "servers": args.servers,
-        "db": args.db,
-        "killed_servers": int(killed is not None),
-        "failovers": killed["failovers"] if killed is not None else 0,
-        "db_pool_size": ReviewConfig().db_pool_size if args.db_pool_size is None else args.db_pool_size,
-        "db_connections": db_connections,
-    }))
+        print(
+            f"p95 <= 50 ms at {args.annotators} annotators, {think:.0f} ms think time: {'yes' if rnd['p95_ms'] <= 50 else 'NO'} ({rnd['p95_ms']:.1f} ms)"
+        )
+    print(
+        f"JSON line: {args.annotators} annotators with {main_think:.0f} ms think time (double leases / lost decisions: all rounds)"
+    )
+    print(
+        json.dumps(
+            {
+                "annotators": args.annotators,
+                "requests": main_round["requests"],
+                "p50_ms": round(main_round["p50_ms"], 2),
+                "p95_ms": round(main_round["p95_ms"], 2),
+                "double_leases": double_leases,
+                "lost_decisions": lost,
+                "servers": args.servers,
+                "db": args.db,
+                "killed_servers": int(killed is not None),
+                "failovers": killed["failovers"] if killed is not None else 0,
+                "db_pool_size": ReviewConfig().db_pool_size if args.db_pool_size is None else args.db_pool_size,
+                "db_connections": db_connections,
+            }
+        )
+    )
     # A round that ran dry or a kill round nobody failed over in measured less than it claims.
-    broken = [name for name, rnd in (("1 annotator", single), ("realistic", many), ("kill", killed)) if rnd is not None and rnd["ran_out"]]
+    broken = [
+        name
+        for name, rnd in (("1 annotator", single), ("realistic", many), ("kill", killed))
+        if rnd is not None and rnd["ran_out"]
+    ]
     if killed is not None and not killed["failovers"]:
         broken.append("kill (no annotator failed over: nobody made a request after the kill)")
     if broken:
@@ -378,7 +494,9 @@ def _connections(url: str) -> int | None:
     import psycopg
 
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
     return int(row[0])
 
 
@@ -395,8 +513,21 @@ def _database(kind: str) -> Iterator[str | None]:
 def _serve(run_dir: Path, url: str) -> tuple[str, subprocess.Popen]:
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--db", url, "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "flows.cli_review",
+            "serve",
+            "--run-dir",
+            str(run_dir),
+            "--db",
+            url,
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     _wait(base, server)

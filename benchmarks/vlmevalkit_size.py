@@ -17,7 +17,6 @@ one JSON line: ``rows``, ``tsv_bytes``, ``distinct_b64_plus_text``, ``ratio`` (w
 from __future__ import annotations
 
 import argparse
-import base64
 import csv
 import io
 import json
@@ -44,7 +43,15 @@ def measure(path: Path) -> dict[str, int]:
         for name, b in zip(names, json.loads(v) if v.startswith("[") else [v]):
             units[name.rsplit(".", 1)[0]] = len(b)
             padding[name.rsplit(".", 1)[0]] = len(b) - len(b.rstrip("="))
-    return {"rows": len(rows), "tsv_bytes": len(text.encode()), "distinct_b64": image_b64, "text": other, "inline_bytes": inline, "_images": units, "_padding": padding}
+    return {
+        "rows": len(rows),
+        "tsv_bytes": len(text.encode()),
+        "distinct_b64": image_b64,
+        "text": other,
+        "inline_bytes": inline,
+        "_images": units,
+        "_padding": padding,
+    }
 
 
 def source_sizes(release: Path) -> dict[str, tuple[int, bool]]:
@@ -70,7 +77,9 @@ def main() -> None:
     for name, r in results.items():
         base = r["distinct_b64"] + r["text"]
         worst = max(worst, r["tsv_bytes"] / base)
-        print(f"{name:28} {r['rows']:6d} {r['tsv_bytes'] / 1e6:9.2f} {base / 1e6:12.2f} {r['tsv_bytes'] / base:6.3f} {r['inline_bytes'] / 1e6:10.2f}")
+        print(
+            f"{name:28} {r['rows']:6d} {r['tsv_bytes'] / 1e6:9.2f} {base / 1e6:12.2f} {r['tsv_bytes'] / base:6.3f} {r['inline_bytes'] / 1e6:10.2f}"
+        )
     images: dict[str, int] = {}
     padding: dict[str, int] = {}
     for r in results.values():
@@ -79,26 +88,34 @@ def main() -> None:
     tsv = sum(r["tsv_bytes"] for r in results.values())
     text = sum(r["text"] for r in results.values())
     release_base = sum(images.values()) + text
-    print(f"{'all files':28} {sum(r['rows'] for r in results.values()):6d} {tsv / 1e6:9.2f} {release_base / 1e6:12.2f} {tsv / release_base:6.3f} "
-          f"{sum(r['inline_bytes'] for r in results.values()) / 1e6:10.2f}   (distinct images of the whole release counted once)")
+    print(
+        f"{'all files':28} {sum(r['rows'] for r in results.values()):6d} {tsv / 1e6:9.2f} {release_base / 1e6:12.2f} {tsv / release_base:6.3f} "
+        f"{sum(r['inline_bytes'] for r in results.values()) / 1e6:10.2f}   (distinct images of the whole release counted once)"
+    )
     sources = source_sizes(Path(args.release))
     png = sum(images[k] * 3 // 4 - padding[k] for k in images if k in sources)  # base64 -> bytes
     src = sum(sources[k][0] for k in images if k in sources)
     jpeg = sum(1 for k in images if k in sources and sources[k][1])
-    print(f"{len(images)} distinct images ({jpeg} JPEG at the source): {src / 1e6:.2f} MB as sources, {png / 1e6:.2f} MB as PNG ({png / max(src, 1):.3f}x)")
-    print(json.dumps({
-        "rows": sum(r["rows"] for r in results.values()),
-        "tsv_bytes": tsv,
-        "distinct_b64_plus_text": sum(r["distinct_b64"] + r["text"] for r in results.values()),
-        "ratio": round(worst, 4),
-        "release_ratio": round(tsv / release_base, 4),
-        "inline_bytes": sum(r["inline_bytes"] for r in results.values()),
-        "images": len(images),
-        "jpeg_sources": jpeg,
-        "source_bytes": src,
-        "png_bytes": png,
-        "png_growth": round(png / max(src, 1), 4),
-    }))
+    print(
+        f"{len(images)} distinct images ({jpeg} JPEG at the source): {src / 1e6:.2f} MB as sources, {png / 1e6:.2f} MB as PNG ({png / max(src, 1):.3f}x)"
+    )
+    print(
+        json.dumps(
+            {
+                "rows": sum(r["rows"] for r in results.values()),
+                "tsv_bytes": tsv,
+                "distinct_b64_plus_text": sum(r["distinct_b64"] + r["text"] for r in results.values()),
+                "ratio": round(worst, 4),
+                "release_ratio": round(tsv / release_base, 4),
+                "inline_bytes": sum(r["inline_bytes"] for r in results.values()),
+                "images": len(images),
+                "jpeg_sources": jpeg,
+                "source_bytes": src,
+                "png_bytes": png,
+                "png_growth": round(png / max(src, 1), 4),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -23,96 +23,252 @@ _QWEN25_VL_7B = {
     "vocab_size": 152064,
     "tie_word_embeddings": False,
     "text_config": {
-        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-        "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 128000, "rms_norm_eps": 1e-6,
-        "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "vocab_size": 152064,
+        "max_position_embeddings": 128000,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": False,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
     },
     "vision_config": {
-        "depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584,
-        "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
-        "fullatt_block_indexes": [7, 15, 23, 31], "hidden_act": "silu",
+        "depth": 32,
+        "hidden_size": 1280,
+        "intermediate_size": 3420,
+        "num_heads": 16,
+        "in_chans": 3,
+        "out_hidden_size": 3584,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31],
+        "hidden_act": "silu",
     },
 }
 _QWEN_IMAGE = {
     "text_encoder": ("transformers", "Qwen2_5_VLForConditionalGeneration", _QWEN25_VL_7B),
-    "transformer": ("diffusers", "QwenImageTransformer2DModel", {
-        "patch_size": 2, "in_channels": 64, "out_channels": 16, "num_layers": 60, "attention_head_dim": 128,
-        "num_attention_heads": 24, "joint_attention_dim": 3584, "guidance_embeds": False, "axes_dims_rope": [16, 56, 56],
-    }),
-    "vae": ("diffusers", "AutoencoderKLQwenImage", {
-        "base_dim": 96, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
-        "temperal_downsample": [False, True, True],
-    }),
+    "transformer": (
+        "diffusers",
+        "QwenImageTransformer2DModel",
+        {
+            "patch_size": 2,
+            "in_channels": 64,
+            "out_channels": 16,
+            "num_layers": 60,
+            "attention_head_dim": 128,
+            "num_attention_heads": 24,
+            "joint_attention_dim": 3584,
+            "guidance_embeds": False,
+            "axes_dims_rope": [16, 56, 56],
+        },
+    ),
+    "vae": (
+        "diffusers",
+        "AutoencoderKLQwenImage",
+        {
+            "base_dim": 96,
+            "z_dim": 16,
+            "dim_mult": [1, 2, 4, 4],
+            "num_res_blocks": 2,
+            "attn_scales": [],
+            "temperal_downsample": [False, True, True],
+        },
+    ),
 }
 _SD15_PIX2PIX = {
-    "text_encoder": ("transformers", "CLIPTextModel", {
-        "model_type": "clip_text_model", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
-        "num_attention_heads": 12, "max_position_embeddings": 77, "vocab_size": 49408, "projection_dim": 768,
-    }),
-    "unet": ("diffusers", "UNet2DConditionModel", {
-        "in_channels": 8, "out_channels": 4, "sample_size": 64, "cross_attention_dim": 768, "attention_head_dim": 8,
-        "block_out_channels": [320, 640, 1280, 1280], "layers_per_block": 2,
-    }),
-    "vae": ("diffusers", "AutoencoderKL", {
-        "in_channels": 3, "out_channels": 3, "latent_channels": 4, "layers_per_block": 2, "sample_size": 512,
-        "block_out_channels": [128, 256, 512, 512],
-        "down_block_types": ["DownEncoderBlock2D"] * 4, "up_block_types": ["UpDecoderBlock2D"] * 4,
-    }),
+    "text_encoder": (
+        "transformers",
+        "CLIPTextModel",
+        {
+            "model_type": "clip_text_model",
+            "hidden_size": 768,
+            "intermediate_size": 3072,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "max_position_embeddings": 77,
+            "vocab_size": 49408,
+            "projection_dim": 768,
+        },
+    ),
+    "unet": (
+        "diffusers",
+        "UNet2DConditionModel",
+        {
+            "in_channels": 8,
+            "out_channels": 4,
+            "sample_size": 64,
+            "cross_attention_dim": 768,
+            "attention_head_dim": 8,
+            "block_out_channels": [320, 640, 1280, 1280],
+            "layers_per_block": 2,
+        },
+    ),
+    "vae": (
+        "diffusers",
+        "AutoencoderKL",
+        {
+            "in_channels": 3,
+            "out_channels": 3,
+            "latent_channels": 4,
+            "layers_per_block": 2,
+            "sample_size": 512,
+            "block_out_channels": [128, 256, 512, 512],
+            "down_block_types": ["DownEncoderBlock2D"] * 4,
+            "up_block_types": ["UpDecoderBlock2D"] * 4,
+        },
+    ),
 }
-_CLIP_L = ("transformers", "CLIPTextModel", {
-    "model_type": "clip_text_model", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
-    "max_position_embeddings": 77, "vocab_size": 49408, "projection_dim": 768, "hidden_act": "quick_gelu",
-})
-_T5_XXL = ("transformers", "T5EncoderModel", {
-    "model_type": "t5", "architectures": ["T5EncoderModel"], "d_model": 4096, "d_ff": 10240, "d_kv": 64, "num_layers": 24, "num_heads": 64,
-    "vocab_size": 32128, "feed_forward_proj": "gated-gelu", "relative_attention_num_buckets": 32, "is_encoder_decoder": False,
-})
-_FLUX1_VAE = ("diffusers", "AutoencoderKL", {
-    "in_channels": 3, "out_channels": 3, "latent_channels": 16, "layers_per_block": 2, "block_out_channels": [128, 256, 512, 512],
-    "down_block_types": ["DownEncoderBlock2D"] * 4, "up_block_types": ["UpDecoderBlock2D"] * 4, "use_quant_conv": False,
-    "use_post_quant_conv": False, "shift_factor": 0.1159, "scaling_factor": 0.3611, "sample_size": 1024,
-})
+_CLIP_L = (
+    "transformers",
+    "CLIPTextModel",
+    {
+        "model_type": "clip_text_model",
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "max_position_embeddings": 77,
+        "vocab_size": 49408,
+        "projection_dim": 768,
+        "hidden_act": "quick_gelu",
+    },
+)
+_T5_XXL = (
+    "transformers",
+    "T5EncoderModel",
+    {
+        "model_type": "t5",
+        "architectures": ["T5EncoderModel"],
+        "d_model": 4096,
+        "d_ff": 10240,
+        "d_kv": 64,
+        "num_layers": 24,
+        "num_heads": 64,
+        "vocab_size": 32128,
+        "feed_forward_proj": "gated-gelu",
+        "relative_attention_num_buckets": 32,
+        "is_encoder_decoder": False,
+    },
+)
+_FLUX1_VAE = (
+    "diffusers",
+    "AutoencoderKL",
+    {
+        "in_channels": 3,
+        "out_channels": 3,
+        "latent_channels": 16,
+        "layers_per_block": 2,
+        "block_out_channels": [128, 256, 512, 512],
+        "down_block_types": ["DownEncoderBlock2D"] * 4,
+        "up_block_types": ["UpDecoderBlock2D"] * 4,
+        "use_quant_conv": False,
+        "use_post_quant_conv": False,
+        "shift_factor": 0.1159,
+        "scaling_factor": 0.3611,
+        "sample_size": 1024,
+    },
+)
 # FLUX.1 Kontext dev: a 12 B FLUX.1 transformer with guidance embedding, CLIP-L and T5-XXL.
 _FLUX1_KONTEXT = {
     "text_encoder": _CLIP_L,
     "text_encoder_2": _T5_XXL,
-    "transformer": ("diffusers", "FluxTransformer2DModel", {
-        "patch_size": 1, "in_channels": 64, "num_layers": 19, "num_single_layers": 38, "attention_head_dim": 128, "num_attention_heads": 24,
-        "joint_attention_dim": 4096, "pooled_projection_dim": 768, "guidance_embeds": True, "axes_dims_rope": [16, 56, 56],
-    }),
+    "transformer": (
+        "diffusers",
+        "FluxTransformer2DModel",
+        {
+            "patch_size": 1,
+            "in_channels": 64,
+            "num_layers": 19,
+            "num_single_layers": 38,
+            "attention_head_dim": 128,
+            "num_attention_heads": 24,
+            "joint_attention_dim": 4096,
+            "pooled_projection_dim": 768,
+            "guidance_embeds": True,
+            "axes_dims_rope": [16, 56, 56],
+        },
+    ),
     "vae": _FLUX1_VAE,
 }
 
 
 def _qwen3(hidden: int, intermediate: int, tied: bool) -> tuple[str, str, dict[str, Any]]:
-    return ("transformers", "Qwen3ForCausalLM", {
-        "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": hidden, "intermediate_size": intermediate,
-        "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
-        "max_position_embeddings": 40960, "tie_word_embeddings": tied, "rms_norm_eps": 1e-6,
-    })
+    return (
+        "transformers",
+        "Qwen3ForCausalLM",
+        {
+            "model_type": "qwen3",
+            "architectures": ["Qwen3ForCausalLM"],
+            "hidden_size": hidden,
+            "intermediate_size": intermediate,
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "vocab_size": 151936,
+            "max_position_embeddings": 40960,
+            "tie_word_embeddings": tied,
+            "rms_norm_eps": 1e-6,
+        },
+    )
 
 
-def _flux2_klein(layers: int, single: int, heads: int, joint: int, encoder: tuple[str, str, dict[str, Any]]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+def _flux2_klein(
+    layers: int, single: int, heads: int, joint: int, encoder: tuple[str, str, dict[str, Any]]
+) -> dict[str, tuple[str, str, dict[str, Any]]]:
     """FLUX.2 klein: the FLUX.2 transformer at klein's depth and width (diffusers' conversion script's
     configs), Qwen3 as text encoder (three hidden states stacked: joint = 3 x hidden), the FLUX.2 VAE."""
     return {
         "text_encoder": encoder,
-        "transformer": ("diffusers", "Flux2Transformer2DModel", {
-            "patch_size": 1, "in_channels": 128, "num_layers": layers, "num_single_layers": single, "attention_head_dim": 128,
-            "num_attention_heads": heads, "joint_attention_dim": joint, "timestep_guidance_channels": 256, "mlp_ratio": 3.0,
-            "axes_dims_rope": [32, 32, 32, 32], "rope_theta": 2000, "eps": 1e-6, "guidance_embeds": False,
-        }),
-        "vae": ("diffusers", "AutoencoderKLFlux2", {"latent_channels": 32, "block_out_channels": [128, 256, 512, 512], "layers_per_block": 2}),
+        "transformer": (
+            "diffusers",
+            "Flux2Transformer2DModel",
+            {
+                "patch_size": 1,
+                "in_channels": 128,
+                "num_layers": layers,
+                "num_single_layers": single,
+                "attention_head_dim": 128,
+                "num_attention_heads": heads,
+                "joint_attention_dim": joint,
+                "timestep_guidance_channels": 256,
+                "mlp_ratio": 3.0,
+                "axes_dims_rope": [32, 32, 32, 32],
+                "rope_theta": 2000,
+                "eps": 1e-6,
+                "guidance_embeds": False,
+            },
+        ),
+        "vae": (
+            "diffusers",
+            "AutoencoderKLFlux2",
+            {"latent_channels": 32, "block_out_channels": [128, 256, 512, 512], "layers_per_block": 2},
+        ),
     }
 
 
 # LongCat-Image-Edit: a 6 B FLUX-like transformer (10 double + 20 single blocks) on Qwen2.5-VL-7B.
 _LONGCAT_EDIT = {
     "text_encoder": ("transformers", "Qwen2_5_VLForConditionalGeneration", _QWEN25_VL_7B),
-    "transformer": ("diffusers", "LongCatImageTransformer2DModel", {
-        "patch_size": 1, "in_channels": 64, "num_layers": 10, "num_single_layers": 20, "attention_head_dim": 128, "num_attention_heads": 24,
-        "joint_attention_dim": 3584, "pooled_projection_dim": 3584, "axes_dims_rope": [16, 56, 56],
-    }),
+    "transformer": (
+        "diffusers",
+        "LongCatImageTransformer2DModel",
+        {
+            "patch_size": 1,
+            "in_channels": 64,
+            "num_layers": 10,
+            "num_single_layers": 20,
+            "attention_head_dim": 128,
+            "num_attention_heads": 24,
+            "joint_attention_dim": 3584,
+            "pooled_projection_dim": 3584,
+            "axes_dims_rope": [16, 56, 56],
+        },
+    ),
     "vae": _FLUX1_VAE,
 }
 # Built-in default ids -> their component configs (library, class, config).
@@ -159,6 +315,7 @@ def _reader(ref: str) -> tuple[str, Any] | None:
     """(source, read(relative path) -> dict | None) for a local folder or a cached hub repo."""
     path = Path(ref).expanduser()
     if path.is_dir():
+
         def read_local(rel: str) -> dict[str, Any] | None:
             f = path / rel
             return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
@@ -186,7 +343,12 @@ def pipeline_configs(ref: str, what: str, owner: str) -> ModelConfigs:
         if index is not None:
             comps = []
             for name, entry in sorted(index.items()):
-                if name.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[0] not in MODEL_LIBRARIES:
+                if (
+                    name.startswith("_")
+                    or not isinstance(entry, list)
+                    or len(entry) != 2
+                    or entry[0] not in MODEL_LIBRARIES
+                ):
                     continue
                 cfg = read(f"{name}/config.json")
                 if cfg is not None and _is_model_class(entry[0], entry[1]):
@@ -197,9 +359,15 @@ def pipeline_configs(ref: str, what: str, owner: str) -> ModelConfigs:
             arch = (cfg.get("architectures") or ["AutoModel"])[0]
             return ModelConfigs(ref, source, [ComponentSpec("model", "transformers", arch, cfg)])
     if ref in KNOWN:
-        return ModelConfigs(ref, "known architecture", [ComponentSpec(n, lib, cls, dict(cfg)) for n, (lib, cls, cfg) in KNOWN[ref].items()])
+        return ModelConfigs(
+            ref,
+            "known architecture",
+            [ComponentSpec(n, lib, cls, dict(cfg)) for n, (lib, cls, cfg) in KNOWN[ref].items()],
+        )
     if looks_like_path(ref):
-        raise EditorError(f"{owner}: {what} not found at local path {str(Path(ref).expanduser())!r} (no model_index.json or config.json there)")
+        raise EditorError(
+            f"{owner}: {what} not found at local path {str(Path(ref).expanduser())!r} (no model_index.json or config.json there)"
+        )
     hint = "it is not in the local Hugging Face cache" + (" and HF_HUB_OFFLINE is set" if offline() else "")
     raise EditorError(
         f"{owner}: cannot size {what} {ref!r}: {hint}. Fetch its configs (`hf download {ref} --include '*.json'`) or point at a local folder."
@@ -232,7 +400,9 @@ def _count(library: str, cls: str, config_json: str) -> tuple[int, int]:
             model = klass.from_config({k: v for k, v in config.items() if not k.startswith("_")})
         else:
             model = klass(klass.config_class.from_dict(config))
-    if hasattr(model, "tie_weights"):  # tied embeddings (T5's shared table, Qwen3-4B's head) are one tensor, as when loaded
+    if hasattr(
+        model, "tie_weights"
+    ):  # tied embeddings (T5's shared table, Qwen3-4B's head) are one tensor, as when loaded
         model.tie_weights()
     total = sum(p.numel() for p in model.parameters())
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import ValidationError
@@ -24,10 +25,25 @@ Box = tuple[float, float, float, float]  # [x, y, w, h] in source pixels (Visual
 # Edit types the tasks ask for, and the spellings the instruct stage may use for them.
 EDIT_TYPES = ("remove", "attribute", "add", "replace", "move")
 _ALIASES = {
-    "remove": "remove", "delete": "remove", "erase": "remove", "removal": "remove", "erasure": "remove",
-    "attribute": "attribute", "color": "attribute", "colour": "attribute", "texture": "attribute",
-    "material": "attribute", "pattern": "attribute", "state": "attribute", "finish": "attribute", "shape": "attribute",
-    "add": "add", "insert": "add", "replace": "replace", "swap": "replace", "move": "move",
+    "remove": "remove",
+    "delete": "remove",
+    "erase": "remove",
+    "removal": "remove",
+    "erasure": "remove",
+    "attribute": "attribute",
+    "color": "attribute",
+    "colour": "attribute",
+    "texture": "attribute",
+    "material": "attribute",
+    "pattern": "attribute",
+    "state": "attribute",
+    "finish": "attribute",
+    "shape": "attribute",
+    "add": "add",
+    "insert": "add",
+    "replace": "replace",
+    "swap": "replace",
+    "move": "move",
 }
 
 
@@ -56,7 +72,9 @@ class EditRequest:
     def __post_init__(self) -> None:
         img = self.image
         if not isinstance(img, np.ndarray) or img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
-            raise ValueError(f"request {self.id}: image must be an HxWx3 uint8 array, got {getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}")
+            raise ValueError(
+                f"request {self.id}: image must be an HxWx3 uint8 array, got {getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}"
+            )
         if self.mask is not None and self.mask.shape != img.shape[:2]:
             raise ValueError(f"request {self.id}: mask shape {self.mask.shape} differs from image {img.shape[:2]}")
 
@@ -186,10 +204,16 @@ class Editor(ABC):
     def supports(self, request: EditRequest) -> EditFailure | None:
         """``None`` when this editor can do the request, else the failure to record."""
         if request.kind is None:
-            return EditFailure("unknown_edit_type", f"edit type {request.edit_type!r} is not one of {list(EDIT_TYPES)} (or an alias)")
+            return EditFailure(
+                "unknown_edit_type", f"edit type {request.edit_type!r} is not one of {list(EDIT_TYPES)} (or an alias)"
+            )
         if request.kind not in self.supported:
-            return EditFailure("unsupported_edit_type", f"editor {self.name!r} does {sorted(self.supported)}, not {request.kind!r}")
-        refusal = check_capabilities(self.name, self.capabilities(), request.kind, request.fields, request.instruction, request.box)
+            return EditFailure(
+                "unsupported_edit_type", f"editor {self.name!r} does {sorted(self.supported)}, not {request.kind!r}"
+            )
+        refusal = check_capabilities(
+            self.name, self.capabilities(), request.kind, request.fields, request.instruction, request.box
+        )
         if refusal is not None:
             return EditFailure(UNSUPPORTED, f"field {refusal.field}: {refusal.detail}")
         return None

@@ -14,15 +14,30 @@ only copies another annotated instance of the requested class (``replacement`` +
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from storage.boxes import iou
 from storage.names import basic_name
 
 UNSUPPORTED = "unsupported_edit"
 # Words a value may carry around its one meaningful word ("a striped pattern", "pink-coloured").
-_FILLER = {"a", "an", "the", "colour", "color", "coloured", "colored", "pattern", "patterned", "polka", "all", "over", "whole"}
+_FILLER = {
+    "a",
+    "an",
+    "the",
+    "colour",
+    "color",
+    "coloured",
+    "colored",
+    "pattern",
+    "patterned",
+    "polka",
+    "all",
+    "over",
+    "whole",
+}
 VALUE_KEYS = ("new_attribute", "C_new_attribute", "target_attribute", "attribute_new", "new_value")
 
 
@@ -43,7 +58,9 @@ class Capabilities:
 
     def to_json(self) -> dict[str, Any]:
         """The declaration as plain JSON (instruct prompts, the stage key, reports)."""
-        values = None if self.attribute_values is None else {f: sorted(v) for f, v in sorted(self.attribute_values.items())}
+        values = (
+            None if self.attribute_values is None else {f: sorted(v) for f, v in sorted(self.attribute_values.items())}
+        )
         return {"kinds": sorted(self.kinds), "attribute_values": values, "clone_from_image": self.clone_from_image}
 
     def resolve_value(self, value: str) -> tuple[str, str] | None:
@@ -104,20 +121,32 @@ class Refusal:
     detail: str
 
 
-def check_capabilities(editor: str, caps: Capabilities, kind: str, fields: Mapping[str, Any], instruction: str, box: Sequence[float] | None) -> Refusal | None:
+def check_capabilities(
+    editor: str,
+    caps: Capabilities,
+    kind: str,
+    fields: Mapping[str, Any],
+    instruction: str,
+    box: Sequence[float] | None,
+) -> Refusal | None:
     """None when ``caps`` cover the request, else what is outside them (field + why)."""
     if kind == "attribute" and not caps.open_set:
         got = requested_value(fields, instruction, caps)
         allowed = {f: sorted(v) for f, v in sorted((caps.attribute_values or {}).items())}
         if got is None:
-            return Refusal("instruction", f"editor {editor!r} renders only {allowed}; the instruction names none of them")
+            return Refusal(
+                "instruction", f"editor {editor!r} renders only {allowed}; the instruction names none of them"
+            )
         key, value = got
         if caps.resolve_value(value) is None:
             return Refusal(key, f"editor {editor!r} cannot render {key}={value!r}; it renders only {allowed}")
     if kind == "replace" and caps.clone_from_image:
         donor, why = donor_for(fields, box)
         if donor is None:
-            return Refusal(why.split(":", 1)[0], f"editor {editor!r} replaces only with another annotated instance of the requested class; {why}")
+            return Refusal(
+                why.split(":", 1)[0],
+                f"editor {editor!r} replaces only with another annotated instance of the requested class; {why}",
+            )
     return None
 
 
@@ -136,8 +165,12 @@ class EditorLimits:
     clone_from_image: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"limited": self.limited, "kinds": list(self.kinds), "attribute_values": {k: list(v) for k, v in self.attribute_values.items()},
-                "clone_from_image": self.clone_from_image}
+        return {
+            "limited": self.limited,
+            "kinds": list(self.kinds),
+            "attribute_values": {k: list(v) for k, v in self.attribute_values.items()},
+            "clone_from_image": self.clone_from_image,
+        }
 
 
 def combine(caps: Sequence[Capabilities]) -> EditorLimits:
@@ -149,4 +182,9 @@ def combine(caps: Sequence[Capabilities]) -> EditorLimits:
     for c in caps:
         for fam, vals in (c.attribute_values or {}).items():
             values.setdefault(fam, set()).update(vals)
-    return EditorLimits(True, tuple(kinds), {f: tuple(sorted(v)) for f, v in sorted(values.items())}, any(c.clone_from_image for c in caps))
+    return EditorLimits(
+        True,
+        tuple(kinds),
+        {f: tuple(sorted(v)) for f, v in sorted(values.items())},
+        any(c.clone_from_image for c in caps),
+    )

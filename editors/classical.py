@@ -16,7 +16,8 @@ is not given is chosen deterministically from the seed and recorded in the resul
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -30,24 +31,55 @@ from storage.config_base import Section
 
 # OpenCV hue scale (0-179), target saturation / value scale for each colour word.
 COLOURS: dict[str, tuple[int | None, float | None, float]] = {
-    "red": (0, None, 1.0), "orange": (14, None, 1.0), "yellow": (28, None, 1.0), "gold": (24, None, 0.9),
-    "green": (60, None, 1.0), "teal": (85, None, 1.0), "cyan": (90, None, 1.0), "turquoise": (88, None, 1.0),
-    "blue": (115, None, 1.0), "navy": (118, None, 0.55), "purple": (140, None, 1.0), "violet": (140, None, 1.0),
-    "pink": (165, 110.0, 1.0), "magenta": (150, None, 1.0), "brown": (12, 170.0, 0.55), "tan": (16, 90.0, 0.9),
-    "white": (None, 12.0, 1.6), "black": (None, 12.0, 0.25), "gray": (None, 8.0, 0.85), "grey": (None, 8.0, 0.85),
+    "red": (0, None, 1.0),
+    "orange": (14, None, 1.0),
+    "yellow": (28, None, 1.0),
+    "gold": (24, None, 0.9),
+    "green": (60, None, 1.0),
+    "teal": (85, None, 1.0),
+    "cyan": (90, None, 1.0),
+    "turquoise": (88, None, 1.0),
+    "blue": (115, None, 1.0),
+    "navy": (118, None, 0.55),
+    "purple": (140, None, 1.0),
+    "violet": (140, None, 1.0),
+    "pink": (165, 110.0, 1.0),
+    "magenta": (150, None, 1.0),
+    "brown": (12, 170.0, 0.55),
+    "tan": (16, 90.0, 0.9),
+    "white": (None, 12.0, 1.6),
+    "black": (None, 12.0, 0.25),
+    "gray": (None, 8.0, 0.85),
+    "grey": (None, 8.0, 0.85),
     "silver": (None, 10.0, 1.2),
 }
-PATTERNS = {"striped": "stripes", "stripes": "stripes", "stripy": "stripes", "checkered": "checks", "checked": "checks",
-            "plaid": "checks", "dotted": "dots", "dots": "dots", "spotted": "dots", "spotty": "dots"}
+PATTERNS = {
+    "striped": "stripes",
+    "stripes": "stripes",
+    "stripy": "stripes",
+    "checkered": "checks",
+    "checked": "checks",
+    "plaid": "checks",
+    "dotted": "dots",
+    "dots": "dots",
+    "spotted": "dots",
+    "spotty": "dots",
+}
 
 
 class ClassicalParams(Section):
     inpaint_method: Literal["telea", "ns"] = "telea"
     inpaint_radius: int = Field(5, ge=1, le=50)
     dilation_px: int = Field(15, ge=0, description="removal margin around the object mask or box")
-    mask_method: Literal["grabcut", "ellipse", "box"] = Field("grabcut", description="object shape when the request has no mask")
+    mask_method: Literal["grabcut", "ellipse", "box"] = Field(
+        "grabcut", description="object shape when the request has no mask"
+    )
     blend: Literal["seamless", "mixed", "paste"] = "seamless"
-    max_clone_drift: float = Field(25.0, ge=0, description="mean colour drift (0-255) above which a seamless clone falls back to a feathered paste")
+    max_clone_drift: float = Field(
+        25.0,
+        ge=0,
+        description="mean colour drift (0-255) above which a seamless clone falls back to a feathered paste",
+    )
     feather_px: int = Field(2, ge=0)
 
 
@@ -75,7 +107,11 @@ class ClassicalEditor(Editor):
         if req.box is None and (req.mask is None or not req.mask.any()):
             return EditFailure("missing_target_box", f"{req.kind} needs a target box or mask")
         ops: dict[str, Callable[[EditRequest], EditResult | EditFailure]] = {
-            "remove": self.remove, "attribute": self.change_attribute, "move": self.move, "add": self.add, "replace": self.replace,
+            "remove": self.remove,
+            "attribute": self.change_attribute,
+            "move": self.move,
+            "add": self.add,
+            "replace": self.replace,
         }
         try:
             return ops[req.kind](req)  # type: ignore[index]
@@ -108,7 +144,11 @@ class ClassicalEditor(Editor):
         h, w = req.image.shape[:2]
         base = req.mask.astype(bool) if req.mask is not None and req.mask.any() else box_mask(self._box(req), w, h)
         hole = dilate(base, self.params.dilation_px)
-        return EditResult(self._inpaint(req.image, hole), hole, {"operation": "inpaint", "mask_source": "given" if req.mask is not None else "box"})
+        return EditResult(
+            self._inpaint(req.image, hole),
+            hole,
+            {"operation": "inpaint", "mask_source": "given" if req.mask is not None else "box"},
+        )
 
     # -- attribute -----------------------------------------------------------------------
     def _attribute_target(self, req: EditRequest) -> tuple[str, str]:
@@ -192,7 +232,9 @@ class ClassicalEditor(Editor):
             if best_score is None or score < best_score - 1e-9:
                 best, best_score = cand, score
         if best is None:
-            raise ValueError(f"no free place of size {bw:.0f}x{bh:.0f} next to box {list(box)} inside the {w}x{h} image")
+            raise ValueError(
+                f"no free place of size {bw:.0f}x{bh:.0f} next to box {list(box)} inside the {w}x{h} image"
+            )
         return best
 
     def _clone(self, src: np.ndarray, dst: np.ndarray, mask: np.ndarray, src_box: Box, dst_box: Box) -> np.ndarray:
@@ -204,7 +246,9 @@ class ClassicalEditor(Editor):
         dw, dh = int(round(dst_box[2])), int(round(dst_box[3]))
         if (dw, dh) != (sx1 - sx0, sy1 - sy0):
             patch = cv2.resize(patch, (max(1, dw), max(1, dh)), interpolation=cv2.INTER_AREA)
-            pmask = cv2.resize(pmask.astype(np.uint8), (max(1, dw), max(1, dh)), interpolation=cv2.INTER_NEAREST).astype(bool)
+            pmask = cv2.resize(
+                pmask.astype(np.uint8), (max(1, dw), max(1, dh)), interpolation=cv2.INTER_NEAREST
+            ).astype(bool)
         ph, pw = pmask.shape
         dx0, dy0 = min(max(0, dx0), w - pw), min(max(0, dy0), h - ph)
         full = np.zeros((h, w), bool)
@@ -218,7 +262,9 @@ class ClassicalEditor(Editor):
         a = self._alpha(full)
         return (canvas * a + dst * (1 - a)).round().astype(np.uint8), full
 
-    def _seamless(self, patch: np.ndarray, pmask: np.ndarray, dst: np.ndarray, dx0: int, dy0: int) -> np.ndarray | None:
+    def _seamless(
+        self, patch: np.ndarray, pmask: np.ndarray, dst: np.ndarray, dx0: int, dy0: int
+    ) -> np.ndarray | None:
         """Poisson-blend ``patch`` (masked by ``pmask``) into ``dst`` with its top-left at (dx0, dy0).
 
         OpenCV clones the mask's bounding rectangle centred on a point; the source gets a margin of
@@ -229,7 +275,14 @@ class ClassicalEditor(Editor):
         m = 4
         ys, xs = np.nonzero(pmask)
         y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
-        if dx0 + x0 - m < 1 or dy0 + y0 - m < 1 or dx0 + x1 + m > w - 1 or dy0 + y1 + m > h - 1 or (y1 - y0) < 3 or (x1 - x0) < 3:
+        if (
+            dx0 + x0 - m < 1
+            or dy0 + y0 - m < 1
+            or dx0 + x1 + m > w - 1
+            or dy0 + y1 + m > h - 1
+            or (y1 - y0) < 3
+            or (x1 - x0) < 3
+        ):
             return None
         src = cv2.copyMakeBorder(_bgr(patch[y0:y1, x0:x1]), m, m, m, m, cv2.BORDER_REPLICATE)
         mask = np.zeros(src.shape[:2], np.uint8)
@@ -257,7 +310,12 @@ class ClassicalEditor(Editor):
         dest = self._place(req, box, "destination_box")
         vacated = self._inpaint(req.image, dilate(mask, max(3, self.params.dilation_px // 3)))
         out, placed = self._clone(req.image, vacated, dilate(mask, 2), box, dest)
-        meta = {"operation": "move", "mask_source": source, "source_box": list(box), "destination_box": [float(v) for v in dest]}
+        meta = {
+            "operation": "move",
+            "mask_source": source,
+            "source_box": list(box),
+            "destination_box": [float(v) for v in dest],
+        }
         return EditResult(out, mask | placed, meta)
 
     def add(self, req: EditRequest) -> EditResult:
@@ -265,7 +323,9 @@ class ClassicalEditor(Editor):
         box = self._box(req) if req.fields.get("destination_box") is not None else (mask_box(mask) or self._box(req))
         dest = self._place(req, box, "destination_box")
         out, placed = self._clone(req.image, req.image, dilate(mask, 2), box, dest)
-        return EditResult(out, placed, {"operation": "add", "mask_source": source, "destination_box": [float(v) for v in dest]})
+        return EditResult(
+            out, placed, {"operation": "add", "mask_source": source, "destination_box": [float(v) for v in dest]}
+        )
 
     def replace(self, req: EditRequest) -> EditResult:
         """Swap the object for another annotated instance of the requested class (``replacement``
@@ -280,13 +340,29 @@ class ClassicalEditor(Editor):
         cleared = self._inpaint(req.image, hole)
         dmask, _ = object_mask(req.image, donor, req.seed, None, self.params.mask_method)
         out, placed = self._clone(req.image, cleared, dilate(dmask, 2), donor, box)  # type: ignore[arg-type]
-        meta: dict[str, Any] = {"operation": "replace", "replacement": str(req.fields.get("replacement")), "donor_box": list(donor),
-                                "mask_source": source}
+        meta: dict[str, Any] = {
+            "operation": "replace",
+            "replacement": str(req.fields.get("replacement")),
+            "donor_box": list(donor),
+            "mask_source": source,
+        }
         return EditResult(out, hole | placed, meta)
 
 
-_DIRECTIONS = {"left": "left", "right": "right", "above": "above", "up": "above", "top": "above", "upper": "above",
-               "below": "below", "under": "below", "down": "below", "bottom": "below", "lower": "below", "beneath": "below"}
+_DIRECTIONS = {
+    "left": "left",
+    "right": "right",
+    "above": "above",
+    "up": "above",
+    "top": "above",
+    "upper": "above",
+    "below": "below",
+    "under": "below",
+    "down": "below",
+    "bottom": "below",
+    "lower": "below",
+    "beneath": "below",
+}
 
 
 def _direction_hint(text: str) -> str | None:

@@ -24,10 +24,11 @@ from __future__ import annotations
 import importlib
 import json
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
@@ -65,23 +66,70 @@ class Family:
 _QWEN = "diffusers.pipelines.qwenimage."
 _INPAINT_KINDS = "remove, attribute, replace (inside the object's mask)"
 FAMILIES: dict[str, Family] = {
-    "FluxKontextPipeline": Family("FluxKontextPipeline", 28, 3.5, None, False, "max_area", extra={"_auto_resize": False}),
+    "FluxKontextPipeline": Family(
+        "FluxKontextPipeline", 28, 3.5, None, False, "max_area", extra={"_auto_resize": False}
+    ),
     "FluxKontextInpaintPipeline": Family(
-        "FluxKontextInpaintPipeline", 28, 3.5, None, False, "max_area", mask=True, strength=1.0, extra={"_auto_resize": False}, what=_INPAINT_KINDS,
+        "FluxKontextInpaintPipeline",
+        28,
+        3.5,
+        None,
+        False,
+        "max_area",
+        mask=True,
+        strength=1.0,
+        extra={"_auto_resize": False},
+        what=_INPAINT_KINDS,
     ),
     "Flux2KleinPipeline": Family("Flux2KleinPipeline", 4, 1.0, None, False, "size", one_prompt=True, min_side=64),
-    "Flux2KleinInpaintPipeline": Family("Flux2KleinInpaintPipeline", 4, 1.0, None, False, "size", one_prompt=True, mask=True, strength=1.0, min_side=64, what=_INPAINT_KINDS),
+    "Flux2KleinInpaintPipeline": Family(
+        "Flux2KleinInpaintPipeline",
+        4,
+        1.0,
+        None,
+        False,
+        "size",
+        one_prompt=True,
+        mask=True,
+        strength=1.0,
+        min_side=64,
+        what=_INPAINT_KINDS,
+    ),
     "LongCatImageEditPipeline": Family(
-        "LongCatImageEditPipeline", 50, 4.5, None, True, "patched", one_prompt=True, step_callback=False,
+        "LongCatImageEditPipeline",
+        50,
+        4.5,
+        None,
+        True,
+        "patched",
+        one_prompt=True,
+        step_callback=False,
         patched=("diffusers.pipelines.longcat_image.pipeline_longcat_image_edit",),
     ),
-    "QwenImageEditPipeline": Family("QwenImageEditPipeline", 40, None, 4.0, True, "patched", patched=(_QWEN + "pipeline_qwenimage_edit",)),
+    "QwenImageEditPipeline": Family(
+        "QwenImageEditPipeline", 40, None, 4.0, True, "patched", patched=(_QWEN + "pipeline_qwenimage_edit",)
+    ),
     "QwenImageEditPlusPipeline": Family(
-        "QwenImageEditPlusPipeline", 40, None, 4.0, True, "patched", one_prompt=True, patched=(_QWEN + "pipeline_qwenimage_edit_plus",),
+        "QwenImageEditPlusPipeline",
+        40,
+        None,
+        4.0,
+        True,
+        "patched",
+        one_prompt=True,
+        patched=(_QWEN + "pipeline_qwenimage_edit_plus",),
     ),
     "QwenImageEditInpaintPipeline": Family(
-        "QwenImageEditInpaintPipeline", 40, None, 4.0, True, "patched", mask=True, strength=1.0,
-        patched=(_QWEN + "pipeline_qwenimage_edit_inpaint",), what=_INPAINT_KINDS,
+        "QwenImageEditInpaintPipeline",
+        40,
+        None,
+        4.0,
+        True,
+        "patched",
+        mask=True,
+        strength=1.0,
+        patched=(_QWEN + "pipeline_qwenimage_edit_inpaint",),
+        what=_INPAINT_KINDS,
     ),
 }
 # Hub ids whose class is known without their model_index.json (the preflight sizes them offline).
@@ -97,12 +145,19 @@ KNOWN_PIPELINES: dict[str, str] = {
 
 
 class DiffusersEditParams(Section):
-    model: str = Field("black-forest-labs/FLUX.2-klein-4B", description="hub id or local folder saved with save_pretrained")
-    pipeline: str = Field("auto", description="the diffusers class, e.g. FluxKontextPipeline; auto: from model_index.json or the known hub ids")
+    model: str = Field(
+        "black-forest-labs/FLUX.2-klein-4B", description="hub id or local folder saved with save_pretrained"
+    )
+    pipeline: str = Field(
+        "auto",
+        description="the diffusers class, e.g. FluxKontextPipeline; auto: from model_index.json or the known hub ids",
+    )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     device: str = "auto"
     steps: int | None = Field(None, ge=1, description="denoising steps; None: the family's default")
-    guidance_scale: float | None = Field(None, ge=0, description="None: the family's default (distilled guidance or CFG scale)")
+    guidance_scale: float | None = Field(
+        None, ge=0, description="None: the family's default (distilled guidance or CFG scale)"
+    )
     true_cfg_scale: float | None = Field(None, ge=0, description="families with true CFG; None: the family's default")
     negative_prompt: str = " "
     strength: float | None = Field(None, gt=0, le=1, description="inpaint families; None: the family's default")
@@ -110,12 +165,20 @@ class DiffusersEditParams(Section):
     lora: str | None = Field(None, description="LoRA weights (hub id or local path), e.g. a few-step distillation")
     lora_weight_name: str | None = None
     lora_scale: float = 1.0
-    memory_plan: Literal["auto", "single", "model_offload"] = Field("auto", description="auto: the fastest that fits the visible GPUs")
-    quantization: Literal["auto", "none", "int8", "int4"] = Field("auto", description="transformer weights in 8/4 bits (bitsandbytes, CUDA); auto: only when nothing else fits")
-    process_area: int | None = Field(None, ge=32 * 32, description="pixel area the pipeline works at; None: its native ~1024x1024")
+    memory_plan: Literal["auto", "single", "model_offload"] = Field(
+        "auto", description="auto: the fastest that fits the visible GPUs"
+    )
+    quantization: Literal["auto", "none", "int8", "int4"] = Field(
+        "auto", description="transformer weights in 8/4 bits (bitsandbytes, CUDA); auto: only when nothing else fits"
+    )
+    process_area: int | None = Field(
+        None, ge=32 * 32, description="pixel area the pipeline works at; None: its native ~1024x1024"
+    )
     batch_size: int = Field(1, ge=1, description="prompts per call, for families that batch")
     max_sequence_length: int = Field(512, ge=8, le=1024)
-    prompt_template: str = Field("{instruction}", description="how the instruction becomes the prompt; fields: instruction, target_name")
+    prompt_template: str = Field(
+        "{instruction}", description="how the instruction becomes the prompt; fields: instruction, target_name"
+    )
 
 
 def pipeline_name(ref: str, requested: str, owner: str) -> str:
@@ -136,9 +199,13 @@ def pipeline_name(ref: str, requested: str, owner: str) -> str:
             else:
                 name = KNOWN_PIPELINES.get(ref, "")
         if not name:
-            raise EditorError(f"{owner}: cannot tell the pipeline class of {ref!r} (no model_index.json); set the `pipeline` param, one of {sorted(FAMILIES)}")
+            raise EditorError(
+                f"{owner}: cannot tell the pipeline class of {ref!r} (no model_index.json); set the `pipeline` param, one of {sorted(FAMILIES)}"
+            )
     if name not in FAMILIES:
-        raise EditorError(f"{owner}: pipeline {name!r} is not an editing family this editor knows; one of {sorted(FAMILIES)}")
+        raise EditorError(
+            f"{owner}: pipeline {name!r} is not an editing family this editor knows; one of {sorted(FAMILIES)}"
+        )
     return name
 
 
@@ -186,7 +253,14 @@ _ROLES = {"transformer": "denoiser", "vae": "vae"}
 
 
 def _role(name: str) -> str:
-    return _ROLES.get(name, "text_encoder" if name.startswith(("text_encoder", "image_encoder")) else "vae" if name.startswith("vae") else "denoiser")
+    return _ROLES.get(
+        name,
+        "text_encoder"
+        if name.startswith(("text_encoder", "image_encoder"))
+        else "vae"
+        if name.startswith("vae")
+        else "denoiser",
+    )
 
 
 def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
@@ -194,7 +268,14 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
     activation peak of one call at the working area: the transformer's sequence is the latent
     image, the reference image and the text (the latents are 1/16 of the side: VAE x8, 2x2 patches)."""
     from editors.architectures import count_params, pipeline_configs
-    from editors.memory import DTYPE_BYTES, Component, Profile, text_encoder_activation, transformer_activation, vae_activation
+    from editors.memory import (
+        DTYPE_BYTES,
+        Component,
+        Profile,
+        text_encoder_activation,
+        transformer_activation,
+        vae_activation,
+    )
 
     configs = pipeline_configs(params.model, "instruction-editing weights", f"editor {key!r}")
     fam = FAMILIES[pipeline_name(params.model, params.pipeline, f"editor {key!r}")]
@@ -214,7 +295,9 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
         role = _role(name)
         cfg = spec.config
         if role == "denoiser":
-            act = transformer_activation(tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch * passes, b)
+            act = transformer_activation(
+                tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch * passes, b
+            )
         elif role == "vae":
             chans = cfg.get("base_dim") or (cfg.get("block_out_channels") or [128])[0]
             act = vae_activation(area, chans, batch, b, cpu=target == "cpu")
@@ -222,16 +305,31 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
             text = cfg.get("text_config") or cfg
             hidden = text.get("hidden_size") or text.get("d_model") or 768
             layers = text.get("num_hidden_layers") or text.get("num_layers") or 12
-            causal = any(a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in cfg.get("architectures") or [spec.cls])
+            causal = any(
+                a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in cfg.get("architectures") or [spec.cls]
+            )
             vocab = (text.get("vocab_size") or cfg.get("vocab_size") or 0) if causal else 0
             vision = cfg.get("vision_config") or {}
             patches = area / 4 / vision.get("patch_size", 14) ** 2 if vision else 0.0
-            act = text_encoder_activation(params.max_sequence_length + patches / 4, hidden, layers, vocab, patches, vision.get("hidden_size", 0), batch, b)
+            act = text_encoder_activation(
+                params.max_sequence_length + patches / 4,
+                hidden,
+                layers,
+                vocab,
+                patches,
+                vision.get("hidden_size", 0),
+                batch,
+                b,
+            )
         comps.append(Component(f"{key}/{name}", role, n, lin, b, act, quantizable=name == "transformer"))
     fixed_layout = None if params.memory_plan == "auto" else params.memory_plan
     return Profile(
-        key, comps, f"{params.model} ({configs.source})", ("single", "model_offload") if fixed_layout is None else (fixed_layout,),
-        ("none", "int8", "int4") if params.quantization == "auto" else (params.quantization,), fixed_layout,
+        key,
+        comps,
+        f"{params.model} ({configs.source})",
+        ("single", "model_offload") if fixed_layout is None else (fixed_layout,),
+        ("none", "int8", "int4") if params.quantization == "auto" else (params.quantization,),
+        fixed_layout,
         None if params.quantization == "auto" else params.quantization,
     )
 
@@ -254,13 +352,21 @@ def edit_flops(params: DiffusersEditParams, key: str) -> float:
     area = params.process_area or NATIVE_AREA
     seq = 2 * area / 16**2 + params.max_sequence_length
     inner = t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128)
-    layers = t.get("num_layers", 19) + t.get("num_single_layers", 38) if "num_single_layers" in t else t.get("num_layers", 60)
+    layers = (
+        t.get("num_layers", 19) + t.get("num_single_layers", 38)
+        if "num_single_layers" in t
+        else t.get("num_layers", 60)
+    )
     cfg = params.true_cfg_scale if params.true_cfg_scale is not None else fam.true_cfg_scale
     guidance = params.guidance_scale if params.guidance_scale is not None else fam.guidance_scale
     real_cfg = fam.negative_prompt and fam.true_cfg_scale is None and (guidance or 0) > 1
     passes = 2 if (cfg or 0) > 1 or real_cfg else 1
     per_pass = 2 * n_t * seq + 4 * seq**2 * inner * layers
-    text = sum(2 * count_params(c)[0] * (params.max_sequence_length + PROMPT_TOKENS) for n, c in by.items() if _role(n) == "text_encoder")
+    text = sum(
+        2 * count_params(c)[0] * (params.max_sequence_length + PROMPT_TOKENS)
+        for n, c in by.items()
+        if _role(n) == "text_encoder"
+    )
     return float((params.steps or fam.steps) * passes * per_pass + passes * text)
 
 
@@ -307,7 +413,10 @@ class DiffusersEditEditor(Editor):
         refusal = super().supports(request)
         if refusal is None and self.family.mask:
             if request.kind in ("move", "add"):
-                return EditFailure("unsupported_edit_type", f"{self.family.pipeline} edits inside the object's mask: {self.family.what}; not {request.kind!r}")
+                return EditFailure(
+                    "unsupported_edit_type",
+                    f"{self.family.pipeline} edits inside the object's mask: {self.family.what}; not {request.kind!r}",
+                )
             if request.box is None and request.mask is None:
                 return EditFailure("no_target_region", f"{self.family.pipeline} needs the object's box or mask")
         return refusal
@@ -316,9 +425,13 @@ class DiffusersEditEditor(Editor):
         p = self.params
         if not dev.startswith("cuda"):
             if p.quantization in ("int8", "int4"):
-                raise EditorError(f"editor {self.name!r}: quantization={p.quantization!r} needs a CUDA device (bitsandbytes); device is {dev!r}")
+                raise EditorError(
+                    f"editor {self.name!r}: quantization={p.quantization!r} needs a CUDA device (bitsandbytes); device is {dev!r}"
+                )
             if p.memory_plan == "model_offload":
-                raise EditorError(f"editor {self.name!r}: memory_plan='model_offload' needs a CUDA device (device is {dev!r})")
+                raise EditorError(
+                    f"editor {self.name!r}: memory_plan='model_offload' needs a CUDA device (device is {dev!r})"
+                )
             return "single", "none"
         if p.memory_plan != "auto" and p.quantization != "auto":
             return p.memory_plan, p.quantization
@@ -350,14 +463,18 @@ class DiffusersEditEditor(Editor):
         self._family = fam
         cls = getattr(diffusers, fam.pipeline, None)
         if cls is None:
-            raise EditorError(f"editor {self.name!r}: diffusers {diffusers.__version__} has no {fam.pipeline}; upgrade diffusers")
+            raise EditorError(
+                f"editor {self.name!r}: diffusers {diffusers.__version__} has no {fam.pipeline}; upgrade diffusers"
+            )
         dev = pick_device(p.device)
         self.layout, self.quant = self._resolve_plan(dev)
         extra: dict[str, Any] = {}
         if self.quant != "none":
             extra["quantization_config"] = quantization_config(self.quant)
         offload = "model" if self.layout == "model_offload" else "none"
-        self.pipe, self.device = load_pipeline(cls, ref, self.name, "instruction-editing weights", p.dtype, dev, offload, **extra)
+        self.pipe, self.device = load_pipeline(
+            cls, ref, self.name, "instruction-editing weights", p.dtype, dev, offload, **extra
+        )
         if p.lora:
             load_lora(self.pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
 
@@ -389,7 +506,9 @@ class DiffusersEditEditor(Editor):
         p, fam = self.params, self.family
         w, h = size
         kw: dict[str, Any] = dict(fam.extra)
-        kw.update(num_inference_steps=p.steps or fam.steps, output_type="np", generator=generators([r.seed for r in reqs]))
+        kw.update(
+            num_inference_steps=p.steps or fam.steps, output_type="np", generator=generators([r.seed for r in reqs])
+        )
         if fam.step_callback:
             kw["callback_on_step_end"] = stop_when_over_budget  # a call over its time budget stops at the next step
         if fam.area != "patched":
@@ -418,7 +537,9 @@ class DiffusersEditEditor(Editor):
                 kw["negative_prompt"] = kw["negative_prompt"][0]
         return kw
 
-    def _call(self, reqs: Sequence[EditRequest], size: tuple[int, int]) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+    def _call(
+        self, reqs: Sequence[EditRequest], size: tuple[int, int]
+    ) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
         fam = self.family
         w, h = size
         images = [Image.fromarray(r.image, "RGB").resize((w, h), Image.Resampling.LANCZOS) for r in reqs]
@@ -427,7 +548,9 @@ class DiffusersEditEditor(Editor):
         masks: list[np.ndarray | None] = [None] * len(reqs)
         if fam.mask:
             masks = [self._mask(r) for r in reqs]
-            small = [Image.fromarray(m.astype(np.uint8) * 255, "L").resize((w, h), Image.Resampling.NEAREST) for m in masks]
+            small = [
+                Image.fromarray(m.astype(np.uint8) * 255, "L").resize((w, h), Image.Resampling.NEAREST) for m in masks
+            ]
             kw["mask_image"] = small[0] if fam.one_prompt else small
         image: Any = images
         if fam.one_prompt:

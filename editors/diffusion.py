@@ -4,8 +4,9 @@ uint8 at the source size."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -16,7 +17,15 @@ from editors.weights import pick_device, resolve_file, resolve_model, torch_dtyp
 
 
 def load_pipeline(
-    cls: Any, model: str, editor: str, what: str, dtype: str, device: str, cpu_offload: str = "none", place: bool = True, **kwargs: Any
+    cls: Any,
+    model: str,
+    editor: str,
+    what: str,
+    dtype: str,
+    device: str,
+    cpu_offload: str = "none",
+    place: bool = True,
+    **kwargs: Any,
 ) -> tuple[Any, str]:
     """``cls.from_pretrained`` on a resolved local folder or hub id; returns (pipeline, device).
     ``place=False`` leaves the components on the CPU (in ``device``'s dtype) for the caller to place."""
@@ -28,7 +37,9 @@ def load_pipeline(
         raise EditorError(f"editor {editor!r}: cannot load {cls.__name__} from {ref!r}: {exc}") from exc
     if cpu_offload != "none":
         if not dev.startswith("cuda"):
-            raise EditorError(f"editor {editor!r}: cpu_offload={cpu_offload!r} needs a CUDA device (device is {dev!r})")
+            raise EditorError(
+                f"editor {editor!r}: cpu_offload={cpu_offload!r} needs a CUDA device (device is {dev!r})"
+            )
         (pipe.enable_model_cpu_offload if cpu_offload == "model" else pipe.enable_sequential_cpu_offload)()
     elif place:
         pipe.to(dev)

@@ -5,7 +5,8 @@ is at most ``max_side`` (multiples of 8), batched by working size, and brought b
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from PIL import Image
 from pydantic import Field
@@ -56,9 +57,13 @@ class InstructPix2PixEditor(Editor):
                 continue
             n, lin = count_params(spec)
             if spec.name == "unet":
-                act = transformer_activation(area / 64, spec.config.get("block_out_channels", [320])[0], 3 * params.batch_size, b)
+                act = transformer_activation(
+                    area / 64, spec.config.get("block_out_channels", [320])[0], 3 * params.batch_size, b
+                )
             elif spec.name == "vae":
-                act = vae_activation(area, spec.config.get("block_out_channels", [128])[0], params.batch_size, b, cpu=target == "cpu")
+                act = vae_activation(
+                    area, spec.config.get("block_out_channels", [128])[0], params.batch_size, b, cpu=target == "cpu"
+                )
             else:
                 act = transformer_activation(77, spec.config.get("hidden_size", 768), 2 * params.batch_size, b)
             comps.append(Component(f"{key}/{spec.name}", roles[spec.name], n, lin, b, act))
@@ -72,8 +77,15 @@ class InstructPix2PixEditor(Editor):
             raise missing_extra(self.name, exc) from exc
         p = self.params
         self.pipe, self.device = load_pipeline(
-            StableDiffusionInstructPix2PixPipeline, p.model, self.name, "InstructPix2Pix weights", p.dtype, p.device, p.cpu_offload,
-            safety_checker=None, requires_safety_checker=False,
+            StableDiffusionInstructPix2PixPipeline,
+            p.model,
+            self.name,
+            "InstructPix2Pix weights",
+            p.dtype,
+            p.device,
+            p.cpu_offload,
+            safety_checker=None,
+            requires_safety_checker=False,
         )
 
     def edit_batch(self, requests: Sequence[EditRequest]) -> list[EditResult | EditFailure]:
@@ -88,9 +100,16 @@ class InstructPix2PixEditor(Editor):
                 part = [requests[i] for i in idx[k : k + p.batch_size]]
                 images = [Image.fromarray(r.image, "RGB").resize(size, Image.Resampling.LANCZOS) for r in part]
                 out = self.pipe(
-                    prompt=[p.prompt_template.format(instruction=r.instruction, target_name=r.target_name or "") for r in part],
-                    image=images, num_inference_steps=p.steps, guidance_scale=p.guidance_scale,
-                    image_guidance_scale=p.image_guidance_scale, generator=generators([r.seed for r in part]), output_type="np",
+                    prompt=[
+                        p.prompt_template.format(instruction=r.instruction, target_name=r.target_name or "")
+                        for r in part
+                    ],
+                    image=images,
+                    num_inference_steps=p.steps,
+                    guidance_scale=p.guidance_scale,
+                    image_guidance_scale=p.image_guidance_scale,
+                    generator=generators([r.seed for r in part]),
+                    output_type="np",
                     callback_on_step_end=stop_when_over_budget,
                 ).images
                 for i, r, img in zip(idx[k : k + p.batch_size], part, out):

@@ -22,10 +22,20 @@ from pathlib import Path
 from typing import Any
 
 # Model-card licence ids whose terms allow commercial use of the weights' outputs.
-PERMISSIVE = frozenset({
-    "apache-2.0", "mit", "bsd-2-clause", "bsd-3-clause", "cc-by-4.0", "cc0-1.0", "openrail", "openrail++",
-    "creativeml-openrail-m", "bigscience-openrail-m",
-})
+PERMISSIVE = frozenset(
+    {
+        "apache-2.0",
+        "mit",
+        "bsd-2-clause",
+        "bsd-3-clause",
+        "cc-by-4.0",
+        "cc0-1.0",
+        "openrail",
+        "openrail++",
+        "creativeml-openrail-m",
+        "bigscience-openrail-m",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -115,4 +125,3 @@ def weights_licence(ref: str | None) -> Licence:
     text = _card_text(ref)
     found = card_licence(text) if text else None
     return found or UNKNOWN
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
@@ -63,9 +63,16 @@ def grabcut_mask(image: np.ndarray, box: Sequence[float], seed: int, iterations:
     crop = np.ascontiguousarray(image[cy0:cy1, cx0:cx1, ::-1])  # BGR for OpenCV
     scale = min(1.0, GRABCUT_MAX_SIDE / max(crop.shape[:2]))
     if scale < 1.0:
-        crop = cv2.resize(crop, (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale))), interpolation=cv2.INTER_AREA)
+        crop = cv2.resize(
+            crop,
+            (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale))),
+            interpolation=cv2.INTER_AREA,
+        )
     rx0, ry0 = int((x0 - cx0) * scale), int((y0 - cy0) * scale)
-    rx1, ry1 = min(crop.shape[1], max(rx0 + 2, round((x1 - cx0) * scale))), min(crop.shape[0], max(ry0 + 2, round((y1 - cy0) * scale)))
+    rx1, ry1 = (
+        min(crop.shape[1], max(rx0 + 2, round((x1 - cx0) * scale))),
+        min(crop.shape[0], max(ry0 + 2, round((y1 - cy0) * scale))),
+    )
     if rx0 == 0 and ry0 == 0 and rx1 == crop.shape[1] and ry1 == crop.shape[0]:
         return None  # the box fills the crop: no background to learn from
     cv2.setRNGSeed(int(seed) % (2**31))
@@ -103,7 +110,9 @@ def ellipse_mask(box: Sequence[float], width: int, height: int) -> np.ndarray:
     return mask.astype(bool)
 
 
-def object_mask(image: np.ndarray, box: Sequence[float], seed: int, given: np.ndarray | None = None, method: str = "grabcut") -> tuple[np.ndarray, str]:
+def object_mask(
+    image: np.ndarray, box: Sequence[float], seed: int, given: np.ndarray | None = None, method: str = "grabcut"
+) -> tuple[np.ndarray, str]:
     """The best mask available for the object in ``box``: given > GrabCut > inscribed ellipse/box."""
     h, w = image.shape[:2]
     if given is not None and given.any():

@@ -18,8 +18,9 @@ Each of them is tried with the transformer in the configured precision, then 8-b
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 PlanName = Literal["single", "split", "two_phase", "model_offload"]
 Quant = Literal["none", "int8", "int4"]
@@ -117,11 +118,17 @@ def evaluate(components: list[Component], layout: str, quant: str, gpus: int, gp
         raise ValueError(f"unknown memory plan {layout!r}; one of {LAYOUTS}")
     need_gpus = GPUS_PER_REPLICA[layout] if enc else 1
     fits = gpus >= need_gpus and all(p <= usable for p in per)
-    return PlanFit(layout, quant, round(max(per), 2), [round(p, 2) for p in per], placement, fits, max(1, gpus // need_gpus))
+    return PlanFit(
+        layout, quant, round(max(per), 2), [round(p, 2) for p in per], placement, fits, max(1, gpus // need_gpus)
+    )
 
 
 def choose(
-    components: list[Component], gpus: int, gpu_gb: float, layouts: Iterable[str] = LAYOUTS, quants: Iterable[str] = QUANTS
+    components: list[Component],
+    gpus: int,
+    gpu_gb: float,
+    layouts: Iterable[str] = LAYOUTS,
+    quants: Iterable[str] = QUANTS,
 ) -> tuple[PlanFit | None, list[PlanFit]]:
     """The fastest plan that fits (precision before layout: a quantized transformer changes the
     images, a layout does not), and every candidate tried, in order."""
@@ -139,12 +146,21 @@ def vae_activation(area: float, channels: int, batch: int, elem_bytes: float, cp
 
 
 def text_encoder_activation(
-    tokens: float, hidden: int, layers: int, vocab: int, patches: float, vision_hidden: int, batch: int, elem_bytes: float
+    tokens: float,
+    hidden: int,
+    layers: int,
+    vocab: int,
+    patches: float,
+    vision_hidden: int,
+    batch: int,
+    elem_bytes: float,
 ) -> float:
     return batch * (tokens * (hidden * (12 + layers) + vocab) + patches * vision_hidden * 12) * elem_bytes
 
 
-def mllm_activation(tokens: float, hidden: int, layers: int, kv_heads_dim: int, vocab: int, batch: int, elem_bytes: float) -> float:
+def mllm_activation(
+    tokens: float, hidden: int, layers: int, kv_heads_dim: int, vocab: int, batch: int, elem_bytes: float
+) -> float:
     """Generation with a KV cache: keys and values of every layer, plus one layer's work and the logits."""
     return batch * tokens * (2 * layers * kv_heads_dim + hidden * 12 + vocab) * elem_bytes
 

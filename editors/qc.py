@@ -6,8 +6,9 @@ these metrics, so thresholds can be re-tuned later without re-running any model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import cv2
 import numpy as np

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image
@@ -40,7 +41,9 @@ _PATCH_LOCK = threading.Lock()
 
 class QwenImageEditParams(Section):
     model: str = Field("Qwen/Qwen-Image-Edit-2511", description="hub id or local folder saved with save_pretrained")
-    pipeline: Literal["auto", "edit", "plus"] = Field("auto", description="auto: from model_index.json, else from the id (-2509/-2511 -> plus)")
+    pipeline: Literal["auto", "edit", "plus"] = Field(
+        "auto", description="auto: from model_index.json, else from the id (-2509/-2511 -> plus)"
+    )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     device: str = "auto"
     steps: int = Field(40, ge=1)
@@ -50,16 +53,27 @@ class QwenImageEditParams(Section):
     lora: str | None = Field(None, description="LoRA weights (hub id or local path), e.g. a few-step distillation")
     lora_weight_name: str | None = None
     lora_scale: float = 1.0
-    cpu_offload: Literal["none", "model", "sequential"] = Field("none", description="legacy switch: model = memory_plan model_offload")
-    memory_plan: Literal["auto", "single", "split", "two_phase", "model_offload"] = Field(
-        "auto", description="where the components live (editors/memory.py); auto: the fastest that fits the visible GPUs"
+    cpu_offload: Literal["none", "model", "sequential"] = Field(
+        "none", description="legacy switch: model = memory_plan model_offload"
     )
-    quantization: Literal["auto", "none", "int8", "int4"] = Field("auto", description="transformer weights in 8/4 bits (bitsandbytes, CUDA); auto: only when nothing else fits")
-    text_encoder_device: str = Field("auto", description="split plan: the text encoder's device; auto: the next visible GPU")
-    process_area: int | None = Field(None, ge=64 * 64, description="pixel area the pipeline works at; None: its native ~1024x1024")
+    memory_plan: Literal["auto", "single", "split", "two_phase", "model_offload"] = Field(
+        "auto",
+        description="where the components live (editors/memory.py); auto: the fastest that fits the visible GPUs",
+    )
+    quantization: Literal["auto", "none", "int8", "int4"] = Field(
+        "auto", description="transformer weights in 8/4 bits (bitsandbytes, CUDA); auto: only when nothing else fits"
+    )
+    text_encoder_device: str = Field(
+        "auto", description="split plan: the text encoder's device; auto: the next visible GPU"
+    )
+    process_area: int | None = Field(
+        None, ge=64 * 64, description="pixel area the pipeline works at; None: its native ~1024x1024"
+    )
     batch_size: int = Field(1, ge=1)
     max_sequence_length: int = Field(512, ge=8, le=1024)
-    prompt_template: str = Field("{instruction}", description="how the instruction becomes the prompt; fields: instruction, target_name")
+    prompt_template: str = Field(
+        "{instruction}", description="how the instruction becomes the prompt; fields: instruction, target_name"
+    )
 
 
 def pipeline_kind(ref: str, requested: str) -> str:
@@ -92,16 +106,30 @@ def working_area(area: int | None) -> Iterator[None]:
     from diffusers.pipelines.qwenimage import pipeline_qwenimage_edit_plus as plus_mod
 
     with _PATCH_LOCK:
-        saved = (edit_mod.calculate_dimensions, plus_mod.calculate_dimensions, plus_mod.CONDITION_IMAGE_SIZE, plus_mod.VAE_IMAGE_SIZE)
+        saved = (
+            edit_mod.calculate_dimensions,
+            plus_mod.calculate_dimensions,
+            plus_mod.CONDITION_IMAGE_SIZE,
+            plus_mod.VAE_IMAGE_SIZE,
+        )
         orig_edit, orig_plus = saved[0], saved[1]
-        edit_mod.calculate_dimensions = lambda target, ratio: orig_edit(area if target == NATIVE_AREA else target, ratio)
-        plus_mod.calculate_dimensions = lambda target, ratio: orig_plus(area if target == NATIVE_AREA else target, ratio)
+        edit_mod.calculate_dimensions = lambda target, ratio: orig_edit(
+            area if target == NATIVE_AREA else target, ratio
+        )
+        plus_mod.calculate_dimensions = lambda target, ratio: orig_plus(
+            area if target == NATIVE_AREA else target, ratio
+        )
         plus_mod.CONDITION_IMAGE_SIZE = min(plus_mod.CONDITION_IMAGE_SIZE, area)
         plus_mod.VAE_IMAGE_SIZE = area
         try:
             yield
         finally:
-            edit_mod.calculate_dimensions, plus_mod.calculate_dimensions, plus_mod.CONDITION_IMAGE_SIZE, plus_mod.VAE_IMAGE_SIZE = saved
+            (
+                edit_mod.calculate_dimensions,
+                plus_mod.calculate_dimensions,
+                plus_mod.CONDITION_IMAGE_SIZE,
+                plus_mod.VAE_IMAGE_SIZE,
+            ) = saved
 
 
 def quantization_config(quant: str) -> Any:
@@ -111,7 +139,11 @@ def quantization_config(quant: str) -> Any:
     from diffusers import PipelineQuantizationConfig
 
     if quant == "int8":
-        return PipelineQuantizationConfig(quant_backend="bitsandbytes_8bit", quant_kwargs={"load_in_8bit": True}, components_to_quantize=["transformer"])
+        return PipelineQuantizationConfig(
+            quant_backend="bitsandbytes_8bit",
+            quant_kwargs={"load_in_8bit": True},
+            components_to_quantize=["transformer"],
+        )
     return PipelineQuantizationConfig(
         quant_backend="bitsandbytes_4bit",
         quant_kwargs={"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": "bfloat16"},
@@ -144,13 +176,24 @@ def shapes(params: QwenImageEditParams, key: str) -> Shapes:
     by = {c.name: c for c in configs.components}
     missing = {"text_encoder", "transformer", "vae"} - set(by)
     if missing:
-        raise EditorError(f"editor {key!r}: {params.model!r} ({configs.source}) has no {sorted(missing)} component config")
+        raise EditorError(
+            f"editor {key!r}: {params.model!r} ({configs.source}) has no {sorted(missing)} component config"
+        )
     t, v, te = by["transformer"].config, by["vae"].config, by["text_encoder"].config
     vision = te.get("vision_config") or {}
     scale = 2 ** len(v.get("temperal_downsample", [False, True, True])) * t.get("patch_size", 2)
     cond_area = area if kind == "edit" else min(384 * 384, area)
     vision_tokens = cond_area / (vision.get("patch_size", 14) * vision.get("spatial_merge_size", 2)) ** 2
-    return Shapes(configs, by, kind, 1 if kind == "plus" else params.batch_size, area, 2 * area / scale**2 + params.max_sequence_length, cond_area, vision_tokens)
+    return Shapes(
+        configs,
+        by,
+        kind,
+        1 if kind == "plus" else params.batch_size,
+        area,
+        2 * area / scale**2 + params.max_sequence_length,
+        cond_area,
+        vision_tokens,
+    )
 
 
 PROMPT_TOKENS = 64  # an instruction and the chat template, beside the image tokens the encoder returns
@@ -179,7 +222,14 @@ def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
     """Components (sized on the meta device) and the activation peak of one batch at the
     configured working area, for the preflight and for ``memory_plan: auto``."""
     from editors.architectures import count_params
-    from editors.memory import DTYPE_BYTES, Component, Profile, text_encoder_activation, transformer_activation, vae_activation
+    from editors.memory import (
+        DTYPE_BYTES,
+        Component,
+        Profile,
+        text_encoder_activation,
+        transformer_activation,
+        vae_activation,
+    )
 
     sh = shapes(params, key)
     configs, by, area, batch = sh.configs, sh.by, sh.area, sh.batch
@@ -191,10 +241,18 @@ def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
     patch = vision.get("patch_size", 14)
     acts = {
         "text_encoder": text_encoder_activation(
-            params.max_sequence_length + vision_tokens, text.get("hidden_size", 3584), text.get("num_hidden_layers", 28),
-            text.get("vocab_size", te.get("vocab_size", 152064)), cond_area / patch**2, vision.get("hidden_size", 1280), batch, b,
+            params.max_sequence_length + vision_tokens,
+            text.get("hidden_size", 3584),
+            text.get("num_hidden_layers", 28),
+            text.get("vocab_size", te.get("vocab_size", 152064)),
+            cond_area / patch**2,
+            vision.get("hidden_size", 1280),
+            batch,
+            b,
         ),
-        "transformer": transformer_activation(tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch, b),
+        "transformer": transformer_activation(
+            tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch, b
+        ),
         "vae": vae_activation(area, v.get("base_dim", 96), batch, b, cpu=target == "cpu"),
     }
     roles = {"text_encoder": "text_encoder", "transformer": "denoiser", "vae": "vae"}
@@ -208,8 +266,12 @@ def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
     if params.cpu_offload == "model" and fixed_layout is None:
         fixed_layout = "model_offload"
     return Profile(
-        key, comps, f"{params.model} ({configs.source})", layouts if fixed_layout is None else (fixed_layout,),
-        quants if params.quantization == "auto" else (params.quantization,), fixed_layout,
+        key,
+        comps,
+        f"{params.model} ({configs.source})",
+        layouts if fixed_layout is None else (fixed_layout,),
+        quants if params.quantization == "auto" else (params.quantization,),
+        fixed_layout,
         None if params.quantization == "auto" else params.quantization,
     )
 
@@ -238,7 +300,9 @@ class QwenImageEditEditor(Editor):
         quant = p.quantization
         if not dev.startswith("cuda"):
             if quant in ("int8", "int4"):
-                raise EditorError(f"editor {self.name!r}: quantization={quant!r} needs a CUDA device (bitsandbytes); device is {dev!r}")
+                raise EditorError(
+                    f"editor {self.name!r}: quantization={quant!r} needs a CUDA device (bitsandbytes); device is {dev!r}"
+                )
             return ("single" if layout == "auto" else layout), "none"
         if layout != "auto" and quant != "auto":
             return layout, quant
@@ -273,12 +337,22 @@ class QwenImageEditEditor(Editor):
         cls = QwenImageEditPlusPipeline if self.kind == "plus" else QwenImageEditPipeline
         dev = pick_device(p.device)
         self.layout, self.quant = self._resolve_plan(dev)
-        offload = "model" if self.layout == "model_offload" else ("sequential" if p.cpu_offload == "sequential" else "none")
+        offload = (
+            "model" if self.layout == "model_offload" else ("sequential" if p.cpu_offload == "sequential" else "none")
+        )
         extra: dict[str, Any] = {}
         if self.quant != "none":
             extra["quantization_config"] = quantization_config(self.quant)
         pipe, device = load_pipeline(
-            cls, ref, self.name, "Qwen-Image-Edit weights", p.dtype, dev, offload, place=self.layout not in ("split", "two_phase"), **extra
+            cls,
+            ref,
+            self.name,
+            "Qwen-Image-Edit weights",
+            p.dtype,
+            dev,
+            offload,
+            place=self.layout not in ("split", "two_phase"),
+            **extra,
         )
         self.attach(pipe, device)
         if p.lora:
@@ -374,7 +448,9 @@ class QwenImageEditEditor(Editor):
                 conds = []
                 for img in images:
                     w, h = img.size
-                    cw, ch = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)[:2]  # 2 values since diffusers 0.36
+                    cw, ch = plus_mod.calculate_dimensions(plus_mod.CONDITION_IMAGE_SIZE, w / h)[
+                        :2
+                    ]  # 2 values since diffusers 0.36
                     conds.append(self.pipe.image_processor.resize(img, ch, cw))
                 prompts, prompt_image = prompts[:1], conds
             else:
@@ -383,7 +459,11 @@ class QwenImageEditEditor(Editor):
                 prompt_image = self.pipe.image_processor.resize(images, ch, cw)
             out = list(self.pipe._get_qwen_prompt_embeds(prompts, prompt_image, self.encoder_device))
             if p.true_cfg_scale > 1:
-                out += list(self.pipe._get_qwen_prompt_embeds([p.negative_prompt] * len(prompts), prompt_image, self.encoder_device))
+                out += list(
+                    self.pipe._get_qwen_prompt_embeds(
+                        [p.negative_prompt] * len(prompts), prompt_image, self.encoder_device
+                    )
+                )
         return tuple(t.to("cpu") for t in out)
 
     def encode(self, requests: Sequence[EditRequest]) -> None:
@@ -439,5 +519,7 @@ class QwenImageEditEditor(Editor):
             for i, img in zip(part, self._call([requests[i] for i in part])):
                 h, w = requests[i].image.shape[:2]
                 out, raw = back_to_source(img, w, h)
-                results[i] = EditResult(out, None, {"raw_size": raw, "working_size": list(size), "pipeline": self.kind})
+                results[i] = EditResult(
+                    out, None, {"raw_size": raw, "working_size": list(size), "pipeline": self.kind}
+                )
         return results  # type: ignore[return-value]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from editors.base import Editor, EditorError
 from editors.capabilities import EditorLimits, combine
@@ -96,7 +97,9 @@ def placed_params(name: str, params: Mapping[str, Any] | None, device: str | Non
     return out
 
 
-def get_editor(name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1, device: str | None = None) -> Editor:
+def get_editor(
+    name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1, device: str | None = None
+) -> Editor:
     """The process-wide instance for (name, params, device), loaded once per worker process.
 
     At most ``keep_loaded`` model editors stay cached (an ablation of several 20B models would

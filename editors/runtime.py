@@ -6,7 +6,7 @@ so one pathological item becomes an ``editor_timeout`` reject instead of stallin
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult
 from editors.budget import EditTimeout, run_within
@@ -25,7 +25,9 @@ def limit_opencv_threads() -> None:
         cv2.setNumThreads(1)
 
 
-def _invoke(editor: Editor, requests: Sequence[EditRequest], start: Callable[[], None] = lambda: None) -> list[Outcome]:
+def _invoke(
+    editor: Editor, requests: Sequence[EditRequest], start: Callable[[], None] = lambda: None
+) -> list[Outcome]:
     """The editor call itself; ``start`` marks when its time budget starts (after the model lock)."""
     if editor.uses_model:  # pipelines keep scheduler state: one call at a time per model
         import torch
@@ -40,7 +42,11 @@ def _invoke(editor: Editor, requests: Sequence[EditRequest], start: Callable[[],
 def _call(editor: Editor, requests: Sequence[EditRequest]) -> list[Outcome]:
     budget = getattr(editor, "time_budget_s", None)
     if budget:
-        out = run_within(budget * len(requests), lambda start: _invoke(editor, requests, start), f"editor {editor.name!r} on {len(requests)} item(s)")
+        out = run_within(
+            budget * len(requests),
+            lambda start: _invoke(editor, requests, start),
+            f"editor {editor.name!r} on {len(requests)} item(s)",
+        )
     else:
         out = _invoke(editor, requests)
     if len(out) != len(requests):
@@ -77,7 +83,11 @@ def _run(requests: list[EditRequest], editor: Editor) -> list[Outcome]:
         raise
     except EditTimeout as exc:
         if len(requests) == 1:
-            return [EditFailure("editor_timeout", f"{exc} (time_budget_s {getattr(editor, 'time_budget_s', None)} per item)")]
+            return [
+                EditFailure(
+                    "editor_timeout", f"{exc} (time_budget_s {getattr(editor, 'time_budget_s', None)} per item)"
+                )
+            ]
         out_t: list[Outcome] = []
         for r in requests:
             out_t.extend(_run([r], editor))

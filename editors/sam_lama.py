@@ -10,7 +10,8 @@ padded (symmetric) to a multiple of 8; the output keeps the padded size, so it i
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -31,7 +32,9 @@ SAM_HINT = "Download a SAM checkpoint (e.g. sam_vit_h_4b8939.pth from the segmen
 
 class SamLamaParams(Section):
     sam_checkpoint: str | None = Field(None, description=f"SAM weights (.pth); default: ${SAM_ENV}")
-    sam_model_type: str = Field("vit_h", description="segment-anything builder name: vit_h | vit_l | vit_b | a registered one")
+    sam_model_type: str = Field(
+        "vit_h", description="segment-anything builder name: vit_h | vit_l | vit_b | a registered one"
+    )
     lama_model: str | None = Field(None, description=f"LaMa TorchScript file; default: ${LAMA_ENV}")
     dilation_px: int = Field(15, ge=0)
     use_sam: bool = Field(True, description="false: inpaint the dilated box (no SAM weights needed)")
@@ -79,7 +82,9 @@ class SamLamaEditor(Editor):
             from segment_anything import sam_model_registry
 
             if params.sam_model_type not in sam_model_registry:
-                raise EditorError(f"editor {key!r}: sam_model_type {params.sam_model_type!r} is not one of {sorted(sam_model_registry)}")
+                raise EditorError(
+                    f"editor {key!r}: sam_model_type {params.sam_model_type!r} is not one of {sorted(sam_model_registry)}"
+                )
             with init_empty_weights():
                 sam = sam_model_registry[params.sam_model_type](checkpoint=None)
             n, lin = count_module_params(sam)
@@ -87,7 +92,9 @@ class SamLamaEditor(Editor):
             comps.append(Component(f"{key}/sam", "model", n, lin, 4, transformer_activation(64 * 64, width, 1, 4)))
         lama = resolve_file(params.lama_model, "LaMa TorchScript model", key, env=LAMA_ENV, hint=LAMA_HINT)
         n, lin = count_module_params(torch.jit.load(str(lama), map_location="cpu"))
-        comps.append(Component(f"{key}/lama", "model", n, lin, 4, vae_activation(1024 * 1024, 64, 1, 4, cpu=target == "cpu")))
+        comps.append(
+            Component(f"{key}/lama", "model", n, lin, 4, vae_activation(1024 * 1024, 64, 1, 4, cpu=target == "cpu"))
+        )
         return Profile(key, comps, "segment-anything builder + LaMa file")
 
     def load(self) -> None:
@@ -110,11 +117,15 @@ class SamLamaEditor(Editor):
                 raise missing_extra(self.name, exc, "segment-anything") from exc
             sam_path = resolve_file(p.sam_checkpoint, "SAM checkpoint", self.name, env=SAM_ENV, hint=SAM_HINT)
             if p.sam_model_type not in sam_model_registry:
-                raise EditorError(f"editor {self.name!r}: sam_model_type {p.sam_model_type!r} is not one of {sorted(sam_model_registry)}")
+                raise EditorError(
+                    f"editor {self.name!r}: sam_model_type {p.sam_model_type!r} is not one of {sorted(sam_model_registry)}"
+                )
             try:
                 sam = sam_model_registry[p.sam_model_type](checkpoint=str(sam_path))
             except RuntimeError as exc:  # wrong architecture for the checkpoint
-                raise EditorError(f"editor {self.name!r}: {sam_path} does not fit SAM {p.sam_model_type!r}: {str(exc)[:300]}") from exc
+                raise EditorError(
+                    f"editor {self.name!r}: {sam_path} does not fit SAM {p.sam_model_type!r}: {str(exc)[:300]}"
+                ) from exc
             self.predictor = SamPredictor(sam.to(self.device).eval())
 
     def segment(self, image: np.ndarray, box: Sequence[float]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -124,7 +135,9 @@ class SamLamaEditor(Editor):
             return box_mask(box, w, h), {"mask_source": "box"}
         x0, y0, x1, y1 = clip_box(box, w, h)
         self.predictor.set_image(image)
-        masks, scores, _ = self.predictor.predict(box=np.array([x0, y0, x1 - 1, y1 - 1], dtype=np.float32), multimask_output=True)
+        masks, scores, _ = self.predictor.predict(
+            box=np.array([x0, y0, x1 - 1, y1 - 1], dtype=np.float32), multimask_output=True
+        )
         best = int(np.argmax(scores))
         mask = masks[best].astype(bool)
         meta = {"mask_source": "sam", "sam_scores": [round(float(s), 5) for s in scores], "sam_choice": best}

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 TABLE = Path(__file__).with_name("gpu_timings.json")
 # Dense bf16 tensor-core peak (TFLOPS, FP32 accumulate, no sparsity) and memory (GB), from the
@@ -119,10 +120,19 @@ def manifest_entries(manifest: dict[str, Any] | None) -> list[TimingEntry]:
     out = []
     for rec in timings.values():
         if rec.get("items") and rec.get("seconds") is not None:
-            out.append(TimingEntry(
-                rec["gpu"], rec["editor"], rec.get("model"), rec.get("plan") or "single", rec.get("steps"), rec.get("resolution"),
-                round(rec["seconds"] / rec["items"], 4), "build", (manifest or {}).get("finished_at"),
-            ))
+            out.append(
+                TimingEntry(
+                    rec["gpu"],
+                    rec["editor"],
+                    rec.get("model"),
+                    rec.get("plan") or "single",
+                    rec.get("steps"),
+                    rec.get("resolution"),
+                    round(rec["seconds"] / rec["items"], 4),
+                    "build",
+                    (manifest or {}).get("finished_at"),
+                )
+            )
     return out
 
 
@@ -134,13 +144,21 @@ def _steps_scaled(entry: TimingEntry, steps: int | None) -> float:
 
 
 def edit_cost(
-    table: list[TimingEntry], gpu: str | None, editor: str, model: str | None, plan: str, steps: int | None,
-    resolution: int | None, flops: float | None,
+    table: list[TimingEntry],
+    gpu: str | None,
+    editor: str,
+    model: str | None,
+    plan: str,
+    steps: int | None,
+    resolution: int | None,
+    flops: float | None,
 ) -> EditCost:
     """s/edit for this card and settings: measured, else scaled from the closest measured card by
     bf16 throughput, else ``flops`` / (peak x :data:`ASSUMED_MFU`)."""
     mine = canonical_gpu(gpu) or gpu
-    same = [e for e in table if e.editor == editor and e.model == model and e.plan == plan and e.resolution == resolution]
+    same = [
+        e for e in table if e.editor == editor and e.model == model and e.plan == plan and e.resolution == resolution
+    ]
     here = [e for e in same if (canonical_gpu(e.gpu) or e.gpu) == mine]
     if here:
         e = min(here, key=lambda x: abs((x.steps or 0) - (steps or 0)))
@@ -151,9 +169,17 @@ def edit_cost(
     if peak and others:
         e = min(others, key=lambda x: abs(math.log(tflops(x.gpu) / peak)))  # type: ignore[operator]
         s = _steps_scaled(e, steps) * tflops(e.gpu) / peak  # type: ignore[operator]
-        return EditCost(round(s, 3), "scaled", f"estimate: measured on {e.gpu}, scaled by bf16 throughput ({tflops(e.gpu):g} -> {peak:g} TFLOPS)")
+        return EditCost(
+            round(s, 3),
+            "scaled",
+            f"estimate: measured on {e.gpu}, scaled by bf16 throughput ({tflops(e.gpu):g} -> {peak:g} TFLOPS)",
+        )
     if peak and flops:
         s = flops / (peak * 1e12 * ASSUMED_MFU)
-        return EditCost(round(s, 3), "formula", f"estimate: {flops / 1e15:.1f} PFLOP per edit at {ASSUMED_MFU:.0%} of {canonical_gpu(gpu)}'s {peak:g} bf16 TFLOPS")
+        return EditCost(
+            round(s, 3),
+            "formula",
+            f"estimate: {flops / 1e15:.1f} PFLOP per edit at {ASSUMED_MFU:.0%} of {canonical_gpu(gpu)}'s {peak:g} bf16 TFLOPS",
+        )
     why = "unknown GPU kind (pass --gpu-name)" if not peak else f"no FLOPs formula for {editor!r}"
     return EditCost(None, "unknown", f"never measured, and {why}")

@@ -26,8 +26,9 @@ reject naming the failed check (edit/rejects keep holding only requests that yie
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import cv2
 import numpy as np
@@ -46,7 +47,18 @@ from storage.task_spec import task_hook
 VERIFY_FAILED = "verify_failed"
 SEEN_MARGIN_PX = 4  # a target shows when its box, with this margin, is more than one flat colour
 
-PATTERN_WORDS = {"striped", "stripes", "stripy", "checkered", "checked", "plaid", "dotted", "dots", "spotted", "spotty"}
+PATTERN_WORDS = {
+    "striped",
+    "stripes",
+    "stripy",
+    "checkered",
+    "checked",
+    "plaid",
+    "dotted",
+    "dots",
+    "spotted",
+    "spotty",
+}
 
 
 @dataclass
@@ -87,11 +99,21 @@ def matches_colour(stats: tuple[float, float, float], name: str, hue_tol: float)
     if not (v0 <= val <= v1):
         return False, f"mean value {val:.0f} outside [{v0:.0f}, {v1:.0f}] for {name}"
     if centre is not None and hue_distance(hue, centre) > hue_tol:
-        return False, f"mean hue {hue:.0f} is {hue_distance(hue, centre):.0f} from {name} ({centre}), tolerance {hue_tol:.0f}"
+        return (
+            False,
+            f"mean hue {hue:.0f} is {hue_distance(hue, centre):.0f} from {name} ({centre}), tolerance {hue_tol:.0f}",
+        )
     return True, ""
 
 
-def similarity(patch: np.ndarray, image: np.ndarray, box: Sequence[float], search_px: int, mask: np.ndarray | None = None, scale: float = 64.0) -> float:
+def similarity(
+    patch: np.ndarray,
+    image: np.ndarray,
+    box: Sequence[float],
+    search_px: int,
+    mask: np.ndarray | None = None,
+    scale: float = 64.0,
+) -> float:
     """How well ``patch`` (its ``mask`` pixels: the object, not the background it stood on) is found
     in ``box`` of ``image``, shifted by up to ``search_px``: 1 - mean absolute RGB difference / ``scale``
     at the best shift (1 = identical; <= 0 = nothing alike). Flat-coloured objects have no texture
@@ -130,7 +152,9 @@ def _crop(image: np.ndarray, box: Sequence[float]) -> np.ndarray:
     return image[y0:y1, x0:x1]
 
 
-def _class_left(fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray) -> list[dict[str, Any]]:
+def _class_left(
+    fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray
+) -> list[dict[str, Any]]:
     """Other annotated instances of the target's class that overlap its box and were not erased."""
     want = basic_name(target_name or "")
     h, w = hole.shape
@@ -148,8 +172,13 @@ def _class_left(fields: Mapping[str, Any], target_name: str | None, box: Sequenc
 
 def _others(fields: Mapping[str, Any], box: Sequence[float]) -> list[dict[str, Any]]:
     """The candidate's other annotated objects with a box (the target itself left out)."""
-    return [o for o in fields.get("_context", []) or [] if isinstance(o, dict) and o.get("box")
-            and not all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box))]
+    return [
+        o
+        for o in fields.get("_context", []) or []
+        if isinstance(o, dict)
+        and o.get("box")
+        and not all(abs(float(a) - float(b)) <= 1.0 for a, b in zip(o["box"], box))
+    ]
 
 
 def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.ndarray) -> list[dict[str, Any]]:
@@ -165,8 +194,14 @@ def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.nda
     return out
 
 
-def _untouched_failures(fields: Mapping[str, Any], box: Sequence[float], target_name: str | None, changed: np.ndarray,
-                        placed: list[Sequence[float]], untouched: Sequence[str]) -> list[str]:
+def _untouched_failures(
+    fields: Mapping[str, Any],
+    box: Sequence[float],
+    target_name: str | None,
+    changed: np.ndarray,
+    placed: list[Sequence[float]],
+    untouched: Sequence[str],
+) -> list[str]:
     """Why the edit breaks a control object the questions say stayed the same: an instance of its
     class (a synonym sharing its synset included) shares a pixel of its box with the changed
     region, or lies under a copy the edit placed."""
@@ -176,10 +211,14 @@ def _untouched_failures(fields: Mapping[str, Any], box: Sequence[float], target_
     for name in untouched:
         for o in class_members(name, [target, *_others(fields, box)]):
             if o is target:
-                out.append(f"control: the edited {target_name} is of the class of the {name} the questions say is unchanged")
+                out.append(
+                    f"control: the edited {target_name} is of the class of the {name} the questions say is unchanged"
+                )
             elif touches(box_mask(o["box"], w, h), changed) or any(intersects(o["box"], p) for p in placed):
-                out.append(f"control: the edit touches the {o.get('name')} at {[round(float(v)) for v in o['box']]}, "
-                           f"which the questions say is unchanged (as the {name})")
+                out.append(
+                    f"control: the edit touches the {o.get('name')} at {[round(float(v)) for v in o['box']]}, "
+                    f"which the questions say is unchanged (as the {name})"
+                )
     return out
 
 
@@ -218,8 +257,10 @@ def verify_edit(
     patch = _crop(original, box)
     pmask = _crop(obj.astype(np.uint8), box).astype(bool)
     if is_flat(_crop(original, grown(box, SEEN_MARGIN_PX))):
-        failures.append(f"{kind}: the {target_name or 'target'} cannot be seen: its box and {SEEN_MARGIN_PX} px around it are one flat colour "
-                        "(drawn over by another object, or not there)")
+        failures.append(
+            f"{kind}: the {target_name or 'target'} cannot be seen: its box and {SEEN_MARGIN_PX} px around it are one flat colour "
+            "(drawn over by another object, or not there)"
+        )
     if kind == "remove":
         hole = changed if changed is not None else dilate(boxm, 4)
         checks["change_inside"] = round(mean_abs_change(original, edited, obj), 3)
@@ -228,20 +269,34 @@ def verify_edit(
         left = _class_left(fields, target_name, box, hole)
         checks["same_class_left"] = [list(o["box"]) for o in left]
         if checks["change_inside"] < params.min_change:
-            failures.append(f"removal: the target region barely changed (mean change {checks['change_inside']} < {params.min_change})")
+            failures.append(
+                f"removal: the target region barely changed (mean change {checks['change_inside']} < {params.min_change})"
+            )
         if checks["psnr_outside"] < params.min_psnr_outside:
-            failures.append(f"removal: the outside was not kept (PSNR {checks['psnr_outside']} < {params.min_psnr_outside})")
+            failures.append(
+                f"removal: the outside was not kept (PSNR {checks['psnr_outside']} < {params.min_psnr_outside})"
+            )
         if checks["object_similarity"] >= params.max_similarity_gone:
-            failures.append(f"removal: the object is still there (similarity {checks['object_similarity']} >= {params.max_similarity_gone})")
+            failures.append(
+                f"removal: the object is still there (similarity {checks['object_similarity']} >= {params.max_similarity_gone})"
+            )
         if left:
-            failures.append(f"removal: another {basic_name(target_name or '')!r} still overlaps the erased box at {checks['same_class_left']}")
+            failures.append(
+                f"removal: another {basic_name(target_name or '')!r} still overlaps the erased box at {checks['same_class_left']}"
+            )
     elif kind == "attribute":
         value = next((str(fields[k]) for k in VALUE_KEYS if fields.get(k)), str(meta.get("value") or ""))
         word = colour_word(value) or (str(meta.get("value")) if meta.get("operation") == "colour" else None)
         pattern = meta.get("operation") == "pattern" or any(p in value.lower().split() for p in PATTERN_WORDS)
         if word in NAMED_COLOURS:
             stats = hsv_stats(edited, obj)
-            checks.update(colour=word, hue=round(stats[0], 2), saturation=round(stats[1], 2), value=round(stats[2], 2), hue_tolerance=params.hue_tolerance)
+            checks.update(
+                colour=word,
+                hue=round(stats[0], 2),
+                saturation=round(stats[1], 2),
+                value=round(stats[2], 2),
+                hue_tolerance=params.hue_tolerance,
+            )
             ok, why = matches_colour(stats, word, params.hue_tolerance)
             if not ok:
                 failures.append(f"recolour: the object does not read as {word}: {why}")
@@ -251,7 +306,9 @@ def verify_edit(
             v1 = float(cv2.cvtColor(np.ascontiguousarray(edited[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
             checks.update(pattern=value, value_std_before=round(v0, 2), value_std_after=round(v1, 2))
             if v1 - v0 < params.min_pattern_contrast:
-                failures.append(f"pattern: the value contrast inside the object rose by {v1 - v0:.1f} < {params.min_pattern_contrast}")
+                failures.append(
+                    f"pattern: the value contrast inside the object rose by {v1 - v0:.1f} < {params.min_pattern_contrast}"
+                )
             if before[1] > 60 and hue_distance(before[0], after[0]) > params.hue_tolerance:
                 failures.append("pattern: the object's hue changed, not only its pattern")
         else:
@@ -265,14 +322,20 @@ def verify_edit(
             if wanted is not None and meta.get("destination_box") is not None:
                 checks["destination_agrees"] = round(iou(wanted, meta["destination_box"]), 4)
                 if checks["destination_agrees"] < 0.5:
-                    failures.append(f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}")
+                    failures.append(
+                        f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}"
+                    )
             at_dest = similarity(patch, edited, dest, params.search_px, pmask)
             at_src = similarity(patch, edited, box, 0, pmask)
             checks.update(similarity_at_destination=round(at_dest, 4), similarity_at_source=round(at_src, 4))
             if at_dest < params.min_similarity_found:
-                failures.append(f"{kind}: the object is not found at the destination (similarity {at_dest:.2f} < {params.min_similarity_found})")
+                failures.append(
+                    f"{kind}: the object is not found at the destination (similarity {at_dest:.2f} < {params.min_similarity_found})"
+                )
             if kind == "move" and at_src >= params.max_similarity_gone:
-                failures.append(f"move: the object is still at its source (similarity {at_src:.2f} >= {params.max_similarity_gone})")
+                failures.append(
+                    f"move: the object is still at its source (similarity {at_src:.2f} >= {params.max_similarity_gone})"
+                )
             if kind == "add" and at_src < params.min_similarity_found:
                 failures.append(f"add: the original object is no longer at its place (similarity {at_src:.2f})")
     else:  # replace
@@ -285,12 +348,20 @@ def verify_edit(
                 failures.append(f"replace: the clone's class is not the requested one ({why})")
             donor_patch = _crop(original, dbox)
             dmask, _ = donor_mask(original, dbox)
-            found = similarity(donor_patch, edited, box, params.search_px, _crop(dmask.astype(np.uint8), dbox).astype(bool))
+            found = similarity(
+                donor_patch, edited, box, params.search_px, _crop(dmask.astype(np.uint8), dbox).astype(bool)
+            )
             gone = similarity(patch, edited, box, 0, pmask)
-            checks.update(replacement=str(fields.get("replacement")), donor_box=list(dbox), similarity_donor_at_target=round(found, 4),
-                          similarity_original_at_target=round(gone, 4))
+            checks.update(
+                replacement=str(fields.get("replacement")),
+                donor_box=list(dbox),
+                similarity_donor_at_target=round(found, 4),
+                similarity_original_at_target=round(gone, 4),
+            )
             if found < params.min_similarity_found:
-                failures.append(f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})")
+                failures.append(
+                    f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})"
+                )
             if gone >= params.max_similarity_gone and found < gone:
                 failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
     region = _changed_region(kind, changed, boxm, meta, fields, w, h) if kind != "attribute" else None
@@ -300,15 +371,24 @@ def verify_edit(
         lost = sorted({c["name"] for c in cut if c["cut"] > BOX_LOST_ABOVE})
         checks["also_changed"] = lost
         if lost:
-            failures.append(f"{kind}: the edit also covers more than {BOX_LOST_ABOVE:.0%} of the annotated {', '.join(lost)}")
+            failures.append(
+                f"{kind}: the edit also covers more than {BOX_LOST_ABOVE:.0%} of the annotated {', '.join(lost)}"
+            )
         dest = meta.get("destination_box") or fields.get("destination_box")
         placed = [dest] if kind in ("move", "add") and dest is not None else []
         failures += _untouched_failures(fields, box, target_name, region, placed, untouched)
     return Verdict(not failures, checks, failures)
 
 
-def _changed_region(kind: str, changed: np.ndarray | None, boxm: np.ndarray, meta: Mapping[str, Any], fields: Mapping[str, Any],
-                    w: int, h: int) -> np.ndarray | None:
+def _changed_region(
+    kind: str,
+    changed: np.ndarray | None,
+    boxm: np.ndarray,
+    meta: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    w: int,
+    h: int,
+) -> np.ndarray | None:
     """What the edit changed: the editor's mask; without one, the target's box (grown as a removal
     margin) plus, for a move or an add, the destination box."""
     if changed is not None:
@@ -326,8 +406,20 @@ def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyP
         return Verdict(True, {"skipped": "edit.qc.verify.enabled is false"}, method="none")
     untouched_of = task_hook(request.task, "untouched_objects")
     untouched = [n for n in (untouched_of(request.fields) if untouched_of is not None else []) if n]
-    return verify_edit(request.image, edited, request.kind, request.box, request.fields, result.meta, result.mask, params,
-                       target_name=request.target_name, object_mask=request.mask, seed=request.seed, untouched=untouched)
+    return verify_edit(
+        request.image,
+        edited,
+        request.kind,
+        request.box,
+        request.fields,
+        result.meta,
+        result.mask,
+        params,
+        target_name=request.target_name,
+        object_mask=request.mask,
+        seed=request.seed,
+        untouched=untouched,
+    )
 
 
 def verification_failed(row: Mapping[str, Any]) -> bool:
@@ -346,5 +438,13 @@ def verify_reject(row: Mapping[str, Any], stage: str = "qa") -> dict[str, Any] |
     verdict = json.loads(row.get("qc_json") or "{}").get("verification") or {}
     if verdict.get("passed", True):
         return None
-    detail = f"instruction {row['instruction_id']}, editor {row['editor']}: " + "; ".join(verdict.get("failures") or ["verification failed"])
-    return reject(row["id"], stage, VERIFY_FAILED, detail, {"instruction_id": row["instruction_id"], "editor": row["editor"], "verification": verdict})
+    detail = f"instruction {row['instruction_id']}, editor {row['editor']}: " + "; ".join(
+        verdict.get("failures") or ["verification failed"]
+    )
+    return reject(
+        row["id"],
+        stage,
+        VERIFY_FAILED,
+        detail,
+        {"instruction_id": row["instruction_id"], "editor": row["editor"], "verification": verdict},
+    )

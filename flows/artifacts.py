@@ -9,8 +9,9 @@ server); ``publish_*`` send them to the Prefect API of the current flow run.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from uuid import UUID
 
 from storage import addresses

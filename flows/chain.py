@@ -21,9 +21,10 @@ with its task runner), what surrounds the stages (Prefect: the Ray session), whe
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from flows.config import BuildConfig
 from flows.context import make_context

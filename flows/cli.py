@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -28,18 +28,28 @@ app = typer.Typer(
 # Messages are soft-wrapped (never broken inside a suggested command; flows/cli_output.py).
 console = Console(stderr=True, width=None if Console(stderr=True).is_terminal else 140, soft_wrap=True, emoji=False)
 
-ConfigOpt = typer.Option(None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml).")
+ConfigOpt = typer.Option(
+    None, "--config", "-c", help="YAML run config (default: the run's saved config.yaml, else configs/demo.yaml)."
+)
 RunDirOpt = run_dir_option()
 ForceOpt = typer.Option(False, "--force", help="Recompute every shard even if it is complete.")
-OrchOpt = typer.Option("auto", "--orchestrator", help="auto: Prefect when a Prefect API is configured, else local threads; local; prefect.")
-MllmOpt = typer.Option(None, "--mllm", help="MLLM backend override: rules | openai | transformers (config key mllm.backend).")
+OrchOpt = typer.Option(
+    "auto",
+    "--orchestrator",
+    help="auto: Prefect when a Prefect API is configured, else local threads; local; prefect.",
+)
+MllmOpt = typer.Option(
+    None, "--mllm", help="MLLM backend override: rules | openai | transformers (config key mllm.backend)."
+)
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (mllm.base_url).")
 MllmModelOpt = typer.Option(None, "--mllm-model", help="MLLM model id or local path (mllm.model).")
 # `--model` means BACKEND:MODEL of the model under test (`reactbench eval`); here it was mllm.model.
 OldModelOpt = typer.Option(None, "--model", hidden=True, help="Deprecated: --mllm-model.")
 NoCacheOpt = typer.Option(False, "--no-cache", help="Bypass the MLLM response cache for this run.")
 ForceItemsOpt = typer.Option(
-    None, "--force-items", metavar="<editor=KEY|stage=NAME>",
+    None,
+    "--force-items",
+    metavar="<editor=KEY|stage=NAME>",
     help="Recompute one component's items instead of reusing them: editor=KEY or stage=instruct|edit|qa (repeatable).",
 )
 
@@ -58,21 +68,40 @@ def _progress_factory(progress: Progress):
 
 def _summary_table(summaries) -> Table:
     table = Table(title="reactbench: rows per stage")
-    for col in ("stage", "shards run", "skipped", "rows in", "rows out", "rejected", "top reject reasons", "items reused", "computed", "seconds"):
+    for col in (
+        "stage",
+        "shards run",
+        "skipped",
+        "rows in",
+        "rows out",
+        "rejected",
+        "top reject reasons",
+        "items reused",
+        "computed",
+        "seconds",
+    ):
         table.add_column(col, justify="right" if col not in ("stage", "rows out", "top reject reasons") else "left")
     for s in summaries:
         out = ", ".join(f"{k} {v}" for k, v in s.rows_out.items()) or "-"
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.reject_reasons.items(), key=lambda kv: -kv[1])[:3]) or "-"
         table.add_row(
-            s.stage, str(s.shards_run), str(s.shards_skipped), str(s.rows_in), out, str(s.rejected), reasons,
-            str(s.items_reused), str(s.items_computed), f"{s.seconds:.1f}",
+            s.stage,
+            str(s.shards_run),
+            str(s.shards_skipped),
+            str(s.rows_in),
+            out,
+            str(s.rejected),
+            reasons,
+            str(s.items_reused),
+            str(s.items_computed),
+            f"{s.seconds:.1f}",
         )
     return table
 
 
 def run_stages_cli(
     stages: list[str] | None,
-    config: Optional[Path],
+    config: Path | None,
     run_dir: str,
     force: bool,
     orchestrator: str,
@@ -81,12 +110,11 @@ def run_stages_cli(
     force_items: list[str] | None = None,
 ) -> None:
     from flows.cli_preflight import render, render_estimate
-    from tasks.tools.preflight import PreflightFailed
     from flows.runtime import run_pipeline
     from tasks.engine.base import StageInputError
-    from tasks.engine.runner import ShardFailed
-
     from tasks.engine.reuse import check_force_items
+    from tasks.engine.runner import ShardFailed
+    from tasks.tools.preflight import PreflightFailed
 
     try:
         cfg = resolve_run_config(config, overrides, run_dir=run_dir)
@@ -97,13 +125,25 @@ def run_stages_cli(
     started = time.perf_counter()
     try:
         with Progress(
-            TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"), TimeElapsedColumn(),
-            console=console, transient=False,
+            TextColumn("[bold]{task.description:>9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("shards"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
         ) as progress:
             result = run_pipeline(
-                cfg, str(run_dir), stages, force=force, orchestrator=orchestrator,  # type: ignore[arg-type]
-                options={"no_cache": no_cache, "force_items": list(force_items or [])}, progress=_progress_factory(progress),
-                on_preflight=lambda report: render_estimate(report, console),  # the chain's preflight (flows/chain.py) passed
+                cfg,
+                str(run_dir),
+                stages,
+                force=force,
+                orchestrator=orchestrator,  # type: ignore[arg-type]
+                options={"no_cache": no_cache, "force_items": list(force_items or [])},
+                progress=_progress_factory(progress),
+                on_preflight=lambda report: render_estimate(
+                    report, console
+                ),  # the chain's preflight (flows/chain.py) passed
             )
     except PreflightFailed as exc:  # edit would run and cannot: stopped in seconds, before mine
         if getattr(exc, "report", None) is not None:
@@ -120,13 +160,17 @@ def run_stages_cli(
     total = sum(s.shards_total for s in result.summaries)
     skipped = sum(s.shards_skipped for s in result.summaries)
     if result.summaries and all(s.all_skipped for s in result.summaries):
-        console.print(f"Nothing to do: all {total} shard(s) were skipped (already complete). Use --force to recompute.")
+        console.print(
+            f"Nothing to do: all {total} shard(s) were skipped (already complete). Use --force to recompute."
+        )
     else:
-        console.print(f"{total - skipped} shard(s) run, {skipped} skipped, in {time.perf_counter() - started:.1f} s ({result.orchestrator} orchestration).")
+        console.print(
+            f"{total - skipped} shard(s) run, {skipped} skipped, in {time.perf_counter() - started:.1f} s ({result.orchestrator} orchestration)."
+        )
     console.print(f"Run directory: {run_dir}")
 
 
-def _stage_names(stages: Optional[str]) -> list[str] | None:
+def _stage_names(stages: str | None) -> list[str] | None:
     """``--stages mine,instruct`` as names, checked before anything runs (exit 2 naming the stages that exist)."""
     from flows.cli_output import print_error
     from flows.stages import STAGE_ORDER, UnknownStage, select_stages
@@ -144,30 +188,47 @@ def _stage_names(stages: Optional[str]) -> list[str] | None:
     return names
 
 
-def _mllm_overrides(mllm: Optional[str], base_url: Optional[str], model: Optional[str], old_model: Optional[str] = None) -> dict[str, Any]:
+def _mllm_overrides(
+    mllm: str | None, base_url: str | None, model: str | None, old_model: str | None = None
+) -> dict[str, Any]:
     from flows.cli_output import deprecated_option
 
-    model = deprecated_option("--model", "--mllm-model", old_model, model, "--model is BACKEND:MODEL on `reactbench eval`; here it set mllm.model")
+    model = deprecated_option(
+        "--model",
+        "--mllm-model",
+        old_model,
+        model,
+        "--model is BACKEND:MODEL on `reactbench eval`; here it set mllm.model",
+    )
     return {"mllm.backend": mllm, "mllm.base_url": base_url, "mllm.model": model}
 
 
 @app.command()
 def build(
-    config: Optional[Path] = ConfigOpt,
+    config: Path | None = ConfigOpt,
     run_dir: str = RunDirOpt,
     force: bool = ForceOpt,
-    stages: Optional[str] = typer.Option(None, "--stages", help="Comma-separated subset, e.g. mine,instruct."),
+    stages: str | None = typer.Option(None, "--stages", help="Comma-separated subset, e.g. mine,instruct."),
     orchestrator: str = OrchOpt,
-    mllm: Optional[str] = MllmOpt,
-    base_url: Optional[str] = BaseUrlOpt,
-    mllm_model: Optional[str] = MllmModelOpt,
+    mllm: str | None = MllmOpt,
+    base_url: str | None = BaseUrlOpt,
+    mllm_model: str | None = MllmModelOpt,
     no_cache: bool = NoCacheOpt,
-    force_items: Optional[list[str]] = ForceItemsOpt,
-    model: Optional[str] = OldModelOpt,
+    force_items: list[str] | None = ForceItemsOpt,
+    model: str | None = OldModelOpt,
 ) -> None:
     """Run every stage in order: mine, instruct, edit, qa, review (finished shards are skipped)."""
     names = _stage_names(stages)
-    run_stages_cli(names, config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, mllm_model, model), no_cache, force_items)
+    run_stages_cli(
+        names,
+        config,
+        run_dir,
+        force,
+        orchestrator,
+        _mllm_overrides(mllm, base_url, mllm_model, model),
+        no_cache,
+        force_items,
+    )
 
 
 def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> None:
@@ -175,24 +236,36 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
     if mllm_flags:
 
         def command(
-            config: Optional[Path] = ConfigOpt,
+            config: Path | None = ConfigOpt,
             run_dir: str = RunDirOpt,
             force: bool = ForceOpt,
             orchestrator: str = OrchOpt,
-            mllm: Optional[str] = MllmOpt,
-            base_url: Optional[str] = BaseUrlOpt,
-            mllm_model: Optional[str] = MllmModelOpt,
+            mllm: str | None = MllmOpt,
+            base_url: str | None = BaseUrlOpt,
+            mllm_model: str | None = MllmModelOpt,
             no_cache: bool = NoCacheOpt,
-            force_items: Optional[list[str]] = ForceItemsOpt,
-            model: Optional[str] = OldModelOpt,
+            force_items: list[str] | None = ForceItemsOpt,
+            model: str | None = OldModelOpt,
         ) -> None:
-            run_stages_cli([stage], config, run_dir, force, orchestrator, _mllm_overrides(mllm, base_url, mllm_model, model), no_cache, force_items)
+            run_stages_cli(
+                [stage],
+                config,
+                run_dir,
+                force,
+                orchestrator,
+                _mllm_overrides(mllm, base_url, mllm_model, model),
+                no_cache,
+                force_items,
+            )
 
     else:
 
         def command(
-            config: Optional[Path] = ConfigOpt, run_dir: str = RunDirOpt, force: bool = ForceOpt, orchestrator: str = OrchOpt,
-            force_items: Optional[list[str]] = ForceItemsOpt,
+            config: Path | None = ConfigOpt,
+            run_dir: str = RunDirOpt,
+            force: bool = ForceOpt,
+            orchestrator: str = OrchOpt,
+            force_items: list[str] | None = ForceItemsOpt,
         ) -> None:
             run_stages_cli([stage], config, run_dir, force, orchestrator, force_items=force_items)
 
@@ -200,8 +273,13 @@ def _stage_command(stage: str, help_text: str, *, mllm_flags: bool = False) -> N
     app.command(stage)(command)
 
 
-_stage_command("mine", "Mine the configured sources (Visual Genome, FSC147, COCO format, plugins) into candidates and statistics tables.")
-_stage_command("instruct", 'Write editing instructions (or "not applicable") with the configured MLLM.', mllm_flags=True)
+_stage_command(
+    "mine",
+    "Mine the configured sources (Visual Genome, FSC147, COCO format, plugins) into candidates and statistics tables.",
+)
+_stage_command(
+    "instruct", 'Write editing instructions (or "not applicable") with the configured MLLM.', mllm_flags=True
+)
 _stage_command("edit", "Apply the configured editors to every applicable instruction, with auto-QC.")
 _stage_command("qa", "Analyse each edit and render its exam-style questions.", mllm_flags=True)
 
@@ -235,7 +313,9 @@ def status(run_dir: str = RunDirOpt) -> None:
         marks = store.summarize(m["key"], markers)
         problems = store.finished_damage(m, markers)  # a finished stage's files against its manifest: one listing
         if problems:
-            damaged.append(f"{name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+            damaged.append(
+                f"{name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+            )
         if marks["items_by_shard"]:
             reuse.append(f"{name} {marks['items_reused']} reused / {marks['items_computed']} computed")
         counts = dict(m.get("counts", {}))
@@ -245,21 +325,50 @@ def status(run_dir: str = RunDirOpt) -> None:
         state = "damaged" if problems else m.get("status", "?")
         if state == "running" and not writing:
             state = "interrupted"
-        table.add_row(name, state, f"{done}/{m.get('shards_total', '?')}", str(rows_in), out, str(rejected), m.get("finished_at", "-"))
+        table.add_row(
+            name,
+            state,
+            f"{done}/{m.get('shards_total', '?')}",
+            str(rows_in),
+            out,
+            str(rejected),
+            m.get("finished_at", "-"),
+        )
     console.print(table)
     for line in damaged:
-        console.print(f"damaged: {line}; `{suggest('build', '--run-dir', run_dir)}` recomputes its shards", style="red", markup=False)
+        console.print(
+            f"damaged: {line}; `{suggest('build', '--run-dir', run_dir)}` recomputes its shards",
+            style="red",
+            markup=False,
+        )
     if reuse:
         console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
 
 
 @app.command("sample-data")
 def sample_data(
-    out_dir: Path = typer.Argument(Path("data/sample"), help="Folder to write visual_genome/, fsc147/ and coco/ into."),
+    out_dir: Path = typer.Argument(
+        Path("data/sample"), help="Folder to write visual_genome/, fsc147/ and coco/ into."
+    ),
     seed: int = typer.Option(0, help="Seed of the generator (same seed, same files)."),
-    vg_images: int = typer.Option(180, "--vg-images", min=1, help="Visual Genome images; more than 180 extends the default sample (its images unchanged)."),
-    fsc_images: int = typer.Option(30, "--fsc-images", min=1, help="FSC147 images; more than 30 extends the default sample (its images unchanged), the added counts spread over the demo's count bins."),
-    coco_images: int = typer.Option(62, "--coco-images", min=1, help="COCO-format images; more than 62 extends the default sample (its images unchanged)."),
+    vg_images: int = typer.Option(
+        180,
+        "--vg-images",
+        min=1,
+        help="Visual Genome images; more than 180 extends the default sample (its images unchanged).",
+    ),
+    fsc_images: int = typer.Option(
+        30,
+        "--fsc-images",
+        min=1,
+        help="FSC147 images; more than 30 extends the default sample (its images unchanged), the added counts spread over the demo's count bins.",
+    ),
+    coco_images: int = typer.Option(
+        62,
+        "--coco-images",
+        min=1,
+        help="COCO-format images; more than 62 extends the default sample (its images unchanged).",
+    ),
 ) -> None:
     """Generate the bundled sample data: a small Visual Genome-, FSC147- and COCO-format set."""
     from miners.sample_data import generate_sample
@@ -278,7 +387,7 @@ def _mount_subcommands() -> None:
     @review_app.callback(invoke_without_command=True)
     def review(
         ctx: typer.Context,
-        config: Optional[Path] = ConfigOpt,
+        config: Path | None = ConfigOpt,
         run_dir: str = RunDirOpt,
         force: bool = ForceOpt,
         orchestrator: str = OrchOpt,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -18,7 +17,9 @@ def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit(
         run_dir: str = run_dir_option("Run directory to audit (local path or fsspec URL)."),
-        truth: Optional[Path] = typer.Option(None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."),
+        truth: Path | None = typer.Option(
+            None, "--truth", help="sample_truth.json (default: next to the run's sources, when present)."
+        ),
     ) -> None:
         """Per task and editor: queued items whose gold answers are all true of their image; ends with one JSON line."""
         from flows.cli_options import no_run_dir
@@ -39,8 +40,13 @@ def register(app: typer.Typer) -> None:
             with StepBars("audit", console) as steps:
                 out = run_audit(run, path, steps.step("items"))
                 if out["mode"] == "truth":
-                    steps("items", out["items"], out["items"], summary=f"{out['items']:,} queued items checked against the truth",
-                          details=f"{out['consistent']:,} consistent")
+                    steps(
+                        "items",
+                        out["items"],
+                        out["items"],
+                        summary=f"{out['items']:,} queued items checked against the truth",
+                        details=f"{out['consistent']:,} consistent",
+                    )
         except FileNotFoundError as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
@@ -51,10 +57,28 @@ def register(app: typer.Typer) -> None:
             print(json.dumps({"items": out["items"], "per_task_editor": out["per_task_editor"]}, sort_keys=True))
             return
         for task, t in sorted(out["per_task"].items()):
-            console.print(f"{task}: {t['consistent']}/{t['items']} consistent, {t['items'] - t['consistent']} inconsistent")
+            console.print(
+                f"{task}: {t['consistent']}/{t['items']} consistent, {t['items'] - t['consistent']} inconsistent"
+            )
             for ed, e in sorted(t["per_editor"].items()):
                 console.print(f"  editor {ed}: {e['consistent']}/{e['items']} consistent")
             for ex in t["examples"]:
-                console.print(f"  [yellow]inconsistent[/yellow] {ex['edit_id']} ({ex['editor']}): {'; '.join(ex['problems'])}", markup=True, highlight=False)
-        per_task = {k: {"items": v["items"], "consistent": v["consistent"]} for k, v in sorted(out["per_task"].items())}
-        print(json.dumps({"items": out["items"], "consistent": out["consistent"], "fraction": out["fraction"], "per_task": per_task}, sort_keys=False))
+                console.print(
+                    f"  [yellow]inconsistent[/yellow] {ex['edit_id']} ({ex['editor']}): {'; '.join(ex['problems'])}",
+                    markup=True,
+                    highlight=False,
+                )
+        per_task = {
+            k: {"items": v["items"], "consistent": v["consistent"]} for k, v in sorted(out["per_task"].items())
+        }
+        print(
+            json.dumps(
+                {
+                    "items": out["items"],
+                    "consistent": out["consistent"],
+                    "fraction": out["fraction"],
+                    "per_task": per_task,
+                },
+                sort_keys=False,
+            )
+        )

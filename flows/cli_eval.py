@@ -7,7 +7,7 @@ Thin wrappers over ``tasks.release.export``, ``tasks.release.evaluate`` and ``ta
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -18,11 +18,15 @@ from flows.cli_options import run_dir_option
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # messages never hard-wrapped; tables still fit the width
 
 RunDir = run_dir_option()
-CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml).")
-UnverifiedOpt = typer.Option(False, "--unverified", help="Use qa/questions + edit/edits (no human review yet); outputs are labelled unverified.")
+CfgOpt = typer.Option(
+    None, "--config", "-c", help="Run config (default: the run's saved config.yaml, else configs/demo.yaml)."
+)
+UnverifiedOpt = typer.Option(
+    False, "--unverified", help="Use qa/questions + edit/edits (no human review yet); outputs are labelled unverified."
+)
 
 
-def _config(config: Optional[Path], run_dir: str, overrides: dict[str, Any] | None = None) -> Any:
+def _config(config: Path | None, run_dir: str, overrides: dict[str, Any] | None = None) -> Any:
     from flows.config import resolve_run_config
 
     return resolve_run_config(config, overrides, run_dir=run_dir)
@@ -37,12 +41,22 @@ def _fail(exc: Exception) -> None:
 
 def export_cmd(
     run_dir: str = RunDir,
-    out: str = typer.Option(..., "--out", "-o", help="Folder for the Hugging Face datasets release (local path or fsspec URL)."),
+    out: str = typer.Option(
+        ..., "--out", "-o", help="Folder for the Hugging Face datasets release (local path or fsspec URL)."
+    ),
     unverified: bool = UnverifiedOpt,
-    vlmevalkit: Optional[bool] = typer.Option(None, "--vlmevalkit/--no-vlmevalkit", help="Also write a VLMEvalKit TSV (default: export.vlmevalkit_tsv)."),
-    lmms_eval: Optional[bool] = typer.Option(None, "--lmms-eval/--no-lmms-eval", help="Also write lmms-eval task YAMLs (default: export.lmms_eval_yaml)."),
-    config: Optional[Path] = CfgOpt,
-    replace: bool = typer.Option(False, "--replace", help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool."),
+    vlmevalkit: bool | None = typer.Option(
+        None, "--vlmevalkit/--no-vlmevalkit", help="Also write a VLMEvalKit TSV (default: export.vlmevalkit_tsv)."
+    ),
+    lmms_eval: bool | None = typer.Option(
+        None, "--lmms-eval/--no-lmms-eval", help="Also write lmms-eval task YAMLs (default: export.lmms_eval_yaml)."
+    ),
+    config: Path | None = CfgOpt,
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool.",
+    ),
 ) -> None:
     """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval).
 
@@ -50,8 +64,8 @@ def export_cmd(
     --out holds the old release or the new one, never a mix."""
     from flows.cli_output import StepBars, require_extra
     from storage.fs import RunFS
-    from tasks.release.items import InputsMissing
     from tasks.release.export.export import export_benchmark
+    from tasks.release.items import InputsMissing
 
     require_extra("datasets", "export", "reactbench export")  # before --out or the run is touched
     try:
@@ -71,42 +85,79 @@ def export_cmd(
         _fail(exc)
         return
     label = "UNVERIFIED " if unverified else ""
-    console.print(f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}")
+    console.print(
+        f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}"
+    )
 
 
 def eval_cmd(
     run_dir: str = RunDir,
-    model: str = typer.Option(..., "--model", "-m", help="BACKEND:MODEL, e.g. rules:rules-v1 or openai:Qwen/Qwen2.5-VL-7B-Instruct."),
+    model: str = typer.Option(
+        ..., "--model", "-m", help="BACKEND:MODEL, e.g. rules:rules-v1 or openai:Qwen/Qwen2.5-VL-7B-Instruct."
+    ),
     unverified: bool = UnverifiedOpt,
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint of the model under test (default: mllm.base_url)."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="BACKEND:MODEL of the SA / sub-cause / span judge (default: eval.judge, else the offline rules judge)."),
-    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="Endpoint of the judge (eval.judge_base_url)."),
-    modes: Optional[str] = typer.Option(None, "--modes", help="Comma-separated prompting modes: standard,cot (eval.modes)."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint of the model under test (default: mllm.base_url)."
+    ),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="BACKEND:MODEL of the SA / sub-cause / span judge (default: eval.judge, else the offline rules judge).",
+    ),
+    judge_base_url: str | None = typer.Option(
+        None, "--judge-base-url", help="Endpoint of the judge (eval.judge_base_url)."
+    ),
+    modes: str | None = typer.Option(
+        None, "--modes", help="Comma-separated prompting modes: standard,cot (eval.modes)."
+    ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
     force: bool = typer.Option(False, "--force", help="Re-answer every shard."),
-    config: Optional[Path] = CfgOpt,
+    config: Path | None = CfgOpt,
 ) -> None:
     """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
     from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
-    from tasks.release.items import InputsMissing
-    from tasks.release.evaluate.run import answer_questions, write_metrics
     from tasks.engine.runner import ShardFailed
+    from tasks.release.evaluate.run import answer_questions, write_metrics
+    from tasks.release.items import InputsMissing
 
-    overrides = {"eval.judge": judge, "eval.judge_base_url": judge_base_url, "eval.modes": [m.strip() for m in modes.split(",")] if modes else None}
+    overrides = {
+        "eval.judge": judge,
+        "eval.judge_base_url": judge_base_url,
+        "eval.modes": [m.strip() for m in modes.split(",")] if modes else None,
+    }
     try:
         cfg = _config(config, run_dir, overrides)
         run = RunFS.open(str(run_dir))
         with StepBars(f"eval {model}", console) as steps:
-            answered = answer_questions(run, cfg, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force,
-                                        progress=steps.step("answer"))
+            answered = answer_questions(
+                run,
+                cfg,
+                model,
+                unverified=unverified,
+                base_url=base_url,
+                no_cache=no_cache,
+                force=force,
+                progress=steps.step("answer"),
+            )
             s = answered.stage
-            steps("answer", s.shards_total, s.shards_total, summary=f"{s.rows_out.get('answers', 0):,} answers",
-                  details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused")
+            steps(
+                "answer",
+                s.shards_total,
+                s.shards_total,
+                summary=f"{s.rows_out.get('answers', 0):,} answers",
+                details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
+            )
         with StepBars("metrics", console) as steps:
             outcome = write_metrics(run, answered, steps.step("metrics"))
-            steps("metrics", 1, 1, summary=f"{outcome.metrics['n_answers']:,} answers", details=f"{outcome.folder}/metrics.json")
+            steps(
+                "metrics",
+                1,
+                1,
+                summary=f"{outcome.metrics['n_answers']:,} answers",
+                details=f"{outcome.folder}/metrics.json",
+            )
     except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
@@ -128,16 +179,30 @@ def _num(v: float | None) -> str:
 def report_cmd(
     kind: str = typer.Argument(..., help="eval | ablation | build"),
     run_dir: str = RunDir,
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."),
-    evals: Optional[list[str]] = typer.Option(None, "--eval", "-e", metavar="<folder>", help="eval: only these evaluation folders under <run>/eval/ (e.g. rules-rules-v1); repeatable."),
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", hidden=True, help="Deprecated: --eval."),
+    out: str | None = typer.Option(
+        None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."
+    ),
+    evals: list[str] | None = typer.Option(
+        None,
+        "--eval",
+        "-e",
+        metavar="<folder>",
+        help="eval: only these evaluation folders under <run>/eval/ (e.g. rules-rules-v1); repeatable.",
+    ),
+    model: list[str] | None = typer.Option(None, "--model", "-m", hidden=True, help="Deprecated: --eval."),
 ) -> None:
     """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects)."""
     from flows.cli_output import deprecated_option
     from storage.fs import RunFS
     from tasks.release.report.write import KINDS, write_report
 
-    model = deprecated_option("--model", "--eval", model or None, evals or None, "--model is BACKEND:MODEL on `reactbench eval`; here it named evaluation folders")
+    model = deprecated_option(
+        "--model",
+        "--eval",
+        model or None,
+        evals or None,
+        "--model is BACKEND:MODEL on `reactbench eval`; here it named evaluation folders",
+    )
 
     if kind not in KINDS:
         _fail(ValueError(f"unknown report {kind!r}; choose one of {', '.join(KINDS)}"))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from flows.cli_options import DEFAULT_RUN_DIR, no_run_dir
 
@@ -26,9 +27,18 @@ if TYPE_CHECKING:
 LOCKED_EXIT = 3
 # (group, command): "" is the top level; None as the command is the group's own callback
 WRITERS: set[tuple[str, str | None]] = {
-    ("", "build"), ("", "mine"), ("", "instruct"), ("", "edit"), ("", "qa"), ("", "eval"),
-    ("review", None), ("review", "export"), ("review", "import-labelstudio"),
-    ("", "export"), ("", "report"), ("reuse", "prune"),  # export's rejects, report's HTML, prune's deletions
+    ("", "build"),
+    ("", "mine"),
+    ("", "instruct"),
+    ("", "edit"),
+    ("", "qa"),
+    ("", "eval"),
+    ("review", None),
+    ("review", "export"),
+    ("review", "import-labelstudio"),
+    ("", "export"),
+    ("", "report"),
+    ("reuse", "prune"),  # export's rejects, report's HTML, prune's deletions
 }
 # Writers that read a run which must be there already: a --run-dir that does not exist is a
 # mistyped path, refused before the lease would create it (``build`` and ``mine`` start runs;
@@ -36,7 +46,9 @@ WRITERS: set[tuple[str, str | None]] = {
 NEEDS_RUN = WRITERS - {("", "build"), ("", "mine"), ("reuse", "prune")}
 
 
-def locked(command: str, fn: Callable[..., Any], group_callback: bool = False, needs_run: bool = False) -> Callable[..., Any]:
+def locked(
+    command: str, fn: Callable[..., Any], group_callback: bool = False, needs_run: bool = False
+) -> Callable[..., Any]:
     """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer).
 
     Nothing is written before the command's config validates: a ``--config`` given to the
@@ -66,7 +78,12 @@ def locked(command: str, fn: Callable[..., Any], group_callback: bool = False, n
             print_error(no_run_dir(str(run_dir)))
             raise typer.Exit(2)
         try:
-            lock = hold_run(str(run_dir), f"reactbench {command}", on_message=lambda m: print_error(m, style="yellow"), reentrant=True)
+            lock = hold_run(
+                str(run_dir),
+                f"reactbench {command}",
+                on_message=lambda m: print_error(m, style="yellow"),
+                reentrant=True,
+            )
             lock.acquire()
         except RunLocked as exc:
             print_error(str(exc))

@@ -12,7 +12,8 @@ per step where no terminal shows the bars (a redirected log).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 
@@ -37,7 +38,9 @@ def require_extra(module: str, extra: str, command: str) -> None:
     except (ImportError, ValueError):
         found = False
     if not found:
-        print_error(f"{command} needs the `{extra}` extra (no module named {module!r}): pip install 'reactbench-pipeline[{extra}]'; nothing was written")
+        print_error(
+            f"{command} needs the `{extra}` extra (no module named {module!r}): pip install 'reactbench-pipeline[{extra}]'; nothing was written"
+        )
         raise typer.Exit(2)
 
 
@@ -81,12 +84,17 @@ class StepBars:
         self.label = label
         self.console = console or err_console
         self.bars = Progress(
-            TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn(), TimeElapsedColumn(),
-            console=self.console, transient=True,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
         )
         self.steps: dict[str, tuple[Any, float]] = {}  # step -> (its bar, when it started)
 
-    def __enter__(self) -> "StepBars":
+    def __enter__(self) -> StepBars:
         if self.console.is_terminal:  # a log gets no live display (rich would leave a blank line or a frozen bar)
             self.bars.start()
         return self
@@ -99,7 +107,9 @@ class StepBars:
         """A ``(done, total)`` callback (the stage runner's ``ProgressFn``) for the step ``name``."""
         return lambda done, total: self(name, done, total)
 
-    def __call__(self, step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None) -> None:
+    def __call__(
+        self, step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None
+    ) -> None:
         if step not in self.steps:
             self.steps[step] = (self.bars.add_task(f"{self.label}: {step}", total=total), time.perf_counter())
         bar, started = self.steps[step]
@@ -107,5 +117,7 @@ class StepBars:
         if summary is not None:
             self.bars.remove_task(bar)
             del self.steps[step]
-            line = f"{self.label}: {summary} in {time.perf_counter() - started:.1f} s" + (f" ({details})" if details else "")
+            line = f"{self.label}: {summary} in {time.perf_counter() - started:.1f} s" + (
+                f" ({details})" if details else ""
+            )
             self.bars.console.print(line, markup=False, highlight=False, soft_wrap=True)

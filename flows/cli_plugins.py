@@ -21,9 +21,8 @@ def _packages(group: str) -> dict[str, str]:
 
 def plugin_rows() -> dict[str, list[dict[str, Any]]]:
     """Every registered task and source as plain rows (``--json`` prints them as they are)."""
-    from miners.sources import BUILTIN
+    from miners.sources import BUILTIN, available, source_spec
     from miners.sources import ENTRY_POINT_GROUP as SOURCE_GROUP
-    from miners.sources import available, source_spec
     from storage.task_spec import ENTRY_POINT_GROUP as TASK_GROUP
     from storage.task_spec import all_tasks
 
@@ -32,14 +31,28 @@ def plugin_rows() -> dict[str, list[dict[str, Any]]]:
     task_pkgs, source_pkgs = _packages(TASK_GROUP), _packages(SOURCE_GROUP)
     sources = {name: source_spec(name) for name in available()}
     tasks = [
-        {"id": s.id, "short": s.short, "label": s.label, "weight": s.weight, "share": round(s.weight / total, 4), "order": s.order,
-         "sources": [n for n, src in sources.items() if s.id in src.tasks], "hooks": sorted(s.extra),
-         "package": task_pkgs.get(s.id, "registered in this process")}
+        {
+            "id": s.id,
+            "short": s.short,
+            "label": s.label,
+            "weight": s.weight,
+            "share": round(s.weight / total, 4),
+            "order": s.order,
+            "sources": [n for n, src in sources.items() if s.id in src.tasks],
+            "hooks": sorted(s.extra),
+            "package": task_pkgs.get(s.id, "registered in this process"),
+        }
         for s in specs.values()
     ]
     source_rows = [
-        {"name": n, "format": src.format, "tasks": list(src.tasks),
-         "package": "reactbench-pipeline (built in)" if n in BUILTIN else source_pkgs.get(n, "registered in this process")}
+        {
+            "name": n,
+            "format": src.format,
+            "tasks": list(src.tasks),
+            "package": "reactbench-pipeline (built in)"
+            if n in BUILTIN
+            else source_pkgs.get(n, "registered in this process"),
+        }
         for n, src in sources.items()
     ]
     return {"tasks": tasks, "sources": source_rows}
@@ -67,7 +80,14 @@ def register(app: typer.Typer) -> None:
         for col in ("id", "short", "weight", "share", "sources", "package"):
             table.add_column(col, overflow="fold")
         for t in rows["tasks"]:
-            table.add_row(t["id"], t["short"], f"{t['weight']:g}", f"{t['share']:.0%}", ", ".join(t["sources"]) or "-", t["package"])
+            table.add_row(
+                t["id"],
+                t["short"],
+                f"{t['weight']:g}",
+                f"{t['share']:.0%}",
+                ", ".join(t["sources"]) or "-",
+                t["package"],
+            )
         console.print(table)
         sources = Table(title="Sources (formats: --json)")
         for col in ("name", "tasks", "package"):

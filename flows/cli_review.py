@@ -7,7 +7,7 @@ the review stage (filling the queue).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -16,19 +16,25 @@ from flows.cli_options import no_run_dir, run_dir_option
 from flows.cli_output import print_error
 from tasks.engine.suggest import suggest
 
-review_app = typer.Typer(help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False)
-console = Console(soft_wrap=True, emoji=False)  # messages never hard-wrapped (copyable commands); names never read as emoji codes
+review_app = typer.Typer(
+    help="Human verification: fill the queue, serve the review app, export verified data.", no_args_is_help=False
+)
+console = Console(
+    soft_wrap=True, emoji=False
+)  # messages never hard-wrapped (copyable commands); names never read as emoji codes
 
 if TYPE_CHECKING:
     from storage.fs import RunFS
     from tasks.review.queue import ReviewQueue
 
 RunDir = run_dir_option("Run directory holding review/queue.sqlite and images/ (local path or fsspec URL).")
-DbOpt = typer.Option(None, "--db", help="Queue database URL (default: review.db_url of the run's config, else sqlite in the run dir).")
+DbOpt = typer.Option(
+    None, "--db", help="Queue database URL (default: review.db_url of the run's config, else sqlite in the run dir)."
+)
 CfgOpt = typer.Option(None, "--config", "-c", help="Run config (default: the run's saved config.yaml).")
 
 
-def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> "tuple[RunFS, ReviewQueue]":
+def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> tuple[RunFS, ReviewQueue]:
     """The run's queue, configured from its saved config (k, lease timeout, database URL)."""
     from flows.config import resolve_run_config
     from storage.fs import RunFS
@@ -41,7 +47,9 @@ def open_queue(run_dir: str, db: str | None, config: Path | None = None) -> "tup
         raise typer.Exit(2)
     cfg = resolve_run_config(config, run_dir=run_dir)
     url = db or cfg.review.db_url or default_db_url(run)
-    return run, ReviewQueue.open(url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes, pool_size=cfg.review.db_pool_size)
+    return run, ReviewQueue.open(
+        url, k=cfg.review.k, lease_minutes=cfg.review.lease_minutes, pool_size=cfg.review.db_pool_size
+    )
 
 
 def _has_users(engine) -> bool:
@@ -56,12 +64,14 @@ def _has_users(engine) -> bool:
 @review_app.command("serve")
 def serve(
     run_dir: str = RunDir,
-    db: Optional[str] = DbOpt,
-    config: Optional[Path] = CfgOpt,
+    db: str | None = DbOpt,
+    config: Path | None = CfgOpt,
     host: str = typer.Option("127.0.0.1", help="Interface to listen on (use 0.0.0.0 only behind TLS)."),
     port: int = typer.Option(8765, help="Port."),
-    secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark cookies Secure (when served over HTTPS)."),
-    forwarded_allow_ips: Optional[str] = typer.Option(
+    secure_cookies: bool = typer.Option(
+        False, "--secure-cookies", help="Mark cookies Secure (when served over HTTPS)."
+    ),
+    forwarded_allow_ips: str | None = typer.Option(
         None,
         "--forwarded-allow-ips",
         help="Trust X-Forwarded-For / -Proto from these proxy addresses (comma-separated, or '*'); by default no proxy header is trusted.",
@@ -77,10 +87,16 @@ def serve(
     app = create_app(str(run_dir), queue, secure_cookies=secure_cookies)
     console.print(f"Review app for {run_dir} (queue {redact(str(queue.engine.url))}) on http://{host}:{port}/")
     if not _has_users(queue.engine):
-        console.print(f"No account yet: {suggest('review', 'add-user', 'NAME', '--role', 'admin', '--run-dir', run_dir)}")
+        console.print(
+            f"No account yet: {suggest('review', 'add-user', 'NAME', '--role', 'admin', '--run-dir', run_dir)}"
+        )
     # proxy headers only when configured: otherwise anyone could name their own address in
     # X-Forwarded-For and rotate it past the per-client login limit
-    proxy = {"proxy_headers": True, "forwarded_allow_ips": forwarded_allow_ips} if forwarded_allow_ips else {"proxy_headers": False}
+    proxy = (
+        {"proxy_headers": True, "forwarded_allow_ips": forwarded_allow_ips}
+        if forwarded_allow_ips
+        else {"proxy_headers": False}
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning", **proxy)
 
 
@@ -89,8 +105,8 @@ def add_user_cmd(
     name: str = typer.Argument(..., help="Account name (shown on the dashboard, pseudonymised on export)."),
     role: str = typer.Option("annotator", "--role", help="annotator | admin"),
     run_dir: str = RunDir,
-    db: Optional[str] = DbOpt,
-    config: Optional[Path] = CfgOpt,
+    db: str | None = DbOpt,
+    config: Path | None = CfgOpt,
 ) -> None:
     """Create an account and print its secret once (only its hash is stored)."""
     from tasks.review.accounts import AccountError, add_user
@@ -108,10 +124,16 @@ def add_user_cmd(
 @review_app.command("export")
 def export_cmd(
     run_dir: str = RunDir,
-    db: Optional[str] = DbOpt,
-    config: Optional[Path] = CfgOpt,
-    labelstudio: Optional[Path] = typer.Option(None, "--labelstudio", help="Also write Label Studio tasks (JSON) here (QA tasks as <stem>.qa.json), each with its labeling config beside it."),
-    image_url_prefix: str = typer.Option("/data/local-files/?d=", help="Prefix of image URLs in the Label Studio tasks."),
+    db: str | None = DbOpt,
+    config: Path | None = CfgOpt,
+    labelstudio: Path | None = typer.Option(
+        None,
+        "--labelstudio",
+        help="Also write Label Studio tasks (JSON) here (QA tasks as <stem>.qa.json), each with its labeling config beside it.",
+    ),
+    image_url_prefix: str = typer.Option(
+        "/data/local-files/?d=", help="Prefix of image URLs in the Label Studio tasks."
+    ),
 ) -> None:
     """Write review/verified_edits, review/verified_questions and review/decisions."""
     from tasks.review.export import export_review
@@ -128,10 +150,12 @@ def export_cmd(
 
 @review_app.command("import-labelstudio")
 def import_labelstudio_cmd(
-    path: Path = typer.Argument(..., help="Label Studio JSON export of the tasks written by `review export --labelstudio`."),
+    path: Path = typer.Argument(
+        ..., help="Label Studio JSON export of the tasks written by `review export --labelstudio`."
+    ),
     run_dir: str = RunDir,
-    db: Optional[str] = DbOpt,
-    config: Optional[Path] = CfgOpt,
+    db: str | None = DbOpt,
+    config: Path | None = CfgOpt,
 ) -> None:
     """Append Label Studio annotations as decisions (importing the same file twice adds nothing)."""
     from tasks.review.labelstudio import import_decisions
@@ -143,7 +167,9 @@ def import_labelstudio_cmd(
     except QueueError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from None
-    console.print(f"Imported {summary.imported} decisions ({summary.already_imported} imported before, {len(summary.rejected)} skipped)")
+    console.print(
+        f"Imported {summary.imported} decisions ({summary.already_imported} imported before, {len(summary.rejected)} skipped)"
+    )
     for r in summary.rejected:
         console.print(f"  skipped task {r['task']} annotation {r['annotation']}: {r['reason']}: {r['detail']}")
 

@@ -78,7 +78,11 @@ def stop_on_signals(abandon: Callable[[], None]) -> Iterator[None]:
             try:
                 abandon()
             finally:
-                print(f"{signal.Signals(signum).name} again: abandoning the running shards (they are recomputed on resume)", file=sys.stderr, flush=True)
+                print(
+                    f"{signal.Signals(signum).name} again: abandoning the running shards (they are recomputed on resume)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 os._exit(128 + state["signum"])
         global _stopping
         state["signum"] = signum

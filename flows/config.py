@@ -18,7 +18,15 @@ from flows.config_yaml import YamlRefused, decode_config, load_bounded, read_con
 from miners.config import MineConfig
 from prompts.config import MLLMConfig
 from storage.config_base import Section, describe_errors
-from tasks.engine.config import TRANSIENT_REJECT_REASONS, EditConfig, EvalConfig, ExportConfig, InstructConfig, QAConfig, ReviewConfig
+from tasks.engine.config import (
+    TRANSIENT_REJECT_REASONS,
+    EditConfig,
+    EvalConfig,
+    ExportConfig,
+    InstructConfig,
+    QAConfig,
+    ReviewConfig,
+)
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
@@ -29,15 +37,28 @@ class RunSettings(Section):
     shard_size: int = Field(64, ge=1, description="items per shard (one task run each)")
     workers: int = Field(2, ge=1, description="shards processed at once by the thread runner")
     reuse_dir: str | None = Field(
-        None, description="per-item reuse store shared by several run directories (any fsspec URL); default <run>/reuse"
+        None,
+        description="per-item reuse store shared by several run directories (any fsspec URL); default <run>/reuse",
     )
 
 
 class SourcesConfig(Section):
-    visual_genome: str | None = Field(None, description="folder with image_data.json, objects.json, relationships.json, attributes.json and the images")
-    fsc147: str | None = Field(None, description="folder with annotation_FSC147_384.json, ImageClasses_FSC147.txt, Train_Test_Val_FSC_147.json, images_384_VarV2/")
-    coco: str | None = Field(None, description="a COCO-format instances JSON (COCO 2014/2017, LVIS v1, ...); images in the folder its name gives (instances_val2017.json -> ../val2017/), its coco_url's folder, or images/")
-    other: dict[str, str] = Field(default_factory=dict, description="settings of third-party sources (the reactbench.sources entry points), by source name")
+    visual_genome: str | None = Field(
+        None,
+        description="folder with image_data.json, objects.json, relationships.json, attributes.json and the images",
+    )
+    fsc147: str | None = Field(
+        None,
+        description="folder with annotation_FSC147_384.json, ImageClasses_FSC147.txt, Train_Test_Val_FSC_147.json, images_384_VarV2/",
+    )
+    coco: str | None = Field(
+        None,
+        description="a COCO-format instances JSON (COCO 2014/2017, LVIS v1, ...); images in the folder its name gives (instances_val2017.json -> ../val2017/), its coco_url's folder, or images/",
+    )
+    other: dict[str, str] = Field(
+        default_factory=dict,
+        description="settings of third-party sources (the reactbench.sources entry points), by source name",
+    )
 
     @field_validator("other")
     @classmethod
@@ -50,13 +71,18 @@ class SourcesConfig(Section):
             if name in BUILTIN:
                 raise ValueError(f"{name!r} is a built-in source: set sources.{name} instead")
             if name not in known:
-                raise ValueError(f"unknown source {name!r}; registered sources: {', '.join(known)} "
-                                 "(third-party sources register under the entry-point group 'reactbench.sources')")
+                raise ValueError(
+                    f"unknown source {name!r}; registered sources: {', '.join(known)} "
+                    "(third-party sources register under the entry-point group 'reactbench.sources')"
+                )
         return other
 
 
 class OrchestrationConfig(Section):
-    task_runner: Literal["threads", "ray"] = Field("threads", description="where shard tasks run in Prefect mode: threads, or ray (prefect-ray) for several GPUs / nodes")
+    task_runner: Literal["threads", "ray"] = Field(
+        "threads",
+        description="where shard tasks run in Prefect mode: threads, or ray (prefect-ray) for several GPUs / nodes",
+    )
     ray_address: str | None = Field(None, description="Ray cluster address; None starts a local Ray instance")
     ray_init: dict[str, Any] = Field(
         default_factory=dict, description="extra ray.init arguments for a local Ray instance, e.g. {num_cpus: 8}"
@@ -73,7 +99,9 @@ class OrchestrationConfig(Section):
     gpu_devices: tuple[int, ...] = Field(
         (), description="GPU indices on this node that edit shards lease one at a time (threads runner)"
     )
-    device_lock_dir: str | None = Field(None, description="folder of the per-GPU lock files (default: <tmp>/reactbench-gpu-locks)")
+    device_lock_dir: str | None = Field(
+        None, description="folder of the per-GPU lock files (default: <tmp>/reactbench-gpu-locks)"
+    )
     rerun_reject_reasons: tuple[str, ...] = Field(
         TRANSIENT_REJECT_REASONS,
         description="reject reasons of transient item failures: a rerun recomputes the shards holding such rejects (their other items come from the reuse store)",
@@ -87,7 +115,10 @@ class BuildConfig(Section):
     mine: MineConfig = MineConfig()
     mllm: MLLMConfig = MLLMConfig()
     instruct: InstructConfig = InstructConfig()
-    editors: tuple[EditorSpec, ...] = Field((EditorSpec(name="classical"),), description="editors run on the same instructions (several = an ablation); each {name, params, label}")
+    editors: tuple[EditorSpec, ...] = Field(
+        (EditorSpec(name="classical"),),
+        description="editors run on the same instructions (several = an ablation); each {name, params, label}",
+    )
     edit: EditConfig = EditConfig()
     qa: QAConfig = QAConfig()
     review: ReviewConfig = ReviewConfig()
@@ -110,9 +141,13 @@ class BuildConfig(Section):
                 raise ValueError(f"editors[{i}].name: unknown editor {spec.name!r}; valid choices: {', '.join(known)}")
             _check_editor_params(i, spec)
             if spec.key == "none":
-                raise ValueError(f"editors[{i}]: the key 'none' is reserved for the unedited dense-counting rows; set another `label`")
+                raise ValueError(
+                    f"editors[{i}]: the key 'none' is reserved for the unedited dense-counting rows; set another `label`"
+                )
             if spec.key in seen:
-                raise ValueError(f"editors[{seen[spec.key]}] and editors[{i}] both write rows as editor {spec.key!r}; give one of them a distinct `label`")
+                raise ValueError(
+                    f"editors[{seen[spec.key]}] and editors[{i}] both write rows as editor {spec.key!r}; give one of them a distinct `label`"
+                )
             seen[spec.key] = i
         return editors
 
@@ -132,7 +167,9 @@ def _check_editor_params(i: int, spec: EditorSpec) -> None:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ValueError(f"editors[{i}].params.{where}: {err['msg'].removeprefix('Value error, ')} for editor {spec.name!r}{more}") from None
+        raise ValueError(
+            f"editors[{i}].params.{where}: {err['msg'].removeprefix('Value error, ')} for editor {spec.name!r}{more}"
+        ) from None
 
 
 class ConfigError(ValueError):

@@ -40,7 +40,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
         elif isinstance(default, tuple) and default and isinstance(default[0], BaseModel):
             default = [d.model_dump(mode="json") for d in default]
         rows.append((key, _type_name(ann), json.dumps(default, default=str), field.description or ""))
-    for name, section in getattr(model, "task_sections", dict)().items():  # mine.<task>: this package's tasks' sections
+    for name, section in getattr(
+        model, "task_sections", dict
+    )().items():  # mine.<task>: this package's tasks' sections
         if name in own_tasks():
             rows.extend(_rows(section, f"{prefix}{name}."))
     return rows
@@ -52,7 +54,9 @@ def own_tasks() -> set[str]:
 
     from storage.task_spec import ENTRY_POINT_GROUP
 
-    return {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.dist is not None and ep.dist.name == DISTRIBUTION}
+    return {
+        ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.dist is not None and ep.dist.name == DISTRIBUTION
+    }
 
 
 def render_reference() -> str:

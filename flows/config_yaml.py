@@ -50,7 +50,9 @@ def decode_config(data: bytes, source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise YamlRefused(f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8") from None
+        raise YamlRefused(
+            f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8"
+        ) from None
 
 
 def load_bounded(text: str, source: str) -> Any:
@@ -104,13 +106,17 @@ def _check_events(text: str, source: str) -> None:
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > MAX_ALIASES:
-                raise YamlRefused(f"{source}: {_dotted(path)}: more than {MAX_ALIASES} aliases (*name) in one config file")
+                raise YamlRefused(
+                    f"{source}: {_dotted(path)}: more than {MAX_ALIASES} aliases (*name) in one config file"
+                )
         if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             if frames and frames[-1][0] == "map" and frames[-1][1]:  # a key
                 frames[-1][1] = False
                 path.append(event.value if isinstance(event, yaml.ScalarEvent) else "?")
                 if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                    raise YamlRefused(f"{source}: {_dotted(path[:-1])}: a mapping key must be a plain value (line {event.start_mark.line + 1})")
+                    raise YamlRefused(
+                        f"{source}: {_dotted(path[:-1])}: a mapping key must be a plain value (line {event.start_mark.line + 1})"
+                    )
                 continue
             enter_value()
             if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
@@ -152,7 +158,9 @@ def _check_graph(root: yaml.Node, source: str) -> None:
                 total += size(v, [*path, i])
         open_nodes.discard(key)
         if total > MAX_NODES:
-            raise YamlRefused(f"{source}: {_dotted(path)}: expands to more than {MAX_NODES} values (aliases nested in aliases?)")
+            raise YamlRefused(
+                f"{source}: {_dotted(path)}: expands to more than {MAX_NODES} values (aliases nested in aliases?)"
+            )
         sizes[key] = total
         return total
 

@@ -4,8 +4,8 @@ imports the other for it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from flows.config import BuildConfig, dump_config
 from storage import addresses

@@ -53,12 +53,17 @@ def main() -> None:
 
     try:
         code = app(standalone_mode=False)
-    except (ConfigError, StoreError) as exc:  # a bad config file or an unusable store (missing backend, no conditional writes), for every command
+    except (
+        ConfigError,
+        StoreError,
+    ) as exc:  # a bad config file or an unusable store (missing backend, no conditional writes), for every command
         print_error(str(exc))
         raise SystemExit(2) from None
     except Interrupted as exc:  # the writer's lease is already released (flows.cli_lock)
         details = list(getattr(exc, "__notes__", []))  # the stopped stage's counts (tasks.engine.runner)
-        print_error(stopped_message(command_name(sys.argv[1:]), exc.signum, suggest(*sys.argv[1:]), details), style="yellow")
+        print_error(
+            stopped_message(command_name(sys.argv[1:]), exc.signum, suggest(*sys.argv[1:]), details), style="yellow"
+        )
         raise SystemExit(exc.exit_code) from None
     except EndpointError as exc:  # the lease is released; finished shards are kept
         print_error(endpoint_text(exc, suggest(*sys.argv[1:])))
@@ -66,7 +71,9 @@ def main() -> None:
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print_error(f"{disk_full_text(exc)}; free some space and resume with `{suggest(*sys.argv[1:])}` (finished shards are kept)")
+        print_error(
+            f"{disk_full_text(exc)}; free some space and resume with `{suggest(*sys.argv[1:])}` (finished shards are kept)"
+        )
         raise SystemExit(1) from None
     except Exception as exc:
         kinds = {c.__name__ for c in type(exc).__mro__}  # click's classes, vendored or not by Typer
@@ -106,7 +113,9 @@ def plugin_failure(exc: BaseException) -> str | None:
             return str(cur)
         errors = getattr(cur, "errors", None)
         if callable(errors) and type(cur).__name__ == "ValidationError":
-            todo += [e["ctx"]["error"] for e in errors() if isinstance((e.get("ctx") or {}).get("error"), BaseException)]
+            todo += [
+                e["ctx"]["error"] for e in errors() if isinstance((e.get("ctx") or {}).get("error"), BaseException)
+            ]
         todo += [c for c in (cur.__cause__, cur.__context__) if c is not None]
     return None
 
@@ -151,7 +160,9 @@ def usage_error_text(exc: Exception, argv: list[str] | None = None) -> str:
     lines.append(f"Error: {exc.format_message()}")  # type: ignore[attr-defined]
     flag = _flag_given_a_value(ctx, argv or [])
     if flag is not None:
-        lines.append(f"{flag} is a flag and takes no value: give {flag} alone to turn it on, leave it out to keep it off.")
+        lines.append(
+            f"{flag} is a flag and takes no value: give {flag} alone to turn it on, leave it out to keep it off."
+        )
     return "\n".join(lines)
 
 
@@ -159,10 +170,18 @@ def _flag_given_a_value(ctx: object, argv: list[str]) -> str | None:
     """The flag that a stray argument follows (``--force true``, ``--force=true``), if any."""
     if ctx is None:
         return None
-    flags = {o for p in getattr(ctx.command, "params", []) if getattr(p, "is_flag", False) for o in (*p.opts, *p.secondary_opts)}
+    flags = {
+        o
+        for p in getattr(ctx.command, "params", [])
+        if getattr(p, "is_flag", False)
+        for o in (*p.opts, *p.secondary_opts)
+    }
     for i, arg in enumerate(argv):
         name = arg.split("=", 1)[0]
-        if name in flags and ("=" in arg or (i + 1 < len(argv) and argv[i + 1].lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"))):
+        if name in flags and (
+            "=" in arg
+            or (i + 1 < len(argv) and argv[i + 1].lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"))
+        ):
             return name
     return None
 

@@ -21,9 +21,10 @@ same chain as a local build; only the way one stage runs (a subflow here) is thi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Iterator
+from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -40,7 +41,6 @@ from storage.run_lock import hold_run
 from tasks.engine.base import RunContext
 from tasks.engine.retries import RetryPolicy
 from tasks.engine.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
-
 
 # --- retries ---------------------------------------------------------------------------
 
@@ -152,7 +152,9 @@ def task_runner_for(config: BuildConfig) -> Any:
         try:
             from prefect_ray import RayTaskRunner
         except ImportError as exc:  # pragma: no cover - the ray extra is part of test installs
-            raise RuntimeError("orchestration.task_runner 'ray' needs the ray extra: pip install 'reactbench-pipeline[ray]'") from exc
+            raise RuntimeError(
+                "orchestration.task_runner 'ray' needs the ray extra: pip install 'reactbench-pipeline[ray]'"
+            ) from exc
         return RayTaskRunner(address=orch.ray_address, init_kwargs=ray_init_kwargs(orch))
     return ThreadPoolTaskRunner(max_workers=config.run.workers)
 
@@ -221,8 +223,13 @@ def stage_shards_flow(
 
     try:
         summary = run_stage(
-            get_stage(stage_name), ctx, force=force, mapper=prefect_mapper(orch), progress=progress,
-            requeue_reasons=orch.rerun_reject_reasons, retry=RetryPolicy.from_config(ctx.config),
+            get_stage(stage_name),
+            ctx,
+            force=force,
+            mapper=prefect_mapper(orch),
+            progress=progress,
+            requeue_reasons=orch.rerun_reject_reasons,
+            retry=RetryPolicy.from_config(ctx.config),
             gpu_slot=partial(_gpu_slot, orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else None,
             logger=get_run_logger(),
         )
@@ -291,14 +298,23 @@ class _RunLog:
 
 
 def _build(
-    config: dict[str, Any] | str | None, run_dir: str, stages: list[str] | None, force: bool,
-    options: dict[str, Any] | None, overrides: dict[str, Any] | None,
+    config: dict[str, Any] | str | None,
+    run_dir: str,
+    stages: list[str] | None,
+    force: bool,
+    options: dict[str, Any] | None,
+    overrides: dict[str, Any] | None,
 ) -> list[StageSummary]:
     """The build chain of ``flows/chain.py``, each stage a subflow on the config's task runner,
     inside one Ray session; the summary artifact is published also when a stage failed."""
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
     return run_build_chain(
-        cfg, run_dir, stages, lambda name, ctx: _run_stage(name, ctx, force), options=options, log=_RunLog(),
+        cfg,
+        run_dir,
+        stages,
+        lambda name, ctx: _run_stage(name, ctx, force),
+        options=options,
+        log=_RunLog(),
         around_stages=lambda: ray_session(cfg),
         on_end=lambda done: publish_build_summary(run_dir, done.summaries, done.failed, done.reports),
     ).summaries

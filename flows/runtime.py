@@ -13,9 +13,10 @@ Prefect (it then starts the temporary server if needed).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from flows.chain import run_build_chain
 from flows.config import BuildConfig
@@ -36,7 +37,11 @@ def prefect_api_configured() -> bool:
     if os.environ.get("PREFECT_API_URL"):
         return True
     home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
-    sources = [Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")), Path(".env"), Path("prefect.toml")]
+    sources = [
+        Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")),
+        Path(".env"),
+        Path("prefect.toml"),
+    ]
     if not any(_mentions_api_url(p) for p in sources):
         return False
     from prefect.settings import get_current_settings
@@ -87,13 +92,20 @@ def run_pipeline(
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(
-                config=config.model_dump(mode="json"), run_dir=run_dir, stages=select_stages(stages), force=force, options=options or {}
+                config=config.model_dump(mode="json"),
+                run_dir=run_dir,
+                stages=select_stages(stages),
+                force=force,
+                options=options or {},
             )
         return BuildResult("prefect", list(summaries))
 
     def run_one(name: str, ctx: RunContext) -> StageSummary:
         return run_stage(
-            get_stage(name), ctx, force=force, progress=progress(name) if progress else None,
+            get_stage(name),
+            ctx,
+            force=force,
+            progress=progress(name) if progress else None,
             requeue_reasons=config.orchestration.rerun_reject_reasons,
         )
 

@@ -6,8 +6,9 @@ so adding a pair or an image never reshuffles the choices made for the others.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -69,7 +70,7 @@ class Selection:
     rows: list[dict[str, Any]] = field(default_factory=list)
     rejects: list[dict[str, Any]] = field(default_factory=list)
 
-    def extend(self, other: "Selection") -> None:
+    def extend(self, other: Selection) -> None:
         self.rows.extend(other.rows)
         self.rejects.extend(other.rejects)
 
@@ -98,12 +99,30 @@ class VGRows:
             path = self.locator.find(iid, info.url)
             self._paths[iid] = path
             if path is None:
-                sel.rejects.append(reject(f"{self.ref}:image:{iid}", "mine", "missing_image",
-                                          f"image {iid}: no file among {self.locator.candidates(iid, info.url)}", {"image_id": iid, "url": info.url}))
+                sel.rejects.append(
+                    reject(
+                        f"{self.ref}:image:{iid}",
+                        "mine",
+                        "missing_image",
+                        f"image {iid}: no file among {self.locator.candidates(iid, info.url)}",
+                        {"image_id": iid, "url": info.url},
+                    )
+                )
         return self._paths[iid]
 
-    def row(self, task: str, variant: str, iid: int, path: str, *, target: dict[str, Any], partner: dict[str, Any] | None = None,
-            id_parts: tuple[Any, ...] = (), extra: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    def row(
+        self,
+        task: str,
+        variant: str,
+        iid: int,
+        path: str,
+        *,
+        target: dict[str, Any],
+        partner: dict[str, Any] | None = None,
+        id_parts: tuple[Any, ...] = (),
+        extra: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         info = self.scan.images[iid]
         exclude = {target["id"]}
         attrs = self.index.attributes(iid)
@@ -137,8 +156,16 @@ def area_fraction(w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | 
 
 
 def image_sizes(scan: Scan, img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    W = np.array([scan.images[int(i)].width for i in img], dtype=np.float64) if len(img) < 2000 else _sizes_vec(scan, img, "width")
-    H = np.array([scan.images[int(i)].height for i in img], dtype=np.float64) if len(img) < 2000 else _sizes_vec(scan, img, "height")
+    W = (
+        np.array([scan.images[int(i)].width for i in img], dtype=np.float64)
+        if len(img) < 2000
+        else _sizes_vec(scan, img, "width")
+    )
+    H = (
+        np.array([scan.images[int(i)].height for i in img], dtype=np.float64)
+        if len(img) < 2000
+        else _sizes_vec(scan, img, "height")
+    )
     return W, H
 
 

@@ -15,8 +15,9 @@ aliases applied, never singularised); objects without one fall back to the name 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from storage.names import basic_predicate, cleaned_name, singular_phrase
 
@@ -95,7 +96,9 @@ class Canonicalizer:
                 self._alias_singular.setdefault(s, t)
         self._memo: dict[str, str] = {}
         self._lemmas: dict[str, str] = {}  # synset -> class (synset mode)
-        self._rule: dict[str, tuple[str, str]] = {}  # raw (or "synset:<s>") -> (rule kind, "from -> to") when a rule changed it
+        self._rule: dict[
+            str, tuple[str, str]
+        ] = {}  # raw (or "synset:<s>") -> (rule kind, "from -> to") when a rule changed it
 
     @staticmethod
     def _resolve(direct: dict[str, str], word: str) -> str:
@@ -141,7 +144,9 @@ class Canonicalizer:
         """Class of a WordNet synset: its lemma (a dictionary form: never singularised), then aliases."""
         got = self._lemmas.get(synset)
         if got is None:
-            got = self._lemmas[synset] = self._canonical(synset_lemma(synset), singularise=False, key=f"synset:{synset}")
+            got = self._lemmas[synset] = self._canonical(
+                synset_lemma(synset), singularise=False, key=f"synset:{synset}"
+            )
         return got
 
     def object_name(self, raw: str, synsets: Sequence[str] | None) -> str:

@@ -62,14 +62,22 @@ class CocoLocator:
         ann_dir = posixpath.dirname(data.path)
         base = posixpath.dirname(ann_dir) if posixpath.basename(ann_dir) == "annotations" else ann_dir
         split = re.match(r"(?:instances|lvis_v\d+)_(\w+)\.json$", posixpath.basename(data.path))
-        folders = ([posixpath.join(base, split.group(1))] if split else []) + [posixpath.join(base, "images"), base, ann_dir]
+        folders = ([posixpath.join(base, split.group(1))] if split else []) + [
+            posixpath.join(base, "images"),
+            base,
+            ann_dir,
+        ]
         self.base, self.folders = base, list(dict.fromkeys(folders))
         self._local = "://" not in data.path
 
     def candidates(self, image_id: int, url: str | None) -> list[str]:
         name = self.data.image_file(image_id)
         img = self.data.images[image_id]
-        out = [posixpath.join(self.base, posixpath.basename(posixpath.dirname(img.coco_url)), name)] if img.coco_url else []
+        out = (
+            [posixpath.join(self.base, posixpath.basename(posixpath.dirname(img.coco_url)), name)]
+            if img.coco_url
+            else []
+        )
         return list(dict.fromkeys(out + [posixpath.join(f, name) for f in self.folders]))
 
     def find(self, image_id: int, url: str | None) -> str | None:
@@ -92,7 +100,9 @@ class CocoRows(VGRows):
         self.data = data
         self.unsure = unsure_classes(data)  # (image id, class name) -> why a claim about it is unsafe
 
-    def row(self, task: str, variant: str, iid: int, path: str, *, extra: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    def row(
+        self, task: str, variant: str, iid: int, path: str, *, extra: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
         notes = {**image_notes(self.data, iid), **class_notes(self.data, kw["target"]["name"])}
         return super().row(task, variant, iid, path, extra={**notes, **(extra or {})}, **kw)
 
@@ -143,8 +153,13 @@ def coco_scan(data: CocoData, tolerance: float) -> Scan:
     objs = sorted(data.objects, key=lambda a: (a.image_id, a.id))
     nid = np.array([vocab.ids[data.class_name(a.category_id)] for a in objs], dtype=np.int64)
     boxes = np.array([a.bbox for a in objs], dtype=np.float64).reshape(-1, 4)
-    scan.objects = {"img": np.array([a.image_id for a in objs], dtype=np.int64), "oid": np.array([a.id for a in objs], dtype=np.int64),
-                    "nid": nid, **{c: boxes[:, j].copy() for j, c in enumerate("xywh")}, "valid": np.ones(len(objs), dtype=bool)}
+    scan.objects = {
+        "img": np.array([a.image_id for a in objs], dtype=np.int64),
+        "oid": np.array([a.id for a in objs], dtype=np.int64),
+        "nid": nid,
+        **{c: boxes[:, j].copy() for j, c in enumerate("xywh")},
+        "valid": np.ones(len(objs), dtype=bool),
+    }
     scan.relations = _links(scan.objects)
     return scan
 
@@ -162,12 +177,16 @@ def _links(o: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     for iid in sorted(per_image):
         present = sorted(per_image[iid])
         for i, (_, s) in enumerate(present):
-            for _, t in present[i + 1:]:
+            for _, t in present[i + 1 :]:
                 s_rows.append(s)
                 o_rows.append(t)
                 imgs.append(iid)
     s_idx, o_idx = np.array(s_rows, dtype=np.int64), np.array(o_rows, dtype=np.int64)
-    t = {"img": np.array(imgs, dtype=np.int64), "rid": np.arange(len(imgs), dtype=np.int64), "pid": np.zeros(len(imgs), dtype=np.int64)}
+    t = {
+        "img": np.array(imgs, dtype=np.int64),
+        "rid": np.arange(len(imgs), dtype=np.int64),
+        "pid": np.zeros(len(imgs), dtype=np.int64),
+    }
     for end, idx in (("s", s_idx), ("o", o_idx)):
         t[f"{end}_oid"], t[f"{end}_nid"] = o["oid"][idx], o["nid"][idx]
         for c in "xywh":
@@ -184,14 +203,21 @@ def drop_unsure(sel: Selection, unsure: dict[tuple[int, str], str], path: str) -
         if reason is None:
             out.rows.append(row)
         else:
-            out.rejects.append(reject(f"coco:image:{row['image_id']}", "mine", reason,
-                                      f"{path}: image {row['image_id']}: {row['target_name']!r} may have unannotated instances ({reason}); "
-                                      f"not used as the {row['task']} target"))
+            out.rejects.append(
+                reject(
+                    f"coco:image:{row['image_id']}",
+                    "mine",
+                    reason,
+                    f"{path}: image {row['image_id']}: {row['target_name']!r} may have unannotated instances ({reason}); "
+                    f"not used as the {row['task']} target",
+                )
+            )
     return out
 
 
-def select_counting(data: CocoData, params: Any, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str],
-                    task: str) -> tuple[Selection, int]:
+def select_counting(
+    data: CocoData, params: Any, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str], task: str
+) -> tuple[Selection, int]:
     """DC candidates: (image, class) counts inside ``count_range``, drawn ``per_bin`` per bin;
     also the number of counts left out because the class is not exhaustively annotated there."""
     sel = Selection()
@@ -211,8 +237,14 @@ def select_counting(data: CocoData, params: Any, seed: int, locator: CocoLocator
             not_exhaustive += 1
             continue
         if reason == "crowd_of_class":
-            sel.rejects.append(reject(f"coco:image:{iid}", "mine", "ambiguous_count",
-                                      f"{data.path}: image {iid}: a crowd region of {name!r} holds uncounted instances"))
+            sel.rejects.append(
+                reject(
+                    f"coco:image:{iid}",
+                    "mine",
+                    "ambiguous_count",
+                    f"{data.path}: image {iid}: a crowd region of {name!r} holds uncounted instances",
+                )
+            )
             continue
         key = f"{iid}:{name}"
         keys[key] = (iid, name)
@@ -225,22 +257,50 @@ def select_counting(data: CocoData, params: Any, seed: int, locator: CocoLocator
             iid, name = keys[key]
             path = locator.find(iid, None)
             if path is None:
-                sel.rejects.append(reject(f"coco:image:{iid}", "mine", "missing_image", f"image {iid}: no file among {locator.candidates(iid, None)}"))
+                sel.rejects.append(
+                    reject(
+                        f"coco:image:{iid}",
+                        "mine",
+                        "missing_image",
+                        f"image {iid}: no file among {locator.candidates(iid, None)}",
+                    )
+                )
                 continue
-            sel.rows.append(_count_row(data, iid, name, boxes[(iid, name)], path, [params.bins[b], params.bins[b + 1]], task))
+            sel.rows.append(
+                _count_row(data, iid, name, boxes[(iid, name)], path, [params.bins[b], params.bins[b + 1]], task)
+            )
             chosen += 1
     return sel, not_exhaustive
 
 
-def _count_row(data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int], task: str) -> dict[str, Any]:
+def _count_row(
+    data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int], task: str
+) -> dict[str, Any]:
     img = data.images[iid]
-    extra = {"bin": edges, "exemplar_boxes": bs[:3], "point_rule": "box_centre", **image_notes(data, iid), **class_notes(data, name)}
+    extra = {
+        "bin": edges,
+        "exemplar_boxes": bs[:3],
+        "point_rule": "box_centre",
+        **image_notes(data, iid),
+        **class_notes(data, name),
+    }
     return {
         "id": stable_id(task, "targeted", SOURCE, iid, name),
-        "task": task, "variant": "targeted", "source": SOURCE, "image_id": str(iid), "image_path": path,
-        "width": img.width, "height": img.height, "count": len(bs), "points": [[x + w / 2, y + h / 2] for x, y, w, h in bs],
-        "class_name": name, "target_name": name, "edit_type": "none", "fallback_chain": [],
-        "context_json": canonical_json([]), "extra_json": canonical_json(extra),
+        "task": task,
+        "variant": "targeted",
+        "source": SOURCE,
+        "image_id": str(iid),
+        "image_path": path,
+        "width": img.width,
+        "height": img.height,
+        "count": len(bs),
+        "points": [[x + w / 2, y + h / 2] for x, y, w, h in bs],
+        "class_name": name,
+        "target_name": name,
+        "edit_type": "none",
+        "fallback_chain": [],
+        "context_json": canonical_json([]),
+        "extra_json": canonical_json(extra),
     }
 
 
@@ -255,8 +315,14 @@ def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Any | None = None
     result.rejects.extend(scan.rejects)
     rows = CocoRows(scan, data, cfg.context_max_objects)
     run_miners(SOURCE, specs, scan, rows, cfg, seed, result)
-    result.summary.update({"images": len(data.images), "objects": len(data.objects), "crowd_regions": len(data.crowds),
-                           "classes": len(scan.names.names)})
+    result.summary.update(
+        {
+            "images": len(data.images),
+            "objects": len(data.objects),
+            "crowd_regions": len(data.crowds),
+            "classes": len(scan.names.names),
+        }
+    )
     return result.finish()
 
 

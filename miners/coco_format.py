@@ -97,8 +97,15 @@ def _decode(raw: msgspec.Raw, type_: Any, what: str, k: int, path: str, rejects:
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         eid = _entry_id(raw)
         label = f"{what} {eid}" if eid is not None else f"{what} #{k} (no id)"
-        rejects.append(reject(f"coco:{what}:{eid if eid is not None else f'#{k}'}", STAGE, "malformed_entry", f"{path}: {label}: {exc}",
-                              bytes(raw)[:500].decode("utf-8", "replace")))
+        rejects.append(
+            reject(
+                f"coco:{what}:{eid if eid is not None else f'#{k}'}",
+                STAGE,
+                "malformed_entry",
+                f"{path}: {label}: {exc}",
+                bytes(raw)[:500].decode("utf-8", "replace"),
+            )
+        )
         return None
 
 
@@ -110,11 +117,24 @@ def _images(path: str, raws: list[msgspec.Raw], rejects: list) -> dict[int, Coco
             continue
         ref = f"coco:image:{img.id}"
         if img.id in out:
-            rejects.append(reject(ref, STAGE, "duplicate_image_id", f"{path}: image {img.id} is listed more than once (first kept)"))
+            rejects.append(
+                reject(
+                    ref, STAGE, "duplicate_image_id", f"{path}: image {img.id} is listed more than once (first kept)"
+                )
+            )
         elif img.width <= 0 or img.height <= 0:
-            rejects.append(reject(ref, STAGE, "malformed_image_entry", f"{path}: image {img.id}: size {img.width}x{img.height}"))
+            rejects.append(
+                reject(ref, STAGE, "malformed_image_entry", f"{path}: image {img.id}: size {img.width}x{img.height}")
+            )
         elif not (img.file_name or img.coco_url):
-            rejects.append(reject(ref, STAGE, "malformed_image_entry", f"{path}: image {img.id}: neither file_name nor coco_url names its file"))
+            rejects.append(
+                reject(
+                    ref,
+                    STAGE,
+                    "malformed_image_entry",
+                    f"{path}: image {img.id}: neither file_name nor coco_url names its file",
+                )
+            )
         else:
             out[img.id] = img
     return out
@@ -127,9 +147,20 @@ def _categories(path: str, raws: list[msgspec.Raw], rejects: list) -> dict[int, 
         if cat is None:
             continue
         if cat.id in out:
-            rejects.append(reject(f"coco:category:{cat.id}", STAGE, "malformed_entry", f"{path}: category {cat.id} is listed more than once (first kept)"))
+            rejects.append(
+                reject(
+                    f"coco:category:{cat.id}",
+                    STAGE,
+                    "malformed_entry",
+                    f"{path}: category {cat.id} is listed more than once (first kept)",
+                )
+            )
         elif not cat.name.strip():
-            rejects.append(reject(f"coco:category:{cat.id}", STAGE, "malformed_entry", f"{path}: category {cat.id} has an empty name"))
+            rejects.append(
+                reject(
+                    f"coco:category:{cat.id}", STAGE, "malformed_entry", f"{path}: category {cat.id} has an empty name"
+                )
+            )
         else:
             out[cat.id] = cat
     return out
@@ -143,7 +174,12 @@ def box_problem(box: list[float], width: int, height: int, tolerance: float) -> 
     x, y, w, h = box
     if w <= 0 or h <= 0:
         return "box_empty", f"bbox {box} has no area"
-    if x < -tolerance * width or y < -tolerance * height or x + w > width * (1 + tolerance) or y + h > height * (1 + tolerance):
+    if (
+        x < -tolerance * width
+        or y < -tolerance * height
+        or x + w > width * (1 + tolerance)
+        or y + h > height * (1 + tolerance)
+    ):
         return "box_outside_image", f"bbox {box} leaves the {width}x{height} image"
     return None
 
@@ -152,7 +188,9 @@ def read_coco(path: str, tolerance: float = 0.02) -> CocoData:
     """Decode and validate one instances file; every unusable entry becomes a reject."""
     top = decode_file(path, _File)
     rejects: list[dict[str, Any]] = []
-    data = CocoData(path, _images(path, top.images, rejects), _categories(path, top.categories, rejects), rejects=rejects)
+    data = CocoData(
+        path, _images(path, top.images, rejects), _categories(path, top.categories, rejects), rejects=rejects
+    )
     seen: set[int] = set()
     for k, raw in enumerate(top.annotations):
         ann = _decode(raw, CocoAnnotation, "annotation", k, path, rejects)
@@ -161,14 +199,27 @@ def read_coco(path: str, tolerance: float = 0.02) -> CocoData:
         ref = f"coco:annotation:{ann.id}"
         where = f"{path}: annotation {ann.id} (image {ann.image_id})"
         if ann.id in seen:
-            rejects.append(reject(ref, STAGE, "duplicate_object_id", f"{where}: annotation id listed more than once (first kept)"))
+            rejects.append(
+                reject(ref, STAGE, "duplicate_object_id", f"{where}: annotation id listed more than once (first kept)")
+            )
             continue
         seen.add(ann.id)
         if ann.image_id not in data.images:
-            rejects.append(reject(ref, STAGE, "unknown_image_id", f"{where}: image_id {ann.image_id} is not among the file's usable images"))
+            rejects.append(
+                reject(
+                    ref,
+                    STAGE,
+                    "unknown_image_id",
+                    f"{where}: image_id {ann.image_id} is not among the file's usable images",
+                )
+            )
             continue
         if ann.category_id not in data.categories:
-            rejects.append(reject(ref, STAGE, "unknown_category_id", f"{where}: category_id {ann.category_id} is not in categories"))
+            rejects.append(
+                reject(
+                    ref, STAGE, "unknown_category_id", f"{where}: category_id {ann.category_id} is not in categories"
+                )
+            )
             continue
         img = data.images[ann.image_id]
         problem = box_problem(ann.bbox, img.width, img.height, tolerance)

@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError, core_schema
 from storage.config_base import Section
 from storage.task_spec import TaskError, all_tasks, check_task_id, task_ids, task_spec
 
+
 class TaskId(str):
     """A registered task id, as a config type: validates with ``storage.task_spec.check_task_id``
     (an unknown id fails with the choices) and yields a plain ``str``."""
@@ -42,18 +43,36 @@ class MineConfig(Section):
 
     model_config = ConfigDict(extra="allow", frozen=True, validate_default=True)
 
-    tasks: tuple[TaskId, ...] = Field(default_factory=lambda: task_ids()[:1],
-                                      description="tasks to mine (and build), registered task ids; at least one (default: the first in benchmark order)")
-    canonical: Literal["name", "synset"] = Field("name", description="group object classes by canonical name or by WordNet synset")
-    control: bool = Field(False, description="one switch for the tasks' control variants (RE and CA); a task's own `control` wins")
-    object_alias: str | None = Field(None, description="alias file; default <visual_genome>/object_alias.txt when present")
-    relationship_alias: str | None = Field(None, description="alias file; default <visual_genome>/relationship_alias.txt when present")
-    image_dir: str | None = Field(None, description="VG image folder when not VG_100K / VG_100K_2 / images beside the JSON")
-    box_tolerance: float = Field(0.02, ge=0.0, le=1.0, description="fraction of the image side a box may leave the image")
+    tasks: tuple[TaskId, ...] = Field(
+        default_factory=lambda: task_ids()[:1],
+        description="tasks to mine (and build), registered task ids; at least one (default: the first in benchmark order)",
+    )
+    canonical: Literal["name", "synset"] = Field(
+        "name", description="group object classes by canonical name or by WordNet synset"
+    )
+    control: bool = Field(
+        False, description="one switch for the tasks' control variants (RE and CA); a task's own `control` wins"
+    )
+    object_alias: str | None = Field(
+        None, description="alias file; default <visual_genome>/object_alias.txt when present"
+    )
+    relationship_alias: str | None = Field(
+        None, description="alias file; default <visual_genome>/relationship_alias.txt when present"
+    )
+    image_dir: str | None = Field(
+        None, description="VG image folder when not VG_100K / VG_100K_2 / images beside the JSON"
+    )
+    box_tolerance: float = Field(
+        0.02, ge=0.0, le=1.0, description="fraction of the image side a box may leave the image"
+    )
     context_max_objects: int = Field(60, ge=0, description="other objects listed in a candidate's context_json")
-    stats_min_count: int = Field(1, ge=1, description="pairs / object-attribute rows below this count are not written to the stats")
+    stats_min_count: int = Field(
+        1, ge=1, description="pairs / object-attribute rows below this count are not written to the stats"
+    )
     block_mb: int = Field(8, ge=1, description="read block of the streaming JSON reader")
-    reader: Literal["auto", "duckdb", "msgspec"] = Field("auto", description="VG JSON reader: DuckDB (fast, C++) with msgspec fallback, or msgspec only")
+    reader: Literal["auto", "duckdb", "msgspec"] = Field(
+        "auto", description="VG JSON reader: DuckDB (fast, C++) with msgspec fallback, or msgspec only"
+    )
     threads: int = Field(2, ge=1, description="DuckDB reader threads")
 
     @model_validator(mode="wrap")
@@ -74,15 +93,32 @@ class MineConfig(Section):
             params = task_params_class(key) if key in registered else None
             if params is None:
                 what = f"task {key!r} takes no mine settings" if key in registered else "unknown key"
-                errors.append({"type": PydanticCustomError("extra_forbidden", "{what}; mine settings: {fields}; task sections: {tasks}",
-                                                           {"what": what, "fields": ", ".join(cls.model_fields), "tasks": ", ".join(_sectioned())}),
-                               "loc": (key,), "input": value})
+                errors.append(
+                    {
+                        "type": PydanticCustomError(
+                            "extra_forbidden",
+                            "{what}; mine settings: {fields}; task sections: {tasks}",
+                            {"what": what, "fields": ", ".join(cls.model_fields), "tasks": ", ".join(_sectioned())},
+                        ),
+                        "loc": (key,),
+                        "input": value,
+                    }
+                )
                 continue
             try:
-                sections[key] = value if isinstance(value, params) else params.model_validate(value if value is not None else {})
+                sections[key] = (
+                    value if isinstance(value, params) else params.model_validate(value if value is not None else {})
+                )
             except ValidationError as exc:
-                errors += [{"type": e["type"], "loc": (key, *e["loc"]), "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e else {})}
-                           for e in exc.errors()]
+                errors += [
+                    {
+                        "type": e["type"],
+                        "loc": (key, *e["loc"]),
+                        "input": e["input"],
+                        **({"ctx": e["ctx"]} if "ctx" in e else {}),
+                    }
+                    for e in exc.errors()
+                ]
         for task in _sectioned():  # registry order: the saved config lists the sections in benchmark order
             if task not in sections and not any(e["loc"][:1] == (task,) for e in errors):
                 sections[task] = task_params_class(task)()

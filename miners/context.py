@@ -24,9 +24,21 @@ class ImageIndex:
 
     def __init__(self, scan: Scan):
         self.scan = scan
-        self.obj_rows, self.obj_img = _by_image(scan.objects["img"], scan.objects["valid"]) if scan.objects is not None else (np.zeros(0, int), np.zeros(0, int))
-        self.rel_rows, self.rel_img = _by_image(scan.relations["img"], scan.relations["valid"]) if scan.relations is not None else (np.zeros(0, int), np.zeros(0, int))
-        self.inst_rows, self.inst_img = _by_image(scan.instances["img"], scan.instances["valid"]) if scan.instances is not None else (np.zeros(0, int), np.zeros(0, int))
+        self.obj_rows, self.obj_img = (
+            _by_image(scan.objects["img"], scan.objects["valid"])
+            if scan.objects is not None
+            else (np.zeros(0, int), np.zeros(0, int))
+        )
+        self.rel_rows, self.rel_img = (
+            _by_image(scan.relations["img"], scan.relations["valid"])
+            if scan.relations is not None
+            else (np.zeros(0, int), np.zeros(0, int))
+        )
+        self.inst_rows, self.inst_img = (
+            _by_image(scan.instances["img"], scan.instances["valid"])
+            if scan.instances is not None
+            else (np.zeros(0, int), np.zeros(0, int))
+        )
 
     @staticmethod
     def _slice(rows: np.ndarray, imgs: np.ndarray, iid: int) -> np.ndarray:
@@ -65,7 +77,9 @@ class ImageIndex:
         t = getattr(self.scan, table)
         return [float(t[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]
 
-    def context(self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None) -> list[ContextObject]:
+    def context(
+        self, iid: int, exclude: set[int], limit: int, attrs: dict[int, list[str]] | None = None
+    ) -> list[ContextObject]:
         """The image's other objects: id, canonical name, box, attributes, relations, synset (msgspec
         Structs whose fields are in alphabetical order, so they encode like sorted-key dicts)."""
         scan = self.scan
@@ -79,8 +93,13 @@ class ImageIndex:
             r = scan.relations
             rows = self.relations(iid)
             ends = []  # (other_id, predicate, role, owner, other_name): sorted once, so each owner's list is in order
-            for s_oid, o_oid, pid, s_nid, o_nid in zip(r["s_oid"][rows].tolist(), r["o_oid"][rows].tolist(), r["pid"][rows].tolist(),
-                                                      r["s_nid"][rows].tolist(), r["o_nid"][rows].tolist()):
+            for s_oid, o_oid, pid, s_nid, o_nid in zip(
+                r["s_oid"][rows].tolist(),
+                r["o_oid"][rows].tolist(),
+                r["pid"][rows].tolist(),
+                r["s_nid"][rows].tolist(),
+                r["o_nid"][rows].tolist(),
+            ):
                 pred = preds[pid]
                 ends.append((o_oid, pred, "subject", s_oid, names[o_nid]))
                 ends.append((s_oid, pred, "object", o_oid, names[s_nid]))
@@ -91,12 +110,22 @@ class ImageIndex:
         t = scan.objects
         rows = self.objects(iid)
         synsets = self._synsets(rows)
-        cols = zip(t["oid"][rows].tolist(), t["nid"][rows].tolist(), t["x"][rows].tolist(), t["y"][rows].tolist(), t["w"][rows].tolist(), t["h"][rows].tolist(), synsets)
+        cols = zip(
+            t["oid"][rows].tolist(),
+            t["nid"][rows].tolist(),
+            t["x"][rows].tolist(),
+            t["y"][rows].tolist(),
+            t["w"][rows].tolist(),
+            t["h"][rows].tolist(),
+            synsets,
+        )
         no_attrs: list[str] = []
         for oid, nid, x, y, w, h, synset in cols:
             if oid in exclude:
                 continue
-            out.append(ContextObject(attrs.get(oid, no_attrs), [x, y, w, h], oid, names[nid], rels.get(oid, []), synset))  # relations by (other_id, predicate, role)
+            out.append(
+                ContextObject(attrs.get(oid, no_attrs), [x, y, w, h], oid, names[nid], rels.get(oid, []), synset)
+            )  # relations by (other_id, predicate, role)
             if len(out) >= limit:
                 break
         return out

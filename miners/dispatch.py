@@ -70,11 +70,30 @@ def miner_specs(source: str, tasks: tuple[str, ...] | list[str]) -> list[TaskSpe
     return [spec for tid, spec in all_tasks().items() if tid in wanted and spec.miners.get(source)]
 
 
-def run_miners(source: str, specs: list[TaskSpec], scan: Any, rows: Any, config: MineConfig, seed: int,
-               result: MineResult, candidates: bool = True) -> None:
+def run_miners(
+    source: str,
+    specs: list[TaskSpec],
+    scan: Any,
+    rows: Any,
+    config: MineConfig,
+    seed: int,
+    result: MineResult,
+    candidates: bool = True,
+) -> None:
     """Call each task's miner for ``source`` on the one scan (see the module docstring)."""
     for spec in specs:
         miner = spec.miner(source)
-        miner(MineJob(task=spec.id, source=source, scan=scan, rows=rows, params=config.params_for(spec.id),
-                      control=config.control_for(spec.id), config=config, seed=seed, result=result, candidates=candidates))
-
+        miner(
+            MineJob(
+                task=spec.id,
+                source=source,
+                scan=scan,
+                rows=rows,
+                params=config.params_for(spec.id),
+                control=config.control_for(spec.id),
+                config=config,
+                seed=seed,
+                result=result,
+                candidates=candidates,
+            )
+        )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import fsspec
 import msgspec
@@ -33,13 +33,13 @@ IMAGES = "images_384_VarV2"
 
 
 class FSCAnnotation(msgspec.Struct, gc=False):
-    H: Optional[int] = None
-    W: Optional[int] = None
+    H: int | None = None
+    W: int | None = None
     points: list[list[float]] = []
     box_examples_coordinates: list[list[list[float]]] = []
-    ratio_h: Optional[float] = None
-    ratio_w: Optional[float] = None
-    img_path: Optional[str] = None
+    ratio_h: float | None = None
+    ratio_w: float | None = None
+    img_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,27 @@ def read_classes(path: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
             try:
                 line = bline.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
-                problems.append(reject(f"fsc147:classes:{n}", "mine", "malformed_entry", f"{path}: line {n}: invalid UTF-8 (byte 0x{bline[exc.start]:02x} at column {exc.start})"))
+                problems.append(
+                    reject(
+                        f"fsc147:classes:{n}",
+                        "mine",
+                        "malformed_entry",
+                        f"{path}: line {n}: invalid UTF-8 (byte 0x{bline[exc.start]:02x} at column {exc.start})",
+                    )
+                )
                 continue
             if not line.strip():
                 continue
             name, sep, cls = line.partition("\t")
             if not sep or not name.strip() or not cls.strip():
-                problems.append(reject(f"fsc147:classes:{n}", "mine", "malformed_entry", f"{path}: line {n}: expected '<file>\\t<class>', got {line[:80]!r}"))
+                problems.append(
+                    reject(
+                        f"fsc147:classes:{n}",
+                        "mine",
+                        "malformed_entry",
+                        f"{path}: line {n}: expected '<file>\\t<class>', got {line[:80]!r}",
+                    )
+                )
                 continue
             out[name.strip()] = cls.strip()
     return out, problems
@@ -93,7 +107,9 @@ def read_fsc147(root: str) -> FSCData:
         try:
             annotations[name] = msgspec.json.decode(raw, type=FSCAnnotation)
         except msgspec.ValidationError as exc:
-            problems.append(reject(f"fsc147:{name}", "mine", "malformed_entry", f"{root}/{ANNOTATIONS}: {name}: {exc}"))
+            problems.append(
+                reject(f"fsc147:{name}", "mine", "malformed_entry", f"{root}/{ANNOTATIONS}: {name}: {exc}")
+            )
     classes, cproblems = read_classes(posixpath.join(root, CLASSES))
     problems += cproblems
     splits = read_splits(posixpath.join(root, SPLITS))
@@ -144,7 +160,9 @@ def select(data: FSCData, params: Any, seed: int, task: str) -> Selection:
         if data.splits.get(name) not in params.splits:
             continue  # counted by split_counts (the mine manifest's fsc147 section)
         if name not in data.classes:  # unusable whether drawn or not: reported, never drawn
-            sel.rejects.append(reject(f"fsc147:{name}", "mine", "missing_class", f"{data.root}/{CLASSES}: no class line for {name}"))
+            sel.rejects.append(
+                reject(f"fsc147:{name}", "mine", "missing_class", f"{data.root}/{CLASSES}: no class line for {name}")
+            )
             continue
         count = len(a.points)
         if not lo <= count <= hi:
@@ -174,7 +192,9 @@ def _row(data: FSCData, name: str, b: int, params: Any, sel: Selection, task: st
     try:
         width, height = _image_size(path)
     except BadImage as exc:
-        sel.rejects.append(reject(f"fsc147:{name}", "mine", "image_too_large" if exc.too_large else "unreadable_image", str(exc)))
+        sel.rejects.append(
+            reject(f"fsc147:{name}", "mine", "image_too_large" if exc.too_large else "unreadable_image", str(exc))
+        )
         return None
     exemplars = []
     for corners in a.box_examples_coordinates:
@@ -182,12 +202,28 @@ def _row(data: FSCData, name: str, b: int, params: Any, sel: Selection, task: st
         exemplars.append([min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)])
     count = len(a.points)
     edges = params.bins
-    extra = {"split": data.splits.get(name), "bin": [edges[b], edges[b + 1]], "exemplar_boxes": exemplars,
-             "annotation_size": [a.W, a.H], "ratio": [a.ratio_w, a.ratio_h]}
+    extra = {
+        "split": data.splits.get(name),
+        "bin": [edges[b], edges[b + 1]],
+        "exemplar_boxes": exemplars,
+        "annotation_size": [a.W, a.H],
+        "ratio": [a.ratio_w, a.ratio_h],
+    }
     return {
         "id": stable_id(task, "targeted", FSC, name),
-        "task": task, "variant": "targeted", "source": FSC, "image_id": name, "image_path": path,
-        "width": width, "height": height, "count": count, "points": [[float(p[0]), float(p[1])] for p in a.points],
-        "class_name": data.classes[name], "target_name": data.classes[name], "edit_type": "none", "fallback_chain": [],
-        "context_json": canonical_json([]), "extra_json": canonical_json(extra),
+        "task": task,
+        "variant": "targeted",
+        "source": FSC,
+        "image_id": name,
+        "image_path": path,
+        "width": width,
+        "height": height,
+        "count": count,
+        "points": [[float(p[0]), float(p[1])] for p in a.points],
+        "class_name": data.classes[name],
+        "target_name": data.classes[name],
+        "edit_type": "none",
+        "fallback_chain": [],
+        "context_json": canonical_json([]),
+        "extra_json": canonical_json(extra),
     }

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import fsspec
 import msgspec
@@ -118,7 +119,7 @@ def iter_array(
         if pos >= len(data):
             raise JSONStreamError(f"{path}: empty file (expected a JSON array)")
         if data[pos : pos + 1] != b"[":
-            raise JSONStreamError(f"{path}: byte {pos}: expected a JSON array '[', found {data[pos:pos + 20]!r}")
+            raise JSONStreamError(f"{path}: byte {pos}: expected a JSON array '[', found {data[pos : pos + 20]!r}")
         start = _skip_ws(data, pos + 1)
         if data[start : start + 1] == b"]":
             return
@@ -274,5 +275,7 @@ def decode_file(path: str, type_: Any) -> Any:
     except msgspec.DecodeError as exc:
         off = _error_offset(exc)
         if off is None:
-            raise JSONStreamError(f"{path}: truncated JSON: the file ends at byte {len(data)} before the value is complete") from None
+            raise JSONStreamError(
+                f"{path}: truncated JSON: the file ends at byte {len(data)} before the value is complete"
+            ) from None
         raise JSONStreamError(f"{path}: malformed JSON at byte offset {off}: {exc}") from None

@@ -12,7 +12,7 @@ the ``mine`` stage; the scale benchmark and the tests call them directly.
 from __future__ import annotations
 
 import posixpath
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import fsspec
 
@@ -55,7 +55,9 @@ def vg_reads(tasks: tuple[str, ...] | list[str]) -> dict[str, str]:
     for task in tasks:
         for kind in task_hook(task, "vg_reads", ()):
             if kind not in VG_OPTIONAL:
-                raise ValueError(f"task {task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}")
+                raise ValueError(
+                    f"task {task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}"
+                )
             needs.setdefault(kind, task)
     return needs
 
@@ -67,7 +69,7 @@ def _aliases(explicit: str | None, root: str, name: str) -> list[list[str]]:
     return read_alias_file(path) if _exists(path) else []
 
 
-def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progress: Optional[Progress] = None) -> Scan:
+def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progress: Progress | None = None) -> Scan:
     """Read the VG files the tasks need (one streaming pass each) into a :class:`Scan`: image_data
     and objects, the files the tasks' ``vg_reads`` name, and attributes.json when present."""
     files = vg_files(root)
@@ -95,7 +97,9 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
     return scan
 
 
-def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional[Progress] = None, candidates: bool = True) -> MineResult:
+def mine_visual_genome(
+    root: str, cfg: MineConfig, seed: int, progress: Progress | None = None, candidates: bool = True
+) -> MineResult:
     """Candidates and statistics of every requested task with a Visual Genome miner, from one scan.
 
     ``candidates=False`` stops after the statistics (for RE: C(A), C(A∩B), P, kept pairs; for
@@ -108,10 +112,19 @@ def mine_visual_genome(root: str, cfg: MineConfig, seed: int, progress: Optional
         return result
     scan = scan_visual_genome(root, cfg, tuple(s.id for s in specs), progress)
     result.rejects.extend(scan.rejects)
-    rows = VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None  # per-image index: only for candidates
+    rows = (
+        VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None
+    )  # per-image index: only for candidates
     run_miners(VG, specs, scan, rows, cfg, seed, result, candidates)
     result.summary["canonicalisation"] = scan.canonical
-    result.summary.update({"images": len(scan.images), "objects": int(len(scan.objects["img"])), "valid_objects": int(scan.objects["valid"].sum()), "classes": len(scan.names.names)})
+    result.summary.update(
+        {
+            "images": len(scan.images),
+            "objects": int(len(scan.objects["img"])),
+            "valid_objects": int(scan.objects["valid"].sum()),
+            "classes": len(scan.names.names),
+        }
+    )
     return result.finish()
 
 

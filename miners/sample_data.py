@@ -160,8 +160,13 @@ def _skateboard(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
     r = max(5, int(bh * 0.9))
     for cx in (x0 + bw * 0.2, x0 + bw * 0.8):
         cy = y0 + bh + r - 2
-        wheel = _obj(rng, "wheel", "black", ["black", "round"] if rng.random() < 0.7 else ["black"],
-                     [Shape("ellipse", [cx - r, cy - r, cx + r, cy + r])])
+        wheel = _obj(
+            rng,
+            "wheel",
+            "black",
+            ["black", "round"] if rng.random() < 0.7 else ["black"],
+            [Shape("ellipse", [cx - r, cy - r, cx + r, cy + r])],
+        )
         objs.append(wheel)
         if rng.random() < 0.75:
             rels.append((len(objs) - 1, _pick(rng, ["on", "ON", "attached to", "on"]), 0))
@@ -169,7 +174,18 @@ def _skateboard(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
             rels.append((0, _pick(rng, ["has", "HAS"]), len(objs) - 1))
     if rng.random() < 0.3:
         px = x0 + bw * 0.35
-        man = _obj(rng, "man", "blue", ["standing"], [Shape("polygon", [px, y0 - 1, px + bw * 0.3, y0 - 1, px + bw * 0.2, y0 - H * 0.35, px + bw * 0.1, y0 - H * 0.35])])
+        man = _obj(
+            rng,
+            "man",
+            "blue",
+            ["standing"],
+            [
+                Shape(
+                    "polygon",
+                    [px, y0 - 1, px + bw * 0.3, y0 - 1, px + bw * 0.2, y0 - H * 0.35, px + bw * 0.1, y0 - H * 0.35],
+                )
+            ],
+        )
         objs.append(man)
         rels.append((len(objs) - 1, "riding", 0))
     return objs, rels
@@ -194,8 +210,13 @@ def _table(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
     for sx in slots:
         cw, ch = int(W * 0.05), int(H * 0.09)
         colour_c = "white" if rng.random() < 0.7 else _pick(rng, ["red", "yellow"])
-        cup = _obj(rng, "cup", colour_c, [colour_c] if rng.random() < 0.8 else [colour_c, "ceramic"],
-                   [Shape("rect", [sx - cw / 2, ty - ch, sx + cw / 2, ty - 1])])
+        cup = _obj(
+            rng,
+            "cup",
+            colour_c,
+            [colour_c] if rng.random() < 0.8 else [colour_c, "ceramic"],
+            [Shape("rect", [sx - cw / 2, ty - ch, sx + cw / 2, ty - 1])],
+        )
         objs.append(cup)
         if rng.random() < 0.8:
             rels.append((len(objs) - 1, _pick(rng, ["on", "on top of", "ON", "sitting on"]), 0))
@@ -203,7 +224,13 @@ def _table(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
             rels.append((0, "has", len(objs) - 1))
     if rng.random() < 0.35:
         px = x0 + tw * 0.5
-        plate = _obj(rng, "plate", "white", ["white", "round"], [Shape("ellipse", [px - W * 0.06, ty - 6, px + W * 0.06, ty - 1])])
+        plate = _obj(
+            rng,
+            "plate",
+            "white",
+            ["white", "round"],
+            [Shape("ellipse", [px - W * 0.06, ty - 6, px + W * 0.06, ty - 1])],
+        )
         objs.append(plate)
         rels.append((len(objs) - 1, "on", 0))
     return objs, rels
@@ -214,8 +241,13 @@ def _car(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
     x0 = int(rng.uniform(0.05, 0.95 - 0.45) * W)
     y0 = int(H * rng.uniform(0.45, 0.6))
     colour = _pick(rng, ["red", "blue", "grey", "white"])
-    body = _obj(rng, "car", colour, [colour, "parked"] if rng.random() < 0.5 else [colour],
-                [Shape("rect", [x0, y0, x0 + cw, y0 + ch]), Shape("rect", [x0 + cw * 0.2, y0 - ch * 0.5, x0 + cw * 0.75, y0])])
+    body = _obj(
+        rng,
+        "car",
+        colour,
+        [colour, "parked"] if rng.random() < 0.5 else [colour],
+        [Shape("rect", [x0, y0, x0 + cw, y0 + ch]), Shape("rect", [x0 + cw * 0.2, y0 - ch * 0.5, x0 + cw * 0.75, y0])],
+    )
     objs, rels = [body], []
     r = max(6, int(ch * 0.35))
     for cx in (x0 + cw * 0.22, x0 + cw * 0.78):
@@ -234,17 +266,27 @@ def _small(rng, W, H, cls: str) -> Obj:
         return _obj(rng, cls, colour, [colour, "round"], [Shape("ellipse", [x, y, x + s, y + s])])
     if cls == "flower":
         colour = _pick(rng, ["pink", "yellow", "red"])
-        return _obj(rng, cls, colour, [colour], [Shape("polygon", [x + s / 2, y, x + s, y + s / 2, x + s / 2, y + s, x, y + s / 2])])
+        return _obj(
+            rng,
+            cls,
+            colour,
+            [colour],
+            [Shape("polygon", [x + s / 2, y, x + s, y + s / 2, x + s / 2, y + s, x, y + s / 2])],
+        )
     if cls == "book":
         colour = _pick(rng, ["blue", "green", "red"])
-        return _obj(rng, cls, colour, [colour] if rng.random() < 0.7 else [], [Shape("rect", [x, y, x + s * 0.7, y + s])])
+        return _obj(
+            rng, cls, colour, [colour] if rng.random() < 0.7 else [], [Shape("rect", [x, y, x + s * 0.7, y + s])]
+        )
     if cls == "stone":
         return _obj(rng, cls, "grey", ["grey"], [Shape("ellipse", [x, y, x + s, y + s * 0.6])])
     if cls == "sign":
         colour = _pick(rng, ["red", "blue"])
         return _obj(rng, cls, colour, [colour], [Shape("rect", [x, y, x + s, y + s * 0.8])])
     if cls == "lamp":
-        return _obj(rng, cls, "yellow", ["yellow", "bright"], [Shape("polygon", [x, y + s, x + s, y + s, x + s / 2, y])])
+        return _obj(
+            rng, cls, "yellow", ["yellow", "bright"], [Shape("polygon", [x, y + s, x + s, y + s, x + s / 2, y])]
+        )
     raise ValueError(cls)
 
 
@@ -252,12 +294,16 @@ def _sky_scene(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
     sky = _obj(rng, "sky", "blue", ["blue", "clear"], [Shape("rect", [0, 0, W - 1, int(H * 0.12)])])
     objs, rels = [sky], []
     cx = rng.uniform(0.15, 0.85) * W
-    cloud = _obj(rng, "cloud", "white", ["white", "fluffy"], [Shape("ellipse", [cx - W * 0.08, 4, cx + W * 0.08, int(H * 0.1)])])
+    cloud = _obj(
+        rng, "cloud", "white", ["white", "fluffy"], [Shape("ellipse", [cx - W * 0.08, 4, cx + W * 0.08, int(H * 0.1)])]
+    )
     objs.append(cloud)
     rels.append((1, "in", 0))
     if rng.random() < 0.15:
         kx = rng.uniform(0.1, 0.9) * W
-        objs.append(_obj(rng, "kite", "orange", ["orange"], [Shape("polygon", [kx, 2, kx + 10, 12, kx, 22, kx - 10, 12])]))
+        objs.append(
+            _obj(rng, "kite", "orange", ["orange"], [Shape("polygon", [kx, 2, kx + 10, 12, kx, 22, kx - 10, 12])])
+        )
         rels.append((len(objs) - 1, "in", 0))
     return objs, rels
 
@@ -267,8 +313,18 @@ def _grass_scene(rng, W, H) -> tuple[list[Obj], list[tuple[int, str, int]]]:
     objs, rels = [grass], []
     if rng.random() < 0.5:
         tx = rng.uniform(0.1, 0.9) * W
-        objs.append(_obj(rng, "tree", "green", ["green", "tall"],
-                         [Shape("ellipse", [tx - W * 0.07, H * 0.55, tx + W * 0.07, H * 0.78]), Shape("rect", [tx - 3, H * 0.78, tx + 3, H * 0.9])]))
+        objs.append(
+            _obj(
+                rng,
+                "tree",
+                "green",
+                ["green", "tall"],
+                [
+                    Shape("ellipse", [tx - W * 0.07, H * 0.55, tx + W * 0.07, H * 0.78]),
+                    Shape("rect", [tx - 3, H * 0.78, tx + 3, H * 0.9]),
+                ],
+            )
+        )
         rels.append((len(objs) - 1, "growing in", 0))
     return objs, rels
 
@@ -278,9 +334,14 @@ def _background(rng: np.random.Generator, W: int, H: int) -> np.ndarray:
     """A soft gradient plus blotches and fine noise, so inpainting has texture to work with."""
     base = np.array(_pick(rng, [(196, 210, 222), (214, 204, 186), (190, 214, 196), (220, 220, 210)]), dtype=np.float32)
     yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
-    grad = (yy / H)[..., None] * np.array([-30, -18, -10], np.float32) + (xx / W)[..., None] * np.array([8, 4, -6], np.float32)
+    grad = (yy / H)[..., None] * np.array([-30, -18, -10], np.float32) + (xx / W)[..., None] * np.array(
+        [8, 4, -6], np.float32
+    )
     low = rng.normal(0, 1, (H // 16 + 2, W // 16 + 2, 1)).astype(np.float32)
-    low = np.asarray(Image.fromarray(((low[..., 0] + 3) * 40).clip(0, 255).astype(np.uint8)).resize((W, H), Image.BILINEAR), np.float32)
+    low = np.asarray(
+        Image.fromarray(((low[..., 0] + 3) * 40).clip(0, 255).astype(np.uint8)).resize((W, H), Image.BILINEAR),
+        np.float32,
+    )
     noise = rng.normal(0, 6, (H, W, 1)).astype(np.float32)
     img = base + grad + (low[..., None] - 120) * 0.12 + noise
     return img.clip(0, 255).astype(np.uint8)
@@ -306,7 +367,9 @@ def _shapes_mask(shapes: list[dict[str, Any]], width: int, height: int) -> np.nd
     return np.asarray(canvas, dtype=np.uint8).astype(bool)
 
 
-def object_mask(truth: dict[str, Any], image_id: int | str, object_id: int | str, visible_only: bool = False) -> np.ndarray:
+def object_mask(
+    truth: dict[str, Any], image_id: int | str, object_id: int | str, visible_only: bool = False
+) -> np.ndarray:
     """The drawn pixels of one object (H x W bool), rebuilt from ``sample_truth.json``.
 
     ``visible_only`` removes pixels covered by objects drawn later (higher ``z``).
@@ -356,7 +419,13 @@ def _scene(rng: np.random.Generator, index: int, W: int, H: int) -> tuple[list[O
     for _ in range(max(0, n_extra)):
         objs.append(_small(rng, W, H, _pick(rng, ["ball", "flower", "book", "stone", "sign", "lamp"])))
     if rng.random() < 0.15 and any(o.cls == "ball" for o in objs) and any(o.cls == "grass" for o in objs):
-        rels.append((next(i for i, o in enumerate(objs) if o.cls == "ball"), "on", next(i for i, o in enumerate(objs) if o.cls == "grass")))
+        rels.append(
+            (
+                next(i for i, o in enumerate(objs) if o.cls == "ball"),
+                "on",
+                next(i for i, o in enumerate(objs) if o.cls == "grass"),
+            )
+        )
     return objs, rels
 
 
@@ -394,7 +463,9 @@ def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, separators=(", ", ": ")), encoding="utf-8")
 
 
-def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_VG_IMAGES) -> tuple[dict[str, int], dict[str, Any]]:
+def _generate_vg(
+    root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_VG_IMAGES
+) -> tuple[dict[str, int], dict[str, Any]]:
     (root / "VG_100K").mkdir(parents=True, exist_ok=True)
     (root / "VG_100K_2").mkdir(parents=True, exist_ok=True)
     image_data, objects_json, rels_json, attrs_json = [], [], [], []
@@ -420,7 +491,14 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: 
             shapes = [s.as_json() for s in o.shapes]
             drawn.append(_shapes_mask(shapes, W, H))
             o.box = _box(drawn[-1])
-            truth_objs[str(o.object_id)] = {"name": o.cls, "colour": o.colour, "rgb": list(COLOURS[o.colour]), "z": z, "shapes": shapes, "box": list(o.box)}
+            truth_objs[str(o.object_id)] = {
+                "name": o.cls,
+                "colour": o.colour,
+                "rgb": list(COLOURS[o.colour]),
+                "z": z,
+                "shapes": shapes,
+                "box": list(o.box),
+            }
         # Annotators label what they can see: an object drawn over by later ones until less than
         # MIN_VISIBLE of it shows stays in the picture (and the truth) but gets no annotation.
         seen = [i for i, o in enumerate(objs) if _visible_fraction(drawn, i) >= MIN_VISIBLE]
@@ -429,12 +507,22 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: 
         objs = [objs[i] for i in seen]
         if image_id != missing_file_image:
             canvas.save(root / folder / f"{image_id}.jpg", format="JPEG", quality=92)
-        truth_images[str(image_id)] = {"width": W, "height": H, "file": f"{VG_DIR}/{folder}/{image_id}.jpg", "objects": truth_objs}
-        image_data.append({
-            "width": W, "url": f"https://cs.stanford.edu/people/rak248/{folder}/{image_id}.jpg", "height": H,
-            "image_id": image_id, "coco_id": (100000 + image_id) if image_id % 4 == 0 else None,
-            "flickr_id": (9000000 + image_id) if image_id % 3 == 0 else None,
-        })
+        truth_images[str(image_id)] = {
+            "width": W,
+            "height": H,
+            "file": f"{VG_DIR}/{folder}/{image_id}.jpg",
+            "objects": truth_objs,
+        }
+        image_data.append(
+            {
+                "width": W,
+                "url": f"https://cs.stanford.edu/people/rak248/{folder}/{image_id}.jpg",
+                "height": H,
+                "image_id": image_id,
+                "coco_id": (100000 + image_id) if image_id % 4 == 0 else None,
+                "flickr_id": (9000000 + image_id) if image_id % 3 == 0 else None,
+            }
+        )
         vg_objs = [_vg_object(o) for o in objs]
         vg_attrs = []
         for o, v in zip(objs, vg_objs):
@@ -444,22 +532,39 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: 
                 n_attr += len(o.attributes)
             vg_attrs.append(a)  # some objects carry no "attributes" key at all, as in the real file
         if defects and image_id == 7:
-            vg_objs.append({"synsets": [], "h": 30, "object_id": next_obj, "names": ["ghost"], "w": 40, "y": 10, "x": W + 25})
+            vg_objs.append(
+                {"synsets": [], "h": 30, "object_id": next_obj, "names": ["ghost"], "w": 40, "y": 10, "x": W + 25}
+            )
             next_obj += 1
         if defects and image_id == 11:
             vg_objs.append(dict(vg_objs[0]))  # duplicated object id
         if defects and image_id == 17:
-            vg_objs.append({"synsets": [], "h": 20, "object_id": next_obj, "names": ["box"], "w": 20, "y": 5, "x": "left"})
+            vg_objs.append(
+                {"synsets": [], "h": 20, "object_id": next_obj, "names": ["box"], "w": 20, "y": 5, "x": "left"}
+            )
             next_obj += 1
         objects_json.append({"image_id": image_id, "objects": vg_objs, "image_url": image_data[-1]["url"]})
         attrs_json.append({"image_id": image_id, "attributes": vg_attrs})
         vg_rels = []
         for s, p, o in rels:
-            vg_rels.append({"predicate": p, "object": _rel_end(rng, objs[o]), "relationship_id": next_rel, "synsets": [], "subject": _rel_end(rng, objs[s])})
+            vg_rels.append(
+                {
+                    "predicate": p,
+                    "object": _rel_end(rng, objs[o]),
+                    "relationship_id": next_rel,
+                    "synsets": [],
+                    "subject": _rel_end(rng, objs[s]),
+                }
+            )
             next_rel += 1
         rels_json.append({"relationships": vg_rels, "image_id": image_id})
     if defects:
-        objects_json.append({"image_id": 999999, "objects": [{"synsets": [], "h": 5, "object_id": next_obj, "names": ["cup"], "w": 5, "y": 1, "x": 1}]})
+        objects_json.append(
+            {
+                "image_id": 999999,
+                "objects": [{"synsets": [], "h": 5, "object_id": next_obj, "names": ["cup"], "w": 5, "y": 1, "x": 1}],
+            }
+        )
     _write_json(root / "image_data.json", image_data)
     _write_json(root / "objects.json", objects_json)
     _write_json(root / "relationships.json", rels_json)
@@ -474,8 +579,44 @@ def _generate_vg(root: Path, rng: np.random.Generator, defects: bool, n_images: 
 
 
 # --------------------------------------------------------------------------- FSC147
-FSC_CLASSES = [("apples", "red", "ellipse"), ("coins", "yellow", "ellipse"), ("sea shells", "pink", "polygon"), ("birds", "black", "ellipse")]
-FSC_COUNTS = [6, 9, 12, 14, 17, 20, 23, 27, 31, 35, 40, 44, 49, 53, 58, 64, 70, 77, 84, 92, 101, 110, 120, 130, 140, 11, 26, 55, 75, 105]
+FSC_CLASSES = [
+    ("apples", "red", "ellipse"),
+    ("coins", "yellow", "ellipse"),
+    ("sea shells", "pink", "polygon"),
+    ("birds", "black", "ellipse"),
+]
+FSC_COUNTS = [
+    6,
+    9,
+    12,
+    14,
+    17,
+    20,
+    23,
+    27,
+    31,
+    35,
+    40,
+    44,
+    49,
+    53,
+    58,
+    64,
+    70,
+    77,
+    84,
+    92,
+    101,
+    110,
+    120,
+    130,
+    140,
+    11,
+    26,
+    55,
+    75,
+    105,
+]
 
 
 def _fsc_count(rng: np.random.Generator, index: int) -> int:
@@ -489,7 +630,9 @@ def _fsc_count(rng: np.random.Generator, index: int) -> int:
     return int(rng.integers(FSC_BINS[b], FSC_BINS[b + 1] + (1 if last else 0)))
 
 
-def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_FSC_IMAGES) -> tuple[dict[str, int], dict[str, Any]]:
+def _generate_fsc(
+    root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_FSC_IMAGES
+) -> tuple[dict[str, int], dict[str, Any]]:
     img_dir = root / "images_384_VarV2"
     img_dir.mkdir(parents=True, exist_ok=True)
     annotations: dict[str, Any] = {}
@@ -523,11 +666,16 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool, n_images:
             x1, y1, x2, y2 = round(px - r, 1), round(py - r, 1), round(px + r, 1), round(py + r, 1)
             boxes.append([[x1, y1], [x1, y2], [x2, y2], [x2, y1]])
         annotations[fname] = {
-            "H": H, "W": W, "box_examples_coordinates": boxes,
+            "H": H,
+            "W": W,
+            "box_examples_coordinates": boxes,
             "box_examples_path": [f"/images_384_VarV2/{fname[:-4]}_box_{k}.jpg" for k in range(len(boxes))],
             "density_path": f"/gt_density_map_adaptive_384_VarV2/{fname[:-4]}.npy",
-            "img_path": f"/images_384_VarV2/{fname}", "points": points, "r": [round(r, 2)] * len(boxes),
-            "ratio_h": 1.0, "ratio_w": 1.0,
+            "img_path": f"/images_384_VarV2/{fname}",
+            "points": points,
+            "r": [round(r, 2)] * len(boxes),
+            "ratio_h": 1.0,
+            "ratio_w": 1.0,
         }
         if not (defects and i == FSC_NO_CLASS_LINE):
             class_lines.append(f"{fname}\t{cls}")
@@ -539,8 +687,14 @@ def _generate_fsc(root: Path, rng: np.random.Generator, defects: bool, n_images:
     return {"fsc_images": len(annotations), "fsc_points": sum(len(a["points"]) for a in annotations.values())}, truth
 
 
-def generate_sample(out_dir: str | Path, seed: int = 0, defects: bool = True, vg_images: int = N_VG_IMAGES,
-                    fsc_images: int = N_FSC_IMAGES, coco_images: int = N_COCO_IMAGES) -> dict[str, Any]:
+def generate_sample(
+    out_dir: str | Path,
+    seed: int = 0,
+    defects: bool = True,
+    vg_images: int = N_VG_IMAGES,
+    fsc_images: int = N_FSC_IMAGES,
+    coco_images: int = N_COCO_IMAGES,
+) -> dict[str, Any]:
     """Write the sample under ``out_dir`` (see the module doc) and return summary counts.
 
     A count above its default extends that source: the first images (their files, names,
@@ -570,7 +724,7 @@ def crowd_rle(box: tuple[int, int, int, int], width: int, height: int) -> dict[s
     and 1s over the mask in column-major order, starting with a run of 0s."""
     mask = np.zeros((height, width), dtype=np.uint8)
     x, y, w, h = box
-    mask[y:y + h, x:x + w] = 1
+    mask[y : y + h, x : x + w] = 1
     flat = mask.flatten(order="F")
     change = np.flatnonzero(np.diff(flat)) + 1
     runs = np.diff(np.r_[0, change, flat.size]).tolist()
@@ -579,7 +733,9 @@ def crowd_rle(box: tuple[int, int, int, int], width: int, height: int) -> dict[s
     return {"counts": [int(r) for r in runs], "size": [height, width]}
 
 
-def _coco_scene_image(rng: np.random.Generator, index: int) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+def _coco_scene_image(
+    rng: np.random.Generator, index: int
+) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
     """A drawn VG-style scene; (class, box) per object."""
     W, H = [(320, 240), (400, 300), (360, 270)][int(rng.integers(3))]
     canvas = Image.fromarray(_background(rng, W, H))
@@ -602,7 +758,9 @@ def _count_grid(count: int, W: int, H: int) -> tuple[int, int, float, float, flo
     return cols, rows, cw, ch, max(3.0, min(cw, ch) * 0.3)
 
 
-def _coco_count_image(rng: np.random.Generator, count: int, cls: str, colour: str) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+def _coco_count_image(
+    rng: np.random.Generator, count: int, cls: str, colour: str
+) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
     """``count`` instances of one class on a grid (a counting image)."""
     W, H = 480, 360
     canvas = Image.fromarray(_background(rng, W, H))
@@ -627,14 +785,18 @@ def _coco_drawn(rng: np.random.Generator, n: int) -> tuple[Image.Image, list[tup
         return _coco_scene_image(rng, n)
     if n < N_COCO_SCENES + len(COCO_COUNTS) or n >= N_COCO_IMAGES and (n - N_COCO_IMAGES) % 5 == 4:
         k = n - N_COCO_SCENES if n < N_COCO_IMAGES else len(COCO_COUNTS) + (n - N_COCO_IMAGES) // 5
-        return _coco_count_image(rng, COCO_COUNTS[k % len(COCO_COUNTS)], *[("apple", "red"), ("orange", "orange")][k % 2])
+        return _coco_count_image(
+            rng, COCO_COUNTS[k % len(COCO_COUNTS)], *[("apple", "red"), ("orange", "orange")][k % 2]
+        )
     if n < N_COCO_IMAGES:  # images with no annotations at all, as COCO has
         W, H = 320, 240
         return Image.fromarray(_background(rng, W, H)), []
     return _coco_scene_image(rng, n)
 
 
-def _generate_coco(root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_COCO_IMAGES) -> dict[str, int]:
+def _generate_coco(
+    root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_COCO_IMAGES
+) -> dict[str, int]:
     """A COCO 2017-layout instances file (and its LVIS v1 twin) over drawn scenes and counting
     images, with non-contiguous category ids, a crowd region in RLE and images without objects."""
     img_dir = root / "sample2017"
@@ -653,38 +815,136 @@ def _generate_coco(root: Path, rng: np.random.Generator, defects: bool, n_images
         if n != missing_file:
             canvas.save(img_dir / fname, format="JPEG", quality=92)
         url = f"http://images.cocodataset.org/sample2017/{fname}"
-        images.append({"license": 1 + n % 3, "file_name": fname, "coco_url": url, "height": H, "width": W,
-                       "date_captured": "2013-11-14 11:18:45", "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg", "id": iid})
-        lvis_images.append({"date_captured": "2013-11-14 11:18:45", "neg_category_ids": [cat_id["zebra"]], "id": iid, "license": 1 + n % 3,
-                            "height": H, "width": W, "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg", "coco_url": url,
-                            "not_exhaustive_category_ids": [cat_id["orange"]] if objs and objs[0][0] == "orange" and n % 4 == 1 else []})
+        images.append(
+            {
+                "license": 1 + n % 3,
+                "file_name": fname,
+                "coco_url": url,
+                "height": H,
+                "width": W,
+                "date_captured": "2013-11-14 11:18:45",
+                "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
+                "id": iid,
+            }
+        )
+        lvis_images.append(
+            {
+                "date_captured": "2013-11-14 11:18:45",
+                "neg_category_ids": [cat_id["zebra"]],
+                "id": iid,
+                "license": 1 + n % 3,
+                "height": H,
+                "width": W,
+                "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
+                "coco_url": url,
+                "not_exhaustive_category_ids": [cat_id["orange"]]
+                if objs and objs[0][0] == "orange" and n % 4 == 1
+                else [],
+            }
+        )
         for cls, (x, y, w, h) in objs:
-            annotations.append({"segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]], "area": float(w * h), "iscrowd": 0,
-                                "image_id": iid, "bbox": [float(x), float(y), float(w), float(h)], "category_id": cat_id[cls], "id": ann_id})
+            annotations.append(
+                {
+                    "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
+                    "area": float(w * h),
+                    "iscrowd": 0,
+                    "image_id": iid,
+                    "bbox": [float(x), float(y), float(w), float(h)],
+                    "category_id": cat_id[cls],
+                    "id": ann_id,
+                }
+            )
             ann_id += 1
         if objs and objs[0][0] == "apple" and n % 4 == 2:  # a crowd of apples at the border: uncountable
             box = (W - 40, H - 30, 30, 20)
-            annotations.append({"segmentation": crowd_rle(box, W, H), "area": float(box[2] * box[3]), "iscrowd": 1, "image_id": iid,
-                                "bbox": [float(v) for v in box], "category_id": cat_id["apple"], "id": ann_id})
+            annotations.append(
+                {
+                    "segmentation": crowd_rle(box, W, H),
+                    "area": float(box[2] * box[3]),
+                    "iscrowd": 1,
+                    "image_id": iid,
+                    "bbox": [float(v) for v in box],
+                    "category_id": cat_id["apple"],
+                    "id": ann_id,
+                }
+            )
             ann_id += 1
     if defects:
         first = images[0]
-        annotations.append({"segmentation": [[1, 1, 1, 1]], "area": 0.0, "iscrowd": 0, "image_id": first["id"], "bbox": [5.0, 5.0, 0.0, 12.0],
-                            "category_id": cat_id[classes[0]], "id": ann_id})
-        annotations.append({"segmentation": [[1, 1, 9, 1, 9, 9]], "area": 64.0, "iscrowd": 0, "image_id": first["id"], "bbox": [1.0, 1.0, 8.0, 8.0],
-                            "category_id": 999, "id": ann_id + 1})
-        annotations.append({"segmentation": [[1, 1, 9, 1, 9, 9]], "area": 64.0, "iscrowd": 0, "image_id": 424242, "bbox": [1.0, 1.0, 8.0, 8.0],
-                            "category_id": cat_id[classes[0]], "id": ann_id + 2})
+        annotations.append(
+            {
+                "segmentation": [[1, 1, 1, 1]],
+                "area": 0.0,
+                "iscrowd": 0,
+                "image_id": first["id"],
+                "bbox": [5.0, 5.0, 0.0, 12.0],
+                "category_id": cat_id[classes[0]],
+                "id": ann_id,
+            }
+        )
+        annotations.append(
+            {
+                "segmentation": [[1, 1, 9, 1, 9, 9]],
+                "area": 64.0,
+                "iscrowd": 0,
+                "image_id": first["id"],
+                "bbox": [1.0, 1.0, 8.0, 8.0],
+                "category_id": 999,
+                "id": ann_id + 1,
+            }
+        )
+        annotations.append(
+            {
+                "segmentation": [[1, 1, 9, 1, 9, 9]],
+                "area": 64.0,
+                "iscrowd": 0,
+                "image_id": 424242,
+                "bbox": [1.0, 1.0, 8.0, 8.0],
+                "category_id": cat_id[classes[0]],
+                "id": ann_id + 2,
+            }
+        )
     categories = [{"supercategory": "sample", "id": cat_id[c], "name": c} for c in classes]
-    coco = {"info": {"description": "reactbench sample in the COCO 2017 format", "url": "", "version": "1.0", "year": 2017,
-                     "contributor": "reactbench", "date_created": "2017/09/01"},
-            "licenses": [{"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "Attribution License"} for i in (1, 2, 3)],
-            "images": images, "annotations": annotations, "categories": categories}
+    coco = {
+        "info": {
+            "description": "reactbench sample in the COCO 2017 format",
+            "url": "",
+            "version": "1.0",
+            "year": 2017,
+            "contributor": "reactbench",
+            "date_created": "2017/09/01",
+        },
+        "licenses": [
+            {"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "Attribution License"}
+            for i in (1, 2, 3)
+        ],
+        "images": images,
+        "annotations": annotations,
+        "categories": categories,
+    }
     _write_json(root / COCO_ANNOTATIONS, coco)
-    lvis_cats = [{"frequency": "f" if c != "zebra" else "r", "id": cat_id[c], "synset": SYNSETS.get(c, f"{c}.n.01"),
-                  "image_count": 0, "instance_count": 0, "synonyms": [c.replace(" ", "_")], "def": f"a {c} (sample)", "name": c.replace(" ", "_")}
-                 for c in classes]
-    lvis_anns = [{k: v for k, v in a.items() if k != "iscrowd"} for a in annotations if not a["iscrowd"]]  # LVIS has no crowd regions
-    lvis = {"info": coco["info"], "licenses": coco["licenses"], "images": lvis_images, "annotations": lvis_anns, "categories": lvis_cats}
+    lvis_cats = [
+        {
+            "frequency": "f" if c != "zebra" else "r",
+            "id": cat_id[c],
+            "synset": SYNSETS.get(c, f"{c}.n.01"),
+            "image_count": 0,
+            "instance_count": 0,
+            "synonyms": [c.replace(" ", "_")],
+            "def": f"a {c} (sample)",
+            "name": c.replace(" ", "_"),
+        }
+        for c in classes
+    ]
+    lvis_anns = [
+        {k: v for k, v in a.items() if k != "iscrowd"} for a in annotations if not a["iscrowd"]
+    ]  # LVIS has no crowd regions
+    lvis = {
+        "info": coco["info"],
+        "licenses": coco["licenses"],
+        "images": lvis_images,
+        "annotations": lvis_anns,
+        "categories": lvis_cats,
+    }
     _write_json(root / LVIS_ANNOTATIONS, lvis)
     return {"coco_images": len(images), "coco_annotations": len(annotations)}

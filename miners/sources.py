@@ -121,8 +121,10 @@ def source_spec(name: str) -> SourceSpec:
     else:
         eps = _entry_points()
         if name not in eps:
-            raise SourceError(f"unknown source {name!r}; available: {available()} "
-                              f"(third-party sources register under the entry-point group {ENTRY_POINT_GROUP!r})")
+            raise SourceError(
+                f"unknown source {name!r}; available: {available()} "
+                f"(third-party sources register under the entry-point group {ENTRY_POINT_GROUP!r})"
+            )
         try:
             spec = eps[name].load()
         except Exception as exc:

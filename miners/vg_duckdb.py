@@ -45,17 +45,21 @@ def _sql_path(path: str) -> str:
 
 def _end(p: str) -> str:
     """Columns of one object-like struct ``p``: id, box, raw name, first synset."""
-    return (f"coalesce({p}.object_id, {p}.id, -1) AS {p.split('.')[-1]}_oid, {p}.x AS {p.split('.')[-1]}_x, {p}.y AS {p.split('.')[-1]}_y, "
-            f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name, {p}.object_names[1]) AS {p.split('.')[-1]}_raw, "
-            f"{p}.synsets[1] AS {p.split('.')[-1]}_synset")
+    return (
+        f"coalesce({p}.object_id, {p}.id, -1) AS {p.split('.')[-1]}_oid, {p}.x AS {p.split('.')[-1]}_x, {p}.y AS {p.split('.')[-1]}_y, "
+        f"{p}.w AS {p.split('.')[-1]}_w, {p}.h AS {p.split('.')[-1]}_h, coalesce({p}.names[1], {p}.name, {p}.object_names[1]) AS {p.split('.')[-1]}_raw, "
+        f"{p}.synsets[1] AS {p.split('.')[-1]}_synset"
+    )
 
 
 def _query(kind: str, path: str) -> str:
     src = f"read_json('{_sql_path(path)}', format='array', columns={COLUMNS[kind]}, maximum_object_size=1073741824)"
     inner = f"SELECT coalesce(image_id, id) AS img, unnest({kind}) AS e FROM {src}"
     if kind == "relationships":
-        return (f"SELECT img, coalesce(e.relationship_id, e.id, -1) AS rid, e.predicate AS pred, {_end('e.subject')}, {_end('e.object')} "
-                f"FROM ({inner})")
+        return (
+            f"SELECT img, coalesce(e.relationship_id, e.id, -1) AS rid, e.predicate AS pred, {_end('e.subject')}, {_end('e.object')} "
+            f"FROM ({inner})"
+        )
     extra = ", e.attributes AS attrs" if kind == "attributes" else ""
     return f"SELECT img, {_end('e')}{extra} FROM ({inner})"
 
@@ -106,9 +110,16 @@ def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.nda
         ids, counts = npx.unique(img[~keep], return_counts=True)
         for iid, n in zip(ids.tolist(), counts.tolist()):
             if iid == -1:
-                _rej(scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({n} {kind})")
+                _rej(
+                    scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({n} {kind})"
+                )
             else:
-                _rej(scan.rejects, f"vg:{kind}:{iid}", "unknown_image_id", f"{path}: image_id {iid} is not in image_data.json ({n} {kind} skipped)")
+                _rej(
+                    scan.rejects,
+                    f"vg:{kind}:{iid}",
+                    "unknown_image_id",
+                    f"{path}: image_id {iid} is not in image_data.json ({n} {kind} skipped)",
+                )
     return keep
 
 
@@ -128,7 +139,9 @@ def fetch(kind: str, path: str, threads: int) -> Any:
         con.close()
 
 
-def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: Any = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+def scan_file(
+    kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: Any = None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """One VG file (or its already fetched table) -> the same columns as ``vg_scan.scan_objects`` /
     ``scan_relationships`` (before validation)."""
     import pyarrow.compute as pc
@@ -150,8 +163,12 @@ def scan_file(kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: i
             for c in "xywh":
                 t[f"{end}{c}"] = _num(tab, f"{col}_{c}")
         return t, None
-    t = {"img": img, "oid": _num(tab, "e_oid", np.int64, -1), "nid": _name_ids(tab, "e", scan.names, canon),
-         "sid": _ids(tab.column("e_synset"), scan.synsets)}
+    t = {
+        "img": img,
+        "oid": _num(tab, "e_oid", np.int64, -1),
+        "nid": _name_ids(tab, "e", scan.names, canon),
+        "sid": _ids(tab.column("e_synset"), scan.synsets),
+    }
     for c in "xywh":
         t[c] = _num(tab, f"e_{c}")
     if kind != "attributes":

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import msgspec
 
@@ -20,66 +20,66 @@ from miners.jsonstream import BadElement, decode_file, describe_error, iter_arra
 
 
 class VGImage(msgspec.Struct, gc=False):
-    image_id: Optional[int] = None
-    id: Optional[int] = None
-    width: Optional[int] = None
-    height: Optional[int] = None
-    url: Optional[str] = None
-    coco_id: Optional[int] = None
-    flickr_id: Optional[int] = None
+    image_id: int | None = None
+    id: int | None = None
+    width: int | None = None
+    height: int | None = None
+    url: str | None = None
+    coco_id: int | None = None
+    flickr_id: int | None = None
 
 
 class VGObject(msgspec.Struct, gc=False):
-    object_id: Optional[int] = -1  # -1: absent (VG 1.0 says "id")
-    id: Optional[int] = -1
+    object_id: int | None = -1  # -1: absent (VG 1.0 says "id")
+    id: int | None = -1
     x: float = float("nan")
     y: float = float("nan")
     w: float = float("nan")
     h: float = float("nan")
-    names: Optional[list[str]] = None
-    name: Optional[str] = None
-    object_names: Optional[list[str]] = None  # VG 1.0 attributes.json
-    synsets: Optional[list[str]] = None
+    names: list[str] | None = None
+    name: str | None = None
+    object_names: list[str] | None = None  # VG 1.0 attributes.json
+    synsets: list[str] | None = None
 
 
 class VGAttributed(VGObject, gc=False):
-    attributes: Optional[list[str]] = None
+    attributes: list[str] | None = None
 
 
 class VGRelationship(msgspec.Struct, gc=False):
     subject: VGObject
     object: VGObject
     predicate: str = ""
-    relationship_id: Optional[int] = None
-    id: Optional[int] = None
-    synsets: Optional[list[str]] = None
+    relationship_id: int | None = None
+    id: int | None = None
+    synsets: list[str] | None = None
 
 
 class VGImageObjects(msgspec.Struct, gc=False):
-    image_id: Optional[int] = None
-    id: Optional[int] = None
+    image_id: int | None = None
+    id: int | None = None
     objects: list[VGObject] = []
 
 
 class VGImageAttributes(msgspec.Struct, gc=False):
-    image_id: Optional[int] = None
-    id: Optional[int] = None
+    image_id: int | None = None
+    id: int | None = None
     attributes: list[VGAttributed] = []
 
 
 class VGImageRelationships(msgspec.Struct, gc=False):
-    image_id: Optional[int] = None
-    id: Optional[int] = None
+    image_id: int | None = None
+    id: int | None = None
     relationships: list[VGRelationship] = []
 
 
 # Loose forms: the element parsed, the strict type did not; decode parts one by one.
 class LooseImage(msgspec.Struct, gc=False):
-    image_id: Optional[int] = None
-    id: Optional[int] = None
-    objects: Optional[list[msgspec.Raw]] = None
-    attributes: Optional[list[msgspec.Raw]] = None
-    relationships: Optional[list[msgspec.Raw]] = None
+    image_id: int | None = None
+    id: int | None = None
+    objects: list[msgspec.Raw] | None = None
+    attributes: list[msgspec.Raw] | None = None
+    relationships: list[msgspec.Raw] | None = None
 
 
 # Keys a top-level element of each file may start with (boundary proposals only).
@@ -92,16 +92,16 @@ FILES = ("image_data.json", "objects.json", "relationships.json", "attributes.js
 IMAGE_FOLDERS = ("VG_100K", "VG_100K_2", "images")
 
 
-def element_image_id(e: VGImageObjects | VGImageAttributes | VGImageRelationships | LooseImage) -> Optional[int]:
+def element_image_id(e: VGImageObjects | VGImageAttributes | VGImageRelationships | LooseImage) -> int | None:
     return e.image_id if e.image_id is not None else e.id
 
 
-def object_id(o: VGObject) -> Optional[int]:
+def object_id(o: VGObject) -> int | None:
     oid = o.object_id if o.object_id is not None and o.object_id >= 0 else o.id
     return oid if oid is not None and oid >= 0 else None
 
 
-def object_raw_name(o: VGObject) -> Optional[str]:
+def object_raw_name(o: VGObject) -> str | None:
     """The first name, whichever way the version spells it."""
     if o.names:
         return o.names[0]
@@ -156,7 +156,12 @@ def read_image_data(path: str, block_bytes: int) -> tuple[dict[int, ImageInfo], 
                 continue
             iid = e.image_id if e.image_id is not None else e.id
             if iid is None or not e.width or not e.height or e.width <= 0 or e.height <= 0:
-                problems.append(("malformed_image_entry", f"{path}: image entry without id or size: {msgspec.json.encode(e)[:200]!r}"))
+                problems.append(
+                    (
+                        "malformed_image_entry",
+                        f"{path}: image entry without id or size: {msgspec.json.encode(e)[:200]!r}",
+                    )
+                )
                 continue
             if iid in images:
                 problems.append(("duplicate_image_id", f"{path}: image_id {iid} listed twice"))
@@ -170,7 +175,9 @@ class ImageLocator:
 
     def __init__(self, root: str, image_dir: str | None = None):
         self.root = root.rstrip("/")
-        self.folders = [image_dir] if image_dir else [posixpath.join(self.root, d) for d in IMAGE_FOLDERS] + [self.root]
+        self.folders = (
+            [image_dir] if image_dir else [posixpath.join(self.root, d) for d in IMAGE_FOLDERS] + [self.root]
+        )
         self._local = "://" not in self.root
 
     def candidates(self, image_id: int, url: str | None) -> list[str]:
@@ -205,6 +212,16 @@ class ImageLocator:
 
 
 __all__ = [
-    "VGImage", "VGObject", "VGAttributed", "VGRelationship", "VGImageObjects", "VGImageAttributes",
-    "VGImageRelationships", "LooseImage", "iter_elements", "read_image_data", "ImageLocator", "decode_file",
+    "VGImage",
+    "VGObject",
+    "VGAttributed",
+    "VGRelationship",
+    "VGImageObjects",
+    "VGImageAttributes",
+    "VGImageRelationships",
+    "LooseImage",
+    "iter_elements",
+    "read_image_data",
+    "ImageLocator",
+    "decode_file",
 ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -38,7 +37,7 @@ def _use_duckdb(job: Job) -> bool:
     return job.reader in ("auto", "duckdb") and "://" not in job.path and vg_duckdb.available()
 
 
-def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None, fetched: Optional[Future] = None) -> str:
+def run_job(job: Job, scan: Scan, progress: Progress | None = None, fetched: Future | None = None) -> str:
     """Scan one file into validated columns of ``scan`` (shared vocabularies); returns the reader used.
     ``fetched``: the file's DuckDB table, being fetched in a thread (see :func:`run_jobs`)."""
     canon, preds = job.canon, job.preds
@@ -75,7 +74,7 @@ def run_job(job: Job, scan: Scan, progress: Optional[Progress] = None, fetched: 
     return "msgspec"
 
 
-def _store(scan: Scan, kind: str, table: dict[str, np.ndarray], ann: Optional[dict[str, np.ndarray]]) -> None:
+def _store(scan: Scan, kind: str, table: dict[str, np.ndarray], ann: dict[str, np.ndarray] | None) -> None:
     if kind == "relationships":
         scan.relations = table
     elif kind == "objects":
@@ -84,7 +83,7 @@ def _store(scan: Scan, kind: str, table: dict[str, np.ndarray], ann: Optional[di
         scan.instances, scan.annotations = table, ann
 
 
-def run_jobs(jobs: list[Job], scan: Scan, progress: Optional[Progress] = None) -> None:
+def run_jobs(jobs: list[Job], scan: Scan, progress: Progress | None = None) -> None:
     """Scan every file into ``scan``, recording which reader produced each.
 
     With DuckDB, file k+1 is fetched in a background thread while this thread turns file k's

@@ -13,10 +13,11 @@ reject rows and are left out of every count and every candidate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -128,7 +129,7 @@ def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None)
     rejects.append(reject(ref, STAGE, reason, detail, payload))
 
 
-def _elements(path: str, kind: str, block: int, rejects: list, progress: Optional[Progress]):
+def _elements(path: str, kind: str, block: int, rejects: list, progress: Progress | None):
     """Per decoded batch, a list of (image_id, parts); malformed parts and elements become rejects."""
     part_type = {"objects": VGObject, "attributes": VGAttributed, "relationships": VGRelationship}[kind]
     done = 0
@@ -140,8 +141,18 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Optiona
                 parts_raw = getattr(le, kind) if le is not None else None
                 if le is None or parts_raw is None:
                     at = e.at if e.at is not None else e.offset
-                    where = f"element at byte offset {e.at}" if e.at is not None else f"element in the batch at byte {e.offset}"
-                    _rej(rejects, f"vg:{kind}:@{at}", "malformed_entry", f"{path}: {where}: {e.error}", e.raw[:500].decode("utf-8", "replace"))
+                    where = (
+                        f"element at byte offset {e.at}"
+                        if e.at is not None
+                        else f"element in the batch at byte {e.offset}"
+                    )
+                    _rej(
+                        rejects,
+                        f"vg:{kind}:@{at}",
+                        "malformed_entry",
+                        f"{path}: {where}: {e.error}",
+                        e.raw[:500].decode("utf-8", "replace"),
+                    )
                     continue
                 iid = element_image_id(le)
                 parts = []
@@ -152,7 +163,13 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Optiona
                     got = decode_part(raw, part_type, at)
                     if isinstance(got, str):
                         where = f" at byte offset {at}" if at is not None else ""
-                        _rej(rejects, f"vg:{kind}:{iid}:#{k}", "malformed_entry", f"{path}: image {iid}, {kind} entry {k}{where}: {got}", body[:500].decode("utf-8", "replace"))
+                        _rej(
+                            rejects,
+                            f"vg:{kind}:{iid}:#{k}",
+                            "malformed_entry",
+                            f"{path}: image {iid}, {kind} entry {k}{where}: {got}",
+                            body[:500].decode("utf-8", "replace"),
+                        )
                     else:
                         parts.append(got)
                 out.append((iid, parts))
@@ -174,9 +191,19 @@ def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], li
         if not parts:
             continue  # nothing to count or to lose
         if iid is None:
-            _rej(scan.rejects, f"vg:{kind}:?", "malformed_entry", f"{path}: an element has no image_id ({len(parts)} {kind})")
+            _rej(
+                scan.rejects,
+                f"vg:{kind}:?",
+                "malformed_entry",
+                f"{path}: an element has no image_id ({len(parts)} {kind})",
+            )
         elif iid not in images:
-            _rej(scan.rejects, f"vg:{kind}:{iid}", "unknown_image_id", f"{path}: image_id {iid} is not in image_data.json ({len(parts)} {kind} skipped)")
+            _rej(
+                scan.rejects,
+                f"vg:{kind}:{iid}",
+                "unknown_image_id",
+                f"{path}: image_id {iid} is not in image_data.json ({len(parts)} {kind} skipped)",
+            )
         else:
             iids.append(iid)
             counts.append(len(parts))
@@ -190,7 +217,9 @@ _IDS_BOX = attrgetter("object_id", "id", "x", "y", "w", "h")
 def _box_matrix(parts: list[Any]) -> np.ndarray:
     """(n, 6) float64: object_id, id, x, y, w, h (-1 for an absent id, NaN for an absent coordinate)."""
     try:
-        return np.fromiter(chain.from_iterable(map(_IDS_BOX, parts)), dtype=np.float64, count=6 * len(parts)).reshape(-1, 6)
+        return np.fromiter(chain.from_iterable(map(_IDS_BOX, parts)), dtype=np.float64, count=6 * len(parts)).reshape(
+            -1, 6
+        )
     except TypeError:  # an explicit null id somewhere: the slow, careful way
         rows = [[-1.0 if v is None else float(v) for v in _IDS_BOX(p)] for p in parts]
         return np.asarray(rows, dtype=np.float64).reshape(-1, 6)
@@ -208,7 +237,9 @@ def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]
     return out
 
 
-def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]], sid: list[list[int]]) -> dict[str, np.ndarray]:
+def _object_table(
+    m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int]], sid: list[list[int]]
+) -> dict[str, np.ndarray]:
     mat = np.concatenate(m) if m else np.zeros((0, 6))
     oid = np.where(mat[:, 0] >= 0, mat[:, 0], mat[:, 1]).astype(np.int64)
     return {
@@ -216,8 +247,10 @@ def _object_table(m: list[np.ndarray], img: list[np.ndarray], nid: list[list[int
         "oid": oid,
         "nid": np.fromiter(chain.from_iterable(nid), dtype=np.int64),
         "sid": np.fromiter(chain.from_iterable(sid), dtype=np.int64),
-        "x": np.ascontiguousarray(mat[:, 2]), "y": np.ascontiguousarray(mat[:, 3]),
-        "w": np.ascontiguousarray(mat[:, 4]), "h": np.ascontiguousarray(mat[:, 5]),
+        "x": np.ascontiguousarray(mat[:, 2]),
+        "y": np.ascontiguousarray(mat[:, 3]),
+        "w": np.ascontiguousarray(mat[:, 4]),
+        "h": np.ascontiguousarray(mat[:, 5]),
     }
 
 
@@ -233,7 +266,9 @@ def _synset_id(vocab: Vocab, canon: Canonicalizer, o: VGObject) -> int:
     return vocab.id_of_raw(raw)
 
 
-def scan_objects(path: str, kind: str, scan: Scan, canon: Canonicalizer, block: int, progress: Optional[Progress] = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
+def scan_objects(
+    path: str, kind: str, scan: Scan, canon: Canonicalizer, block: int, progress: Progress | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """objects.json or attributes.json -> object columns (and, for attributes, annotation columns)."""
     mats: list[np.ndarray] = []
     imgs: list[np.ndarray] = []
@@ -314,13 +349,32 @@ def _validate_objects(t: dict[str, np.ndarray], scan: Scan, kind: str, path: str
             _rej(scan.rejects, ref, "box_empty", f"{path}: image {iid} object {oid}: box {box} has zero size", payload)
         elif outside[i]:
             info = scan.images[iid]
-            _rej(scan.rejects, ref, "box_outside_image", f"{path}: image {iid} object {oid}: box {box} leaves the {info.width}x{info.height} image", payload)
+            _rej(
+                scan.rejects,
+                ref,
+                "box_outside_image",
+                f"{path}: image {iid} object {oid}: box {box} leaves the {info.width}x{info.height} image",
+                payload,
+            )
         else:
-            _rej(scan.rejects, ref, "duplicate_object_id", f"{path}: image {iid}: object id {oid} appears more than once (first kept)", payload)
+            _rej(
+                scan.rejects,
+                ref,
+                "duplicate_object_id",
+                f"{path}: image {iid}: object id {oid} appears more than once (first kept)",
+                payload,
+            )
     return valid
 
 
-def scan_relationships(path: str, scan: Scan, canon: Canonicalizer, preds: PredicateCanonicalizer, block: int, progress: Optional[Progress] = None) -> dict[str, np.ndarray]:
+def scan_relationships(
+    path: str,
+    scan: Scan,
+    canon: Canonicalizer,
+    preds: PredicateCanonicalizer,
+    block: int,
+    progress: Progress | None = None,
+) -> dict[str, np.ndarray]:
     """relationships.json -> one row per relationship: ids, predicate, both ends' ids, names and boxes."""
     cols: dict[str, list[Any]] = {k: [] for k in ("img", "rid", "pid", "s", "o", "s_nid", "o_nid")}
     get_rid = attrgetter("relationship_id", "id")
@@ -372,15 +426,35 @@ def _validate_relations(t: dict[str, np.ndarray], scan: Scan, path: str) -> np.n
         payload = None
         boxes = f"subject box {[float(t[c][i]) for c in ('sx', 'sy', 'sw', 'sh')]}, object box {[float(t[c][i]) for c in ('ox', 'oy', 'ow', 'oh')]}"
         if bad[i]:
-            _rej(scan.rejects, ref, "malformed_entry", f"{path}: image {iid} relationship {rid}: missing name, predicate, object id or coordinate", payload)
+            _rej(
+                scan.rejects,
+                ref,
+                "malformed_entry",
+                f"{path}: image {iid} relationship {rid}: missing name, predicate, object id or coordinate",
+                payload,
+            )
         elif empty[i]:
-            _rej(scan.rejects, ref, "box_empty", f"{path}: image {iid} relationship {rid}: an end has a zero-size box ({boxes})", payload)
+            _rej(
+                scan.rejects,
+                ref,
+                "box_empty",
+                f"{path}: image {iid} relationship {rid}: an end has a zero-size box ({boxes})",
+                payload,
+            )
         else:
-            _rej(scan.rejects, ref, "box_outside_image", f"{path}: image {iid} relationship {rid}: an end's box leaves the image ({boxes})", payload)
+            _rej(
+                scan.rejects,
+                ref,
+                "box_outside_image",
+                f"{path}: image {iid} relationship {rid}: an end's box leaves the image ({boxes})",
+                payload,
+            )
     return valid
 
 
-def new_scan(images: dict[int, ImageInfo], canon: Canonicalizer, preds: PredicateCanonicalizer, tolerance: float) -> Scan:
+def new_scan(
+    images: dict[int, ImageInfo], canon: Canonicalizer, preds: PredicateCanonicalizer, tolerance: float
+) -> Scan:
     return Scan(images, Vocab(canon.name), Vocab(preds), Vocab(basic_attribute), tolerance=tolerance)
 
 

@@ -16,7 +16,9 @@ def norm_text(text: str) -> str:
     return " ".join(str(text).casefold().split()).strip(" .,;:!?\"'")
 
 
-def pick_options(options: tuple[str, ...] | list[str], key: str, n: int = 1, exclude: set[str] = frozenset()) -> list[str]:
+def pick_options(
+    options: tuple[str, ...] | list[str], key: str, n: int = 1, exclude: set[str] = frozenset()
+) -> list[str]:
     pool = [o for o in options if norm_text(o) not in {norm_text(e) for e in exclude}]
     pool.sort(key=lambda o: sha256_hex(f"{key}\x1f{o}"))
     return pool[:n]
@@ -41,5 +43,3 @@ def attribute_slot(value: str | None) -> str | None:
     if v in MATERIALS:
         return "material"
     return None
-
-

@@ -83,7 +83,9 @@ def _known() -> dict[str, PromptSpec]:
     for name, spec in task_prompts().items():
         old = table.get(name)
         if old is not None and old != spec:
-            raise ValueError(f"prompt {name!r}: a task names a spec that differs from the built-in one ({old.version} vs {spec.version})")
+            raise ValueError(
+                f"prompt {name!r}: a task names a spec that differs from the built-in one ({old.version} vs {spec.version})"
+            )
         table[name] = spec if old is not None else _checked(spec)
     return table
 
@@ -94,7 +96,9 @@ def register_prompt(spec: PromptSpec) -> PromptSpec:
     old = {**_known(), **_EXTRA}.get(spec.name)
     if old is not None:
         if old != spec:
-            raise ValueError(f"prompt {spec.name!r} is already registered with a different spec ({old.version} vs {spec.version})")
+            raise ValueError(
+                f"prompt {spec.name!r} is already registered with a different spec ({old.version} vs {spec.version})"
+            )
         return old
     _EXTRA[spec.name] = _checked(spec)
     return spec

@@ -10,8 +10,8 @@ deterministic order) is kept; the others come back as duplicates of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 FILLER = frozenset(
     "a an the of with made into its it is as and in on to look looks looking like appearance style "
@@ -46,7 +46,9 @@ class Duplicate:
 Embedder = Callable[[list[str]], list[list[float]]]
 
 
-def find_duplicates(groups: Sequence[str], texts: Sequence[str], *, embed: Embedder | None = None, threshold: float = 0.9) -> list[Duplicate]:
+def find_duplicates(
+    groups: Sequence[str], texts: Sequence[str], *, embed: Embedder | None = None, threshold: float = 0.9
+) -> list[Duplicate]:
     """Duplicates among ``texts`` within the same group (e.g. the same object name)."""
     if len(groups) != len(texts):
         raise ValueError("groups and texts must have the same length")
@@ -86,7 +88,9 @@ def transformers_embedder(model_path: str, device: str = "cpu") -> Embedder:
         import torch
         from transformers import AutoModel, AutoTokenizer
     except ImportError as exc:  # pragma: no cover - the gpu extra is installed in tests
-        raise ImportError("embedding dedup needs torch and transformers: pip install 'reactbench-pipeline[gpu]'") from exc
+        raise ImportError(
+            "embedding dedup needs torch and transformers: pip install 'reactbench-pipeline[gpu]'"
+        ) from exc
     tok = AutoTokenizer.from_pretrained(model_path)
     model = AutoModel.from_pretrained(model_path).to(device).eval()
 

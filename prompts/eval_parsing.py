@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 LETTERS = string.ascii_uppercase
 HEDGE = "?"  # what a reader returns for a reply that hedges: no verdict, and stop looking
@@ -57,10 +57,41 @@ _CORRECTION = re.compile(
 )
 _LEADING_NO = re.compile(r"^\s*(?:no|nope|sorry)\b[\s,.:;!\-—]*(?=\S)", re.I)
 
-_YES_WORDS = {"yes", "yeah", "yep", "yup", "yea", "true", "correct", "affirmative", "oui", "ouais", "ja", "jawohl", "doch", "sí", "是", "有", "对"}
+_YES_WORDS = {
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "yea",
+    "true",
+    "correct",
+    "affirmative",
+    "oui",
+    "ouais",
+    "ja",
+    "jawohl",
+    "doch",
+    "sí",
+    "是",
+    "有",
+    "对",
+}
 _NO_WORDS = {"no", "nope", "nah", "false", "incorrect", "negative", "non", "nein", "否", "不是", "没有", "不", "无"}
 # Replies in Chinese and Japanese run words together: their verdicts are read as prefixes.
-_CJK_NO = ("不是", "没有", "不对", "不存在", "否", "错", "いいえ", "いや", "ありません", "いません", "ないです", "ない。")
+_CJK_NO = (
+    "不是",
+    "没有",
+    "不对",
+    "不存在",
+    "否",
+    "错",
+    "いいえ",
+    "いや",
+    "ありません",
+    "いません",
+    "ないです",
+    "ない。",
+)
 _CJK_YES = ("是", "有", "对", "存在", "正确", "はい", "ええ", "うん", "あります", "います", "そうです")
 # Two-sided replies: no verdict, whatever else they say.
 _YN_HEDGE = re.compile(
@@ -96,7 +127,10 @@ _YES_LEAD = re.compile(
 )
 # An affirming word set off on its own ("Of course!", "Sure, ..."): Yes, unless what follows says
 # otherwise ("Sure! ... there is no mustard"). "Clearly the bun is bare" is an adverb, not a Yes.
-_AFFIRM = re.compile(r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure(?:\s+thing)?)(?:\s+yes)?\s*(?:[,.!;:]+|$)", re.I)
+_AFFIRM = re.compile(
+    r"^(?:definitely|certainly|absolutely|of\s+course|surely|indeed|sure(?:\s+thing)?)(?:\s+yes)?\s*(?:[,.!;:]+|$)",
+    re.I,
+)
 _NEG_PHRASES = re.compile(
     r"\b(there\s+(?:is|are)\s+no|there\s+(?:isn't|aren't|is\s+not|are\s+not)|no\s+such|not\s+(?:present|visible|there)|"
     r"does\s+not|doesn't|(?:cannot|can't|can\s+not|do\s+not|don't)\s+see|absent|nothing|no\s+longer)\b",
@@ -206,7 +240,9 @@ _DENIES = re.compile(
     r"il\s+n'?y\s+a\s+(?:pas|aucun)|es\s+gibt\s+kein|no\s+hay\b|图中没有|没有|ありません|いません)",
     re.I,
 )
-_YES_OPENER = re.compile(r"^\W*(?:yes|yeah|yep|yup|oui|ja|sí|si|是的|是|有|对|はい)(?=[\W]|$)[\s,.!:;，。、！：-]*", re.I)
+_YES_OPENER = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|oui|ja|sí|si|是的|是|有|对|はい)(?=[\W]|$)[\s,.!:;，。、！：-]*", re.I
+)
 
 
 def _contradicts(segment: str) -> bool:
@@ -214,12 +250,14 @@ def _contradicts(segment: str) -> bool:
     m = _YES_OPENER.match(segment.strip())
     if not m:
         return False
-    clause = re.split(r"[,.;!?，。；！？]|\bbut\b|\bthough\b|\bmais\b|\baber\b|\bpero\b|但", segment.strip()[m.end() :], maxsplit=1)[0]
+    clause = re.split(
+        r"[,.;!?，。；！？]|\bbut\b|\bthough\b|\bmais\b|\baber\b|\bpero\b|但", segment.strip()[m.end() :], maxsplit=1
+    )[0]
     return bool(_DENIES.match(clause.strip()))
 
 
 def _yn_of(segment: str) -> str | None:
-    """"Yes", "No", :data:`HEDGE`, or None when the segment says nothing either way."""
+    """ "Yes", "No", :data:`HEDGE`, or None when the segment says nothing either way."""
     s = re.sub(r"^[\s\W_]+", "", segment.strip().lower().replace("’", "'"))
     toks = _tokens(s)
     if not toks:
@@ -292,10 +330,14 @@ def _letter_patterns(letters: str) -> list[re.Pattern[str]]:
     copula = r"(?:\s*(?:(?:is|est|ist|lautet|es|would\s+be)\b|是|为|は|[:：\-–—=]))?\s*(?:(?:la|le|l'|el|die|option|opción)\s+)?"
     return [
         re.compile(rf"{marker}{copula}[(\[]?({L})(?![a-z0-9_'])", re.I),
-        re.compile(rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer|closest)|(?:best\s+)?(?:matches|fits))\b"),
+        re.compile(
+            rf"(?:^|(?<=[\s(\[]))[(\[]?({Li})[)\]]?\s+(?:(?:is|seems|looks|would\s+be)\s+(?:the\s+)?(?:correct|right|best|true|most\s+likely|answer|closest)|(?:best\s+)?(?:matches|fits))\b"
+        ),
         re.compile(rf"^\s*[(\[]?({Li})[)\].:：!。]?\s*$"),  # a bare letter, either case
         # "B. text", "(B) text", "b) text", "B, because ...", "C - the cat ..."
-        re.compile(rf"^\s*[(\[]?({L})[)\].:：。](?:\s|$)|^\s*[(\[]({Li})[)\]](?:\s|$)|^\s*({Li})\s*(?:,|\s[-–—]|[-–—]\s)\s*(?=\S)"),
+        re.compile(
+            rf"^\s*[(\[]?({L})[)\].:：。](?:\s|$)|^\s*[(\[]({Li})[)\]](?:\s|$)|^\s*({Li})\s*(?:,|\s[-–—]|[-–—]\s)\s*(?=\S)"
+        ),
         re.compile(rf"[(\[]({Li})[)\]]"),  # "(B)" anywhere
     ]
 
@@ -363,12 +405,14 @@ def extract_choice(text: str | None, options: list[str] | None, cot: bool = Fals
 
 
 def _is_article(where: str, m: re.Match[str]) -> bool:
-    """"A" followed by a lowercase word is the article, not option A."""
+    """ "A" followed by a lowercase word is the article, not option A."""
     g = next((i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)), 1)
     if m.group(g).upper() != "A":
         return False
     rest = where[m.end(g) :]
-    return bool(re.match(r"\s+[a-z]", rest)) and not re.match(r"\s+(?:is|seems|looks|would)\s+(?:the\s+)?(?:correct|right|best|true|most|answer)\b", rest)
+    return bool(re.match(r"\s+[a-z]", rest)) and not re.match(
+        r"\s+(?:is|seems|looks|would)\s+(?:the\s+)?(?:correct|right|best|true|most|answer)\b", rest
+    )
 
 
 def _match_option_text(where: str, options: list[str]) -> str | None:
@@ -386,15 +430,24 @@ def _match_option_text(where: str, options: list[str]) -> str | None:
             hits.append((m.start(), m.end(), LETTERS[i]))
     if not hits:
         return None
-    kept = {h[2] for h in hits if not any(o[0] <= h[0] and h[1] <= o[1] and (o[1] - o[0]) > (h[1] - h[0]) for o in hits)}
+    kept = {
+        h[2] for h in hits if not any(o[0] <= h[0] and h[1] <= o[1] and (o[1] - o[0]) > (h[1] - h[0]) for o in hits)
+    }
     if len(kept) != 1:
         return HEDGE
     return kept.pop()
 
 
 _NUMBER = r"(?<![\d.])(\d{1,6})(?![\d.]*\d)"
-_TWO_COUNTS = re.compile(r"(?<![\d.])(\d{1,6})\s*(?:-|–|—|~|/|\bto\b|\bor\b|\bor\s+maybe\b|\band\b|\bou\b|\boder\b|\bo\b|或|到|至)\s*(\d{1,6})(?![\d.]*\d)", re.I)
-_CONCLUDES = re.compile(r"(?:\bso\b|\bthus\b|\bhence\b|\bthat\s+makes\b|\bmaking\b|\bgives\b|\btotal(?:\s+of)?\b|\bin\s+total\b|\baltogether\b|=)[^\d\n]{0,24}?" + _NUMBER, re.I)
+_TWO_COUNTS = re.compile(
+    r"(?<![\d.])(\d{1,6})\s*(?:-|–|—|~|/|\bto\b|\bor\b|\bor\s+maybe\b|\band\b|\bou\b|\boder\b|\bo\b|或|到|至)\s*(\d{1,6})(?![\d.]*\d)",
+    re.I,
+)
+_CONCLUDES = re.compile(
+    r"(?:\bso\b|\bthus\b|\bhence\b|\bthat\s+makes\b|\bmaking\b|\bgives\b|\btotal(?:\s+of)?\b|\bin\s+total\b|\baltogether\b|=)[^\d\n]{0,24}?"
+    + _NUMBER,
+    re.I,
+)
 # A bound or an estimate that is not a count: "at least 12", "more than a dozen", "12+", "12 or more".
 _BOUND_BEFORE = re.compile(
     r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|over|under|above|below|upwards\s+of|up\s+to|"
@@ -438,12 +491,19 @@ _SMALL = {**_UNITS, **_FOREIGN_UNITS}
 _W_SMALL = "|".join(sorted(_SMALL, key=len, reverse=True))
 _W_TENS = "|".join(_TENS)
 _BELOW_100 = rf"(?:(?:{_W_TENS})(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?|{_W_SMALL})"
-_WORDS_NUMBER = re.compile(rf"\b(?:(?:a|{_BELOW_100})\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100}|none)\b", re.I)
-_NOT_ONE = re.compile(r"\b(?:not\s+(?:a\s+single\s+|even\s+)?one|no\s+one|not\s+a\s+single)\b|一\s*[个只個]?\s*(?:也|都)(?:没有|没|不)", re.I)
+_WORDS_NUMBER = re.compile(
+    rf"\b(?:(?:a|{_BELOW_100})\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100}|none)\b", re.I
+)
+_NOT_ONE = re.compile(
+    r"\b(?:not\s+(?:a\s+single\s+|even\s+)?one|no\s+one|not\s+a\s+single)\b|一\s*[个只個]?\s*(?:也|都)(?:没有|没|不)",
+    re.I,
+)
 _VAGUE_DOZEN = re.compile(r"\b(?:few|several|many|some|couple\s+of)\s+dozens?\b|\bdozens\b", re.I)
 _DOZEN = re.compile(rf"\b(?:(half)\s+a\s+|(\d{{1,3}}|{_W_SMALL})\s+|an?\s+)?dozen\b", re.I)
 _CJK_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_CJK_NUMBER = re.compile(r"([零一二两三四五六七八九十百]+)(?=[个隻只個匹人辆輛张張本把条條颗顆块塊位头頭棵支件台架盏朵片根枚つ]|\s*$|[。.，,！!])")
+_CJK_NUMBER = re.compile(
+    r"([零一二两三四五六七八九十百]+)(?=[个隻只個匹人辆輛张張本把条條颗顆块塊位头頭棵支件台架盏朵片根枚つ]|\s*$|[。.，,！!])"
+)
 
 
 def _word_value(phrase: str) -> int:

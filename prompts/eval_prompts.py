@@ -23,7 +23,6 @@ QTYPES = ("YN", "MC", "SA")
 MODES = ("standard", "cot")
 
 
-
 def task_text(task: str) -> dict[str, str]:
     """``label`` / ``cause`` / ``note`` of a task for the evaluation prompts (``TaskSpec.eval_text``;
     empty for a task not registered here)."""
@@ -75,7 +74,14 @@ class JudgeVerdict(_Out):
     @field_validator("verdict", mode="before")
     @classmethod
     def _norm_verdict(cls, v: Any) -> Any:
-        s = str(v).strip().strip(".").lower().replace("no_hallucination", "correct").replace("no hallucination", "correct")
+        s = (
+            str(v)
+            .strip()
+            .strip(".")
+            .lower()
+            .replace("no_hallucination", "correct")
+            .replace("no hallucination", "correct")
+        )
         if s in ("wrong", "incorrect", "hallucinated"):
             return "hallucination"
         return s

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from prompts.eval_parsing import extract_choice, extract_yes_no, mentions, negated_mention, render_tagged, spans_from_phrases
+from prompts.eval_parsing import (
+    extract_choice,
+    extract_yes_no,
+    mentions,
+    negated_mention,
+    render_tagged,
+    spans_from_phrases,
+)
 from prompts.eval_prompts import ANSWER_SPECS, EXTRACT, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
 from prompts.offline_judge import OVERLAP, is_denial, offline_judge
 from prompts.rules_api import RulesFn
@@ -116,7 +123,13 @@ def _answer_rules(ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _judge_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    return offline_judge(ctx["gold"], ctx["answer"], dict(ctx.get("rubric") or []), list(ctx.get("prior_terms") or []), judge_rule(ctx["task"]))
+    return offline_judge(
+        ctx["gold"],
+        ctx["answer"],
+        dict(ctx.get("rubric") or []),
+        list(ctx.get("prior_terms") or []),
+        judge_rule(ctx["task"]),
+    )
 
 
 def _extract_rules(ctx: dict[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,11 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
     for o in others:
         if o.get("box"):
             o["location"] = location_phrase(o["box"], w, h)
-    near = sorted((o for o in others if o.get("box")), key=lambda o: (distance(o["box"], box), o["name"])) if box else others
+    near = (
+        sorted((o for o in others if o.get("box")), key=lambda o: (distance(o["box"], box), o["name"]))
+        if box
+        else others
+    )
     neighbours: list[str] = []
     for o in near:
         if o["name"] != target and o["name"] not in neighbours:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 Box = Sequence[float]  # [x, y, w, h], Visual Genome convention
 

@@ -12,7 +12,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from prompts.eval_parsing import answer_segment, clean, extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
+from prompts.eval_parsing import (
+    answer_segment,
+    clean,
+    extract_choice,
+    extract_number,
+    extract_range,
+    extract_yes_no,
+    mentions,
+    negated_mention,
+)
 
 _DENIAL = re.compile(
     r"\b(nothing|neither|none|no such|not there|no longer|does not exist|doesn t exist|isn t there|is not there|"
@@ -80,7 +89,11 @@ def offline_judge(
             masked = re.sub(re.escape(str(keep)), " ", masked, flags=re.I)
     for term in prior_terms or []:
         if term and mentions(masked, term) and not negated_mention(masked, term):
-            return {"verdict": "hallucination", "fallback": True, "reason": f"asserts {term!r}, which the edit removed"}
+            return {
+                "verdict": "hallucination",
+                "fallback": True,
+                "reason": f"asserts {term!r}, which the edit removed",
+            }
     denies = bool(_DENIAL.search(norm))
     gold_denies = bool(_DENIAL.search(_norm(gold))) or rule == DENIAL
     if denies and gold_denies:
@@ -90,7 +103,11 @@ def offline_judge(
         targets.append(f"{rubric['object']} {rubric.get('operation', '')}")
     best = max(_overlap(text, t) for t in targets)
     if best >= 0.5 and not (denies and not gold_denies):
-        return {"verdict": "correct", "fallback": False, "reason": f"matches the reference ({best:.0%} of its content words)"}
+        return {
+            "verdict": "correct",
+            "fallback": False,
+            "reason": f"matches the reference ({best:.0%} of its content words)",
+        }
     return {"verdict": "hallucination", "fallback": False, "reason": "does not match the reference"}
 
 
@@ -131,9 +148,17 @@ def _judge_count(text: str, gold: str, rubric: dict[str, Any]) -> dict[str, Any]
         span = int(str(rubric["max_span"]))
         rng = extract_range(text)
         ok = rng is not None and rng[0] <= count <= rng[1] and rng[1] - rng[0] + 1 <= span
-        return {"verdict": "correct" if ok else "hallucination", "fallback": False, "reason": f"range {rng} vs count {count} (max span {span})"}
+        return {
+            "verdict": "correct" if ok else "hallucination",
+            "fallback": False,
+            "reason": f"range {rng} vs count {count} (max span {span})",
+        }
     n = extract_number(text)
-    return {"verdict": "correct" if n == count else "hallucination", "fallback": False, "reason": f"number {n} vs count {count}"}
+    return {
+        "verdict": "correct" if n == count else "hallucination",
+        "fallback": False,
+        "reason": f"number {n} vs count {count}",
+    }
 
 
 def is_denial(text: str) -> bool:

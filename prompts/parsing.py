@@ -18,7 +18,9 @@ import pydantic
 
 NOT_APPLICABLE_RE = re.compile(r"\bnot[\s_-]*applicable\b", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_KEY_LINE_RE = re.compile(r"^\s*(?:[-*•>]+\s*|\d+[.)]\s*)?[*_`#\s]*([A-Za-z][A-Za-z0-9 _'’\-/]{0,60}?)[*_`\s]*[:：]\s*(.*)$")
+_KEY_LINE_RE = re.compile(
+    r"^\s*(?:[-*•>]+\s*|\d+[.)]\s*)?[*_`#\s]*([A-Za-z][A-Za-z0-9 _'’\-/]{0,60}?)[*_`\s]*[:：]\s*(.*)$"
+)
 
 
 class ParseError(ValueError):

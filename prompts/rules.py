@@ -57,11 +57,15 @@ def task_rules() -> dict[str, RulesFn]:
                 continue
             prompt = task_prompt(task_id, prompt_hook)
             if prompt is None:
-                raise ValueError(f"task {task_id!r}: hook {rules_hook!r} answers its {prompt_hook!r}, which it does not name")
+                raise ValueError(
+                    f"task {task_id!r}: hook {rules_hook!r} answers its {prompt_hook!r}, which it does not name"
+                )
             fn = spec.hook(rules_hook)
             _check_mark(prompt.name, fn, f"task {task_id!r} hook {rules_hook!r}")
             if table.get(prompt.name, fn) is not fn:
-                raise ValueError(f"task {task_id!r}: prompt {prompt.name!r} already has another rules answer ({table[prompt.name].__module__})")
+                raise ValueError(
+                    f"task {task_id!r}: prompt {prompt.name!r} already has another rules answer ({table[prompt.name].__module__})"
+                )
             table[prompt.name] = fn
     return table
 
@@ -72,7 +76,9 @@ def builtin_rules() -> dict[str, RulesFn]:
     table = dict(_package_rules())
     for name, fn in task_rules().items():
         if table.get(name, fn) is not fn:
-            raise ValueError(f"rules table: prompt {name!r} has an answer of its own and one a task names ({fn.__module__}.{fn.__name__})")
+            raise ValueError(
+                f"rules table: prompt {name!r} has an answer of its own and one a task names ({fn.__module__}.{fn.__name__})"
+            )
         table[name] = fn
     return table
 
@@ -82,7 +88,9 @@ def register_rules(prompt_name: str, fn: RulesFn) -> None:
     names the answers to its own prompts in its spec: :data:`TASK_RULES_HOOKS`)."""
     known = {**builtin_rules(), **_EXTRA}
     if prompt_name in known and known[prompt_name] is not fn:
-        raise ValueError(f"a rules answer for prompt {prompt_name!r} is already registered ({known[prompt_name].__module__})")
+        raise ValueError(
+            f"a rules answer for prompt {prompt_name!r} is already registered ({known[prompt_name].__module__})"
+        )
     _EXTRA[prompt_name] = fn
 
 
@@ -93,7 +101,9 @@ def get_rules_answer(prompt_name: str) -> RulesFn:
         return table[prompt_name]
     except KeyError:
         if prompt_name in IMAGE_ONLY_PROMPTS:
-            raise KeyError(f"the rules backend does not answer prompt {prompt_name!r}: {IMAGE_ONLY_PROMPTS[prompt_name]}") from None
+            raise KeyError(
+                f"the rules backend does not answer prompt {prompt_name!r}: {IMAGE_ONLY_PROMPTS[prompt_name]}"
+            ) from None
         raise KeyError(f"the rules backend has no answer for prompt {prompt_name!r}; known: {sorted(table)}") from None
 
 

@@ -7,7 +7,8 @@ module imports the table that lists it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 RulesFn = Callable[[dict[str, Any]], dict[str, Any] | None]
 

@@ -77,7 +77,9 @@ def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool =
     return [{"role": "user", "content": parts}]
 
 
-def _request(spec: PromptSpec, messages: list[dict[str, Any]], context: dict[str, Any], cfg: dict[str, Any]) -> MLLMRequest:
+def _request(
+    spec: PromptSpec, messages: list[dict[str, Any]], context: dict[str, Any], cfg: dict[str, Any]
+) -> MLLMRequest:
     return MLLMRequest(spec.name, spec.version, messages, context, **cfg)
 
 
@@ -124,14 +126,38 @@ def run_prompt(
         pending = retry
     for i in pending:
         outcomes[i] = PromptOutcome(
-            "unparseable", None, last_raw[i], attempt, last_err[i], spec.name, spec.version, client.backend, client.model_id
+            "unparseable",
+            None,
+            last_raw[i],
+            attempt,
+            last_err[i],
+            spec.name,
+            spec.version,
+            client.backend,
+            client.model_id,
         )
     return [o for o in outcomes if o is not None]
 
 
-def _outcome(spec: PromptSpec, resp: MLLMResponse, status: Status, fields: dict[str, Any] | None, attempts: int, error: str | None, client: MLLMClient) -> PromptOutcome:
+def _outcome(
+    spec: PromptSpec,
+    resp: MLLMResponse,
+    status: Status,
+    fields: dict[str, Any] | None,
+    attempts: int,
+    error: str | None,
+    client: MLLMClient,
+) -> PromptOutcome:
     return PromptOutcome(
-        status, fields, resp.text, attempts, error, spec.name, spec.version, resp.backend or client.backend, resp.model_id or client.model_id
+        status,
+        fields,
+        resp.text,
+        attempts,
+        error,
+        spec.name,
+        spec.version,
+        resp.backend or client.backend,
+        resp.model_id or client.model_id,
     )
 
 

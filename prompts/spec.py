@@ -7,10 +7,11 @@ produces.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jinja2
 import pydantic
@@ -61,7 +62,7 @@ class _Loaded:
 _LOADED: dict[Path, _Loaded] = {}  # per template file, for this process; a race compiles twice, harmless
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment(folder: Path) -> jinja2.Environment:
     """The Jinja environment of one template folder, built once per process (building one and
     compiling a template cost ~2.8 ms, more than the whole render of an eval prompt)."""

@@ -5,7 +5,7 @@ a caller that records a rounded number (the verification report) rounds it itsel
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 Box = Sequence[float]
 

@@ -31,7 +31,13 @@ from storage.fs import StoreError
 # same key was in flight (the client is told to retry: for us, someone else changed the key).
 CONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 MISSING = {"NoSuchKey", "404"}
-UNSUPPORTED = {"NotImplemented", "501", "InvalidArgument", "InvalidRequest", "400"}  # how stores without them refuse the headers
+UNSUPPORTED = {
+    "NotImplemented",
+    "501",
+    "InvalidArgument",
+    "InvalidRequest",
+    "400",
+}  # how stores without them refuse the headers
 
 
 @dataclass(frozen=True)
@@ -164,17 +170,23 @@ class S3Objects(ConditionalObjects):
             first = self.create(probe, b"1")
             second = self.create(probe, b"2")
             mismatch = self.replace(probe, b"3", '"00000000000000000000000000000000"') if first else None
-        except OSError as exc:  # a store that has no such requests says so; anything else (denied, down) is not ours to judge
+        except (
+            OSError
+        ) as exc:  # a store that has no such requests says so; anything else (denied, down) is not ours to judge
             if _error_code(exc) not in UNSUPPORTED:
                 raise
-            raise ConditionalUnsupported(f"the store of s3://{bucket} refused a conditional write ({_error_code(exc)}: {exc})") from None
+            raise ConditionalUnsupported(
+                f"the store of s3://{bucket} refused a conditional write ({_error_code(exc)}: {exc})"
+            ) from None
         finally:
             try:
                 self.fs.rm_file(probe)
             except FileNotFoundError:
                 pass
         if first is None or second is not None or mismatch is not None:
-            raise ConditionalUnsupported(f"the store of s3://{bucket} accepts conditional writes but does not honour them (If-None-Match / If-Match are ignored)")
+            raise ConditionalUnsupported(
+                f"the store of s3://{bucket} accepts conditional writes but does not honour them (If-None-Match / If-Match are ignored)"
+            )
         with self._verified_guard:
             self._verified.add(where)
 

@@ -145,7 +145,9 @@ def _wants_number(annotation: Any) -> bool:
     for m in _members(annotation):
         if m in (int, float):
             return True
-        if get_origin(m) is Literal and any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in get_args(m)):
+        if get_origin(m) is Literal and any(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in get_args(m)
+        ):
             return True
     return False
 

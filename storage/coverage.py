@@ -26,7 +26,8 @@ Pure numpy on boolean masks: the editors, the qa stage and the audit all import 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

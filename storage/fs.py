@@ -16,9 +16,10 @@ import os
 import posixpath
 import tempfile
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -29,7 +30,10 @@ OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "mem
 BACKEND_EXTRAS = {"s3": "s3", "s3a": "s3"}
 # s3fs caches listings for the life of the process; other processes (a second node, Ray
 # workers, the next command) write the same run directory, so every listing is asked afresh.
-STORAGE_OPTIONS: dict[str, dict[str, object]] = {"s3": {"use_listings_cache": False}, "s3a": {"use_listings_cache": False}}
+STORAGE_OPTIONS: dict[str, dict[str, object]] = {
+    "s3": {"use_listings_cache": False},
+    "s3a": {"use_listings_cache": False},
+}
 
 
 class StoreError(RuntimeError):
@@ -40,7 +44,11 @@ def missing_backend(url: str, exc: ImportError) -> StoreError:
     """The error for a URL whose fsspec backend is not installed, naming what to install."""
     protocol = url.split("://", 1)[0]
     extra = BACKEND_EXTRAS.get(protocol)
-    hint = f"pip install 'reactbench-pipeline[{extra}]'" if extra else f"install the fsspec backend for {protocol}:// ({exc})"
+    hint = (
+        f"pip install 'reactbench-pipeline[{extra}]'"
+        if extra
+        else f"install the fsspec backend for {protocol}:// ({exc})"
+    )
     return StoreError(f"{url}: no fsspec backend for {protocol}:// is installed; {hint}")
 
 
@@ -90,7 +98,7 @@ class RunFS:
     root: str
 
     @classmethod
-    def open(cls, url: str) -> "RunFS":
+    def open(cls, url: str) -> RunFS:
         """The run directory at ``url``; :class:`StoreError` names the extra when its backend is missing."""
         url = str(url)
         try:
@@ -119,7 +127,7 @@ class RunFS:
     def path(self, *parts: str) -> str:
         return posixpath.join(self.root, *[p.strip("/") for p in parts if p])
 
-    def sub(self, *parts: str) -> "RunFS":
+    def sub(self, *parts: str) -> RunFS:
         return RunFS(self.fs, self.path(*parts))
 
     def exists(self, *parts: str) -> bool:
@@ -143,7 +151,11 @@ class RunFS:
             return {}
         full = {self.fs._strip_protocol(self.path(rel)): rel for rel in rels}
         got = self.fs.cat(list(full), on_error="omit")
-        return {full[self.fs._strip_protocol(path)]: data for path, data in got.items() if self.fs._strip_protocol(path) in full}
+        return {
+            full[self.fs._strip_protocol(path)]: data
+            for path, data in got.items()
+            if self.fs._strip_protocol(path) in full
+        }
 
     @property
     def object_store(self) -> bool:
@@ -230,7 +242,10 @@ class RunFS:
         if not self.fs.exists(p):
             return {}
         base = self.fs._strip_protocol(self.root).rstrip("/")
-        return {posixpath.relpath(self.fs._strip_protocol(path), base): int(info["size"]) for path, info in self.fs.find(p, detail=True).items()}
+        return {
+            posixpath.relpath(self.fs._strip_protocol(path), base): int(info["size"])
+            for path, info in self.fs.find(p, detail=True).items()
+        }
 
     def walk_files(self, *parts: str) -> Iterator[str]:
         p = self.path(*parts)

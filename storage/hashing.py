@@ -19,7 +19,9 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(fs: Any, path: str, advance: Callable[[int], None] | None = None, chunk: int = 8 * 1024 * 1024) -> tuple[str, int]:
+def sha256_file(
+    fs: Any, path: str, advance: Callable[[int], None] | None = None, chunk: int = 8 * 1024 * 1024
+) -> tuple[str, int]:
     """sha256 (hex) and size of a file on an fsspec filesystem, read ``chunk`` bytes at a time,
     so a file of any size is hashed in bounded memory; ``advance`` is told each chunk's length."""
     digest, size = hashlib.sha256(), 0

@@ -8,7 +8,7 @@ import io
 import posixpath
 import threading
 import warnings
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -141,11 +141,16 @@ def check_source_size(data: bytes, where: str) -> None:
         try:
             w, h = Image.open(io.BytesIO(data)).size
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise BadImage(f"{where}: refused before decoding, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True) from None
+            raise BadImage(
+                f"{where}: refused before decoding, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images",
+                True,
+            ) from None
         except Exception:  # not an image, or a damaged header: the decoder (or the model) says what is wrong
             return
     if w * h > MAX_SOURCE_PIXELS:
-        raise BadImage(f"{where}: {w}x{h} = {w * h:,} pixels, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True)
+        raise BadImage(
+            f"{where}: {w}x{h} = {w * h:,} pixels, above the {MAX_SOURCE_PIXELS:,}-pixel limit for source images", True
+        )
 
 
 def decode_source(data: bytes, where: str) -> Image.Image:
@@ -164,7 +169,9 @@ def decode_source(data: bytes, where: str) -> Image.Image:
         except UnidentifiedImageError:  # its message holds the repr of our buffer (an address)
             raise BadImage(f"{where}: not a readable image ({len(data):,} bytes): not a known image format") from None
         except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... on a damaged file
-            raise BadImage(f"{where}: not a readable image ({len(data):,} bytes): {exc.__class__.__name__}: {exc}") from None
+            raise BadImage(
+                f"{where}: not a readable image ({len(data):,} bytes): {exc.__class__.__name__}: {exc}"
+            ) from None
 
 
 def read_image_rgb(path: str) -> np.ndarray:

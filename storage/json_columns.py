@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def load_json_column(text: str | None, column: str, owner: str, kind: type = dict) -> Any:
@@ -19,7 +20,9 @@ def load_json_column(text: str | None, column: str, owner: str, kind: type = dic
     except json.JSONDecodeError as exc:
         raise ValueError(f"{owner}: {column} is not valid JSON: {exc}") from None
     if not isinstance(value, kind):
-        raise ValueError(f"{owner}: {column} must be a JSON {'object' if kind is dict else kind.__name__}, got {type(value).__name__}")
+        raise ValueError(
+            f"{owner}: {column} must be a JSON {'object' if kind is dict else kind.__name__}, got {type(value).__name__}"
+        )
     return value
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,10 +30,14 @@ def table_from_rows(schema: ArtifactSchema, rows: Sequence[dict[str, Any]], wher
     for i, row in enumerate(rows):
         unknown = set(row) - set(names)
         if unknown:
-            raise ArtifactError(f"{where or schema.name}: row {i} has fields not in schema {schema.name!r} v{schema.version}: {sorted(unknown)}")
+            raise ArtifactError(
+                f"{where or schema.name}: row {i} has fields not in schema {schema.name!r} v{schema.version}: {sorted(unknown)}"
+            )
         for field in schema.schema:
             if not field.nullable and row.get(field.name) is None:
-                raise ArtifactError(f"{where or schema.name}: row {i} (id={row.get('id')!r}) misses required field {field.name!r}")
+                raise ArtifactError(
+                    f"{where or schema.name}: row {i} (id={row.get('id')!r}) misses required field {field.name!r}"
+                )
     columns = {name: [row.get(name) for row in rows] for name in names}
     try:
         return pa.Table.from_pydict(columns, schema=schema.with_metadata())
@@ -40,7 +45,9 @@ def table_from_rows(schema: ArtifactSchema, rows: Sequence[dict[str, Any]], wher
         raise ArtifactError(f"{where or schema.name}: cannot build {schema.name!r} table: {exc}") from exc
 
 
-def table_from_output(schema: ArtifactSchema, output: Sequence[dict[str, Any]] | pa.Table, where: str = "") -> pa.Table:
+def table_from_output(
+    schema: ArtifactSchema, output: Sequence[dict[str, Any]] | pa.Table, where: str = ""
+) -> pa.Table:
     """A shard's output as the artifact's table: rows (checked row by row) or an Arrow table
     (checked column by column: no unknown column, no null in a required one, castable types), so
     a stage that computes columns (mining statistics) never goes through row dicts."""
@@ -52,7 +59,9 @@ def table_from_output(schema: ArtifactSchema, output: Sequence[dict[str, Any]] |
         raise ArtifactError(f"{where}: columns not in schema {schema.name!r} v{schema.version}: {sorted(unknown)}")
     for field in schema.schema:
         if not field.nullable and field.name in output.column_names and output.column(field.name).null_count:
-            raise ArtifactError(f"{where}: required field {field.name!r} has {output.column(field.name).null_count} null value(s)")
+            raise ArtifactError(
+                f"{where}: required field {field.name!r} has {output.column(field.name).null_count} null value(s)"
+            )
     return conform(output.replace_schema_metadata(None), schema, where)
 
 
@@ -134,7 +143,9 @@ class ArtifactReader:
 
     def shard_files(self) -> list[str]:
         return [
-            f"{self.folder}/{n}" for n in self.run.listdir(self.folder) if n.startswith(SHARD_PREFIX) and n.endswith(".parquet")
+            f"{self.folder}/{n}"
+            for n in self.run.listdir(self.folder)
+            if n.startswith(SHARD_PREFIX) and n.endswith(".parquet")
         ]
 
     def exists(self) -> bool:
@@ -159,7 +170,10 @@ class ArtifactReader:
             yield from table.to_pylist()
 
     def iter_shared_rows(
-        self, columns: list[str] | None = None, pool: dict[Any, Any] | None = None, progress: Callable[[int, int], None] | None = None
+        self,
+        columns: list[str] | None = None,
+        pool: dict[Any, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Rows one shard at a time, for a caller that keeps many of them (eval metrics, reports):
         in a string column whose values repeat (task, editor, edit id, image path...), equal
@@ -179,7 +193,6 @@ class ArtifactReader:
             with self.run.fs.open(self.run.path(rel), "rb") as f:
                 total += pq.ParquetFile(f).metadata.num_rows
         return total
-
 
 
 def shared_rows(table: pa.Table, pool: dict[Any, Any]) -> Iterator[dict[str, Any]]:

@@ -20,8 +20,8 @@ import json
 import posixpath
 import uuid
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 PACK_SUFFIX = ".pack"
 PACK_FORMAT = 1
@@ -46,7 +46,7 @@ class Pack:
     broken: int = 0  # lines without a key to store them under
 
     @classmethod
-    def parse(cls, rel: str, raw: bytes) -> "Pack":
+    def parse(cls, rel: str, raw: bytes) -> Pack:
         head, _, body = raw.partition(b"\n")
         keys = header_keys(head)
         lines: dict[str, bytes] = {}
@@ -82,7 +82,7 @@ def header_keys(head: bytes) -> list[str] | None:
 
 def stamp_name(stamp: str | None = None) -> str:
     """A pack's file name: a sortable UTC time stamp (newest sorts last) and a random id."""
-    return f"{stamp or _dt.datetime.now(_dt.timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}-{uuid.uuid4().hex[:12]}{PACK_SUFFIX}"
+    return f"{stamp or _dt.datetime.now(_dt.UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{uuid.uuid4().hex[:12]}{PACK_SUFFIX}"
 
 
 def newest_first(rels: Iterable[str]) -> list[str]:

@@ -68,8 +68,9 @@ import json
 import posixpath
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
@@ -90,7 +91,7 @@ INDEX_CACHE = 16  # components' indexes a process keeps
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
+    return _dt.datetime.now(_dt.UTC)
 
 
 def item_key(**parts: Any) -> str:
@@ -158,7 +159,7 @@ class ReuseStore:
         self.damaged = 0  # entries this instance found failing their check (each recorded in the quarantine)
 
     @classmethod
-    def open(cls, run: RunFS, reuse_dir: str | None = None) -> "ReuseStore":
+    def open(cls, run: RunFS, reuse_dir: str | None = None) -> ReuseStore:
         """The run's own store (``<run>/reuse``, images shared with the run), or a shared one."""
         if not reuse_dir:
             return cls(run.sub(REUSE_DIR), run)
@@ -183,13 +184,18 @@ class ReuseStore:
         except OSError:
             return []  # unreadable now: its items are computed, not judged
         rels = [f"{folder}/{posixpath.basename(n.rstrip('/'))}" for n in names]
-        return newest_first(r for r in rels if r.endswith(PACK_SUFFIX) and not posixpath.basename(r).startswith(".tmp-"))
+        return newest_first(
+            r for r in rels if r.endswith(PACK_SUFFIX) and not posixpath.basename(r).startswith(".tmp-")
+        )
 
     def _walk(self, top: str, suffix: str) -> list[str]:
         """Relative paths of the files under ``top`` ending in ``suffix`` (temporaries left out)."""
         base = self.root.path(top)
-        return [f"{top}/{posixpath.relpath(p, base)}" for p in self.root.walk_files(top)
-                if p.endswith(suffix) and not posixpath.basename(p).startswith(".tmp-")]
+        return [
+            f"{top}/{posixpath.relpath(p, base)}"
+            for p in self.root.walk_files(top)
+            if p.endswith(suffix) and not posixpath.basename(p).startswith(".tmp-")
+        ]
 
     def _read(self, rels: list[str]) -> dict[str, bytes]:
         """The files among ``rels`` that can be read now: one concurrent round on an object store."""
@@ -205,7 +211,7 @@ class ReuseStore:
             return out
 
     # -- a shard -----------------------------------------------------------------------
-    def shard(self, component: str, keys: Iterable[str], *, read: bool = True) -> "ShardEntries":
+    def shard(self, component: str, keys: Iterable[str], *, read: bool = True) -> ShardEntries:
         """One shard's view of ``component``: its stored entries read in one round (none when
         ``read`` is False, as for ``--force``), judged per key by :meth:`ShardEntries.get`, and
         written back as one pack by :meth:`ShardEntries.publish`."""
@@ -321,8 +327,13 @@ class ReuseStore:
     def _quarantine(self, where: str, why: str, raw: bytes) -> None:
         """Record a failed check (one file per damage: threads and workers never share one)."""
         self.damaged += 1
-        record = {"entry": where, "why": why, "detected_at": _now().isoformat(timespec="seconds"), "bytes_sha256": sha256_hex(raw),
-                  "text": raw.decode("utf-8", errors="replace")}
+        record = {
+            "entry": where,
+            "why": why,
+            "detected_at": _now().isoformat(timespec="seconds"),
+            "bytes_sha256": sha256_hex(raw),
+            "text": raw.decode("utf-8", errors="replace"),
+        }
         name = f"{QUARANTINE_DIR}/{sha256_hex(canonical_json([where, why, record['bytes_sha256']]))[:32]}.json"
         self.root.write_text_atomic(name, json.dumps(record, sort_keys=True))
 
@@ -408,7 +419,9 @@ class ReuseStore:
             if keep:
                 folder, name = posixpath.split(pack.rel)
                 component = str(_loads(next(iter(keep.values())).encode("utf-8")).get("component"))
-                self.root.write_bytes_atomic(f"{folder}/{stamp_name(name.split('-', 1)[0])}", encode_pack(component, keep))
+                self.root.write_bytes_atomic(
+                    f"{folder}/{stamp_name(name.split('-', 1)[0])}", encode_pack(component, keep)
+                )
             self.root.rm(pack.rel)
         for rel, doc in self._legacy_files():
             if fresh(doc):
@@ -432,7 +445,12 @@ class ReuseStore:
                 self.root.rm(QUARANTINE_DIR, name)
                 quarantine_removed += 1
         forget_indexes()  # packs were renamed or removed
-        return {"entries_removed": removed, "entries_kept": kept, "images_removed": images_removed, "quarantine_removed": quarantine_removed}
+        return {
+            "entries_removed": removed,
+            "entries_kept": kept,
+            "images_removed": images_removed,
+            "quarantine_removed": quarantine_removed,
+        }
 
 
 @dataclass
@@ -578,7 +596,14 @@ class ShardEntries:
         for key, entry in new.items():
             images = sorted({i for i in entry.images if i})
             self.store._copy_images(images, run)
-            doc = {"component": self.component, "key": key, "value": entry.value, "images": images, "created_at": now, "used_at": now}
+            doc = {
+                "component": self.component,
+                "key": key,
+                "value": entry.value,
+                "images": images,
+                "created_at": now,
+                "used_at": now,
+            }
             lines[key] = _sealed(doc)
         if lines:
             rel = f"{self.folder}/{stamp_name()}"
@@ -614,7 +639,9 @@ def _verified(raw: bytes, component: str, key: str) -> dict[str, Any]:
     if doc[CHECKSUM] != entry_checksum(doc):
         raise Damaged("content does not match its checksum (edited or damaged)")
     if doc.get("component") != component or doc.get("key") != key or "value" not in doc:
-        raise Damaged(f"an entry for {doc.get('component')!r} {str(doc.get('key'))[:16]}..., stored under {component!r} {key[:16]}...")
+        raise Damaged(
+            f"an entry for {doc.get('component')!r} {str(doc.get('key'))[:16]}..., stored under {component!r} {key[:16]}..."
+        )
     return doc
 
 

@@ -24,8 +24,9 @@ import re
 import sqlite3
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -135,7 +136,9 @@ class Event(Base):
     question_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     before_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     after_json: Mapped[str | None] = mapped_column(Text, nullable=True)
-    source_ref: Mapped[str | None] = mapped_column(String(200), unique=True, nullable=True)  # e.g. labelstudio:<task>:<annotation>
+    source_ref: Mapped[str | None] = mapped_column(
+        String(200), unique=True, nullable=True
+    )  # e.g. labelstudio:<task>:<annotation>
     __table_args__ = (
         Index("ix_review_events_item_kind", "item_id", "kind", "id"),
         Index("ix_review_events_annotator", "annotator_id", "kind", "id"),
@@ -231,7 +234,12 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
     ``pool_size`` connections stay open, twice as many more are opened under load."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=pool_size, max_overflow=2 * pool_size)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=pool_size,
+            max_overflow=2 * pool_size,
+        )
         _WRITE_LOCKS[engine] = threading.Lock()
 
         @event.listens_for(engine, "connect")
@@ -280,7 +288,11 @@ def create_schema(engine: Engine) -> None:
             conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
         elif int(row.value) < SCHEMA_VERSION:
             conn.execute(Meta.__table__.update().where(Meta.key == "schema_version").values(value=str(SCHEMA_VERSION)))
-        if row is None or int(row.value) < SCHEMA_VERSION or conn.execute(text(_MISSING_STATE_SQL)).first() is not None:
+        if (
+            row is None
+            or int(row.value) < SCHEMA_VERSION
+            or conn.execute(text(_MISSING_STATE_SQL)).first() is not None
+        ):
             sync_item_state(conn)
 
 

@@ -30,8 +30,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # storage.fs pulls fsspec; the CLI's early refusal (local_holder) must stay light
     from storage.conditional import ConditionalObjects
@@ -46,7 +47,7 @@ ROUNDS = 10  # object stores: a round is lost only to a writer that changed the 
 
 # Run directories this process holds (URL -> lock): a Prefect flow started by a CLI command that
 # already holds the lease gets a nested handle (hold_run) instead of refusing its own caller.
-_held_here: dict[str, "RunLock"] = {}
+_held_here: dict[str, RunLock] = {}
 _held_guard = threading.Lock()
 
 
@@ -57,10 +58,16 @@ class RunLocked(RuntimeError):
     written the file yet (stopped between the two steps).
     """
 
-    def __init__(self, where: str, holder: "Lease | None", now: float | None = None):
+    def __init__(self, where: str, holder: Lease | None, now: float | None = None):
         self.holder = holder
-        who = holder.describe(now) if holder is not None else f"a process that holds the lock of {LEASE_FILE} but has not written its lease yet"
-        super().__init__(f"{where} is being written by {who}; wait for it to finish (readers such as `reactbench status` need no lock)")
+        who = (
+            holder.describe(now)
+            if holder is not None
+            else f"a process that holds the lock of {LEASE_FILE} but has not written its lease yet"
+        )
+        super().__init__(
+            f"{where} is being written by {who}; wait for it to finish (readers such as `reactbench status` need no lock)"
+        )
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,9 @@ class Lease:
     def describe(self, now: float | None = None) -> str:
         age = (now if now is not None else time.time()) - self.heartbeat_at
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started_at))
-        text = f"`{self.owner}` (pid {self.pid} on host {self.host}, started {started}, last heartbeat {age:.0f} s ago)"
+        text = (
+            f"`{self.owner}` (pid {self.pid} on host {self.host}, started {started}, last heartbeat {age:.0f} s ago)"
+        )
         if self.host == socket.gethostname() and process_state(self.pid) == "T":
             text += f"; that process is stopped (SIGSTOP or Ctrl-Z): `kill -CONT {self.pid}` resumes it, `kill {self.pid}` ends it"
         return text
@@ -87,11 +96,14 @@ class Lease:
         return json.dumps(asdict(self), indent=1).encode("utf-8")
 
     @classmethod
-    def parse(cls, data: bytes) -> "Lease | None":
+    def parse(cls, data: bytes) -> Lease | None:
         """The lease in ``data``, or None when the file is empty or half-written."""
         try:
             doc = json.loads(data.decode("utf-8"))
-            return cls(**{k: doc[k] for k in ("owner", "host", "pid", "token", "started_at", "heartbeat_at")}, ttl_s=float(doc.get("ttl_s", DEFAULT_TTL_S)))
+            return cls(
+                **{k: doc[k] for k in ("owner", "host", "pid", "token", "started_at", "heartbeat_at")},
+                ttl_s=float(doc.get("ttl_s", DEFAULT_TTL_S)),
+            )
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None
 
@@ -160,13 +172,17 @@ class RunLock:
     ):
         self.run = run
         self.owner = owner
-        self.lease_file = lease_file  # another name: a lease on something else than the run directory (a release folder's swap)
+        self.lease_file = (
+            lease_file  # another name: a lease on something else than the run directory (a release folder's swap)
+        )
         self.ttl_s = ttl_s
         self.heartbeat_s = heartbeat_s
         self.on_message = on_message or (lambda msg: print(msg, file=sys.stderr))
         self.reentrant = reentrant  # code this holder calls may hold_run() the same directory (nested)
         # a store without conditional writes is accepted (best-effort lease) only when asked for
-        self.best_effort = best_effort if best_effort is not None else os.environ.get(BEST_EFFORT_ENV, "") not in ("", "0")
+        self.best_effort = (
+            best_effort if best_effort is not None else os.environ.get(BEST_EFFORT_ENV, "") not in ("", "0")
+        )
         self.lease: Lease | None = None
         self.took_over: Lease | None = None
         self._objects: ConditionalObjects | None = None  # object stores: conditional writes
@@ -194,7 +210,9 @@ class RunLock:
             previous = self._acquire_local()
         else:
             self._objects = self._conditional_objects()
-            previous = self._acquire_conditional(self._objects) if self._objects is not None else self._acquire_best_effort()
+            previous = (
+                self._acquire_conditional(self._objects) if self._objects is not None else self._acquire_best_effort()
+            )
         if previous is not None:
             self.took_over = previous
             reason = stale_reason(previous, time.time()) or "its holder is gone (the kernel released its lock)"
@@ -248,7 +266,9 @@ class RunLock:
         objects = conditional_objects(self.run.fs)
         try:
             if objects is None:
-                raise ConditionalUnsupported(f"{self.run.protocol}:// offers no conditional writes (create-only, compare-and-swap) that the lease can use")
+                raise ConditionalUnsupported(
+                    f"{self.run.protocol}:// offers no conditional writes (create-only, compare-and-swap) that the lease can use"
+                )
             objects.verify(self.run.root)
         except ConditionalUnsupported as exc:
             if not self.best_effort:
@@ -257,7 +277,9 @@ class RunLock:
                     f"store with conditional writes (S3, or an S3-compatible store honouring If-None-Match and If-Match), or "
                     f"accept a best-effort lease with {BEST_EFFORT_ENV}=1"
                 ) from None
-            self.on_message(f"warning: {exc}; best-effort lease ({BEST_EFFORT_ENV}=1): two writers starting within moments of each other may both run")
+            self.on_message(
+                f"warning: {exc}; best-effort lease ({BEST_EFFORT_ENV}=1): two writers starting within moments of each other may both run"
+            )
             return None
         return objects
 
@@ -282,7 +304,9 @@ class RunLock:
             if version is not None:
                 self.lease, self._version = mine, version
                 return previous
-            self.contended += 1  # another writer created or replaced the lease between our read and our write: look again
+            self.contended += (
+                1  # another writer created or replaced the lease between our read and our write: look again
+            )
         raise RunLocked(self.run.url, Lease.parse(current.data) if current is not None else None)
 
     def _acquire_best_effort(self) -> Lease | None:
@@ -330,7 +354,7 @@ class RunLock:
             self.lease = None
             self._version = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 
@@ -365,7 +389,9 @@ class RunLock:
         if not self.lost.is_set():
             self.lost.set()
             who = current.describe() if current else "nobody (the lease file is gone)"
-            self.on_message(f"warning: the lock of {self.run.url} is now held by {who}; this process no longer owns the run directory")
+            self.on_message(
+                f"warning: the lock of {self.run.url} is now held by {who}; this process no longer owns the run directory"
+            )
         self._version = None
 
     def _heartbeat_loop(self) -> None:
@@ -426,7 +452,9 @@ def ensure_lease(run: RunFS, token: str | None) -> None:
         lock = _held_here.get(run.url)
     if lock is not None:
         if lock.lost.is_set():
-            raise LeaseLost(f"the lock of {run.url} was taken over while this process worked; its results are not written")
+            raise LeaseLost(
+                f"the lock of {run.url} was taken over while this process worked; its results are not written"
+            )
         return
     if token is None or run.local:
         return
@@ -464,7 +492,7 @@ def local_holder(run_dir: str) -> Lease | None:
         os.close(fd)
 
 
-def writer_alive(run: "RunFS") -> bool:
+def writer_alive(run: RunFS) -> bool:
     """Whether a live process holds the run directory's lease: a stage manifest that says
     ``running`` is true only then (a writer killed with ``kill -9`` left it saying so)."""
     if run.local:
@@ -489,14 +517,14 @@ class NestedLock:
     def release(self) -> None:
         return None
 
-    def __enter__(self) -> "NestedLock":
+    def __enter__(self) -> NestedLock:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         return None
 
 
-def hold_run(url: str, owner: str, **kwargs: Any) -> "RunLock | NestedLock":
+def hold_run(url: str, owner: str, **kwargs: Any) -> RunLock | NestedLock:
     """The lock of the run directory at ``url`` (a context manager): ``with hold_run(d, "reactbench build"): ...``.
 
     When this process already holds it through a ``reentrant`` lock (the CLI's ``build`` running
@@ -511,4 +539,3 @@ def hold_run(url: str, owner: str, **kwargs: Any) -> "RunLock | NestedLock":
         if outer is not None and outer.reentrant and outer.lease is not None:
             return NestedLock(outer)
     return RunLock(run, owner, **kwargs)
-

@@ -32,7 +32,9 @@ class ArtifactSchema:
 
 # Columns every per-item artifact carries forward, so a stage reads only its upstream.
 ITEM_FIELDS: list[pa.Field] = [
-    pa.field("task", pa.string(), nullable=False),  # relational_erasure | counterfactual_attribute | alteration_tracing | dense_counting
+    pa.field(
+        "task", pa.string(), nullable=False
+    ),  # relational_erasure | counterfactual_attribute | alteration_tracing | dense_counting
     pa.field("variant", pa.string(), nullable=False),  # targeted | control
     pa.field("source", pa.string(), nullable=False),  # visual_genome | fsc147
     pa.field("image_id", pa.string(), nullable=False),
@@ -75,7 +77,9 @@ CANDIDATES = ArtifactSchema(
             pa.field("class_name", pa.string()),  # DC class
             pa.field("context_json", pa.string()),  # other annotated objects: [{id, name, box, attributes}]
             pa.field("extra_json", pa.string()),
-            pa.field("target_synset", pa.string()),  # first WordNet synset when the source gives one (storage.names.same_class)
+            pa.field(
+                "target_synset", pa.string()
+            ),  # first WordNet synset when the source gives one (storage.names.same_class)
         ]
     ),
 )
@@ -85,7 +89,9 @@ PAIR_STATS = ArtifactSchema(
     2,
     pa.schema(
         [
-            pa.field("source", pa.string()),  # the source counted (visual_genome, coco, ...); v2 (absent from v1 files)
+            pa.field(
+                "source", pa.string()
+            ),  # the source counted (visual_genome, coco, ...); v2 (absent from v1 files)
             pa.field("a", pa.string(), nullable=False),
             pa.field("b", pa.string(), nullable=False),
             pa.field("c_a", pa.int64(), nullable=False),
@@ -212,7 +218,9 @@ QUESTIONS = ArtifactSchema(
             pa.field("rubric_json", pa.string()),
             pa.field("images", pa.list_(pa.string()), nullable=False),  # image-store paths asked about
             pa.field("image_role", pa.string()),  # edited | original | pair
-            pa.field("prior_options", pa.list_(pa.string())),  # MC: letters of the commonsense distractors ([] = none; null = not recorded)
+            pa.field(
+                "prior_options", pa.list_(pa.string())
+            ),  # MC: letters of the commonsense distractors ([] = none; null = not recorded)
         ]
     ),
 )

@@ -27,14 +27,22 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
-from storage.parquet_io import SHARD_PREFIX, ArtifactReader, shard_name, table_from_output, table_from_rows, write_table
+from storage.parquet_io import (
+    SHARD_PREFIX,
+    ArtifactReader,
+    shard_name,
+    table_from_output,
+    table_from_rows,
+    write_table,
+)
 from storage.schemas import REJECTS, ArtifactSchema, get
 
 MANIFEST = "_manifest.json"
@@ -42,7 +50,7 @@ MARKERS = "_shards"
 
 
 def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def code_version() -> str:
@@ -87,7 +95,9 @@ class StageStore:
             return None
         return json.loads(self.run.read_text(rel))
 
-    def write_shard(self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None) -> dict[str, Any]:
+    def write_shard(
+        self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Write every output of one shard, then its rejects, then (last) its marker; the marker
         carries the shard's ``placement`` (node and GPU, ``tasks.engine.placement``) when there is one."""
         counts: dict[str, int] = {}
@@ -101,7 +111,9 @@ class StageStore:
         if unknown:
             raise ValueError(f"stage {self.stage!r} produced undeclared artifacts {sorted(unknown)}")
         rej = table_from_rows(REJECTS, result.rejects, where=f"{self.stage}/rejects shard {index}")
-        files[self.rel("rejects", shard_name(index))] = write_table(self.run, self.rel("rejects", shard_name(index)), rej)
+        files[self.rel("rejects", shard_name(index))] = write_table(
+            self.run, self.rel("rejects", shard_name(index)), rej
+        )
         reasons: dict[str, int] = {}
         for r in result.rejects:
             reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
@@ -128,7 +140,9 @@ class StageStore:
         """Forget that a shard finished (its files did not hold up): it is computed again."""
         self.run.rm(self.rel(MARKERS, f"{index:05d}.json"))
 
-    def marker_files(self, marker: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any] | None]:
+    def marker_files(
+        self, marker: Mapping[str, Any], recorded: Mapping[str, Any] | None = None
+    ) -> dict[str, dict[str, Any] | None]:
         """The files a finished shard's marker vouches for (run-relative path -> ``{"bytes", "sha256"}``).
         A marker written before markers named their files yields the names its ``rows_out`` implies,
         with what ``recorded`` (the last manifest's ``files``) knows of them, else None (presence only)."""
@@ -138,16 +152,25 @@ class StageStore:
         rels = [self.rel(n, shard_name(int(marker["shard"]))) for n in names]
         return {rel: (recorded or {}).get(rel) for rel in rels}
 
-    def finished_files(self, manifest: Mapping[str, Any], markers: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any] | None]:
+    def finished_files(
+        self, manifest: Mapping[str, Any], markers: list[dict[str, Any]] | None = None
+    ) -> dict[str, dict[str, Any] | None]:
         """The files a finished stage is made of: its manifest's list, else (a stage finished before
         manifests listed them, until its next build) what its markers carrying the manifest's key
         name, read here unless ``markers`` were read already."""
         if "files" in manifest:
             return dict(manifest["files"])
         markers = self.markers() if markers is None else markers
-        return {rel: rec for m in markers if m.get("key") == manifest.get("key") for rel, rec in self.marker_files(m).items()}
+        return {
+            rel: rec
+            for m in markers
+            if m.get("key") == manifest.get("key")
+            for rel, rec in self.marker_files(m).items()
+        }
 
-    def finished_damage(self, manifest: Mapping[str, Any] | None = None, markers: list[dict[str, Any]] | None = None) -> list[str]:
+    def finished_damage(
+        self, manifest: Mapping[str, Any] | None = None, markers: list[dict[str, Any]] | None = None
+    ) -> list[str]:
         """What is wrong with a finished stage's files (:meth:`damage`: one listing, no file read);
         empty when nothing is or the stage has not finished. ``manifest`` / ``markers``: already read."""
         manifest = self.read_manifest() if manifest is None else manifest
@@ -155,7 +178,14 @@ class StageStore:
             return []
         return self.damage(self.finished_files(manifest, markers), self.run.file_sizes(self.stage), whole=True)
 
-    def damage(self, expected: Mapping[str, Mapping[str, Any] | None], sizes: Mapping[str, int], *, checksums: bool = False, whole: bool = False) -> list[str]:
+    def damage(
+        self,
+        expected: Mapping[str, Mapping[str, Any] | None],
+        sizes: Mapping[str, int],
+        *,
+        checksums: bool = False,
+        whole: bool = False,
+    ) -> list[str]:
         """How the store differs from the files ``expected`` (run-relative path -> size and sha256,
         or None when only the name is known), one line per file, empty when it does not.
 
@@ -179,7 +209,10 @@ class StageStore:
             problems += [
                 f"{rel} is a shard file that no marker names"
                 for rel in sorted(sizes)
-                if posixpath.dirname(rel) in folders and rel not in expected and posixpath.basename(rel).startswith(SHARD_PREFIX) and rel.endswith(".parquet")
+                if posixpath.dirname(rel) in folders
+                and rel not in expected
+                and posixpath.basename(rel).startswith(SHARD_PREFIX)
+                and rel.endswith(".parquet")
             ]
         return problems
 
@@ -256,8 +289,14 @@ class StageStore:
             if m.get("items"):
                 items_by_shard[m["shard"]] = dict(m["items"])
         return {
-            "completed_shards": done, "rows_in": rows_in, "rows_out": counts, "rejected": rejected, "reject_reasons": reasons,
-            "items_reused": items["reused"], "items_computed": items["computed"], "items_by_shard": items_by_shard,
+            "completed_shards": done,
+            "rows_in": rows_in,
+            "rows_out": counts,
+            "rejected": rejected,
+            "reject_reasons": reasons,
+            "items_reused": items["reused"],
+            "items_computed": items["computed"],
+            "items_by_shard": items_by_shard,
         }
 
 

@@ -54,7 +54,9 @@ class HookSpec:
 # A name not listed here is refused when the spec is made: a typo must not silently leave a task
 # without questions. The core calls each ``call`` hook with exactly these positional arguments.
 HOOKS: Mapping[str, HookSpec] = {
-    "vg_reads": HookSpec("data", doc="Visual Genome files the visual_genome miner reads: ('relationships', 'attributes')"),
+    "vg_reads": HookSpec(
+        "data", doc="Visual Genome files the visual_genome miner reads: ('relationships', 'attributes')"
+    ),
     "instruct_prompt": HookSpec("object", doc="prompts.spec.PromptSpec asked once per candidate"),
     "instruct_context": HookSpec("call", ("candidate", "ctx"), "-> dict: prompt context beyond the core's"),
     "instruct_rules": HookSpec("call", ("ctx",), "-> dict | None: the rules backend's answer to instruct_prompt"),
@@ -71,7 +73,9 @@ HOOKS: Mapping[str, HookSpec] = {
     "subcause_facts": HookSpec("call", ("facts",), "-> dict: the facts the sub-cause classifier sees"),
     "eval_rules": HookSpec("object", doc="prompts.eval_rules.EvalRules: the rules backend's evaluation answers"),
     "sa_judge": HookSpec("object", doc="one of prompts.offline_judge.RULES, named as 'prompts.offline_judge:<RULE>'"),
-    "audit_item": HookSpec("call", ("edit", "questions", "analysis", "truth", "images"), "-> tasks.tools.audit.ItemAudit"),
+    "audit_item": HookSpec(
+        "call", ("edit", "questions", "analysis", "truth", "images"), "-> tasks.tools.audit.ItemAudit"
+    ),
     "audit_checks": HookSpec("call", ("scene", "problems"), "-> None: appends what the gold answers get wrong"),
 }
 
@@ -228,7 +232,9 @@ class TaskSpec:
 
     def __post_init__(self) -> None:
         if not self.id.isidentifier() or self.id != self.id.lower():
-            raise TaskError(f"task id {self.id!r} must be a lower-case identifier (it names config sections and files)")
+            raise TaskError(
+                f"task id {self.id!r} must be a lower-case identifier (it names config sections and files)"
+            )
         if not 0 <= self.weight:
             raise self._error("weight", f"{self.weight} must be >= 0")
         self._check_subcauses()
@@ -252,9 +258,14 @@ class TaskSpec:
         labels. A task may declare as many as it needs (the prompt lists them all)."""
         for i, sc in enumerate(self.subcauses, 1):
             if not (isinstance(sc, tuple) and len(sc) == 3 and all(isinstance(v, str) and v.strip() for v in sc)):
-                raise self._error(f"subcauses[{i - 1}]", f"must be a (code, name, description) triple of non-empty strings, got {sc!r}")
+                raise self._error(
+                    f"subcauses[{i - 1}]",
+                    f"must be a (code, name, description) triple of non-empty strings, got {sc!r}",
+                )
             if sc[0] != SUBCAUSE_CODE.format(i):
-                raise self._error(f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)")
+                raise self._error(
+                    f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)"
+                )
 
     def _check_extra(self, name: str, ref: Any) -> None:
         where = f"extra[{name!r}]"
@@ -272,8 +283,11 @@ class TaskSpec:
         elif name == "sa_judge":
             rule = ref.partition(":")[2] if isinstance(ref, str) else None
             if not (isinstance(ref, str) and ref.startswith("prompts.offline_judge:") and rule in JUDGE_RULE_NAMES):
-                raise self._error(where, f"must name a rule the core ships, one of "
-                                         f"{', '.join('prompts.offline_judge:' + r for r in JUDGE_RULE_NAMES)}; got {ref!r}")
+                raise self._error(
+                    where,
+                    f"must name a rule the core ships, one of "
+                    f"{', '.join('prompts.offline_judge:' + r for r in JUDGE_RULE_NAMES)}; got {ref!r}",
+                )
         else:
             self._check_ref(where, ref, spec.params if spec.kind == "call" else None)
 
@@ -296,7 +310,10 @@ class TaskSpec:
         elif name == "eval_rules":
             missing = [m for m in EVAL_RULES_METHODS if not callable(getattr(value, m, None))]
             if missing:
-                raise self._error(f"extra[{name!r}]", f"{type(value).__name__} lacks {', '.join(missing)} (an EvalRules has all of {', '.join(EVAL_RULES_METHODS)})")
+                raise self._error(
+                    f"extra[{name!r}]",
+                    f"{type(value).__name__} lacks {', '.join(missing)} (an EvalRules has all of {', '.join(EVAL_RULES_METHODS)})",
+                )
         return value
 
     def has(self, name: str) -> bool:
@@ -310,7 +327,9 @@ class TaskSpec:
         ref = getattr(self, name) if name in self.__dataclass_fields__ else self.extra.get(name)
         if not ref:
             raise TaskError(f"task {self.id!r} has no {name!r} hook")
-        return self.check_loaded(name, self._load(name if name in self.__dataclass_fields__ else f"extra[{name!r}]", ref))
+        return self.check_loaded(
+            name, self._load(name if name in self.__dataclass_fields__ else f"extra[{name!r}]", ref)
+        )
 
     def _load(self, where: str, ref: Any) -> Any:
         try:
@@ -351,7 +370,9 @@ def check_signature(fn: Any, params: tuple[str, ...], error: Callable[[str], Tas
     try:
         sig.bind(*params)
     except TypeError as exc:
-        raise error(f"{getattr(fn, '__qualname__', fn)!s}{sig} cannot be called as ({', '.join(params)}): {exc}") from None
+        raise error(
+            f"{getattr(fn, '__qualname__', fn)!s}{sig} cannot be called as ({', '.join(params)}): {exc}"
+        ) from None
 
 
 _EXTRA: dict[str, TaskSpec] = {}
@@ -370,8 +391,10 @@ def broken_plugin(ep: Any, problem: str, kind: str = "task") -> str:
     dist = getattr(ep, "dist", None)
     if dist is None:
         return f"{kind} entry point {ep.name!r} ({ep.value}) {problem}"
-    return (f"{kind} entry point {ep.name!r} ({ep.value}, declared by {dist.name} {dist.version}) {problem}"
-            f"; fix that package or remove it (pip uninstall {dist.name})")
+    return (
+        f"{kind} entry point {ep.name!r} ({ep.value}, declared by {dist.name} {dist.version}) {problem}"
+        f"; fix that package or remove it (pip uninstall {dist.name})"
+    )
 
 
 @cache
@@ -405,8 +428,10 @@ def task_spec(task_id: str) -> TaskSpec:
     """The spec registered under ``task_id``; unknown ids list what exists."""
     specs = _all()
     if task_id not in specs:
-        raise TaskError(f"unknown task {task_id!r}; registered: {', '.join(specs)} "
-                        f"(third-party tasks register under the entry-point group {ENTRY_POINT_GROUP!r})")
+        raise TaskError(
+            f"unknown task {task_id!r}; registered: {', '.join(specs)} "
+            f"(third-party tasks register under the entry-point group {ENTRY_POINT_GROUP!r})"
+        )
     return specs[task_id]
 
 

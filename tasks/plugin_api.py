@@ -174,7 +174,9 @@ __all__ = ["API_VERSION", *sorted(_EXPORTS)]
 def __getattr__(name: str) -> Any:
     ref = _EXPORTS.get(name)
     if ref is None:
-        raise AttributeError(f"tasks.plugin_api has no {name!r} (API {API_VERSION}; names: {', '.join(sorted(_EXPORTS))})")
+        raise AttributeError(
+            f"tasks.plugin_api has no {name!r} (API {API_VERSION}; names: {', '.join(sorted(_EXPORTS))})"
+        )
     module, _, attr = ref.partition(":")
     value = importlib.import_module(module)
     if attr:
@@ -189,43 +191,65 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors (never imported at run time)
     from miners import npx
-    from miners.candidates import COCO, FSC, VG, Selection, VGRows, area_fraction, image_sizes, rng_for, seeded_names, seeded_order
+    from miners.candidates import (
+        COCO,
+        FSC,
+        VG,
+        Selection,
+        VGRows,
+        area_fraction,
+        image_sizes,
+        rng_for,
+        seeded_names,
+        seeded_order,
+    )
     from miners.coco import CocoRows, class_notes, drop_unsure, image_notes
-    from miners.dispatch import MineJob
     from miners.coco import select_counting as coco_select_counting
+    from miners.dispatch import MineJob
     from miners.fsc147 import FSCData, bin_of, split_counts
     from miners.fsc147 import select as fsc147_select
     from miners.sources import SourceSpec
     from miners.vg_scan import Scan
+    from prompts.analysis_prompts import ARTICLE_RE, AnalysisOutput
+    from prompts.analysis_rules import a_or_an, attribute_slot, norm_text, pick_options, same_word
     from prompts.dedup import find_duplicates, transformers_embedder
     from prompts.eval_parsing import mentions
     from prompts.eval_rules import EvalRules, annotations_of, option_letter, prior_hit
-    from prompts.fields import EnglishStr, ObjectName
-    from prompts.instruct_prompts import same_name
-    from prompts.locations import location_phrase, region_words
+    from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
+    from prompts.instruct_prompts import PromptOutput, mentions_preservation, same_name
+    from prompts.instruct_rules import pick
+    from prompts.locations import box_center, location_phrase, region_words
     from prompts.rules_api import rules_answer
     from prompts.spec import PromptSpec
-    from storage.boxes import intersection, intersects
-    from storage.colours import colour_of, colours_apart
+    from prompts.vocabulary import (
+        ABSURD_ATTRIBUTES,
+        ABSURD_OBJECTS,
+        ATTRIBUTE_TYPE_BY_DIRECTION,
+        CA_VALUES,
+        COLOURS,
+        MADE_DIRECTIONS,
+        MATERIALS,
+        NATURAL_DIRECTIONS,
+        NATURAL_HINTS,
+        SPATIAL_PREDICATES,
+        SUBSTITUTES,
+    )
+    from storage.boxes import grown, intersection, intersects, overlap
+    from storage.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
     from storage.config_base import FloatRange, IntEdges, IntRange, Section
     from storage.coverage import cut_names, names_mentioned
-    from storage.hashing import canonical_json, stable_id
-    from storage.json_columns import candidate_of, context_objects, cut_objects_of, instruction_fields, load_json_column
-    from storage.names import basic_name, same_class
+    from storage.hashing import canonical_json, sha256_hex, stable_id
+    from storage.json_columns import (
+        candidate_of,
+        context_objects,
+        cut_objects_of,
+        instruction_fields,
+        load_json_column,
+    )
+    from storage.names import basic_name, class_members, same_class
     from storage.rejects import reject
     from storage.task_spec import HOOKS, TaskError, TaskSpec, register_task
     from tasks.stages.qa.mc import question_seed
     from tasks.stages.qa.render import Problem, RenderSettings
     from tasks.stages.qa.text import canonical, clean, plural, with_article
     from tasks.tools.audit import EditScene, ItemAudit, World
-    from prompts.analysis_prompts import ARTICLE_RE, AnalysisOutput
-    from prompts.analysis_rules import a_or_an, attribute_slot, norm_text, pick_options, same_word
-    from prompts.fields import LocationPhrase, PastPredicate, ThreeDistinct, distinct
-    from prompts.instruct_prompts import PromptOutput, mentions_preservation
-    from prompts.instruct_rules import pick
-    from prompts.locations import box_center
-    from prompts.vocabulary import ABSURD_ATTRIBUTES, ABSURD_OBJECTS, ATTRIBUTE_TYPE_BY_DIRECTION, CA_VALUES, COLOURS, MADE_DIRECTIONS, MATERIALS, NATURAL_DIRECTIONS, NATURAL_HINTS, SPATIAL_PREDICATES, SUBSTITUTES
-    from storage.boxes import grown, overlap
-    from storage.colours import COUNTER_COLOURS, colour_word
-    from storage.hashing import sha256_hex
-    from storage.names import class_members

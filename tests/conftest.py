@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,8 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("reactbench order")
-    group.addoption("--reverse", action="store_true", help="run the collected tests in reverse order (order-independence check)")
-    group.addoption("--shuffle", type=int, default=None, metavar="SEED", help="run the test modules in a seeded random order, tests inside a module shuffled too")
+    group.addoption(
+        "--reverse", action="store_true", help="run the collected tests in reverse order (order-independence check)"
+    )
+    group.addoption(
+        "--shuffle",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="run the test modules in a seeded random order, tests inside a module shuffled too",
+    )
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -45,6 +54,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items[:] = [item for mod in order for item in modules[mod]]
     if config.getoption("--reverse"):
         items.reverse()
+
+
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -66,7 +77,13 @@ def artifacts_dir() -> Path:
 
 
 CHROMIUM = os.environ.get("REACTBENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +99,13 @@ def chromium() -> Iterator[object]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not found: run `sh scripts/system-deps.sh` (Debian package chromium)")
     from playwright.sync_api import sync_playwright
-
     from short_paths import socket_safe_tmpdir
 
     sockets = socket_safe_tmpdir("rb-chromium-")  # Chromium's singleton socket lives in its TMPDIR
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, env={**os.environ, "TMPDIR": str(sockets)})
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, env={**os.environ, "TMPDIR": str(sockets)}
+        )
         try:
             yield browser
         finally:
@@ -96,7 +114,7 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator["S3Server"]:
+def s3_server() -> Iterator[S3Server]:
     """One local S3 API server (moto, tests/s3_server.py) for the session. Its endpoint and dummy
     credentials are exported (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...), so s3fs here and
     in every child process (a ``reactbench`` command) reaches it with no option passed."""
@@ -109,7 +127,7 @@ def s3_server() -> Iterator["S3Server"]:
 
 
 @pytest.fixture
-def s3_run_url(s3_server: "S3Server") -> str:
+def s3_run_url(s3_server: S3Server) -> str:
     """``s3://<a new bucket>/run`` on the session's S3 server (a bucket per test)."""
     return f"s3://{s3_server.bucket()}/run"
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from prompts.clients.endpoint import PROBE_HEADER
 
@@ -70,7 +71,13 @@ class DummyServer:
     """``with DummyServer(responder) as url: ...`` runs the server in a background thread."""
 
     def __init__(
-        self, responder: Responder, host: str = "127.0.0.1", port: int = 0, *, models: list[str] | None = None, fail_every: int = 0,
+        self,
+        responder: Responder,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        models: list[str] | None = None,
+        fail_every: int = 0,
         probe_reply: Reply | None = Reply("ready"),
     ):
         self.responder = responder
@@ -118,21 +125,31 @@ class DummyServer:
             if reply.delay_s:  # cut short when the server stops (a slow reply must not hold the shutdown)
                 try:
                     await asyncio.wait_for(self._stopping.wait(), reply.delay_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             self.inflight -= 1
         if reply.raw_body is not None:
-            return web.Response(text=reply.raw_body, status=reply.status, content_type="application/json", headers=reply.headers)
+            return web.Response(
+                text=reply.raw_body, status=reply.status, content_type="application/json", headers=reply.headers
+            )
         if reply.status != 200:
-            err = {"error": {"message": reply.text or f"scripted status {reply.status}", "type": "scripted", "code": reply.status}}
+            err = {
+                "error": {
+                    "message": reply.text or f"scripted status {reply.status}",
+                    "type": "scripted",
+                    "code": reply.status,
+                }
+            }
             return web.json_response(err, status=reply.status, headers=reply.headers)
         return web.json_response(completion_body(reply.text, body.get("model", "")), headers=reply.headers)
 
     async def _models(self, request: Any) -> Any:
         from aiohttp import web
 
-        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "dummy"} for m in self.models or []]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "dummy"} for m in self.models or []]}
+        )
 
     async def _stats(self, request: Any) -> Any:
         from aiohttp import web

@@ -61,7 +61,13 @@ class RaceTally:
     acquire_s: list[float] = field(default_factory=list)  # wall time from "go" to the last answer
 
     def as_dict(self) -> dict[str, Any]:
-        return {"trials": self.trials, "double_wins": self.double_wins, "no_winner": self.no_winner, "errors": self.errors[:5], "wrong_holder_named": self.wrong_holder_named}
+        return {
+            "trials": self.trials,
+            "double_wins": self.double_wins,
+            "no_winner": self.no_winner,
+            "errors": self.errors[:5],
+            "wrong_holder_named": self.wrong_holder_named,
+        }
 
     def add(self, answers: list[str]) -> None:
         """Count one trial's answers."""
@@ -81,7 +87,9 @@ def plant_stale_lease(url: str) -> None:
     from storage.run_lock import LEASE_FILE, Lease
 
     old = time.time() - 600
-    RunFS.open(url).write_bytes_atomic(LEASE_FILE, Lease("reactbench build", "elsewhere", 4242, "s" * 32, old, old, 60.0).to_json())
+    RunFS.open(url).write_bytes_atomic(
+        LEASE_FILE, Lease("reactbench build", "elsewhere", 4242, "s" * 32, old, old, 60.0).to_json()
+    )
 
 
 class Racers:
@@ -92,9 +100,17 @@ class Racers:
         self.env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
         self.procs: list[subprocess.Popen[str]] = []
 
-    def __enter__(self) -> "Racers":
+    def __enter__(self) -> Racers:
         for _ in range(self.n):
-            self.procs.append(subprocess.Popen([sys.executable, str(Path(__file__))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env))
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(Path(__file__))],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env=self.env,
+                )
+            )
         for proc in self.procs:
             assert self._answer(proc) == "ready"
         return self

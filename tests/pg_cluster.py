@@ -11,9 +11,9 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/short_paths.py, also from benchmarks/
 from short_paths import socket_safe_tmpdir  # noqa: E402
@@ -42,13 +42,36 @@ def throwaway_postgres(max_connections: int = 100) -> Iterator[str]:
         os.chmod(root, 0o700)
         prefix = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+    subprocess.run(
+        [*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "rb", "-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
     opts = f"-p {port} -k {shlex.quote(str(root))} -c listen_addresses=127.0.0.1 -F -c max_connections={max_connections}"  # pg_ctl runs it through sh
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "-t", "30", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            opts,
+            "-l",
+            str(root / "log"),
+            "-w",
+            "-t",
+            "30",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://rb@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 

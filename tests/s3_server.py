@@ -19,7 +19,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Any, Callable, Iterable, Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -28,7 +29,12 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 CONDITIONAL_HEADERS = ("HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH")
 Conditional = Literal["honour", "ignore", "refuse"]
 NOT_IMPLEMENTED = b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>"
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 def serialised_writes(app: WSGIApp, conditional: Conditional = "honour") -> WSGIApp:
@@ -40,7 +46,10 @@ def serialised_writes(app: WSGIApp, conditional: Conditional = "honour") -> WSGI
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         asks = environ.get("REQUEST_METHOD") in ("PUT", "DELETE") and any(h in environ for h in CONDITIONAL_HEADERS)
         if asks and conditional == "refuse":
-            start_response("501 Not Implemented", [("Content-Type", "application/xml"), ("Content-Length", str(len(NOT_IMPLEMENTED)))])
+            start_response(
+                "501 Not Implemented",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(NOT_IMPLEMENTED)))],
+            )
             return [NOT_IMPLEMENTED]
         if conditional == "ignore":
             for header in CONDITIONAL_HEADERS:
@@ -79,7 +88,7 @@ class S3Server:
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "S3Server":
+    def start(self) -> S3Server:
         app = serialised_writes(DomainDispatcherApplication(create_backend_app), self.conditional)
         if self.latency_ms:
             app = delayed(app, self.latency_ms / 1000)
@@ -96,7 +105,7 @@ class S3Server:
             self._thread.join(timeout=10)
         self._server = self._thread = None
 
-    def __enter__(self) -> "S3Server":
+    def __enter__(self) -> S3Server:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -114,15 +123,24 @@ class S3Server:
     def client(self) -> Any:
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, **{k.lower(): v for k, v in CREDENTIALS.items() if k != "AWS_DEFAULT_REGION"}, region_name="us-east-1")
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            **{k.lower(): v for k, v in CREDENTIALS.items() if k != "AWS_DEFAULT_REGION"},
+            region_name="us-east-1",
+        )
 
     def filesystem(self) -> Any:
         """An s3fs filesystem on this server (its own instance: endpoints never mix in fsspec's cache)."""
         import s3fs
 
         return s3fs.S3FileSystem(
-            key=CREDENTIALS["AWS_ACCESS_KEY_ID"], secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"], token=CREDENTIALS["AWS_SESSION_TOKEN"],
-            endpoint_url=self.endpoint, use_listings_cache=False, skip_instance_cache=True,
+            key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            token=CREDENTIALS["AWS_SESSION_TOKEN"],
+            endpoint_url=self.endpoint,
+            use_listings_cache=False,
+            skip_instance_cache=True,
         )
 
     def bucket(self, prefix: str = "rb") -> str:

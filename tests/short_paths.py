@@ -11,7 +11,9 @@ import os
 import tempfile
 from pathlib import Path
 
-ROOM_FOR_SOCKET_NAMES = 60  # bytes a server appends below its folder (e.g. org.chromium.Chromium.XXXXXX/SingletonSocket)
+ROOM_FOR_SOCKET_NAMES = (
+    60  # bytes a server appends below its folder (e.g. org.chromium.Chromium.XXXXXX/SingletonSocket)
+)
 SOCKET_PATH_MAX = 107
 
 

@@ -40,7 +40,7 @@ class EndpointError(RuntimeError):
         self.url, self.model, self.problem = url, model, problem
         super().__init__(f"model server {url} (model {model!r}): {problem}")
 
-    def again(self) -> "EndpointError":
+    def again(self) -> EndpointError:
         """A fresh copy to raise in another thread (one exception object must not be raised
         concurrently: each raise rewrites its traceback)."""
         return type(self)(self.url, self.model, self.problem)
@@ -117,7 +117,7 @@ class Abortable(Protocol):
     def abort(self, reason: str) -> None: ...
 
 
-_LIVE: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def track(client: Abortable) -> None:
@@ -157,9 +157,18 @@ def probe_endpoint(cfg: Any) -> None:
         if listed.status_code == 200:
             ids = _model_ids(listed)
             if ids is not None and cfg.model not in ids:
-                shown = ", ".join(repr(i) for i in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else "no model"
+                shown = (
+                    ", ".join(repr(i) for i in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+                    if ids
+                    else "no model"
+                )
                 raise down(f"does not serve this model (its /models lists {shown}); fix mllm.model or --model")
-        body = {"model": cfg.model, "messages": [{"role": "user", "content": "Reply with one word: ready"}], "max_tokens": 1, "temperature": 0}
+        body = {
+            "model": cfg.model,
+            "messages": [{"role": "user", "content": "Reply with one word: ready"}],
+            "max_tokens": 1,
+            "temperature": 0,
+        }
         answer = _request(http, "POST", f"{url}/chat/completions", down, cfg, json=body)
         if answer.status_code != 200:
             raise down(f"a one-token test request failed: HTTP {answer.status_code}: {one_line(answer.text)}")
@@ -168,7 +177,9 @@ def probe_endpoint(cfg: Any) -> None:
         except ValueError:
             ok = False
         if not ok:
-            raise down(f"answered a one-token test request with something that is not a chat completion: {one_line(answer.text)}")
+            raise down(
+                f"answered a one-token test request with something that is not a chat completion: {one_line(answer.text)}"
+            )
 
 
 def _request(http: Any, method: str, url: str, down: Any, cfg: Any, **kwargs: Any) -> Any:
@@ -177,11 +188,17 @@ def _request(http: Any, method: str, url: str, down: Any, cfg: Any, **kwargs: An
     try:
         return http.request(method, url, **kwargs)
     except httpx.ConnectTimeout:
-        raise down(f"no connection within {cfg.connect_timeout_s:g} s (mllm.connect_timeout_s); is the host up and the port open?") from None
+        raise down(
+            f"no connection within {cfg.connect_timeout_s:g} s (mllm.connect_timeout_s); is the host up and the port open?"
+        ) from None
     except httpx.TimeoutException:
-        raise down(f"{method} {url.rsplit('/', 1)[-1]}: no answer within {cfg.probe_timeout_s:g} s (mllm.probe_timeout_s)") from None
+        raise down(
+            f"{method} {url.rsplit('/', 1)[-1]}: no answer within {cfg.probe_timeout_s:g} s (mllm.probe_timeout_s)"
+        ) from None
     except httpx.HTTPError as exc:
-        raise down(f"cannot connect ({one_line(str(exc)) or type(exc).__name__}); start the server or fix mllm.base_url / --base-url") from None
+        raise down(
+            f"cannot connect ({one_line(str(exc)) or type(exc).__name__}); start the server or fix mllm.base_url / --base-url"
+        ) from None
 
 
 def _model_ids(resp: Any) -> list[str] | None:

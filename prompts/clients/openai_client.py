@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMRequest, MLLMResponse
-from prompts.clients.endpoint import CallsAborted, CircuitBreaker, EndpointError, EndpointFailing, endpoint_url, one_line, resolve_api_key, track
+from prompts.clients.endpoint import (
+    CallsAborted,
+    CircuitBreaker,
+    EndpointError,
+    EndpointFailing,
+    endpoint_url,
+    one_line,
+    resolve_api_key,
+    track,
+)
 from prompts.config import MLLMConfig
 
 RETRY_STATUS = {408, 409, 425, 429}
@@ -55,7 +64,9 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for p in content:
                 if p.get("type") == "image":
                     b64 = base64.b64encode(p["data"]).decode("ascii")
-                    parts.append({"type": "image_url", "image_url": {"url": f"data:{p.get('mime', 'image/png')};base64,{b64}"}})
+                    parts.append(
+                        {"type": "image_url", "image_url": {"url": f"data:{p.get('mime', 'image/png')};base64,{b64}"}}
+                    )
                 else:
                     parts.append({"type": "text", "text": p["text"]})
             content = parts
@@ -99,7 +110,7 @@ class OpenAIClient:
         track(self)
 
     @classmethod
-    def from_config(cls, cfg: MLLMConfig) -> "OpenAIClient":
+    def from_config(cls, cfg: MLLMConfig) -> OpenAIClient:
         return cls(
             cfg.model,
             base_url=cfg.base_url,
@@ -240,8 +251,11 @@ class OpenAIClient:
                 # messages are already in wire format: passing them as extra_body (which replaces the
                 # empty list in the JSON) skips the SDK's TypedDict walk, ~0.7 ms CPU per request
                 resp = await self._sdks[pool].chat.completions.create(
-                    model=self.model_id, messages=[], extra_body={"messages": messages},
-                    temperature=req.temperature, max_tokens=req.max_tokens,
+                    model=self.model_id,
+                    messages=[],
+                    extra_body={"messages": messages},
+                    temperature=req.temperature,
+                    max_tokens=req.max_tokens,
                 )
                 text = (resp.choices[0].message.content or "") if resp.choices else ""
                 return MLLMResponse(text, self.model_id, self.backend)
@@ -257,12 +271,16 @@ class OpenAIClient:
             except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
                 last = f"malformed response: {one_line(str(exc))}"
             except Exception as exc:  # never let one request sink the batch
-                return MLLMResponse("", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {one_line(str(exc))}")
+                return MLLMResponse(
+                    "", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {one_line(str(exc))}"
+                )
             finally:
                 self._slots.put_nowait(pool)
             if attempt < self.retry.max_retries:
                 await asyncio.sleep(self.retry.delay(attempt, retry_after))
-        return MLLMResponse("", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}")
+        return MLLMResponse(
+            "", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}"
+        )
 
 
 def _retry_after(exc: Any) -> float | None:

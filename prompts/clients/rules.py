@@ -45,6 +45,11 @@ class RulesClient:
         try:
             fields = fn(req.context)
         except (KeyError, TypeError, ValueError) as exc:
-            return MLLMResponse("", self.model_id, self.backend, error=f"rules answer for {req.prompt_name!r} failed: {exc.__class__.__name__}: {exc}")
+            return MLLMResponse(
+                "",
+                self.model_id,
+                self.backend,
+                error=f"rules answer for {req.prompt_name!r} failed: {exc.__class__.__name__}: {exc}",
+            )
         text = NOT_APPLICABLE_TEXT if fields is None else serialise_fields(fields)
         return MLLMResponse(text, self.model_id, self.backend)

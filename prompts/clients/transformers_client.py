@@ -56,10 +56,14 @@ class TransformersClient:
         try:
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:  # pragma: no cover - installed with the gpu extra
-            raise ImportError("mllm.backend 'transformers' needs torch and transformers: pip install 'reactbench-pipeline[gpu]'") from exc
+            raise ImportError(
+                "mllm.backend 'transformers' needs torch and transformers: pip install 'reactbench-pipeline[gpu]'"
+            ) from exc
         try:
             self.processor = AutoProcessor.from_pretrained(model)
-            self.model = AutoModelForImageTextToText.from_pretrained(model, dtype=_torch_dtype(dtype)).to(device).eval()
+            self.model = (
+                AutoModelForImageTextToText.from_pretrained(model, dtype=_torch_dtype(dtype)).to(device).eval()
+            )
         except OSError as exc:
             raise OSError(
                 f"mllm.model: cannot load {model!r} as an image-text-to-text model ({exc}). Give a local checkpoint folder, "
@@ -71,7 +75,7 @@ class TransformersClient:
         self._lock = threading.Lock()  # one generate at a time per loaded model
 
     @classmethod
-    def from_config(cls, cfg: MLLMConfig) -> "TransformersClient":
+    def from_config(cls, cfg: MLLMConfig) -> TransformersClient:
         return cls(cfg.model, device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size)
 
     def complete(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
@@ -92,7 +96,10 @@ class TransformersClient:
                 half = len(batch) // 2
                 return self._complete_batch(batch[:half]) + self._complete_batch(batch[half:])
             what = "out of memory even alone: " if oom else ""
-            return [MLLMResponse("", self.model_id, self.backend, error=f"{what}{exc.__class__.__name__}: {exc}") for _ in batch]
+            return [
+                MLLMResponse("", self.model_id, self.backend, error=f"{what}{exc.__class__.__name__}: {exc}")
+                for _ in batch
+            ]
 
     def _generate(self, batch: list[MLLMRequest]) -> list[str]:
         import torch

@@ -16,49 +16,113 @@ TRANSIENT_REJECT_REASONS = ("out_of_memory", "llm_error", "editor_timeout")
 
 
 class InstructConfig(Section):
-    dedup_counterfactuals: bool = Field(True, description="drop CA instructions whose new attribute repeats another's for the same object (FREAK-style)")
-    embedding_model: str | None = Field(None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)")
-    embedding_threshold: float = Field(0.9, ge=0, le=1, description="cosine similarity above which two texts count as the same")
+    dedup_counterfactuals: bool = Field(
+        True,
+        description="drop CA instructions whose new attribute repeats another's for the same object (FREAK-style)",
+    )
+    embedding_model: str | None = Field(
+        None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)"
+    )
+    embedding_threshold: float = Field(
+        0.9, ge=0, le=1, description="cosine similarity above which two texts count as the same"
+    )
 
 
 class EditConfig(Section):
-    batch_size: int = Field(4, ge=1, description="requests per editor call (capped by the editor's own batch_size)", json_schema_extra=NOT_IN_STAGE_KEY)
-    keep_loaded: int = Field(1, ge=1, description="model editors kept loaded per worker process (ablations of big models)", json_schema_extra=NOT_IN_STAGE_KEY)
-    record_timings: bool = Field(False, description="fill edits.edit_seconds (wall time varies, so artifacts stop being byte-identical)")
-    png_compress_level: int = Field(1, ge=0, le=9, description="zlib level of edited PNGs: 1 is ~4x faster than 6 for ~5% more bytes")
-    overlap_io: bool = Field(True, description="read the next batch and QC/encode/write the previous one while the editor runs", json_schema_extra=NOT_IN_STAGE_KEY)
+    batch_size: int = Field(
+        4,
+        ge=1,
+        description="requests per editor call (capped by the editor's own batch_size)",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
+    keep_loaded: int = Field(
+        1,
+        ge=1,
+        description="model editors kept loaded per worker process (ablations of big models)",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
+    record_timings: bool = Field(
+        False, description="fill edits.edit_seconds (wall time varies, so artifacts stop being byte-identical)"
+    )
+    png_compress_level: int = Field(
+        1, ge=0, le=9, description="zlib level of edited PNGs: 1 is ~4x faster than 6 for ~5% more bytes"
+    )
+    overlap_io: bool = Field(
+        True,
+        description="read the next batch and QC/encode/write the previous one while the editor runs",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
     qc: QCParams = QCParams()
 
 
 class QAConfig(Section):
-    mc_mode: Literal["shuffle", "cyclic"] = Field("shuffle", description="shuffle: one seeded order per MC question; cyclic: every rotation of the options (FREAK)")
-    beaf: bool = Field(False, description="also emit the BEAF existence questions for removals (original and edited image)")
+    mc_mode: Literal["shuffle", "cyclic"] = Field(
+        "shuffle",
+        description="shuffle: one seeded order per MC question; cyclic: every rotation of the options (FREAK)",
+    )
+    beaf: bool = Field(
+        False, description="also emit the BEAF existence questions for removals (original and edited image)"
+    )
     control_questions: bool = Field(True, description="AT control questions about the unchanged location and object")
-    mc_length_ratio: float = Field(1.5, gt=1.0, description="reject MC when the correct option is this many times longer than every distractor ...")
+    mc_length_ratio: float = Field(
+        1.5,
+        gt=1.0,
+        description="reject MC when the correct option is this many times longer than every distractor ...",
+    )
     mc_length_min_gap: int = Field(15, ge=0, description="... and at least this many characters longer")
 
 
 class ReviewConfig(Section):
-    db_url: str | None = Field(None, description="review queue database; default sqlite in <run>/review/queue.sqlite; postgresql://... for a team")
-    lease_minutes: float = Field(15.0, gt=0, description="an item leased to an annotator returns to the queue after this long")
+    db_url: str | None = Field(
+        None,
+        description="review queue database; default sqlite in <run>/review/queue.sqlite; postgresql://... for a team",
+    )
+    lease_minutes: float = Field(
+        15.0, gt=0, description="an item leased to an annotator returns to the queue after this long"
+    )
     k: int = Field(1, ge=1, description="annotations per item")
     queue_auto_rejected: bool = Field(False, description="also queue edits that failed auto-QC")
-    db_pool_size: int = Field(10, ge=1, le=200, description="pooled connections per review process; on PostgreSQL a process may open 3 x this + 4 (overflow, session reads): size max_connections for every process")
+    db_pool_size: int = Field(
+        10,
+        ge=1,
+        le=200,
+        description="pooled connections per review process; on PostgreSQL a process may open 3 x this + 4 (overflow, session reads): size max_connections for every process",
+    )
 
 
 class ExportConfig(Section):
-    vlmevalkit_tsv: bool = Field(False, description="also write the VLMEvalKit release: a TSV per question type (PNG images), the --config file naming their classes and the launcher that registers them, scoring with the release's parser")
+    vlmevalkit_tsv: bool = Field(
+        False,
+        description="also write the VLMEvalKit release: a TSV per question type (PNG images), the --config file naming their classes and the launcher that registers them, scoring with the release's parser",
+    )
     lmms_eval_yaml: bool = Field(False, description="also write an lmms-eval task YAML")
 
 
 class EvalConfig(Section):
-    modes: tuple[Literal["standard", "cot"], ...] = Field(("standard", "cot"), description="answering modes: standard and chain-of-thought")
+    modes: tuple[Literal["standard", "cot"], ...] = Field(
+        ("standard", "cot"), description="answering modes: standard and chain-of-thought"
+    )
     temperature: float = Field(0.2, description="sampling temperature of evaluated models")
     max_tokens: int = Field(1024, description="maximum tokens per evaluated answer")
-    judge: str | None = Field(None, description="BACKEND:MODEL of the LLM judge for SA answers, sub-causes and spans; None = offline rules judge")
-    judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint of the judge (default: mllm.base_url)")
-    embedding_model: str | None = Field(None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)")
-    embedding_threshold: float = Field(0.8, ge=-1, le=1, description="cosine similarity to the reference above which the offline judge accepts a paraphrase")
-    extract_with_judge: bool = Field(False, description="ask the judge for the Yes/No or letter of a reply the rules cannot read (answers record parsed_by: rules | judge)")
+    judge: str | None = Field(
+        None,
+        description="BACKEND:MODEL of the LLM judge for SA answers, sub-causes and spans; None = offline rules judge",
+    )
+    judge_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint of the judge (default: mllm.base_url)"
+    )
+    embedding_model: str | None = Field(
+        None, description="local sentence-embedding model folder for paraphrase-level dedup / judging (optional)"
+    )
+    embedding_threshold: float = Field(
+        0.8,
+        ge=-1,
+        le=1,
+        description="cosine similarity to the reference above which the offline judge accepts a paraphrase",
+    )
+    extract_with_judge: bool = Field(
+        False,
+        description="ask the judge for the Yes/No or letter of a reply the rules cannot read (answers record parsed_by: rules | judge)",
+    )
     subcauses: bool = Field(True, description="attribute CoT-hallucinated answers to the task's sub-causes")
     spans: bool = Field(True, description="MHALO-style span detection on CoT-hallucinated answers")

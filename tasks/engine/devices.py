@@ -29,10 +29,11 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from tasks.engine.base import DEVICE_OPTION, RunContext
 from tasks.engine.placement import PLACEMENT_OPTION, current_placement, record_attempt
@@ -113,7 +114,9 @@ def ray_device() -> str | None:
 
 
 @contextmanager
-def shard_placement(stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None, shard: int | None = None) -> Iterator[RunContext]:
+def shard_placement(
+    stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None, shard: int | None = None
+) -> Iterator[RunContext]:
     """Place one shard of ``stage``: a Ray-assigned GPU, or a slot plus a leased device on this node.
 
     Yields the context the shard runs with; a chosen device is in ``ctx.options["device"]`` and

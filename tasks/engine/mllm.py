@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
@@ -64,4 +64,3 @@ def require_endpoints(configs: Iterable[MLLMConfig]) -> None:
             continue
         probe_endpoint(cfg)
         _PASSED[key] = time.monotonic()
-

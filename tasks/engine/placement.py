@@ -57,7 +57,9 @@ def current_placement(device: str | None, gpus: list[int]) -> dict[str, Any]:
 def record_attempt(run: RunFS, stage: str, index: int, placement: dict[str, Any]) -> None:
     """Note that shard ``index`` started where ``placement`` says (one small object per start)."""
     name = f"{index:05d}-{str(placement['node'])[:16]}-{os.getpid()}.json"
-    run.write_text_atomic(f"{stage}/{ATTEMPTS}/{name}", json.dumps({"shard": index, **placement, "started_at": time.time()}))
+    run.write_text_atomic(
+        f"{stage}/{ATTEMPTS}/{name}", json.dumps({"shard": index, **placement, "started_at": time.time()})
+    )
 
 
 def attempts(run: RunFS, stage: str) -> list[dict[str, Any]]:
@@ -85,5 +87,14 @@ def row_placement(run: RunFS, stage: str, artifact: str, id_column: str) -> list
         with run.fs.open(run.path(stage, artifact, name), "rb") as fh:
             ids = pq.read_table(fh, columns=[id_column]).column(id_column).to_pylist()
         placed = placed or {}
-        out.extend({"id": i, "shard": shard, "node": placed.get("node"), "gpus": placed.get("gpus"), "device": placed.get("device")} for i in ids)
+        out.extend(
+            {
+                "id": i,
+                "shard": shard,
+                "node": placed.get("node"),
+                "gpus": placed.get("gpus"),
+                "device": placed.get("device"),
+            }
+            for i in ids
+        )
     return out

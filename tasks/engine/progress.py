@@ -11,10 +11,14 @@ from typing import Protocol
 
 
 class StepProgress(Protocol):
-    def __call__(self, step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None) -> None:
+    def __call__(
+        self, step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None
+    ) -> None:
         """``step`` has done ``done`` of ``total`` (None: unknown); ``summary``: it has ended, in these
         words (``details``: what follows its time in brackets)."""
 
 
-def no_progress(step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None) -> None:
+def no_progress(
+    step: str, done: int, total: int | None, summary: str | None = None, details: str | None = None
+) -> None:
     """A :class:`StepProgress` that shows nothing."""

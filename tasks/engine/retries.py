@@ -6,11 +6,20 @@ mapper hands it to Prefect as the task's ``retry_condition_fn``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 _PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
-_TRANSIENT_NAME_HINTS = ("outofmemory", "timeout", "connection", "ratelimit", "serviceunavailable", "internalserver", "transport")
+_TRANSIENT_NAME_HINTS = (
+    "outofmemory",
+    "timeout",
+    "connection",
+    "ratelimit",
+    "serviceunavailable",
+    "internalserver",
+    "transport",
+)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -60,7 +69,7 @@ class RetryPolicy:
         return not self.transient_only or is_transient(exc)
 
     @classmethod
-    def from_config(cls, config: Any) -> "RetryPolicy":
+    def from_config(cls, config: Any) -> RetryPolicy:
         orch = getattr(config, "orchestration", None)
         if orch is None:
             return cls()

@@ -17,9 +17,10 @@ import importlib
 import inspect
 import json
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
@@ -31,8 +32,15 @@ FORCE_ITEMS_OPTION = "force_items"  # RunContext.options: ["editor=KEY", "stage=
 REUSE_STAGES = ("instruct", "edit", "qa")  # stages that reuse items (their components below)
 
 __all__ = [
-    "FORCE_ITEMS_OPTION", "FORCE_OPTION", "Entry", "ItemReuse", "check_force_items", "code_version",
-    "forces_stage", "package_version", "parse_force_items",
+    "FORCE_ITEMS_OPTION",
+    "FORCE_OPTION",
+    "Entry",
+    "ItemReuse",
+    "check_force_items",
+    "code_version",
+    "forces_stage",
+    "package_version",
+    "parse_force_items",
 ]
 
 
@@ -44,7 +52,9 @@ def parse_force_items(values: Iterable[str]) -> list[tuple[str, str]]:
         kind, sep, name = str(raw).partition("=")
         kind, name = kind.strip(), name.strip()
         if not sep or kind not in ("editor", "stage") or not name:
-            raise ValueError(f"--force-items {raw!r}: expected editor=KEY (one editor's edits) or stage=NAME ({', '.join(REUSE_STAGES)})")
+            raise ValueError(
+                f"--force-items {raw!r}: expected editor=KEY (one editor's edits) or stage=NAME ({', '.join(REUSE_STAGES)})"
+            )
         if kind == "stage" and name not in REUSE_STAGES:
             raise ValueError(f"--force-items {raw!r}: stage must be one of {', '.join(REUSE_STAGES)}")
         out.append((kind, name))
@@ -56,7 +66,9 @@ def check_force_items(values: Iterable[str], editor_keys: Sequence[str]) -> list
     values = list(values)
     for kind, name in parse_force_items(values):
         if kind == "editor" and name not in editor_keys:
-            raise ValueError(f"--force-items editor={name}: no configured editor has that key (configured: {', '.join(editor_keys)})")
+            raise ValueError(
+                f"--force-items editor={name}: no configured editor has that key (configured: {', '.join(editor_keys)})"
+            )
     return values
 
 
@@ -77,7 +89,7 @@ def _forced(stage: str, component: str, options: dict[str, Any]) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _file_hash(path: str) -> str:
     return sha256_hex(Path(path).read_bytes())
 
@@ -88,7 +100,11 @@ def code_version(*objects: Any) -> str:
     its items compute again; a release that leaves it alone keeps them."""
     files: set[str] = set()
     for obj in objects:
-        module = importlib.import_module(obj) if isinstance(obj, str) else (obj if inspect.ismodule(obj) else inspect.getmodule(obj))
+        module = (
+            importlib.import_module(obj)
+            if isinstance(obj, str)
+            else (obj if inspect.ismodule(obj) else inspect.getmodule(obj))
+        )
         if module is None or not getattr(module, "__file__", None):
             raise ValueError(f"no source file for {obj!r}")
         path = Path(module.__file__)  # type: ignore[arg-type]
@@ -166,7 +182,7 @@ class ItemReuse:
     counts: ReuseCounts = field(default_factory=ReuseCounts)
 
     @classmethod
-    def for_shard(cls, ctx: Any, stage: str, component: str) -> "ItemReuse":
+    def for_shard(cls, ctx: Any, stage: str, component: str) -> ItemReuse:
         reuse_dir = getattr(getattr(ctx.config, "run", None), "reuse_dir", None)
         return cls(
             store=ReuseStore.open(ctx.run, reuse_dir),
@@ -235,6 +251,11 @@ def complete_with_reuse(reuse: ItemReuse, client: Any, requests: list[Any]) -> l
 
     def run(misses: list[int]) -> list[Entry]:
         got = client.complete([requests[i] for i in misses])
-        return [Entry({"text": r.text, "model_id": r.model_id, "backend": r.backend, "error": r.error}, keep=r.error is None) for r in got]
+        return [
+            Entry(
+                {"text": r.text, "model_id": r.model_id, "backend": r.backend, "error": r.error}, keep=r.error is None
+            )
+            for r in got
+        ]
 
     return [MLLMResponse(v["text"], v["model_id"], v["backend"], error=v["error"]) for v in reuse.map(keys, run)]

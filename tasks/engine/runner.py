@@ -20,9 +20,10 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from prompts.clients.endpoint import EndpointError
 from storage.fs import is_disk_full
@@ -76,7 +77,9 @@ class ShardJob:
             with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
                 result = self.stage.process_shard(shard_ctx, self.index, self.work)
             ensure_lease(self.ctx.run, self.lease_token)
-            return self.stage.store(self.ctx).write_shard(self.index, self.key, result, shard_ctx.options.get(PLACEMENT_OPTION))
+            return self.stage.store(self.ctx).write_shard(
+                self.index, self.key, result, shard_ctx.options.get(PLACEMENT_OPTION)
+            )
         except Exception:
             self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
             raise
@@ -102,7 +105,15 @@ def run_with_retries(job: ShardJob, retry: RetryPolicy) -> dict[str, Any]:
             if attempt >= retry.retries or not retry.should_retry(exc):
                 raise
             attempt += 1
-            log.warning("%s shard %d: retry %d/%d after %s: %s", job.stage.name, job.index, attempt, retry.retries, type(exc).__name__, exc)
+            log.warning(
+                "%s shard %d: retry %d/%d after %s: %s",
+                job.stage.name,
+                job.index,
+                attempt,
+                retry.retries,
+                type(exc).__name__,
+                exc,
+            )
             time.sleep(retry.delay_s)
 
 
@@ -137,7 +148,9 @@ class StagePlan:
     work: list[Any]
     todo: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
-    damaged: dict[int, list[str]] = field(default_factory=dict)  # finished shards whose files did not hold up: index -> what
+    damaged: dict[int, list[str]] = field(
+        default_factory=dict
+    )  # finished shards whose files did not hold up: index -> what
 
 
 @dataclass
@@ -163,7 +176,7 @@ class StageSummary:
 class ShardFailed(RuntimeError):
     """Shards of a stage failed; ``summary`` (when set) counts the shards that did finish."""
 
-    summary: "StageSummary | None" = None
+    summary: StageSummary | None = None
 
 
 def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePlan:
@@ -183,7 +196,9 @@ def prepare_stage(stage: Stage, ctx: RunContext, force: bool = False) -> StagePl
         store.reset()
     store.prune_shards(len(work))
     plan = StagePlan(stage.name, key, chash, inputs, work)
-    finished = check_finished_shards(store, key, (manifest or {}).get("files") if (manifest or {}).get("key") == key else None)
+    finished = check_finished_shards(
+        store, key, (manifest or {}).get("files") if (manifest or {}).get("key") == key else None
+    )
     plan.damaged = {i: problems for i, problems in finished.items() if problems}
     for i in range(len(work)):
         (plan.skipped if i in finished and i not in plan.damaged else plan.todo).append(i)
@@ -284,7 +299,12 @@ def damaged_note(plan: StagePlan) -> str | None:
 
 
 def stage_summary(
-    name: str, plan: StagePlan, summary: dict[str, Any], started: float, extra: dict[str, Any] | None = None, note: str | None = None
+    name: str,
+    plan: StagePlan,
+    summary: dict[str, Any],
+    started: float,
+    extra: dict[str, Any] | None = None,
+    note: str | None = None,
 ) -> StageSummary:
     """The counts of a stage run (``summary`` from ``StageStore.summarize``); shards run are those
     of this run's to-do list that completed (all of them when the stage finished). ``note``: a
@@ -340,7 +360,11 @@ def run_stage(
         logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
     total = len(plan.work)
     if plan.damaged:
-        logger.warning("%s: recomputing finished shard(s) %s whose files do not match their markers", stage.name, sorted(plan.damaged))
+        logger.warning(
+            "%s: recomputing finished shard(s) %s whose files do not match their markers",
+            stage.name,
+            sorted(plan.damaged),
+        )
     logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
     finished = [len(plan.skipped)]
     if progress:
@@ -362,7 +386,12 @@ def run_stage(
                     server.append(exc)
                     _HALTED.add(run_id)  # the shards not started yet would meet the same server
                 errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
-                logger.error("%s: shard %d failed: %s", stage.name, job.index, "".join(traceback.format_exception_only(exc)).strip())
+                logger.error(
+                    "%s: shard %d failed: %s",
+                    stage.name,
+                    job.index,
+                    "".join(traceback.format_exception_only(exc)).strip(),
+                )
             if progress:
                 progress(finished[0], total)
 
@@ -392,7 +421,9 @@ def run_stage(
         failed = sorted({i for i, _ in errors})
         err = ShardFailed(
             f"stage {stage.name!r}: shards {failed} did not complete; rerun to retry only those "
-            f"(the other shards are kept):\n" + describe_failures(errors) + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
+            f"(the other shards are kept):\n"
+            + describe_failures(errors)
+            + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
         )
         err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
         record_stop(stage, ctx, plan, f"shards {failed} failed")
@@ -404,7 +435,12 @@ def run_stage(
         raise
     logger.info(
         "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
-        stage.name, summary.shards_run, summary.shards_skipped, summary.rows_in, summary.rows_out, summary.rejected,
+        stage.name,
+        summary.shards_run,
+        summary.shards_skipped,
+        summary.rows_in,
+        summary.rows_out,
+        summary.rejected,
     )
     return summary
 
@@ -427,7 +463,9 @@ def up_to_date(stage: Stage, ctx: RunContext) -> bool:
     if manifest is None or manifest.get("status") != "complete":
         return False
     try:
-        return manifest.get("config_hash") == config_hash(stage.config_section(ctx)) and manifest.get("input_fingerprints") == stage.input_fingerprints(ctx)
+        return manifest.get("config_hash") == config_hash(stage.config_section(ctx)) and manifest.get(
+            "input_fingerprints"
+        ) == stage.input_fingerprints(ctx)
     except StageInputError:  # an upstream stage is not complete: this one will run after it
         return False
 
@@ -490,4 +528,3 @@ def _workers(ctx: RunContext) -> int:
         return int(ctx.config.run.workers)
     except AttributeError:
         return 1
-

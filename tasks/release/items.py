@@ -116,13 +116,20 @@ def edit_annotations(questions: list[dict[str, Any]], edits: dict[str, dict[str,
     """Per edit id: what the original annotations say (target, original attribute, count,
     objects) and the prior terms a hallucinating answer falls back on."""
     out: dict[str, dict[str, Any]] = {}
-    rubrics: dict[str, dict[str, Any]] = {}  # per edit: its questions' rubric fields (first value per key), for prior_terms
+    rubrics: dict[
+        str, dict[str, Any]
+    ] = {}  # per edit: its questions' rubric fields (first value per key), for prior_terms
     for q in questions:
         ann = out.setdefault(q["edit_id"], {"task": q["task"], "objects": set(), "prior_terms": set()})
         r = rubric(q)
         for key, value in r.items():
             rubrics.setdefault(q["edit_id"], {}).setdefault(key, value)
-        for key, field in (("removed_object", "target_name"), ("original_attribute", "original_attribute"), ("new_attribute", "new_attribute"), ("attribute_type", "attribute_type")):
+        for key, field in (
+            ("removed_object", "target_name"),
+            ("original_attribute", "original_attribute"),
+            ("new_attribute", "new_attribute"),
+            ("attribute_type", "attribute_type"),
+        ):
             if r.get(key) and not ann.get(field):
                 ann[field] = str(r[key])
         if r.get("count") is not None and ann.get("count") is None:

@@ -32,8 +32,9 @@ on output.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 TYPE_WEIGHTS: dict[str, float] = {"SA": 0.5, "MC": 0.25, "YN": 0.25}
 MODES = ("standard", "cot")
@@ -75,7 +76,14 @@ def collapse_cyclic(rows: Iterable[Row]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for r in rows:
         if r.get("qtype") == "MC" and r.get("rotation") is not None:
-            key = (r.get("mode"), r.get("edit_id"), r.get("question_set"), r.get("qid"), r.get("image_role"), r.get("task"))
+            key = (
+                r.get("mode"),
+                r.get("edit_id"),
+                r.get("question_set"),
+                r.get("qid"),
+                r.get("image_role"),
+                r.get("task"),
+            )
             groups[key].append(r)
         else:
             out.append(dict(r))
@@ -100,7 +108,9 @@ def credit(r: Row) -> float:
     return float(c) if c is not None else (1.0 if r.get("correct") else 0.0)
 
 
-def _group(rows: Iterable[Row], by: Sequence[str], value: Callable[[Row], float | None]) -> list[tuple[dict[str, Any], int, float]]:
+def _group(
+    rows: Iterable[Row], by: Sequence[str], value: Callable[[Row], float | None]
+) -> list[tuple[dict[str, Any], int, float]]:
     """(group, rows, sum of values) per group of ``by`` columns, in a stable order; rows whose
     value is None are left out."""
     counts: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0])
@@ -118,7 +128,10 @@ def _group(rows: Iterable[Row], by: Sequence[str], value: Callable[[Row], float 
 def accuracy(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
     """Accuracy per group of ``by`` columns: rows ``{**group, n, correct, accuracy}`` sorted by
     group; a merged cyclic question counts as right only when every presentation is."""
-    return [{**g, "n": n, "correct": int(c), "accuracy": pct(c, n)} for g, n, c in _group(rows, by, lambda r: 1.0 if r.get("correct") else 0.0)]
+    return [
+        {**g, "n": n, "correct": int(c), "accuracy": pct(c, n)}
+        for g, n, c in _group(rows, by, lambda r: 1.0 if r.get("correct") else 0.0)
+    ]
 
 
 def mc_cyclic(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
@@ -129,7 +142,13 @@ def mc_cyclic(rows: Iterable[Row], by: Sequence[str]) -> list[dict[str, Any]]:
     cons = {tuple(g.items()): c for g, _, c in _group(mc, by, lambda r: 1.0 if r.get("correct") else 0.0)}
     pres = {tuple(g.items()): c for g, _, c in _group(mc, by, lambda r: float(r.get("rotations") or 1))}
     return [
-        {**dict(k), "n": n, "presentations": int(pres[k]), "averaged_accuracy": pct(c, n), "consistency_accuracy": pct(cons[k], n)}
+        {
+            **dict(k),
+            "n": n,
+            "presentations": int(pres[k]),
+            "averaged_accuracy": pct(c, n),
+            "consistency_accuracy": pct(cons[k], n),
+        }
         for k, (n, c) in avg.items()
     ]
 
@@ -153,7 +172,13 @@ class ReactScore:
     missing: list[str]  # what was missing ("<task>/cot/SA", "<task>")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"per_mode": self.per_mode, "per_task": self.per_task, "react_score": self.score, "complete": self.complete, "missing": self.missing}
+        return {
+            "per_mode": self.per_mode,
+            "per_task": self.per_task,
+            "react_score": self.score,
+            "complete": self.complete,
+            "missing": self.missing,
+        }
 
 
 def task_rank(weights: Mapping[str, float]) -> Callable[[str], tuple[int, str]]:
@@ -171,7 +196,9 @@ def react_score(rows: Iterable[Row], weights: Mapping[str, float] | None = None)
     no share of R). ``None`` weighs every task present equally. The weights are renormalised
     over the tasks that have a score."""
     main = collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main")
-    acc = {(g["task"], g["mode"], g["qtype"]): ratio(c, n) for g, n, c in _group(main, ["task", "mode", "qtype"], credit)}
+    acc = {
+        (g["task"], g["mode"], g["qtype"]): ratio(c, n) for g, n, c in _group(main, ["task", "mode", "qtype"], credit)
+    }
     present = {t for t, _, _ in acc}
     if weights is None:
         weights = {t: 1.0 for t in sorted(present, key=str)}
@@ -264,7 +291,11 @@ def beaf_traditional(rows: Iterable[Row]) -> dict[str, float | int | None]:
     right = sum(1 for r in beaf if bool(r.get("correct")))
     precision = ratio(tp, tp + fp)
     recall = ratio(tp, tp + fn)
-    f1 = None if precision is None or recall is None else (0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall))
+    f1 = (
+        None
+        if precision is None or recall is None
+        else (0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall))
+    )
     return {
         "yes_ratio_before": pct(sum(1 for r in before if yes(r)), len(before)),
         "yes_ratio_after": pct(sum(1 for r in after if yes(r)), len(after)),
@@ -324,7 +355,12 @@ def hallu_rate(rows: Iterable[Row], by: Sequence[str] = ()) -> list[dict[str, An
         g[2] += int(r.get("prior_hits", 1 if r["prior_fallback"] else 0))
     order = sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k))
     return [
-        {**dict(zip(by, k)), "n": int(groups[k][0]), "fallbacks": groups[k][2], "hallu_rate": pct(groups[k][1], groups[k][0])}
+        {
+            **dict(zip(by, k)),
+            "n": int(groups[k][0]),
+            "fallbacks": groups[k][2],
+            "hallu_rate": pct(groups[k][1], groups[k][0]),
+        }
         for k in order
     ]
 
@@ -362,6 +398,8 @@ def by_editor(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -
     keys = sorted({(str(r.get("editor") or ""), str(r.get("variant") or TARGETED)) for r in rows})
     out = []
     for editor, variant in keys:
-        mine = [r for r in rows if str(r.get("editor") or "") == editor and str(r.get("variant") or TARGETED) == variant]
+        mine = [
+            r for r in rows if str(r.get("editor") or "") == editor and str(r.get("variant") or TARGETED) == variant
+        ]
         out.append({"editor": editor, "variant": variant, **headline(mine, weights)})
     return out

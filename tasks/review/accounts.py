@@ -43,7 +43,9 @@ def add_user(engine: Engine, name: str, role: str, with_secret: bool = True) -> 
     try:
         with engine.begin() as conn:
             conn.execute(
-                insert(User).values(name=name, role=role, secret_hash=hash_secret(secret) if secret else None, created_at=time.time())
+                insert(User).values(
+                    name=name, role=role, secret_hash=hash_secret(secret) if secret else None, created_at=time.time()
+                )
             )
     except IntegrityError:
         raise AccountError(f"a user named {name!r} already exists") from None
@@ -79,7 +81,9 @@ def authenticate_in(conn: Connection, secret: str) -> Account | None:
     """The account whose secret this is, or None (one indexed lookup of the secret's hash)."""
     if not secret or len(secret) > 200:
         return None
-    row = conn.execute(select(User.id, User.name, User.role).where(User.secret_hash == hash_secret(secret.strip()))).first()
+    row = conn.execute(
+        select(User.id, User.name, User.role).where(User.secret_hash == hash_secret(secret.strip()))
+    ).first()
     return Account(row.id, row.name, row.role) if row else None
 
 
@@ -94,7 +98,11 @@ def session_in(conn: Connection, user: Account, now: float) -> tuple[str, str]:
     token = secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     conn.execute(delete(LoginSession).where(LoginSession.expires_at < now))
-    conn.execute(insert(LoginSession).values(token_hash=hash_secret(token), user_id=user.id, csrf=csrf, created_at=now, expires_at=now + SESSION_SECONDS))
+    conn.execute(
+        insert(LoginSession).values(
+            token_hash=hash_secret(token), user_id=user.id, csrf=csrf, created_at=now, expires_at=now + SESSION_SECONDS
+        )
+    )
     return token, csrf
 
 

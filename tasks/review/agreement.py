@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from itertools import combinations
-from typing import Hashable, Sequence
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -46,7 +46,9 @@ def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float | None:
     return (p_bar - p_e) / (1.0 - p_e)
 
 
-def pairwise_cohen(labels: dict[str, dict[str, Hashable]], min_shared: int = 5) -> dict[tuple[str, str], tuple[float | None, int]]:
+def pairwise_cohen(
+    labels: dict[str, dict[str, Hashable]], min_shared: int = 5
+) -> dict[tuple[str, str], tuple[float | None, int]]:
     """Cohen's kappa for every pair of annotators with at least ``min_shared`` common items.
 
     ``labels``: {annotator: {item_id: label}}. Returns {(a, b): (kappa, shared items)}."""

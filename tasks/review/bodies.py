@@ -62,7 +62,9 @@ class DecisionForm(_Body):
     verdict: Verdict
     reasons: list[Reason] = Field(default_factory=list, max_length=len(REASONS))
     note: Note = ""
-    questions: dict[Annotated[str, StringConstraints(max_length=64)], QuestionUpdate] = Field(default_factory=dict, max_length=MAX_QUESTIONS)
+    questions: dict[Annotated[str, StringConstraints(max_length=64)], QuestionUpdate] = Field(
+        default_factory=dict, max_length=MAX_QUESTIONS
+    )
 
 
 class AdjudicationForm(_Body):

@@ -43,7 +43,18 @@ _PARENT_OK_SQL = (
     "WHERE p.item_id = review_item_state.parent_id AND p.outcome = 'accept') THEN 1 ELSE 0 END"
 )
 EVENT_COLUMNS = (
-    "item_id", "annotator_id", "created_at", "kind", "verdict", "n", "reasons_json", "note", "question_id", "before_json", "after_json", "source_ref",
+    "item_id",
+    "annotator_id",
+    "created_at",
+    "kind",
+    "verdict",
+    "n",
+    "reasons_json",
+    "note",
+    "question_id",
+    "before_json",
+    "after_json",
+    "source_ref",
 )
 _LATEST_MINE = (
     "LEFT JOIN review_events e ON e.id = (SELECT max(d.id) FROM review_events d "
@@ -68,14 +79,18 @@ FROM review_items i JOIN review_item_state s ON s.item_id = i.id
 {_LATEST_MINE}
 WHERE i.id = :item_id
 """
-_DecideRow = namedtuple("_DecideRow", "id stage payload_json outcome n released ev_id ev_kind ev_verdict ev_reasons_json ev_note")
+_DecideRow = namedtuple(
+    "_DecideRow", "id stage payload_json outcome n released ev_id ev_kind ev_verdict ev_reasons_json ev_note"
+)
 _FOLD_SQL = (
     "SELECT id, item_id, annotator_id, kind, verdict FROM review_events "
     "WHERE item_id = :item_id AND kind IN ('decision', 'retract', 'adjudication') ORDER BY id"
 )
 _Ev = namedtuple("_Ev", "id item_id annotator_id kind verdict")
 _LOCK_SQL = "SELECT outcome, n FROM review_item_state WHERE item_id = :item_id"
-_LATEST_RESOLUTION_SQL = "SELECT verdict, n FROM review_events WHERE item_id = :item_id AND kind = 'resolution' ORDER BY id DESC LIMIT 1"
+_LATEST_RESOLUTION_SQL = (
+    "SELECT verdict, n FROM review_events WHERE item_id = :item_id AND kind = 'resolution' ORDER BY id DESC LIMIT 1"
+)
 
 
 def dumps(value: Any) -> str:
@@ -83,10 +98,14 @@ def dumps(value: Any) -> str:
 
 
 def _retired_refusal(item_id: str) -> NotAllowed:
-    return NotAllowed(f"item {item_id} was retired (its edit or questions are no longer in qa/questions); take the next item")
+    return NotAllowed(
+        f"item {item_id} was retired (its edit or questions are no longer in qa/questions); take the next item"
+    )
 
 
-def _question_update_events(sql: Sql, item_id: str, stage: str, payload_json: str, question_updates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _question_update_events(
+    sql: Sql, item_id: str, stage: str, payload_json: str, question_updates: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The question events of a decision's inline edits; raises :class:`QuestionError` before
     anything is written."""
     if not question_updates:
@@ -103,7 +122,9 @@ def _question_update_events(sql: Sql, item_id: str, stage: str, payload_json: st
     return new_events
 
 
-def _decision_event(user: Account, verdict: str, reasons: list[str], note: str, before: dict[str, Any] | None, source_ref: str | None) -> dict[str, Any]:
+def _decision_event(
+    user: Account, verdict: str, reasons: list[str], note: str, before: dict[str, Any] | None, source_ref: str | None
+) -> dict[str, Any]:
     """One decision event (with the annotator's previous decision as ``before``)."""
     return {
         "annotator_id": user.id,
@@ -162,7 +183,9 @@ class DecisionsMixin:
         Raises :class:`LeaseLost` when the lease was taken over, :class:`QuestionError` (with
         the question and field) when an inline edit is invalid; nothing is written then."""
         reasons = check_verdict(verdict, reasons or [], note)
-        return self._run(lambda sql: self._decide(sql, user, item_id, verdict, reasons, note, question_updates or {}, source_ref))  # type: ignore[attr-defined]
+        return self._run(
+            lambda sql: self._decide(sql, user, item_id, verdict, reasons, note, question_updates or {}, source_ref)
+        )  # type: ignore[attr-defined]
 
     def _decide(
         self,
@@ -182,7 +205,11 @@ class DecisionsMixin:
             released = bool(found and found[5])
         else:
             found = sql.row(_DECIDE_SQLITE_SQL, params)
-            released = bool(found) and bool(sql.rows("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me RETURNING slot", params))
+            released = bool(found) and bool(
+                sql.rows(
+                    "DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me RETURNING slot", params
+                )
+            )
         if found is None:
             raise UnknownItem(f"no review item {item_id!r}")
         item = _DecideRow._make(found)
@@ -192,7 +219,10 @@ class DecisionsMixin:
         if not released and mine is None:  # no lease (never had one, or taken over), no decision to change
             raise self._not_leased(sql, item_id, user, now)
         new_events = [_decision_event(user, verdict, reasons, note, mine, source_ref)]
-        new_events += [dict(ev, annotator_id=user.id) for ev in _question_update_events(sql, item_id, item.stage, item.payload_json, question_updates)]
+        new_events += [
+            dict(ev, annotator_id=user.id)
+            for ev in _question_update_events(sql, item_id, item.stage, item.payload_json, question_updates)
+        ]
         return self._append(sql, item_id, user.id, now, new_events, before=(item.outcome, item.n))[0]
 
     def _not_leased(self, sql: Sql, item_id: str, user: Account, now: float) -> LeaseLost:
@@ -203,7 +233,9 @@ class DecisionsMixin:
             "SELECT count(*) FROM review_leases WHERE item_id = :item_id AND annotator_id != :me AND expires_at > :now",
             {"item_id": item_id, "me": user.id, "now": now},
         )[0]  # type: ignore[index]
-        state = sql.row("SELECT outcome, available FROM review_item_state WHERE item_id = :item_id", {"item_id": item_id})
+        state = sql.row(
+            "SELECT outcome, available FROM review_item_state WHERE item_id = :item_id", {"item_id": item_id}
+        )
         if held:
             why = "another annotator holds it"
         elif state is not None and state[0] != "pending":
@@ -215,7 +247,13 @@ class DecisionsMixin:
         return LeaseLost(f"item {item_id} is not leased to {user.name!r}: {why}; take the next item")
 
     def import_decision(
-        self, user: Account | str, item_id: str, verdict: str, reasons: list[str], note: str, source_ref: str,
+        self,
+        user: Account | str,
+        item_id: str,
+        verdict: str,
+        reasons: list[str],
+        note: str,
+        source_ref: str,
         question_updates: dict[str, dict[str, Any]] | None = None,
     ) -> int | None:
         """Record a decision made in another tool (Label Studio), with its question edits,
@@ -240,8 +278,13 @@ class DecisionsMixin:
             account = user if isinstance(user, Account) else _imported_account(sql, user, self.clock())
             before = self._lock_state(sql, item_id)
             mine = self._my_decision(sql, item_id, account.id)
-            sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me", {"item_id": item_id, "me": account.id})
-            new_events = [_decision_event(account, verdict, reasons, note, mine, source_ref)] + [dict(ev, annotator_id=account.id) for ev in question_events_]
+            sql.run(
+                "DELETE FROM review_leases WHERE item_id = :item_id AND annotator_id = :me",
+                {"item_id": item_id, "me": account.id},
+            )
+            new_events = [_decision_event(account, verdict, reasons, note, mine, source_ref)] + [
+                dict(ev, annotator_id=account.id) for ev in question_events_
+            ]
             return self._append(sql, item_id, account.id, self.clock(), new_events, before=before)[0]
 
         return self._run(run)  # type: ignore[attr-defined]
@@ -267,8 +310,14 @@ class DecisionsMixin:
         return (latest[0], latest[1] or 0) if latest else ("pending", 0)
 
     def _append(
-        self, sql: Sql, item_id: str, actor: int, now: float, new_events: list[dict[str, Any]],
-        before: tuple[str, int] | None = None, retired: bool | None = None,
+        self,
+        sql: Sql,
+        item_id: str,
+        actor: int,
+        now: float,
+        new_events: list[dict[str, Any]],
+        before: tuple[str, int] | None = None,
+        retired: bool | None = None,
     ) -> list[int]:
         """Append ``new_events`` (event columns; ``annotator_id`` and ``kind`` at least) to the
         item's log and, when its outcome or number of current decisions changed, a resolution
@@ -298,8 +347,15 @@ class DecisionsMixin:
         if resolved:
             rows.append(
                 {
-                    "item_id": item_id, "annotator_id": actor, "created_at": now, "kind": "resolution", "verdict": outcome, "n": len(verdicts),
-                    "after_json": dumps({"outcome": outcome, "decisions": len(verdicts), "adjudicated": adjudication is not None}),
+                    "item_id": item_id,
+                    "annotator_id": actor,
+                    "created_at": now,
+                    "kind": "resolution",
+                    "verdict": outcome,
+                    "n": len(verdicts),
+                    "after_json": dumps(
+                        {"outcome": outcome, "decisions": len(verdicts), "adjudicated": adjudication is not None}
+                    ),
                 }
             )
         if not rows:
@@ -353,21 +409,39 @@ class DecisionsMixin:
         mine = self._my_decision(sql, item_id, user.id)
         if mine is None:
             return None  # the latest action already was an undo
-        if sql.row("SELECT count(*) FROM review_events WHERE item_id = :item_id AND kind = 'adjudication'", {"item_id": item_id})[0]:  # type: ignore[index]
+        if sql.row(
+            "SELECT count(*) FROM review_events WHERE item_id = :item_id AND kind = 'adjudication'",
+            {"item_id": item_id},
+        )[0]:  # type: ignore[index]
             raise NotAllowed(f"item {item_id} was adjudicated; its decisions can no longer be undone")
         before = self._lock_state(sql, item_id)
         if before[0] == RETIRED:
             raise _retired_refusal(item_id)
         p = {"item_id": item_id, "me": user.id, "now": now}
         sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND expires_at <= :now", p)
-        free = sorted(set(range(self.k)) - set(sql.scalars("SELECT slot FROM review_leases WHERE item_id = :item_id", p)))
+        free = sorted(
+            set(range(self.k)) - set(sql.scalars("SELECT slot FROM review_leases WHERE item_id = :item_id", p))
+        )
         if free:  # leased_at before the user's other leases, so the undone item is shown first
             first = sql.row("SELECT min(leased_at) FROM review_leases WHERE annotator_id = :me", p)[0]  # type: ignore[index]
             sql.run(
                 "INSERT INTO review_leases (item_id, slot, annotator_id, stage, leased_at, expires_at) VALUES (:item_id, :slot, :me, :stage, :leased_at, :expires_at)",
-                {**p, "slot": free[0], "stage": stage, "leased_at": min(now, (first or now) - 1.0), "expires_at": now + self.lease_seconds},
+                {
+                    **p,
+                    "slot": free[0],
+                    "stage": stage,
+                    "leased_at": min(now, (first or now) - 1.0),
+                    "expires_at": now + self.lease_seconds,
+                },
             )
-        self._append(sql, item_id, user.id, now, [{"annotator_id": user.id, "kind": "retract", "before_json": dumps(mine)}], before=before)
+        self._append(
+            sql,
+            item_id,
+            user.id,
+            now,
+            [{"annotator_id": user.id, "kind": "retract", "before_json": dumps(mine)}],
+            before=before,
+        )
         return item_id
 
     def adjudicate(self, admin: Account, item_id: str, verdict: str, note: str = "") -> int:
@@ -384,8 +458,12 @@ class DecisionsMixin:
             if before[0] == RETIRED:
                 raise _retired_refusal(item_id)
             event = {
-                "annotator_id": admin.id, "kind": "adjudication", "verdict": verdict, "note": note or None,
-                "before_json": dumps({"outcome": before[0]}), "after_json": dumps({"verdict": verdict, "note": note}),
+                "annotator_id": admin.id,
+                "kind": "adjudication",
+                "verdict": verdict,
+                "note": note or None,
+                "before_json": dumps({"outcome": before[0]}),
+                "after_json": dumps({"verdict": verdict, "note": note}),
             }
             return self._append(sql, item_id, admin.id, now, [event], before=before)[0]
 
@@ -398,5 +476,10 @@ class DecisionsMixin:
         before = self._lock_state(sql, item_id)
         if retired:
             sql.run("DELETE FROM review_leases WHERE item_id = :item_id", {"item_id": item_id})
-        event = {"annotator_id": actor, "kind": "retire" if retired else "restore", "note": why, "after_json": dumps({"reason": why})}
+        event = {
+            "annotator_id": actor,
+            "kind": "retire" if retired else "restore",
+            "note": why,
+            "after_json": dumps({"reason": why}),
+        }
         self._append(sql, item_id, actor, now, [event], before=before, retired=retired)

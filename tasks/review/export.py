@@ -25,6 +25,7 @@ from tasks.review.rules import RETIRED, current_decisions, latest_by_item
 from tasks.review.stage import is_unedited
 from tasks.review.validation import question_state
 
+
 @dataclass
 class ExportSummary:
     decisions: int = 0
@@ -48,7 +49,7 @@ def pseudonyms(queue: ReviewQueue) -> dict[int, str]:
 
 
 def iso(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="milliseconds")
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat(timespec="milliseconds")
 
 
 def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
@@ -68,7 +69,9 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     q_events: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in events:
         if e.kind in ("question_edit", "question_validity"):
-            q_events[e.item_id].append({"kind": e.kind, "question_id": e.question_id, "after": json.loads(e.after_json)})
+            q_events[e.item_id].append(
+                {"kind": e.kind, "question_id": e.question_id, "after": json.loads(e.after_json)}
+            )
 
     edits = addresses.EDITS.reader(run).rows()
     questions = addresses.QUESTIONS.reader(run).rows()
@@ -87,14 +90,23 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
         e_out = "accept" if unedited else res.get(e_item, "pending")
         q_out = res.get(q_item, "pending") if q_item else "pending"
         if e_out != "accept" or q_out != "accept":
-            summary.pending_edits += e_out not in ("accept", "reject") or (e_out == "accept" and q_out not in ("accept", "reject"))
+            summary.pending_edits += e_out not in ("accept", "reject") or (
+                e_out == "accept" and q_out not in ("accept", "reject")
+            )
             continue
         trail = {
             stage: {
                 "outcome": outcome,
                 "adjudicated": it in adjudicated,
                 "decisions": sorted(
-                    ({"annotator": names[e.annotator_id], "verdict": e.verdict, "reasons": json.loads(e.reasons_json or "[]")} for e in current.get(it, {}).values()),
+                    (
+                        {
+                            "annotator": names[e.annotator_id],
+                            "verdict": e.verdict,
+                            "reasons": json.loads(e.reasons_json or "[]"),
+                        }
+                        for e in current.get(it, {}).values()
+                    ),
                     key=lambda d: d["annotator"],
                 ),
             }
@@ -149,10 +161,18 @@ def _decision_rows(events: list[Any], items: dict[str, Any], names: dict[int, st
         item = items[e.item_id]
         if e.kind.startswith("question_"):
             kind, target = "question", e.question_id
-            action = e.kind if e.kind == "question_edit" else ("question_valid" if json.loads(e.after_json)["valid"] else "question_invalid")
+            action = (
+                e.kind
+                if e.kind == "question_edit"
+                else ("question_valid" if json.loads(e.after_json)["valid"] else "question_invalid")
+            )
         else:
             kind, target = item.stage, item.edit_id
-            action = e.verdict if e.kind == "decision" else (f"adjudicate_{e.verdict}" if e.kind == "adjudication" else e.kind)
+            action = (
+                e.verdict
+                if e.kind == "decision"
+                else (f"adjudicate_{e.verdict}" if e.kind == "adjudication" else e.kind)
+            )
         rows.append(
             {
                 "event_id": int(e.id),

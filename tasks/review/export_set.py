@@ -39,7 +39,9 @@ class ExportSetError(RuntimeError):
     """The review export in the run directory is missing, incomplete or mixed."""
 
 
-def write_export_set(run: RunFS, tables: dict[str, pa.Table], position: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_export_set(
+    run: RunFS, tables: dict[str, pa.Table], position: int, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Write ``review/<name>/part-00000.parquet`` for each table as one set; returns the manifest.
 
     The old manifest is removed first (the old set is no longer complete from here on) and the
@@ -79,7 +81,11 @@ def _write_member(run: RunFS, folder: str, table: pa.Table) -> dict[str, Any]:
             run.rm(folder, leftover)
     rel = f"{folder}/{shard_name(0)}"
     write_table(run, rel, table)
-    return {"path": f"{EXPORT_DIR}/{name}/{shard_name(0)}", "sha256": sha256_hex(run.read_bytes(rel)), "rows": table.num_rows}
+    return {
+        "path": f"{EXPORT_DIR}/{name}/{shard_name(0)}",
+        "sha256": sha256_hex(run.read_bytes(rel)),
+        "rows": table.num_rows,
+    }
 
 
 def clean_leftovers(run: RunFS) -> None:
@@ -109,9 +115,15 @@ def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any
     again = export_again(run)
     manifest = read_manifest(run)
     if manifest is None:
-        present = [n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)]
-        what = f"{', '.join(addresses.review_export(n) for n in present)} exist but" if present else "the review export"
-        raise ExportSetError(f"{what} has no manifest {run.path(MANIFEST)}: the export is incomplete or was interrupted; {again}")
+        present = [
+            n for n in names or ("verified_edits", "verified_questions", "decisions") if run.listdir(EXPORT_DIR, n)
+        ]
+        what = (
+            f"{', '.join(addresses.review_export(n) for n in present)} exist but" if present else "the review export"
+        )
+        raise ExportSetError(
+            f"{what} has no manifest {run.path(MANIFEST)}: the export is incomplete or was interrupted; {again}"
+        )
     if manifest.get("format") != FORMAT:
         raise ExportSetError(f"{run.path(MANIFEST)}: unknown export format {manifest.get('format')!r}; {again}")
     files = manifest.get("files") or {}
@@ -122,8 +134,11 @@ def require_export_set(run: RunFS, names: tuple[str, ...] = ()) -> dict[str, Any
         folder = posixpath.dirname(entry["path"])
         listed = [n for n in run.listdir(folder) if not n.startswith(".")]
         if listed != [posixpath.basename(entry["path"])]:
-            raise ExportSetError(f"{run.path(folder)} holds {listed}, the export manifest names {posixpath.basename(entry['path'])}; {again}")
+            raise ExportSetError(
+                f"{run.path(folder)} holds {listed}, the export manifest names {posixpath.basename(entry['path'])}; {again}"
+            )
         if sha256_hex(run.read_bytes(entry["path"])) != entry["sha256"]:
-            raise ExportSetError(f"{run.path(entry['path'])} does not match the export manifest (a file of another export); {again}")
+            raise ExportSetError(
+                f"{run.path(entry['path'])} does not match the export manifest (a file of another export); {again}"
+            )
     return manifest
-

@@ -57,7 +57,9 @@ _QUESTIONS_VIEW = """  <Header value="Questions: rewrite a field only to change 
 
 def _verdict_view() -> str:
     # the annotator reads the label; ``alias`` puts the reason code into the result
-    reasons = "\n".join(f"    <Choice value={quoteattr(label)} alias={quoteattr(code)}/>" for code, label in REASONS.items())
+    reasons = "\n".join(
+        f"    <Choice value={quoteattr(label)} alias={quoteattr(code)}/>" for code, label in REASONS.items()
+    )
     return f"""  <Header value="Verdict (a reject needs a reason; 'other' needs a note)"/>
   <Choices name="verdict" toName="edited" choice="single" required="true">
     <Choice value="accept"/>
@@ -87,9 +89,14 @@ class ExportSummary:
 
     @property
     def message(self) -> str:
-        lines = [f"Label Studio {stage}: {n} tasks -> {tasks} (labeling config: {cfg})" for stage, (tasks, cfg, n) in self.files.items()]
+        lines = [
+            f"Label Studio {stage}: {n} tasks -> {tasks} (labeling config: {cfg})"
+            for stage, (tasks, cfg, n) in self.files.items()
+        ]
         if self.qa_waiting:
-            lines.append(f"  {self.qa_waiting} QA items wait for their edit to be accepted; export again after importing those decisions")
+            lines.append(
+                f"  {self.qa_waiting} QA items wait for their edit to be accepted; export again after importing those decisions"
+            )
         return "\n".join(lines)
 
 
@@ -123,7 +130,9 @@ def export_tasks(queue: ReviewQueue, out: Path, image_prefix: str = DEFAULT_IMAG
                 "edited_image": image_prefix + (p.get("edited_image") or p["original_image"]),
             }
             if row.stage == "qa":
-                data["questions"] = [_question_data(q) for q in question_state(p.get("questions", []), question_events(sql, row.id))]
+                data["questions"] = [
+                    _question_data(q) for q in question_state(p.get("questions", []), question_events(sql, row.id))
+                ]
             by_stage[row.stage].append({"data": data})
     out.parent.mkdir(parents=True, exist_ok=True)
     for stage, tasks in by_stage.items():
@@ -139,8 +148,20 @@ def _question_data(q: dict[str, Any]) -> dict[str, Any]:
     options = list(q.get("options") or [])
     lettered = "  ".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(options))
     state = "" if q.get("valid", True) else " [marked invalid]"
-    shown = f"{q['qid']} [{q['qtype']}, {q.get('dimension') or '-'}]{state}: {q['text']}" + (f"  {lettered}" if lettered else "") + f"  gold: {q['gold']}"
-    return {"id": q["id"], "qid": q["qid"], "qtype": q["qtype"], "text": q["text"], "options": options, "gold": q["gold"], "shown": shown}
+    shown = (
+        f"{q['qid']} [{q['qtype']}, {q.get('dimension') or '-'}]{state}: {q['text']}"
+        + (f"  {lettered}" if lettered else "")
+        + f"  gold: {q['gold']}"
+    )
+    return {
+        "id": q["id"],
+        "qid": q["qid"],
+        "qtype": q["qtype"],
+        "text": q["text"],
+        "options": options,
+        "gold": q["gold"],
+        "shown": shown,
+    }
 
 
 @dataclass
@@ -172,7 +193,9 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise QueueError(f"{path}: not a readable Label Studio JSON export: {exc}") from None
     if not isinstance(tasks, list):
-        raise QueueError(f"{path}: expected a JSON list of tasks (Label Studio 'JSON' export), got {type(tasks).__name__}")
+        raise QueueError(
+            f"{path}: expected a JSON list of tasks (Label Studio 'JSON' export), got {type(tasks).__name__}"
+        )
     summary = ImportSummary()
     known = _annotator_users(queue)  # Label Studio user id -> user name, from earlier imports
     learned: dict[str, str] = {}
@@ -181,22 +204,53 @@ def import_decisions(queue: ReviewQueue, path: Path) -> ImportSummary:
         data = task.get("data", {}) if isinstance(task, dict) else {}
         item = data.get("item_id") if isinstance(data, dict) else None
         if not item:
-            summary.rejected.append({"task": task_ref, "annotation": None, "reason": "missing_item_id", "detail": "task data has no item_id"})
+            summary.rejected.append(
+                {
+                    "task": task_ref,
+                    "annotation": None,
+                    "reason": "missing_item_id",
+                    "detail": "task data has no item_id",
+                }
+            )
             continue
         for ai, ann in enumerate(task.get("annotations") or []):
             ann_ref = ann.get("id", ai) if isinstance(ann, dict) else ai
             if not isinstance(ann, dict):
-                summary.rejected.append({"task": task_ref, "annotation": ann_ref, "reason": "invalid_annotation", "detail": "an annotation is not a JSON object"})
+                summary.rejected.append(
+                    {
+                        "task": task_ref,
+                        "annotation": ann_ref,
+                        "reason": "invalid_annotation",
+                        "detail": "an annotation is not a JSON object",
+                    }
+                )
                 continue
             if ann.get("was_cancelled"):
-                summary.rejected.append({"task": task_ref, "annotation": ann_ref, "reason": "cancelled", "detail": "annotation was skipped in Label Studio"})
+                summary.rejected.append(
+                    {
+                        "task": task_ref,
+                        "annotation": ann_ref,
+                        "reason": "cancelled",
+                        "detail": "annotation was skipped in Label Studio",
+                    }
+                )
                 continue
             try:
                 parsed = parse_annotation(ann.get("result") or [], data.get("questions") or [])
                 user = annotator_name(ann, known, learned)
-                ev = queue.import_decision(user, item, parsed.verdict, parsed.reasons, parsed.note, source_ref=parsed.ref(item, ann_ref), question_updates=parsed.question_updates)
+                ev = queue.import_decision(
+                    user,
+                    item,
+                    parsed.verdict,
+                    parsed.reasons,
+                    parsed.note,
+                    source_ref=parsed.ref(item, ann_ref),
+                    question_updates=parsed.question_updates,
+                )
             except (QueueError, QuestionError) as exc:
-                summary.rejected.append({"task": task_ref, "annotation": ann_ref, "reason": "invalid_annotation", "detail": str(exc)})
+                summary.rejected.append(
+                    {"task": task_ref, "annotation": ann_ref, "reason": "invalid_annotation", "detail": str(exc)}
+                )
                 continue
             if ev is None:
                 summary.already_imported += 1
@@ -227,7 +281,7 @@ def annotator_name(ann: dict[str, Any], known: dict[str, str], learned: dict[str
 def _annotator_users(queue: ReviewQueue) -> dict[str, str]:
     with sql_statement(queue.engine) as sql:
         rows = sql.rows("SELECT key, value FROM review_meta WHERE key LIKE :prefix", {"prefix": ANNOTATOR_KEY + "%"})
-    return {key[len(ANNOTATOR_KEY):]: value for key, value in rows}
+    return {key[len(ANNOTATOR_KEY) :]: value for key, value in rows}
 
 
 def _remember_annotators(queue: ReviewQueue, learned: dict[str, str]) -> None:
@@ -236,8 +290,10 @@ def _remember_annotators(queue: ReviewQueue, learned: dict[str, str]) -> None:
         return
     with sql_transaction(queue.engine) as sql:
         for ls_id, name in learned.items():
-            sql.run("INSERT INTO review_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING",
-                    {"key": (ANNOTATOR_KEY + ls_id)[:64], "value": name})
+            sql.run(
+                "INSERT INTO review_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING",
+                {"key": (ANNOTATOR_KEY + ls_id)[:64], "value": name},
+            )
 
 
 def parse_annotation(result: list[dict[str, Any]], questions: list[dict[str, Any]]) -> Annotation:
@@ -261,7 +317,9 @@ def parse_annotation(result: list[dict[str, Any]], questions: list[dict[str, Any
         elif m := _QUESTION_RESULT.match(name):
             kind, index = m.group(1), int(m.group(2))
             if index >= len(questions):
-                raise QueueError(f"result {name!r} names question {index}, but the task has {len(questions)} questions")
+                raise QueueError(
+                    f"result {name!r} names question {index}, but the task has {len(questions)} questions"
+                )
             upd = updates.setdefault(questions[index]["id"], {})
             if kind == "invalid":
                 upd["invalid"] = "invalid" in (value.get("choices") or [])

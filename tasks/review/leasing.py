@@ -14,7 +14,8 @@ what the page shows of them), the capacity re-check, the lease and ``COMMIT``.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from storage.review_db import Sql, sql_transaction
 from tasks.review.rules import Account, check_stage
@@ -76,16 +77,31 @@ def try_lease(sql: Sql, item_id: str, user: Account, stage: str, k: int, now: fl
     if not rows or not rows[0][0]:
         return False
     if any(r[2] is not None and r[3] <= now for r in rows):
-        sql.run("DELETE FROM review_leases WHERE item_id = :item_id AND expires_at <= :now", {"item_id": item_id, "now": now})
+        sql.run(
+            "DELETE FROM review_leases WHERE item_id = :item_id AND expires_at <= :now",
+            {"item_id": item_id, "now": now},
+        )
     active = {r[2] for r in rows if r[2] is not None and r[3] > now}
     if rows[0][1] + len(active) >= k:  # the capacity re-check: the candidate list may be stale
         return False
     slot = min(set(range(k)) - active)
-    sql.run(_INSERT_LEASE_SQL, {"item_id": item_id, "slot": slot, "me": user.id, "stage": stage, "now": now, "expires_at": now + lease_seconds})
+    sql.run(
+        _INSERT_LEASE_SQL,
+        {
+            "item_id": item_id,
+            "slot": slot,
+            "me": user.id,
+            "stage": stage,
+            "now": now,
+            "expires_at": now + lease_seconds,
+        },
+    )
     return True
 
 
-def lease_from(sql: Sql, candidates: Iterable[str], user: Account, stage: str, k: int, now: float, lease_seconds: float) -> list[str]:
+def lease_from(
+    sql: Sql, candidates: Iterable[str], user: Account, stage: str, k: int, now: float, lease_seconds: float
+) -> list[str]:
     """Lease what can still be leased of ``candidates``; returns the items leased."""
     return [i for i in candidates if try_lease(sql, i, user, stage, k, now, lease_seconds)]
 
@@ -116,7 +132,8 @@ class LeasingMixin:
         def run(sql: Sql) -> tuple[list[Any], bool]:
             now, mine, busy = self._next(sql, user, stage, want)
             return [
-                self._get_item(sql, user, item_id) if new is None  # held before: read with the user's lease and decision
+                self._get_item(sql, user, item_id)
+                if new is None  # held before: read with the user's lease and decision
                 else self._leased_view(sql, new, now + self.lease_seconds)  # type: ignore[attr-defined]
                 for item_id, new in mine
             ], busy
@@ -134,7 +151,9 @@ class LeasingMixin:
             time.sleep(min(0.002 * (attempt + 1), 0.02))
         return found
 
-    def _next(self, sql: Sql, user: Account, stage: str, want: int) -> tuple[float, list[tuple[str, tuple | None]], bool]:
+    def _next(
+        self, sql: Sql, user: Account, stage: str, want: int
+    ) -> tuple[float, list[tuple[str, tuple | None]], bool]:
         """The time of the request, the user's items in the order they took them (item id, its
         candidate row when leased now, None when renewed), and whether nothing was found only
         because open items were locked (PostgreSQL's SKIP LOCKED passes over them)."""
@@ -148,8 +167,14 @@ class LeasingMixin:
             candidates = candidate_rows(sql, user, stage, self.k, now, need)
             if not candidates:
                 break
-            mine += [(r[0], r) for r in candidates if try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds)]
-        busy = not mine and sql.postgres and bool(sql.rows(CANDIDATES_SQL, {"stage": stage, "now": now, "k": self.k, "me": user.id, "limit": 1}))
+            mine += [
+                (r[0], r) for r in candidates if try_lease(sql, r[0], user, stage, self.k, now, self.lease_seconds)
+            ]
+        busy = (
+            not mine
+            and sql.postgres
+            and bool(sql.rows(CANDIDATES_SQL, {"stage": stage, "now": now, "k": self.k, "me": user.id, "limit": 1}))
+        )
         return now, mine[: max(want, 1)], busy
 
     def active_leases(self) -> int:

@@ -49,7 +49,9 @@ class LoginResult:
     retry_after: float | None = None
 
 
-def attempt_login(engine: Engine, client: str, secret: str, device: str | None = None, now: float | None = None) -> LoginResult:
+def attempt_login(
+    engine: Engine, client: str, secret: str, device: str | None = None, now: float | None = None
+) -> LoginResult:
     """Decide one login attempt from ``client`` (an address) carrying ``device`` (the device
     cookie, if any), in one transaction that the client's other attempts wait for (run again
     on a fresh connection when the database had closed the pooled one)."""
@@ -80,7 +82,9 @@ def _attempt(engine: Engine, client: str, secret: str, device: str | None, now: 
 def _known_device(conn: Connection, device: str | None, now: float) -> bool:
     if not device or len(device) > 200:
         return False
-    at = conn.execute(select(LoginDevice.last_login_at).where(LoginDevice.token_hash == hash_secret(device))).scalar_one_or_none()
+    at = conn.execute(
+        select(LoginDevice.last_login_at).where(LoginDevice.token_hash == hash_secret(device))
+    ).scalar_one_or_none()
     return at is not None and at > now - DEVICE_SECONDS
 
 
@@ -88,7 +92,11 @@ def _remember_device(conn: Connection, device: str | None, user: Account, now: f
     """The device token to (re)send: the known one, refreshed, or a new one."""
     conn.execute(delete(LoginDevice).where(LoginDevice.last_login_at <= now - DEVICE_SECONDS))
     if device is not None:
-        conn.execute(update(LoginDevice).where(LoginDevice.token_hash == hash_secret(device)).values(last_login_at=now, user_id=user.id))
+        conn.execute(
+            update(LoginDevice)
+            .where(LoginDevice.token_hash == hash_secret(device))
+            .values(last_login_at=now, user_id=user.id)
+        )
         return device
     device = secrets.token_urlsafe(32)
     conn.execute(insert(LoginDevice).values(token_hash=hash_secret(device), user_id=user.id, last_login_at=now))
@@ -98,9 +106,16 @@ def _remember_device(conn: Connection, device: str | None, user: Account, now: f
 def _retry_after(conn: Connection, key: str, scope: str, now: float) -> float | None:
     """Seconds until ``key`` may try again (its oldest counted refusal leaves the window), or None."""
     limit = LOGIN_LIMITS[scope]
-    recent = conn.execute(
-        select(LoginFailure.at).where(LoginFailure.key == key, LoginFailure.at > now - LOGIN_WINDOW_S).order_by(LoginFailure.at.desc()).limit(limit)
-    ).scalars().all()
+    recent = (
+        conn.execute(
+            select(LoginFailure.at)
+            .where(LoginFailure.key == key, LoginFailure.at > now - LOGIN_WINDOW_S)
+            .order_by(LoginFailure.at.desc())
+            .limit(limit)
+        )
+        .scalars()
+        .all()
+    )
     return max(1.0, recent[-1] + LOGIN_WINDOW_S - now) if len(recent) >= limit else None
 
 

@@ -24,8 +24,9 @@ key of leases is the last line of defence.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, Engine
@@ -33,7 +34,17 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from storage import addresses
 from storage.hashing import stable_id
-from storage.review_db import Item, ItemState, Sql, create_schema, dbapi_errors, is_sqlite, make_engine, sql_transaction, write_lock
+from storage.review_db import (
+    Item,
+    ItemState,
+    Sql,
+    create_schema,
+    dbapi_errors,
+    is_sqlite,
+    make_engine,
+    sql_transaction,
+    write_lock,
+)
 from tasks.review.decisions import DecisionsMixin
 from tasks.review.leasing import CANDIDATES_SQL as _CANDIDATES_SQL  # noqa: F401  (tests read the leasing query)
 from tasks.review.leasing import LeasingMixin
@@ -66,7 +77,9 @@ class ReconcileSummary:
 class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
     """Queue operations over one database. Thread-safe: each call runs its own transaction."""
 
-    def __init__(self, engine: Engine, k: int = 1, lease_seconds: float = 900.0, clock: Callable[[], float] = time.time):
+    def __init__(
+        self, engine: Engine, k: int = 1, lease_seconds: float = 900.0, clock: Callable[[], float] = time.time
+    ):
         if k < 1:
             raise ValueError(f"review.k must be >= 1, got {k}")
         self.engine = engine
@@ -85,7 +98,7 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         return self._reader
 
     @classmethod
-    def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, pool_size: int = 10, **kw: Any) -> "ReviewQueue":
+    def open(cls, url: str, k: int = 1, lease_minutes: float = 15.0, pool_size: int = 10, **kw: Any) -> ReviewQueue:
         engine = make_engine(url, pool_size)
         create_schema(engine)
         return cls(engine, k=k, lease_seconds=lease_minutes * 60.0, **kw)
@@ -133,7 +146,9 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
             accepted = set()
             if parents:
                 accepted = set(
-                    conn.execute(select(ItemState.item_id).where(ItemState.item_id.in_(parents), ItemState.outcome == "accept")).scalars()
+                    conn.execute(
+                        select(ItemState.item_id).where(ItemState.item_id.in_(parents), ItemState.outcome == "accept")
+                    ).scalars()
                 )
             conn.execute(
                 insert(ItemState),
@@ -166,7 +181,9 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
         def run(conn: Connection) -> ReconcileSummary:
             summary = ReconcileSummary()
             have = conn.execute(
-                select(Item.id, Item.stage, Item.edit_id, Item.payload_json, ItemState.outcome).outerjoin(ItemState, ItemState.item_id == Item.id)
+                select(Item.id, Item.stage, Item.edit_id, Item.payload_json, ItemState.outcome).outerjoin(
+                    ItemState, ItemState.item_id == Item.id
+                )
             ).all()
             ids = {r.id for r in have}
             by_content = {(r.stage, r.edit_id, r.payload_json): r for r in have}
@@ -179,7 +196,9 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
                     id_map[r["id"]] = found.id
                     (to_restore if found.outcome == RETIRED else []).append(found)
                     continue
-                new_id = r["id"] if r["id"] not in ids else stable_id("review", r["stage"], r["edit_id"], r["payload_json"])
+                new_id = (
+                    r["id"] if r["id"] not in ids else stable_id("review", r["stage"], r["edit_id"], r["payload_json"])
+                )
                 ids.add(new_id)
                 id_map[r["id"]] = new_id
                 to_add.append({**r, "id": new_id})
@@ -231,7 +250,9 @@ def _transient(exc: Exception) -> bool:
     to a database restart (before the transaction's ``COMMIT`` was sent) are retried."""
     lost = getattr(exc, "review_retry", None)
     if lost is not None:
-        return bool(lost)  # a pooled connection the database closed (restart): retry afresh unless COMMIT was in flight
+        return bool(
+            lost
+        )  # a pooled connection the database closed (restart): retry afresh unless COMMIT was in flight
     if any(c.__name__ == "IntegrityError" for c in type(exc).__mro__) or getattr(exc, "connection_invalidated", False):
         return True  # a unique-key race, or a pooled connection the database closed (restart): retry afresh
     msg = str(getattr(exc, "orig", exc)).lower()
@@ -263,5 +284,7 @@ def _system_user(conn: Connection, now: float) -> int:
 
     uid = conn.execute(select(User.id).where(User.name == SYSTEM_USER)).scalar_one_or_none()
     if uid is None:
-        uid = conn.execute(insert(User).values(name=SYSTEM_USER, role="annotator", secret_hash=None, created_at=now)).inserted_primary_key[0]
+        uid = conn.execute(
+            insert(User).values(name=SYSTEM_USER, role="annotator", secret_hash=None, created_at=now)
+        ).inserted_primary_key[0]
     return int(uid)

@@ -39,7 +39,10 @@ def admin_stats(request: Request, _: Account = Depends(require_admin)) -> Respon
 def adjudicate_list(request: Request, _: Account = Depends(require_admin)) -> Response:
     queue = ctx(request).queue
     users = queue.users()
-    rows = [{"item": queue.get_item(request.state.user, i), "decisions": decisions_of(queue, i, users)} for i in queue.disputed()]
+    rows = [
+        {"item": queue.get_item(request.state.user, i), "decisions": decisions_of(queue, i, users)}
+        for i in queue.disputed()
+    ]
     return render(request, "adjudicate_list.html", rows=rows)
 
 
@@ -47,7 +50,12 @@ def adjudicate_list(request: Request, _: Account = Depends(require_admin)) -> Re
 def adjudicate_item(request: Request, item_id: str, _: Account = Depends(require_admin)) -> Response:
     queue = ctx(request).queue
     view = get_view(queue, request.state.user, item_id)
-    return render(request, "adjudicate_item.html", item=public(view, request.state.user), decisions=decisions_of(queue, item_id, queue.users()))
+    return render(
+        request,
+        "adjudicate_item.html",
+        item=public(view, request.state.user),
+        decisions=decisions_of(queue, item_id, queue.users()),
+    )
 
 
 @router.post("/admin/adjudicate/{item_id}")

@@ -27,7 +27,9 @@ async def api_decide(request: Request, item_id: str) -> Response:
     body = validate_json(DecisionBody, await request.body())
     queue = ctx(request).queue
     try:
-        event_id = await run_sync(queue.decide, request.state.user, item_id, body.verdict, list(body.reasons), body.note)
+        event_id = await run_sync(
+            queue.decide, request.state.user, item_id, body.verdict, list(body.reasons), body.note
+        )
     except LeaseLost as exc:
         raise HTTPException(409, str(exc)) from None
     except UnknownItem as exc:

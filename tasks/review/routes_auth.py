@@ -14,7 +14,7 @@ from storage.review_db import write_lock
 from tasks.review.accounts import SESSION_SECONDS, close_session
 from tasks.review.bodies import LoginForm, known_fields
 from tasks.review.login import DEVICE_SECONDS, attempt_login
-from tasks.review.web import HERE, check_csrf, LOGIN_CSRF_COOKIE, SESSION_COOKIE, ctx, render, run_sync, validate
+from tasks.review.web import HERE, LOGIN_CSRF_COOKIE, SESSION_COOKIE, check_csrf, ctx, render, run_sync, validate
 
 router = APIRouter()
 DEVICE_COOKIE = "rb_device"  # a browser that logged in before (tasks.review.login)
@@ -50,17 +50,40 @@ async def login(request: Request) -> Response:
     cookie = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not cookie or not secrets.compare_digest(form.csrf_token, cookie):
         raise HTTPException(403, "missing or wrong CSRF token; reload the login page")
-    result = await run_sync(attempt_login, web.queue.engine, _client(request), form.secret, request.cookies.get(DEVICE_COOKIE))
+    result = await run_sync(
+        attempt_login, web.queue.engine, _client(request), form.secret, request.cookies.get(DEVICE_COOKIE)
+    )
     if result.retry_after is not None:
         wait = result.retry_after
-        refused = render(request, "login.html", status=429, login_csrf=cookie, error=f"Too many refused logins; try again in {wait:.0f} s.", css=_css())
+        refused = render(
+            request,
+            "login.html",
+            status=429,
+            login_csrf=cookie,
+            error=f"Too many refused logins; try again in {wait:.0f} s.",
+            css=_css(),
+        )
         refused.headers["Retry-After"] = str(int(wait + 0.999))
         return refused
     if result.user is None:
         return render(request, "login.html", status=401, login_csrf=cookie, error="Unknown secret.", css=_css())
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(SESSION_COOKIE, result.token, httponly=True, samesite="strict", secure=web.secure_cookies, max_age=SESSION_SECONDS)
-    response.set_cookie(DEVICE_COOKIE, result.device, httponly=True, samesite="strict", secure=web.secure_cookies, max_age=int(DEVICE_SECONDS))
+    response.set_cookie(
+        SESSION_COOKIE,
+        result.token,
+        httponly=True,
+        samesite="strict",
+        secure=web.secure_cookies,
+        max_age=SESSION_SECONDS,
+    )
+    response.set_cookie(
+        DEVICE_COOKIE,
+        result.device,
+        httponly=True,
+        samesite="strict",
+        secure=web.secure_cookies,
+        max_age=int(DEVICE_SECONDS),
+    )
     response.delete_cookie(LOGIN_CSRF_COOKIE)
     return response
 

@@ -38,7 +38,9 @@ def read_store_image(run: RunFS, rel: str) -> bytes | None:
         root = os.path.realpath(run.root)
         full = os.path.join(run.root, *rel.split("/"))
         try:
-            if os.path.realpath(full) != os.path.join(root, *rel.split("/")) or not stat.S_ISREG(os.lstat(full).st_mode):
+            if os.path.realpath(full) != os.path.join(root, *rel.split("/")) or not stat.S_ISREG(
+                os.lstat(full).st_mode
+            ):
                 return None
             fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except (OSError, ValueError):  # ValueError: a NUL byte (the pattern already refuses it)
@@ -62,11 +64,19 @@ def image(request: Request, rel: str) -> Response:
     data = read_store_image(ctx(request).run, rel) if encoded == b"/images/" + rel.encode("utf-8", "replace") else None
     if data is None:
         raise HTTPException(404, NOT_FOUND)
-    return Response(data, media_type=IMAGE_TYPES[rel.rsplit(".", 1)[-1]], headers={"Cache-Control": "private, max-age=31536000, immutable"})
+    return Response(
+        data,
+        media_type=IMAGE_TYPES[rel.rsplit(".", 1)[-1]],
+        headers={"Cache-Control": "private, max-age=31536000, immutable"},
+    )
 
 
 @router.get("/static/{name}")
 def static(name: str) -> Response:
     if name not in STATIC_FILES:
         raise HTTPException(404, "no such file")
-    return Response((HERE / "static" / name).read_bytes(), media_type=STATIC_FILES[name], headers={"Cache-Control": "private, max-age=300"})
+    return Response(
+        (HERE / "static" / name).read_bytes(),
+        media_type=STATIC_FILES[name],
+        headers={"Cache-Control": "private, max-age=300"},
+    )

@@ -17,7 +17,9 @@ router = APIRouter()
 EventQuery = Annotated[int | None, Query(ge=0, le=MAX_EVENT_ID)]
 
 
-def item_page(request: Request, view: ItemView, preload: list[ItemView], status: int = 200, **extra: Any) -> HTMLResponse:
+def item_page(
+    request: Request, view: ItemView, preload: list[ItemView], status: int = 200, **extra: Any
+) -> HTMLResponse:
     user: Account = request.state.user
     return render(
         request,
@@ -67,10 +69,20 @@ async def _decide(request: Request, stage: str, item_id: str, form: DecisionForm
     queue, user = ctx(request).queue, request.state.user
     updates = {qid: q.model_dump(exclude_none=True) for qid, q in form.questions.items()} if stage == "qa" else None
     try:
-        await run_sync(lambda: queue.decide(user, item_id, form.verdict, list(form.reasons), form.note, question_updates=updates))
+        await run_sync(
+            lambda: queue.decide(user, item_id, form.verdict, list(form.reasons), form.note, question_updates=updates)
+        )
     except QuestionError as exc:
         view = get_view(queue, user, item_id)
-        return item_page(request, view, [], status=422, errors={exc.question_id: f"{exc.field}: {exc.message}"}, submitted=updates or {}, form_error=str(exc))
+        return item_page(
+            request,
+            view,
+            [],
+            status=422,
+            errors={exc.question_id: f"{exc.field}: {exc.message}"},
+            submitted=updates or {},
+            form_error=str(exc),
+        )
     except LeaseLost as exc:
         return render(request, "error.html", status=409, code=409, message=str(exc), next_url=f"/review/{stage}")
     except UnknownItem as exc:

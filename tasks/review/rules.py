@@ -9,8 +9,9 @@ an adjudication and retirement. The queue (when it appends a resolution event), 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 STAGES: tuple[str, ...] = ("edit", "qa")
 
@@ -66,14 +67,14 @@ def current_decisions(events: Iterable[E]) -> dict[str, dict[int, E]]:
     ``kind``, ``item_id`` and ``annotator_id`` attributes."""
     out: dict[str, dict[int, E]] = {}
     for e in events:
-        kind = getattr(e, "kind")
+        kind = e.kind
         if kind not in DECISION_KINDS:
             continue
-        mine = out.setdefault(getattr(e, "item_id"), {})
+        mine = out.setdefault(e.item_id, {})
         if kind == "decision":
-            mine[getattr(e, "annotator_id")] = e
+            mine[e.annotator_id] = e
         else:
-            mine.pop(getattr(e, "annotator_id"), None)
+            mine.pop(e.annotator_id, None)
     return {item: decs for item, decs in out.items() if decs}
 
 
@@ -103,8 +104,8 @@ def latest_by_item(events: Iterable[E], kind: str) -> dict[str, E]:
     """The latest event of one kind per item (adjudications, resolutions), from events in log order."""
     out: dict[str, E] = {}
     for e in events:
-        if getattr(e, "kind") == kind:
-            out[getattr(e, "item_id")] = e
+        if e.kind == kind:
+            out[e.item_id] = e
     return out
 
 

@@ -61,7 +61,18 @@ PAYLOAD_FIELDS = (
     "mask_image",
     "editor",
 )
-QUESTION_FIELDS = ("id", "question_set", "qid", "qtype", "dimension", "text", "options", "gold", "images", "image_role")
+QUESTION_FIELDS = (
+    "id",
+    "question_set",
+    "qid",
+    "qtype",
+    "dimension",
+    "text",
+    "options",
+    "gold",
+    "images",
+    "image_role",
+)
 
 
 def item_id(stage: str, edit_id: str) -> str:
@@ -90,9 +101,18 @@ def queue_rows(edit: dict[str, Any], questions: list[dict[str, Any]]) -> list[di
     An unedited row (dense counting) has only the QA item, available at once.
     """
     base = {k: edit.get(k) for k in PAYLOAD_FIELDS}
-    qs = [{k: q.get(k) for k in QUESTION_FIELDS} for q in sorted(questions, key=lambda q: (q["question_set"], _qnum(q["qid"]), q["id"]))]
+    qs = [
+        {k: q.get(k) for k in QUESTION_FIELDS}
+        for q in sorted(questions, key=lambda q: (q["question_set"], _qnum(q["qid"]), q["id"]))
+    ]
     edit_item = item_id("edit", edit["id"])
-    common = {"edit_id": edit["id"], "task": edit["task"], "variant": edit["variant"], "editor": edit["editor"], "n_questions": len(qs)}
+    common = {
+        "edit_id": edit["id"],
+        "task": edit["task"],
+        "variant": edit["variant"],
+        "editor": edit["editor"],
+        "n_questions": len(qs),
+    }
     qa_item = {
         "id": item_id("qa", edit["id"]),
         "stage": "qa",
@@ -102,7 +122,16 @@ def queue_rows(edit: dict[str, Any], questions: list[dict[str, Any]]) -> list[di
     }
     if is_unedited(edit):
         return [qa_item]
-    return [{"id": edit_item, "stage": "edit", "parent_id": None, **common, "payload_json": canonical_json({"edit_id": edit["id"], **base})}, qa_item]
+    return [
+        {
+            "id": edit_item,
+            "stage": "edit",
+            "parent_id": None,
+            **common,
+            "payload_json": canonical_json({"edit_id": edit["id"], **base}),
+        },
+        qa_item,
+    ]
 
 
 def _qnum(qid: str) -> tuple[str, int]:
@@ -128,7 +157,10 @@ class ReviewStage(Stage):
 
     def config_section(self, ctx: RunContext) -> Any:
         cfg = ctx.config.review
-        return {"queue_auto_rejected": cfg.queue_auto_rejected, "db": redact(cfg.db_url) if cfg.db_url else "run-sqlite"}
+        return {
+            "queue_auto_rejected": cfg.queue_auto_rejected,
+            "db": redact(cfg.db_url) if cfg.db_url else "run-sqlite",
+        }
 
     def plan(self, ctx: RunContext) -> list[Any]:
         edits = sorted(addresses.EDITS.reader(ctx.run).rows(), key=lambda r: r["id"])
@@ -145,14 +177,22 @@ class ReviewStage(Stage):
         for unit in work:
             edit, questions = unit["edit"], unit["questions"]
             if edit["status"] != "ok" and not (take_auto_rejected and edit["status"] == "auto_rejected"):
-                result.rejects.append(reject(edit["id"], self.name, "not_queued_" + _code(edit["status"]), f"edit status {edit['status']!r}"))
+                result.rejects.append(
+                    reject(
+                        edit["id"], self.name, "not_queued_" + _code(edit["status"]), f"edit status {edit['status']!r}"
+                    )
+                )
                 continue
             missing = [p for p in (edit["original_image"], edit["edited_image"]) if not images.exists(p)]
             if missing:
-                result.rejects.append(reject(edit["id"], self.name, "image_missing", f"not in the run's image store: {missing}"))
+                result.rejects.append(
+                    reject(edit["id"], self.name, "image_missing", f"not in the run's image store: {missing}")
+                )
                 continue
             if not questions:
-                result.rejects.append(reject(edit["id"], self.name, "no_questions", "qa/questions holds no question for this edit"))
+                result.rejects.append(
+                    reject(edit["id"], self.name, "no_questions", "qa/questions holds no question for this edit")
+                )
                 continue
             result.outputs["queue"].extend(queue_rows(edit, questions))
         return result
@@ -162,7 +202,12 @@ class ReviewStage(Stage):
 
         url = ctx.config.review.db_url or default_db_url(ctx.run)
         rows = QUEUE.reader(ctx.run).rows()
-        queue = ReviewQueue.open(url, k=ctx.config.review.k, lease_minutes=ctx.config.review.lease_minutes, pool_size=ctx.config.review.db_pool_size)
+        queue = ReviewQueue.open(
+            url,
+            k=ctx.config.review.k,
+            lease_minutes=ctx.config.review.lease_minutes,
+            pool_size=ctx.config.review.db_pool_size,
+        )
         try:
             changes = queue.reconcile(rows)
         finally:

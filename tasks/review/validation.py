@@ -27,7 +27,9 @@ class QuestionError(ValueError):
 
 def question_state(generated: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The questions as they stand after the recorded inline edits (generation order kept)."""
-    by_id = {q["id"]: {**q, "options": list(q.get("options") or []), "valid": True, "edited": False} for q in generated}
+    by_id = {
+        q["id"]: {**q, "options": list(q.get("options") or []), "valid": True, "edited": False} for q in generated
+    }
     for ev in events:
         q = by_id.get(ev["question_id"])
         if q is None:
@@ -62,7 +64,9 @@ def normalize_update(question: dict[str, Any], update: dict[str, Any]) -> dict[s
         letters = string.ascii_uppercase[: len(options)]
         gold = gold.upper()
         if gold not in letters:
-            raise QuestionError(qid, "gold", f"the gold answer must be the letter of an option ({', '.join(letters)}), got {gold!r}")
+            raise QuestionError(
+                qid, "gold", f"the gold answer must be the letter of an option ({', '.join(letters)}), got {gold!r}"
+            )
         out["options"] = options
     elif qtype == "YN":
         match = [y for y in YES_NO if y.lower() == gold.lower()]

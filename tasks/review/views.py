@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
@@ -81,7 +82,12 @@ def my_decision(row: Any) -> dict[str, Any] | None:
     ev = latest_decision(_Latest(row.ev_id, row.ev_kind, row.ev_verdict, row.ev_reasons_json, row.ev_note))
     if ev is None:
         return None
-    return {"event_id": ev.id, "verdict": ev.verdict, "reasons": json.loads(ev.reasons_json or "[]"), "note": ev.note or ""}
+    return {
+        "event_id": ev.id,
+        "verdict": ev.verdict,
+        "reasons": json.loads(ev.reasons_json or "[]"),
+        "note": ev.note or "",
+    }
 
 
 def question_events(sql: Sql, item_id: str) -> list[dict[str, Any]]:
@@ -135,10 +141,14 @@ class ViewsMixin:
         return self._view(sql, candidate, None, lease_expires_at, "pending")
 
     @staticmethod
-    def _view(sql: Sql, item: tuple, mine: dict[str, Any] | None, lease_expires_at: float | None, resolution: str) -> ItemView:
+    def _view(
+        sql: Sql, item: tuple, mine: dict[str, Any] | None, lease_expires_at: float | None, resolution: str
+    ) -> ItemView:
         item_id, stage, edit_id, task, variant, editor, payload_json = item
         payload = json.loads(payload_json)
-        questions = question_state(payload.get("questions", []), question_events(sql, item_id)) if stage == "qa" else []
+        questions = (
+            question_state(payload.get("questions", []), question_events(sql, item_id)) if stage == "qa" else []
+        )
         return ItemView(
             id=item_id,
             stage=stage,
@@ -179,7 +189,9 @@ class ViewsMixin:
         """Counts for the progress bars: the user's decisions and the stage's resolved items
         (retired items are not counted)."""
         check_stage(stage)
-        total, resolved, mine = self._run(lambda sql: sql.row(_PROGRESS_SQL, {"stage": stage, "me": user.id, "retired": RETIRED}), write=False)  # type: ignore[attr-defined]
+        total, resolved, mine = self._run(
+            lambda sql: sql.row(_PROGRESS_SQL, {"stage": stage, "me": user.id, "retired": RETIRED}), write=False
+        )  # type: ignore[attr-defined]
         return {"total": int(total or 0), "resolved": int(resolved or 0), "mine": int(mine)}
 
     def item_states(self) -> dict[str, tuple[str, int, int]]:
@@ -193,9 +205,15 @@ class ViewsMixin:
         return [i for i in order if res.get(i, ("pending", 0))[0] == "disputed"]
 
     def users(self) -> dict[int, Account]:
-        return self._read(lambda conn: {r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))})
+        return self._read(
+            lambda conn: {
+                r.id: Account(r.id, r.name, r.role) for r in conn.execute(select(User.id, User.name, User.role))
+            }
+        )
 
-    def events(self, kinds: tuple[str, ...] | None = None, item_id: str | None = None, upto: int | None = None) -> list[Any]:
+    def events(
+        self, kinds: tuple[str, ...] | None = None, item_id: str | None = None, upto: int | None = None
+    ) -> list[Any]:
         """Event rows in order, optionally of some kinds, one item, and up to event id ``upto``."""
         q = select(Event)
         if kinds:

@@ -28,6 +28,7 @@ def task_labels() -> dict[str, str]:
     """Task id -> the label the review UI shows (``TaskSpec.label`` of every registered task)."""
     return {t: spec.label for t, spec in all_tasks().items()}
 
+
 HIDDEN_FROM_ANNOTATORS = ("editor",)  # blind review: who made the edit is not shown
 
 M = TypeVar("M", bound=BaseModel)
@@ -44,7 +45,9 @@ class WebContext:
 
 
 def make_env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(["html"]), auto_reload=False)
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(["html"]), auto_reload=False
+    )
     env.globals.update(REASONS=REASONS, TASK_LABELS=task_labels(), STAGES=STAGES)
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     env.filters["num"] = lambda v, d=2: "—" if v is None else f"{v:.{d}f}"
@@ -135,7 +138,12 @@ def public(view: ItemView, user: Account) -> dict[str, Any]:
     w, h = payload.get("width") or 0, payload.get("height") or 0
     box_pct = None
     if box and len(box) == 4 and w and h:
-        box_pct = {"left": 100 * box[0] / w, "top": 100 * box[1] / h, "width": 100 * box[2] / w, "height": 100 * box[3] / h}
+        box_pct = {
+            "left": 100 * box[0] / w,
+            "top": 100 * box[1] / h,
+            "width": 100 * box[2] / w,
+            "height": 100 * box[3] / h,
+        }
     out = {
         "id": view.id,
         "stage": view.stage,

@@ -45,7 +45,16 @@ from tasks.stages.verify_model import model_checks_configured, model_verify
 from tasks.stages.verify_model import stage_key as verify_model_key
 
 STAGE = "edit"
-INSTRUCTION_COLUMNS = ["id", *schemas.ITEM_COLUMNS, "status", "instruction", "edit_type", "target_box", "target_name", "fields_json"]
+INSTRUCTION_COLUMNS = [
+    "id",
+    *schemas.ITEM_COLUMNS,
+    "status",
+    "instruction",
+    "edit_type",
+    "target_box",
+    "target_name",
+    "fields_json",
+]
 NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
@@ -64,10 +73,14 @@ def _edits_image(task: str) -> bool:
 def passes_through(row: dict[str, Any]) -> bool:
     """Applicable instructions with nothing to edit (a task whose spec has ``edits_image=False``, such as dense
     counting, or an ``edit_type`` of ``none``): one ``none`` row each."""
-    return row["status"] == "applicable" and (not _edits_image(row["task"]) or (row.get("edit_type") or "").lower() == "none")
+    return row["status"] == "applicable" and (
+        not _edits_image(row["task"]) or (row.get("edit_type") or "").lower() == "none"
+    )
 
 
-def read_source(row: dict[str, Any], edit_id: str, payload: dict[str, Any]) -> tuple[bytes, np.ndarray] | dict[str, Any]:
+def read_source(
+    row: dict[str, Any], edit_id: str, payload: dict[str, Any]
+) -> tuple[bytes, np.ndarray] | dict[str, Any]:
     """The source image's bytes and RGB pixels, or the reject row saying why it cannot be used."""
     import fsspec
 
@@ -85,7 +98,13 @@ def read_source(row: dict[str, Any], edit_id: str, payload: dict[str, Any]) -> t
         return reject(edit_id, STAGE, "image_too_large" if exc.too_large else "image_unreadable", str(exc), payload)
     h, w = image.shape[:2]
     if (w, h) != (row["width"], row["height"]):
-        return reject(edit_id, STAGE, "image_size_mismatch", f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}", payload)
+        return reject(
+            edit_id,
+            STAGE,
+            "image_size_mismatch",
+            f"{where}: file is {w}x{h}, annotations say {row['width']}x{row['height']}",
+            payload,
+        )
     return data, image
 
 
@@ -140,7 +159,9 @@ class EditStage(Stage):
         rows = sorted(table.to_pylist(), key=lambda r: r["id"])
         chunks = chunk([r for r in rows if needs_edit(r)], ctx.config.run.shard_size)
         unedited = chunk([r for r in rows if passes_through(r)], ctx.config.run.shard_size)
-        return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks] + [{"editor": None, "rows": c} for c in unedited]
+        return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks] + [
+            {"editor": None, "rows": c} for c in unedited
+        ]
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         if work["editor"] is None:
@@ -158,7 +179,9 @@ class EditStage(Stage):
         size = max(1, min(cfg.batch_size, editor.max_batch))
         clock = {"seconds": 0.0, "items": 0}  # editor wall time of this shard (the manifest's timing record)
 
-        def finish(loaded: list[Loaded], outcomes: list[Any], per_item: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        def finish(
+            loaded: list[Loaded], outcomes: list[Any], per_item: float
+        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             clock["seconds"] += per_item * len(outcomes)
             clock["items"] += len(outcomes)
             return self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)
@@ -190,7 +213,9 @@ class EditStage(Stage):
         return result
 
     @staticmethod
-    def _pipeline(batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool) -> list[Any]:
+    def _pipeline(
+        batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool
+    ) -> list[Any]:
         """Per batch: load -> editor call -> finish. With ``overlap``, the next batch loads and the
         previous one finishes on helper threads while the editor runs, so only the editor call is
         on the critical path (measured in benchmarks/edit_overhead.py)."""
@@ -205,7 +230,10 @@ class EditStage(Stage):
         finished: list[Future] = []
         # Finishing (QC, PNG, writes) goes item by item on two threads: the last batch of a shard,
         # which nothing overlaps, drains in half the time; results are collected in item order.
-        with ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader, ThreadPoolExecutor(2, thread_name_prefix="edit-finish") as finisher:
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="edit-load") as loader,
+            ThreadPoolExecutor(2, thread_name_prefix="edit-finish") as finisher,
+        ):
             pending = loader.submit(load, batches[0]) if batches else None
             for b in range(len(batches)):
                 loaded = pending.result()  # type: ignore[union-attr]
@@ -214,7 +242,11 @@ class EditStage(Stage):
                 outcomes, seconds = timed_batch(editor, [x.request for x in ready]) if ready else ([], 0.0)
                 it = iter(outcomes)
                 for x in loaded:
-                    finished.append(finisher.submit(finish, [x], [next(it)] if x.request is not None else [], seconds / max(1, len(ready))))
+                    finished.append(
+                        finisher.submit(
+                            finish, [x], [next(it)] if x.request is not None else [], seconds / max(1, len(ready))
+                        )
+                    )
             return [f.result() for f in finished]
 
     # -- per item ------------------------------------------------------------------------
@@ -262,22 +294,36 @@ class EditStage(Stage):
         keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
         return reused_shard(reuse, rows, ids, keys, lambda todo: self._pass_through_rows(ctx, todo))
 
-    def _pass_through_rows(self, ctx: RunContext, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _pass_through_rows(
+        self, ctx: RunContext, rows: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
         for row in rows:
             seed = item_seed(ctx.seed, row["id"])
             edit_id = stable_id(row["id"], NO_EDITOR, seed)
-            source = read_source(row, edit_id, {"instruction_id": row["id"], "editor": NO_EDITOR, "image_path": row["image_path"]})
+            source = read_source(
+                row, edit_id, {"instruction_id": row["id"], "editor": NO_EDITOR, "image_path": row["image_path"]}
+            )
             if isinstance(source, dict):
                 result.rejects.append(source)
                 continue
             original = store_original(ctx, row["image_path"], *source)
             edit = {k: row[k] for k in schemas.ITEM_COLUMNS}
             edit.update(
-                id=edit_id, instruction_id=row["id"], instruction=row.get("instruction"), edit_type="none",
-                target_name=row.get("target_name"), target_box=row.get("target_box"),
-                instruction_fields_json=row.get("fields_json"), editor=NO_EDITOR, editor_params_json="{}", seed=seed,
-                status="ok", original_image=original, edited_image=original, mask_image=None,
+                id=edit_id,
+                instruction_id=row["id"],
+                instruction=row.get("instruction"),
+                edit_type="none",
+                target_name=row.get("target_name"),
+                target_box=row.get("target_box"),
+                instruction_fields_json=row.get("fields_json"),
+                editor=NO_EDITOR,
+                editor_params_json="{}",
+                seed=seed,
+                status="ok",
+                original_image=original,
+                edited_image=original,
+                mask_image=None,
                 qc_json=canonical_json({"passed": True, "note": "no edit: the task asks about the original image"}),
                 edit_seconds=None,
             )
@@ -285,7 +331,13 @@ class EditStage(Stage):
         return result.outputs["edits"], result.rejects
 
     def _finish_batch(
-        self, ctx: RunContext, spec: EditorSpec, params_json: str, loaded: list[Loaded], outcomes: list[Any], per_item: float
+        self,
+        ctx: RunContext,
+        spec: EditorSpec,
+        params_json: str,
+        loaded: list[Loaded],
+        outcomes: list[Any],
+        per_item: float,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         edits, rejects = [], []
         it = iter(outcomes)
@@ -296,22 +348,43 @@ class EditStage(Stage):
             outcome = next(it)
             payload = {"instruction_id": item.row["id"], "editor": spec.key}
             if isinstance(outcome, EditFailure):
-                rejects.append(reject(item.edit_id, STAGE, outcome.reason, f"instruction {item.row['id']}, editor {spec.key}: {outcome.detail}", payload))
+                rejects.append(
+                    reject(
+                        item.edit_id,
+                        STAGE,
+                        outcome.reason,
+                        f"instruction {item.row['id']}, editor {spec.key}: {outcome.detail}",
+                        payload,
+                    )
+                )
                 continue
             try:
                 edits.append(self._row(ctx, spec, params_json, item, outcome, per_item))
             except ValueError as exc:
-                rejects.append(reject(item.edit_id, STAGE, "editor_bad_output", f"instruction {item.row['id']}, editor {spec.key}: {exc}", payload))
+                rejects.append(
+                    reject(
+                        item.edit_id,
+                        STAGE,
+                        "editor_bad_output",
+                        f"instruction {item.row['id']}, editor {spec.key}: {exc}",
+                        payload,
+                    )
+                )
         model_verify(ctx, edits)  # yes/no checks by an image-seeing MLLM, when one is configured
         return edits, rejects
 
-    def _row(self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float) -> dict[str, Any]:
+    def _row(
+        self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float
+    ) -> dict[str, Any]:
         req = item.request
         assert req is not None
         h, w = req.image.shape[:2]
         edited, raw_size = fit_to_source(res.image, w, h)
         if isinstance(res.meta.get("raw_size"), (list, tuple)) and len(res.meta["raw_size"]) == 2:
-            raw_size = (int(res.meta["raw_size"][0]), int(res.meta["raw_size"][1]))  # the editor resized it back itself
+            raw_size = (
+                int(res.meta["raw_size"][0]),
+                int(res.meta["raw_size"][1]),
+            )  # the editor resized it back itself
         kind = canonical_edit_type(req.edit_type)
         box = list(req.box) if req.box is not None else [0.0, 0.0, float(w), float(h)]
         dest = res.meta.get("destination_box") or req.fields.get("destination_box")
@@ -323,7 +396,9 @@ class EditStage(Stage):
         qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta, "verification": verdict.to_json()}
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):
-            mask_rel = ctx.images.put_bytes(_png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png")
+            mask_rel = ctx.images.put_bytes(
+                _png(res.mask.astype(np.uint8) * 255, "L", ctx.config.edit.png_compress_level), "png"
+            )
         row = {k: item.row[k] for k in schemas.ITEM_COLUMNS}
         row.update(
             id=item.edit_id,
@@ -357,12 +432,20 @@ class EditStage(Stage):
         for editor, params_json in seen:
             params = json.loads(params_json).get("params", {})
             if "memory_plan" in params:
-                plan = params["memory_plan"] + ("" if params.get("quantization", "none") == "none" else f"+{params['quantization']}")
+                plan = params["memory_plan"] + (
+                    "" if params.get("quantization", "none") == "none" else f"+{params['quantization']}"
+                )
                 if plan not in plans.setdefault(editor, []):
                     plans[editor].append(plan)
         out: dict[str, Any] = {"per_editor": per, "memory_plans": plans} if plans else {"per_editor": per}
         done = set(summary["completed_shards"])
-        timings = merge_timings([m["extra"]["timing"] for m in self.store(ctx).markers() if m["shard"] in done and "timing" in (m.get("extra") or {})])
+        timings = merge_timings(
+            [
+                m["extra"]["timing"]
+                for m in self.store(ctx).markers()
+                if m["shard"] in done and "timing" in (m.get("extra") or {})
+            ]
+        )
         if timings:
             out["timings"] = timings
         return out
@@ -383,9 +466,15 @@ def timing_record(spec: EditorSpec, editor: Any, seconds: float, items: int) -> 
     plan, quant = resolved.get("memory_plan", "single"), resolved.get("quantization", "none")
     area = getattr(p, "process_area", None) or (1024 * 1024 if hasattr(p, "process_area") else None)
     return {
-        "editor": spec.name, "key": spec.key, "model": getattr(p, "model", None), "gpu": device_name(str(getattr(editor, "device", "cpu"))),
-        "plan": plan if quant in ("none", None) else f"{plan}+{quant}", "steps": type(editor).edit_steps(p),
-        "resolution": resolution_of(area), "seconds": round(seconds, 4), "items": items,
+        "editor": spec.name,
+        "key": spec.key,
+        "model": getattr(p, "model", None),
+        "gpu": device_name(str(getattr(editor, "device", "cpu"))),
+        "plan": plan if quant in ("none", None) else f"{plan}+{quant}",
+        "steps": type(editor).edit_steps(p),
+        "resolution": resolution_of(area),
+        "seconds": round(seconds, 4),
+        "items": items,
     }
 
 
@@ -401,13 +490,19 @@ def merge_timings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def shard_fixed(ctx: RunContext, spec: EditorSpec, editor: Any, resolved: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def shard_fixed(
+    ctx: RunContext, spec: EditorSpec, editor: Any, resolved: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
     """(params_json, the parts every item key of a shard shares). Rows record the params with
     defaults filled and the load's choices (``resolved``: the memory plan), not the placed
     device; the key holds the bare editor's own class and params."""
-    params_json = canonical_json({"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | resolved})
+    params_json = canonical_json(
+        {"name": spec.name, "params": create_editor(spec.name, spec.params).params_dict() | resolved}
+    )
     fixed = {
-        "editor": [spec.key, params_json, reuse_params(editor)], "edit": ctx.config.edit.stage_key(), "verify_model": verify_model_key(ctx),
+        "editor": [spec.key, params_json, reuse_params(editor)],
+        "edit": ctx.config.edit.stage_key(),
+        "verify_model": verify_model_key(ctx),
         "code": edit_code_version(editor),
     }
     return params_json, fixed
@@ -502,7 +597,9 @@ def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed:
     except ValueError:
         return None  # computed: its reject says what is wrong
     instruction = {k: row.get(k) for k in INSTRUCTION_COLUMNS if k != "candidate_json"}
-    return reuse.key(instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed)
+    return reuse.key(
+        instruction=instruction, context=context, source=digest, seed=item_seed(ctx.seed, row["id"]), **fixed
+    )
 
 
 def reused_shard(

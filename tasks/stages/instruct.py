@@ -65,8 +65,12 @@ class InstructStage(Stage):
         from prompts.spec import prompt_fingerprints
 
         prompts = prompt_fingerprints(tuple(task_prompts(INSTRUCT_PROMPT).values()))
-        return {"mllm": ctx.config.mllm.stage_key(), "instruct": ctx.config.instruct.stage_key(), "prompts": prompts,
-                "editor_limits": editor_limits(ctx).to_json()}
+        return {
+            "mllm": ctx.config.mllm.stage_key(),
+            "instruct": ctx.config.instruct.stage_key(),
+            "prompts": prompts,
+            "editor_limits": editor_limits(ctx).to_json(),
+        }
 
     def model_endpoints(self, config: Any) -> list[Any]:
         return [config.mllm]
@@ -79,10 +83,17 @@ class InstructStage(Stage):
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
         reuse = ItemReuse.for_shard(ctx, STAGE, STAGE)
         rows, rejects = instruct_candidates(
-            client, list(work), ctx.config.mllm, ctx.config.instruct, progress=bool(ctx.options.get("progress")), reuse=reuse,
+            client,
+            list(work),
+            ctx.config.mllm,
+            ctx.config.instruct,
+            progress=bool(ctx.options.get("progress")),
+            reuse=reuse,
             limits=editor_limits(ctx),
         )
-        return ShardResult(outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict())
+        return ShardResult(
+            outputs={"instructions": rows}, rejects=rejects, rows_in=len(work), items=reuse.counts.as_dict()
+        )
 
     def finalize(self, ctx: RunContext, summary: dict[str, Any]) -> dict[str, Any]:
         rows = addresses.INSTRUCTIONS.reader(ctx.run).rows(["task", "status"])
@@ -91,8 +102,6 @@ class InstructStage(Stage):
             by.setdefault(r["task"], {}).setdefault(r["status"], 0)
             by[r["task"]][r["status"]] += 1
         return {"status_by_task": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
-
-
 
 
 # ---------------------------------------------------------------------------- shard logic
@@ -134,7 +143,13 @@ def read_image_bytes(path: str) -> bytes:
 
 
 def instruct_candidates(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, cfg: Any, *, progress: bool = False, reuse: ItemReuse | None = None,
+    client: MLLMClient,
+    candidates: list[dict[str, Any]],
+    mllm: MLLMConfig,
+    cfg: Any,
+    *,
+    progress: bool = False,
+    reuse: ItemReuse | None = None,
     limits: Any = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run.
@@ -161,7 +176,9 @@ def instruct_candidates(
     return rows, rejects
 
 
-def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any], limits: Any = None) -> str | None:
+def instruct_item_key(
+    reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any], limits: Any = None
+) -> str | None:
     """A candidate's item key: what the model sees (the candidate's prompt context, its image's
     content when the backend sees images), the task prompt's version and template, the
     answer-changing MLLM settings, what the configured editors can render (it shapes the
@@ -185,13 +202,27 @@ def instruct_item_key(reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c:
     except (KeyError, TypeError, ValueError):
         return None
     return reuse.key(
-        candidate=c["id"], context=context, image=image, prompt=prompt_fingerprints((spec,)), mllm=mllm.stage_key(), limits=limits.to_json() if limits is not None else None,
-        code=code_version("tasks.stages.instruct", "prompts", *task_code(c["task"], INSTRUCT_ROWS, "instruct_rules", "instruct_context")),
+        candidate=c["id"],
+        context=context,
+        image=image,
+        prompt=prompt_fingerprints((spec,)),
+        mllm=mllm.stage_key(),
+        limits=limits.to_json() if limits is not None else None,
+        code=code_version(
+            "tasks.stages.instruct",
+            "prompts",
+            *task_code(c["task"], INSTRUCT_ROWS, "instruct_rules", "instruct_context"),
+        ),
     )
 
 
 def _candidate_outcomes(
-    client: MLLMClient, candidates: list[dict[str, Any]], mllm: MLLMConfig, *, progress: bool = False, limits: Any = None
+    client: MLLMClient,
+    candidates: list[dict[str, Any]],
+    mllm: MLLMConfig,
+    *,
+    progress: bool = False,
+    limits: Any = None,
 ) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
     from prompts.instruct_prompts import candidate_context
@@ -205,12 +236,18 @@ def _candidate_outcomes(
         rows, rejects = outcomes[i]
         spec = task_prompt(c["task"], INSTRUCT_PROMPT)
         if spec is None:
-            rejects.append(reject(c["id"], STAGE, "unknown_task", f"candidate {c['id']}: task {c['task']!r} has no instruct prompt"))
+            rejects.append(
+                reject(
+                    c["id"], STAGE, "unknown_task", f"candidate {c['id']}: task {c['task']!r} has no instruct prompt"
+                )
+            )
             continue
         try:
             context = candidate_context(c)
         except (KeyError, TypeError, ValueError) as exc:
-            rejects.append(reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}"))
+            rejects.append(
+                reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}")
+            )
             rows.append(_failed_row(c, spec, client, f"bad candidate: {exc}"))
             continue
         if limits is not None and limits.limited:
@@ -220,7 +257,9 @@ def _candidate_outcomes(
             try:
                 images = [read_image_bytes(c["image_path"])] * spec.n_images
             except FileNotFoundError:
-                rejects.append(reject(c["id"], STAGE, "image_missing", f"candidate {c['id']}: image not found: {c['image_path']}"))
+                rejects.append(
+                    reject(c["id"], STAGE, "image_missing", f"candidate {c['id']}: image not found: {c['image_path']}")
+                )
                 rows.append(_failed_row(c, spec, client, "image missing"))
                 continue
             except BadImage as exc:
@@ -228,7 +267,9 @@ def _candidate_outcomes(
                 rows.append(_failed_row(c, spec, client, "image too large"))
                 continue
             except (OSError, ValueError) as exc:
-                rejects.append(reject(c["id"], STAGE, "image_unreadable", f"candidate {c['id']}: {c['image_path']}: {exc}"))
+                rejects.append(
+                    reject(c["id"], STAGE, "image_unreadable", f"candidate {c['id']}: {c['image_path']}: {exc}")
+                )
                 rows.append(_failed_row(c, spec, client, "image unreadable"))
                 continue
         by_prompt.setdefault(spec.name, []).append((i, PromptInput(context, images)))
@@ -238,8 +279,13 @@ def _candidate_outcomes(
         items = by_prompt[name]
         spec = specs[name]
         results = run_prompt(
-            client, spec, [inp for _, inp in items], parse_retries=mllm.parse_retries, progress=progress,
-            temperature=mllm.temperature, max_tokens=mllm.max_tokens,
+            client,
+            spec,
+            [inp for _, inp in items],
+            parse_retries=mllm.parse_retries,
+            progress=progress,
+            temperature=mllm.temperature,
+            max_tokens=mllm.max_tokens,
         )
         for (i, _), out in zip(items, results):
             new_rows, new_rejects = _rows_for(candidates[i], out)
@@ -315,5 +361,3 @@ def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any
         rows = [r for r in rows if r["task"] != task or r["id"] in keep]
         rejects.extend(dropped)
     return rows, rejects
-
-

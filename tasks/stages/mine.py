@@ -119,7 +119,9 @@ class MineStage(Stage):
             result: MineResult = spec.mine(work["root"], ctx.config.mine, ctx.seed, report)
         outputs: dict[str, Any] = {"candidates": result.candidates}
         for name, table in (("pair_stats", result.pair_table), ("attribute_stats", result.attribute_table)):
-            outputs[name] = table if table is not None else []  # Arrow tables: checked against the schema by the writer
+            outputs[name] = (
+                table if table is not None else []
+            )  # Arrow tables: checked against the schema by the writer
         rows_in = int(result.summary.get(spec.images_key, 0))
         return ShardResult(outputs=outputs, rejects=result.rejects, rows_in=rows_in, extra=spec.manifest(result))
 
@@ -150,7 +152,13 @@ class _progress:
             return None
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        self._bar = Progress(SpinnerColumn(), TextColumn("mine: {task.description}"), TextColumn("{task.completed:,} images"), TimeElapsedColumn(), transient=True)
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("mine: {task.description}"),
+            TextColumn("{task.completed:,} images"),
+            TimeElapsedColumn(),
+            transient=True,
+        )
         self._bar.start()
         return self._report
 

@@ -39,6 +39,7 @@ def stage_key(ctx: Any) -> dict[str, Any] | None:
     if not model_checks_on(ctx):
         return None
     from prompts.verify_prompts import VERIFY_EDIT
+
     return {"mllm": ctx.config.mllm.stage_key(), "prompt": [VERIFY_EDIT.name, VERIFY_EDIT.version]}
 
 
@@ -46,7 +47,9 @@ def _a(name: str) -> str:
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
-def expected_question(row: dict[str, Any], fields: dict[str, Any], meta: dict[str, Any]) -> tuple[str, str, str] | None:
+def expected_question(
+    row: dict[str, Any], fields: dict[str, Any], meta: dict[str, Any]
+) -> tuple[str, str, str] | None:
     """(question, answer on the original, answer on the edited image), or None when the instruction
     gives nothing a yes/no question can pin down without ambiguity."""
     kind = canonical_edit_type(row.get("edit_type"))
@@ -94,7 +97,9 @@ def model_verify(ctx: Any, edits: list[dict[str, Any]]) -> None:
         fields = instruction_fields(row, f"edit {row['id']}")
         q = expected_question(row, fields, qc.get("editor_meta") or {})
         if q is None:
-            verdict.setdefault("checks", {})["model"] = {"skipped": "no unambiguous yes/no question for this instruction"}
+            verdict.setdefault("checks", {})["model"] = {
+                "skipped": "no unambiguous yes/no question for this instruction"
+            }
             row["qc_json"] = canonical_json(qc | {"verification": verdict})
             continue
         todo.append((row, qc, q))
@@ -112,11 +117,16 @@ def model_verify(ctx: Any, edits: list[dict[str, Any]]) -> None:
         verdict = qc["verification"]
         verdict["method"] = "pixels+model"
         verdict.setdefault("checks", {})["model"] = {
-            "question": question, "expected": [want_orig, want_edit], "answers": got, "model_id": outcomes[2 * i].model_id,
+            "question": question,
+            "expected": [want_orig, want_edit],
+            "answers": got,
+            "model_id": outcomes[2 * i].model_id,
         }
         if got != [want_orig, want_edit]:
             why = "unreadable" if None in got else f"original {got[0]}, edited {got[1]}"
             verdict["passed"] = False
-            verdict.setdefault("failures", []).append(f"model check: {question!r} expected {want_orig} -> {want_edit}, got {why}")
+            verdict.setdefault("failures", []).append(
+                f"model check: {question!r} expected {want_orig} -> {want_edit}, got {why}"
+            )
             row["status"] = "auto_rejected"
         row["qc_json"] = canonical_json(qc | {"verification": verdict})

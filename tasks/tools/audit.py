@@ -24,9 +24,10 @@ import io
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from storage.json_columns import candidate_of, context_objects, instruction_fiel
 from storage.names import basic_name
 from storage.task_spec import task_hook
 from tasks.engine.suggest import suggest
+
 
 @dataclass
 class ItemAudit:
@@ -109,7 +111,9 @@ class World:
     def visible(self, name: str, box: list[float] | None = None) -> list[dict[str, Any]]:
         """Instances of ``name``'s class still visible (overlapping ``box`` by > 10 % of their area, if given)."""
         cls = self.classes(name) or {basic_name(name)}
-        out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"] and self.shows(o)] + [a for a in self.added if a["name"] in cls]
+        out = [o for o in self.objects.values() if o["name"] in cls and not o["erased"] and self.shows(o)] + [
+            a for a in self.added if a["name"] in cls
+        ]
         if box is not None:
             out = [o for o in out if intersection(o["box"], box) > 0.1 * o["box"][2] * o["box"][3]]
         return out
@@ -123,7 +127,9 @@ def _png(images: Any, rel: str | None) -> np.ndarray | None:
     return np.asarray(Image.open(io.BytesIO(images.get_bytes(rel))).convert("L")) > 127
 
 
-def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any) -> ItemAudit:
+def audit_item(
+    edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any
+) -> ItemAudit:
     """Check every gold answer of one queued edit against the truth."""
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
     p = item.problems
@@ -132,7 +138,9 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
         return own_audit(edit, questions, analysis, truth, images)
     image = truth["images"].get(str(edit["image_id"]))
     if image is None:
-        return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions))
+        return ItemAudit(
+            edit["id"], edit["task"], edit["editor"], [f"no truth for image {edit['image_id']}"], len(questions)
+        )
     owner = f"edit {edit['id']}"
     annotations = context_objects(candidate_of(edit, owner), owner)
     world = World(image, annotations)
@@ -210,7 +218,9 @@ def _check_beaf(q: dict[str, Any], world: World, p: list[str]) -> None:
         return
     there = bool(world.visible(m.group(1)))
     if ("Yes" if there else "No") != q["gold"]:
-        p.append(f"BEAF {q['qid']} ({q['image_role']}): {q['text']!r} gold {q['gold']} but the {m.group(1)} is {'there' if there else 'absent'}")
+        p.append(
+            f"BEAF {q['qid']} ({q['image_role']}): {q['text']!r} gold {q['gold']} but the {m.group(1)} is {'there' if there else 'absent'}"
+        )
 
 
 def find_truth(config: Any | None) -> Path | None:
@@ -239,18 +249,27 @@ def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], 
 
     queue = QUEUE.reader(run)
     if not queue.exists():
-        raise FileNotFoundError(f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first")
+        raise FileNotFoundError(
+            f"{run.url}: no review/queue; run `{suggest('build', '--run-dir', run.url)}` (or the review stage) first"
+        )
     queued = {r["edit_id"] for r in queue.iter_rows(["edit_id"])}
     edits = {e["id"]: e for e in addresses.EDITS.reader(run).iter_rows() if e["id"] in queued}
     if truth_path is None:
         per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for e in edits.values():
-            v = (json.loads(e.get("qc_json") or "{}").get("verification") or {})
+            v = json.loads(e.get("qc_json") or "{}").get("verification") or {}
             per[f"{e['task']}/{e['editor']}"]["verified" if v.get("passed", True) else "failed_verification"] += 1
-        return {"mode": "verification", "items": len(edits), "per_task_editor": {k: dict(v) for k, v in sorted(per.items())}}
+        return {
+            "mode": "verification",
+            "items": len(edits),
+            "per_task_editor": {k: dict(v) for k, v in sorted(per.items())},
+        }
     truth = json.loads(Path(truth_path).read_text(encoding="utf-8"))
-    analysis = {a["edit_id"]: load_json_column(a["fields_json"], "fields_json", f"analysis of edit {a['edit_id']}") for a in addresses.ANALYSIS.reader(run).iter_rows(["edit_id", "status", "fields_json"])
-                if a["status"] == "ok" and a["edit_id"] in edits}
+    analysis = {
+        a["edit_id"]: load_json_column(a["fields_json"], "fields_json", f"analysis of edit {a['edit_id']}")
+        for a in addresses.ANALYSIS.reader(run).iter_rows(["edit_id", "status", "fields_json"])
+        if a["status"] == "ok" and a["edit_id"] in edits
+    }
     images = ImageStore(run)
     per_task: dict[str, dict[str, Any]] = {}
     done: set[str] = set()
@@ -274,10 +293,19 @@ def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], 
                 qs[q["edit_id"]].append(q)
         for edit_id in sorted(qs):
             if edit_id in done:
-                raise RuntimeError(f"{run.url}: the questions of edit {edit_id} span two qa shards; the audit would check half of them")
+                raise RuntimeError(
+                    f"{run.url}: the questions of edit {edit_id} span two qa shards; the audit would check half of them"
+                )
             record(audit_item(edits[edit_id], qs[edit_id], analysis.get(edit_id, {}), truth, images))
     for edit_id in sorted(set(edits) - done):  # queued with no question left (retired items keep none)
         record(audit_item(edits[edit_id], [], analysis.get(edit_id, {}), truth, images))
     n = sum(t["items"] for t in per_task.values())
     k = sum(t["consistent"] for t in per_task.values())
-    return {"mode": "truth", "truth": str(truth_path), "items": n, "consistent": k, "fraction": round(k / n, 4) if n else None, "per_task": per_task}
+    return {
+        "mode": "truth",
+        "truth": str(truth_path),
+        "items": n,
+        "consistent": k,
+        "fraction": round(k / n, 4) if n else None,
+        "per_task": per_task,
+    }

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from editors.memory import GPUS_PER_REPLICA
-from editors.timing import SOURCES, EditCost, canonical_gpu, edit_cost, guess_gpu, load_table, manifest_entries, resolution_of
+from editors.timing import (
+    SOURCES,
+    EditCost,
+    canonical_gpu,
+    edit_cost,
+    guess_gpu,
+    load_table,
+    manifest_entries,
+    resolution_of,
+)
 
 FEW_STEP_LORA_STEPS = (8, 4)  # published few-step distillations of Qwen-Image-Edit (Lightning LoRAs)
 SMALLER_SIDES = (768, 512)
@@ -101,24 +110,39 @@ class BuildEstimate:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "pending_edits": self.pending_edits, "s_per_edit": self.s_per_edit, "s_per_edit_source": self.s_per_edit_source,
-            "gpu_hours": self.gpu_hours, "wall_h": self.wall_h, "fits_window": self.fits_window, "estimate_gpu": self.gpu,
+            "pending_edits": self.pending_edits,
+            "s_per_edit": self.s_per_edit,
+            "s_per_edit_source": self.s_per_edit_source,
+            "gpu_hours": self.gpu_hours,
+            "wall_h": self.wall_h,
+            "fits_window": self.fits_window,
+            "estimate_gpu": self.gpu,
             "fit_advice": self.advice,
         }
 
     def lines(self) -> list[str]:
         """The human-readable estimate (one line per editor, the total, the window advice)."""
-        out = [f"build-time estimate on {self.gpu or 'an unknown GPU kind'} ({self.gpu_note}); pending items from {self.pending_source}:"]
+        out = [
+            f"build-time estimate on {self.gpu or 'an unknown GPU kind'} ({self.gpu_note}); pending items from {self.pending_source}:"
+        ]
         for e in self.editors:
             if e.plan is None:
                 out.append(f"  {e.key}: {e.pending if e.pending is not None else '?'} pending edit(s), no GPU model")
                 continue
             s = f"{e.cost.s_per_edit:g} s/edit" if e.cost.s_per_edit is not None else "s/edit unknown"
-            out.append(f"  {e.key}: {e.pending if e.pending is not None else '?'} pending edit(s) x {s} [{e.cost.source}: {e.cost.note}]; "
-                       f"{e.plan} x {e.replicas} replica(s), {e.steps} steps at {e.resolution} px")
+            out.append(
+                f"  {e.key}: {e.pending if e.pending is not None else '?'} pending edit(s) x {s} [{e.cost.source}: {e.cost.note}]; "
+                f"{e.plan} x {e.replicas} replica(s), {e.steps} steps at {e.resolution} px"
+            )
         if self.wall_h is not None:
-            out.append(f"  total: {self.gpu_hours} GPU-hours, {self.wall_h} h wall on {self.gpus} GPU(s)"
-                       + ("" if self.window_h is None else f"; {'fits' if self.fits_window else 'does NOT fit'} a {self.window_h:g} h window"))
+            out.append(
+                f"  total: {self.gpu_hours} GPU-hours, {self.wall_h} h wall on {self.gpus} GPU(s)"
+                + (
+                    ""
+                    if self.window_h is None
+                    else f"; {'fits' if self.fits_window else 'does NOT fit'} a {self.window_h:g} h window"
+                )
+            )
         out.extend(f"  to fit: {a}" for a in self.advice)
         return out
 
@@ -144,7 +168,13 @@ def _settings(params: Any, cls: Any = None) -> tuple[int | None, int | None]:
 
 
 def estimate_build(
-    cfg: Any, report: Any, *, run_dir: str | None = None, items: int | None = None, gpu_name: str | None = None, window_h: float | None = None
+    cfg: Any,
+    report: Any,
+    *,
+    run_dir: str | None = None,
+    items: int | None = None,
+    gpu_name: str | None = None,
+    window_h: float | None = None,
 ) -> BuildEstimate:
     """The estimate for the editors of ``cfg`` under the plans ``report`` (a ``PreflightReport``) chose."""
     from editors.registry import editor_class
@@ -164,19 +194,33 @@ def estimate_build(
         total, todo = pending.get(spec.key, (None, None))
         steps, res = _settings(params, cls)
         if fit is None or fit.target != "cuda" or fit.plan is None:
-            why = "no GPU model" if fit is None else ("runs on the CPU" if fit.target != "cuda" else "no memory plan fits")
-            est.editors.append(EditorEstimate(spec.key, spec.name, None, 0, 0, total, todo, steps, res, EditCost(None, "unknown", why), params))
+            why = (
+                "no GPU model"
+                if fit is None
+                else ("runs on the CPU" if fit.target != "cuda" else "no memory plan fits")
+            )
+            est.editors.append(
+                EditorEstimate(
+                    spec.key, spec.name, None, 0, 0, total, todo, steps, res, EditCost(None, "unknown", why), params
+                )
+            )
             continue
         flops = cls.edit_flops(params, spec.key)
         cost = edit_cost(table, gpu, spec.name, getattr(params, "model", None), fit.plan.name, steps, res, flops)
         gpr = GPUS_PER_REPLICA.get(fit.plan.layout, 1)
-        est.editors.append(EditorEstimate(spec.key, spec.name, fit.plan.name, fit.plan.replicas, gpr, total, todo, steps, res, cost, params))
+        est.editors.append(
+            EditorEstimate(
+                spec.key, spec.name, fit.plan.name, fit.plan.replicas, gpr, total, todo, steps, res, cost, params
+            )
+        )
     if est.fits_window is False:
         est.advice = window_advice(est)
     return est
 
 
-def _pending(cfg: Any, run_dir: str | None, plans: dict[str, tuple[str, str]]) -> tuple[dict[str, tuple[int, int]], list[Any], str]:
+def _pending(
+    cfg: Any, run_dir: str | None, plans: dict[str, tuple[str, str]]
+) -> tuple[dict[str, tuple[int, int]], list[Any], str]:
     """(per editor: items, pending), the run's own measured timings, where the counts came from."""
     if not run_dir:
         return {}, [], "unknown (pass --run-dir of a run with instructions, or --items)"
@@ -188,7 +232,15 @@ def _pending(cfg: Any, run_dir: str | None, plans: dict[str, tuple[str, str]]) -
     ctx = RunContext(run, cfg)
     extra = manifest_entries(EditStage().store(ctx).read_manifest())
     counts = pending_items(ctx, plans)
-    return counts, extra, ("the run's instructions and reuse store" if counts else "unknown (the run has no instructions yet; pass --items)")
+    return (
+        counts,
+        extra,
+        (
+            "the run's instructions and reuse store"
+            if counts
+            else "unknown (the run has no instructions yet; pass --items)"
+        ),
+    )
 
 
 def window_advice(est: BuildEstimate) -> list[str]:
@@ -199,11 +251,15 @@ def window_advice(est: BuildEstimate) -> list[str]:
     if main.steps:
         need = math.floor(main.steps * window / wall)
         if need >= 1:
-            out.append(f"steps {main.steps} -> {need} (~{wall * need / main.steps:.2f} h, s/edit taken as linear in steps)")
+            out.append(
+                f"steps {main.steps} -> {need} (~{wall * need / main.steps:.2f} h, s/edit taken as linear in steps)"
+            )
         lora = ", ".join(f"{s} steps ~{wall * s / main.steps:.2f} h" for s in FEW_STEP_LORA_STEPS if s < main.steps)
         if lora:
-            out.append(f"a few-step distillation LoRA (`lora:` in the editor params, with its steps and true_cfg_scale 1): {lora}"
-                       + (", about half that again without true CFG" if getattr(main.params, "true_cfg_scale", 0) > 1 else ""))
+            out.append(
+                f"a few-step distillation LoRA (`lora:` in the editor params, with its steps and true_cfg_scale 1): {lora}"
+                + (", about half that again without true CFG" if getattr(main.params, "true_cfg_scale", 0) > 1 else "")
+            )
     base = type_flops(main, main.params)
     if base and main.resolution:
         for side in SMALLER_SIDES:
@@ -212,7 +268,9 @@ def window_advice(est: BuildEstimate) -> list[str]:
                 out.append(f"process_area {side}x{side} (~{wall * ratio:.2f} h, FLOPs ratio {ratio:.2f})")
     per = main.gpus_per_replica or 1
     replicas = math.ceil(max(1, main.replicas) * wall / window)
-    out.append(f"--gpus {replicas * per} (~{wall * max(1, main.replicas) / replicas:.2f} h; {per} GPU(s) per replica under {main.plan})")
+    out.append(
+        f"--gpus {replicas * per} (~{wall * max(1, main.replicas) / replicas:.2f} h; {per} GPU(s) per replica under {main.plan})"
+    )
     return out
 
 

@@ -20,7 +20,6 @@ from editors.base import EditorError
 from editors.memory import GPUS_PER_REPLICA, RESERVE_GB, PlanFit, Profile, choose, gb
 from editors.weights import looks_like_path, resolve_file, resolve_model
 
-
 ESTIMATE_KEYS = ("pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "wall_h", "fits_window")
 
 # ``reactbench preflight``'s exit status per verdict (2 stays a config or usage error, for every
@@ -53,7 +52,9 @@ class PreflightReport:
     fits_list: list[ModelFit] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     estimate: Any = None  # tasks.tools.estimate.BuildEstimate when edit runs
-    unsized: list[str] = field(default_factory=list)  # models whose memory could not be sized (a missing extra or config)
+    unsized: list[str] = field(
+        default_factory=list
+    )  # models whose memory could not be sized (a missing extra or config)
     window_h: float | None = None  # the --window-h asked about, if any
 
     @property
@@ -85,7 +86,9 @@ class PreflightReport:
 
     @property
     def plan(self) -> str:
-        plans = [(f.key, f.plan.name if f.plan else "none fits") for f in self.fits_list] + [(k, "not sized") for k in self.unsized]
+        plans = [(f.key, f.plan.name if f.plan else "none fits") for f in self.fits_list] + [
+            (k, "not sized") for k in self.unsized
+        ]
         if not plans:
             return "no models"
         if len(plans) == 1:
@@ -101,27 +104,44 @@ class PreflightReport:
         models = {c.name: c.params for f in self.fits_list for c in f.profile.components}
         verdict = self.verdict
         return {
-            "verdict": verdict, "exit_code": EXIT_CODES[verdict],
+            "verdict": verdict,
+            "exit_code": EXIT_CODES[verdict],
             # True only for a sized plan that fits; None when a model could not be sized
-            "gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb, "fits": None if self.unsized and self.fits else self.fits,
-            "plan": self.plan, "peak_gb": self.peak_gb,
-            "models": models, "ok": self.ok, "problems": [f"{p.severity}: {p.where}: {p.detail}" for p in self.problems],
+            "gpus": self.gpus,
+            "gpu_memory_gb": self.gpu_memory_gb,
+            "fits": None if self.unsized and self.fits else self.fits,
+            "plan": self.plan,
+            "peak_gb": self.peak_gb,
+            "models": models,
+            "ok": self.ok,
+            "problems": [f"{p.severity}: {p.where}: {p.detail}" for p in self.problems],
             **(self.estimate.to_json() if self.estimate is not None else dict.fromkeys(ESTIMATE_KEYS)),
         }
 
     def verdict_line(self) -> str:
         """The verdict and its exit status, in one line (``reactbench preflight``'s last on stderr)."""
         why = {
-            FITS: "every model has a memory plan" + (f" and the pending edits fit {self.window_h:g} h" if self.window_h is not None else ""),
+            FITS: "every model has a memory plan"
+            + (f" and the pending edits fit {self.window_h:g} h" if self.window_h is not None else ""),
             DOES_NOT_FIT: "; ".join(
-                [f"{f.key}: no memory plan fits {self.gpus} GPU(s) of {self.gpu_memory_gb:g} GB" for f in self.fits_list if f.plan is None]
-                + ([f"the pending edits need {self.estimate.wall_h} h, over the {self.window_h:g} h window"]
-                   if self.estimate is not None and self.estimate.fits_window is False else [])
+                [
+                    f"{f.key}: no memory plan fits {self.gpus} GPU(s) of {self.gpu_memory_gb:g} GB"
+                    for f in self.fits_list
+                    if f.plan is None
+                ]
+                + (
+                    [f"the pending edits need {self.estimate.wall_h} h, over the {self.window_h:g} h window"]
+                    if self.estimate is not None and self.estimate.fits_window is False
+                    else []
+                )
             ),
             NOT_SIZED: "; ".join(
                 [f"{k}: its models could not be sized" for k in self.unsized]
-                + (["the pending edits are unknown (give --items, or --run-dir of a run with instructions)"]
-                   if self.window_h is not None and (self.estimate is None or self.estimate.fits_window is None) else [])
+                + (
+                    ["the pending edits are unknown (give --items, or --run-dir of a run with instructions)"]
+                    if self.window_h is not None and (self.estimate is None or self.estimate.fits_window is None)
+                    else []
+                )
             ),
             PROBLEMS: f"{len(self.errors)} error(s) above",
         }[self.verdict]
@@ -197,7 +217,11 @@ def _check_model_ref(ref: str, what: str, key: str, known: bool) -> Problem | No
 
         if _cached_file(ref, "model_index.json") is None and _cached_file(ref, "config.json") is None:
             sized = "sized from its known architecture; " if known else ""
-            return Problem("warning", where, f"{what} {ref!r} is not in the local Hugging Face cache ({sized}downloaded when the stage starts)")
+            return Problem(
+                "warning",
+                where,
+                f"{what} {ref!r} is not in the local Hugging Face cache ({sized}downloaded when the stage starts)",
+            )
     return None
 
 
@@ -217,7 +241,9 @@ def _editor_checks(name: str, params: Any, key: str) -> list[Problem]:
         path = Path(lora).expanduser()
         if not path.exists():
             if looks_like_path(lora):
-                out.append(Problem("error", where, f"LoRA weights not found at {str(path)!r}; fix `lora` or give a hub id"))
+                out.append(
+                    Problem("error", where, f"LoRA weights not found at {str(path)!r}; fix `lora` or give a hub id")
+                )
             else:
                 p = _check_model_ref(lora, "LoRA weights", key, False)
                 if p:
@@ -239,7 +265,10 @@ def _editor_checks(name: str, params: Any, key: str) -> list[Problem]:
 def _fit(profile: Profile, gpus: int, memory: float, target: str) -> ModelFit:
     if target == "cpu":
         placement = {c.name: "cpu" for c in profile.components}
-        peak = gb(sum(c.weight_bytes() for c in profile.components) + max((c.activation_bytes for c in profile.components), default=0))
+        peak = gb(
+            sum(c.weight_bytes() for c in profile.components)
+            + max((c.activation_bytes for c in profile.components), default=0)
+        )
         plan = PlanFit("cpu", "none", round(peak, 2), [round(peak, 2)], placement, True)
         return ModelFit(profile.key, profile, plan, [plan], target)
     best, tried = choose(profile.components, gpus, memory, profile.layouts, profile.quants)
@@ -257,7 +286,11 @@ def _endpoint_problem(base_url: str | None, timeout_s: float = 3.0) -> Problem |
         return None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return Problem("warning", "mllm", f"endpoint {base_url} did not answer ({reason}); instruct and qa need it (cached answers excepted)")
+        return Problem(
+            "warning",
+            "mllm",
+            f"endpoint {base_url} did not answer ({reason}); instruct and qa need it (cached answers excepted)",
+        )
     return None
 
 
@@ -274,16 +307,30 @@ def _mllm_profile(cfg: Any) -> Profile:
     heads = text.get("num_attention_heads", 1)
     head_dim = text.get("head_dim") or text.get("hidden_size", 0) // max(1, heads)
     act = mllm_activation(
-        4096, text.get("hidden_size", 0), text.get("num_hidden_layers", 0), text.get("num_key_value_heads", heads) * head_dim,
-        text.get("vocab_size", spec.config.get("vocab_size", 0)), m.batch_size, DTYPE_BYTES[dtype],
+        4096,
+        text.get("hidden_size", 0),
+        text.get("num_hidden_layers", 0),
+        text.get("num_key_value_heads", heads) * head_dim,
+        text.get("vocab_size", spec.config.get("vocab_size", 0)),
+        m.batch_size,
+        DTYPE_BYTES[dtype],
     )
     n, lin = count_params(spec)
-    return Profile("mllm", [Component("mllm/model", "model", n, lin, DTYPE_BYTES[dtype], act)], f"{m.model} ({configs.source})")
+    return Profile(
+        "mllm", [Component("mllm/model", "model", n, lin, DTYPE_BYTES[dtype], act)], f"{m.model} ({configs.source})"
+    )
 
 
 def run_preflight(
-    cfg: Any, gpus: int | None = None, gpu_memory_gb: float | None = None, stages: list[str] | None = None, *,
-    run_dir: str | None = None, items: int | None = None, gpu_name: str | None = None, window_h: float | None = None,
+    cfg: Any,
+    gpus: int | None = None,
+    gpu_memory_gb: float | None = None,
+    stages: list[str] | None = None,
+    *,
+    run_dir: str | None = None,
+    items: int | None = None,
+    gpu_name: str | None = None,
+    window_h: float | None = None,
 ) -> PreflightReport:
     """Check ``cfg`` (a ``BuildConfig``) for the stages that will run (all when None); with edit
     among them, also estimate the GPU time of its pending items (``tasks.tools.estimate``)."""
@@ -310,7 +357,13 @@ def run_preflight(
             try:
                 profile = cls.memory_profile(editor.params, spec.key, target)
             except ImportError as exc:
-                report.problems.append(Problem("error", where, f"sizing its models needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})"))
+                report.problems.append(
+                    Problem(
+                        "error",
+                        where,
+                        f"sizing its models needs the gpu extra: pip install 'reactbench-pipeline[gpu]' ({exc})",
+                    )
+                )
                 report.unsized.append(spec.key)
                 continue
             except EditorError as exc:
@@ -328,7 +381,9 @@ def run_preflight(
         elif cfg.mllm.backend == "transformers":
             try:
                 profile = _mllm_profile(cfg)
-                report.fits_list.append(_fit(profile, n, mem, "cuda" if n and cfg.mllm.device.startswith("cuda") else "cpu"))
+                report.fits_list.append(
+                    _fit(profile, n, mem, "cuda" if n and cfg.mllm.device.startswith("cuda") else "cpu")
+                )
             except (EditorError, ImportError) as exc:
                 report.problems.append(Problem("error", "mllm", str(exc)))
                 report.unsized.append("mllm")
@@ -351,8 +406,14 @@ def table_rows(report: PreflightReport) -> list[tuple[str, str, str, str]]:
     for f in report.fits_list:
         plan = f.plan or min(f.tried, key=lambda t: t.peak_gb)
         for c in f.profile.components:
-            rows.append((c.name, f"{c.params / 1e9:.3f} B", f"{gb(c.weight_bytes(plan.quant)):.2f} GB + {gb(c.activation_bytes):.2f} GB act.",
-                         plan.placement.get(c.name, "-")))
+            rows.append(
+                (
+                    c.name,
+                    f"{c.params / 1e9:.3f} B",
+                    f"{gb(c.weight_bytes(plan.quant)):.2f} GB + {gb(c.activation_bytes):.2f} GB act.",
+                    plan.placement.get(c.name, "-"),
+                )
+            )
     return rows
 
 
@@ -376,5 +437,8 @@ def require_preflight(cfg: Any, stages: list[str] | None, run_dir: str | None = 
         return None
     report = run_preflight(cfg, stages=stages, run_dir=run_dir)
     if not report.ok:
-        raise PreflightFailed(f"preflight failed, nothing was run:\n{report.fix()}\n(see `reactbench preflight --config ...` for the table)", report)
+        raise PreflightFailed(
+            f"preflight failed, nothing was run:\n{report.fix()}\n(see `reactbench preflight --config ...` for the table)",
+            report,
+        )
     return report

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 
-
 @pytest.fixture(scope="session")
 def truth(sample_dir: Path) -> dict[str, Any]:
     from miners.sample_data import load_truth
@@ -33,8 +32,18 @@ def scene_objects(sample_dir: Path, truth: dict[str, Any]) -> list[dict[str, Any
             area = int(vis.sum())
             if area < 250 or area > 0.2 * vis.size or vis.sum() < 0.98 * full.sum():
                 continue
-            out.append({"image_id": image_id, "object_id": oid, "path": path, "mask": vis, "box": tuple(float(v) for v in obj["box"]),
-                        "name": obj["name"], "colour": obj["colour"], "rgb": obj["rgb"]})
+            out.append(
+                {
+                    "image_id": image_id,
+                    "object_id": oid,
+                    "path": path,
+                    "mask": vis,
+                    "box": tuple(float(v) for v in obj["box"]),
+                    "name": obj["name"],
+                    "colour": obj["colour"],
+                    "rgb": obj["rgb"],
+                }
+            )
     assert len(out) >= 10, "the sample should hold enough unoccluded objects"
     return out
 

@@ -25,7 +25,9 @@ def colour_fraction(image: np.ndarray, mask: np.ndarray, rgb: list[int] | tuple[
     return float((d < tol).mean())
 
 
-def make_request(obj: dict[str, Any], edit_type: str, instruction: str, seed: int = 0, with_mask: bool = True, **fields: Any) -> EditRequest:
+def make_request(
+    obj: dict[str, Any], edit_type: str, instruction: str, seed: int = 0, with_mask: bool = True, **fields: Any
+) -> EditRequest:
     return EditRequest(
         id=f"{obj['image_id']}-{obj['object_id']}-{edit_type}",
         image=load_rgb(obj["path"]),
@@ -48,10 +50,19 @@ def write_instructions(run_root: Path, rows: list[dict[str, Any]]) -> None:
     run = RunFS.open(str(run_root))
     store = StageStore(run, "instruct", {"instructions": "instructions"})
     store.write_shard(0, "k", ShardResult(outputs={"instructions": rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": "instruct", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": "instruct", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()}
+    )
 
 
-def instruction_row(obj: dict[str, Any], sample_dir: Path, edit_type: str, instruction: str, task: str = "alteration_tracing", **fields: Any) -> dict[str, Any]:
+def instruction_row(
+    obj: dict[str, Any],
+    sample_dir: Path,
+    edit_type: str,
+    instruction: str,
+    task: str = "alteration_tracing",
+    **fields: Any,
+) -> dict[str, Any]:
     from storage.hashing import canonical_json, stable_id
 
     h, w = obj["mask"].shape

@@ -11,9 +11,9 @@ from editors.timing import TimingEntry, canonical_gpu, edit_cost, guess_gpu, man
 from flows.config import config_from_dict
 from storage.fs import RunFS
 from tasks.engine.base import RunContext
+from tasks.engine.runner import run_stage
 from tasks.stages.edit import EditStage
 from tasks.tools.preflight import run_preflight
-from tasks.engine.runner import run_stage
 
 
 def test_half_the_items_reused_halves_pending_edits(tmp_path, scene_objects, sample_dir):
@@ -36,11 +36,20 @@ def test_half_the_items_reused_halves_pending_edits(tmp_path, scene_objects, sam
 def test_manifest_timing_record_gives_measured_figures(tmp_path, scene_objects, sample_dir):
     rows = [instruction_row(o, sample_dir, "remove", f"remove the {o['name']}") for o in scene_objects[:3]]
     write_instructions(tmp_path, rows)
-    ctx = RunContext(RunFS.open(str(tmp_path)), config_from_dict({"run": {"seed": 1, "shard_size": 2}, "editors": [{"name": "classical"}]}))
+    ctx = RunContext(
+        RunFS.open(str(tmp_path)),
+        config_from_dict({"run": {"seed": 1, "shard_size": 2}, "editors": [{"name": "classical"}]}),
+    )
     run_stage(EditStage(), ctx)
     manifest = EditStage().store(ctx).read_manifest()
     (rec,) = manifest["extra"]["timings"].values()
-    assert rec["gpu"] == "cpu" and rec["plan"] == "single" and rec["items"] == 3 and rec["s_per_edit"] > 0 and rec["steps"] is None
+    assert (
+        rec["gpu"] == "cpu"
+        and rec["plan"] == "single"
+        and rec["items"] == 3
+        and rec["s_per_edit"] > 0
+        and rec["steps"] is None
+    )
     (entry,) = manifest_entries(manifest)
     assert entry.source == "build" and entry.s_per_edit == pytest.approx(rec["s_per_edit"], abs=1e-3)
 
@@ -71,7 +80,9 @@ def test_paper_config_estimate_and_window_advice(monkeypatch):
     from flows.config import load_config
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "reactbench.yaml", {"mllm.base_url": "http://127.0.0.1:9/v1"})
+    cfg = load_config(
+        Path(__file__).resolve().parents[2] / "configs" / "reactbench.yaml", {"mllm.base_url": "http://127.0.0.1:9/v1"}
+    )
     report = run_preflight(cfg, 4, 48, stages=["edit"], items=1000, gpu_name="NVIDIA RTX A6000", window_h=8)
     out = report.to_json()
     assert out["pending_edits"] == 1000 and out["s_per_edit_source"] == "formula" and out["fits_window"] is False
@@ -82,7 +93,9 @@ def test_paper_config_estimate_and_window_advice(monkeypatch):
     assert "4 steps" in advice and "process_area 512x512" in advice and "--gpus" in advice
     bigger = int(advice.split("--gpus ")[1].split()[0])
     assert bigger % 2 == 0 and est.wall_h * 2 / (bigger / 2) <= 8.01
-    assert run_preflight(cfg, 4, 48, stages=["edit"], gpu_name="A6000").to_json()["pending_edits"] is None  # nothing to count yet
+    assert (
+        run_preflight(cfg, 4, 48, stages=["edit"], gpu_name="A6000").to_json()["pending_edits"] is None
+    )  # nothing to count yet
 
 
 def test_a_build_prints_the_estimate_before_its_first_stage(monkeypatch, tmp_path):
@@ -116,8 +129,25 @@ def test_the_issue_command_prints_the_estimate_keys():
 
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE" and not k.startswith("PREFECT_API")}
-    proc = subprocess.run([str(Path(sys.executable).with_name("reactbench")), "preflight", "--config", "configs/reactbench.yaml", "--gpus", "4",
-                           "--gpu-memory-gb", "48", "--window-h", "8"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("reactbench")),
+            "preflight",
+            "--config",
+            "configs/reactbench.yaml",
+            "--gpus",
+            "4",
+            "--gpu-memory-gb",
+            "48",
+            "--window-h",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=300,
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert {"pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "fits_window"} <= set(out)
     assert out["s_per_edit_source"] == "formula" and out["s_per_edit"] > 0 and out["plan"] == "split"

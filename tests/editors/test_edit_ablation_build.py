@@ -18,7 +18,10 @@ from tasks.stages.edit import needs_edit, passes_through
 def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tmp_path: Path):
     data = yaml.safe_load((CONFIG_DIR / "demo.yaml").read_text())
     data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
-    data["editors"] = [{"name": "classical"}, {"name": "classical", "label": "classical-ns", "params": {"inpaint_method": "ns"}}]
+    data["editors"] = [
+        {"name": "classical"},
+        {"name": "classical", "label": "classical-ns", "params": {"inpaint_method": "ns"}},
+    ]
     run_pipeline(config_from_dict(data), str(tmp_path / "run"), orchestrator="local")
     run = RunFS.open(str(tmp_path / "run"))
     instructions = [r for r in read_artifact(run, "instruct", "instructions").to_pylist() if needs_edit(r)]
@@ -33,7 +36,9 @@ def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tm
     assert instructions and len(edits) > len(rejects)
     # every (instruction, editor) pair is an edit row or a reject, never both, never missing
     done = Counter((r["instruction_id"], r["editor"]) for r in edits)
-    done.update((json.loads(r["payload_json"])["instruction_id"], json.loads(r["payload_json"])["editor"]) for r in rejects)
+    done.update(
+        (json.loads(r["payload_json"])["instruction_id"], json.loads(r["payload_json"])["editor"]) for r in rejects
+    )
     assert done == Counter({(i["id"], e): 1 for i in instructions for e in ("classical", "classical-ns")})
     assert set(Counter(r["editor"] for r in edits)) == {"classical", "classical-ns"}
     questions = read_artifact(run, "qa", "questions").to_pylist()
@@ -49,29 +54,57 @@ def test_two_editors_yield_edits_qa_and_queue_rows_for_both(sample_dir: Path, tm
     assert pair[0]["edited_image"] != pair[1]["edited_image"]
 
 
-def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(tmp_path, scene_objects, sample_dir, tiny_sam, tiny_lama):
+def test_ablation_report_counts_unsupported_verified_and_failed_per_editor(
+    tmp_path, scene_objects, sample_dir, tiny_sam, tiny_lama
+):
     """classical + sam-lama (tiny random models): sam-lama refuses everything but removals, classical
     refuses a material it cannot draw; every performed edit carries a verdict, counted in the report."""
     from edit_helpers import instruction_row, write_instructions
 
     from flows.config import config_from_dict
     from tasks.engine.base import RunContext
-    from tasks.stages.edit import EditStage
+    from tasks.engine.runner import run_stage
     from tasks.release.report.ablation import editor_rows, render_ablation_report
     from tasks.release.report.ablation_figures import edit_rejects_per_editor, seconds_per_editor
-    from tasks.engine.runner import run_stage
+    from tasks.stages.edit import EditStage
 
     objs = scene_objects[:4]
     rows = [
         instruction_row(objs[0], sample_dir, "remove", f"remove the {objs[0]['name']}", task="relational_erasure"),
-        instruction_row(objs[1], sample_dir, "attribute", f"make the {objs[1]['name']} purple", task="counterfactual_attribute", new_attribute="purple"),
-        instruction_row(objs[2], sample_dir, "attribute", f"make the {objs[2]['name']} out of clear glass", task="counterfactual_attribute", new_attribute="clear glass"),
+        instruction_row(
+            objs[1],
+            sample_dir,
+            "attribute",
+            f"make the {objs[1]['name']} purple",
+            task="counterfactual_attribute",
+            new_attribute="purple",
+        ),
+        instruction_row(
+            objs[2],
+            sample_dir,
+            "attribute",
+            f"make the {objs[2]['name']} out of clear glass",
+            task="counterfactual_attribute",
+            new_attribute="clear glass",
+        ),
         instruction_row(objs[3], sample_dir, "delete", f"delete the {objs[3]['name']}"),
     ]
     write_instructions(tmp_path, rows)
-    editors = [{"name": "classical"},
-               {"name": "sam-lama", "params": {"sam_checkpoint": str(tiny_sam[0]), "sam_model_type": tiny_sam[1], "lama_model": str(tiny_lama)}}]
-    ctx = RunContext(RunFS.open(str(tmp_path)), config_from_dict({"run": {"seed": 2, "shard_size": 4, "workers": 1}, "editors": editors}))
+    editors = [
+        {"name": "classical"},
+        {
+            "name": "sam-lama",
+            "params": {
+                "sam_checkpoint": str(tiny_sam[0]),
+                "sam_model_type": tiny_sam[1],
+                "lama_model": str(tiny_lama),
+            },
+        },
+    ]
+    ctx = RunContext(
+        RunFS.open(str(tmp_path)),
+        config_from_dict({"run": {"seed": 2, "shard_size": 4, "workers": 1}, "editors": editors}),
+    )
     run_stage(EditStage(), ctx)
     edits = read_artifact(ctx.run, "edit", "edits").to_pylist()
     unsupported, other = edit_rejects_per_editor(ctx.run)

@@ -19,11 +19,13 @@ from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
 from tasks.engine.base import RunContext
-from tasks.stages.edit import EditStage
 from tasks.engine.runner import run_stage
+from tasks.stages.edit import EditStage
 
 
-def _req(i: int, text: str, image: np.ndarray | None = None, box=(1, 1, 4, 4), edit_type: str = "remove") -> EditRequest:
+def _req(
+    i: int, text: str, image: np.ndarray | None = None, box=(1, 1, 4, 4), edit_type: str = "remove"
+) -> EditRequest:
     img = image if image is not None else np.full((8, 8, 3), 40 + i, np.uint8)
     return EditRequest(str(i), img, text, "t", edit_type, i, box)
 
@@ -114,29 +116,53 @@ def test_without_a_budget_the_call_is_not_bounded():
     assert not hasattr(Sluggish(), "time_budget_s")
 
 
-def test_edit_stage_records_editor_timeout_rejects(tmp_path: Path, scene_objects: list[dict[str, Any]], sample_dir: Path):
+def test_edit_stage_records_editor_timeout_rejects(
+    tmp_path: Path, scene_objects: list[dict[str, Any]], sample_dir: Path
+):
     objs = scene_objects[:3]
-    rows = [instruction_row(o, sample_dir, "remove", "slow" if i == 1 else "fast", task="relational_erasure") for i, o in enumerate(objs)]
+    rows = [
+        instruction_row(o, sample_dir, "remove", "slow" if i == 1 else "fast", task="relational_erasure")
+        for i, o in enumerate(objs)
+    ]
     write_instructions(tmp_path, rows)
-    cfg = config_from_dict({"run": {"seed": 0, "shard_size": 8, "workers": 1}, "editors": [{"name": "test-sluggish", "time_budget_s": 0.5}]})
+    cfg = config_from_dict(
+        {
+            "run": {"seed": 0, "shard_size": 8, "workers": 1},
+            "editors": [{"name": "test-sluggish", "time_budget_s": 0.5}],
+        }
+    )
     clear_cache()
     summary = run_stage(EditStage(), RunContext(RunFS.open(str(tmp_path)), cfg))
     assert summary.reject_reasons == {"editor_timeout": 1}
     rejects = read_artifact(RunFS.open(str(tmp_path)), "edit", "rejects").to_pylist()
     timeouts = [r for r in rejects if r["reason"] == "editor_timeout"]
-    assert len(timeouts) == 1 and "time_budget_s" in timeouts[0]["detail"] and rows[1]["id"] in timeouts[0]["payload_json"]
+    assert (
+        len(timeouts) == 1
+        and "time_budget_s" in timeouts[0]["detail"]
+        and rows[1]["id"] in timeouts[0]["payload_json"]
+    )
     assert summary.rows_out["edits"] == 2
 
 
-def test_a_rerun_with_a_raised_budget_computes_only_the_items_that_ran_out(tmp_path: Path, scene_objects: list[dict[str, Any]], sample_dir: Path):
+def test_a_rerun_with_a_raised_budget_computes_only_the_items_that_ran_out(
+    tmp_path: Path, scene_objects: list[dict[str, Any]], sample_dir: Path
+):
     """editor_timeout is a transient reject (orchestration.rerun_reject_reasons): the budget is
     not part of the stage key, so raising it keeps the finished edits and reruns the timed-out one."""
-    rows = [instruction_row(o, sample_dir, "remove", "slow" if i == 1 else "fast", task="relational_erasure") for i, o in enumerate(scene_objects[:3])]
+    rows = [
+        instruction_row(o, sample_dir, "remove", "slow" if i == 1 else "fast", task="relational_erasure")
+        for i, o in enumerate(scene_objects[:3])
+    ]
     write_instructions(tmp_path, rows)
     run = RunFS.open(str(tmp_path))
 
     def build(budget: float):
-        cfg = config_from_dict({"run": {"seed": 0, "shard_size": 8, "workers": 1}, "editors": [{"name": "test-sluggish", "time_budget_s": budget}]})
+        cfg = config_from_dict(
+            {
+                "run": {"seed": 0, "shard_size": 8, "workers": 1},
+                "editors": [{"name": "test-sluggish", "time_budget_s": budget}],
+            }
+        )
         assert "editor_timeout" in cfg.orchestration.rerun_reject_reasons
         clear_cache()
         return run_stage(EditStage(), RunContext(run, cfg), requeue_reasons=cfg.orchestration.rerun_reject_reasons)
@@ -146,4 +172,6 @@ def test_a_rerun_with_a_raised_budget_computes_only_the_items_that_ran_out(tmp_p
     second = build(10.0)
     assert second.shards_run == 1 and second.reject_reasons == {}
     assert (second.items_reused, second.items_computed) == (2, 1), "only the item that ran out of time is edited again"
-    assert sorted(r["instruction_id"] for r in read_artifact(run, "edit", "edits").to_pylist()) == sorted(r["id"] for r in rows)
+    assert sorted(r["instruction_id"] for r in read_artifact(run, "edit", "edits").to_pylist()) == sorted(
+        r["id"] for r in rows
+    )

@@ -5,13 +5,13 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from edit_helpers import colour_fraction, make_request
 
 from editors.base import EditFailure, EditResult
 from editors.classical import ClassicalEditor
 from editors.config import QCParams
 from editors.masks import box_mask, dilate
 from editors.qc import psnr
-from edit_helpers import colour_fraction, make_request
 
 SATURATED = {"red", "blue", "green", "yellow", "orange"}
 
@@ -55,7 +55,9 @@ def editor() -> ClassicalEditor:
 @pytest.mark.parametrize("with_mask", [True, False], ids=["exact-mask", "box-only"])
 def test_removal_erases_the_object_and_keeps_the_rest(editor, scene_objects, with_mask):
     objs = distinct(scene_objects)[:6]
-    results = editor.edit_batch([make_request(o, "remove", f"remove the {o['name']}", with_mask=with_mask) for o in objs])
+    results = editor.edit_batch(
+        [make_request(o, "remove", f"remove the {o['name']}", with_mask=with_mask) for o in objs]
+    )
     for obj, res in zip(objs, results):
         assert isinstance(res, EditResult), res
         before = make_request(obj, "remove", "").image
@@ -72,7 +74,9 @@ def test_colour_change_moves_the_hue_inside_the_mask_only(editor, scene_objects)
     targets = {"red": "blue", "blue": "yellow", "green": "red", "yellow": "blue", "orange": "blue"}
     for obj in objs:
         new = targets[obj["colour"]]
-        req = make_request(obj, "attribute", f"make the {obj['colour']} {obj['name']} {new}", original_attribute=obj["colour"])
+        req = make_request(
+            obj, "attribute", f"make the {obj['colour']} {obj['name']} {new}", original_attribute=obj["colour"]
+        )
         res = editor.edit_batch([req])[0]
         assert isinstance(res, EditResult) and res.meta["value"] == new
         core = cv2.erode(obj["mask"].astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
@@ -157,7 +161,13 @@ def _donor_fields(obj, truth) -> dict:
     x, y, w, h = obj["box"]
     for oid, o in sorted(truth["images"][obj["image_id"]]["objects"].items()):
         b = o["box"]
-        if oid != obj["object_id"] and o["name"] != obj["name"] and b[2] >= 6 and b[3] >= 6 and not (b[0] < x + w and x < b[0] + b[2] and b[1] < y + h and y < b[1] + b[3]):
+        if (
+            oid != obj["object_id"]
+            and o["name"] != obj["name"]
+            and b[2] >= 6
+            and b[3] >= 6
+            and not (b[0] < x + w and x < b[0] + b[2] and b[1] < y + h and y < b[1] + b[3])
+        ):
             return {"replacement": o["name"], "donor_box": list(b), "_context": [{"name": o["name"], "box": list(b)}]}
     raise AssertionError("no donor in the image")
 
@@ -201,5 +211,7 @@ def test_invalid_params_name_the_key():
 def test_move_follows_the_side_named_in_the_instruction(editor, scene_objects):
     obj = next(o for o in scene_objects if o["box"][0] > o["box"][2] + 10 and o["box"][2] >= 10)
     for seed in range(4):  # whatever the seed's default order, "left" wins when it fits
-        res = editor.edit_batch([make_request(obj, "move", f"move the {obj['name']} to the left of the table", seed=seed)])[0]
+        res = editor.edit_batch(
+            [make_request(obj, "move", f"move the {obj['name']} to the left of the table", seed=seed)]
+        )[0]
         assert isinstance(res, EditResult) and res.meta["destination_box"][0] < obj["box"][0]

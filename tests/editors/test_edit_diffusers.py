@@ -16,9 +16,13 @@ from editors.diffusers_edit import FAMILIES, DiffusersEditEditor, working_size
 
 AREA = 64 * 64
 CLASSES = {
-    "flux-kontext": "FluxKontextPipeline", "flux-kontext-inpaint": "FluxKontextInpaintPipeline", "flux2-klein": "Flux2KleinPipeline",
-    "flux2-klein-inpaint": "Flux2KleinInpaintPipeline", "longcat-image-edit": "LongCatImageEditPipeline",
-    "qwen-image-edit": "QwenImageEditPipeline", "qwen-image-edit-plus": "QwenImageEditPlusPipeline",
+    "flux-kontext": "FluxKontextPipeline",
+    "flux-kontext-inpaint": "FluxKontextInpaintPipeline",
+    "flux2-klein": "Flux2KleinPipeline",
+    "flux2-klein-inpaint": "Flux2KleinInpaintPipeline",
+    "longcat-image-edit": "LongCatImageEditPipeline",
+    "qwen-image-edit": "QwenImageEditPipeline",
+    "qwen-image-edit-plus": "QwenImageEditPlusPipeline",
     "qwen-image-edit-inpaint": "QwenImageEditInpaintPipeline",
 }
 
@@ -39,15 +43,30 @@ def test_every_family_has_a_tiny_model_and_a_row():
 
 @pytest.mark.parametrize("family", sorted(CLASSES))
 def test_each_family_loads_from_its_folder_edits_at_the_working_size_and_is_seeded(tiny_edit_families, family):
-    ed = DiffusersEditEditor({"model": str(tiny_edit_families[family]), "steps": 2, "process_area": AREA, "batch_size": 2, "max_sequence_length": 32})
+    ed = DiffusersEditEditor(
+        {
+            "model": str(tiny_edit_families[family]),
+            "steps": 2,
+            "process_area": AREA,
+            "batch_size": 2,
+            "max_sequence_length": 32,
+        }
+    )
     reqs = _requests()
     out = ed.edit_batch(reqs)
     fam = FAMILIES[CLASSES[family]]
-    assert type(ed.pipe).__name__ == CLASSES[family] and ed.resolved_params() == {"pipeline": CLASSES[family], "memory_plan": "single", "quantization": "none"}
+    assert type(ed.pipe).__name__ == CLASSES[family] and ed.resolved_params() == {
+        "pipeline": CLASSES[family],
+        "memory_plan": "single",
+        "quantization": "none",
+    }
     for r, res in zip(reqs, out):
         assert isinstance(res, EditResult) and res.image.shape == r.image.shape and res.image.dtype == np.uint8
         h, w = r.image.shape[:2]
-        assert res.meta["working_size"] == list(working_size(w, h, AREA, 16, fam.min_side)) and res.meta["pipeline"] == CLASSES[family]
+        assert (
+            res.meta["working_size"] == list(working_size(w, h, AREA, 16, fam.min_side))
+            and res.meta["pipeline"] == CLASSES[family]
+        )
         assert res.meta["raw_size"] != [w, h]  # ran at the working size and came back
         assert not np.array_equal(res.image, r.image)
         if fam.mask:  # inpaint: the mask is reported and nothing outside it changed
@@ -67,8 +86,14 @@ def test_inpaint_families_refuse_moves_and_additions(tiny_edit_families):
     img = np.zeros((64, 64, 3), np.uint8)
     move = EditRequest("m", img, "move the cup left", "alteration_tracing", "move", 0, (3, 3, 9, 9))
     refusal = ed.supports(move)
-    assert isinstance(refusal, EditFailure) and refusal.reason == "unsupported_edit_type" and "Flux2KleinInpaintPipeline" in refusal.detail
-    assert ed.supports(EditRequest("r", img, "remove the cup", "relational_erasure", "remove", 0, (3, 3, 9, 9))) is None
+    assert (
+        isinstance(refusal, EditFailure)
+        and refusal.reason == "unsupported_edit_type"
+        and "Flux2KleinInpaintPipeline" in refusal.detail
+    )
+    assert (
+        ed.supports(EditRequest("r", img, "remove the cup", "relational_erasure", "remove", 0, (3, 3, 9, 9))) is None
+    )
     plain = DiffusersEditEditor({"model": str(tiny_edit_families["flux2-klein"])})
     assert plain.supports(move) is None
 
@@ -90,12 +115,24 @@ def test_family_defaults_reach_the_call_and_params_override_them(tiny_edit_famil
     kontext.ensure_loaded()
     req = _requests()[:1]
     kw = kontext._kwargs(req, (80, 48))
-    assert kw["num_inference_steps"] == 28 and kw["guidance_scale"] == 3.5 and kw["max_area"] == 80 * 48 and kw["_auto_resize"] is False
+    assert (
+        kw["num_inference_steps"] == 28
+        and kw["guidance_scale"] == 3.5
+        and kw["max_area"] == 80 * 48
+        and kw["_auto_resize"] is False
+    )
     assert "negative_prompt" not in kw and "true_cfg_scale" not in kw
-    qwen = DiffusersEditEditor({"model": str(tiny_edit_families["qwen-image-edit"]), "steps": 3, "true_cfg_scale": 2.0})
+    qwen = DiffusersEditEditor(
+        {"model": str(tiny_edit_families["qwen-image-edit"]), "steps": 3, "true_cfg_scale": 2.0}
+    )
     qwen.ensure_loaded()
     kw = qwen._kwargs(req, (80, 48))
-    assert kw["num_inference_steps"] == 3 and kw["true_cfg_scale"] == 2.0 and kw["negative_prompt"] == [" "] and "guidance_scale" not in kw
+    assert (
+        kw["num_inference_steps"] == 3
+        and kw["true_cfg_scale"] == 2.0
+        and kw["negative_prompt"] == [" "]
+        and "guidance_scale" not in kw
+    )
     klein = DiffusersEditEditor({"model": str(tiny_edit_families["flux2-klein"])})
     klein.ensure_loaded()
     kw = klein._kwargs(req, (80, 64))
@@ -111,7 +148,9 @@ def test_lora_is_loaded_and_scaled(tiny_edit_families, tmp_path):
     folder = tiny_edit_families["flux-kontext"]
     transformer = FluxTransformer2DModel.from_pretrained(folder / "transformer")
     torch.manual_seed(0)
-    transformer.add_adapter(LoraConfig(r=2, lora_alpha=2, target_modules=["to_q", "to_k", "to_v"], init_lora_weights=False))
+    transformer.add_adapter(
+        LoraConfig(r=2, lora_alpha=2, target_modules=["to_q", "to_k", "to_v"], init_lora_weights=False)
+    )
     FluxKontextPipeline.save_lora_weights(tmp_path, transformer_lora_layers=get_peft_model_state_dict(transformer))
     base = {"model": str(folder), "steps": 2, "process_area": AREA}
     reqs = _requests()[:1]
@@ -123,9 +162,9 @@ def test_lora_is_loaded_and_scaled(tiny_edit_families, tmp_path):
 
 def test_no_plan_is_fp8_and_cpu_refuses_quantization_and_offload(tiny_edit_families):
     import torch
+    from pydantic import ValidationError
 
     from editors.diffusers_edit import DiffusersEditParams
-    from pydantic import ValidationError
 
     with pytest.raises(ValidationError):
         DiffusersEditParams(model="x/y", quantization="fp8")
@@ -153,7 +192,10 @@ def _stage_run(root: Path, rows: list[dict], families: tuple[str, ...], folders:
 
     write_instructions(root, rows)
     editors = [{"name": "diffusers-edit", "label": f, "params": {"model": str(folders[f])} | PARAMS} for f in families]
-    ctx = RunContext(RunFS.open(str(root)), config_from_dict({"run": {"seed": 5, "shard_size": 4, "workers": 1}, "editors": editors}))
+    ctx = RunContext(
+        RunFS.open(str(root)),
+        config_from_dict({"run": {"seed": 5, "shard_size": 4, "workers": 1}, "editors": editors}),
+    )
     run_stage(EditStage(), ctx)
     return ctx
 
@@ -165,7 +207,14 @@ def stage_rows(scene_objects, sample_dir) -> list[dict]:
     objs = scene_objects[:3]
     return [
         instruction_row(objs[0], sample_dir, "remove", f"remove the {objs[0]['name']}", task="relational_erasure"),
-        instruction_row(objs[1], sample_dir, "attribute", f"make the {objs[1]['name']} blue", task="counterfactual_attribute", new_attribute="blue"),
+        instruction_row(
+            objs[1],
+            sample_dir,
+            "attribute",
+            f"make the {objs[1]['name']} blue",
+            task="counterfactual_attribute",
+            new_attribute="blue",
+        ),
         instruction_row(objs[2], sample_dir, "move", f"move the {objs[2]['name']} to the left"),
     ]
 
@@ -182,16 +231,24 @@ def test_every_family_through_the_edit_stage(family_stage, stage_rows):
     edits = read_artifact(family_stage.run, "edit", "edits").to_pylist()
     rejects = read_artifact(family_stage.run, "edit", "rejects").to_pylist()
     done = Counter((r["instruction_id"], r["editor"]) for r in edits)
-    done.update((json.loads(r["payload_json"])["instruction_id"], json.loads(r["payload_json"])["editor"]) for r in rejects)
+    done.update(
+        (json.loads(r["payload_json"])["instruction_id"], json.loads(r["payload_json"])["editor"]) for r in rejects
+    )
     assert done == Counter({(i["id"], f): 1 for i in stage_rows for f in CLASSES})
     inpaint = {f for f, c in CLASSES.items() if FAMILIES[c].mask}
-    assert sorted((json.loads(r["payload_json"])["editor"], r["reason"]) for r in rejects) == sorted((f, "unsupported_edit_type") for f in inpaint)
+    assert sorted((json.loads(r["payload_json"])["editor"], r["reason"]) for r in rejects) == sorted(
+        (f, "unsupported_edit_type") for f in inpaint
+    )
     images = ImageStore(family_stage.run)
     for r in edits:
         recorded = json.loads(r["editor_params_json"])
         assert recorded["name"] == "diffusers-edit" and recorded["params"]["process_area"] == AREA
         qc = json.loads(r["qc_json"])
-        assert r["status"] in ("ok", "auto_rejected") and {"change_inside", "psnr_outside"} <= set(qc["metrics"]) and "verification" in qc
+        assert (
+            r["status"] in ("ok", "auto_rejected")
+            and {"change_inside", "psnr_outside"} <= set(qc["metrics"])
+            and "verification" in qc
+        )
         assert qc["editor_meta"]["pipeline"] == CLASSES[r["editor"]]
         edited, original = images.get_array(r["edited_image"]), images.get_array(r["original_image"])
         assert edited.shape == original.shape == (r["height"], r["width"], 3) and not np.array_equal(edited, original)
@@ -208,7 +265,9 @@ def test_the_stage_is_seeded_and_byte_identical_in_a_fresh_run(family_stage, sta
     assert first and first.keys() == second.keys()
     a, b = ImageStore(family_stage.run), ImageStore(other.run)
     for k, r in first.items():
-        assert r["seed"] == second[k]["seed"] and a.get_bytes(r["edited_image"]) == b.get_bytes(second[k]["edited_image"])
+        assert r["seed"] == second[k]["seed"] and a.get_bytes(r["edited_image"]) == b.get_bytes(
+            second[k]["edited_image"]
+        )
 
 
 BUILD_FAMILIES = ("flux-kontext", "flux2-klein-inpaint")
@@ -230,7 +289,10 @@ def family_build(tmp_path_factory, sample_dir, tiny_edit_families):
     data["mine"]["relational_erasure"].update(n_min=2, images_per_pair=1)
     data["mine"]["counterfactual_attribute"].update(n_min=2, images_per_attribute=1)
     data["run"]["workers"] = 1
-    data["editors"] = [{"name": "diffusers-edit", "label": f, "params": {"model": str(tiny_edit_families[f])} | PARAMS} for f in BUILD_FAMILIES]
+    data["editors"] = [
+        {"name": "diffusers-edit", "label": f, "params": {"model": str(tiny_edit_families[f])} | PARAMS}
+        for f in BUILD_FAMILIES
+    ]
     cfg = config_from_dict(data)
     root = tmp_path_factory.mktemp("family-build") / "run"
     run_pipeline(cfg, str(root), orchestrator="local")

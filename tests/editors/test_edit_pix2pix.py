@@ -13,7 +13,10 @@ def test_batches_by_size_and_returns_source_sizes(tiny_pix2pix):
     ed.ensure_loaded()
     rng = np.random.default_rng(0)
     shapes = [(75, 100), (75, 100), (90, 60), (75, 100)]
-    reqs = [EditRequest(str(i), rng.integers(0, 255, (*s, 3), dtype=np.uint8), "make it blue", "t", "attribute", i) for i, s in enumerate(shapes)]
+    reqs = [
+        EditRequest(str(i), rng.integers(0, 255, (*s, 3), dtype=np.uint8), "make it blue", "t", "attribute", i)
+        for i, s in enumerate(shapes)
+    ]
     out = ed.edit_batch(reqs)
     for r, res in zip(reqs, out):
         assert isinstance(res, EditResult) and res.image.shape == r.image.shape
@@ -34,14 +37,22 @@ def test_runs_through_the_edit_stage(tmp_path, scene_objects, sample_dir, tiny_p
     from storage.image_store import ImageStore
     from storage.stage_store import read_artifact
     from tasks.engine.base import RunContext
-    from tasks.stages.edit import EditStage
     from tasks.engine.runner import run_stage
+    from tasks.stages.edit import EditStage
 
     objs = scene_objects[:3]
-    rows = [instruction_row(o, sample_dir, k, f"{k} the {o['name']}") for o, k in zip(objs, ["attribute", "remove", "replace"])]
+    rows = [
+        instruction_row(o, sample_dir, k, f"{k} the {o['name']}")
+        for o, k in zip(objs, ["attribute", "remove", "replace"])
+    ]
     write_instructions(tmp_path, rows)
     params = {"model": str(tiny_pix2pix), "steps": 2, "max_side": 64, "batch_size": 2}
-    cfg = config_from_dict({"run": {"seed": 2, "shard_size": 2, "workers": 1}, "editors": [{"name": "instruct-pix2pix", "params": params}]})
+    cfg = config_from_dict(
+        {
+            "run": {"seed": 2, "shard_size": 2, "workers": 1},
+            "editors": [{"name": "instruct-pix2pix", "params": params}],
+        }
+    )
     ctx = RunContext(RunFS.open(str(tmp_path)), cfg)
     summary = run_stage(EditStage(), ctx)
     edits = read_artifact(ctx.run, "edit", "edits").to_pylist()
@@ -51,7 +62,11 @@ def test_runs_through_the_edit_stage(tmp_path, scene_objects, sample_dir, tiny_p
     for r in edits:
         assert r["editor"] == "instruct-pix2pix" and r["status"] in ("ok", "auto_rejected")
         recorded = json.loads(r["editor_params_json"])
-        assert recorded["name"] == "instruct-pix2pix" and recorded["params"]["max_side"] == 64 and recorded["params"]["guidance_scale"] == 7.5
+        assert (
+            recorded["name"] == "instruct-pix2pix"
+            and recorded["params"]["max_side"] == 64
+            and recorded["params"]["guidance_scale"] == 7.5
+        )
         qc = json.loads(r["qc_json"])
         assert qc["editor_meta"]["working_size"] == list(working_size(r["width"], r["height"], 64))
         edited, original = images.get_array(r["edited_image"]), images.get_array(r["original_image"])

@@ -26,7 +26,9 @@ def _requests(seed: int = 0) -> list[EditRequest]:
 
 @pytest.fixture(scope="module")
 def edit_editor(tiny_qwen_edit):
-    ed = QwenImageEditEditor({"model": str(tiny_qwen_edit), "steps": 2, "process_area": AREA, "batch_size": 4, "true_cfg_scale": 2.0})
+    ed = QwenImageEditEditor(
+        {"model": str(tiny_qwen_edit), "steps": 2, "process_area": AREA, "batch_size": 4, "true_cfg_scale": 2.0}
+    )
     ed.ensure_loaded()
     return ed
 
@@ -53,7 +55,9 @@ def test_same_seed_same_pixels_other_seed_other_pixels(edit_editor):
 
 
 def test_plus_pipeline_edits_one_prompt_per_call(tiny_qwen_edit_plus):
-    ed = QwenImageEditEditor({"model": str(tiny_qwen_edit_plus), "steps": 2, "process_area": AREA, "batch_size": 4, "true_cfg_scale": 1.0})
+    ed = QwenImageEditEditor(
+        {"model": str(tiny_qwen_edit_plus), "steps": 2, "process_area": AREA, "batch_size": 4, "true_cfg_scale": 1.0}
+    )
     ed.ensure_loaded()
     assert ed.kind == "plus" and ed.max_batch == 1
     reqs = _requests()[:2]
@@ -86,7 +90,11 @@ def test_lora_is_loaded_and_scaled(tiny_qwen_edit, tmp_path_factory):
     base = dict(model=str(tiny_qwen_edit), steps=2, process_area=AREA, true_cfg_scale=1.0)
     plain = QwenImageEditEditor(base).edit_batch(reqs)[0].image
     with_lora = QwenImageEditEditor(base | {"lora": str(lora)}).edit_batch(reqs)[0].image
-    off = QwenImageEditEditor(base | {"lora": str(lora / "pytorch_lora_weights.safetensors"), "lora_scale": 0.0}).edit_batch(reqs)[0].image
+    off = (
+        QwenImageEditEditor(base | {"lora": str(lora / "pytorch_lora_weights.safetensors"), "lora_scale": 0.0})
+        .edit_batch(reqs)[0]
+        .image
+    )
     assert not np.array_equal(plain, with_lora)
     assert np.array_equal(plain, off)
 

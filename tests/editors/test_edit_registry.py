@@ -26,18 +26,22 @@ def test_unknown_editor_lists_the_known_ones():
 def test_third_party_editor_through_an_entry_point(tmp_path, monkeypatch):
     pkg = tmp_path / "site"
     (pkg / "acme_editor").mkdir(parents=True)
-    (pkg / "acme_editor" / "__init__.py").write_text(textwrap.dedent('''
+    (pkg / "acme_editor" / "__init__.py").write_text(
+        textwrap.dedent("""
         from editors.base import Editor, EditResult
 
         class Negative(Editor):
             name = "acme-negative"
             def edit_batch(self, requests):
                 return [EditResult(255 - r.image) for r in requests]
-    '''))
+    """)
+    )
     dist = pkg / "acme_editor-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-editor\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nacme-negative = acme_editor:Negative\nbroken = acme_editor:Missing\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nacme-negative = acme_editor:Negative\nbroken = acme_editor:Missing\n"
+    )
     monkeypatch.syspath_prepend(str(pkg))
     assert "acme-negative" in available()
     ed = create_editor("acme-negative")

@@ -37,7 +37,9 @@ def test_removal_uses_the_best_sam_mask_dilated_and_changes_only_inside(editor, 
     # the mask is SAM's best-scored multimask answer to the box, dilated by 15 px
     x, y, w, h = obj["box"]
     editor.predictor.set_image(req.image)
-    masks, scores, _ = editor.predictor.predict(box=np.array([x, y, x + w - 1, y + h - 1], np.float32), multimask_output=True)
+    masks, scores, _ = editor.predictor.predict(
+        box=np.array([x, y, x + w - 1, y + h - 1], np.float32), multimask_output=True
+    )
     best = masks[int(np.argmax(scores))]
     assert res.meta["mask_source"] in ("sam", "box_fallback")
     if res.meta["mask_source"] == "sam":
@@ -85,7 +87,15 @@ def test_composite_keeps_every_pixel_outside_a_small_sam_mask(tiny_sam, tiny_mod
     from tiny_checkpoints import build_tiny_lama
 
     lama = build_tiny_lama(tiny_models / "lama-no-composite.pt", composite=False)
-    ed = SamLamaEditor({"sam_checkpoint": str(tiny_sam[0]), "sam_model_type": tiny_sam[1], "lama_model": str(lama), "device": "cpu", "dilation_px": 3})
+    ed = SamLamaEditor(
+        {
+            "sam_checkpoint": str(tiny_sam[0]),
+            "sam_model_type": tiny_sam[1],
+            "lama_model": str(lama),
+            "device": "cpu",
+            "dilation_px": 3,
+        }
+    )
     ed.ensure_loaded()
     obj = scene_objects[2]
     req = make_request(obj, "remove", "remove it", with_mask=False)
@@ -93,13 +103,17 @@ def test_composite_keeps_every_pixel_outside_a_small_sam_mask(tiny_sam, tiny_mod
     # model's own mask_threshold to the 99th percentile of its best mask keeps ~1% of the pixels.
     x, y, w, h = obj["box"]
     ed.predictor.set_image(req.image)
-    logits, scores, _ = ed.predictor.predict(box=np.array([x, y, x + w - 1, y + h - 1], np.float32), multimask_output=True, return_logits=True)
+    logits, scores, _ = ed.predictor.predict(
+        box=np.array([x, y, x + w - 1, y + h - 1], np.float32), multimask_output=True, return_logits=True
+    )
     ed.predictor.model.mask_threshold = float(np.quantile(logits[int(np.argmax(scores))], 0.99))
     res = ed.edit_batch([req])[0]
     assert isinstance(res, EditResult) and res.meta["mask_source"] == "sam"
     outside = ~res.mask
     assert outside.mean() > 0.5  # most of the image is outside the dilated SAM mask
     raw = ed.inpaint(req.image, res.mask)
-    assert np.abs(raw[outside].astype(int) - req.image[outside].astype(int)).mean() > 5  # this LaMa changes the outside
+    assert (
+        np.abs(raw[outside].astype(int) - req.image[outside].astype(int)).mean() > 5
+    )  # this LaMa changes the outside
     assert np.array_equal(res.image[outside], req.image[outside])  # the composite put every outside pixel back
     assert np.array_equal(res.image[res.mask], raw[res.mask])

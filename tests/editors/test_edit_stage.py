@@ -17,19 +17,28 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.stage_store import StageStore, read_artifact
 from tasks.engine.base import RunContext
-from tasks.stages.edit import EditStage, item_seed
 from tasks.engine.runner import run_stage
+from tasks.stages.edit import EditStage, item_seed
 
 
 def _rows(scene_objects: list[dict[str, Any]], sample_dir: Path) -> list[dict[str, Any]]:
     objs = scene_objects[:4]
     rows = [
         instruction_row(objs[0], sample_dir, "remove", f"remove the {objs[0]['name']}", task="relational_erasure"),
-        instruction_row(objs[1], sample_dir, "attribute", f"make the {objs[1]['name']} blue", task="counterfactual_attribute", new_attribute="blue"),
+        instruction_row(
+            objs[1],
+            sample_dir,
+            "attribute",
+            f"make the {objs[1]['name']} blue",
+            task="counterfactual_attribute",
+            new_attribute="blue",
+        ),
         instruction_row(objs[2], sample_dir, "move", f"move the {objs[2]['name']}"),
         instruction_row(objs[3], sample_dir, "delete", f"delete the {objs[3]['name']}"),
     ]
-    missing = dict(rows[0], id="missing-image", image_path=str(sample_dir / "visual_genome/VG_100K/does-not-exist.jpg"))
+    missing = dict(
+        rows[0], id="missing-image", image_path=str(sample_dir / "visual_genome/VG_100K/does-not-exist.jpg")
+    )
     skipped = dict(rows[1], id="not-applicable", status="not_applicable")
     wrong_size = dict(rows[2], id="wrong-size", width=rows[2]["width"] + 7)
     return rows + [missing, skipped, wrong_size]
@@ -40,7 +49,10 @@ def _ctx(root: Path, editors: list[dict[str, Any]], **edit: Any) -> RunContext:
     return RunContext(RunFS.open(str(root)), cfg)
 
 
-ABLATION = [{"name": "classical"}, {"name": "classical", "label": "classical-ns", "params": {"inpaint_method": "ns", "dilation_px": 9}}]
+ABLATION = [
+    {"name": "classical"},
+    {"name": "classical", "label": "classical-ns", "params": {"inpaint_method": "ns", "dilation_px": 9}},
+]
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +94,22 @@ def test_bad_items_become_rejects_and_the_rest_goes_on(ablation_run):
     ctx, summary = ablation_run
     rejects = read_artifact(ctx.run, "edit", "rejects").to_pylist()
     reasons = sorted(r["reason"] for r in rejects)
-    assert reasons == ["image_missing", "image_missing", "image_size_mismatch", "image_size_mismatch", "image_unreadable", "image_unreadable"]
+    assert reasons == [
+        "image_missing",
+        "image_missing",
+        "image_size_mismatch",
+        "image_size_mismatch",
+        "image_unreadable",
+        "image_unreadable",
+    ]
     assert all("instruction " in r["detail"] for r in rejects)
     assert any("does-not-exist.jpg" in r["detail"] for r in rejects)
     assert summary.rows_in == 14  # 7 applicable x 2 editors; the not_applicable row is not edit work
 
 
-def test_rerun_is_byte_identical_with_or_without_overlap_and_skips_finished_shards(ablation_run, tmp_path, scene_objects, sample_dir):
+def test_rerun_is_byte_identical_with_or_without_overlap_and_skips_finished_shards(
+    ablation_run, tmp_path, scene_objects, sample_dir
+):
     ctx, _ = ablation_run
     again = run_stage(EditStage(), ctx)
     assert again.all_skipped
@@ -141,7 +162,9 @@ def test_out_of_memory_halves_the_batch_then_rejects_the_item(tmp_path, scene_ob
     write_instructions(root, rows)
     HungryEditor.calls.clear()
     ctx = _ctx(root, [{"name": "test-hungry"}], batch_size=4)
-    ctx = RunContext(ctx.run, ctx.config.model_copy(update={"run": ctx.config.run.model_copy(update={"shard_size": 10})}))
+    ctx = RunContext(
+        ctx.run, ctx.config.model_copy(update={"run": ctx.config.run.model_copy(update={"shard_size": 10})})
+    )
     run_stage(EditStage(), ctx)
     assert HungryEditor.calls[0] == 4 and 2 in HungryEditor.calls and 1 in HungryEditor.calls
     edits = read_artifact(ctx.run, "edit", "edits").to_pylist()
@@ -155,10 +178,14 @@ def test_duplicate_editor_keys_are_refused_when_the_config_loads():
     from flows.config import ConfigError, config_from_dict
 
     with pytest.raises(ConfigError, match=r"editors: .*editors\[0\] and editors\[1\] .*distinct `label`"):
-        config_from_dict({"editors": [{"name": "classical"}, {"name": "classical", "params": {"inpaint_method": "ns"}}]})
+        config_from_dict(
+            {"editors": [{"name": "classical"}, {"name": "classical", "params": {"inpaint_method": "ns"}}]}
+        )
     with pytest.raises(ConfigError, match="reserved"):
         config_from_dict({"editors": [{"name": "classical", "label": "none"}]})
-    assert len(config_from_dict({"editors": [{"name": "classical"}, {"name": "classical", "label": "ns"}]}).editors) == 2
+    assert (
+        len(config_from_dict({"editors": [{"name": "classical"}, {"name": "classical", "label": "ns"}]}).editors) == 2
+    )
 
 
 def test_model_editors_in_one_ablation_build(tmp_path, scene_objects, sample_dir, tiny_qwen_edit, tiny_sam, tiny_lama):
@@ -166,8 +193,18 @@ def test_model_editors_in_one_ablation_build(tmp_path, scene_objects, sample_dir
     write_instructions(root, _rows(scene_objects, sample_dir)[:4])
     editors = [
         {"name": "classical"},
-        {"name": "qwen-image-edit", "params": {"model": str(tiny_qwen_edit), "steps": 2, "process_area": 64 * 64, "batch_size": 2}},
-        {"name": "sam-lama", "params": {"sam_checkpoint": str(tiny_sam[0]), "sam_model_type": tiny_sam[1], "lama_model": str(tiny_lama)}},
+        {
+            "name": "qwen-image-edit",
+            "params": {"model": str(tiny_qwen_edit), "steps": 2, "process_area": 64 * 64, "batch_size": 2},
+        },
+        {
+            "name": "sam-lama",
+            "params": {
+                "sam_checkpoint": str(tiny_sam[0]),
+                "sam_model_type": tiny_sam[1],
+                "lama_model": str(tiny_lama),
+            },
+        },
     ]
     ctx = _ctx(root, editors, batch_size=2, keep_loaded=1)
     summary = run_stage(EditStage(), ctx)

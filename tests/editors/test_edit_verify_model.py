@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dummy_server import DummyServer, Reply, image_urls, message_text
 from edit_helpers import instruction_row, write_instructions
 
 from editors.verify import verify_reject
 from flows.config import config_from_dict
-from dummy_server import DummyServer, Reply, image_urls, message_text
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
 from tasks.engine.base import RunContext
-from tasks.stages.edit import EditStage
 from tasks.engine.runner import run_stage
+from tasks.stages.edit import EditStage
 
 
 def _responder(original: bytes, truthful: bool):
@@ -37,7 +37,9 @@ def _responder(original: bytes, truthful: bool):
 
 def _run(tmp_path: Path, row: dict[str, Any], mllm: dict[str, Any]) -> tuple[list[dict], list[dict]]:
     write_instructions(tmp_path, [row])
-    cfg = config_from_dict({"run": {"seed": 1, "shard_size": 4, "workers": 1}, "editors": [{"name": "classical"}], "mllm": mllm})
+    cfg = config_from_dict(
+        {"run": {"seed": 1, "shard_size": 4, "workers": 1}, "editors": [{"name": "classical"}], "mllm": mllm}
+    )
     ctx = RunContext(RunFS.open(str(tmp_path)), cfg)
     run_stage(EditStage(), ctx)
     edits = read_artifact(ctx.run, "edit", "edits").to_pylist()
@@ -53,8 +55,18 @@ def test_openai_model_check_accepts_or_rejects_a_removal(tmp_path, scene_objects
     original = Path(obj["path"]).read_bytes()
     server = DummyServer(_responder(original, truthful))
     with server as url:
-        edits, rejects = _run(tmp_path, row, {"backend": "openai", "model": "dummy-vl", "base_url": url, "api_key_env": "RB_TEST_KEY",
-                                              "max_retries": 0, "timeout_s": 5})
+        edits, rejects = _run(
+            tmp_path,
+            row,
+            {
+                "backend": "openai",
+                "model": "dummy-vl",
+                "base_url": url,
+                "api_key_env": "RB_TEST_KEY",
+                "max_retries": 0,
+                "timeout_s": 5,
+            },
+        )
         assert len(server.requests) == 2  # one question, on the original and on the edited image
     (edit,) = edits
     verdict = json.loads(edit["qc_json"])["verification"]
@@ -84,10 +96,18 @@ def test_tiny_qwen_model_check_records_its_verdict(tmp_path, scene_objects, samp
     model = build_tiny_qwen25_vl(tmp_path / "tiny-qwen")
     obj = scene_objects[0]
     row = instruction_row(obj, sample_dir, "remove", f"remove the {obj['name']}", task="relational_erasure")
-    edits, rejects = _run(tmp_path / "run", row, {"backend": "transformers", "model": str(model), "batch_size": 2, "max_tokens": 6, "parse_retries": 0})
+    edits, rejects = _run(
+        tmp_path / "run",
+        row,
+        {"backend": "transformers", "model": str(model), "batch_size": 2, "max_tokens": 6, "parse_retries": 0},
+    )
     verdict = json.loads(edits[0]["qc_json"])["verification"]
     model_check = verdict["checks"]["model"]
     assert model_check["question"].startswith("Is there") and len(model_check["answers"]) == 2
     # random weights give no readable yes/no: the edit is not passed on an unchecked claim
     if None in model_check["answers"]:
-        assert not verdict["passed"] and edits[0]["status"] == "auto_rejected" and verify_reject(edits[0])["reason"] == "verify_failed"
+        assert (
+            not verdict["passed"]
+            and edits[0]["status"] == "auto_rejected"
+            and verify_reject(edits[0])["reason"] == "verify_failed"
+        )

@@ -17,7 +17,9 @@ SCRIPT = ROOT / "benchmarks" / "gpu_validate.py"
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +41,52 @@ def test_tiny_run_ends_with_the_json_line(tiny_run: dict) -> None:
     from editors.diffusers_edit import FAMILIES
 
     fams = tiny_run["families"]  # every diffusers-edit family through DiffusersEditEditor
-    assert {f["pipeline"] for f in fams.values()} == set(FAMILIES) - {"QwenImageEditPipeline", "QwenImageEditPlusPipeline"}  # (those: the plans above)
+    assert {f["pipeline"] for f in fams.values()} == set(FAMILIES) - {
+        "QwenImageEditPipeline",
+        "QwenImageEditPlusPipeline",
+    }  # (those: the plans above)
     for fig in fams.values():
-        assert fig["s_per_edit_64"] > 0 and fig["default_steps"] == FAMILIES[fig["pipeline"]].steps and fig["peak_gb"] is None
+        assert (
+            fig["s_per_edit_64"] > 0
+            and fig["default_steps"] == FAMILIES[fig["pipeline"]].steps
+            and fig["peak_gb"] is None
+        )
     assert tiny_run["cuda_matches_cpu"] is None  # no CUDA device here
-    assert 0 <= tiny_run["bf16_mean_abs_diff"] <= tiny_run["tolerance"]  # bf16 vs float32 on the CPU: the tolerance's basis
+    assert (
+        0 <= tiny_run["bf16_mean_abs_diff"] <= tiny_run["tolerance"]
+    )  # bf16 vs float32 on the CPU: the tolerance's basis
 
 
 def test_a_build_manifest_fills_the_timing_table(tmp_path: Path) -> None:
-    manifest = {"finished_at": "2026-11-26T10:00:00Z", "extra": {"timings": {
-        "a": {"editor": "qwen-image-edit", "key": "q", "model": "Qwen/Qwen-Image-Edit-2511", "gpu": "NVIDIA RTX A6000", "plan": "two_phase",
-              "steps": 40, "resolution": 1024, "seconds": 900.0, "items": 6},
-        "b": {"editor": "classical", "key": "c", "model": None, "gpu": "cpu", "plan": "single", "steps": None, "resolution": None, "seconds": 1.0, "items": 9},
-    }}}
+    manifest = {
+        "finished_at": "2026-11-26T10:00:00Z",
+        "extra": {
+            "timings": {
+                "a": {
+                    "editor": "qwen-image-edit",
+                    "key": "q",
+                    "model": "Qwen/Qwen-Image-Edit-2511",
+                    "gpu": "NVIDIA RTX A6000",
+                    "plan": "two_phase",
+                    "steps": 40,
+                    "resolution": 1024,
+                    "seconds": 900.0,
+                    "items": 6,
+                },
+                "b": {
+                    "editor": "classical",
+                    "key": "c",
+                    "model": None,
+                    "gpu": "cpu",
+                    "plan": "single",
+                    "steps": None,
+                    "resolution": None,
+                    "seconds": 1.0,
+                    "items": 9,
+                },
+            }
+        },
+    }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     table = tmp_path / "table.json"
     proc = _run("--from-manifest", str(tmp_path / "manifest.json"), "--table", str(table), timeout=120)

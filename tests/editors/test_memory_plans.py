@@ -20,17 +20,19 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.stage_store import StageStore, read_artifact
 from tasks.engine.base import RunContext
-from tasks.stages.edit import EditStage
 from tasks.engine.runner import run_stage
+from tasks.stages.edit import EditStage
 
 
 def _run(root: Path, rows: list[dict[str, Any]], params: dict[str, Any]) -> tuple[RunContext, dict[str, np.ndarray]]:
     write_instructions(root, rows)
-    cfg = config_from_dict({
-        "run": {"seed": 1, "shard_size": 3, "workers": 1},
-        "editors": [{"name": "qwen-image-edit", "params": params}],
-        "edit": {"batch_size": 2},
-    })
+    cfg = config_from_dict(
+        {
+            "run": {"seed": 1, "shard_size": 3, "workers": 1},
+            "editors": [{"name": "qwen-image-edit", "params": params}],
+            "edit": {"batch_size": 2},
+        }
+    )
     ctx = RunContext(RunFS.open(str(root)), cfg)
     run_stage(EditStage(), ctx)
     images = ImageStore(ctx.run)
@@ -41,7 +43,10 @@ def _run(root: Path, rows: list[dict[str, Any]], params: dict[str, Any]) -> tupl
 @pytest.fixture(scope="module")
 def plan_runs(tmp_path_factory, scene_objects, sample_dir, tiny_qwen_edit):
     objs = scene_objects[:5]
-    rows = [instruction_row(o, sample_dir, kind, f"{kind} the {o['name']}") for o, kind in zip(objs, ["remove", "attribute", "move", "remove", "add"])]
+    rows = [
+        instruction_row(o, sample_dir, kind, f"{kind} the {o['name']}")
+        for o, kind in zip(objs, ["remove", "attribute", "move", "remove", "add"])
+    ]
     base = {"model": str(tiny_qwen_edit), "steps": 2, "process_area": 64 * 64, "batch_size": 2, "true_cfg_scale": 2.0}
     out = {}
     clear_cache()
@@ -80,7 +85,13 @@ def test_the_plan_is_recorded_on_every_row_and_in_the_manifest(plan_runs):
         manifest = StageStore(ctx.run, "edit", EditStage.outputs).read_manifest()
         assert manifest["extra"]["memory_plans"] == {"qwen-image-edit": [plan]}
         (timing,) = manifest["extra"]["timings"].values()  # the build-time estimate's measured figure
-        assert (timing["gpu"], timing["plan"], timing["steps"], timing["resolution"], timing["items"]) == ("cpu", plan, 2, 64, 5)
+        assert (timing["gpu"], timing["plan"], timing["steps"], timing["resolution"], timing["items"]) == (
+            "cpu",
+            plan,
+            2,
+            64,
+            5,
+        )
         assert timing["model"] == plan_runs["single_editor"].params.model and timing["s_per_edit"] > 0
     ids = {plan: {r["id"] for r in plan_runs[plan][1]["_rows"]} for plan in ("single", "two_phase")}
     assert not ids["single"] & ids["two_phase"]  # an ablation can tell the runs apart
@@ -96,7 +107,11 @@ def test_quantized_plans_build_the_bitsandbytes_configs_and_need_cuda(tiny_qwen_
     """On this CPU-only machine only the config path is tested: bitsandbytes loads need CUDA."""
     assert quantization_config("none") is None
     q8, q4 = quantization_config("int8"), quantization_config("int4")
-    assert q8.quant_backend == "bitsandbytes_8bit" and q8.components_to_quantize == ["transformer"] and q8.quant_kwargs["load_in_8bit"]
+    assert (
+        q8.quant_backend == "bitsandbytes_8bit"
+        and q8.components_to_quantize == ["transformer"]
+        and q8.quant_kwargs["load_in_8bit"]
+    )
     assert q4.quant_backend == "bitsandbytes_4bit" and q4.quant_kwargs["bnb_4bit_quant_type"] == "nf4"
     import torch
 
@@ -149,14 +164,21 @@ def test_activation_estimate_bounds_the_measured_cpu_peak(tiny_qwen_edit, tmp_pa
     # default the same call measured 380 to 502 MB between runs and machines. A fixed threshold
     # puts every tensor over 128 KiB in its own mapping, so the peak is the live bytes (+-0.3 %).
     malloc = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_ARENA_MAX": "1"}
-    proc = subprocess.run([sys.executable, str(script), str(tiny_qwen_edit), *map(str, areas)], capture_output=True, text=True,
-                          timeout=600, env=os.environ | malloc | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tiny_qwen_edit), *map(str, areas)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ | malloc | {"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     measured = dict(json.loads(line) for line in proc.stdout.splitlines() if line.startswith("["))
     for area in areas:
         params = QwenImageEditParams(model=str(tiny_qwen_edit), process_area=area, true_cfg_scale=1.0, batch_size=1)
         estimate = max(c.activation_bytes for c in memory_profile(params, "q", "cpu").components)
-        assert measured[area] <= estimate <= 2 * measured[area], f"area {area}: estimate {estimate / 1e6:.0f} MB, measured {measured[area] / 1e6:.0f} MB"
+        assert measured[area] <= estimate <= 2 * measured[area], (
+            f"area {area}: estimate {estimate / 1e6:.0f} MB, measured {measured[area] / 1e6:.0f} MB"
+        )
 
 
 def test_meta_device_counts_match_the_loaded_tiny_pipeline(tiny_qwen_edit):
@@ -179,11 +201,29 @@ def test_two_phase_runs_the_plus_pipeline_and_matches_single(tiny_qwen_edit_plus
     from editors.runtime import encode_ahead, run_batch
 
     rng = np.random.default_rng(0)
-    reqs = [EditRequest(f"p{i}", rng.integers(0, 255, (48, 64, 3), dtype=np.uint8), "remove the box", "t", "remove", i, box=(8, 8, 20, 16))
-            for i in range(2)]
+    reqs = [
+        EditRequest(
+            f"p{i}",
+            rng.integers(0, 255, (48, 64, 3), dtype=np.uint8),
+            "remove the box",
+            "t",
+            "remove",
+            i,
+            box=(8, 8, 20, 16),
+        )
+        for i in range(2)
+    ]
     images = {}
     for plan in ("single", "two_phase"):
-        ed = QwenImageEditEditor({"model": str(tiny_qwen_edit_plus), "steps": 2, "process_area": 64 * 64, "memory_plan": plan, "true_cfg_scale": 2.0})
+        ed = QwenImageEditEditor(
+            {
+                "model": str(tiny_qwen_edit_plus),
+                "steps": 2,
+                "process_area": 64 * 64,
+                "memory_plan": plan,
+                "true_cfg_scale": 2.0,
+            }
+        )
         ed.ensure_loaded()
         if ed.encodes_first:
             encode_ahead(ed, [reqs])

@@ -35,7 +35,9 @@ def test_published_architectures_are_sized_and_planned_on_one_and_four_48gb_gpus
     assert abs(text - encoder) < 0.15
     for gpus in (1, 4):
         best, tried = choose(profile.components, gpus, 48.0, profile.layouts, profile.quants)
-        assert best is not None and best.name == "single", [(f.name, f.peak_gb) for f in tried]  # bf16, everything on one A6000
+        assert best is not None and best.name == "single", [
+            (f.name, f.peak_gb) for f in tried
+        ]  # bf16, everything on one A6000
         assert best.replicas == gpus
         assert not any("fp8" in f.name for f in tried)  # A6000s have no FP8: no plan offers it
 
@@ -56,8 +58,14 @@ def test_the_meta_count_matches_the_loaded_tiny_pipeline(tiny_edit_families):
 
 def _preflight(*args: str) -> tuple[int, dict, str]:
     env = dict(os.environ, HF_HUB_OFFLINE="0", PYTHONPATH=str(ROOT), HF_HUB_CACHE=str(ROOT / ".no-such-hub-cache"))
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "preflight", "-c", str(CONFIG_DIR / "instruction-editors.yaml"), *args],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "preflight", "-c", str(CONFIG_DIR / "instruction-editors.yaml"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
@@ -65,7 +73,12 @@ def test_reactbench_preflight_plans_each_editor_on_one_48gb_gpu_and_says_what_fi
     rc, out, err = _preflight("--gpus", "1", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "100")
     assert rc == 0 and out["verdict"] == "fits", err[-2000:]
     plans = dict(p.split(": ") for p in out["plan"].split(", "))
-    assert plans == {"flux-kontext-dev": "single", "flux2-klein-4b": "single", "longcat-image-edit": "single", "qwen-image-edit-2511": "two_phase"}
+    assert plans == {
+        "flux-kontext-dev": "single",
+        "flux2-klein-4b": "single",
+        "longcat-image-edit": "single",
+        "qwen-image-edit-2511": "two_phase",
+    }
     assert "flux2-klein-4b: 100 pending edit(s)" in err and "4 steps at 1024 px" in err
     rc, out, err = _preflight("--gpus", "1", "--gpu-memory-gb", "16")
     assert rc == 3 and out["verdict"] == "does not fit"
@@ -75,4 +88,8 @@ def test_reactbench_preflight_plans_each_editor_on_one_48gb_gpu_and_says_what_fi
 
 def test_the_demo_config_loads():
     assert [e.key for e in load_config(CONFIG_DIR / "instruction-editors.yaml").editors] == [
-        "flux-kontext-dev", "flux2-klein-4b", "longcat-image-edit", "qwen-image-edit-2511"]
+        "flux-kontext-dev",
+        "flux2-klein-4b",
+        "longcat-image-edit",
+        "qwen-image-edit-2511",
+    ]

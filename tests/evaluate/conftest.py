@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from eval_helpers import write_run
 
 

@@ -82,12 +82,19 @@ def _table(page: str, heading: str) -> list[list[str]]:
     """The rows (cell texts) of the first table in the section titled ``heading``."""
     section = page.split(f"<h2>{heading}</h2>", 1)[1].split("</section>", 1)[0]
     body = section.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    return [[htmllib.unescape(c) for c in re.findall(r"<td>(.*?)</td>", row)] for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return [
+        [htmllib.unescape(c) for c in re.findall(r"<td>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", body)
+    ]
 
 
 def _funnel_from_files(run: Path) -> dict[str, list[int]]:
     """Per editor: instructions, supported, edited, verified, with questions, from the Parquet files."""
-    instructions = [r for r in _read(run / "instruct" / "instructions") if r["status"] == "applicable" and r["task"] != "dense_counting"]
+    instructions = [
+        r
+        for r in _read(run / "instruct" / "instructions")
+        if r["status"] == "applicable" and r["task"] != "dense_counting"
+    ]
     refused: dict[str, int] = defaultdict(int)
     for r in _read(run / "edit" / "rejects"):
         if r["reason"] in ("unsupported_edit", "unsupported_edit_type"):
@@ -117,7 +124,13 @@ def test_report_names_an_editor_from_its_yield_cost_and_induction(ablation_run):
     assert set(funnel) == set(expected) == {"classical", "classical-ns", "acme-nc"}
     for ed, (n, supported, edited, verified, with_q) in expected.items():
         row = funnel[ed]
-        assert [int(row[2]), int(row[3]), int(row[4]), int(row[6]), int(row[7])] == [n, supported, edited, verified, with_q], ed
+        assert [int(row[2]), int(row[3]), int(row[4]), int(row[6]), int(row[7])] == [
+            n,
+            supported,
+            edited,
+            verified,
+            with_q,
+        ], ed
         assert row[8] == "not reviewed" and float(row[9]) == pytest.approx(100.0 * with_q / n, abs=0.06)
     # seconds per edit: the edit manifest's measured record, shown to 3 significant figures (was "0.0")
     manifest = json.loads((run / "edit" / "_manifest.json").read_text())
@@ -148,12 +161,19 @@ def test_report_names_an_editor_from_its_yield_cost_and_induction(ablation_run):
             assert row[6] == row[7] == "n/a"
     # the verdict names the first editor of its ranking (or says why none could be ranked)
     verdict = htmllib.unescape(re.search(r'<p class="verdict"><b>Verdict:</b> (.*?)</p>', page).group(1))
-    if "<h2>Which editor</h2><p" in page and "<table" in page.split("<h2>Which editor</h2>", 1)[1].split("</section>", 1)[0]:
+    if (
+        "<h2>Which editor</h2><p" in page
+        and "<table" in page.split("<h2>Which editor</h2>", 1)[1].split("</section>", 1)[0]
+    ):
         ranked = _table(page, "Which editor")
         if float(ranked[0][4].replace(",", "")) > 0:
             assert verdict.split(" ", 1)[0] == ranked[0][0]
-            assert verdict.startswith(f"{ranked[0][0]} gives the most verified (not reviewed yet), hallucination-inducing items per device hour")
-            assert "95% interval" in verdict and ("a real difference" in verdict or "not distinguishable" in verdict or "No other editor" in verdict)
+            assert verdict.startswith(
+                f"{ranked[0][0]} gives the most verified (not reviewed yet), hallucination-inducing items per device hour"
+            )
+            assert "95% interval" in verdict and (
+                "a real difference" in verdict or "not distinguishable" in verdict or "No other editor" in verdict
+            )
         else:  # no editor induces: the most kept items per device hour decides
             assert verdict.startswith("No editor's verified (not reviewed yet) edits induce hallucination measurably")
             fastest = max(ranked, key=lambda r: float(r[1].replace(",", "")))[0]
@@ -166,9 +186,15 @@ def test_non_commercial_editor_is_flagged_in_the_report_and_the_card(ablation_ru
     run, env = ablation_run
     page = (run / "reports" / "ablation.html").read_text()
     flagged = re.findall(r'<p class="banner" role="alert">Licence: (.*?)</p>', page)
-    assert len(flagged) == 1 and "acme-nc" in flagged[0] and "CC-BY-NC-4.0" in flagged[0] and "commercial" in flagged[0]
+    assert (
+        len(flagged) == 1 and "acme-nc" in flagged[0] and "CC-BY-NC-4.0" in flagged[0] and "commercial" in flagged[0]
+    )
     licences = {r[0]: r[1] for r in _table(page, "Yield: from instruction to kept item")}
-    assert licences == {"acme-nc": "CC-BY-NC-4.0 (non-commercial)", "classical": "none (no model weights)", "classical-ns": "none (no model weights)"}
+    assert licences == {
+        "acme-nc": "CC-BY-NC-4.0 (non-commercial)",
+        "classical": "none (no model weights)",
+        "classical-ns": "none (no model weights)",
+    }
     _cli("export", "--run-dir", str(run), "--out", str(tmp_path / "release"), "--unverified", env=env)
     card = (tmp_path / "release" / "README.md").read_text()
     released = defaultdict(set)
@@ -176,8 +202,15 @@ def test_non_commercial_editor_is_flagged_in_the_report_and_the_card(ablation_ru
         for r in pq.read_table(p, columns=["editor", "edit_id"]).to_pylist():
             released[r["editor"]].add(r["edit_id"])
     head, editors = card.split("## Tasks", 1)[0], card.split("## Editors", 1)[1].split("## Models", 1)[0]
-    assert "EDITOR LICENCES" in head and f"{len(released['acme-nc'])} item(s) edited by acme-nc under CC-BY-NC-4.0" in head
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]] for line in editors.splitlines() if line.startswith("| ") and "---" not in line}
+    assert (
+        "EDITOR LICENCES" in head
+        and f"{len(released['acme-nc'])} item(s) edited by acme-nc under CC-BY-NC-4.0" in head
+    )
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+        for line in editors.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
     assert rows["acme-nc"][5] == "CC-BY-NC-4.0 (non-commercial)" and rows["classical"][5] == "none (no model weights)"
     assert all(int(rows[ed][2]) == len(ids) for ed, ids in released.items() if ed != "none")
     assert "none" not in rows and f"{len(released['none'])} item(s) of tasks that edit nothing" in editors
@@ -185,12 +218,14 @@ def test_non_commercial_editor_is_flagged_in_the_report_and_the_card(ablation_ru
 
 def test_licence_table_and_declarations():
     from editors.licences import UNKNOWN
-    from editors.registry import editor_licence
-    from editors.registry import BUILTIN
+    from editors.registry import BUILTIN, editor_licence
 
     for name in BUILTIN:  # every built-in editor, at its default weights, says whose terms its images carry
         assert editor_licence(name).commercial_use is not None, name
-    assert editor_licence("qwen-image-edit").name == "Apache-2.0" and editor_licence("qwen-image-edit").commercial_use is True
+    assert (
+        editor_licence("qwen-image-edit").name == "Apache-2.0"
+        and editor_licence("qwen-image-edit").commercial_use is True
+    )
     assert editor_licence("diffusers-edit", {"model": "black-forest-labs/FLUX.1-Kontext-dev"}).commercial_use is False
     unknown = editor_licence("no-such-editor")
     assert unknown is UNKNOWN
@@ -230,12 +265,21 @@ def test_reviewed_build_counts_human_acceptance(ablation_run, tmp_path):
     _cli("report", "ablation", "--run-dir", str(run), env=env)
     page = (run / "reports" / "ablation.html").read_text()
     funnel = {r[0]: r for r in _table(page, "Yield: from instruction to kept item")}
-    assert {ed: int(r[8]) for ed, r in funnel.items()} == {"classical": accepted["classical"], "classical-ns": 0, "acme-nc": 0}
-    assert float(funnel["classical"][9]) == pytest.approx(100.0 * accepted["classical"] / int(funnel["classical"][2]), abs=0.06)
+    assert {ed: int(r[8]) for ed, r in funnel.items()} == {
+        "classical": accepted["classical"],
+        "classical-ns": 0,
+        "acme-nc": 0,
+    }
+    assert float(funnel["classical"][9]) == pytest.approx(
+        100.0 * accepted["classical"] / int(funnel["classical"][2]), abs=0.06
+    )
     assert "not reviewed" not in page.split("<h2>Which editor</h2>", 1)[1].split("</section>", 1)[0]
     verdict = htmllib.unescape(re.search(r'<p class="verdict"><b>Verdict:</b> (.*?)</p>', page).group(1))
     assert "classical-ns" not in verdict and "acme-nc" not in verdict  # kept nothing: never ranked
-    assert re.match(r"(classical gives the most accepted|No editor's accepted edits induce hallucination measurably here .* alone classical leads)", verdict)
+    assert re.match(
+        r"(classical gives the most accepted|No editor's accepted edits induce hallucination measurably here .* alone classical leads)",
+        verdict,
+    )
     assert not re.findall(r'<p class="banner" role="alert">Licence:', page)  # acme-nc's images are all rejected
 
 
@@ -266,21 +310,41 @@ def test_induction_and_verdict_figures_from_known_answers(tmp_path, eval_config)
         q1 = next(q for q in qs if q["edit_id"] == erase["id"] and q["qid"] == "Q1" and q["question_set"] == "main")
         for variant in ("targeted", "control"):
             for k in range(6):
-                e = dict(erase, id=f"{erase['id']}-{variant}-{k}", instruction_id=f"i-{ed}-{variant}-{k}", variant=variant)
+                e = dict(
+                    erase, id=f"{erase['id']}-{variant}-{k}", instruction_id=f"i-{ed}-{variant}-{k}", variant=variant
+                )
                 edits.append(e)
-                questions.append(dict(q1, id=stable_id(e["id"], "Q1"), edit_id=e["id"], variant=variant, text=f"{q1['text']} ({e['id']})"))
+                questions.append(
+                    dict(
+                        q1,
+                        id=stable_id(e["id"], "Q1"),
+                        edit_id=e["id"],
+                        variant=variant,
+                        text=f"{q1['text']} ({e['id']})",
+                    )
+                )
     write_table(run, "edit/edits/part-00000.parquet", table_from_rows(EDITS, edits))
     write_table(run, "qa/questions/part-00000.parquet", table_from_rows(QUESTIONS, questions))
     run.write_text_atomic("config.yaml", "version: 1\n")
 
     def reply(q: dict) -> str:
         k = int(q["edit_id"].rsplit("-", 1)[1])
-        wrong = q["variant"] == "targeted" and (q["editor"] == "classical" or (q["editor"] == "sam-lama" and k % 2 == 0))
+        wrong = q["variant"] == "targeted" and (
+            q["editor"] == "classical" or (q["editor"] == "sam-lama" and k % 2 == 0)
+        )
         return ("Yes" if q["gold"] == "No" else "No") if wrong else q["gold"]
 
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
-    run_eval(run, config, "scripted:known", unverified=True, clients=EvalClients(ScriptedReplies("known", questions, image_bytes, reply), RulesClient()))
+    config = BuildConfig.model_validate(
+        {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
+    )
+    run_eval(
+        run,
+        config,
+        "scripted:known",
+        unverified=True,
+        clients=EvalClients(ScriptedReplies("known", questions, image_bytes, reply), RulesClient()),
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = str(ROOT)
     _cli("report", "ablation", "--run-dir", run.root, env=env)
@@ -292,13 +356,25 @@ def test_induction_and_verdict_figures_from_known_answers(tmp_path, eval_config)
     assert -100.0 <= lo < -50.0 < hi <= 0.0
     # 12 kept items each; classical spent 12 x 0.5 s (7,200 items per hour, all inducing), sam-lama 12 x 1.5 s (2,400, half)
     cost = {r[0]: r for r in _table(page, "Cost per kept item")}
-    assert [cost["classical"][1], cost["classical"][5], cost["sam-lama"][1], cost["sam-lama"][5]] == ["0.5", "7,200", "1.5", "2,400"]
+    assert [cost["classical"][1], cost["classical"][5], cost["sam-lama"][1], cost["sam-lama"][5]] == [
+        "0.5",
+        "7,200",
+        "1.5",
+        "2,400",
+    ]
     # nothing measured for qwen-image-edit: the preflight's estimate, labelled, fills its seconds
-    assert cost["qwen-image-edit"][2].startswith("estimate (formula on RTX A6000") and "nothing measured" in cost["qwen-image-edit"][2]
-    assert float(cost["qwen-image-edit"][5].replace(",", "")) == pytest.approx(3600.0 / float(cost["qwen-image-edit"][1]), rel=1e-2)
+    assert (
+        cost["qwen-image-edit"][2].startswith("estimate (formula on RTX A6000")
+        and "nothing measured" in cost["qwen-image-edit"][2]
+    )
+    assert float(cost["qwen-image-edit"][5].replace(",", "")) == pytest.approx(
+        3600.0 / float(cost["qwen-image-edit"][1]), rel=1e-2
+    )
     assert induction["qwen-image-edit"][6] == "+0.0"
     ranked = _table(page, "Which editor")
     assert [(r[0], r[4]) for r in ranked] == [("classical", "7,200"), ("sam-lama", "1,200"), ("qwen-image-edit", "0")]
     verdict = htmllib.unescape(re.search(r'<p class="verdict"><b>Verdict:</b> (.*?)</p>', page).group(1))
-    assert verdict.startswith("classical gives the most verified (not reviewed yet), hallucination-inducing items per device hour: 7,200")
+    assert verdict.startswith(
+        "classical gives the most verified (not reviewed yet), hallucination-inducing items per device hour: 7,200"
+    )
     assert "Its lead over sam-lama (1,200) is 6,000" in verdict and verdict.endswith("a real difference.")

@@ -21,7 +21,9 @@ def test_coco_sourced_items_name_coco_and_lvis_terms_and_citations() -> None:
     coco = next(line for line in section.splitlines() if line.startswith("- **coco**"))
     assert "Lin et al." in coco and "Microsoft COCO: Common Objects in Context" in coco and "ECCV 2014" in coco
     assert "LVIS: A Dataset for Large Vocabulary Instance Segmentation" in coco and "CVPR 2019" in coco
-    assert "COCO annotations under CC BY 4.0" in coco and "LVIS annotations under CC BY 4.0" in coco and "Flickr" in coco
+    assert (
+        "COCO annotations under CC BY 4.0" in coco and "LVIS annotations under CC BY 4.0" in coco and "Flickr" in coco
+    )
     assert "- **visual_genome**: Visual Genome" in section and "see the source's terms" not in section
 
 

@@ -4,12 +4,12 @@ real local encoder is (``from_pretrained(folder)``), with a tokenizer trained he
 from __future__ import annotations
 
 import pytest
+from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.embed_judge import EmbeddingModelMissing, accept_paraphrase, load_encoder
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS
-from eval_helpers import write_run
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +22,33 @@ def tiny_encoder(tmp_path_factory):
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    corpus = ["the cup on the table was removed", "nothing changed between the two pictures", "a lamp glows in the corner", "blue yellow banana mustard"] * 5
-    tok.train_from_iterator(corpus, trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
-    BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]").save_pretrained(out)
+    corpus = [
+        "the cup on the table was removed",
+        "nothing changed between the two pictures",
+        "a lamp glows in the corner",
+        "blue yellow banana mustard",
+    ] * 5
+    tok.train_from_iterator(
+        corpus,
+        trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]),
+    )
+    BertTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    ).save_pretrained(out)
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     BertModel(cfg).save_pretrained(out)
     return str(out)
 
@@ -48,10 +70,18 @@ def test_eval_uses_embedding_judge_when_configured(tmp_path, eval_config, tiny_e
     run = write_run(tmp_path / "r", verified=False)
 
     def at_sa(threshold: float) -> dict:
-        cfg = eval_config.model_copy(update={"eval": eval_config.eval.model_copy(update={"embedding_model": tiny_encoder, "embedding_threshold": threshold, "modes": ("standard",)})})
+        cfg = eval_config.model_copy(
+            update={
+                "eval": eval_config.eval.model_copy(
+                    update={"embedding_model": tiny_encoder, "embedding_threshold": threshold, "modes": ("standard",)}
+                )
+            }
+        )
         out = run_eval(run, cfg, "rules:rules-v1", unverified=True, no_cache=True)
         rows = ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows()
-        return next(r for r in rows if r["task"] == "alteration_tracing" and r["qtype"] == "SA" and r["question_set"] == "main")
+        return next(
+            r for r in rows if r["task"] == "alteration_tracing" and r["qtype"] == "SA" and r["question_set"] == "main"
+        )
 
     strict = at_sa(1.0)  # "Nothing changed ..." is not a paraphrase of "the cup ... was removed"
     assert strict["judge"] == "rules+embedding" and not strict["correct"]

@@ -5,6 +5,7 @@ metric that starts reading another column fails here instead of silently reading
 from __future__ import annotations
 
 from eval_helpers import write_run
+
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval, span_summary, subcause_distribution
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
@@ -21,5 +22,7 @@ def test_metrics_of_the_projected_rows_equal_those_of_the_full_rows(tmp_path, ev
     full = summarize(answers)
     assert {k: m[k] for k in full} == full
     subcauses = ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).rows()
-    assert subcauses and m["subcauses"] == subcause_distribution([r for r in subcauses if (r.get("variant") or "targeted") != "control"])
+    assert subcauses and m["subcauses"] == subcause_distribution(
+        [r for r in subcauses if (r.get("variant") or "targeted") != "control"]
+    )
     assert m["spans"] == span_summary(ArtifactReader(run, f"{folder}/spans", SPANS).rows())

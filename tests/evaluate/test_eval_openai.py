@@ -4,19 +4,21 @@ that answers in messy prose, with an LLM judge that sometimes answers off-format
 from __future__ import annotations
 
 import pytest
-
 from dummy_server import DummyServer, Reply, image_urls, message_text
+from eval_helpers import write_run
+
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS
-from eval_helpers import write_run
 
 
 def responder(body):
     text = message_text(body)
     if "You grade answers" in text:
         if "what changed" in text.lower():
-            return Reply("Hmm, hard to say. It depends on how you look at it.")  # never parses: offline judge takes over
+            return Reply(
+                "Hmm, hard to say. It depends on how you look at it."
+            )  # never parses: offline judge takes over
         return Reply("**Verdict:** no_hallucination\nfallback: false\nreason: matches the reference")
     if "name the mechanism" in text or "Tagged_Text" in text:
         return Reply("label: other\nrationale: n/a")
@@ -35,7 +37,9 @@ def test_eval_with_openai_backend_and_llm_judge(tmp_path, eval_config, monkeypat
         cfg = eval_config.model_copy(
             update={
                 "mllm": eval_config.mllm.model_copy(update={"api_key_env": "RB_EVAL_KEY", "parse_retries": 1}),
-                "eval": eval_config.eval.model_copy(update={"judge": "openai:judge-1", "judge_base_url": url, "spans": False}),
+                "eval": eval_config.eval.model_copy(
+                    update={"judge": "openai:judge-1", "judge_base_url": url, "spans": False}
+                ),
             }
         )
         out = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url)
@@ -64,7 +68,9 @@ def test_pair_questions_send_two_images(tmp_path, eval_config, monkeypatch):
         cfg = eval_config.model_copy(
             update={
                 "mllm": eval_config.mllm.model_copy(update={"api_key_env": "RB_EVAL_KEY"}),
-                "eval": eval_config.eval.model_copy(update={"modes": ("standard",), "subcauses": False, "spans": False}),
+                "eval": eval_config.eval.model_copy(
+                    update={"modes": ("standard",), "subcauses": False, "spans": False}
+                ),
             }
         )
         run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, no_cache=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from eval_helpers import write_run
+
 from flows.config import BuildConfig
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS
-from eval_helpers import write_run
 
 
 def test_eval_answers_are_reused_after_a_stage_key_change(tmp_path):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
-from tasks.release.items import InputsMissing
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
-from eval_helpers import write_run
+from tasks.release.items import InputsMissing
 
 
 def _answers(run, folder):
@@ -72,13 +72,19 @@ def test_subcauses_and_spans(rules_run):
     re_spans = [s for s in spans if s["task"] == "relational_erasure"]
     assert re_spans and all(s["status"] == "ok" for s in re_spans)
     assert any(t == "Object" for s in re_spans for _, _, t in json.loads(s["spans_json"]))
-    assert out.metrics["subcauses"]["relational_erasure"]["n"] == len([s for s in sub if s["task"] == "relational_erasure"])
+    assert out.metrics["subcauses"]["relational_erasure"]["n"] == len(
+        [s for s in sub if s["task"] == "relational_erasure"]
+    )
 
 
 def test_rerun_skips_and_is_byte_identical(tmp_path, eval_config):
     run = write_run(tmp_path / "r", verified=False)
     first = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
-    files = {p: run.fs.cat_file(p) for p in run.walk_files(first.folder) if p.endswith(".parquet") or p.endswith("metrics.json")}
+    files = {
+        p: run.fs.cat_file(p)
+        for p in run.walk_files(first.folder)
+        if p.endswith(".parquet") or p.endswith("metrics.json")
+    }
     again = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
     assert again.stage.all_skipped
     forced = run_eval(run, eval_config, "rules:rules-v1", unverified=True, force=True, no_cache=True)
@@ -110,9 +116,17 @@ def test_missing_image_is_a_reject(tmp_path, eval_config):
 def test_prior_options_cover_premise_questions():
     from tasks.release.evaluate.score import matched_prior_options as _prior_options
 
-    premise = {"text": "The colour of the mustard on the bun is:", "gold": "A", "options": ["No such object", "Yellow", "Brown", "Red"]}
+    premise = {
+        "text": "The colour of the mustard on the bun is:",
+        "gold": "A",
+        "options": ["No such object", "Yellow", "Brown", "Red"],
+    }
     assert _prior_options(premise, ["mustard"]) == {"B", "C", "D"}
-    direct = {"text": "What is on the bun?", "gold": "B", "options": ["A mustard line", "A bare bun", "A bicycle", "No mustard at all"]}
+    direct = {
+        "text": "What is on the bun?",
+        "gold": "B",
+        "options": ["A mustard line", "A bare bun", "A bicycle", "No mustard at all"],
+    }
     assert _prior_options(direct, ["mustard"]) == {"A"}
     assert _prior_options({"text": "What is on the bun?", "gold": "A", "options": ["x", "y"]}, ["mustard"]) == set()
 
@@ -137,7 +151,10 @@ def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval
     out = run_eval(run, eval_config, "rules:rules-v1", unverified=True, clients=EvalClients(RulesClient(), judge))
     sub = ArtifactReader(run, f"{out.folder}/subcauses", SUBCAUSES).rows()
     answers = {a["id"]: a for a in _answers(run, out.folder)}
-    keys = [(answers[s["answer_id"]]["edit_id"], answers[s["answer_id"]]["qid"], answers[s["answer_id"]]["mode"]) for s in sub]
+    keys = [
+        (answers[s["answer_id"]]["edit_id"], answers[s["answer_id"]]["qid"], answers[s["answer_id"]]["mode"])
+        for s in sub
+    ]
     assert len(keys) == len(set(keys))  # the four rotations of RE Q12 are attributed once
     wrong_q12 = [a for a in answers.values() if a["qid"] == "Q12" and a["mode"] == "cot" and not a["correct"]]
     assert len(wrong_q12) > 1 and sum(1 for k in keys if k[1] == "Q12") == 1
@@ -147,6 +164,12 @@ def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval
         assert len(images) == (2 if req.prompt_name == "eval_subcause_pair" else 1)
     assert {r.prompt_name for r in judge.seen} == {"eval_subcause", "eval_subcause_pair"}
     # a YN question of RE gets the item's location and what remains from the item's SA rubric
-    re_yn = next(r for r in judge.seen if r.context["task"] == "relational_erasure" and "Can you see" in r.context["question"])
+    re_yn = next(
+        r for r in judge.seen if r.context["task"] == "relational_erasure" and "Can you see" in r.context["question"]
+    )
     facts = dict(re_yn.context["facts"])
-    assert facts["removed_object"] == "mustard" and facts["location"] == "top of the bun" and facts["remaining_at_location"] == "a bare bun surface"
+    assert (
+        facts["removed_object"] == "mustard"
+        and facts["location"] == "top of the bun"
+        and facts["remaining_at_location"] == "a bare bun surface"
+    )

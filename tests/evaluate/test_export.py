@@ -7,12 +7,12 @@ import io
 import json
 
 import pytest
+from eval_helpers import write_run
 
+from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
-from eval_helpers import write_run
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,10 @@ def test_card_and_extras(exported):
     assert names[0] == "all" and set(names[1:]) == set(summary.counts)
     assert "UNVERIFIED" not in card and "CC BY 4.0" in card and "| classical |" in card
     # one TSV per question type (issue 13): together they hold every row once
-    tsvs = {q: list(csv.reader(io.StringIO(out.read_text(f"vlmevalkit/reactbench_{q}.tsv")), delimiter="\t")) for q in ("MCQ_circular", "Y_N", "VQA")}
+    tsvs = {
+        q: list(csv.reader(io.StringIO(out.read_text(f"vlmevalkit/reactbench_{q}.tsv")), delimiter="\t"))
+        for q in ("MCQ_circular", "Y_N", "VQA")
+    }
     assert all(rows[0][:2] == ["index", "image"] and "question" in rows[0] for rows in tsvs.values())
     assert sum(len(rows) - 1 for rows in tsvs.values()) == sum(summary.counts.values())
     rows = tsvs["Y_N"]
@@ -83,4 +86,6 @@ def test_missing_image_becomes_reject(tmp_path):
     s = export_benchmark(run, RunFS.open(str(tmp_path / "out")), resolve_run_config(run_dir=run.url), unverified=True)
     rej = ArtifactReader(run, "export/rejects", "rejects").rows()
     assert s.rejected == len(rej) > 0 and {r["reason"] for r in rej} == {"image_missing"}
-    assert "dense_counting" not in s.counts or s.counts["dense_counting"] < sum(1 for x in q if x["task"] == "dense_counting")
+    assert "dense_counting" not in s.counts or s.counts["dense_counting"] < sum(
+        1 for x in q if x["task"] == "dense_counting"
+    )

@@ -40,8 +40,23 @@ def demo_export(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     config["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
     (root / "demo.yaml").write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run([CLI, "build", "-c", str(root / "demo.yaml"), "--run-dir", str(root / "run"), "--stages", "mine,instruct,edit,qa"],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            CLI,
+            "build",
+            "-c",
+            str(root / "demo.yaml"),
+            "--run-dir",
+            str(root / "run"),
+            "--stages",
+            "mine,instruct,edit,qa",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run, out = RunFS.open(str(root / "run")), RunFS.open(str(root / "release"))
     summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), unverified=True)
@@ -66,20 +81,33 @@ def test_each_image_stored_once(demo_export):
     rows = _straightforward_rows(run)
     distinct = {im["path"]: len(im["bytes"]) for r in rows.values() for im in r["images"]}
     unique = sum(distinct.values())
-    text = sum(len(json.dumps({k: v for k, v in r.items() if k != "images"}, ensure_ascii=False).encode()) for r in rows.values())
+    text = sum(
+        len(json.dumps({k: v for k, v in r.items() if k != "images"}, ensure_ascii=False).encode())
+        for r in rows.values()
+    )
     inline = sum(len(im["bytes"]) for r in rows.values() for im in r["images"])
     files = sorted(Path(out.root, "data").glob("*/*.parquet"))
     data = sum(f.stat().st_size for f in files)
     assert len(rows) > 1000 and inline > 5 * unique  # the images are shared: every row's own copy would cost > 5x
-    assert data <= 1.3 * (unique + text), f"release data {data / 1e6:.1f} MB for {unique / 1e6:.1f} MB of images and {text / 1e6:.1f} MB of text"
+    assert data <= 1.3 * (unique + text), (
+        f"release data {data / 1e6:.1f} MB for {unique / 1e6:.1f} MB of images and {text / 1e6:.1f} MB of text"
+    )
     for f in files:  # why: each image lies in one row group, in its dictionary, not in every row
         meta = pq.ParquetFile(f).metadata
         seen: dict[str, int] = {}
         for g in range(meta.num_row_groups):
-            column = pq.ParquetFile(f).read_row_group(g, columns=["images.list.element.path"]).column("images").to_pylist()
+            column = (
+                pq.ParquetFile(f).read_row_group(g, columns=["images.list.element.path"]).column("images").to_pylist()
+            )
             for name in {im["path"] for images in column for im in images}:
-                assert seen.setdefault(name, g) == g, f"{f.parent.name}: image {name} in row groups {seen[name]} and {g}"
-            chunk = next(meta.row_group(g).column(i) for i in range(meta.num_columns) if meta.row_group(g).column(i).path_in_schema.endswith(".bytes"))
+                assert seen.setdefault(name, g) == g, (
+                    f"{f.parent.name}: image {name} in row groups {seen[name]} and {g}"
+                )
+            chunk = next(
+                meta.row_group(g).column(i)
+                for i in range(meta.num_columns)
+                if meta.row_group(g).column(i).path_in_schema.endswith(".bytes")
+            )
             assert "RLE_DICTIONARY" in chunk.encodings
 
 
@@ -118,12 +146,25 @@ def _row(qid: str, *images: str) -> dict:
 
 def test_row_groups_keep_rows_sharing_an_image_together():
     sizes = {"a": 30, "b": 30, "c": 40, "d": 10, "e": 10}
-    rows = [_row("q5", "c"), _row("q1", "a"), _row("q4", "b"), _row("q2", "a", "b"), _row("q3", "d"), _row("q6", "e"), _row("q7", "d")]
+    rows = [
+        _row("q5", "c"),
+        _row("q1", "a"),
+        _row("q4", "b"),
+        _row("q2", "a", "b"),
+        _row("q3", "d"),
+        _row("q6", "e"),
+        _row("q7", "d"),
+    ]
     groups = row_groups(rows, sizes, limit=100)
     ids = [[r["id"] for r in g] for g in groups]
     # {q1, q2, q4} share a and b (q2 is a before/after pair): 120 bytes, over the limit on its own,
     # so it is cut (in image order: a, a+b, b); the other sets go in whole, by their smallest id
     assert ids == [["q1", "q2"], ["q4", "q3", "q7", "q5", "q6"]]
     assert row_groups(list(reversed(rows)), sizes, limit=100) == groups  # the inputs' order does not matter
-    assert [[r["id"] for r in g] for g in row_groups(rows, sizes, limit=60)] == [["q1"], ["q2"], ["q4", "q3", "q7"], ["q5", "q6"]]
+    assert [[r["id"] for r in g] for g in row_groups(rows, sizes, limit=60)] == [
+        ["q1"],
+        ["q2"],
+        ["q4", "q3", "q7"],
+        ["q5", "q6"],
+    ]
     assert [[r["id"] for r in g] for g in row_groups(rows, sizes)] == [["q1", "q2", "q4", "q3", "q7", "q5", "q6"]]

@@ -13,18 +13,20 @@ import shutil
 from typing import Any
 
 import pytest
+from eval_helpers import write_run
 
+from flows.config import resolve_run_config
 from prompts.clients.base import MLLMResponse
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
-from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
-from eval_helpers import write_run
 
-lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to check the exported tasks")
+lmms_eval = pytest.importorskip(
+    "lmms_eval", reason="lmms-eval is in the test extra; install it to check the exported tasks"
+)
 
 TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
 REPLY_SETS = ("gold", "paraphrase", "article", "near", "wrong", "hedge", "corrected")
@@ -35,16 +37,22 @@ def reply_for(kind: str, qtype: str, gold: str, options: list[str]) -> str:
         return gold
     other = {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(qtype, "a bicycle")
     if kind == "hedge":  # names two answers: never credited
-        return {"YN": "Yes and no, it depends.", "MC": f"({gold}) and ({other})"}.get(qtype, f"{gold} or {int(gold) + 1}" if gold.isdigit() else "Hard to say.")
+        return {"YN": "Yes and no, it depends.", "MC": f"({gold}) and ({other})"}.get(
+            qtype, f"{gold} or {int(gold) + 1}" if gold.isdigit() else "Hard to say."
+        )
     if kind == "corrected":  # a self-correction settles on the gold answer
         return f"{other}... actually no, {gold}."
     if kind == "paraphrase":
-        return {"YN": f"The answer is {gold.lower()}.", "MC": f"The answer is {gold}."}.get(qtype, f"I would say: {gold}")
+        return {"YN": f"The answer is {gold.lower()}.", "MC": f"The answer is {gold}."}.get(
+            qtype, f"I would say: {gold}"
+        )
     if kind == "article":  # "A" is an article here, not option A
         return "A wheel is what I can see there."
     if kind == "near":
         return gold + "1" if gold.isdigit() else ("141" if qtype != "SA" else f"{gold}s maybe")
-    return {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(qtype, "A bicycle and a giraffe.")
+    return {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(
+        qtype, "A bicycle and a giraffe."
+    )
 
 
 class ScriptedModel:
@@ -57,7 +65,9 @@ class ScriptedModel:
     def __init__(self, kind: str, questions: list[dict[str, Any]], image_bytes: dict[str, bytes]):
         self.model_id = kind
         self.kind = kind
-        self.by_key = {self.key(q["text"], q.get("options") or [], [image_bytes[p] for p in q["images"]]): q for q in questions}
+        self.by_key = {
+            self.key(q["text"], q.get("options") or [], [image_bytes[p] for p in q["images"]]): q for q in questions
+        }
 
     @staticmethod
     def key(text: str, options: list[str], images: list[bytes]) -> tuple:
@@ -69,7 +79,13 @@ class ScriptedModel:
             parts = req.messages[0]["content"]
             images = [p["data"] for p in parts if p["type"] == "image"]
             q = self.by_key[self.key(req.context["question"], req.context["options_list"], images)]
-            out.append(MLLMResponse(reply_for(self.kind, q["qtype"], q["gold"], list(q.get("options") or [])), self.model_id, self.backend))
+            out.append(
+                MLLMResponse(
+                    reply_for(self.kind, q["qtype"], q["gold"], list(q.get("options") or [])),
+                    self.model_id,
+                    self.backend,
+                )
+            )
         return out
 
 
@@ -84,7 +100,9 @@ def release(tmp_path_factory):
     moved = root / "elsewhere" / "release"  # a moved release must load without editing its YAML
     moved.parent.mkdir()
     shutil.move(str(built), str(moved))
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    config = BuildConfig.model_validate(
+        {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
+    )
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
     verdicts: dict[str, dict[str, bool]] = {}
@@ -133,7 +151,13 @@ def test_every_reply_gets_the_same_verdict_as_reactbench_eval(release, lmms_task
             for kind in REPLY_SETS:
                 reply = reply_for(kind, doc["qtype"], doc["answer"], list(doc["options"] or []))
                 got = task.process_results(doc, [reply])
-                assert got["accuracy"] == float(verdicts[kind][doc["id"]]), (name, doc["qid"], doc["image_role"], kind, reply)
+                assert got["accuracy"] == float(verdicts[kind][doc["id"]]), (
+                    name,
+                    doc["qid"],
+                    doc["image_role"],
+                    kind,
+                    reply,
+                )
                 checked += 1
     assert checked == len(questions) * len(REPLY_SETS)
     # the cases the issue names, on both sides
@@ -142,13 +166,17 @@ def test_every_reply_gets_the_same_verdict_as_reactbench_eval(release, lmms_task
     assert yes and all(verdicts["paraphrase"][i] for i in yes)  # "The answer is yes." is a Yes
     mc_not_a = [i for i, q in by_id.items() if q["qtype"] == "MC" and q["gold"] != "A"]
     assert mc_not_a and not any(verdicts["article"][i] for i in mc_not_a)  # the article is not option A
-    counts = [i for i, q in by_id.items() if q["task"] == "dense_counting" and q["qtype"] == "SA" and q["gold"].isdigit()]
+    counts = [
+        i for i, q in by_id.items() if q["task"] == "dense_counting" and q["qtype"] == "SA" and q["gold"].isdigit()
+    ]
     assert counts and all(verdicts["gold"][i] and not verdicts["near"][i] for i in counts)  # "211" is not 21
     assert all(verdicts["gold"].values()) and not all(verdicts["wrong"].values())
     closed = [i for i, q in by_id.items() if q["qtype"] in ("YN", "MC")]
     assert not any(verdicts["hedge"][i] for i in closed)  # "(A) and (B)", "Yes and no" are hedges
     assert all(verdicts["corrected"][i] for i in closed)  # "B... actually no, C" is C
-    assert all(verdicts["corrected"][i] and not verdicts["hedge"][i] for i in counts)  # "22... actually no, 21"; "21 or 22"
+    assert all(
+        verdicts["corrected"][i] and not verdicts["hedge"][i] for i in counts
+    )  # "22... actually no, 21"; "21 or 22"
 
 
 def test_prompts_are_reactbench_prompts(release, lmms_tasks):
@@ -171,15 +199,21 @@ def test_aggregations_report_task_scores_and_react_score(release, lmms_tasks):
     task = lmms_tasks["reactbench_all"]
     docs = _docs(task)
     for kind in ("gold", "wrong", "paraphrase"):
-        per_doc = [task.process_results(d, [reply_for(kind, d["qtype"], d["answer"], list(d["options"] or []))]) for d in docs]
+        per_doc = [
+            task.process_results(d, [reply_for(kind, d["qtype"], d["answer"], list(d["options"] or []))]) for d in docs
+        ]
         agg = task.aggregation()
         want = metrics[kind]["react"]
         assert agg["react_score"]([p["react_score"] for p in per_doc]) == pytest.approx(want["react_score"], abs=1e-4)
         for short, t in zip(("RE", "CA", "AT", "DC"), TASKS):
-            assert agg[f"S_{short}"]([p[f"S_{short}"] for p in per_doc]) == pytest.approx(want["per_task"][t], abs=1e-4)
+            assert agg[f"S_{short}"]([p[f"S_{short}"] for p in per_doc]) == pytest.approx(
+                want["per_task"][t], abs=1e-4
+            )
     one = lmms_tasks["reactbench_dense_counting"]
     recs = [one.process_results(d, [d["answer"]])["task_score"] for d in _docs(one)]
-    assert one.aggregation()["task_score"](recs) == pytest.approx(metrics["gold"]["react"]["per_task"]["dense_counting"], abs=1e-4)
+    assert one.aggregation()["task_score"](recs) == pytest.approx(
+        metrics["gold"]["react"]["per_task"]["dense_counting"], abs=1e-4
+    )
 
 
 def test_generation_settings_agree(release):
@@ -205,12 +239,30 @@ class JudgeServer:
             def do_POST(self):  # noqa: N802
                 body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 content = body["messages"][0]["content"]
-                text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+                )
                 graded = text.split("Answer to grade:", 1)[1].split("\n", 1)[0]
                 verdict = "correct" if "bicycle" in graded.lower() else "hallucination"
-                reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": f"verdict: {verdict}\nfallback: false\nreason: rule"}}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                reply = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {
+                                "role": "assistant",
+                                "content": f"verdict: {verdict}\nfallback: false\nreason: rule",
+                            },
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
                 data = _json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -241,13 +293,25 @@ def test_llm_judge_when_configured_gives_the_same_verdicts(release, lmms_tasks, 
     try:
         monkeypatch.setenv("REACTBENCH_TEST_JUDGE_KEY", "not-a-secret")
         run = write_run(tmp_path / "run")
-        config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+        config = BuildConfig.model_validate(
+            {
+                "run": {"shard_size": 64, "workers": 1},
+                "eval": {"modes": ["standard"], "subcauses": False, "spans": False},
+            }
+        )
         qs = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
         image_bytes = {p: run.read_bytes(p) for q in qs for p in q["images"]}
-        judge = make_client(MLLMConfig(backend="openai", model="judge-1", base_url=server.url, api_key_env="REACTBENCH_TEST_JUDGE_KEY"), None)
+        judge = make_client(
+            MLLMConfig(
+                backend="openai", model="judge-1", base_url=server.url, api_key_env="REACTBENCH_TEST_JUDGE_KEY"
+            ),
+            None,
+        )
         ours: dict[str, dict[str, bool]] = {}
         for kind in ("gold", "wrong"):
-            out = run_eval(run, config, f"scripted:{kind}", clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge))
+            out = run_eval(
+                run, config, f"scripted:{kind}", clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge)
+            )
             rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
             assert {r["judge"] for r in rows if r["qtype"] == "SA"} == {"llm"}
             ours[kind] = {r["question_id"]: r["correct"] for r in rows if r["qtype"] == "SA"}
@@ -264,6 +328,8 @@ def test_llm_judge_when_configured_gives_the_same_verdicts(release, lmms_tasks, 
                     got = task.process_results(doc, [reply_for(kind, "SA", doc["answer"], [])])["accuracy"]
                     assert got == float(ours[kind][doc["id"]]), (name, doc["qid"], kind)
                     compared += 1
-        assert compared and all(ours["wrong"].values()) and not any(ours["gold"].values())  # the server's rule, not the offline judge's
+        assert (
+            compared and all(ours["wrong"].values()) and not any(ours["gold"].values())
+        )  # the server's rule, not the offline judge's
     finally:
         server.close()

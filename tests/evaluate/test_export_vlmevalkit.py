@@ -29,24 +29,28 @@ from typing import Any
 
 import numpy as np
 import pytest
+from eval_helpers import ScriptedReplies, write_run
 from PIL import Image
 
+from flows.config import resolve_run_config
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.release.metrics import accuracy, collapse_cyclic
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
-from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
 from tasks.release.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
-from eval_helpers import ScriptedReplies, write_run
+from tasks.release.metrics import accuracy, collapse_cyclic
 
 csv.field_size_limit(1 << 30)
 REPO = Path(__file__).resolve().parents[2]
 NAMES = {"MC": "reactbench_MCQ_circular", "YN": "reactbench_Y_N", "SA": "reactbench_VQA"}
 CLASSES = {"MC": "ReactBenchMCQ", "YN": "ReactBenchYORN", "SA": "ReactBenchVQA"}  # the shipped launcher's
-NATIVE = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}  # VLMEvalKit's classes they extend
+NATIVE = {
+    "MC": "ImageMCQDataset",
+    "YN": "ImageYORNDataset",
+    "SA": "ImageVQADataset",
+}  # VLMEvalKit's classes they extend
 JPEG_SET = "reactbench_jpeg_Y_N"  # one pair with a JPEG original: is it carried losslessly?
 
 
@@ -60,7 +64,9 @@ def mixed_reply(q: dict[str, Any]) -> str:
     gold = str(q["gold"])
     if _right(q):
         return gold
-    return {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(q["qtype"], "A bicycle and a giraffe.")
+    return {"YN": "No" if gold == "Yes" else "Yes", "MC": "B" if gold == "A" else "A"}.get(
+        q["qtype"], "A bicycle and a giraffe."
+    )
 
 
 def vlmeval_python() -> Path:
@@ -99,9 +105,19 @@ def _jpeg_pair_rows() -> tuple[list[dict[str, Any]], list[bytes]]:
     jpg, png = io.BytesIO(), io.BytesIO()
     Image.fromarray(arr).save(jpg, format="JPEG", quality=90)
     Image.fromarray(arr[::-1]).save(png, format="PNG")
-    row = {"qtype": "YN", "task": "alteration_tracing", "dimension": "none", "qid": "Q1", "question_set": "main", "variant": "targeted",
-           "editor": "classical", "id": "jpeg-pair", "question": "Has anything changed?", "answer": "Yes",
-           "images": [{"path": "aa.jpg", "rel": "images/aa/aa.jpg"}, {"path": "bb.png", "rel": "images/bb/bb.png"}]}
+    row = {
+        "qtype": "YN",
+        "task": "alteration_tracing",
+        "dimension": "none",
+        "qid": "Q1",
+        "question_set": "main",
+        "variant": "targeted",
+        "editor": "classical",
+        "id": "jpeg-pair",
+        "question": "Has anything changed?",
+        "answer": "Yes",
+        "images": [{"path": "aa.jpg", "rel": "images/aa/aa.jpg"}, {"path": "bb.png", "rel": "images/bb/bb.png"}],
+    }
     return [row], [jpg.getvalue(), png.getvalue()]
 
 
@@ -115,11 +131,21 @@ def exported(tmp_path_factory):
     summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), vlmevalkit=True)
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    config = BuildConfig.model_validate(
+        {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
+    )
     clients = EvalClients(ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient())
     outcome = run_eval(run, config, "scripted:mixed", clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
-    return {"run": run, "root": root, "release": Path(out.root), "summary": summary, "questions": questions, "answers": answers, "metrics": outcome.metrics}
+    return {
+        "run": run,
+        "root": root,
+        "release": Path(out.root),
+        "summary": summary,
+        "questions": questions,
+        "answers": answers,
+        "metrics": outcome.metrics,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -137,20 +163,39 @@ def scored(exported, tmp_path_factory):
     config = json.loads((exported["release"] / "vlmevalkit" / "reactbench.json").read_text())
     config["data"][JPEG_SET] = {"class": "ImageYORNDataset", "dataset": JPEG_SET}
     replies = {a["question_id"]: a["raw_response"] for a in exported["answers"]}
-    preds = {name: [str(_write_predictions(lmudata / f"{name}.tsv", replies, work / "outputs" / f"scripted_{name}.tsv"))] for name in NAMES.values()}
+    preds = {
+        name: [str(_write_predictions(lmudata / f"{name}.tsv", replies, work / "outputs" / f"scripted_{name}.tsv"))]
+        for name in NAMES.values()
+    }
     preds[JPEG_SET] = []
     return _run_driver(python, exported["release"], work, lmudata, config, preds), config
 
 
-def _run_driver(python: Path, release: Path, work: Path, lmudata: Path, config: dict[str, Any], preds: dict[str, list[str]]) -> dict[str, Any]:
+def _run_driver(
+    python: Path, release: Path, work: Path, lmudata: Path, config: dict[str, Any], preds: dict[str, list[str]]
+) -> dict[str, Any]:
     """VLMEvalKit's verdicts (``vlmevalkit_driver.py``) on prediction files, the release's launcher registered."""
     (work / "config.json").write_text(json.dumps(config))
-    job = json.dumps({"config": str(work / "config.json"), "predictions": preds, "launcher": str(release / "vlmevalkit" / "reactbench_vlmeval.py")})
+    job = json.dumps(
+        {
+            "config": str(work / "config.json"),
+            "predictions": preds,
+            "launcher": str(release / "vlmevalkit" / "reactbench_vlmeval.py"),
+        }
+    )
     env = dict(os.environ, LMUData=str(lmudata), PYTHONPATH="")
-    proc = subprocess.run([str(python), str(Path(__file__).with_name("vlmevalkit_driver.py"))], input=job, capture_output=True, text=True, env=env, cwd=work, timeout=900)
+    proc = subprocess.run(
+        [str(python), str(Path(__file__).with_name("vlmevalkit_driver.py"))],
+        input=job,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def _vlmeval_scores(result: list[dict[str, Any]], qtype: str, native: bool = False) -> dict[str, float]:
@@ -174,7 +219,9 @@ def test_release_names_vlmevalkit_classes_in_its_config(exported, scored):
     result, config = scored
     assert {k: v["class"] for k, v in config["data"].items() if k != JPEG_SET} == {NAMES[q]: CLASSES[q] for q in NAMES}
     assert {name: result[name]["class"] for name in NAMES.values()} == {NAMES[q]: CLASSES[q] for q in NAMES}
-    assert {name: result[name]["bases"] for name in NAMES.values()} == {NAMES[q]: NATIVE[q] for q in NAMES}  # VLMEvalKit's own, extended
+    assert {name: result[name]["bases"] for name in NAMES.values()} == {
+        NAMES[q]: NATIVE[q] for q in NAMES
+    }  # VLMEvalKit's own, extended
     assert "reactbench_MCQ_circular" in result  # the name that turns on VLMEvalKit's circular scoring
 
 
@@ -187,7 +234,11 @@ def test_vlmevalkit_scores_equal_reactbench_eval(exported, scored, qtype):
     assert theirs == pytest.approx(ours, abs=1e-3)
     assert 0 < ours["Overall"] < 100, "the scripted replies are right on some questions only"
     if qtype in ("MC", "SA"):  # every MC and short-answer question is in the main set: metrics.json's figures
-        from_metrics = {r["task"]: r["accuracy"] for r in exported["metrics"]["accuracy"]["type"] if r["qtype"] == qtype and r["mode"] == "standard"}
+        from_metrics = {
+            r["task"]: r["accuracy"]
+            for r in exported["metrics"]["accuracy"]["type"]
+            if r["qtype"] == qtype and r["mode"] == "standard"
+        }
         assert {t: theirs[t] for t in from_metrics} == pytest.approx(from_metrics, abs=1e-3)
 
 
@@ -196,7 +247,9 @@ def test_circular_score_is_consistency_accuracy_not_per_presentation(exported, s
     theirs = _vlmeval_scores(result[NAMES["MC"]]["results"][0], "MC")
     cyclic = {r["task"]: r for r in exported["metrics"]["mc_cyclic"]["task"] if r["mode"] == "standard"}
     re_ = cyclic["relational_erasure"]
-    assert re_["presentations"] > re_["n"] and re_["averaged_accuracy"] != re_["consistency_accuracy"], "a partly right cyclic question"
+    assert re_["presentations"] > re_["n"] and re_["averaged_accuracy"] != re_["consistency_accuracy"], (
+        "a partly right cyclic question"
+    )
     assert theirs["relational_erasure"] == pytest.approx(re_["consistency_accuracy"], abs=1e-3)
 
 
@@ -243,7 +296,10 @@ def test_one_tsv_per_type_with_every_image_stored_once_as_png(exported, qtype):
         got = [base64.b64decode(b) for b in images[r["index"]]]
         assert all(g.startswith(b"\x89PNG") for g in got)
         assert [_pixels(g) for g in got] == [_pixels(run.read_bytes(p)) for p in q["images"]]
-        assert all(n.endswith(".png") for n in (json.loads(r["image_path"]) if r["image_path"].startswith("[") else [r["image_path"]]))
+        assert all(
+            n.endswith(".png")
+            for n in (json.loads(r["image_path"]) if r["image_path"].startswith("[") else [r["image_path"]])
+        )
         want = repr([q["gold"]] * VQA_REFERENCES) if qtype == "SA" else q["gold"]
         assert r["answer"] == want
     if qtype == "YN":
@@ -306,7 +362,9 @@ def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
     block = card.split("## Scoring with VLMEvalKit", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert block[0] == "pip install ms-vlmeval==0.0.20"
     run_cmd = block[-1].split()
-    assert run_cmd[:2] == ["python", "vlmevalkit/reactbench_vlmeval.py"] and "exact_matching" in run_cmd  # the shipped launcher
+    assert (
+        run_cmd[:2] == ["python", "vlmevalkit/reactbench_vlmeval.py"] and "exact_matching" in run_cmd
+    )  # the shipped launcher
 
     def responder(body):
         text = message_text(body)
@@ -318,19 +376,32 @@ def test_card_command_runs_vlmevalkit_end_to_end(exported, tmp_path):
         cfg = json.loads((release / "vlmevalkit" / "reactbench.json").read_text())
         (entry,) = cfg["model"].values()
         entry["api_base"] = f"{url}/chat/completions"
-        (release / "vlmevalkit" / "reactbench.json").write_text(json.dumps(cfg))  # "point its model entry at your model"
+        (release / "vlmevalkit" / "reactbench.json").write_text(
+            json.dumps(cfg)
+        )  # "point its model entry at your model"
         python = vlmeval_python()
         script = "\n".join(block[1:-1] + [" ".join([str(python)] + run_cmd[1:])])
         env = dict(os.environ, HOME=str(home), PYTHONPATH="")
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=release, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=release,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     assert proc.returncode == 0, proc.stderr[-4000:]
     outputs = release / "vlmeval_outputs"
     for name in NAMES.values():
         (report,) = outputs.rglob(f"*_{name}_acc.csv")
-        assert list(outputs.rglob(f"*_{name}_reactbench.tsv")), name  # every reply's verdict, from the launcher's classes
+        assert list(outputs.rglob(f"*_{name}_reactbench.tsv")), (
+            name
+        )  # every reply's verdict, from the launcher's classes
         assert "Overall" in report.read_text().splitlines()[0], name
     summary = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("reactbench_")]
-    assert len(summary) == len(NAMES) and all(ln.count("0.00% (0/") == 2 for ln in summary), summary  # no inference or judge failures
+    assert len(summary) == len(NAMES) and all(ln.count("0.00% (0/") == 2 for ln in summary), (
+        summary
+    )  # no inference or judge failures
 
 
 def messy_reply(q: dict[str, Any]) -> str:
@@ -386,7 +457,9 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
 
     run, questions = exported["run"], exported["questions"]
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    config = BuildConfig.model_validate(
+        {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
+    )
     clients = EvalClients(ScriptedReplies("messy", questions, image_bytes, messy_reply), RulesClient())
     outcome = run_eval(run, config, "scripted:messy", clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
@@ -415,6 +488,12 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
         native = _vlmeval_scores(result[f"native_{name}"]["results"][0], qtype, native=True)
         differs += abs(native["Overall"] - ours["Overall"]) > 1e-3
         if qtype in ("MC", "SA"):
-            from_metrics = {r["task"]: r["accuracy"] for r in outcome.metrics["accuracy"]["type"] if r["qtype"] == qtype and r["mode"] == "standard"}
+            from_metrics = {
+                r["task"]: r["accuracy"]
+                for r in outcome.metrics["accuracy"]["type"]
+                if r["qtype"] == qtype and r["mode"] == "standard"
+            }
             assert {t: theirs[t] for t in from_metrics} == pytest.approx(from_metrics, abs=1e-3)
-    assert differs >= 2, "VLMEvalKit's own extraction reads these replies differently: the launcher is what makes them agree"
+    assert differs >= 2, (
+        "VLMEvalKit's own extraction reads these replies differently: the launcher is what makes them agree"
+    )

@@ -2,9 +2,17 @@
 the verdict a careful human grader gives it (hedges none, self-corrections their final answer)."""
 
 import pytest
-
-from prompts.eval_parsing import answer_segment, extract_choice, extract_number, extract_range, extract_yes_no, mentions, negated_mention
 from reply_shapes import CHOICE, COUNT, MC_OPTIONS, RANGES, SEGMENTS, YES_NO
+
+from prompts.eval_parsing import (
+    answer_segment,
+    extract_choice,
+    extract_number,
+    extract_range,
+    extract_yes_no,
+    mentions,
+    negated_mention,
+)
 
 
 def test_the_tables_are_large_enough():
@@ -69,5 +77,7 @@ def test_the_shipped_copy_gives_the_same_verdicts(tmp_path, monkeypatch):
     assert [parsing.extract_yes_no(t, c) for t, c, _ in YES_NO] == [w for _, _, w in YES_NO]
     assert [parsing.extract_choice(t, MC_OPTIONS, c) for t, c, _ in CHOICE] == [w for _, _, w in CHOICE]
     assert [parsing.extract_number(t, c) for t, c, _ in COUNT] == [w for _, _, w in COUNT]
-    assert judge.offline_judge("21", "20... actually no, 21", {"count": "21"}, rule=judge.COUNT)["verdict"] == "correct"
+    assert (
+        judge.offline_judge("21", "20... actually no, 21", {"count": "21"}, rule=judge.COUNT)["verdict"] == "correct"
+    )
     assert judge.offline_judge("21", "21 or 22", {"count": "21"}, rule=judge.COUNT)["verdict"] == "hallucination"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from eval_helpers import ScriptedReplies, write_run
+
 from prompts.clients.base import MLLMResponse
 from prompts.clients.rules import RulesClient
 from prompts.eval_parsing import extract_choice, extract_yes_no
@@ -29,7 +30,11 @@ def _reply(q: dict[str, Any]) -> str:
     if q["qtype"] == "YN":
         return "My reading: affirmative." if q["gold"] == "Yes" else "My reading: negative."
     if q["qtype"] == "MC":
-        return {"A": "My reading: the first one.", "B": "My reading: the second one.", "C": "My reading: I cannot settle on one."}.get(q["gold"], "My reading: one of the middle ones.")
+        return {
+            "A": "My reading: the first one.",
+            "B": "My reading: the second one.",
+            "C": "My reading: I cannot settle on one.",
+        }.get(q["gold"], "My reading: one of the middle ones.")
     return str(q["gold"])
 
 
@@ -59,10 +64,20 @@ def _evaluate(root, extract: bool):
     run = write_run(root)
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     images = {p: run.read_bytes(p) for q in questions for p in q["images"]}
-    eval_cfg = {"modes": ["standard"], "subcauses": False, "spans": False, **({"extract_with_judge": True} if extract else {})}
+    eval_cfg = {
+        "modes": ["standard"],
+        "subcauses": False,
+        "spans": False,
+        **({"extract_with_judge": True} if extract else {}),
+    }
     config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": eval_cfg})
     judge = ReadingJudge()
-    outcome = run_eval(run, config, "scripted:reader", clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), judge))
+    outcome = run_eval(
+        run,
+        config,
+        "scripted:reader",
+        clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), judge),
+    )
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     return answers, outcome.metrics, judge
 
@@ -86,8 +101,14 @@ def test_the_judge_reads_what_the_rules_cannot(tmp_path):
     assert sorted(judge.asked) == sorted(a["raw_response"] for a in read)  # every unparseable reply, nothing else
     by_judge = [a for a in read if a["parsed_by"] == "judge"]
     unread = [a for a in read if a["status"] == "unparseable"]
-    assert by_judge and all(a["status"] == "ok" and a["parsed"] == READINGS[a["raw_response"]].strip("()") and a["correct"] for a in by_judge)
-    assert unread and all(READINGS[a["raw_response"]] in ("none", "B or C") and a["parsed_by"] is None and not a["correct"] for a in unread)
+    assert by_judge and all(
+        a["status"] == "ok" and a["parsed"] == READINGS[a["raw_response"]].strip("()") and a["correct"]
+        for a in by_judge
+    )
+    assert unread and all(
+        READINGS[a["raw_response"]] in ("none", "B or C") and a["parsed_by"] is None and not a["correct"]
+        for a in unread
+    )
     assert len(by_judge) + len(unread) == len(read)
     assert metrics["extraction"] == {"rules": 0, "judge": len(by_judge), "unread": len(unread)}
     sa = [a for a in answers if a["qtype"] == "SA"]
@@ -101,8 +122,18 @@ def test_the_rules_judge_reads_no_more_than_the_rules(tmp_path):
     run = write_run(tmp_path / "run")
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     images = {p: run.read_bytes(p) for q in questions for p in q["images"]}
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False, "extract_with_judge": True}})
-    outcome = run_eval(run, config, "scripted:reader", clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), RulesClient()))
+    config = BuildConfig.model_validate(
+        {
+            "run": {"shard_size": 64, "workers": 1},
+            "eval": {"modes": ["standard"], "subcauses": False, "spans": False, "extract_with_judge": True},
+        }
+    )
+    outcome = run_eval(
+        run,
+        config,
+        "scripted:reader",
+        clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), RulesClient()),
+    )
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     read = [a for a in answers if a["qtype"] in ("YN", "MC")]
     assert read and all(a["status"] == "unparseable" and a["parsed_by"] is None for a in read)

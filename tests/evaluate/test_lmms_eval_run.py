@@ -30,20 +30,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from dummy_server import DummyServer, Reply, image_urls, message_text
 from eval_helpers import write_run
+
+from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS
-from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
 
 pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to run the exported tasks")
 
 TASKS = ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
-SHORT = {"relational_erasure": "RE", "counterfactual_attribute": "CA", "alteration_tracing": "AT", "dense_counting": "DC"}
+SHORT = {
+    "relational_erasure": "RE",
+    "counterfactual_attribute": "CA",
+    "alteration_tracing": "AT",
+    "dense_counting": "DC",
+}
 NAMES = [f"reactbench_{t}" for t in TASKS] + ["reactbench_all"]
 LMMS_MODEL, OURS_MODEL = "lmms-vl", "ours-vl"
 
@@ -63,11 +68,24 @@ def reply_shapes(q: dict[str, Any]) -> list[str]:
     if q["qtype"] == "YN":
         other = "No" if gold == "Yes" else "Yes"
         denial = ["Definitely not.", "I don't think so.", "Not that I can tell."]
-        return [gold, f"**{gold}**, as far as I can see.", f"The answer is {other.lower()}.", "Yes and no: it depends on the angle.", *denial]
+        return [
+            gold,
+            f"**{gold}**, as far as I can see.",
+            f"The answer is {other.lower()}.",
+            "Yes and no: it depends on the angle.",
+            *denial,
+        ]
     if q["qtype"] == "MC":
         letters = "ABCDE"[: len(q["options"])]
         other = next(x for x in letters if x != gold)
-        return [f"({gold})", gold.lower(), f"{gold} is correct.", f"({gold}) and ({other})", f"{other}... actually no, {gold}.", other]
+        return [
+            f"({gold})",
+            gold.lower(),
+            f"{gold} is correct.",
+            f"({gold}) and ({other})",
+            f"{other}... actually no, {gold}.",
+            other,
+        ]
     if gold.isdigit():
         return [gold, f"I count {gold}.", str(int(gold) + 1), f"{gold}0"]
     return [gold, f"I would say: {gold}", "A bicycle and a giraffe.", "Nothing is there."]
@@ -107,20 +125,48 @@ class ScriptedModel:
 def _hf_env(root: Path) -> dict[str, str]:
     """Offline datasets with a private cache; no LLM judge configured (the offline one grades)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REACTBENCH_JUDGE_")}
-    env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(root / "hf"), OPENAI_API_KEY="not-a-secret", RB_EVAL_KEY="not-a-secret")
+    env.update(
+        HF_DATASETS_OFFLINE="1",
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(root / "hf"),
+        OPENAI_API_KEY="not-a-secret",
+        RB_EVAL_KEY="not-a-secret",
+    )
     return env
 
 
-def _lmms_cli(release: Path, url: str, out: Path, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+def _lmms_cli(
+    release: Path, url: str, out: Path, env: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """The documented command, run in a folder away from the release (docs/eval.md)."""
     lmms = Path(sys.executable).with_name("lmms-eval")
-    cmd = [str(lmms), "eval", "--model", "openai", "--model_args", f"model={LMMS_MODEL},base_url={url}",
-           "--tasks", ",".join(NAMES), "--include_path", str(release / "lmms_eval"),
-           "--batch_size", "1", "--output_path", str(out), "--log_samples"]
+    cmd = [
+        str(lmms),
+        "eval",
+        "--model",
+        "openai",
+        "--model_args",
+        f"model={LMMS_MODEL},base_url={url}",
+        "--tasks",
+        ",".join(NAMES),
+        "--include_path",
+        str(release / "lmms_eval"),
+        "--batch_size",
+        "1",
+        "--output_path",
+        str(out),
+        "--log_samples",
+    ]
     proc = subprocess.run(cmd, env=env, cwd=out.parent, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(Path(glob.glob(str(out / LMMS_MODEL / "*_results.json"))[0]).read_text())["results"]
-    samples = {n: [json.loads(line) for line in Path(glob.glob(str(out / LMMS_MODEL / f"*_samples_{n}.jsonl"))[0]).read_text().splitlines()] for n in NAMES}
+    samples = {
+        n: [
+            json.loads(line)
+            for line in Path(glob.glob(str(out / LMMS_MODEL / f"*_samples_{n}.jsonl"))[0]).read_text().splitlines()
+        ]
+        for n in NAMES
+    }
     return results, samples
 
 
@@ -138,7 +184,9 @@ json.dump({"results": res["results"], "samples": samples}, open(out, "w"), defau
 """
 
 
-def _lmms_simple_evaluate(release: Path, url: str, env: dict[str, str], cwd: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+def _lmms_simple_evaluate(
+    release: Path, url: str, env: dict[str, str], cwd: Path
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """lmms-eval's Python entry point, called from a script as a user would (in a child process:
     ``simple_evaluate`` patches filelock process-wide, which must not leak into other tests)."""
     out = cwd / "simple_evaluate.json"
@@ -165,8 +213,13 @@ def both_systems(request, tmp_path_factory):
     env = _hf_env(root)
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     model = ScriptedModel(questions, run)
-    config = BuildConfig.model_validate({"run": {"shard_size": 64, "workers": 1}, "mllm": {"api_key_env": "RB_EVAL_KEY"},
-                                         "eval": {"modes": ["standard"], "subcauses": False, "spans": False}})
+    config = BuildConfig.model_validate(
+        {
+            "run": {"shard_size": 64, "workers": 1},
+            "mllm": {"api_key_env": "RB_EVAL_KEY"},
+            "eval": {"modes": ["standard"], "subcauses": False, "spans": False},
+        }
+    )
     (root / "cwd").mkdir()
     with pytest.MonkeyPatch.context() as mp, DummyServer(model) as url:
         mp.setenv("RB_EVAL_KEY", env["RB_EVAL_KEY"])
@@ -177,7 +230,14 @@ def both_systems(request, tmp_path_factory):
             results, samples = _lmms_cli(release, url, root / "cwd" / "lmms-out", env)
     metrics = json.loads(run.read_text(f"{ours.folder}/metrics.json"))
     answers = ArtifactReader(run, f"{ours.folder}/answers", ANSWERS).rows()
-    return {"questions": questions, "model": model, "metrics": metrics, "answers": answers, "results": results, "samples": samples}
+    return {
+        "questions": questions,
+        "model": model,
+        "metrics": metrics,
+        "answers": answers,
+        "results": results,
+        "samples": samples,
+    }
 
 
 def test_both_systems_got_the_same_replies(both_systems):
@@ -197,7 +257,9 @@ def test_react_score_and_task_scores_equal_metrics_json(both_systems):
     assert got["react_score,none"] == pytest.approx(react["react_score"], abs=1e-4)
     for task in TASKS:
         assert got[f"S_{SHORT[task]},none"] == pytest.approx(react["per_task"][task], abs=1e-4), task
-        assert results[f"reactbench_{task}"]["task_score,none"] == pytest.approx(react["per_task"][task], abs=1e-4), task
+        assert results[f"reactbench_{task}"]["task_score,none"] == pytest.approx(react["per_task"][task], abs=1e-4), (
+            task
+        )
 
 
 def test_every_question_gets_the_same_verdict(both_systems):
@@ -210,8 +272,15 @@ def test_every_question_gets_the_same_verdict(both_systems):
             rec = s[key]
             seen[rec["question_id"]] = s
             assert bool(s["accuracy"]) == ours[rec["question_id"]]["correct"], (name, rec, s["filtered_resps"])
-            assert s["filtered_resps"] in (ours[rec["question_id"]]["raw_response"], [ours[rec["question_id"]]["raw_response"]])
-        want = set(ours) if name == "reactbench_all" else {i for i, a in ours.items() if a["task"] == name.removeprefix("reactbench_")}
+            assert s["filtered_resps"] in (
+                ours[rec["question_id"]]["raw_response"],
+                [ours[rec["question_id"]]["raw_response"]],
+            )
+        want = (
+            set(ours)
+            if name == "reactbench_all"
+            else {i for i, a in ours.items() if a["task"] == name.removeprefix("reactbench_")}
+        )
         assert set(seen) == want, name
     verdicts = [a["correct"] for a in ours.values()]
     assert any(verdicts) and not all(verdicts)

@@ -2,6 +2,8 @@
 
 import pytest
 
+from storage.task_spec import all_tasks
+from tasks.release.evaluate.summary import summarize
 from tasks.release.metrics import (
     BeafPair,
     accuracy,
@@ -12,8 +14,6 @@ from tasks.release.metrics import (
     mode_score,
     react_score,
 )
-from storage.task_spec import all_tasks
-from tasks.release.evaluate.summary import summarize
 
 # The built-in tasks' React-Score weights (a task plugin installed beside them, such as
 # examples/spatial_relation under `make test`, is not part of these hand-computed tables).
@@ -22,7 +22,15 @@ WEIGHTS = {t: spec.weight for t, spec in all_tasks().items() if spec.modules[0].
 
 def _rows(task, mode, qtype, results):
     return [
-        {"task": task, "mode": mode, "qtype": qtype, "qid": f"Q{i}", "question_set": "main", "correct": c, "edit_id": "e1"}
+        {
+            "task": task,
+            "mode": mode,
+            "qtype": qtype,
+            "qid": f"Q{i}",
+            "question_set": "main",
+            "correct": c,
+            "edit_id": "e1",
+        }
         for i, c in enumerate(results)
     ]
 
@@ -51,7 +59,16 @@ def hand_table():
         rows += _rows("dense_counting", m, "MC", [False])
         rows += _rows("dense_counting", m, "YN", [False, False, False])
     # A control question never counts towards React-Score.
-    rows.append({"task": "dense_counting", "mode": "cot", "qtype": "SA", "qid": "C1", "question_set": "control", "correct": False})
+    rows.append(
+        {
+            "task": "dense_counting",
+            "mode": "cot",
+            "qtype": "SA",
+            "qid": "C1",
+            "question_set": "control",
+            "correct": False,
+        }
+    )
     return rows
 
 
@@ -86,7 +103,14 @@ def test_accuracy_groups():
 
 
 def test_cyclic_mc_all_correct():
-    base = {"task": "relational_erasure", "mode": "standard", "qtype": "MC", "qid": "Q9", "edit_id": "e", "question_set": "main"}
+    base = {
+        "task": "relational_erasure",
+        "mode": "standard",
+        "qtype": "MC",
+        "qid": "Q9",
+        "edit_id": "e",
+        "question_set": "main",
+    }
     rows = [dict(base, rotation=i, correct=c) for i, c in enumerate([True, True, False, True])]
     rows += [dict(base, qid="Q10", rotation=i, correct=True) for i in range(4)]
     merged = collapse_cyclic(rows)
@@ -111,7 +135,15 @@ def test_beaf_by_hand():
 
 def test_beaf_pairs_from_rows():
     def r(role, qid, correct, related, mode="standard"):
-        return {"question_set": "beaf", "mode": mode, "edit_id": "e1", "qid": qid, "image_role": role, "correct": correct, "beaf_related": related}
+        return {
+            "question_set": "beaf",
+            "mode": mode,
+            "edit_id": "e1",
+            "qid": qid,
+            "image_role": role,
+            "correct": correct,
+            "beaf_related": related,
+        }
 
     rows = [
         r("original", "B1", True, True),
@@ -148,6 +180,15 @@ def test_summarize_is_json_ready():
 
 
 def test_cyclic_keeps_missing_prior_missing():
-    base = {"task": "alteration_tracing", "mode": "cot", "qtype": "MC", "qid": "Q10", "edit_id": "e", "rotation": 0, "correct": False, "prior_fallback": None}
+    base = {
+        "task": "alteration_tracing",
+        "mode": "cot",
+        "qtype": "MC",
+        "qid": "Q10",
+        "edit_id": "e",
+        "rotation": 0,
+        "correct": False,
+        "prior_fallback": None,
+    }
     assert collapse_cyclic([base])[0]["prior_fallback"] is None
     assert hallu_rate(collapse_cyclic([base]), ["task"]) == []

@@ -2,8 +2,10 @@
 
 import pytest
 
+from storage.task_spec import all_tasks
 from tasks.release.evaluate.ablation import bootstrap_difference, control_ablation
 from tasks.release.evaluate.completeness import completeness
+from tasks.release.evaluate.summary import summarize
 from tasks.release.metrics import (
     BeafPair,
     beaf_metrics,
@@ -13,8 +15,6 @@ from tasks.release.metrics import (
     mc_cyclic,
     react_score,
 )
-from storage.task_spec import all_tasks
-from tasks.release.evaluate.summary import summarize
 
 # The built-in tasks' React-Score weights (a task plugin installed beside them, such as
 # examples/spatial_relation under `make test`, is not part of these hand-computed tables).
@@ -26,14 +26,30 @@ T, F = True, False
 # (task, mode, type) -> results of one targeted item's questions. Per mode,
 # S = 0.25 A_YN + 0.25 A_MC + 0.5 A_SA:
 TABLE = {
-    (RE, "standard", "YN"): [T, F, F], (RE, "standard", "MC"): [T, T, T], (RE, "standard", "SA"): [T, F, T],  # 8.33+25+33.33 = 66.67
-    (RE, "cot", "YN"): [T], (RE, "cot", "MC"): [F], (RE, "cot", "SA"): [T],  # 25+0+50 = 75     -> S_RE = 70.8333
-    (CA, "standard", "YN"): [T], (CA, "standard", "MC"): [F], (CA, "standard", "SA"): [F, T, F],  # 25+0+16.67 = 41.67
-    (CA, "cot", "YN"): [F, T], (CA, "cot", "MC"): [F, F], (CA, "cot", "SA"): [F, F, T],  # 12.5+0+16.67 = 29.17 -> S_CA = 35.4167
-    (AT, "standard", "YN"): [F], (AT, "standard", "MC"): [T, F, F], (AT, "standard", "SA"): [T, F, T],  # 0+8.33+33.33 = 41.67
-    (AT, "cot", "YN"): [F, T, T], (AT, "cot", "MC"): [T], (AT, "cot", "SA"): [T],  # 16.67+25+50 = 91.67 -> S_AT = 66.6667
-    (DC, "standard", "YN"): [F, T], (DC, "standard", "MC"): [F], (DC, "standard", "SA"): [T, F, T],  # 12.5+0+33.33 = 45.83
-    (DC, "cot", "YN"): [T], (DC, "cot", "MC"): [F, F], (DC, "cot", "SA"): [F, T],  # 25+0+25 = 50 -> S_DC = 47.9167
+    (RE, "standard", "YN"): [T, F, F],
+    (RE, "standard", "MC"): [T, T, T],
+    (RE, "standard", "SA"): [T, F, T],  # 8.33+25+33.33 = 66.67
+    (RE, "cot", "YN"): [T],
+    (RE, "cot", "MC"): [F],
+    (RE, "cot", "SA"): [T],  # 25+0+50 = 75     -> S_RE = 70.8333
+    (CA, "standard", "YN"): [T],
+    (CA, "standard", "MC"): [F],
+    (CA, "standard", "SA"): [F, T, F],  # 25+0+16.67 = 41.67
+    (CA, "cot", "YN"): [F, T],
+    (CA, "cot", "MC"): [F, F],
+    (CA, "cot", "SA"): [F, F, T],  # 12.5+0+16.67 = 29.17 -> S_CA = 35.4167
+    (AT, "standard", "YN"): [F],
+    (AT, "standard", "MC"): [T, F, F],
+    (AT, "standard", "SA"): [T, F, T],  # 0+8.33+33.33 = 41.67
+    (AT, "cot", "YN"): [F, T, T],
+    (AT, "cot", "MC"): [T],
+    (AT, "cot", "SA"): [T],  # 16.67+25+50 = 91.67 -> S_AT = 66.6667
+    (DC, "standard", "YN"): [F, T],
+    (DC, "standard", "MC"): [F],
+    (DC, "standard", "SA"): [T, F, T],  # 12.5+0+33.33 = 45.83
+    (DC, "cot", "YN"): [T],
+    (DC, "cot", "MC"): [F, F],
+    (DC, "cot", "SA"): [F, T],  # 25+0+25 = 50 -> S_DC = 47.9167
 }
 # R = 0.3*70.8333 + 0.2*35.4167 + 0.2*66.6667 + 0.3*47.9167 = 21.25 + 7.0833 + 13.3333 + 14.375 = 56.0417
 # Swapping the CA and DC weights would give 0.3*70.8333 + 0.3*35.4167 + 0.2*66.6667 + 0.2*47.9167 = 54.7917.
@@ -46,14 +62,37 @@ def table_rows(editor="ed1"):
     rows = []
     for (task, mode, qtype), results in TABLE.items():
         for i, c in enumerate(results):
-            rows.append({"task": task, "mode": mode, "qtype": qtype, "qid": f"Q{i}", "question_set": "main", "correct": c,
-                         "edit_id": f"{task}-t", "editor": editor, "variant": "targeted"})
+            rows.append(
+                {
+                    "task": task,
+                    "mode": mode,
+                    "qtype": qtype,
+                    "qid": f"Q{i}",
+                    "question_set": "main",
+                    "correct": c,
+                    "edit_id": f"{task}-t",
+                    "editor": editor,
+                    "variant": "targeted",
+                }
+            )
     return rows
 
 
 def control_rows(editor="ed1"):
-    return [{"task": t, "mode": m, "qtype": q, "qid": f"C{i}", "question_set": "main", "correct": True, "edit_id": f"{t}-c",
-             "editor": editor, "variant": "control"} for i, (t, m, q) in enumerate(CONTROL_ROWS)]
+    return [
+        {
+            "task": t,
+            "mode": m,
+            "qtype": q,
+            "qid": f"C{i}",
+            "question_set": "main",
+            "correct": True,
+            "edit_id": f"{t}-c",
+            "editor": editor,
+            "variant": "control",
+        }
+        for i, (t, m, q) in enumerate(CONTROL_ROWS)
+    ]
 
 
 def test_react_score_distinct_task_scores_pin_each_weight():
@@ -108,10 +147,45 @@ def test_freak_cyclic_example():
 
 def test_hallu_rate_counts_questions_with_a_prior_once():
     # question 1: 6 presentations, prior twice; question 2: plain YN, fell back; question 3: no prior
-    q1 = [{"task": RE, "qtype": "MC", "mode": "cot", "qid": "Q11", "edit_id": "e", "question_set": "main", "rotation": i,
-           "correct": False, "prior_fallback": i < 2} for i in range(6)]
-    q2 = [{"task": RE, "qtype": "YN", "mode": "cot", "qid": "Q1", "edit_id": "e", "question_set": "main", "correct": False, "prior_fallback": True}]
-    q3 = [{"task": RE, "qtype": "MC", "mode": "cot", "qid": "Q9", "edit_id": "e", "question_set": "main", "rotation": 0, "correct": False, "prior_fallback": None}]
+    q1 = [
+        {
+            "task": RE,
+            "qtype": "MC",
+            "mode": "cot",
+            "qid": "Q11",
+            "edit_id": "e",
+            "question_set": "main",
+            "rotation": i,
+            "correct": False,
+            "prior_fallback": i < 2,
+        }
+        for i in range(6)
+    ]
+    q2 = [
+        {
+            "task": RE,
+            "qtype": "YN",
+            "mode": "cot",
+            "qid": "Q1",
+            "edit_id": "e",
+            "question_set": "main",
+            "correct": False,
+            "prior_fallback": True,
+        }
+    ]
+    q3 = [
+        {
+            "task": RE,
+            "qtype": "MC",
+            "mode": "cot",
+            "qid": "Q9",
+            "edit_id": "e",
+            "question_set": "main",
+            "rotation": 0,
+            "correct": False,
+            "prior_fallback": None,
+        }
+    ]
     got = hallu_rate(collapse_cyclic(q1 + q2 + q3), ["task"])
     # (2/6 + 1) / 2 questions = 66.6667
     assert got == [{"task": RE, "n": 2, "fallbacks": 3, "hallu_rate": pytest.approx(66.6667, abs=1e-4)}]
@@ -126,12 +200,58 @@ def test_missing_type_is_incomplete_and_named():
 
 
 def test_per_item_completeness():
-    rows = [{"edit_id": "e1", "task": DC, "editor": "x", "variant": "targeted", "question_set": "main", "mode": "cot", "qid": f"Q{i}", "status": "ok"} for i in range(1, 9)]
-    rows += [{"edit_id": "e2", "task": DC, "editor": "x", "variant": "targeted", "question_set": "main", "mode": "cot", "qid": f"Q{i}", "status": "ok"} for i in range(1, 8)]
-    rows.append({"edit_id": "e2", "task": DC, "editor": "x", "variant": "targeted", "question_set": "main", "mode": "cot", "qid": "Q8", "status": "error"})
+    rows = [
+        {
+            "edit_id": "e1",
+            "task": DC,
+            "editor": "x",
+            "variant": "targeted",
+            "question_set": "main",
+            "mode": "cot",
+            "qid": f"Q{i}",
+            "status": "ok",
+        }
+        for i in range(1, 9)
+    ]
+    rows += [
+        {
+            "edit_id": "e2",
+            "task": DC,
+            "editor": "x",
+            "variant": "targeted",
+            "question_set": "main",
+            "mode": "cot",
+            "qid": f"Q{i}",
+            "status": "ok",
+        }
+        for i in range(1, 8)
+    ]
+    rows.append(
+        {
+            "edit_id": "e2",
+            "task": DC,
+            "editor": "x",
+            "variant": "targeted",
+            "question_set": "main",
+            "mode": "cot",
+            "qid": "Q8",
+            "status": "error",
+        }
+    )
     c = completeness(rows)
     assert (c["items"], c["complete_items"], c["complete"]) == (2, 1, False)
-    assert c["incomplete"] == [{"edit_id": "e2", "task": DC, "editor": "x", "variant": "targeted", "mode": "cot", "questions": 7, "expected": 8, "missing": ["Q8"]}]
+    assert c["incomplete"] == [
+        {
+            "edit_id": "e2",
+            "task": DC,
+            "editor": "x",
+            "variant": "targeted",
+            "mode": "cot",
+            "questions": 7,
+            "expected": 8,
+            "missing": ["Q8"],
+        }
+    ]
     assert completeness(rows[:8])["complete"]
     m = summarize(rows)
     assert m["complete"] is False
@@ -139,7 +259,14 @@ def test_per_item_completeness():
 
 def test_beaf_f1_from_unrounded_figures():
     # TU = 1/3, ID = 1/3: F1 = 2 / (3/100 + 1/(200/3)) = 2 / (0.03 + 0.015) = 44.4444
-    pairs = [BeafPair(T, T, T), BeafPair(T, F, T), BeafPair(F, F, T), BeafPair(T, T, F), BeafPair(T, F, F), BeafPair(F, F, F)]
+    pairs = [
+        BeafPair(T, T, T),
+        BeafPair(T, F, T),
+        BeafPair(F, F, T),
+        BeafPair(T, T, F),
+        BeafPair(T, F, F),
+        BeafPair(F, F, F),
+    ]
     got = beaf_metrics(pairs)
     assert got["TU"] == 33.3333 and got["ID"] == 33.3333
     assert got["F1"] == round(2 / (1 / (100 / 3) + 1 / (200 / 3)), 4)
@@ -147,13 +274,24 @@ def test_beaf_f1_from_unrounded_figures():
 
 def test_beaf_traditional_and_yes_ratios():
     def r(role, dim, gold, parsed):
-        return {"question_set": "beaf", "image_role": role, "beaf_related": dim == "removed", "gold": gold, "parsed": parsed,
-                "correct": parsed == gold}
+        return {
+            "question_set": "beaf",
+            "image_role": role,
+            "beaf_related": dim == "removed",
+            "gold": gold,
+            "parsed": parsed,
+            "correct": parsed == gold,
+        }
+
     rows = [
-        r("original", "removed", "Yes", "Yes"), r("edited", "removed", "No", "Yes"),  # removed object: Yes before, still Yes after
-        r("original", "removed", "Yes", "Yes"), r("edited", "removed", "No", "No"),
-        r("original", "present", "Yes", "No"), r("edited", "present", "Yes", "Yes"),
-        r("original", "absent", "No", "No"), r("edited", "absent", "No", None),  # unreadable: not a Yes
+        r("original", "removed", "Yes", "Yes"),
+        r("edited", "removed", "No", "Yes"),  # removed object: Yes before, still Yes after
+        r("original", "removed", "Yes", "Yes"),
+        r("edited", "removed", "No", "No"),
+        r("original", "present", "Yes", "No"),
+        r("edited", "present", "Yes", "Yes"),
+        r("original", "absent", "No", "No"),
+        r("edited", "absent", "No", None),  # unreadable: not a Yes
     ]
     got = beaf_traditional(rows)
     # gold Yes: rows 1, 3, 5, 6; answered Yes among them: 1, 3, 6 -> TP 3, FN 1; answered Yes on gold No: row 2 -> FP 1
@@ -164,11 +302,31 @@ def test_beaf_traditional_and_yes_ratios():
 
 
 def test_summary_reports_freak_figures_and_beaf_companions():
-    base = {"task": RE, "mode": "cot", "qtype": "MC", "qid": "Q12", "edit_id": "e", "question_set": "main", "variant": "targeted", "editor": "x"}
+    base = {
+        "task": RE,
+        "mode": "cot",
+        "qtype": "MC",
+        "qid": "Q12",
+        "edit_id": "e",
+        "question_set": "main",
+        "variant": "targeted",
+        "editor": "x",
+    }
     rows = [dict(base, rotation=i, correct=i != 2, prior_fallback=i == 2) for i in range(6)]
     m = summarize(rows)
-    assert m["mc_cyclic"]["task"] == [{"task": RE, "mode": "cot", "n": 1, "presentations": 6, "averaged_accuracy": pytest.approx(83.3333, abs=1e-4), "consistency_accuracy": 0.0}]
-    assert m["hallu_rate"]["task"][0]["n"] == 1 and m["hallu_rate"]["task"][0]["hallu_rate"] == pytest.approx(16.6667, abs=1e-4)
+    assert m["mc_cyclic"]["task"] == [
+        {
+            "task": RE,
+            "mode": "cot",
+            "n": 1,
+            "presentations": 6,
+            "averaged_accuracy": pytest.approx(83.3333, abs=1e-4),
+            "consistency_accuracy": 0.0,
+        }
+    ]
+    assert m["hallu_rate"]["task"][0]["n"] == 1 and m["hallu_rate"]["task"][0]["hallu_rate"] == pytest.approx(
+        16.6667, abs=1e-4
+    )
     assert control_ablation(rows) == []  # no control items
 
 

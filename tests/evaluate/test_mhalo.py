@@ -49,7 +49,7 @@ def test_empty_sides():
 def test_parse_tagged_and_types():
     response = "The red car is parked near a lake."
     tagged = (
-        "Here is the response with hallucinated content tagged:\n<Tagged_Text>The <hallucination type=\"Color Attribute\">red</hallucination>"
+        'Here is the response with hallucinated content tagged:\n<Tagged_Text>The <hallucination type="Color Attribute">red</hallucination>'
         " car is <hallucination type='spatial relations'>parked near a lake.</hallucination></Tagged_Text>"
     )
     det = parse_tagged(tagged, response)
@@ -63,7 +63,11 @@ def test_parse_tagged_and_types():
 def test_render_roundtrip_and_phrases():
     response = "I see two dogs and a dog bowl near the sofa."
     spans = spans_from_phrases(response, [("dog", "Object"), ("sofa", "Object")])
-    assert [(s.start, s.end) for s in spans] == [(3, 4), (6, 7), (10, 11)]  # I see two dogs and a dog bowl near the sofa.
+    assert [(s.start, s.end) for s in spans] == [
+        (3, 4),
+        (6, 7),
+        (10, 11),
+    ]  # I see two dogs and a dog bowl near the sofa.
     det = parse_tagged(render_tagged(response, spans), response)
     assert det.followed and det.spans == spans
 

@@ -14,10 +14,17 @@ from tasks.release.export.card import task_text
 from tasks.release.export.lmms_eval import all_tasks_yaml, support_files, task_table
 from tasks.release.items import prior_terms, probes_prior
 
-FIFTH = TaskSpec(id="spatial_relation", short="SR", label="Spatial relation", weight=0.2, order=50, probes_prior=True,
-                 card_text="SR: one object is moved so a spatial relation no longer holds.",
-                 eval_text={"label": "spatial relation", "cause": "relation priors", "note": "an object was moved."},
-                 subcauses=(("SC-1", "relation prior", "states the usual relation"),))
+FIFTH = TaskSpec(
+    id="spatial_relation",
+    short="SR",
+    label="Spatial relation",
+    weight=0.2,
+    order=50,
+    probes_prior=True,
+    card_text="SR: one object is moved so a spatial relation no longer holds.",
+    eval_text={"label": "spatial relation", "cause": "relation priors", "note": "an object was moved."},
+    subcauses=(("SC-1", "relation prior", "states the usual relation"),),
+)
 
 
 @pytest.fixture
@@ -31,13 +38,29 @@ def fifth(monkeypatch):
 
 
 def _rows(task, n=2):
-    return [{"task": task, "mode": m, "qtype": q, "qid": f"{q}{i}", "edit_id": f"{task}-e", "question_set": "main",
-             "correct": i == 0, "status": "ok", "editor": "ed", "variant": "targeted"}
-            for m in ("standard", "cot") for q in ("YN", "MC", "SA") for i in range(n)]
+    return [
+        {
+            "task": task,
+            "mode": m,
+            "qtype": q,
+            "qid": f"{q}{i}",
+            "edit_id": f"{task}-e",
+            "question_set": "main",
+            "correct": i == 0,
+            "status": "ok",
+            "editor": "ed",
+            "variant": "targeted",
+        }
+        for m in ("standard", "cot")
+        for q in ("YN", "MC", "SA")
+        for i in range(n)
+    ]
 
 
 def test_builtin_weights_sum_to_one():
-    builtin = [s for s in all_tasks().values() if s.modules[0].startswith("tasks.builtin_tasks.")]  # not installed plugins
+    builtin = [
+        s for s in all_tasks().values() if s.modules[0].startswith("tasks.builtin_tasks.")
+    ]  # not installed plugins
     assert len(builtin) == 4 and sum(s.weight for s in builtin) == pytest.approx(1.0)
 
 
@@ -57,7 +80,12 @@ def test_fifth_task_defaults_on_the_rules_side(fifth):
     assert rules_for(fifth.id) is PRIOR_RULES and judge_rule(fifth.id) == OVERLAP
     assert classify_subcause(fifth.id, "left of the table, as usual") == "other"
     ann = {"task": fifth.id, "prior_terms": ["left"], "objects": ["cup"]}
-    assert baseline_answer({"task": fifth.id, "qtype": "YN", "question": "Is the cup left of the plate?", "annotations": ann}) == "Yes"
+    assert (
+        baseline_answer(
+            {"task": fifth.id, "qtype": "YN", "question": "Is the cup left of the plate?", "annotations": ann}
+        )
+        == "Yes"
+    )
     assert probes_prior(fifth.id) and prior_terms({"task": fifth.id}) == []
 
 
@@ -77,7 +105,13 @@ def test_unknown_judge_rule_is_named():
 def test_fifth_task_in_the_lmms_eval_table_and_card(fifth):
     tasks = list(all_tasks())
     table = task_table(sorted(tasks))
-    assert [e["id"] for e in table] == tasks and table[-1] == {"id": fifth.id, "short": "SR", "weight": 0.2, "judge": OVERLAP, "note": "an object was moved."}
+    assert [e["id"] for e in table] == tasks and table[-1] == {
+        "id": fifth.id,
+        "short": "SR",
+        "weight": 0.2,
+        "judge": OVERLAP,
+        "note": "an object was moved.",
+    }
     assert json.loads(support_files(tasks)["reactbench_tasks.json"]) == table
     assert "utils.aggregate_s_sr" in all_tasks_yaml(tasks)
     assert task_text(fifth.id).startswith("SR: ")
@@ -101,4 +135,14 @@ def test_shipped_utils_aggregate_every_task_of_the_table(fifth, tmp_path, monkey
     rows = [dict(r, rotation=None, image_role="single") for t in tasks for r in _rows(t)]
     assert utils.aggregate_s_sr(rows) == 50.0 and utils.aggregate_react_score(rows) == 50.0
     assert utils.WEIGHTS[fifth.id] == 0.2
-    assert utils.verdict({"qtype": "SA", "answer": "the cup", "rubric": "{}", "prior_terms": [], "question_set": "main", "task": fifth.id}, "the cup")
+    assert utils.verdict(
+        {
+            "qtype": "SA",
+            "answer": "the cup",
+            "rubric": "{}",
+            "prior_terms": [],
+            "question_set": "main",
+            "task": fifth.id,
+        },
+        "the cup",
+    )

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from eval_helpers import write_run
 
-from storage.stage_store import StageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.schemas import REJECTS
+from storage.stage_store import StageStore
 from tasks.release.evaluate.run import run_eval
 from tasks.release.report.svg import hbars, radar, stacked
 from tasks.release.report.write import write_report
-from eval_helpers import write_run
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -37,8 +37,21 @@ def reports(tmp_path_factory, eval_config):
     run = write_run(root / "run", verified=False, editors=("classical", "sam-lama"))
     run_eval(run, eval_config, "rules:rules-v1", unverified=True)
     # a finished qa stage with rejects, as the build report reads them
-    write_table(run, "qa/rejects/part-00000.parquet", table_from_rows(REJECTS, [reject("x1", "qa", "mc_duplicate_option"), reject("x2", "qa", "llm_unparseable"), reject("x3", "qa", "llm_unparseable")]))
-    StageStore(run, "qa", {}).write_manifest({"stage": "qa", "status": "complete", "counts": {"rows_in": 8, "questions": 60, "analysis": 8, "rejected": 3}})
+    write_table(
+        run,
+        "qa/rejects/part-00000.parquet",
+        table_from_rows(
+            REJECTS,
+            [
+                reject("x1", "qa", "mc_duplicate_option"),
+                reject("x2", "qa", "llm_unparseable"),
+                reject("x3", "qa", "llm_unparseable"),
+            ],
+        ),
+    )
+    StageStore(run, "qa", {}).write_manifest(
+        {"stage": "qa", "status": "complete", "counts": {"rows_in": 8, "questions": 60, "analysis": 8, "rejected": 3}}
+    )
     paths = {kind: write_report(kind, run) for kind in ("eval", "ablation", "build")}
     return run, paths
 
@@ -59,7 +72,9 @@ def test_reports_written_into_the_run(reports):
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (apt-get install -y chromium)")
 def test_reports_render_in_headless_chromium(reports, artifacts_dir, chromium):
     _, paths = reports
-    context = chromium.new_context(viewport={"width": 1200, "height": 900})  # the session's browser (tests/conftest.py)
+    context = chromium.new_context(
+        viewport={"width": 1200, "height": 900}
+    )  # the session's browser (tests/conftest.py)
     try:
         page = context.new_page()
         remote: list[str] = []
@@ -67,17 +82,22 @@ def test_reports_render_in_headless_chromium(reports, artifacts_dir, chromium):
         for kind, path in paths.items():
             page.goto(Path(path).as_uri())
             charts = page.eval_on_selector_all(
-                "svg.chart", "els => els.map(e => { const b = e.getBoundingClientRect(); return [e.dataset.kind, b.width, b.height, e.querySelectorAll('rect.bar, polygon.series').length]; })"
+                "svg.chart",
+                "els => els.map(e => { const b = e.getBoundingClientRect(); return [e.dataset.kind, b.width, b.height, e.querySelectorAll('rect.bar, polygon.series').length]; })",
             )
             assert charts, f"{kind}: no chart rendered"
             assert all(w > 100 and h > 20 and marks > 0 for _, w, h, marks in charts), (kind, charts)
             if kind == "eval":
                 kinds = {c[0] for c in charts}
                 assert {"radar", "bars", "stacked"} <= kinds, kinds
-                poly = page.eval_on_selector("svg[data-kind=radar] polygon.series", "e => { const b = e.getBBox(); return b.width * b.height; }")
+                poly = page.eval_on_selector(
+                    "svg[data-kind=radar] polygon.series", "e => { const b = e.getBBox(); return b.width * b.height; }"
+                )
                 assert poly > 100  # the model's polygon has area
             if kind == "ablation":
-                loaded = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
+                loaded = page.eval_on_selector_all(
+                    ".thumbs img", "imgs => imgs.map(i => i.complete && i.naturalWidth)"
+                )
                 assert loaded and all(w == 160 for w in loaded)
             page.screenshot(path=str(artifacts_dir / f"report-{kind}.png"), full_page=True)
         assert remote == []

@@ -4,15 +4,30 @@ from tasks.release.evaluate.score import score_reply
 
 
 def _q(**kw):
-    q = {"id": "q1", "edit_id": "e", "editor": "x", "task": "relational_erasure", "variant": "targeted", "question_set": "main",
-         "qid": "Q9", "qtype": "MC", "dimension": "direct", "rotation": 0, "image_role": "edited", "text": "Which description matches the bun?",
-         "options": ["A bare bun", "A shiny cart", "A mustard line", "Two carts"], "gold": "A"}
+    q = {
+        "id": "q1",
+        "edit_id": "e",
+        "editor": "x",
+        "task": "relational_erasure",
+        "variant": "targeted",
+        "question_set": "main",
+        "qid": "Q9",
+        "qtype": "MC",
+        "dimension": "direct",
+        "rotation": 0,
+        "image_role": "edited",
+        "text": "Which description matches the bun?",
+        "options": ["A bare bun", "A shiny cart", "A mustard line", "Two carts"],
+        "gold": "A",
+    }
     q.update(kw)
     return q
 
 
 def _score(q, reply, prior_terms=("mustard",)):
-    return score_reply(q, "standard", reply, None, {"prior_terms": list(prior_terms)}, backend="b", model="m", unverified=False)
+    return score_reply(
+        q, "standard", reply, None, {"prior_terms": list(prior_terms)}, backend="b", model="m", unverified=False
+    )
 
 
 def test_recorded_prior_option_counts_even_without_the_name():

@@ -39,8 +39,16 @@ def main():
     for name, preds in job["predictions"].items():
         dataset = build_dataset_from_config(cfg["data"], name)
         results = [dataset.evaluate(p, model="exact_matching", nproc=1).to_dict(orient="records") for p in preds]
-        images = {str(line["index"]): [pixels_digest(p) for p in dataset.dump_image(line)] for _, line in dataset.data.iterrows()}
-        out[name] = {"class": type(dataset).__name__, "bases": type(dataset).__mro__[1].__name__, "results": results, "images": images}
+        images = {
+            str(line["index"]): [pixels_digest(p) for p in dataset.dump_image(line)]
+            for _, line in dataset.data.iterrows()
+        }
+        out[name] = {
+            "class": type(dataset).__name__,
+            "bases": type(dataset).__mro__[1].__name__,
+            "results": results,
+            "images": images,
+        }
     print("RESULT " + json.dumps(out, default=float))
 
 

@@ -28,8 +28,15 @@ pytestmark = pytest.mark.skipif(
 
 def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run([sys.executable, "-m", "flows.entry", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.entry", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 0, f"reactbench {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -112,10 +119,17 @@ def test_audit_check_catches_a_gold_answer_the_truth_contradicts() -> None:
     cup, table = {"name": "cup", "box": [150, 80, 20, 30]}, {"name": "table", "box": [100, 110, 200, 80]}
     fields = {"relation": "on", "object": "table"}
     meta = {"operation": "move", "destination_box": [40, 110, 20, 30]}  # left of the table, apart
-    right = [{"qid": "Q1", "qtype": "YN", "text": "Is the cup on the table?", "gold": "No"},
-             {"qid": "Q3", "qtype": "YN", "text": "Is the cup to the left of the table?", "gold": "Yes"},
-             {"qid": "Q7", "qtype": "MC", "text": "Where is the cup?", "gold": "B",
-              "options": ["on the table", "to the left of the table", "to the right of the table", "above the table"]}]
+    right = [
+        {"qid": "Q1", "qtype": "YN", "text": "Is the cup on the table?", "gold": "No"},
+        {"qid": "Q3", "qtype": "YN", "text": "Is the cup to the left of the table?", "gold": "Yes"},
+        {
+            "qid": "Q7",
+            "qtype": "MC",
+            "text": "Where is the cup?",
+            "gold": "B",
+            "options": ["on the table", "to the left of the table", "to the right of the table", "above the table"],
+        },
+    ]
     assert check(cup, table, fields, meta, right) == []
     wrong = [dict(right[0], gold="Yes"), dict(right[2], gold="A")]
     assert len(check(cup, table, fields, meta, wrong)) == 3  # Q1, and option A / option B of Q7
@@ -136,8 +150,16 @@ def test_theta_keeps_only_pairs_with_a_dominant_relation(tmp_path: Path) -> None
     from miners.config import MineConfig
     from miners.mine import mine_visual_genome
 
-    said = [("cup", "on"), ("cup", "on"), ("cup", "under"), ("cup", "next to"),
-            ("plate", "on"), ("plate", "on"), ("plate", "beside"), ("plate", "next to")]
+    said = [
+        ("cup", "on"),
+        ("cup", "on"),
+        ("cup", "under"),
+        ("cup", "next to"),
+        ("plate", "on"),
+        ("plate", "on"),
+        ("plate", "beside"),
+        ("plate", "next to"),
+    ]
     images, objects, relationships = [], [], []
     for iid, (thing, predicate) in enumerate(said, start=1):
         mover, table = obj(10 * iid, thing, 90, 60, 20, 20), obj(10 * iid + 1, "table", 40, 80, 120, 60)
@@ -150,7 +172,9 @@ def test_theta_keeps_only_pairs_with_a_dominant_relation(tmp_path: Path) -> None
     def mined(**params: Any) -> tuple[int, set[str]]:
         cfg = MineConfig.model_validate({"tasks": [TASK], TASK: {"n_min": 1, "area_range": [0.001, 0.5], **params}})
         result = mine_visual_genome(root, cfg, seed=0)
-        return result.summary["spatial_pairs_kept"], {f"{c['target_name']} {c['predicate']} {c['partner_name']}" for c in result.candidates}
+        return result.summary["spatial_pairs_kept"], {
+            f"{c['target_name']} {c['predicate']} {c['partner_name']}" for c in result.candidates
+        }
 
     assert mined(theta=0.6) == (1, {"cup on table"})  # 3/4 = 0.75 >= 0.6; plate: 2/4 = 0.5 < 0.6
     assert mined(theta=0.75) == (1, {"cup on table"})

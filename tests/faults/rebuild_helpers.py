@@ -39,7 +39,9 @@ def copy_run(src: Path, dest: Path) -> Path:
 
 def artifacts(run_dir: Path, stages: list[str] = STAGES) -> dict[str, bytes]:
     """Every Parquet file the stages wrote (outputs and rejects), by run-relative path."""
-    return {str(p.relative_to(run_dir)): p.read_bytes() for s in stages for p in sorted((run_dir / s).rglob("*.parquet"))}
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes() for s in stages for p in sorted((run_dir / s).rglob("*.parquet"))
+    }
 
 
 def queue_rows(run_dir: Path) -> dict[str, Any]:
@@ -56,7 +58,9 @@ def queue_rows(run_dir: Path) -> dict[str, Any]:
 def assert_same_build(run_dir: Path, fresh: Path) -> None:
     """Row for row (byte for byte) the artifacts and the review queue of a fresh build."""
     got, want = artifacts(run_dir), artifacts(fresh)
-    assert sorted(got) == sorted(want), f"shard files differ: extra {sorted(set(got) - set(want))}, missing {sorted(set(want) - set(got))}"
+    assert sorted(got) == sorted(want), (
+        f"shard files differ: extra {sorted(set(got) - set(want))}, missing {sorted(set(want) - set(got))}"
+    )
     differ = sorted(k for k in want if got[k] != want[k])
     assert not differ, f"artifacts differ from a fresh build: {differ}"
     assert queue_rows(run_dir) == queue_rows(fresh)

@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from image_bombs import png_header
 from rebuild_helpers import artifacts, build, copy_run, demo_config
+
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 
 pytestmark = pytest.mark.slow
@@ -59,7 +59,9 @@ def test_bad_source_images_give_the_same_named_rejects_on_every_build(sample_dir
 
     run_pipeline(cfg, str(first), build_stages, orchestrator="local")
     rows = ArtifactReader(RunFS.open(str(first)), "instruct/instructions", "instructions").rows()
-    paths = sorted({r["image_path"] for r in rows if r["status"] == "applicable" and r["task"] == "relational_erasure"})
+    paths = sorted(
+        {r["image_path"] for r in rows if r["status"] == "applicable" and r["task"] == "relational_erasure"}
+    )
     assert len(paths) >= 3
     garbage, truncated, huge = paths[:3]
     Path(garbage).write_bytes(b"not an image at all")
@@ -73,7 +75,9 @@ def test_bad_source_images_give_the_same_named_rejects_on_every_build(sample_dir
     edit_rejects = [t for t in texts if t.startswith("edit ")]
     for path in (garbage, truncated):
         assert any(t.startswith("edit image_unreadable ") and path in t for t in edit_rejects), (path, edit_rejects)
-    assert any(t.startswith("edit image_too_large ") and huge in t and f"{MAX_SOURCE_PIXELS:,}" in t for t in edit_rejects), edit_rejects
+    assert any(
+        t.startswith("edit image_too_large ") and huge in t and f"{MAX_SOURCE_PIXELS:,}" in t for t in edit_rejects
+    ), edit_rejects
     leaked = [t for t in texts if REPR.search(t)]
     assert not leaked, leaked[:3]
     rejects = [k for k in artifacts(first) if "/rejects/" in k]

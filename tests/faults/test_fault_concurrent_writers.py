@@ -48,7 +48,15 @@ def _config(tmp_path: Path, sample_dir: Path, name: str, **changes: object) -> P
 
 
 def _build(config: Path | None, run_dir: Path) -> list[str]:
-    return [CLI, "build", *(["--config", str(config)] if config else []), "--run-dir", str(run_dir), "--orchestrator", "local"]
+    return [
+        CLI,
+        "build",
+        *(["--config", str(config)] if config else []),
+        "--run-dir",
+        str(run_dir),
+        "--orchestrator",
+        "local",
+    ]
 
 
 def _wait_for_lease(run_dir: Path, pid: int, timeout: float = 60.0) -> dict:
@@ -66,25 +74,33 @@ def _wait_for_lease(run_dir: Path, pid: int, timeout: float = 60.0) -> dict:
 
 def test_second_build_fails_at_once_and_a_killed_holder_is_taken_over(tmp_path: Path, sample_dir: Path):
     config, run_dir = _config(tmp_path, sample_dir, "demo"), tmp_path / "run"
-    first = subprocess.Popen(_build(config, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=tmp_path)
+    first = subprocess.Popen(
+        _build(config, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=tmp_path
+    )
     try:
         _wait_for_lease(run_dir, first.pid)
         started = time.perf_counter()
-        second = subprocess.run(_build(config, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
+        second = subprocess.run(
+            _build(config, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120
+        )
         waited = time.perf_counter() - started
         assert second.returncode == LOCKED_EXIT, second.stderr
         assert "`reactbench build`" in second.stderr and f"pid {first.pid}" in second.stderr, second.stderr
         # refused by the executable before the CLI loads (flows/entry.py): interpreter start-up only
         assert waited < 2.0, f"the refused build took {waited:.1f} s while the first build ran"
         assert "Traceback" not in second.stderr
-        assert first.poll() is None, "the first build finished before it could be killed: the takeover below would prove nothing"
+        assert first.poll() is None, (
+            "the first build finished before it could be killed: the takeover below would prove nothing"
+        )
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
     finally:
         if first.poll() is None:
             first.kill()
             first.wait()
-    third = subprocess.run(_build(config, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    third = subprocess.run(
+        _build(config, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600
+    )
     assert third.returncode == 0, third.stderr[-3000:]
     assert "Taking over the stale lock" in third.stderr and f"pid {first.pid}" in third.stderr
     for stage in STAGES:
@@ -94,8 +110,16 @@ def test_second_build_fails_at_once_and_a_killed_holder_is_taken_over(tmp_path: 
 
 def test_builds_with_different_configs_started_together_leave_one_consistent_run(tmp_path: Path, sample_dir: Path):
     run_dir = tmp_path / "run"
-    configs = {0: _config(tmp_path, sample_dir, "seed0", run__seed=0, qa__beaf=True), 1: _config(tmp_path, sample_dir, "seed1", run__seed=1, qa__beaf=False)}
-    procs = {seed: subprocess.Popen(_build(cfg, run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path) for seed, cfg in configs.items()}
+    configs = {
+        0: _config(tmp_path, sample_dir, "seed0", run__seed=0, qa__beaf=True),
+        1: _config(tmp_path, sample_dir, "seed1", run__seed=1, qa__beaf=False),
+    }
+    procs = {
+        seed: subprocess.Popen(
+            _build(cfg, run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path
+        )
+        for seed, cfg in configs.items()
+    }
     outs = {seed: p.communicate(timeout=600) for seed, p in procs.items()}
     codes = {seed: p.returncode for seed, p in procs.items()}
     assert sorted(codes.values()) == [0, LOCKED_EXIT], {s: (codes[s], outs[s][1][-2000:]) for s in codes}
@@ -105,7 +129,9 @@ def test_builds_with_different_configs_started_together_leave_one_consistent_run
     saved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert saved["run"]["seed"] == winner and saved["qa"]["beaf"] is (winner == 0)
     # config.yaml describes the artifacts: a later command without --config has nothing to recompute
-    again = subprocess.run(_build(None, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    again = subprocess.run(
+        _build(None, run_dir), capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Nothing to do" in again.stderr, again.stderr[-3000:]
     # every stored image is referenced by the edits (the refused build left none behind)

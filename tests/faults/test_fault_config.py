@@ -26,11 +26,23 @@ LAUGHS = "orchestration:\n  ray_init:\n    l0: &l0 [lol, lol, lol, lol, lol, lol
 # (id, file content, text the one line must contain besides the file name)
 CASES: list[tuple[str, bytes, str]] = [
     ("empty-task-list", b"mine:\n  tasks: []\n", "mine.tasks"),
-    ("inverted-area-range", b"mine:\n  relational_erasure: {area_range: [0.5, 0.003]}\n", "mine.relational_erasure.area_range"),
-    ("inverted-ca-area-range", b"mine:\n  counterfactual_attribute: {area_range: [0.8, 0.05]}\n", "mine.counterfactual_attribute.area_range"),
+    (
+        "inverted-area-range",
+        b"mine:\n  relational_erasure: {area_range: [0.5, 0.003]}\n",
+        "mine.relational_erasure.area_range",
+    ),
+    (
+        "inverted-ca-area-range",
+        b"mine:\n  counterfactual_attribute: {area_range: [0.8, 0.05]}\n",
+        "mine.counterfactual_attribute.area_range",
+    ),
     ("inverted-count-range", b"mine:\n  dense_counting: {count_range: [150, 5]}\n", "mine.dense_counting.count_range"),
     ("decreasing-bins", b"mine:\n  dense_counting: {bins: [150, 5]}\n", "mine.dense_counting.bins"),
-    ("inverted-target-area", b"mine:\n  alteration_tracing: {min_target_area: 0.5, max_target_area: 0.2}\n", "min_target_area"),
+    (
+        "inverted-target-area",
+        b"mine:\n  alteration_tracing: {min_target_area: 0.5, max_target_area: 0.2}\n",
+        "min_target_area",
+    ),
     ("duplicate-key", b"run:\n  seed: 1\n  seed: 2\n", "run.seed: duplicate key"),
     ("duplicate-top-level-key", b"qa: {beaf: true}\nqa: {beaf: false}\n", "qa: duplicate key"),
     ("billion-laughs", LAUGHS.encode(), "orchestration.ray_init"),
@@ -44,17 +56,57 @@ CASES: list[tuple[str, bytes, str]] = [
     ("bad-yaml", b"run: [unclosed\n", "not valid YAML"),
     ("unknown-key", b"run: {sede: 1}\n", "run.sede"),
     # issue 31.5: values finite and of their type, for every section (storage/config_base.py)
-    ("repeated-bin-edge", b"mine:\n  dense_counting: {bins: [5, 5, 10]}\n", "mine.dense_counting.bins: [5, 5, 10]: bin edges must increase"),
-    ("nan-in-a-range", b"mine:\n  relational_erasure: {area_range: [0.003, .nan]}\n", "mine.relational_erasure.area_range: item 1: nan is not a finite number"),
-    ("nan-alone", b"mine:\n  relational_erasure: {theta: .NaN}\n", "mine.relational_erasure.theta: nan is not a finite number"),
-    ("infinite-float", b"orchestration: {retry_delay_s: .inf}\n", "orchestration.retry_delay_s: inf is not a finite number"),
-    ("negative-infinity-in-a-range", b"mine:\n  dense_counting: {count_range: [-.inf, 150]}\n", "mine.dense_counting.count_range: item 0: -inf"),
-    ("nan-in-a-free-form-section", b"orchestration:\n  ray_init: {num_cpus: .nan}\n", "orchestration.ray_init: num_cpus: nan"),
+    (
+        "repeated-bin-edge",
+        b"mine:\n  dense_counting: {bins: [5, 5, 10]}\n",
+        "mine.dense_counting.bins: [5, 5, 10]: bin edges must increase",
+    ),
+    (
+        "nan-in-a-range",
+        b"mine:\n  relational_erasure: {area_range: [0.003, .nan]}\n",
+        "mine.relational_erasure.area_range: item 1: nan is not a finite number",
+    ),
+    (
+        "nan-alone",
+        b"mine:\n  relational_erasure: {theta: .NaN}\n",
+        "mine.relational_erasure.theta: nan is not a finite number",
+    ),
+    (
+        "infinite-float",
+        b"orchestration: {retry_delay_s: .inf}\n",
+        "orchestration.retry_delay_s: inf is not a finite number",
+    ),
+    (
+        "negative-infinity-in-a-range",
+        b"mine:\n  dense_counting: {count_range: [-.inf, 150]}\n",
+        "mine.dense_counting.count_range: item 0: -inf",
+    ),
+    (
+        "nan-in-a-free-form-section",
+        b"orchestration:\n  ray_init: {num_cpus: .nan}\n",
+        "orchestration.ray_init: num_cpus: nan",
+    ),
     ("bool-for-an-int", b"run: {seed: true}\n", "run.seed: true is a boolean, not a number"),
-    ("bool-for-a-float", b"mine:\n  relational_erasure: {theta: false}\n", "mine.relational_erasure.theta: false is a boolean"),
-    ("bool-in-an-int-list", b"orchestration: {gpu_devices: [0, true]}\n", "orchestration.gpu_devices: item 1: true is a boolean"),
-    ("bool-in-editor-params", b"editors:\n  - name: classical\n    params: {dilation_px: true}\n", "editors[0].params.dilation_px: true is a boolean"),
-    ("nul-in-a-source-path", b'sources: {visual_genome: "data/sample\\0/visual_genome"}\n', "sources.visual_genome: 'data/sample\\x00/visual_genome' contains a NUL byte"),
+    (
+        "bool-for-a-float",
+        b"mine:\n  relational_erasure: {theta: false}\n",
+        "mine.relational_erasure.theta: false is a boolean",
+    ),
+    (
+        "bool-in-an-int-list",
+        b"orchestration: {gpu_devices: [0, true]}\n",
+        "orchestration.gpu_devices: item 1: true is a boolean",
+    ),
+    (
+        "bool-in-editor-params",
+        b"editors:\n  - name: classical\n    params: {dilation_px: true}\n",
+        "editors[0].params.dilation_px: true is a boolean",
+    ),
+    (
+        "nul-in-a-source-path",
+        b'sources: {visual_genome: "data/sample\\0/visual_genome"}\n',
+        "sources.visual_genome: 'data/sample\\x00/visual_genome' contains a NUL byte",
+    ),
     ("nul-in-the-reuse-dir", b'run: {reuse_dir: "/tmp/shared-reuse\\0"}\n', "run.reuse_dir"),
     ("nul-in-an-alias-path", b'mine: {object_alias: "aliases\\0.txt"}\n', "mine.object_alias"),
 ]
@@ -74,7 +126,12 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, con
     started = time.monotonic()
     proc = subprocess.run(
         [CLI, "build", "--config", str(config), "--run-dir", str(run_dir), "--orchestrator", "local"],
-        capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path, errors="replace",
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=tmp_path,
+        errors="replace",
     )
     took = time.monotonic() - started
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
@@ -91,7 +148,14 @@ def test_bad_saved_config_is_named_and_the_run_is_untouched(tmp_path: Path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "config.yaml").write_bytes(b"run:\n  seed: 1\n  seed: 2\n")
-    proc = subprocess.run([CLI, "build", "--run-dir", str(run_dir)], capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [CLI, "build", "--run-dir", str(run_dir)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=tmp_path,
+    )
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert f"{run_dir}/config.yaml: run.seed: duplicate key" in lines[0]
@@ -104,7 +168,11 @@ def test_bad_override_leaves_no_run_directory(tmp_path: Path):
     run_dir = tmp_path / "runs" / "deep" / "r"
     proc = subprocess.run(
         [CLI, "build", "--mllm", "openai", "--run-dir", str(run_dir), "--stages", "mine"],
-        capture_output=True, text=True, env=_env(), timeout=120, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=tmp_path,
     )
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "mllm.model" in lines[0], lines

@@ -19,13 +19,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml
-
 from dummy_server import DummyServer
 from pipeline_replies import pipeline_reply
 
@@ -81,10 +80,24 @@ def write_config(path: Path, sample_dir: Path, url: str, window: int = 10) -> Pa
     data = {
         "run": {"seed": 0, "shard_size": 2, "workers": 1},
         "sources": {"visual_genome": str(sample_dir / "visual_genome")},
-        "mine": {"tasks": ["relational_erasure"], "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 2}},
-        "mllm": {"backend": "openai", "model": "m", "base_url": url, "max_retries": 0, "parse_retries": 0, "timeout_s": 10,
-                 "probe_timeout_s": 5, "breaker_window": window, "breaker_failure_rate": 0.2},
-        "edit": {"qc": {"verify": {"model_checks": False}}},  # the fake server cannot tell an edited image from its original
+        "mine": {
+            "tasks": ["relational_erasure"],
+            "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 2},
+        },
+        "mllm": {
+            "backend": "openai",
+            "model": "m",
+            "base_url": url,
+            "max_retries": 0,
+            "parse_retries": 0,
+            "timeout_s": 10,
+            "probe_timeout_s": 5,
+            "breaker_window": window,
+            "breaker_failure_rate": 0.2,
+        },
+        "edit": {
+            "qc": {"verify": {"model_checks": False}}
+        },  # the fake server cannot tell an edited image from its original
         "editors": [{"name": "classical", "params": {"dilation_px": 5}}],
     }
     path.write_text(yaml.safe_dump(data))
@@ -147,13 +160,17 @@ def manifest(run: Path, stage: str) -> dict:
 
 
 # -- a server that is down -------------------------------------------------------------------
-def test_a_closed_port_stops_build_qa_and_eval_at_once_writing_nothing(clean: Path, sample_dir: Path, tmp_path: Path) -> None:
+def test_a_closed_port_stops_build_qa_and_eval_at_once_writing_nothing(
+    clean: Path, sample_dir: Path, tmp_path: Path
+) -> None:
     """The issue's build ran instruct for 9 min against a closed port and exited 0 with 177
     llm_error rejects; its eval printed nothing for 7 min. Now each command checks the server
     before it writes anything."""
     dead = closed_url()
     run = tmp_path / "runs" / "fresh"
-    built, took = cli("build", "-c", str(write_config(tmp_path / "dead.yaml", sample_dir, dead)), "--run-dir", str(run))
+    built, took = cli(
+        "build", "-c", str(write_config(tmp_path / "dead.yaml", sample_dir, dead)), "--run-dir", str(run)
+    )
     assert built.returncode == 1 and took < LIMIT_S, (took, built.stderr[-3000:])
     line = one_line_naming(built, dead)
     assert "cannot connect" in line and "reactbench build" in line, line
@@ -161,7 +178,10 @@ def test_a_closed_port_stops_build_qa_and_eval_at_once_writing_nothing(clean: Pa
 
     copy = copy_run(clean, tmp_path / "copy")
     before = files(copy)
-    for args in (["qa", "--run-dir", str(copy), "--base-url", dead], ["eval", "--run-dir", str(copy), *EVAL[:2], "--base-url", dead, "--unverified", "--modes", "cot"]):
+    for args in (
+        ["qa", "--run-dir", str(copy), "--base-url", dead],
+        ["eval", "--run-dir", str(copy), *EVAL[:2], "--base-url", dead, "--unverified", "--modes", "cot"],
+    ):
         proc, took = cli(*args)
         assert proc.returncode == 1 and took < LIMIT_S, (args[0], took, proc.stderr[-3000:])
         assert "cannot connect" in one_line_naming(proc, dead)
@@ -178,7 +198,9 @@ def test_a_build_meeting_a_half_failing_server_stops_keeps_its_shards_and_resume
     assert stopped.returncode == 1 and took < LIMIT_S, (took, stopped.stderr[-3000:])
     line = one_line_naming(stopped, server.dummy.base_url)
     assert "3 of the last" in line and "instruct: 2 of" in line and "resume with `reactbench build" in line, line
-    assert len(list((run / "instruct" / "_shards").glob("*.json"))) == 2, "the shards finished before the breaker tripped are kept"
+    assert len(list((run / "instruct" / "_shards").glob("*.json"))) == 2, (
+        "the shards finished before the breaker tripped are kept"
+    )
     assert manifest(run, "instruct")["status"] == "interrupted" and not (run / ".reactbench-lock.json").exists()
     status, _ = cli("status", "--run-dir", str(run))
     assert [ln for ln in status.stderr.splitlines() if "instruct" in ln and "interrupted" in ln], status.stderr
@@ -190,7 +212,9 @@ def test_a_build_meeting_a_half_failing_server_stops_keeps_its_shards_and_resume
     assert stage_parquet(run, *stages) == stage_parquet(clean, *stages)
 
 
-def test_qa_meeting_a_half_failing_server_stops_and_resumes_to_the_clean_questions(clean: Path, server: Server, tmp_path: Path) -> None:
+def test_qa_meeting_a_half_failing_server_stops_and_resumes_to_the_clean_questions(
+    clean: Path, server: Server, tmp_path: Path
+) -> None:
     run = copy_run(clean, tmp_path / "run")
     server.failing_half()  # every analysis asked again: neither the reuse store nor the response cache answers
     stopped, took = cli("qa", "--run-dir", str(run), "--force-items", "stage=qa", "--no-cache")
@@ -218,7 +242,9 @@ def test_eval_meeting_a_half_failing_server_stops_and_resumes_to_the_clean_answe
     line = one_line_naming(stopped, server.dummy.base_url)
     # the 1st shard's 12 answers hold 6 failures (not more than 10 of 50); the 2nd shard meets the 11th
     assert "11 of the last " in line and f"{folder}: 1 of 8 shards finished" in line, line
-    assert len(list((run / folder / "_shards").glob("*.json"))) == 1, "the shard finished before the breaker tripped is kept"
+    assert len(list((run / folder / "_shards").glob("*.json"))) == 1, (
+        "the shard finished before the breaker tripped is kept"
+    )
     assert manifest(run, folder)["status"] == "interrupted" and not (run / folder / "metrics.json").exists()
 
     server.working()
@@ -231,7 +257,9 @@ def test_eval_meeting_a_half_failing_server_stops_and_resumes_to_the_clean_answe
 # -- stop signals ----------------------------------------------------------------------------------
 def _signal_when_running(args: list[str], run: Path, stage: str, sig: int) -> tuple[subprocess.Popen, str, float]:
     """Start ``reactbench ARGS``, send ``sig`` once ``stage`` runs; (process, stderr, seconds to exit)."""
-    proc = subprocess.Popen([CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT
+    )
     try:
         path = run / stage / "_manifest.json"
         deadline = time.monotonic() + 120
@@ -250,7 +278,9 @@ def _signal_when_running(args: list[str], run: Path, stage: str, sig: int) -> tu
             proc.wait()
 
 
-@pytest.mark.parametrize("command, sig", [("build", signal.SIGINT), ("eval", signal.SIGTERM)], ids=["build-SIGINT", "eval-SIGTERM"])
+@pytest.mark.parametrize(
+    "command, sig", [("build", signal.SIGINT), ("eval", signal.SIGTERM)], ids=["build-SIGINT", "eval-SIGTERM"]
+)
 def test_a_stop_signal_cuts_slow_model_calls_says_what_finished_and_leaves_the_stage_interrupted(
     clean: Path, cfg: Path, server: Server, tmp_path: Path, command: str, sig: int
 ) -> None:
@@ -292,5 +322,7 @@ def test_status_calls_a_stage_left_running_by_a_dead_writer_interrupted(clean: P
     m = manifest(run, "qa")
     (run / "qa" / "_manifest.json").write_text(json.dumps({**m, "status": "running"}))
     status, _ = cli("status", "--run-dir", str(run))
-    rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in status.stderr.splitlines() if ln.startswith("│")}
+    rows = {
+        ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in status.stderr.splitlines() if ln.startswith("│")
+    }
     assert rows["qa"] == "interrupted" and rows["edit"] == "complete", status.stderr

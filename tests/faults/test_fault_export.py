@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import table_from_rows, write_table
 from storage.schemas import QUESTIONS
-from flows.config import resolve_run_config
 from tasks.release.export.export import export_benchmark
 from tasks.release.export.seal import MANIFEST, ReleaseRefused, read_release, verify_release
 
@@ -73,11 +73,17 @@ def _loaded_rows(out: Path, cache: Path) -> int:
 
 def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: dict[str, RunFS], tmp_path: Path):
     out = tmp_path / "release"
-    old_rows = sum(export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True).counts.values())
+    old_rows = sum(
+        export_benchmark(
+            runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True
+        ).counts.values()
+    )
     new_rows = len(_questions(runs["new"]))
     # calibrate: how long a whole export runs, from start and from its staging folder's appearance
     started = time.monotonic()
-    proc = subprocess.Popen(_export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(
+        _export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env()
+    )
     staged_at = None
     while proc.poll() is None:
         if staged_at is None and any(p.name.startswith(".release.export-tmp-") for p in tmp_path.iterdir()):
@@ -91,14 +97,24 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
     rng = random.Random(26)
     outcomes = []
     for i in range(KILLS):
-        export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True, replace=True)  # back to the old release
+        export_benchmark(
+            runs["old"],
+            RunFS.open(str(out)),
+            resolve_run_config(run_dir=runs["old"].url),
+            unverified=True,
+            replace=True,
+        )  # back to the old release
         # half the kills at any instant of the command, half inside the writing / sealing / swap window
         anchor_on_staging = i % 2 == 1
         delay = rng.uniform(0, writing if anchor_on_staging else whole)
-        proc = subprocess.Popen(_export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+        proc = subprocess.Popen(
+            _export(Path(runs["new"].root), out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env()
+        )
         t0 = time.monotonic()
         if anchor_on_staging:
-            while proc.poll() is None and not any(p.name.startswith(".release.export-tmp-") for p in tmp_path.iterdir()):
+            while proc.poll() is None and not any(
+                p.name.startswith(".release.export-tmp-") for p in tmp_path.iterdir()
+            ):
                 time.sleep(0.002)
             t0 = time.monotonic()
         while proc.poll() is None and time.monotonic() - t0 < delay:
@@ -110,29 +126,49 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
         assert rows in (old_rows, new_rows), f"kill {i} after {delay:.2f} s: {rows} rows, a mix of releases"
         assert rows == sum(manifest["counts"].values())
         outcomes.append("new" if rows == new_rows else "old")
-    print({"kills": KILLS, "old": outcomes.count("old"), "new": outcomes.count("new"), "whole_s": round(whole, 2), "writing_s": round(writing, 2)})
+    print(
+        {
+            "kills": KILLS,
+            "old": outcomes.count("old"),
+            "new": outcomes.count("new"),
+            "whole_s": round(whole, 2),
+            "writing_s": round(writing, 2),
+        }
+    )
     # whatever the kills left behind, the next export completes and cleans up
-    done = subprocess.run(_export(Path(runs["new"].root), out), capture_output=True, text=True, env=_env(), timeout=300)
+    done = subprocess.run(
+        _export(Path(runs["new"].root), out), capture_output=True, text=True, env=_env(), timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert _loaded_rows(out, tmp_path / "hf-final") == new_rows
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".release.")] == []
 
 
-def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole(runs: dict[str, RunFS], tmp_path: Path):
+def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole(
+    runs: dict[str, RunFS], tmp_path: Path
+):
     out = tmp_path / "release"
-    four = export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    four = export_benchmark(
+        runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True
+    )
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    refused = subprocess.run(_export(Path(runs["one"].root), out), capture_output=True, text=True, env=_env(), timeout=300)
+    refused = subprocess.run(
+        _export(Path(runs["one"].root), out), capture_output=True, text=True, env=_env(), timeout=300
+    )
     assert refused.returncode == 2, refused.stderr
     message = " ".join(refused.stderr.split())
     assert "--replace" in message and "relational_erasure" in message and "dense_counting" in message, message
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, "a refused export changed the release"
     assert not RunFS.open(runs["one"].root).exists("export", "rejects"), "a refused export recorded rejects"
 
-    replaced = subprocess.run(_export(Path(runs["one"].root), out, "--replace"), capture_output=True, text=True, env=_env(), timeout=300)
+    replaced = subprocess.run(
+        _export(Path(runs["one"].root), out, "--replace"), capture_output=True, text=True, env=_env(), timeout=300
+    )
     assert replaced.returncode == 0, replaced.stderr
     manifest = verify_release(RunFS.open(str(out)))
-    assert list(manifest["counts"]) == ["dense_counting"] and sorted(p.name for p in (out / "data").iterdir()) == ["dense_counting"]
+    assert list(manifest["counts"]) == ["dense_counting"] and sorted(p.name for p in (out / "data").iterdir()) == [
+        "dense_counting"
+    ]
     assert _loaded_rows(out, tmp_path / "hf") == manifest["counts"]["dense_counting"] < sum(four.counts.values())
 
 
@@ -205,13 +241,21 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     out.fs.mv(out.root, aside.root, recursive=True)
     out.write_text_atomic("half-copied.parquet", "part of a newer release")
     recover(out)
-    assert verify_release(out)["counts"] == first.counts and not aside.exists() and not out.exists("half-copied.parquet")
+    assert (
+        verify_release(out)["counts"] == first.counts and not aside.exists() and not out.exists("half-copied.parquet")
+    )
     second = export_benchmark(runs["new"], out, resolve_run_config(run_dir=runs["new"].url), unverified=True)
     assert verify_release(out)["counts"] == second.counts != first.counts
     assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
 
 
-STORE_WRITES = ("pipe_file", "put_file", "copy", "rm_file", "rm")  # every call by which the export changes an object store
+STORE_WRITES = (
+    "pipe_file",
+    "put_file",
+    "copy",
+    "rm_file",
+    "rm",
+)  # every call by which the export changes an object store
 
 
 def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: dict[str, RunFS], s3_server) -> None:
@@ -232,6 +276,7 @@ def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: d
             if failing_from[0] and len(writes) >= failing_from[0]:
                 raise OSError(f"injected store failure at write {len(writes)} ({writes[-1]})")
             return real[name](*args, **kwargs)
+
         return call
 
     with pytest.MonkeyPatch.context() as patch:
@@ -260,10 +305,14 @@ def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: d
             leftovers = [n for n in RunFS.open(out.url.rsplit("/", 1)[0]).listdir() if n != "release"]
             assert leftovers == [], (k, leftovers)
     assert torn > 0, "no cut fell inside the swap: the test did not reach the window it guards"
-    print({"writes": total, "torn_before_recovery": torn, "reader_saw": {o: outcomes.count(o) for o in ("old", "new")}})
+    print(
+        {"writes": total, "torn_before_recovery": torn, "reader_saw": {o: outcomes.count(o) for o in ("old", "new")}}
+    )
 
 
-def test_verify_release_refuses_a_file_whose_name_is_right_and_content_changed(runs: dict[str, RunFS], tmp_path: Path) -> None:
+def test_verify_release_refuses_a_file_whose_name_is_right_and_content_changed(
+    runs: dict[str, RunFS], tmp_path: Path
+) -> None:
     """docs/eval.md tells a release's receivers to run ``verify_release``: a file changed in place
     (same name, same size, one byte different), added or removed must fail it, naming the file."""
     out = tmp_path / "release"
@@ -298,8 +347,12 @@ def test_one_export_writes_a_release_at_a_time(runs: dict[str, RunFS], tmp_path:
     export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with release_lock(RunFS.open(str(out))):
-        with pytest.raises(ReleaseRefused, match=rf"--out {out} is being written by `reactbench export` \(pid {os.getpid()}"):
-            export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+        with pytest.raises(
+            ReleaseRefused, match=rf"--out {out} is being written by `reactbench export` \(pid {os.getpid()}"
+        ):
+            export_benchmark(
+                runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True
+            )
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # the lease is gone with its holder

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from rebuild_helpers import artifacts, assert_same_build, copy_run, queue_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +37,9 @@ def stage_states(status_output: str) -> dict[str, str]:
     return dict(re.findall(r"│ (mine|instruct|edit|qa|review)\s+│ (\S+)", status_output))
 
 
-def test_deleted_candidates_are_reported_by_status_and_recomputed_by_the_next_build(demo_run: Path, tmp_path: Path) -> None:
+def test_deleted_candidates_are_reported_by_status_and_recomputed_by_the_next_build(
+    demo_run: Path, tmp_path: Path
+) -> None:
     run = copy_run(demo_run, tmp_path / "run")
     deleted = sorted((run / "mine" / "candidates").glob("*.parquet"))
     assert deleted
@@ -46,13 +47,22 @@ def test_deleted_candidates_are_reported_by_status_and_recomputed_by_the_next_bu
         path.unlink()
     status = reactbench("status", "--run-dir", str(run), cwd=tmp_path)
     assert status.returncode == 0, status.stderr
-    assert stage_states(status.stderr) == {"mine": "damaged", "instruct": "complete", "edit": "complete", "qa": "complete", "review": "complete"}
+    assert stage_states(status.stderr) == {
+        "mine": "damaged",
+        "instruct": "complete",
+        "edit": "complete",
+        "qa": "complete",
+        "review": "complete",
+    }
     assert f"damaged: mine: mine/candidates/{deleted[0].name} is missing" in status.stderr, status.stderr
 
     build = reactbench("build", "--run-dir", str(run), cwd=tmp_path)
     assert build.returncode == 0, build.stdout + build.stderr
     said = " ".join(build.stderr.split())
-    assert re.search(rf"mine: recomputed {len(deleted)} finished shard\(s\) whose files did not match their markers: mine/candidates/{deleted[0].name} is missing", said), said
+    assert re.search(
+        rf"mine: recomputed {len(deleted)} finished shard\(s\) whose files did not match their markers: mine/candidates/{deleted[0].name} is missing",
+        said,
+    ), said
     assert_same_build(run, demo_run)  # byte for byte, and the review queue as it was: nothing retired
     assert "damaged" not in reactbench("status", "--run-dir", str(run), cwd=tmp_path).stderr
 
@@ -75,8 +85,13 @@ def test_changed_and_stray_files_are_recomputed_and_removed(demo_run: Path, tmp_
     build = reactbench("build", "--run-dir", str(run), cwd=tmp_path)
     assert build.returncode == 0, build.stdout + build.stderr
     said = " ".join(build.stderr.split())
-    assert f"edit: recomputed 1 finished shard(s) whose files did not match their markers: edit/edits/{edits[-1].name} was changed" in said, said
-    assert "qa: recomputed 1 finished shard(s)" in said and "part-00000 (copy).parquet is a shard file" not in said, said
+    assert (
+        f"edit: recomputed 1 finished shard(s) whose files did not match their markers: edit/edits/{edits[-1].name} was changed"
+        in said
+    ), said
+    assert "qa: recomputed 1 finished shard(s)" in said and "part-00000 (copy).parquet is a shard file" not in said, (
+        said
+    )
     assert not (run / "qa" / "questions" / "part-00000 (copy).parquet").exists()
     assert_same_build(run, demo_run)
 
@@ -92,12 +107,18 @@ def test_commands_reading_a_damaged_stage_alone_refuse_it(demo_run: Path, tmp_pa
     qa = reactbench("qa", "--run-dir", str(run), cwd=tmp_path)
     assert qa.returncode == 1, qa.stdout + qa.stderr
     said = " ".join(qa.stderr.split())
-    assert f"stage 'qa' reads 'edit', whose finished output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench edit --run-dir {run}`" in said, said
+    assert (
+        f"stage 'qa' reads 'edit', whose finished output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench edit --run-dir {run}`"
+        in said
+    ), said
 
     for args in (["export", "--out", str(tmp_path / "releases" / "demo")], ["eval", "--model", "rules:rules-v1"]):
         proc = reactbench(*args, "--run-dir", str(run), "--unverified", cwd=tmp_path)
         assert proc.returncode == 2, proc.stdout + proc.stderr
         said = " ".join(proc.stderr.split())
-        assert f"the edit stage's output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench build --run-dir {run}`" in said, said
+        assert (
+            f"the edit stage's output is damaged in {run}: edit/edits/{victim.name} is missing; run `reactbench build --run-dir {run}`"
+            in said
+        ), said
     assert not (tmp_path / "releases").exists() and not (run / "eval").exists()  # not even an empty folder
     assert (artifacts(run), queue_rows(run)) == before

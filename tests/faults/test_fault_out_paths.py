@@ -69,14 +69,23 @@ def reactbench(place: Path, *args: str) -> subprocess.CompletedProcess:
 
 EXPORTS = {
     "dotdot-replace": (["--out", "runs/X/../X", "--replace"], "(= {base}/runs/X) is the run directory {base}/runs/X;"),
-    "double-slash-replace": (["--out", "{base}//runs/X", "--replace"], "(= {base}/runs/X) is the run directory {base}/runs/X;"),
+    "double-slash-replace": (
+        ["--out", "{base}//runs/X", "--replace"],
+        "(= {base}/runs/X) is the run directory {base}/runs/X;",
+    ),
     "into-the-run": (["--out", "runs/X/release"], "is inside the run directory {base}/runs/X;"),
     "into-reports": (["--out", "runs/X/reports/rel"], "is inside the run directory {base}/runs/X;"),
     "file-url": (["--out", "file://{base}/runs/X/rel2"], "is inside the run directory {base}/runs/X;"),
-    "stage-folder-replace": (["--out", "runs/X/mine/candidates", "--replace"], "is inside the run directory {base}/runs/X;"),
+    "stage-folder-replace": (
+        ["--out", "runs/X/mine/candidates", "--replace"],
+        "is inside the run directory {base}/runs/X;",
+    ),
     "dot-replace": (["--out", "runs/X/.", "--replace"], "(= {base}/runs/X) is the run directory {base}/runs/X;"),
     "above-the-run-replace": (["--out", "runs", "--replace"], "holds the run directory {base}/runs/X;"),
-    "symlink-into-the-run": (["--out", "link/rel"], "(= {base}/runs/X/rel) is inside the run directory {base}/runs/X;"),
+    "symlink-into-the-run": (
+        ["--out", "link/rel"],
+        "(= {base}/runs/X/rel) is inside the run directory {base}/runs/X;",
+    ),
     "another-run": (["--out", "runs/Y/rel", "--replace"], "is inside the run directory {base}/runs/Y;"),
     "not-a-release-replace": (["--out", "notes", "--replace"], "holds no release_manifest.json (found todo.txt)"),
 }
@@ -98,15 +107,22 @@ def test_export_into_or_over_a_run_directory_is_refused(place: Path, case: str) 
 def test_export_to_a_folder_of_its_own_and_replace_of_a_sealed_release_still_work(place: Path) -> None:
     first = reactbench(place, "export", "--run-dir", "runs/X", "--unverified", "--out", "releases/./demo")
     assert first.returncode == 0, first.stderr
-    again = reactbench(place, "export", "--run-dir", "link", "--unverified", "--out", f"file://{place}/releases//demo", "--replace")
+    again = reactbench(
+        place, "export", "--run-dir", "link", "--unverified", "--out", f"file://{place}/releases//demo", "--replace"
+    )
     assert again.returncode == 0, again.stderr
     assert verify_release(RunFS.open(str(place / "releases" / "demo")))["counts"]
-    assert sorted(p.name for p in (place / "releases").iterdir()) == ["demo"]  # no lease, no temporary folder left beside it
+    assert sorted(p.name for p in (place / "releases").iterdir()) == [
+        "demo"
+    ]  # no lease, no temporary folder left beside it
 
 
 REPORTS = {
     "over-a-stage-file": ("runs/X/mine/candidates/part-00000.parquet", "is inside the run directory {base}/runs/X;"),
-    "over-the-config": ("runs/X/reports/../config.yaml", "(= {base}/runs/X/config.yaml) is inside the run directory {base}/runs/X;"),
+    "over-the-config": (
+        "runs/X/reports/../config.yaml",
+        "(= {base}/runs/X/config.yaml) is inside the run directory {base}/runs/X;",
+    ),
     "into-another-run": ("runs/Y/reports/build.html", "is inside the run directory {base}/runs/Y;"),
     "over-the-run-itself": ("runs/X/.", "is a folder"),
 }

@@ -12,14 +12,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from rebuild_helpers import artifacts, assert_same_build, build, copy_run, demo_config
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("size", [32, 12], ids=["up-16-to-32", "down-16-to-12"])
-def test_a_new_shard_size_rebuilds_to_a_fresh_build(size: int, demo_run: Path, sample_dir: Path, tmp_path: Path) -> None:
+def test_a_new_shard_size_rebuilds_to_a_fresh_build(
+    size: int, demo_run: Path, sample_dir: Path, tmp_path: Path
+) -> None:
     run = copy_run(demo_run, tmp_path / "run")
     summaries = build(demo_config(sample_dir, shard_size=size), run)
     # every regrouped stage ran again, its items from the reuse store (nothing recomputed)
@@ -29,7 +30,9 @@ def test_a_new_shard_size_rebuilds_to_a_fresh_build(size: int, demo_run: Path, s
     fresh = tmp_path / "fresh"
     build(demo_config(sample_dir, shard_size=size), fresh)
     assert_same_build(run, fresh)
-    assert len([k for k in artifacts(run) if k.startswith("qa/questions/")]) != len([k for k in artifacts(demo_run) if k.startswith("qa/questions/")])
+    assert len([k for k in artifacts(run) if k.startswith("qa/questions/")]) != len(
+        [k for k in artifacts(demo_run) if k.startswith("qa/questions/")]
+    )
 
 
 def test_a_new_shard_size_reevaluates_to_a_fresh_evaluation(demo_run: Path, sample_dir: Path, tmp_path: Path) -> None:

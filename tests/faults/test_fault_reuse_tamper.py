@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
 from rebuild_helpers import assert_same_build, build, copy_run, demo_config
+from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
 PER_COMPONENT = 10
@@ -33,7 +32,11 @@ def entries(run: Path) -> dict[str, list[tuple[Path, str]]]:
     packs = run / "reuse" / "packs"
     out: dict[str, list[tuple[Path, str]]] = {}
     for folder in sorted(packs.iterdir()):
-        out[folder.name] = sorted((path, line.split(" ", 1)[0]) for path in folder.rglob("*.pack") for line in path.read_text().splitlines()[1:])
+        out[folder.name] = sorted(
+            (path, line.split(" ", 1)[0])
+            for path in folder.rglob("*.pack")
+            for line in path.read_text().splitlines()[1:]
+        )
     return out
 
 
@@ -46,7 +49,9 @@ def change_line(path: Path, key: str, change: Any) -> None:
 
 
 def line_of(path: Path, key: str) -> bytes:
-    return next(line.partition(b" ")[2] for line in path.read_bytes().split(b"\n") if line.startswith(key.encode() + b" "))
+    return next(
+        line.partition(b" ")[2] for line in path.read_bytes().split(b"\n") if line.startswith(key.encode() + b" ")
+    )
 
 
 def rebuild(sample_dir: Path, run: Path) -> dict[str, Any]:
@@ -139,7 +144,9 @@ def test_a_truncated_pack_loses_only_its_missing_entries(demo_run: Path, sample_
     lines = path.read_bytes().split(b"\n")
     held = len(lines) - 2  # the header and the empty end
     assert held >= 3
-    path.write_bytes(b"\n".join(lines[:-3]) + b"\n" + lines[-3][: len(lines[-3]) // 2])  # the last line cut, the one before it half gone
+    path.write_bytes(
+        b"\n".join(lines[:-3]) + b"\n" + lines[-3][: len(lines[-3]) // 2]
+    )  # the last line cut, the one before it half gone
     summaries = rebuild(sample_dir, run)
     assert_same_build(run, demo_run)
     assert damaged_count(run) == 2
@@ -161,7 +168,9 @@ def test_corrupted_images_are_replaced(demo_run: Path, sample_dir: Path, tmp_pat
         (run / rel).write_bytes(bytes(data))
     rebuild(sample_dir, run)
     for rel in victims:
-        assert hashlib.sha256((run / rel).read_bytes()).hexdigest() == Path(rel).name.split(".")[0], f"{rel} still damaged"
+        assert hashlib.sha256((run / rel).read_bytes()).hexdigest() == Path(rel).name.split(".")[0], (
+            f"{rel} still damaged"
+        )
     assert_same_build(run, demo_run)
     # one count per entry that met a damaged image first (an edit's entry names its original and its result)
     assert damaged_count(run) >= len({e["edited_image"] for e in ok[:4]})

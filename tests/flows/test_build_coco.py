@@ -25,8 +25,15 @@ def test_coco_sample_builds_to_queued_items_of_each_task(sample_dir: Path, tmp_p
     config = tmp_path / "coco.yaml"
     config.write_text(yaml.safe_dump(data))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run([CLI, "build", "--config", str(config), "--run-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [CLI, "build", "--config", str(config), "--run-dir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = RunFS.open(str(tmp_path / "run"))
     tasks = {"relational_erasure", "alteration_tracing", "dense_counting"}

@@ -52,7 +52,11 @@ def e2e_config(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def build(config: Path, run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [CLI, "build", "--config", str(config), "--run-dir", str(run_dir), *extra],
-        capture_output=True, text=True, env=_env(), timeout=600, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+        cwd=ROOT,
     )
 
 
@@ -70,10 +74,17 @@ def _rows(run_dir: Path, stage: str, artifact: str) -> list[dict]:
 
 
 def test_every_stage_leaves_non_empty_artifacts(reference_run: Path) -> None:
-    for stage, artifact in [("mine", "candidates"), ("instruct", "instructions"), ("edit", "edits"), ("qa", "questions")]:
+    for stage, artifact in [
+        ("mine", "candidates"),
+        ("instruct", "instructions"),
+        ("edit", "edits"),
+        ("qa", "questions"),
+    ]:
         assert _rows(reference_run, stage, artifact), f"{stage}/{artifact} is empty"
         manifest = json.loads((reference_run / stage / "_manifest.json").read_text())
-        assert manifest["status"] == "complete" and manifest["config_hash"] and manifest["input_fingerprints"] is not None
+        assert (
+            manifest["status"] == "complete" and manifest["config_hash"] and manifest["input_fingerprints"] is not None
+        )
         assert manifest["code_version"] and manifest["completed_shards"]
     saved = yaml.safe_load((reference_run / "config.yaml").read_text())
     assert saved["mllm"]["backend"] == "rules"
@@ -84,7 +95,9 @@ def test_every_stage_leaves_non_empty_artifacts(reference_run: Path) -> None:
 
 def test_edits_change_the_erased_box_and_keep_the_rest(reference_run: Path) -> None:
     store = ImageStore(RunFS.open(str(reference_run)))
-    edits = [e for e in _rows(reference_run, "edit", "edits") if e["task"] == "relational_erasure" and e["status"] == "ok"]
+    edits = [
+        e for e in _rows(reference_run, "edit", "edits") if e["task"] == "relational_erasure" and e["status"] == "ok"
+    ]
     assert edits
     for e in edits:
         orig = store.get_array(e["original_image"]).astype(np.float64)
@@ -119,11 +132,16 @@ def _snapshot(run_dir: Path) -> dict[str, bytes]:
     }
 
 
-def test_kill_mid_stage_then_resume_equals_uninterrupted(reference_run: Path, e2e_config: Path, tmp_path: Path) -> None:
+def test_kill_mid_stage_then_resume_equals_uninterrupted(
+    reference_run: Path, e2e_config: Path, tmp_path: Path
+) -> None:
     run_dir = tmp_path / "killed"
     proc = subprocess.Popen(
         [CLI, "build", "--config", str(e2e_config), "--run-dir", str(run_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+        cwd=ROOT,
     )
     killed_in = None
     deadline = time.time() + 300
@@ -153,11 +171,15 @@ def test_kill_mid_stage_then_resume_equals_uninterrupted(reference_run: Path, e2
         for artifact in artifacts:
             ids = [r["id"] for r in _rows(run_dir, stage, artifact)] if artifact not in ("pair_stats",) else []
             assert len(ids) == len(set(ids)), f"duplicated ids in {stage}/{artifact}"
-    assert not [p for stage in STAGE_ARTIFACTS for p in (run_dir / stage).rglob(".tmp-*")], "temporary files left behind"
+    assert not [p for stage in STAGE_ARTIFACTS for p in (run_dir / stage).rglob(".tmp-*")], (
+        "temporary files left behind"
+    )
 
 
 def test_status_reports_every_stage_complete(reference_run: Path) -> None:
-    proc = subprocess.run([CLI, "status", "--run-dir", str(reference_run)], capture_output=True, text=True, env=_env(), timeout=120)
+    proc = subprocess.run(
+        [CLI, "status", "--run-dir", str(reference_run)], capture_output=True, text=True, env=_env(), timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("│")]
     assert len(lines) == 5 and all("complete" in ln for ln in lines), proc.stderr
@@ -169,19 +191,29 @@ def _stop_mid_stage(proc: subprocess.Popen, run_dir: Path, sig: int) -> str:
     while time.time() < deadline and proc.poll() is None:
         for stage in ("edit", "instruct", "qa"):
             manifest = run_dir / stage / "_manifest.json"
-            if list((run_dir / stage / "_shards").glob("*.json")) and manifest.exists() and json.loads(manifest.read_text()).get("status") == "running":
+            if (
+                list((run_dir / stage / "_shards").glob("*.json"))
+                and manifest.exists()
+                and json.loads(manifest.read_text()).get("status") == "running"
+            ):
                 proc.send_signal(sig)
                 return stage
         time.sleep(0.01)
     raise AssertionError("the build finished before it could be stopped mid-stage")
 
 
-def _signalled_build(config: Path, run_dir: Path, sig: int, *, again: bool = False) -> tuple[subprocess.Popen, str, str, float]:
+def _signalled_build(
+    config: Path, run_dir: Path, sig: int, *, again: bool = False
+) -> tuple[subprocess.Popen, str, str, float]:
     """Start a build, send ``sig`` mid-stage (and once more 50 ms later when ``again``); returns the
     process, the stage it was stopped in, its stderr and the seconds from the last signal to exit."""
     proc = subprocess.Popen(
         [CLI, "build", "--config", str(config), "--run-dir", str(run_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
     )
     try:
         stage = _stop_mid_stage(proc, run_dir, sig)
@@ -197,7 +229,9 @@ def _signalled_build(config: Path, run_dir: Path, sig: int, *, again: bool = Fal
             proc.wait()
 
 
-@pytest.mark.parametrize("sig, code, resume", [(signal.SIGTERM, 143, True), (signal.SIGHUP, 129, False)], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    "sig, code, resume", [(signal.SIGTERM, 143, True), (signal.SIGHUP, 129, False)], ids=["SIGTERM", "SIGHUP"]
+)
 def test_signal_mid_build_releases_the_lease_says_how_to_resume_and_resumes_identically(
     reference_run: Path, e2e_config: Path, tmp_path: Path, sig: int, code: int, resume: bool
 ) -> None:
@@ -223,14 +257,18 @@ def test_signal_mid_build_releases_the_lease_says_how_to_resume_and_resumes_iden
     assert _snapshot(run_dir) == _snapshot(reference_run)
 
 
-def test_full_disk_is_one_line_naming_the_file_and_the_run_resumes(reference_run: Path, e2e_config: Path, tmp_path: Path) -> None:
+def test_full_disk_is_one_line_naming_the_file_and_the_run_resumes(
+    reference_run: Path, e2e_config: Path, tmp_path: Path
+) -> None:
     """Issue 26.6: a full disk gave a raw ENOSPC traceback. Produced for real here: the run
     directory lives on a 6 MB tmpfs (a whole build needs ~25 MB); the build stops with one line
     naming the file and the space it needs, and after the disk grows the rerun completes to the
     artifacts of an uninterrupted build."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(disk)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(disk)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"mounting a size-limited tmpfs needs root or CAP_SYS_ADMIN: {mounted.stderr.strip()}")
     try:
@@ -239,7 +277,9 @@ def test_full_disk_is_one_line_naming_the_file_and_the_run_resumes(reference_run
         assert full.returncode == 1, full.stderr[-3000:]
         said = [ln for ln in full.stderr.splitlines() if "no space left on device" in ln]
         assert len(said) == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
-        assert f"writing {run_dir}/" in said[0] and " needs " in said[0] and "resume with `reactbench build" in said[0], said[0]
+        assert (
+            f"writing {run_dir}/" in said[0] and " needs " in said[0] and "resume with `reactbench build" in said[0]
+        ), said[0]
         assert not (run_dir / ".reactbench-lock.json").exists()
         print(json.dumps({"enospc_message": said[0].strip()}))
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)

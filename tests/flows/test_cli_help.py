@@ -5,7 +5,8 @@ means one thing across the CLI."""
 from __future__ import annotations
 
 import shlex
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import typer.main
@@ -66,7 +67,11 @@ def test_help_ends_with_the_example_and_shows_flags_as_flags(path: str) -> None:
     for p in cmd.params:
         if p.param_type_name == "option" and not p.hidden and not getattr(p, "is_flag", False):
             long = next(o for o in p.opts if o.startswith("--"))
-            line = next(ln for ln in result.output.splitlines() if ln.startswith("│") and [w for w in ln.split() if w not in ("│", "*")][:1] == [long])
+            line = next(
+                ln
+                for ln in result.output.splitlines()
+                if ln.startswith("│") and [w for w in ln.split() if w not in ("│", "*")][:1] == [long]
+            )
             assert "<" in line, f"{p.opts}: an option that takes a value shows its type: {line}"
 
 
@@ -77,7 +82,7 @@ def test_the_example_parses_as_written(path: str) -> None:
     root = typer.main.get_command(app)
     ran: list[str] = []
     for p, cmd in _tree(root):
-        cmd.callback = (lambda name: (lambda *a, **kw: ran.append(name)))(p)
+        cmd.callback = (lambda name: lambda *a, **kw: ran.append(name))(p)
     argv = shlex.split(EXAMPLES[path])
     assert argv[0] == "reactbench"
     root.main(argv[1:], prog_name="reactbench", standalone_mode=False)
@@ -96,6 +101,8 @@ def test_an_option_name_means_one_thing() -> None:
                     if opt.startswith("--"):
                         users.setdefault(opt, set()).add(path)
     shared = {opt for opt, paths in users.items() if len(paths) > 1}
-    assert shared <= set(SHARED_OPTIONS), f"options several commands take, without one meaning recorded: {sorted(shared - set(SHARED_OPTIONS))}"
+    assert shared <= set(SHARED_OPTIONS), (
+        f"options several commands take, without one meaning recorded: {sorted(shared - set(SHARED_OPTIONS))}"
+    )
     assert users["--model"] == {"eval"} and users["--eval"] == {"report"}
     assert users["--mllm-model"] == {"build", "instruct", "qa"}

@@ -15,17 +15,28 @@ from storage.fs import RunFS
 from storage.run_lock import LEASE_FILE, RunLock
 
 WRITING = [
-    ["build"], ["mine"], ["instruct"], ["edit"], ["qa"], ["review"],
-    ["review", "export"], ["review", "import-labelstudio", "tasks.json"],
+    ["build"],
+    ["mine"],
+    ["instruct"],
+    ["edit"],
+    ["qa"],
+    ["review"],
+    ["review", "export"],
+    ["review", "import-labelstudio", "tasks.json"],
     ["eval", "--model", "rules:rules-v1", "--unverified"],
     # issue 24.5: export writes <run>/export/rejects, report <run>/reports/, prune deletes from the store
-    ["export", "--out", "{tmp}/release"], ["report", "build"], ["reuse", "prune", "--keep-days", "0"],
+    ["export", "--out", "{tmp}/release"],
+    ["report", "build"],
+    ["reuse", "prune", "--keep-days", "0"],
 ]
 GROUPS = ("review", "reuse")
 
 
 def test_every_writer_is_listed_here():
-    listed = {(c[0], c[1]) if c[0] in GROUPS and len(c) > 1 else ((c[0], None) if c[0] in GROUPS else ("", c[0])) for c in WRITING}
+    listed = {
+        (c[0], c[1]) if c[0] in GROUPS and len(c) > 1 else ((c[0], None) if c[0] in GROUPS else ("", c[0]))
+        for c in WRITING
+    }
     assert listed == WRITERS
 
 
@@ -36,7 +47,11 @@ def test_writer_refused_while_the_run_is_locked(tmp_path: Path, argv: list[str])
         res = CliRunner().invoke(app, [*[a.replace("{tmp}", str(tmp_path)) for a in argv], "--run-dir", str(run_dir)])
         assert (run_dir / LEASE_FILE).exists()
     assert res.exit_code == LOCKED_EXIT, res.output
-    assert not (tmp_path / "release").exists() and not (run_dir / "reports").exists() and not (run_dir / "export").exists()
+    assert (
+        not (tmp_path / "release").exists()
+        and not (run_dir / "reports").exists()
+        and not (run_dir / "export").exists()
+    )
     assert "`reactbench build`" in res.output and f"pid {os.getpid()}" in res.output
 
 
@@ -54,7 +69,10 @@ def test_readers_need_no_lock(tmp_path: Path, argv: list[str]):
         (["build", "--run-dir", "{run}"], True),
         (["edit", "-r", "{run}", "--force"], True),
         (["qa", "--run-dir={run}"], True),
-        (["mine", "--config", "x.yaml", "--run-dir", "elsewhere", "--run-dir", "{run}"], True),  # the last one wins, as in Typer
+        (
+            ["mine", "--config", "x.yaml", "--run-dir", "elsewhere", "--run-dir", "{run}"],
+            True,
+        ),  # the last one wins, as in Typer
         (["build", "--run-dir", "{run}", "--help"], False),  # help is always shown
         (["status", "--run-dir", "{run}"], False),  # a reader
         (["review", "export", "--run-dir", "{run}"], False),  # groups: the full CLI checks them
@@ -100,4 +118,6 @@ def test_the_executable_refuses_before_importing_the_cli(tmp_path: Path):
 def test_run_dir_urls_reach_commands_unchanged():
     """--run-dir is a string: a Path would fold ``memory://bucket/run`` into ``memory:/bucket/run``."""
     res = CliRunner().invoke(app, ["status", "--run-dir", "memory://rb-cli-url/absent"])
-    assert "memory://rb-cli-url/absent" in res.output and "memory:/rb" not in res.output.replace("memory://rb", ""), res.output
+    assert "memory://rb-cli-url/absent" in res.output and "memory:/rb" not in res.output.replace("memory://rb", ""), (
+        res.output
+    )

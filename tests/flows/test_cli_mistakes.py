@@ -38,11 +38,18 @@ def test_a_misspelt_stage_names_the_stages_that_exist(tmp_path: Path) -> None:
     proc = _run("build", "--stages", "mine,instrct", "--run-dir", str(tmp_path / "run"))
     lines = _lines(proc)
     assert proc.returncode == 2 and len(lines) == 1, lines
-    assert lines[0] == "--stages mine,instrct: unknown stage 'instrct' (did you mean 'instruct'?); the stages are mine, instruct, edit, qa, review"
+    assert (
+        lines[0]
+        == "--stages mine,instrct: unknown stage 'instrct' (did you mean 'instruct'?); the stages are mine, instruct, edit, qa, review"
+    )
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("args", [["eval", "--model", "vllm:qwen2-vl", "--unverified"], ["build", "--mllm", "vllm", "--mllm-model", "qwen2-vl"]], ids=["eval", "build"])
+@pytest.mark.parametrize(
+    "args",
+    [["eval", "--model", "vllm:qwen2-vl", "--unverified"], ["build", "--mllm", "vllm", "--mllm-model", "qwen2-vl"]],
+    ids=["eval", "build"],
+)
 def test_a_serving_engine_as_backend_says_to_use_openai_with_its_url(tmp_path: Path, args: list[str]) -> None:
     """Was a pydantic validation dump that did not say how vLLM is used."""
     run = tmp_path / "run"
@@ -51,15 +58,24 @@ def test_a_serving_engine_as_backend_says_to_use_openai_with_its_url(tmp_path: P
     lines = _lines(proc)
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert "unknown backend 'vllm'" in lines[0] and "the backends are rules, openai, transformers" in lines[0]
-    assert "OpenAI-compatible API" in lines[0] and ("--model openai:qwen2-vl --base-url" in lines[0] or "backend openai with the server's URL" in lines[0]), lines[0]
+    assert "OpenAI-compatible API" in lines[0] and (
+        "--model openai:qwen2-vl --base-url" in lines[0] or "backend openai with the server's URL" in lines[0]
+    ), lines[0]
     assert "validation error" not in proc.stderr and list(run.iterdir()) == []
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["eval", "--model", "rules:rules-v1"], ["export", "--out", "{tmp}/release"], ["report", "eval"],
-        ["instruct"], ["qa"], ["review"], ["review", "export"], ["review", "add-user", "ann"], ["audit"],
+        ["eval", "--model", "rules:rules-v1"],
+        ["export", "--out", "{tmp}/release"],
+        ["report", "eval"],
+        ["instruct"],
+        ["qa"],
+        ["review"],
+        ["review", "export"],
+        ["review", "add-user", "ann"],
+        ["audit"],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
@@ -78,7 +94,10 @@ def test_a_mistyped_run_dir_says_it_does_not_exist_and_creates_nothing(tmp_path:
 def test_a_value_given_to_a_flag_says_flags_take_none(tmp_path: Path) -> None:
     proc = _run("build", "--force", "true", "--run-dir", str(tmp_path / "run"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "--force is a flag and takes no value: give --force alone to turn it on, leave it out to keep it off." in proc.stderr.splitlines()
+    assert (
+        "--force is a flag and takes no value: give --force alone to turn it on, leave it out to keep it off."
+        in proc.stderr.splitlines()
+    )
     assert not (tmp_path / "run").exists()
 
 
@@ -86,7 +105,9 @@ def test_version() -> None:
     from importlib.metadata import version
 
     proc = _run("--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == f"reactbench {version('reactbench-pipeline')}", proc.stdout + proc.stderr
+    assert proc.returncode == 0 and proc.stdout.strip() == f"reactbench {version('reactbench-pipeline')}", (
+        proc.stdout + proc.stderr
+    )
 
 
 def test_the_old_model_spelling_of_build_works_with_a_deprecation_line(tmp_path: Path, sample_dir: Path) -> None:
@@ -97,12 +118,31 @@ def test_the_old_model_spelling_of_build_works_with_a_deprecation_line(tmp_path:
     config = tmp_path / "demo.yaml"
     config.write_text(yaml.safe_dump(cfg))
     run = tmp_path / "run"
-    proc = _run("build", "--config", str(config), "--run-dir", str(run), "--stages", "mine", "--orchestrator", "local", "--model", "rules-v2")
+    proc = _run(
+        "build",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run),
+        "--stages",
+        "mine",
+        "--orchestrator",
+        "local",
+        "--model",
+        "rules-v2",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "--model is deprecated here: use --mllm-model (--model is BACKEND:MODEL on `reactbench eval`; here it set mllm.model)" in proc.stderr
+    assert (
+        "--model is deprecated here: use --mllm-model (--model is BACKEND:MODEL on `reactbench eval`; here it set mllm.model)"
+        in proc.stderr
+    )
     assert yaml.safe_load((run / "config.yaml").read_text())["mllm"]["model"] == "rules-v2"
-    both = _run("build", "--config", str(config), "--run-dir", str(tmp_path / "run2"), "--model", "a", "--mllm-model", "b")
-    assert both.returncode == 2 and _lines(both) == ["--model and --mllm-model are the same setting (--model is deprecated); give only --mllm-model"]
+    both = _run(
+        "build", "--config", str(config), "--run-dir", str(tmp_path / "run2"), "--model", "a", "--mllm-model", "b"
+    )
+    assert both.returncode == 2 and _lines(both) == [
+        "--model and --mllm-model are the same setting (--model is deprecated); give only --mllm-model"
+    ]
     assert not (tmp_path / "run2").exists()
 
 
@@ -137,14 +177,22 @@ def test_a_binary_objects_json_names_the_file_and_the_byte(tmp_path: Path, sampl
     config = _binary_vg(sample_dir, tmp_path, reader)
     proc = _run("mine", "--config", str(config), "--run-dir", str(tmp_path / "run"), "--orchestrator", "local")
     said = [ln for ln in proc.stderr.splitlines() if "shard 0:" in ln]
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, proc.stderr[-2000:]
-    assert len(said) == 1 and f"{tmp_path / 'vg' / 'objects.json'}: byte 0: expected a JSON array '[', found b'\\xff\\xfe[" in said[0], said
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "UnicodeDecodeError" not in proc.stderr, (
+        proc.stderr[-2000:]
+    )
+    assert (
+        len(said) == 1
+        and f"{tmp_path / 'vg' / 'objects.json'}: byte 0: expected a JSON array '[', found b'\\xff\\xfe[" in said[0]
+    ), said
 
 
 @pytest.mark.parametrize(
     "option, args",
-    [("--keep-days", ["reuse", "prune", "--keep-days", "inf"]), ("--window-h", ["preflight", "--window-h", "inf", "--items", "5"]),
-     ("--gpu-memory-gb", ["preflight", "--gpus", "1", "--gpu-memory-gb", "inf"])],
+    [
+        ("--keep-days", ["reuse", "prune", "--keep-days", "inf"]),
+        ("--window-h", ["preflight", "--window-h", "inf", "--items", "5"]),
+        ("--gpu-memory-gb", ["preflight", "--gpus", "1", "--gpu-memory-gb", "inf"]),
+    ],
     ids=["keep-days", "window-h", "gpu-memory-gb"],
 )
 def test_an_infinite_number_option_is_refused(tmp_path: Path, option: str, args: list[str]) -> None:
@@ -167,7 +215,11 @@ def test_an_error_prints_names_as_written(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     judge = _run("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--judge", "vllm:x", "--unverified")
-    assert judge.returncode == 2 and _lines(judge)[0].startswith("error: eval.judge vllm:x: unknown backend 'vllm'"), _lines(judge)
+    assert judge.returncode == 2 and _lines(judge)[0].startswith("error: eval.judge vllm:x: unknown backend 'vllm'"), (
+        _lines(judge)
+    )
     assert "eval.judge openai:x and its URL in eval.judge_base_url (--judge-base-url)" in _lines(judge)[0]
     odd = _run("eval", "--run-dir", str(run), "--model", "vllm:[/x]", "--unverified")
-    assert odd.returncode == 2 and "Traceback" not in odd.stderr and "--model openai:[/x] --base-url" in _lines(odd)[0], odd.stderr[-2000:]
+    assert (
+        odd.returncode == 2 and "Traceback" not in odd.stderr and "--model openai:[/x] --base-url" in _lines(odd)[0]
+    ), odd.stderr[-2000:]

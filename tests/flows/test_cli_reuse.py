@@ -18,12 +18,22 @@ def test_stats_counts_entries_in_packs_and_old_files_and_prune_empties_both(tmp_
     run = RunFS.open(str(tmp_path / "run"))
     keys = [f"{i:02x}" * 32 for i in range(7)]
     for shard in (keys[:3], keys[3:5]):  # two shards: two packs
-        ItemReuse(ReuseStore.open(run, str(shared)), run, "eval", "eval-answer").map(shard, lambda misses: [Entry({"n": i}) for i in misses])
+        ItemReuse(ReuseStore.open(run, str(shared)), run, "eval", "eval-answer").map(
+            shard, lambda misses: [Entry({"n": i}) for i in misses]
+        )
     store = ReuseStore.open(run, str(shared))
     for key in keys[5:]:  # as the previous layout stored them
-        doc = {"component": "instruct", "key": key, "value": 1, "images": [], "created_at": "2026-01-01T00:00:00+00:00",
-               "used_at": "2026-01-01T00:00:00+00:00"}
-        store.root.write_text_atomic(store.legacy_rel("instruct", key), json.dumps({**doc, "sha256": entry_checksum(doc)}))
+        doc = {
+            "component": "instruct",
+            "key": key,
+            "value": 1,
+            "images": [],
+            "created_at": "2026-01-01T00:00:00+00:00",
+            "used_at": "2026-01-01T00:00:00+00:00",
+        }
+        store.root.write_text_atomic(
+            store.legacy_rel("instruct", key), json.dumps({**doc, "sha256": entry_checksum(doc)})
+        )
 
     text = invoke("stats", "--reuse-dir", str(shared))
     assert "7 entries in 2 pack(s) and 2 file(s) of the previous layout eval-answer: 5 instruct: 2" in text, text

@@ -17,7 +17,14 @@ BUILTIN = ["relational_erasure", "counterfactual_attribute", "alteration_tracing
 def _tasks(*args: str, pythonpath: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(ROOT)) if p)
-    return subprocess.run([sys.executable, "-m", "flows.entry", "tasks", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "flows.entry", "tasks", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_lists_the_builtin_tasks_the_installed_plugins_and_the_sources() -> None:
@@ -50,4 +57,8 @@ def test_a_plugin_whose_entry_point_fails_is_named(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = " ".join((proc.stdout + proc.stderr).split())
     assert "broken_task" in said and "no_such_module_here" in said and "failed to load" in said, said
-    assert "declared by broken-plugin 0.1" in said and "pip uninstall broken-plugin" in said and "Traceback" not in proc.stderr, said
+    assert (
+        "declared by broken-plugin 0.1" in said
+        and "pip uninstall broken-plugin" in said
+        and "Traceback" not in proc.stderr
+    ), said

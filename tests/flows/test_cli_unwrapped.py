@@ -60,7 +60,9 @@ def test_usage_errors_are_whole_lines_at_any_width(tmp_path: Path):
     assert f"Error: No such option: {bogus}" in lines, proc.stderr
     assert "Try 'reactbench build --help' for help." in lines and lines[0].startswith("Usage: reactbench build")
     missing = _run([CLI, "eval", "--run-dir", str(tmp_path / "run")], tmp_path, "30")
-    assert missing.returncode == 2 and "Error: Missing option '--model' / '-m'." in missing.stderr.splitlines(), missing.stderr
+    assert missing.returncode == 2 and "Error: Missing option '--model' / '-m'." in missing.stderr.splitlines(), (
+        missing.stderr
+    )
     bare = _run([CLI], tmp_path, "30")  # no command: the help, as Typer prints it, and click's exit status
     assert bare.returncode == 2 and "Usage:" in bare.stdout + bare.stderr and "Error:" not in bare.stderr
 

@@ -63,7 +63,8 @@ def test_bad_yaml_and_missing_file(tmp_path: Path) -> None:
 
 def test_overrides_and_dump_round_trip(tmp_path: Path) -> None:
     cfg = load_config(
-        ROOT / "configs" / "demo.yaml", {"mllm.backend": "openai", "mllm.base_url": "http://127.0.0.1:9/v1", "mllm.model": "m"}
+        ROOT / "configs" / "demo.yaml",
+        {"mllm.backend": "openai", "mllm.base_url": "http://127.0.0.1:9/v1", "mllm.model": "m"},
     )
     assert cfg.mllm.backend == "openai"
     again = load_config(_write(tmp_path, yaml.safe_load(dump_config(cfg))))

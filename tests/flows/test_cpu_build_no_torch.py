@@ -33,7 +33,9 @@ main()
 
 def _cli(*args: str) -> tuple[subprocess.CompletedProcess, bool]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     flag = [line for line in proc.stderr.splitlines() if line.startswith("TORCH_LOADED=")]
     assert flag, proc.stderr

@@ -9,7 +9,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_readme_config_reference_is_current() -> None:
     text = README.read_text()
-    assert text == update_readme(text), "README config reference is stale: run `python -m flows.config_reference README.md`"
+    assert text == update_readme(text), (
+        "README config reference is stale: run `python -m flows.config_reference README.md`"
+    )
 
 
 def test_the_plugin_walkthrough_runs_without_an_activated_venv() -> None:
@@ -27,5 +29,7 @@ def test_the_plugin_walkthrough_runs_without_an_activated_venv() -> None:
         program = line.split()[0]
         if program == "make":  # a system tool the README's quick start needs anyway
             continue
-        assert program.startswith(".venv/bin/"), f"{line!r}: name the venv's program by its path (.venv/bin/...), not one found on PATH"
+        assert program.startswith(".venv/bin/"), (
+            f"{line!r}: name the venv's program by its path (.venv/bin/...), not one found on PATH"
+        )
         assert (venv_bin / program.removeprefix(".venv/bin/")).exists(), f"{line!r}: {program} is not in the venv"

@@ -57,17 +57,24 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
 
 
 def make_config(data: Path, editors: list[dict[str, Any]], images_per_pair: int = 2, **run: Any) -> Any:
-    return config_from_dict({
-        "run": {"seed": 0, "shard_size": 8, "workers": 2, **run},
-        "sources": {"visual_genome": str(data / "visual_genome"), "fsc147": str(data / "fsc147")},
-        "mine": {
-            "tasks": ["relational_erasure", "dense_counting"],
-            "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": images_per_pair},
-            "dense_counting": {"count_range": [5, 150], "bins": [5, 10, 25, 50, 100, 150], "per_bin": 1},
-        },
-        "mllm": {"backend": "rules", "model": "rules-v1"},
-        "editors": editors,
-    })
+    return config_from_dict(
+        {
+            "run": {"seed": 0, "shard_size": 8, "workers": 2, **run},
+            "sources": {"visual_genome": str(data / "visual_genome"), "fsc147": str(data / "fsc147")},
+            "mine": {
+                "tasks": ["relational_erasure", "dense_counting"],
+                "relational_erasure": {
+                    "n_min": 20,
+                    "theta": 0.2,
+                    "area_range": [0.003, 0.5],
+                    "images_per_pair": images_per_pair,
+                },
+                "dense_counting": {"count_range": [5, 150], "bins": [5, 10, 25, 50, 100, 150], "per_bin": 1},
+            },
+            "mllm": {"backend": "rules", "model": "rules-v1"},
+            "editors": editors,
+        }
+    )
 
 
 def build(cfg: Any, run_dir: Path, **kw: Any) -> dict[str, Any]:
@@ -75,7 +82,9 @@ def build(cfg: Any, run_dir: Path, **kw: Any) -> dict[str, Any]:
 
 
 def snapshot(run_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for s in STAGES for p in sorted((run_dir / s).rglob("*.parquet"))}
+    return {
+        str(p.relative_to(run_dir)): p.read_bytes() for s in STAGES for p in sorted((run_dir / s).rglob("*.parquet"))
+    }
 
 
 def to_edit(run_dir: Path) -> int:
@@ -106,7 +115,9 @@ def data(tmp_path: Path) -> Path:
     return out
 
 
-def test_adding_an_editor_edits_only_its_items_and_equals_a_fresh_build(data: Path, tmp_path: Path, calls: Calls) -> None:
+def test_adding_an_editor_edits_only_its_items_and_equals_a_fresh_build(
+    data: Path, tmp_path: Path, calls: Calls
+) -> None:
     run = tmp_path / "run"
     build(make_config(data, [BOX]), run)
     first, _ = calls.take()
@@ -138,7 +149,9 @@ def test_changed_parameters_recompute_only_that_editor(data: Path, tmp_path: Pat
     assert edit_rows(run, "box") == before
 
 
-def test_extended_sources_compute_only_new_items_and_equal_a_fresh_build(data: Path, tmp_path: Path, calls: Calls) -> None:
+def test_extended_sources_compute_only_new_items_and_equal_a_fresh_build(
+    data: Path, tmp_path: Path, calls: Calls
+) -> None:
     from miners.sample_data import N_VG_IMAGES, generate_sample
 
     run = tmp_path / "run"
@@ -150,7 +163,9 @@ def test_extended_sources_compute_only_new_items_and_equal_a_fresh_build(data: P
     extend_calls, _ = calls.take()
     after = snapshot(run)
     # the mined candidates changed (new images, and statistics every row carries) ...
-    assert [k for k in after if k.startswith("mine/candidates")] and any(after[k] != before.get(k) for k in after if k.startswith("mine/"))
+    assert [k for k in after if k.startswith("mine/candidates")] and any(
+        after[k] != before.get(k) for k in after if k.startswith("mine/")
+    )
     # ... yet most edits came from the store
     assert summaries["edit"].items_reused > summaries["edit"].items_computed
     assert extend_calls <= summaries["edit"].items_computed  # computed also counts unedited counting rows
@@ -175,7 +190,11 @@ def age_entries(store: Path, component: str, used_at: str) -> int:
                 doc["used_at"] = used_at
                 doc["sha256"] = entry_checksum(doc)
                 n += 1
-        path.write_bytes(encode_pack(next(iter(docs.values()))["component"], {k: json.dumps(d, sort_keys=True) for k, d in docs.items()}))
+        path.write_bytes(
+            encode_pack(
+                next(iter(docs.values()))["component"], {k: json.dumps(d, sort_keys=True) for k, d in docs.items()}
+            )
+        )
     return n
 
 
@@ -194,7 +213,11 @@ def test_shared_reuse_dir_serves_two_run_directories_and_prunes(data: Path, tmp_
 
     summaries = build(cfg, two)  # a new run directory: every item comes from the shared store
     assert calls.take() == (0, 0)
-    assert summaries["edit"].items_computed == 0 and summaries["instruct"].items_computed == 0 and summaries["qa"].items_computed == 0
+    assert (
+        summaries["edit"].items_computed == 0
+        and summaries["instruct"].items_computed == 0
+        and summaries["qa"].items_computed == 0
+    )
     assert snapshot(one) == snapshot(two)
     for row in edit_rows(two, "box"):
         assert (two / row["edited_image"]).exists() and (two / row["original_image"]).exists()
@@ -206,7 +229,7 @@ def test_shared_reuse_dir_serves_two_run_directories_and_prunes(data: Path, tmp_
     assert kept.exit_code == 0, kept.output
     assert sum(1 for _ in store.entries()) == n
     # entries last used 3 days ago go with --keep-days 2, and so do the images only they used
-    old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)).isoformat(timespec="seconds")
+    old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=3)).isoformat(timespec="seconds")
     assert age_entries(shared, "edit:box", old) > 0
     pruned = runner.invoke(app, ["reuse", "prune", "--keep-days", "2", "--reuse-dir", str(shared)])
     assert pruned.exit_code == 0, pruned.output
@@ -261,9 +284,35 @@ def test_bad_force_items_are_named(tmp_path: Path, data: Path) -> None:
     cfg.write_text(json.dumps(make_config(data, [BOX]).model_dump(mode="json")))
     (tmp_path / "r").mkdir()  # a run directory that does not exist would be refused first
     runner = CliRunner()
-    out = runner.invoke(app, ["edit", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--force-items", "editor=nope", "--orchestrator", "local"])
+    out = runner.invoke(
+        app,
+        [
+            "edit",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--force-items",
+            "editor=nope",
+            "--orchestrator",
+            "local",
+        ],
+    )
     assert out.exit_code == 2 and "editor=nope" in out.output and "box" in out.output
-    out = runner.invoke(app, ["edit", "--config", str(cfg), "--run-dir", str(tmp_path / "r"), "--force-items", "everything", "--orchestrator", "local"])
+    out = runner.invoke(
+        app,
+        [
+            "edit",
+            "--config",
+            str(cfg),
+            "--run-dir",
+            str(tmp_path / "r"),
+            "--force-items",
+            "everything",
+            "--orchestrator",
+            "local",
+        ],
+    )
     assert out.exit_code == 2 and "editor=KEY" in out.output
 
 

@@ -35,7 +35,10 @@ def artifact_literals(source: str) -> list[tuple[int, str]]:
     return [
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs and ARTIFACT_PATH.fullmatch(node.value)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and ARTIFACT_PATH.fullmatch(node.value)
     ]
 
 
@@ -55,13 +58,21 @@ def test_artifact_paths_only_in_addresses() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    ['ArtifactReader(run, "edit/edits", EDITS)', 'f"eval/{slug}"', 'run.write_text("reports/build.html", html)', 'x = "review/queue"'],
+    [
+        'ArtifactReader(run, "edit/edits", EDITS)',
+        'f"eval/{slug}"',
+        'run.write_text("reports/build.html", html)',
+        'x = "review/queue"',
+    ],
 )
 def test_a_planted_artifact_path_is_found(source: str) -> None:
     assert artifact_literals(source)
 
 
-@pytest.mark.parametrize("source", ['"""Reads ``edit/edits``."""', '@app.get("/review/{stage}")\ndef f(): ...', 'msg = "qa/questions holds none"'])
+@pytest.mark.parametrize(
+    "source",
+    ['"""Reads ``edit/edits``."""', '@app.get("/review/{stage}")\ndef f(): ...', 'msg = "qa/questions holds none"'],
+)
 def test_docstrings_routes_and_messages_are_not_paths(source: str) -> None:
     assert not artifact_literals(source)
 
@@ -69,7 +80,19 @@ def test_docstrings_routes_and_messages_are_not_paths(source: str) -> None:
 # Config: every read of a run config goes through flows/config.py (resolve_run_config and the
 # helpers beside it); a stage or command parsing YAML itself would take settings from a second copy.
 CONFIG_MODULES = {"flows/config.py", "flows/config_yaml.py"}
-CONFIG_READERS = {"safe_load", "load", "full_load", "unsafe_load", "load_bounded", "decode_config", "read_config_text", "load_config", "config_from_yaml", "config_from_dict", "saved_config"}
+CONFIG_READERS = {
+    "safe_load",
+    "load",
+    "full_load",
+    "unsafe_load",
+    "load_bounded",
+    "decode_config",
+    "read_config_text",
+    "load_config",
+    "config_from_yaml",
+    "config_from_dict",
+    "saved_config",
+}
 # tasks/stages/qa/templates.py parses the packaged question templates, not a run config.
 CONFIG_KNOWN = {("tasks/stages/qa/templates.py", "safe_load")}
 
@@ -99,12 +122,19 @@ def test_config_reads_only_through_the_resolver() -> None:
         for line, name in config_reads((ROOT / rel).read_text(encoding="utf-8"))
         if (rel.as_posix(), name) not in CONFIG_KNOWN
     ]
-    assert not found, "run config read outside flows/config.py (use resolve_run_config and pass the config down):\n" + "\n".join(found)
+    assert not found, (
+        "run config read outside flows/config.py (use resolve_run_config and pass the config down):\n"
+        + "\n".join(found)
+    )
 
 
 @pytest.mark.parametrize(
     "source",
-    ['cfg = yaml.safe_load(run.read_text("config.yaml"))', "from flows.config import load_config\ncfg = load_config(path)", "data = load_bounded(text, where)"],
+    [
+        'cfg = yaml.safe_load(run.read_text("config.yaml"))',
+        "from flows.config import load_config\ncfg = load_config(path)",
+        "data = load_bounded(text, where)",
+    ],
 )
 def test_a_planted_config_read_is_found(source: str) -> None:
     assert config_reads(source)
@@ -126,7 +156,10 @@ def test_box_geometry_only_in_storage_boxes() -> None:
         for n, line in enumerate((ROOT / rel).read_text(encoding="utf-8").splitlines(), 1)
         if BOX_INTERSECTION.search(line)
     ]
-    assert not found, "box overlap written outside storage/boxes.py (use intersection / iou / overlap / intersects):\n" + "\n".join(found)
+    assert not found, (
+        "box overlap written outside storage/boxes.py (use intersection / iou / overlap / intersects):\n"
+        + "\n".join(found)
+    )
 
 
 def test_a_planted_box_intersection_is_found() -> None:
@@ -142,7 +175,12 @@ def candidate_reads(source: str) -> list[int]:
     out = []
     for node in ast.walk(ast.parse(source)):
         key = None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
             key = node.args[0]
         elif isinstance(node, ast.Subscript):
             key = node.slice
@@ -158,7 +196,10 @@ def test_candidates_parsed_in_one_place() -> None:
         if rel.as_posix() != "storage/json_columns.py"
         for line in candidate_reads((ROOT / rel).read_text(encoding="utf-8"))
     ]
-    assert not found, "candidate_json / context_json read outside storage/json_columns.py (use candidate_of / context_objects):\n" + "\n".join(found)
+    assert not found, (
+        "candidate_json / context_json read outside storage/json_columns.py (use candidate_of / context_objects):\n"
+        + "\n".join(found)
+    )
 
 
 @pytest.mark.parametrize("source", ['json.loads(e.get("candidate_json") or "{}")', 'json.loads(cand["context_json"])'])
@@ -174,21 +215,44 @@ def raw_field_decodes(source: str) -> list[int]:
     instead of ``storage.json_columns.instruction_fields`` (which rejects a malformed value)."""
     out = []
     for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "loads" and node.args):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "loads"
+            and node.args
+        ):
             continue
         for sub in ast.walk(node.args[0]):
-            key = sub.args[0] if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "get" and sub.args else sub.slice if isinstance(sub, ast.Subscript) else None
+            key = (
+                sub.args[0]
+                if isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr == "get"
+                and sub.args
+                else sub.slice
+                if isinstance(sub, ast.Subscript)
+                else None
+            )
             if isinstance(key, ast.Constant) and key.value in INSTRUCTION_FIELD_COLUMNS:
                 out.append(node.lineno)
     return out
 
 
 def test_instruction_fields_decoded_in_one_place() -> None:
-    found = [f"{rel}:{line}" for rel in package_sources() for line in raw_field_decodes((ROOT / rel).read_text(encoding="utf-8"))]
-    assert not found, "fields_json / instruction_fields_json decoded raw (use storage.json_columns.instruction_fields):\n" + "\n".join(found)
+    found = [
+        f"{rel}:{line}"
+        for rel in package_sources()
+        for line in raw_field_decodes((ROOT / rel).read_text(encoding="utf-8"))
+    ]
+    assert not found, (
+        "fields_json / instruction_fields_json decoded raw (use storage.json_columns.instruction_fields):\n"
+        + "\n".join(found)
+    )
 
 
-@pytest.mark.parametrize("source", ['json.loads(row.get("fields_json") or "{}")', 'json.loads(r["instruction_fields_json"])["x"]'])
+@pytest.mark.parametrize(
+    "source", ['json.loads(row.get("fields_json") or "{}")', 'json.loads(r["instruction_fields_json"])["x"]']
+)
 def test_a_planted_raw_field_decode_is_found(source: str) -> None:
     assert raw_field_decodes(source) == [1]
 
@@ -203,6 +267,7 @@ def test_item_columns_declared_once() -> None:
         for rel in package_sources()
         for node in ast.walk(ast.parse((ROOT / rel).read_text(encoding="utf-8")))
         if isinstance(node, (ast.Tuple, ast.List))
-        and {"candidate_id", "candidate_json", "image_path"} <= {e.value for e in node.elts if isinstance(e, ast.Constant)}
+        and {"candidate_id", "candidate_json", "image_path"}
+        <= {e.value for e in node.elts if isinstance(e, ast.Constant)}
     ]
     assert not found, "item columns listed by hand (use storage.schemas.ITEM_COLUMNS):\n" + "\n".join(found)

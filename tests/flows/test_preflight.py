@@ -24,7 +24,11 @@ CLOSED = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: the end
 def _run(*args: str, timeout: int = 300, online: bool = False) -> subprocess.CompletedProcess:
     """``online``: HF_HUB_OFFLINE unset, so hub ids not cached here are a warning (downloaded at
     edit time), not an error; the preflight itself only reads the local cache."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and not (online and k == "HF_HUB_OFFLINE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PREFECT_API") and not (online and k == "HF_HUB_OFFLINE")
+    }
     return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 
@@ -76,7 +80,13 @@ def test_sixteen_gb_says_clearly_that_nothing_fits() -> None:
 
 
 def test_a_fixed_plan_is_checked_not_replaced() -> None:
-    report = run_preflight(_paper(**{"editors": [{"name": "qwen-image-edit", "params": {"memory_plan": "single", "quantization": "none"}}]}), 1, 48)
+    report = run_preflight(
+        _paper(
+            **{"editors": [{"name": "qwen-image-edit", "params": {"memory_plan": "single", "quantization": "none"}}]}
+        ),
+        1,
+        48,
+    )
     assert not report.fits and [t.name for t in report.fits_list[0].tried] == ["single"]
 
 
@@ -87,7 +97,11 @@ def _bad_config(tmp_path: Path, misspelt: bool = False) -> Path:
         "editors": [
             *([{"name": "qwen-imge-edit"}] if misspelt else []),
             {"name": "qwen-image-edit", "label": "folder", "params": {"model": str(tmp_path / "no-such-model")}},
-            {"name": "qwen-image-edit", "label": "lora", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}},
+            {
+                "name": "qwen-image-edit",
+                "label": "lora",
+                "params": {"lora": str(tmp_path / "no-such-lora.safetensors")},
+            },
         ],
     }
     path = tmp_path / "bad.yaml"
@@ -103,7 +117,15 @@ def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(tm
     assert "no-such-model" in proc.stderr and "no-such-lora.safetensors" in proc.stderr
     assert not (run_dir / "mine").exists()
     # a misspelt editor name does not even reach the preflight: the config is refused as it loads
-    proc = _run("build", "--config", str(_bad_config(tmp_path, misspelt=True)), "--run-dir", str(run_dir), "--orchestrator", "local")
+    proc = _run(
+        "build",
+        "--config",
+        str(_bad_config(tmp_path, misspelt=True)),
+        "--run-dir",
+        str(run_dir),
+        "--orchestrator",
+        "local",
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "unknown editor 'qwen-imge-edit'" in proc.stderr
     assert not (run_dir / "mine").exists()
@@ -118,7 +140,17 @@ def test_preflight_of_a_run_directory_takes_its_saved_config(tmp_path: Path) -> 
     proc = _run("preflight", "--run-dir", str(run_dir), "--gpus", "1", "--gpu-memory-gb", "48")
     # exit 4: the editor whose model folder is missing could not be sized (issue 31: preflight's exit says which)
     assert proc.returncode == 4 and "no-such-lora.safetensors" in proc.stderr, proc.stderr[-2000:]
-    demo = _run("preflight", "--run-dir", str(run_dir), "--config", str(ROOT / "configs" / "demo.yaml"), "--gpus", "1", "--gpu-memory-gb", "48")
+    demo = _run(
+        "preflight",
+        "--run-dir",
+        str(run_dir),
+        "--config",
+        str(ROOT / "configs" / "demo.yaml"),
+        "--gpus",
+        "1",
+        "--gpu-memory-gb",
+        "48",
+    )
     assert demo.returncode == 0 and "no-such-lora" not in demo.stderr, demo.stderr[-2000:]
 
 
@@ -133,9 +165,17 @@ def test_prefect_build_flow_runs_the_same_gate(tmp_path: Path) -> None:
         "except PreflightFailed as exc:\n"
         "    print('STOPPED', exc)\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")} | {"PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run([sys.executable, "-c", code, str(_bad_config(tmp_path)), str(tmp_path / "run")],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")} | {
+        "PYTHONPATH": os.pathsep.join(sys.path)
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(_bad_config(tmp_path)), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert "STOPPED preflight failed" in proc.stdout and "no-such-lora.safetensors" in proc.stdout, proc.stderr[-2000:]
     assert not (tmp_path / "run" / "mine").exists()
 
@@ -147,7 +187,9 @@ def test_builds_without_edit_or_without_models_pass_quickly() -> None:
     require_preflight(cfg, None, None)
     report = run_preflight(cfg)
     assert report.ok and report.fits_list == [] and report.plan == "no models"
-    bad_weights = config_from_dict({"editors": [{"name": "qwen-image-edit", "params": {"lora": "/no/such/lora.safetensors"}}]})
+    bad_weights = config_from_dict(
+        {"editors": [{"name": "qwen-image-edit", "params": {"lora": "/no/such/lora.safetensors"}}]}
+    )
     assert require_preflight(bad_weights, ["mine", "instruct"], None) is None  # edit not run: not checked
 
 
@@ -161,8 +203,16 @@ def _verdict(proc: subprocess.CompletedProcess) -> tuple[int, dict, list[str]]:
     "flags, code, verdict",
     [
         (["--gpus", "1", "--gpu-memory-gb", "16"], 3, "does not fit"),
-        (["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "1000", "--window-h", "8"], 3, "does not fit"),
-        (["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "10", "--window-h", "8"], 0, "fits"),
+        (
+            ["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "1000", "--window-h", "8"],
+            3,
+            "does not fit",
+        ),
+        (
+            ["--gpus", "4", "--gpu-memory-gb", "48", "--gpu-name", "RTX A6000", "--items", "10", "--window-h", "8"],
+            0,
+            "fits",
+        ),
         (["--gpus", "4", "--gpu-memory-gb", "48", "--window-h", "8"], 4, "not sized"),
     ],
     ids=["memory", "window-missed", "window-met", "window-without-items"],
@@ -172,7 +222,9 @@ def test_the_exit_status_says_fits_does_not_fit_or_not_sized(flags: list[str], c
     on it. The exit status and the JSON line's verdict agree, with one verdict line naming why."""
     status, out, said = _verdict(_run("preflight", "--config", str(PAPER), *flags, online=True))
     assert status == code and out["verdict"] == verdict and out["exit_code"] == code, (status, out)
-    assert len(said) == 1 and said[0].startswith(f"preflight: {verdict}: ") and said[0].endswith(f"(exit {code})"), said
+    assert len(said) == 1 and said[0].startswith(f"preflight: {verdict}: ") and said[0].endswith(f"(exit {code})"), (
+        said
+    )
     if verdict == "does not fit":
         assert out["fits"] is False or out["fits_window"] is False
 
@@ -182,9 +234,17 @@ def test_the_core_install_cannot_size_and_says_so_in_the_exit_and_the_json() -> 
     sized: it exited 1 while its JSON said ``"fits": true, "plan": "no models"``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "HF_HUB_OFFLINE"}
     code = "import sys\nsys.modules['torch'] = None\nfrom flows.entry import main\nsys.argv = ['reactbench', *sys.argv[1:]]\nmain()\n"
-    proc = subprocess.run([sys.executable, "-c", code, "preflight", "--config", str(PAPER), "--gpus", "1", "--gpu-memory-gb", "48"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "preflight", "--config", str(PAPER), "--gpus", "1", "--gpu-memory-gb", "48"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     status, out, said = _verdict(proc)
     assert status == 4 and out["verdict"] == "not sized" and out["fits"] is None and out["plan"] == "not sized", out
-    assert said == ["preflight: not sized: qwen-image-edit: its models could not be sized (exit 4)"], proc.stderr[-2000:]
+    assert said == ["preflight: not sized: qwen-image-edit: its models could not be sized (exit 4)"], proc.stderr[
+        -2000:
+    ]
     assert "pip install 'reactbench-pipeline[gpu]'" in proc.stderr

@@ -86,7 +86,11 @@ def test_the_remaining_three_tasks_build(copy_without_task: Path, sample_dir: Pa
     run_dir = tmp_path / "run"
     proc = _run(copy_without_task, "build", "--config", str(config), "--run-dir", str(run_dir))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    queued = {t for f in (run_dir / "review" / "queue").glob("*.parquet") for t in pq.read_table(f, columns=["task"]).column("task").to_pylist()}
+    queued = {
+        t
+        for f in (run_dir / "review" / "queue").glob("*.parquet")
+        for t in pq.read_table(f, columns=["task"]).column("task").to_pylist()
+    }
     assert queued == set(remaining), queued
     audit = _run(copy_without_task, "audit", "--run-dir", str(run_dir))
     assert audit.returncode == 0, audit.stdout[-2000:] + audit.stderr[-2000:]

@@ -36,12 +36,21 @@ def _reactbench(tree: Path, *args: str) -> None:
     """The CLI of the copied tree, in a subprocess."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = str(tree)
-    proc = subprocess.run([sys.executable, "-c", "from flows.entry import main; main()", *args], capture_output=True, text=True, env=env, cwd=tree, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from flows.entry import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _build(tree: Path, config: Path, run: Path, stages: str = "mine,instruct") -> None:
-    _reactbench(tree, "build", "--config", str(config), "--run-dir", str(run), "--stages", stages, "--orchestrator", "local")
+    _reactbench(
+        tree, "build", "--config", str(config), "--run-dir", str(run), "--stages", stages, "--orchestrator", "local"
+    )
 
 
 def _edit(tree: Path, path: str, old: str, new: str) -> None:
@@ -59,8 +68,10 @@ def config(sample_dir: Path, tmp_path: Path) -> Path:
     cfg = {
         "run": {"seed": 0, "shard_size": 8, "workers": 1},
         "sources": {"visual_genome": str(sample_dir / "visual_genome")},
-        "mine": {"tasks": ["relational_erasure"],
-                 "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 3}},
+        "mine": {
+            "tasks": ["relational_erasure"],
+            "relational_erasure": {"n_min": 20, "theta": 0.2, "area_range": [0.003, 0.5], "images_per_pair": 3},
+        },
         "mllm": {"backend": "rules", "model": "rules-v1"},
         # the demo's tight removal margin: items survive verification, so the evaluation has questions
         "editors": [{"name": "classical", "params": {"dilation_px": 5}}],
@@ -77,7 +88,9 @@ def test_changed_rules_code_recomputes_the_items_it_answered(config: Path, tmp_p
     before = _instructions(run)
 
     _edit(tree, RULES, OLD, NEW)
-    shutil.rmtree(run / "instruct")  # the stage runs again (as after any key change); its items may come from the store
+    shutil.rmtree(
+        run / "instruct"
+    )  # the stage runs again (as after any key change); its items may come from the store
     _build(tree, config, run)
     fresh = tmp_path / "fresh"
     _build(tree, config, fresh)
@@ -127,28 +140,52 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
     """The rules backend answers a plugin's questions with the plugin's ``eval_rules``: editing any
     module of the plugin's package (here a helper its rules call) must recompute those answers."""
     from prompts.clients.base import MLLMRequest
+    from storage import task_spec
     from storage.fs import RunFS
     from storage.reuse_store import ReuseStore
     from storage.task_spec import TaskSpec, register_task
-    from storage import task_spec
     from tasks.engine import reuse
 
     pkg = tmp_path / "toy_rules_plugin"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "helper.py").write_text("ANSWER = 'Yes'\n")
-    (pkg / "rules.py").write_text("from prompts.eval_rules import EvalRules\nfrom toy_rules_plugin import helper\n\n\n"
-                                  "class ToyRules(EvalRules):\n    def answer(self, ctx):\n        return helper.ANSWER\n\n\nRULES = ToyRules()\n")
+    (pkg / "rules.py").write_text(
+        "from prompts.eval_rules import EvalRules\nfrom toy_rules_plugin import helper\n\n\n"
+        "class ToyRules(EvalRules):\n    def answer(self, ctx):\n        return helper.ANSWER\n\n\nRULES = ToyRules()\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    register_task(TaskSpec(id="toy_rules", short="TR", label="Toy rules", weight=0.0, order=90, extra={"eval_rules": "toy_rules_plugin.rules:RULES"}))
+    register_task(
+        TaskSpec(
+            id="toy_rules",
+            short="TR",
+            label="Toy rules",
+            weight=0.0,
+            order=90,
+            extra={"eval_rules": "toy_rules_plugin.rules:RULES"},
+        )
+    )
     try:
-        assert [m.__name__ for m in reuse.task_code("toy_rules", "eval_rules")] == ["toy_rules_plugin"]  # the package, not only rules.py
+        assert [m.__name__ for m in reuse.task_code("toy_rules", "eval_rules")] == [
+            "toy_rules_plugin"
+        ]  # the package, not only rules.py
         run = RunFS.open(str(tmp_path / "run"))
-        requests = [MLLMRequest("answer_yn", "1", [{"role": "user", "content": "Is the cup on the table?"}], {"task": "toy_rules"}, 0.0, 16)]
+        requests = [
+            MLLMRequest(
+                "answer_yn",
+                "1",
+                [{"role": "user", "content": "Is the cup on the table?"}],
+                {"task": "toy_rules"},
+                0.0,
+                16,
+            )
+        ]
 
         def ask() -> int:
             client = _CountingRulesClient()
-            reuse.complete_with_reuse(reuse.ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer"), client, requests)
+            reuse.complete_with_reuse(
+                reuse.ItemReuse(ReuseStore.open(run), run, "eval", "eval-answer"), client, requests
+            )
             return client.asked
 
         assert (ask(), ask()) == (1, 0)  # the second time the stored answer is taken
@@ -161,7 +198,9 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
         reuse._file_hash.cache_clear()
 
 
-def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``acme`` (no ``__init__.py``, no files of its own) holds the plugin ``acme.rb_plugin``: the
     hook's code is that package's files, not an error for the namespace."""
     from storage import task_spec
@@ -173,7 +212,16 @@ def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(tmp
     (pkg / "__init__.py").write_text("")
     (pkg / "hooks.py").write_text("def rows(c, f):\n    return []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    register_task(TaskSpec(id="toy_ns", short="TN", label="Toy namespace", weight=0.0, order=91, extra={"instruct_rows": "acme.rb_plugin.hooks:rows"}))
+    register_task(
+        TaskSpec(
+            id="toy_ns",
+            short="TN",
+            label="Toy namespace",
+            weight=0.0,
+            order=91,
+            extra={"instruct_rows": "acme.rb_plugin.hooks:rows"},
+        )
+    )
     try:
         (code,) = reuse.task_code("toy_ns", "instruct_rows")
         assert code.__name__ == "acme.rb_plugin"

@@ -16,7 +16,9 @@ from storage.schemas import ArtifactSchema
 from tasks.engine.base import RunContext, ShardResult, Stage, UpstreamMissing, chunk
 from tasks.engine.runner import ShardFailed, run_stage
 
-NUMBERS = ArtifactSchema("numbers", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("square", pa.int64())]))
+NUMBERS = ArtifactSchema(
+    "numbers", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("square", pa.int64())])
+)
 
 
 class SquareStage(Stage):
@@ -73,7 +75,11 @@ def test_run_then_rerun_skips_every_shard(ctx: RunContext) -> None:
     second = run_stage(SquareStage(), ctx)
     assert second.all_skipped and SquareStage.calls == []
     manifest = SquareStage().store(ctx).read_manifest()
-    assert manifest["status"] == "complete" and manifest["counts"]["numbers"] == 20 and manifest["completed_shards"] == list(range(6))
+    assert (
+        manifest["status"] == "complete"
+        and manifest["counts"]["numbers"] == 20
+        and manifest["completed_shards"] == list(range(6))
+    )
 
 
 def test_changed_input_recomputes_and_prunes_old_shards(ctx: RunContext) -> None:
@@ -89,7 +95,9 @@ def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(ctx: RunCo
     with pytest.raises(ShardFailed, match="shard 2: RuntimeError: poisoned") as err:
         run_stage(SquareStage(), ctx)
     assert "Traceback" not in str(err.value)
-    assert "process_shard" in ctx.run.read_text("square/_errors/shard-00002.txt")  # the traceback is kept for the curious
+    assert "process_shard" in ctx.run.read_text(
+        "square/_errors/shard-00002.txt"
+    )  # the traceback is kept for the curious
     store = SquareStage().store(ctx)
     assert [m["shard"] for m in store.markers()] == [0, 1, 3, 4, 5]
     SquareStage.poison, SquareStage.calls = set(), []
@@ -113,7 +121,9 @@ def test_force_recomputes(ctx: RunContext) -> None:
 def test_identical_failures_are_reported_once_with_their_shards() -> None:
     from tasks.engine.runner import describe_failures
 
-    text = describe_failures([(i, "ValueError: eval.embedding_model: /x not found") for i in range(12)] + [(3, "KeyError: 'w'")])
+    text = describe_failures(
+        [(i, "ValueError: eval.embedding_model: /x not found") for i in range(12)] + [(3, "KeyError: 'w'")]
+    )
     assert text.count("embedding_model") == 1 and "shards 0, 1, 2, 3, 4, 5, 6, 7 and 4 more" in text
     assert "shard 3: KeyError: 'w'" in text
 
@@ -131,10 +141,14 @@ def test_a_finished_shard_whose_files_went_missing_or_changed_is_recomputed(ctx:
     first = run_stage(SquareStage(), ctx)
     store = SquareStage().store(ctx)
     manifest = store.read_manifest()
-    assert sorted(manifest["files"]) == sorted(f"square/{a}/part-{i:05d}.parquet" for a in ("numbers", "rejects") for i in range(6))
+    assert sorted(manifest["files"]) == sorted(
+        f"square/{a}/part-{i:05d}.parquet" for a in ("numbers", "rejects") for i in range(6)
+    )
     ctx.run.rm("square/numbers/part-00002.parquet")
     _flip_a_byte(ctx.run, "square/rejects/part-00004.parquet")  # same size: only its sha256 tells
-    ctx.run.fs.pipe_file(ctx.run.path("square/numbers/part-00001-copy.parquet"), ctx.run.read_bytes("square/numbers/part-00001.parquet"))
+    ctx.run.fs.pipe_file(
+        ctx.run.path("square/numbers/part-00001-copy.parquet"), ctx.run.read_bytes("square/numbers/part-00001.parquet")
+    )
     assert store.finished_damage() == [  # what `reactbench status` shows: one listing, no read
         "square/numbers/part-00002.parquet is missing",
         "square/numbers/part-00001-copy.parquet is a shard file that no marker names",
@@ -142,7 +156,10 @@ def test_a_finished_shard_whose_files_went_missing_or_changed_is_recomputed(ctx:
     SquareStage.calls = []
     again = run_stage(SquareStage(), ctx)
     assert sorted(SquareStage.calls) == [2, 4] and again.shards_run == 2 and again.rows_out == first.rows_out
-    assert "recomputed 2 finished shard(s) whose files did not match their markers: square/numbers/part-00002.parquet is missing" in again.extra["note"]
+    assert (
+        "recomputed 2 finished shard(s) whose files did not match their markers: square/numbers/part-00002.parquet is missing"
+        in again.extra["note"]
+    )
     assert "square/rejects/part-00004.parquet was changed" in again.extra["note"]
     after = store.read_manifest()
     assert after["output_fingerprint"] == manifest["output_fingerprint"] and after["files"] == manifest["files"]
@@ -155,7 +172,10 @@ def test_a_stage_refuses_to_read_a_damaged_upstream_stage(ctx: RunContext) -> No
     run_stage(SquareStage(), ctx)
     run_stage(ChildStage(), ctx)
     ctx.run.rm("square/numbers/part-00000.parquet")
-    with pytest.raises(UpstreamMissing, match=r"reads 'square', whose finished output is damaged in .*: square/numbers/part-00000.parquet is missing; run `reactbench square"):
+    with pytest.raises(
+        UpstreamMissing,
+        match=r"reads 'square', whose finished output is damaged in .*: square/numbers/part-00000.parquet is missing; run `reactbench square",
+    ):
         run_stage(ChildStage(), ctx)
     run_stage(SquareStage(), ctx)  # recomputes the shard: the same bytes, so the child has nothing to do
     assert run_stage(ChildStage(), ctx).all_skipped
@@ -173,9 +193,13 @@ def test_markers_written_before_they_named_their_files_are_checked_by_name(ctx: 
     fingerprint = manifest.pop("output_fingerprint")
     manifest.pop("files")
     store.write_manifest({**manifest, "output_fingerprint": fingerprint})
-    assert store.output_fingerprint() == fingerprint  # the fingerprint from the files read equals the one from the markers
+    assert (
+        store.output_fingerprint() == fingerprint
+    )  # the fingerprint from the files read equals the one from the markers
     ctx.run.rm("square/rejects/part-00003.parquet")
-    assert store.finished_damage() == ["square/rejects/part-00003.parquet is missing"]  # found by the names the markers imply
+    assert store.finished_damage() == [
+        "square/rejects/part-00003.parquet is missing"
+    ]  # found by the names the markers imply
     SquareStage.calls = []
     again = run_stage(SquareStage(), ctx)
     assert SquareStage.calls == [3] and store.read_manifest()["output_fingerprint"] == fingerprint

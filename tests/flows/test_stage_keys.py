@@ -16,7 +16,10 @@ from tasks.engine.base import RunContext
 
 
 def _sample_config(sample_dir: Path, **mllm: object) -> BuildConfig:
-    sources = {"sources.visual_genome": str(sample_dir / "visual_genome"), "sources.fsc147": str(sample_dir / "fsc147")}
+    sources = {
+        "sources.visual_genome": str(sample_dir / "visual_genome"),
+        "sources.fsc147": str(sample_dir / "fsc147"),
+    }
     return load_config(None, {**sources, **{f"mllm.{k}": v for k, v in mllm.items()}})
 
 
@@ -24,10 +27,16 @@ def test_changing_the_endpoint_reruns_instruct_and_concurrency_does_not(sample_d
     run_dir = str(tmp_path / "run")
     first = run_pipeline(_sample_config(sample_dir), run_dir, ["mine", "instruct"], orchestrator="local")
     assert first.summaries[1].shards_run > 0
-    calm = run_pipeline(_sample_config(sample_dir, concurrency=3, timeout_s=9.0), run_dir, ["instruct"], orchestrator="local")
+    calm = run_pipeline(
+        _sample_config(sample_dir, concurrency=3, timeout_s=9.0), run_dir, ["instruct"], orchestrator="local"
+    )
     assert calm.summaries[0].all_skipped, "concurrency and timeouts do not change answers"
-    moved = run_pipeline(_sample_config(sample_dir, base_url="http://127.0.0.1:9/v1"), run_dir, ["instruct"], orchestrator="local")
-    assert moved.summaries[0].shards_run == moved.summaries[0].shards_total > 0, "another endpoint may answer differently"
+    moved = run_pipeline(
+        _sample_config(sample_dir, base_url="http://127.0.0.1:9/v1"), run_dir, ["instruct"], orchestrator="local"
+    )
+    assert moved.summaries[0].shards_run == moved.summaries[0].shards_total > 0, (
+        "another endpoint may answer differently"
+    )
 
 
 @pytest.mark.parametrize("stage_name", ["instruct", "qa"])
@@ -63,11 +72,18 @@ def test_edit_key_ignores_budgets_and_batching_but_not_what_changes_pixels(tmp_p
     from tasks.stages.edit import EditStage
 
     def key(**changes: object) -> str:
-        return config_hash(EditStage().config_section(RunContext(RunFS.open(str(tmp_path)), load_config(None, changes))))
+        return config_hash(
+            EditStage().config_section(RunContext(RunFS.open(str(tmp_path)), load_config(None, changes)))
+        )
 
     base = key()
     demo_editor = {"name": "classical", "params": {"dilation_px": 5}}
-    speed_only = {"edit.batch_size": 1, "edit.keep_loaded": 2, "edit.overlap_io": False, "editors": [{**demo_editor, "time_budget_s": 30}]}
+    speed_only = {
+        "edit.batch_size": 1,
+        "edit.keep_loaded": 2,
+        "edit.overlap_io": False,
+        "editors": [{**demo_editor, "time_budget_s": 30}],
+    }
     assert key(**speed_only) == base
     assert key(**{"edit.png_compress_level": 6}) != base and key(**{"edit.qc.min_psnr_outside": 25.0}) != base
     assert key(editors=[{"name": "classical", "params": {"dilation_px": 5, "mask_method": "ellipse"}}]) != base

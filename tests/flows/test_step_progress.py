@@ -35,4 +35,6 @@ def test_a_redirected_log_gets_only_the_summary_lines() -> None:
         for done in range(0, 41):
             progress(done, 40)
         steps("metrics", 40, 40, summary="10 answers", details="eval/x/metrics.json")
-    assert re.fullmatch(r"metrics: 10 answers in \d+\.\d s \(eval/x/metrics\.json\)\n", out.getvalue()), repr(out.getvalue())
+    assert re.fullmatch(r"metrics: 10 answers in \d+\.\d s \(eval/x/metrics\.json\)\n", out.getvalue()), repr(
+        out.getvalue()
+    )

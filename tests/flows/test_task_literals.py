@@ -18,8 +18,9 @@ import importlib.util
 import re
 from pathlib import Path
 
-from storage.task_spec import all_tasks
 from test_one_place import PACKAGES, _docstrings, package_sources
+
+from storage.task_spec import all_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +37,10 @@ def task_literals(source: str, words: set[str]) -> list[tuple[int, str]]:
     return [
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs and node.value in words
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and node.value in words
     ]
 
 
@@ -53,8 +57,18 @@ def defined_names(source: str, words: set[str]) -> list[tuple[int, str]]:
             names = [node.name]
         elif isinstance(node, ast.Module):
             for stmt in node.body:
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
-                out.extend((stmt.lineno, t.id) for t in targets if isinstance(t, ast.Name) and any(w in t.id.lower() for w in words))
+                targets = (
+                    stmt.targets
+                    if isinstance(stmt, ast.Assign)
+                    else [stmt.target]
+                    if isinstance(stmt, ast.AnnAssign)
+                    else []
+                )
+                out.extend(
+                    (stmt.lineno, t.id)
+                    for t in targets
+                    if isinstance(t, ast.Name) and any(w in t.id.lower() for w in words)
+                )
         out.extend((node.lineno, n) for n in names if any(w in n.lower() for w in words))
     return out
 
@@ -98,7 +112,9 @@ def test_task_ids_appear_only_in_their_own_modules() -> None:
             found.append(f"{rel}:{line}: {text!r}")
     # the scan itself works: every built-in task's id is found in its own spec module
     assert {"relational_erasure", "dense_counting"} <= seen_in_own
-    assert not found, "task ids outside their task's own modules (read storage.task_spec instead):\n" + "\n".join(found)
+    assert not found, "task ids outside their task's own modules (read storage.task_spec instead):\n" + "\n".join(
+        found
+    )
 
 
 def test_no_core_function_or_name_is_named_after_a_task() -> None:
@@ -111,7 +127,9 @@ def test_no_core_function_or_name_is_named_after_a_task() -> None:
         if (ROOT / rel).resolve() not in mine
         for line, name in defined_names((ROOT / rel).read_text(encoding="utf-8"), ids)
     ]
-    assert not found, "names spelling a task id outside that task's package (move the hook into it):\n" + "\n".join(found)
+    assert not found, "names spelling a task id outside that task's package (move the hook into it):\n" + "\n".join(
+        found
+    )
 
 
 def test_packaged_yaml_and_templates_name_a_task_only_in_its_own_package() -> None:
@@ -133,10 +151,18 @@ def test_packaged_yaml_and_templates_name_a_task_only_in_its_own_package() -> No
 
 def test_the_scans_find_names_and_data_mentions_where_planted() -> None:
     planted = "def qa_slots_dense_counting(e):\n    pass\nDC_DENSE_COUNTING_RULES = 1\nclass Other:\n    pass\n"
-    assert defined_names(planted, {"dense_counting"}) == [(3, "DC_DENSE_COUNTING_RULES"), (1, "qa_slots_dense_counting")]
-    assert data_mentions("task: dense_counting\nsets: [x_dense_counting, dense_countings]\n", {"dense_counting"}) == [(1, "dense_counting")]
+    assert defined_names(planted, {"dense_counting"}) == [
+        (3, "DC_DENSE_COUNTING_RULES"),
+        (1, "qa_slots_dense_counting"),
+    ]
+    assert data_mentions("task: dense_counting\nsets: [x_dense_counting, dense_countings]\n", {"dense_counting"}) == [
+        (1, "dense_counting")
+    ]
 
 
 def test_the_scan_finds_a_literal_where_one_is_planted() -> None:
     planted = 'WEIGHTS = {"dense_counting": 0.3}\ndef f(t):\n    """dense_counting is fine here."""\n    return t == "relational_erasure"\n'
-    assert task_literals(planted, {"dense_counting", "relational_erasure"}) == [(1, "dense_counting"), (4, "relational_erasure")]
+    assert task_literals(planted, {"dense_counting", "relational_erasure"}) == [
+        (1, "dense_counting"),
+        (4, "relational_erasure"),
+    ]

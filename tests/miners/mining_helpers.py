@@ -32,8 +32,14 @@ def mine_config(**changes: Any) -> MineConfig:
     return MineConfig.model_validate(data)
 
 
-def write_vg(root: Path, images: list[dict[str, Any]], objects: list[dict[str, Any]], relationships: list[dict[str, Any]] | None = None,
-             attributes: list[dict[str, Any]] | None = None, with_files: bool = True) -> str:
+def write_vg(
+    root: Path,
+    images: list[dict[str, Any]],
+    objects: list[dict[str, Any]],
+    relationships: list[dict[str, Any]] | None = None,
+    attributes: list[dict[str, Any]] | None = None,
+    with_files: bool = True,
+) -> str:
     """Write a tiny Visual Genome folder (the published JSON shapes) and blank JPEGs."""
     from PIL import Image
 
@@ -50,10 +56,19 @@ def write_vg(root: Path, images: list[dict[str, Any]], objects: list[dict[str, A
 
 
 def image(iid: int, w: int = 100, h: int = 100) -> dict[str, Any]:
-    return {"image_id": iid, "url": f"https://example.org/VG_100K/{iid}.jpg", "width": w, "height": h, "coco_id": None, "flickr_id": None}
+    return {
+        "image_id": iid,
+        "url": f"https://example.org/VG_100K/{iid}.jpg",
+        "width": w,
+        "height": h,
+        "coco_id": None,
+        "flickr_id": None,
+    }
 
 
-def obj(oid: int, name: str, x: float = 10, y: float = 10, w: float = 20, h: float = 20, **extra: Any) -> dict[str, Any]:
+def obj(
+    oid: int, name: str, x: float = 10, y: float = 10, w: float = 20, h: float = 20, **extra: Any
+) -> dict[str, Any]:
     return {"object_id": oid, "x": x, "y": y, "w": w, "h": h, "names": [name], "synsets": [], **extra}
 
 

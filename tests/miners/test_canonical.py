@@ -11,10 +11,25 @@ from storage.names import basic_attribute, basic_name
 @pytest.mark.parametrize(
     "raw, expected",
     [
-        ("Wheels", "wheel"), ("  the wheel ", "wheel"), ("a cup", "cup"), ("An apple", "apple"), ("cups", "cup"),
-        ("men", "man"), ("people", "person"), ("leaves", "leaf"), ("glasses", "glasses"), ("bus", "bus"),
-        ("boxes", "box"), ("benches", "bench"), ("skies", "sky"), ("tennis racket", "tennis racket"),
-        ("traffic  lights", "traffic light"), ("the", "the"), ("grass", "grass"), ("", ""), ("a", "a"),
+        ("Wheels", "wheel"),
+        ("  the wheel ", "wheel"),
+        ("a cup", "cup"),
+        ("An apple", "apple"),
+        ("cups", "cup"),
+        ("men", "man"),
+        ("people", "person"),
+        ("leaves", "leaf"),
+        ("glasses", "glasses"),
+        ("bus", "bus"),
+        ("boxes", "box"),
+        ("benches", "bench"),
+        ("skies", "sky"),
+        ("tennis racket", "tennis racket"),
+        ("traffic  lights", "traffic light"),
+        ("the", "the"),
+        ("grass", "grass"),
+        ("", ""),
+        ("a", "a"),
     ],
 )
 def test_basic_name(raw: str, expected: str) -> None:
@@ -49,9 +64,14 @@ def test_alias_targets_are_never_singularised(tmp_path) -> None:
     assert {raw: c.name(raw) for raw in raws} == dict.fromkeys(raws, "tennis shoes")
     assert c.name("sofas") == "sofa" and c.name("couches") == "sofa"  # singular targets as before
     merges = c.merges()
-    assert "tennis shoes -> tennis shoe" not in merges["singularised"] and merges["aliases"]["sneakers -> tennis shoes"] == 1
+    assert (
+        "tennis shoes -> tennis shoe" not in merges["singularised"]
+        and merges["aliases"]["sneakers -> tennis shoes"] == 1
+    )
     synset = Canonicalizer("synset", read_alias_file(path))
-    assert synset.object_name("sneakers", ["sneaker.n.01"]) == "tennis shoes"  # the lemma finds the alias word's singular
+    assert (
+        synset.object_name("sneakers", ["sneaker.n.01"]) == "tennis shoes"
+    )  # the lemma finds the alias word's singular
     assert synset.object_name("tennis shoes", []) == "tennis shoes"
 
 

@@ -19,34 +19,73 @@ TASKS = ["relational_erasure", "alteration_tracing", "dense_counting"]
 
 
 def _cfg(**sections: Any) -> MineConfig:
-    data: dict[str, Any] = {"tasks": TASKS, "relational_erasure": {"n_min": 2, "theta": 0.2, "area_range": [0.0, 1.0]},
-                            "alteration_tracing": {"min_objects": 2, "max_target_area": 1.0, "min_target_area": 0.0},
-                            "dense_counting": {"count_range": [2, 20], "bins": [2, 5, 20], "per_bin": 10}}
+    data: dict[str, Any] = {
+        "tasks": TASKS,
+        "relational_erasure": {"n_min": 2, "theta": 0.2, "area_range": [0.0, 1.0]},
+        "alteration_tracing": {"min_objects": 2, "max_target_area": 1.0, "min_target_area": 0.0},
+        "dense_counting": {"count_range": [2, 20], "bins": [2, 5, 20], "per_bin": 10},
+    }
     data.update(sections)
     return MineConfig.model_validate(data)
 
 
 def _image(iid: int, w: int = 100, h: int = 100, **extra: Any) -> dict[str, Any]:
-    return {"license": 1, "file_name": f"{iid:012d}.jpg", "coco_url": f"http://images.cocodataset.org/val2017/{iid:012d}.jpg",
-            "height": h, "width": w, "date_captured": "2013-11-14 11:18:45", "id": iid, **extra}
+    return {
+        "license": 1,
+        "file_name": f"{iid:012d}.jpg",
+        "coco_url": f"http://images.cocodataset.org/val2017/{iid:012d}.jpg",
+        "height": h,
+        "width": w,
+        "date_captured": "2013-11-14 11:18:45",
+        "id": iid,
+        **extra,
+    }
 
 
 def _ann(aid: int, iid: int, cat: int, box: list[float], crowd: int = 0) -> dict[str, Any]:
     seg: Any = {"counts": [0, 10], "size": [100, 100]} if crowd else [[1, 1, 9, 1, 9, 9]]
-    return {"segmentation": seg, "area": 64.0, "iscrowd": crowd, "image_id": iid, "bbox": box, "category_id": cat, "id": aid}
+    return {
+        "segmentation": seg,
+        "area": 64.0,
+        "iscrowd": crowd,
+        "image_id": iid,
+        "bbox": box,
+        "category_id": cat,
+        "id": aid,
+    }
 
 
-CATS = [{"supercategory": "vehicle", "id": 3, "name": "car"}, {"supercategory": "vehicle", "id": 8, "name": "truck"},
-        {"supercategory": "food", "id": 53, "name": "apple"}]
+CATS = [
+    {"supercategory": "vehicle", "id": 3, "name": "car"},
+    {"supercategory": "vehicle", "id": 8, "name": "truck"},
+    {"supercategory": "food", "id": 53, "name": "apple"},
+]
 
 
-def write_coco(tmp: Path, images: list[dict[str, Any]], annotations: list[dict[str, Any]], categories: list[dict[str, Any]] = CATS,
-               name: str = "instances_val2017.json", files: bool = True, skip_files: tuple[int, ...] = ()) -> str:
+def write_coco(
+    tmp: Path,
+    images: list[dict[str, Any]],
+    annotations: list[dict[str, Any]],
+    categories: list[dict[str, Any]] = CATS,
+    name: str = "instances_val2017.json",
+    files: bool = True,
+    skip_files: tuple[int, ...] = (),
+) -> str:
     """A COCO-layout folder: annotations/<name> and val2017/<file> (blank bytes: only existence is checked here)."""
     (tmp / "annotations").mkdir(parents=True, exist_ok=True)
     (tmp / "val2017").mkdir(exist_ok=True)
     path = tmp / "annotations" / name
-    path.write_text(json.dumps({"info": {"year": 2017}, "licenses": [], "images": images, "annotations": annotations, "categories": categories}))
+    path.write_text(
+        json.dumps(
+            {
+                "info": {"year": 2017},
+                "licenses": [],
+                "images": images,
+                "annotations": annotations,
+                "categories": categories,
+            }
+        )
+    )
     for img in images:
         fname = img.get("file_name") or Path(img.get("coco_url", "")).name
         if files and fname and img["id"] not in skip_files:
@@ -75,12 +114,18 @@ def test_sample_files_have_the_published_shapes(sample_dir: Path) -> None:
     assert crowd and all(set(a["segmentation"]) == {"counts", "size"} for a in crowd)
     a = crowd[0]  # the RLE covers exactly the crowd box (column-major runs starting with 0s)
     h, w = a["segmentation"]["size"]
-    assert sum(a["segmentation"]["counts"]) == h * w and sum(a["segmentation"]["counts"][1::2]) == a["bbox"][2] * a["bbox"][3]
+    assert (
+        sum(a["segmentation"]["counts"]) == h * w
+        and sum(a["segmentation"]["counts"][1::2]) == a["bbox"][2] * a["bbox"][3]
+    )
     annotated = {a["image_id"] for a in coco["annotations"]}
     assert any(img["id"] not in annotated for img in coco["images"]), "COCO lists images without annotations"
     lvis = json.loads((sample_dir / COCO_DIR / LVIS_ANNOTATIONS).read_text())
     assert {"synonyms", "frequency", "def", "synset"} <= set(lvis["categories"][0])
-    assert all({"not_exhaustive_category_ids", "neg_category_ids", "coco_url"} <= set(i) and "file_name" not in i for i in lvis["images"])
+    assert all(
+        {"not_exhaustive_category_ids", "neg_category_ids", "coco_url"} <= set(i) and "file_name" not in i
+        for i in lvis["images"]
+    )
     assert any(i["not_exhaustive_category_ids"] for i in lvis["images"])
 
 
@@ -98,7 +143,11 @@ def test_sample_mines_candidates_of_each_task(sample_dir: Path) -> None:
     assert len(dc["points"]) == dc["count"] and json.loads(dc["extra_json"])["point_rule"] == "box_centre"
     again = mine_coco(str(sample_dir / COCO_DIR / COCO_ANNOTATIONS), cfg, seed=0)
     assert again.candidates == res.candidates
-    everything = mine_coco(str(sample_dir / COCO_DIR / COCO_ANNOTATIONS), _cfg(relational_erasure={"n_min": 1, "theta": 0.0, "images_per_pair": 1000}), seed=0)
+    everything = mine_coco(
+        str(sample_dir / COCO_DIR / COCO_ANNOTATIONS),
+        _cfg(relational_erasure={"n_min": 1, "theta": 0.0, "images_per_pair": 1000}),
+        seed=0,
+    )
     assert "missing_image" in _reasons(everything)  # the sample's image without a file
 
 
@@ -117,7 +166,9 @@ def test_cooccurrence_statistics_match_a_direct_count(sample_dir: Path) -> None:
         per_image.setdefault(a["image_id"], set()).add(names[a["category_id"]])
     c_a = Counter(n for s in per_image.values() for n in s)
     c_ab = Counter(p for s in per_image.values() for p in combinations(sorted(s), 2))
-    res = mine_coco(str(path), _cfg(tasks=["relational_erasure"], relational_erasure={"n_min": 10, "theta": 0.5}), seed=0)
+    res = mine_coco(
+        str(path), _cfg(tasks=["relational_erasure"], relational_erasure={"n_min": 10, "theta": 0.5}), seed=0
+    )
     got = {(r["a"], r["b"]): r for r in res.pair_stats}
     assert set(got) == set(c_ab)
     for (a, b), n in c_ab.items():
@@ -140,14 +191,34 @@ def test_crowd_regions_are_not_counted_and_make_the_count_ambiguous(tmp_path: Pa
 
 def test_crowd_of_a_class_keeps_it_from_being_the_erased_or_altered_object(tmp_path: Path) -> None:
     anns = [_ann(1, 1, 3, [5, 5, 10, 10]), _ann(2, 1, 8, [40, 40, 50, 50]), _ann(3, 1, 3, [70, 5, 20, 20], crowd=1)]
-    res = mine_coco(write_coco(tmp_path, [_image(1)], anns), _cfg(tasks=["relational_erasure"], relational_erasure={"n_min": 1, "theta": 0.1}), seed=0)
+    res = mine_coco(
+        write_coco(tmp_path, [_image(1)], anns),
+        _cfg(tasks=["relational_erasure"], relational_erasure={"n_min": 1, "theta": 0.1}),
+        seed=0,
+    )
     assert res.candidates == []
     assert [r["reason"] for r in res.rejects] == ["crowd_of_class"]
 
 
 def test_non_contiguous_ids_and_lvis_names(tmp_path: Path) -> None:
-    cats = [{"id": 1, "name": "baseball_bat", "synonyms": ["baseball_bat", "bat"], "frequency": "c", "synset": "baseball_bat.n.01", "def": "a bat"},
-            {"id": 90, "name": "toothbrush", "synonyms": ["toothbrush", "tooth_brush"], "frequency": "f", "synset": "toothbrush.n.01", "def": "a brush"}]
+    cats = [
+        {
+            "id": 1,
+            "name": "baseball_bat",
+            "synonyms": ["baseball_bat", "bat"],
+            "frequency": "c",
+            "synset": "baseball_bat.n.01",
+            "def": "a bat",
+        },
+        {
+            "id": 90,
+            "name": "toothbrush",
+            "synonyms": ["toothbrush", "tooth_brush"],
+            "frequency": "f",
+            "synset": "toothbrush.n.01",
+            "def": "a brush",
+        },
+    ]
     anns = [_ann(i, 1, 90, [10.0 * i, 10, 8, 8]) for i in range(1, 4)] + [_ann(7, 1, 1, [50, 50, 20, 20])]
     for a in anns:
         del a["iscrowd"]  # LVIS omits it
@@ -164,15 +235,23 @@ def test_annotations_of_missing_images_and_unknown_categories_are_rejects(tmp_pa
     path = write_coco(tmp_path, [_image(1)], anns)
     res = mine_coco(path, _cfg(), seed=0)
     rej = {r["id"]: r for r in res.rejects}
-    assert rej["coco:annotation:2"]["reason"] == "unknown_image_id" and "image_id 77" in rej["coco:annotation:2"]["detail"]
-    assert rej["coco:annotation:3"]["reason"] == "unknown_category_id" and "category_id 4" in rej["coco:annotation:3"]["detail"]
+    assert (
+        rej["coco:annotation:2"]["reason"] == "unknown_image_id"
+        and "image_id 77" in rej["coco:annotation:2"]["detail"]
+    )
+    assert (
+        rej["coco:annotation:3"]["reason"] == "unknown_category_id"
+        and "category_id 4" in rej["coco:annotation:3"]["detail"]
+    )
     assert all(path in r["detail"] for r in rej.values())
     assert res.summary["objects"] == 1
 
 
 def test_not_exhaustive_classes_are_neither_counted_nor_erased(tmp_path: Path) -> None:
     img1 = _image(1, not_exhaustive_category_ids=[53], neg_category_ids=[8])
-    anns = [_ann(i, 1, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 5)] + [_ann(10, 1, 3, [50, 50, 3, 3])]  # the car is erased here
+    anns = [_ann(i, 1, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 5)] + [
+        _ann(10, 1, 3, [50, 50, 3, 3])
+    ]  # the car is erased here
     anns += [_ann(20 + i, 2, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 4)] + [_ann(30, 2, 3, [50, 50, 40, 40])]
     cfg = _cfg(relational_erasure={"n_min": 1, "theta": 0.1, "area_range": [0.0, 1.0]})
     res = mine_coco(write_coco(tmp_path, [img1, _image(2)], anns), cfg, seed=0)
@@ -184,8 +263,16 @@ def test_not_exhaustive_classes_are_neither_counted_nor_erased(tmp_path: Path) -
     assert extra and all(e["verified_absent"] == ["truck"] and e["not_exhaustive"] == ["apple"] for e in extra)
 
 
-@pytest.mark.parametrize("box, reason", [([5, 5, 0, 10], "box_empty"), ([5, 5, -3, 10], "box_empty"), ([90, 90, 50, 50], "box_outside_image"),
-                                         ([5, 5, 10], "malformed_entry"), ([5, "left", 10, 10], "malformed_entry")])
+@pytest.mark.parametrize(
+    "box, reason",
+    [
+        ([5, 5, 0, 10], "box_empty"),
+        ([5, 5, -3, 10], "box_empty"),
+        ([90, 90, 50, 50], "box_outside_image"),
+        ([5, 5, 10], "malformed_entry"),
+        ([5, "left", 10, 10], "malformed_entry"),
+    ],
+)
 def test_bad_boxes_are_rejects_naming_file_and_annotation(tmp_path: Path, box: list[Any], reason: str) -> None:
     path = write_coco(tmp_path, [_image(1)], [_ann(1, 1, 3, [5, 5, 10, 10]), _ann(2, 1, 3, box)])
     res = mine_coco(path, _cfg(), seed=0)
@@ -198,7 +285,9 @@ def test_images_without_files_or_annotations(tmp_path: Path) -> None:
     file at all is rejected on reading; images without annotations are read and yield nothing."""
     no_name = {k: v for k, v in _image(3).items() if k not in ("file_name", "coco_url")}
     lvis_style = {k: v for k, v in _image(4).items() if k != "file_name"}  # LVIS: the file is named by coco_url
-    anns = [_ann(i, 1, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 4)] + [_ann(10 + i, 4, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 4)]
+    anns = [_ann(i, 1, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 4)] + [
+        _ann(10 + i, 4, 53, [10.0 * i, 10, 5, 5]) for i in range(1, 4)
+    ]
     path = write_coco(tmp_path, [_image(1), _image(2), no_name, lvis_style], anns, skip_files=(1,))
     res = mine_coco(path, _cfg(tasks=["dense_counting"]), seed=0)
     rej = {(r["id"], r["reason"]) for r in res.rejects}
@@ -210,8 +299,15 @@ def test_images_without_files_or_annotations(tmp_path: Path) -> None:
 
 def test_a_malformed_entry_is_a_reject_not_a_crash(tmp_path: Path) -> None:
     bad_image = {"id": 5, "width": "wide", "height": 10, "file_name": "x.jpg"}
-    path = write_coco(tmp_path, [_image(1), bad_image], [_ann(1, 1, 3, [5, 5, 10, 10]), {"id": 2, "image_id": 1}],
-                      CATS + [{"id": 99, "name": ""}])
+    path = write_coco(
+        tmp_path,
+        [_image(1), bad_image],
+        [_ann(1, 1, 3, [5, 5, 10, 10]), {"id": 2, "image_id": 1}],
+        CATS + [{"id": 99, "name": ""}],
+    )
     res = mine_coco(path, _cfg(), seed=0)
-    assert {(r["id"], r["reason"]) for r in res.rejects} == {("coco:image:5", "malformed_entry"), ("coco:annotation:2", "malformed_entry"),
-                                                             ("coco:category:99", "malformed_entry")}
+    assert {(r["id"], r["reason"]) for r in res.rejects} == {
+        ("coco:image:5", "malformed_entry"),
+        ("coco:annotation:2", "malformed_entry"),
+        ("coco:category:99", "malformed_entry"),
+    }

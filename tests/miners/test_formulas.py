@@ -17,14 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tasks.builtin_tasks.counterfactual_attribute import miner as attribute
-from tasks.builtin_tasks.relational_erasure import miner as relational
-from miners.config import MineConfig
-from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
-from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
-from miners.mine import mine_visual_genome, scan_visual_genome
 from mining_helpers import image, obj, rel, write_vg
+
+from miners.config import MineConfig
+from miners.mine import mine_visual_genome, scan_visual_genome
+from tasks.builtin_tasks.counterfactual_attribute import miner as attribute
+from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
+from tasks.builtin_tasks.relational_erasure import miner as relational
+from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
 
 WHEEL = dict(w=10, h=10)
 BOARD = dict(w=40, h=10)
@@ -32,11 +32,29 @@ BOARD = dict(w=40, h=10)
 
 def _dataset(root: Path) -> str:
     o = {
-        1: [obj(101, "wheel", **WHEEL, attributes=["black"]), obj(102, "wheel", x=30, **WHEEL, attributes=["black", "round"]), obj(103, "skateboard", **BOARD)],
-        2: [obj(201, "wheel", **WHEEL, attributes=["BLACK"]), obj(202, "skateboard", **BOARD), obj(203, "car", x=50, w=40, h=40)],
+        1: [
+            obj(101, "wheel", **WHEEL, attributes=["black"]),
+            obj(102, "wheel", x=30, **WHEEL, attributes=["black", "round"]),
+            obj(103, "skateboard", **BOARD),
+        ],
+        2: [
+            obj(201, "wheel", **WHEEL, attributes=["BLACK"]),
+            obj(202, "skateboard", **BOARD),
+            obj(203, "car", x=50, w=40, h=40),
+        ],
         3: [obj(301, "wheels", **WHEEL), obj(302, "Skateboard", **BOARD), obj(303, "car", x=50, w=40, h=40)],
-        4: [obj(401, "wheel", **WHEEL, attributes=["round"]), obj(402, "cup", attributes=["white"]), obj(403, "table", w=60, h=30), obj(404, "car")],
-        5: [obj(501, "wheel", **WHEEL, attributes=[]), obj(502, "cup", attributes=["White ", "ceramic"]), obj(503, "table", w=60, h=30), obj(504, "car")],
+        4: [
+            obj(401, "wheel", **WHEEL, attributes=["round"]),
+            obj(402, "cup", attributes=["white"]),
+            obj(403, "table", w=60, h=30),
+            obj(404, "car"),
+        ],
+        5: [
+            obj(501, "wheel", **WHEEL, attributes=[]),
+            obj(502, "cup", attributes=["White ", "ceramic"]),
+            obj(503, "table", w=60, h=30),
+            obj(504, "car"),
+        ],
         6: [obj(601, "wheel", **WHEEL, attributes=["black"]), obj(602, "car", w=50, h=30)],
         7: [obj(701, "wheel", **WHEEL, attributes=["black", "black"]), obj(702, "car", w=50, h=30)],
         8: [obj(801, "wheel", **WHEEL, attributes=["rubber"]), obj(802, "car", w=50, h=30)],
@@ -126,25 +144,46 @@ def test_count_unit_relations(hand_root: str) -> None:
 
 
 def test_attribute_probabilities_ranks_and_top_k(hand_root: str) -> None:
-    cfg = MineConfig(tasks=("counterfactual_attribute",), counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=1))
+    cfg = MineConfig(
+        tasks=("counterfactual_attribute",),
+        counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=1),
+    )
     scan = scan_visual_genome(hand_root, cfg, cfg.tasks)
-    rows = {(r["object"], r["attribute"]): r for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)}
+    rows = {
+        (r["object"], r["attribute"]): r
+        for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)
+    }
     black = rows[("wheel", "black")]
-    assert (black["c_o"], black["c_oa"], black["rank"], black["kept"]) == (10, 6, 1, True)  # "BLACK" and a repeated "black" count once
+    assert (black["c_o"], black["c_oa"], black["rank"], black["kept"]) == (
+        10,
+        6,
+        1,
+        True,
+    )  # "BLACK" and a repeated "black" count once
     assert black["p_a_given_o"] == pytest.approx(0.6)
     rnd = rows[("wheel", "round")]
     assert (rnd["c_oa"], rnd["rank"], rnd["kept"]) == (2, 2, False)  # passes N_min and θ but top_k = 1
     assert rows[("wheel", "rubber")]["kept"] is False  # C(o∩a) = 1 < N_min
     assert rows[("cup", "white")]["p_a_given_o"] == pytest.approx(1.0)  # "White " is "white"
     assert rows[("cup", "ceramic")]["p_a_given_o"] == pytest.approx(0.5)
-    cfg3 = MineConfig(tasks=("counterfactual_attribute",), counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=3))
+    cfg3 = MineConfig(
+        tasks=("counterfactual_attribute",),
+        counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=3),
+    )
     scan3 = scan_visual_genome(hand_root, cfg3, cfg3.tasks)
-    kept3 = {(r["object"], r["attribute"]) for r in attribute.attribute_rows(scan3, attribute.attribute_table(scan3, cfg3.counterfactual_attribute), 1) if r["kept"]}
+    kept3 = {
+        (r["object"], r["attribute"])
+        for r in attribute.attribute_rows(scan3, attribute.attribute_table(scan3, cfg3.counterfactual_attribute), 1)
+        if r["kept"]
+    }
     assert kept3 == {("wheel", "black"), ("wheel", "round"), ("cup", "white")}
 
 
 def test_re_candidates_erase_the_smaller_entity_once_per_image(hand_root: str) -> None:
-    cfg = MineConfig(tasks=("relational_erasure",), relational_erasure=RelationalErasureParams(n_min=3, theta=0.5, images_per_pair=10))
+    cfg = MineConfig(
+        tasks=("relational_erasure",),
+        relational_erasure=RelationalErasureParams(n_min=3, theta=0.5, images_per_pair=10),
+    )
     res = mine_visual_genome(hand_root, cfg, seed=0)
     assert sorted(int(c["image_id"]) for c in res.candidates) == [1, 2, 3]
     by_img = {c["image_id"]: c for c in res.candidates}
@@ -153,7 +192,11 @@ def test_re_candidates_erase_the_smaller_entity_once_per_image(hand_root: str) -
     assert {c["partner_name"] for c in res.candidates} == {"skateboard"}
     assert {c["predicate"] for c in res.candidates} == {"on"}
     assert {c["direction"] for c in res.candidates} == {"target_is_subject"}
-    capped = mine_visual_genome(hand_root, cfg.model_copy(update={"relational_erasure": RelationalErasureParams(n_min=3, theta=0.5, images_per_pair=2)}), seed=0)
+    capped = mine_visual_genome(
+        hand_root,
+        cfg.model_copy(update={"relational_erasure": RelationalErasureParams(n_min=3, theta=0.5, images_per_pair=2)}),
+        seed=0,
+    )
     assert len(capped.candidates) == 2
 
 
@@ -165,7 +208,11 @@ def test_sort_based_unique_matches_numpy() -> None:
     a = np.random.default_rng(0).integers(-5, 60, 2000)
     values, inverse, counts = npx.unique(a, return_inverse=True, return_counts=True)
     ref_values, ref_inverse, ref_counts = np.unique(a, return_inverse=True, return_counts=True)
-    assert np.array_equal(values, ref_values) and np.array_equal(inverse, ref_inverse) and np.array_equal(counts, ref_counts)
+    assert (
+        np.array_equal(values, ref_values)
+        and np.array_equal(inverse, ref_inverse)
+        and np.array_equal(counts, ref_counts)
+    )
     assert npx.unique(np.zeros(0, np.int64)).size == 0
 
 
@@ -200,10 +247,17 @@ def test_pair_with_p_exactly_theta_is_kept(hand_root: str) -> None:
 
 def test_attribute_with_p_exactly_theta_is_kept(hand_root: str) -> None:
     """Keep when P(a|o) >= θ: cup-ceramic has P = 1/2 exactly."""
+
     def rows(theta: float) -> dict:
-        cfg = MineConfig(tasks=("counterfactual_attribute",), counterfactual_attribute=CounterfactualAttributeParams(n_min=1, theta=theta, top_k=3))
+        cfg = MineConfig(
+            tasks=("counterfactual_attribute",),
+            counterfactual_attribute=CounterfactualAttributeParams(n_min=1, theta=theta, top_k=3),
+        )
         scan = scan_visual_genome(hand_root, cfg, cfg.tasks)
-        return {(r["object"], r["attribute"]): r for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)}
+        return {
+            (r["object"], r["attribute"]): r
+            for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)
+        }
 
     at = rows(0.5)[("cup", "ceramic")]
     assert at["p_a_given_o"] == 0.5 and at["kept"] is True

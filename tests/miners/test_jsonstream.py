@@ -27,7 +27,10 @@ def _all(path: Path, block: int, typ=Elem) -> list:
 
 def test_decoys_inside_strings_and_nested_objects_are_not_boundaries(tmp_path: Path) -> None:
     tricky = '}, {"image_id": 5, "objects": []}, {"image_id"'
-    data = [{"image_id": i, "objects": [{"names": [tricky if i % 3 == 0 else "x"], "image_id": i}, {"objects": []}]} for i in range(300)]
+    data = [
+        {"image_id": i, "objects": [{"names": [tricky if i % 3 == 0 else "x"], "image_id": i}, {"objects": []}]}
+        for i in range(300)
+    ]
     path = tmp_path / "a.json"
     path.write_text(json.dumps(data))
     for block in (64, 257, 4096, 1 << 20):
@@ -37,7 +40,12 @@ def test_decoys_inside_strings_and_nested_objects_are_not_boundaries(tmp_path: P
 
 
 name = st.text(alphabet=st.sampled_from(list('ab}{][,": \\\u00e9')), max_size=12)
-element = st.fixed_dictionaries({"image_id": st.integers(0, 10**9), "objects": st.lists(st.fixed_dictionaries({"names": st.lists(name, max_size=3)}), max_size=4)})
+element = st.fixed_dictionaries(
+    {
+        "image_id": st.integers(0, 10**9),
+        "objects": st.lists(st.fixed_dictionaries({"names": st.lists(name, max_size=3)}), max_size=4),
+    }
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -65,7 +73,7 @@ def test_truncated_file_names_file_and_byte_offset(tmp_path: Path) -> None:
 def test_syntax_error_in_the_middle_names_its_offset(tmp_path: Path) -> None:
     text = json.dumps([{"image_id": i, "objects": []} for i in range(100)])
     pos = text.index('{"image_id": 50')
-    broken = text[:pos] + '{"image_id": 50,, "objects": []}' + text[pos + len('{"image_id": 50, "objects": []}'):]
+    broken = text[:pos] + '{"image_id": 50,, "objects": []}' + text[pos + len('{"image_id": 50, "objects": []}') :]
     path = tmp_path / "objects.json"
     path.write_text(broken)
     with pytest.raises(JSONStreamError) as err:

@@ -7,27 +7,32 @@ import os
 from pathlib import Path
 
 import pytest
+from mining_helpers import SAMPLE_MINE
 
 from flows.config import config_from_dict
-from mining_helpers import SAMPLE_MINE
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from storage.schemas import CANDIDATES
 from tasks.engine.base import RunContext
-from tasks.stages.mine import MineSourceMissing, MineStage
 from tasks.engine.runner import run_stage
+from tasks.stages.mine import MineSourceMissing, MineStage
 
 
 def _ctx(run_dir: Path, sample_dir: Path, **mine) -> RunContext:
-    cfg = config_from_dict({
-        "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
-        "mine": {**SAMPLE_MINE, **mine},
-    })
+    cfg = config_from_dict(
+        {
+            "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
+            "mine": {**SAMPLE_MINE, **mine},
+        }
+    )
     return RunContext(RunFS.open(str(run_dir)), cfg)
 
 
 def _hashes(run_dir: Path) -> dict[str, str]:
-    return {str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((run_dir / "mine").rglob("*.parquet"))}
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((run_dir / "mine").rglob("*.parquet"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +44,21 @@ def mined_run(tmp_path_factory, sample_dir: Path):
 
 def test_stage_writes_all_three_artifacts_and_rejects(mined_run) -> None:
     run_dir, ctx, summary = mined_run
-    assert summary.shards_total == 2 and summary.rows_out["pair_stats"] >= 8 and summary.rows_out["attribute_stats"] >= 30
+    assert (
+        summary.shards_total == 2 and summary.rows_out["pair_stats"] >= 8 and summary.rows_out["attribute_stats"] >= 30
+    )
     rows = ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows()
     tasks = {r["task"] for r in rows}
     assert tasks == {"relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"}
     assert sum(r["task"] == "relational_erasure" for r in rows) >= 24
-    assert {"unknown_image_id", "box_outside_image", "duplicate_object_id", "malformed_entry", "missing_class", "missing_image"} <= set(summary.reject_reasons)
+    assert {
+        "unknown_image_id",
+        "box_outside_image",
+        "duplicate_object_id",
+        "malformed_entry",
+        "missing_class",
+        "missing_image",
+    } <= set(summary.reject_reasons)
     manifest = MineStage().store(ctx).read_manifest()
     assert manifest["status"] == "complete"
     assert any(k.endswith("objects.json") and v.startswith("size=") for k, v in manifest["input_fingerprints"].items())
@@ -64,7 +78,12 @@ def test_changed_threshold_or_source_file_remines(tmp_path: Path, sample_dir: Pa
     ctx = _ctx(tmp_path / "r", sample_dir, tasks=["dense_counting"])
     assert run_stage(MineStage(), ctx).shards_run == 1
     assert run_stage(MineStage(), ctx).all_skipped
-    changed = _ctx(tmp_path / "r", sample_dir, tasks=["dense_counting"], dense_counting={"count_range": [5, 60], "bins": [5, 30, 60], "per_bin": 2})
+    changed = _ctx(
+        tmp_path / "r",
+        sample_dir,
+        tasks=["dense_counting"],
+        dense_counting={"count_range": [5, 60], "bins": [5, 30, 60], "per_bin": 2},
+    )
     assert run_stage(MineStage(), changed).shards_run == 1
     classes = sample_dir / "fsc147" / "ImageClasses_FSC147.txt"
     st = os.stat(classes)
@@ -88,8 +107,19 @@ def test_arrow_outputs_are_checked_against_the_schema(tmp_path: Path) -> None:
     from storage.parquet_io import ArtifactError, table_from_output, table_from_rows
     from storage.schemas import PAIR_STATS
 
-    row = {"source": "visual_genome", "a": "skateboard", "b": "wheel", "c_a": 3, "c_b": 9, "c_ab": 3, "p_b_given_a": 1.0, "p_a_given_b": 1 / 3, "predicate": "on",
-           "direction": "b_subject", "kept": True}
+    row = {
+        "source": "visual_genome",
+        "a": "skateboard",
+        "b": "wheel",
+        "c_a": 3,
+        "c_b": 9,
+        "c_ab": 3,
+        "p_b_given_a": 1.0,
+        "p_a_given_b": 1 / 3,
+        "predicate": "on",
+        "direction": "b_subject",
+        "kept": True,
+    }
     table = pa.table({k: [v] for k, v in row.items()})  # int64 / double / bool inferred; rank-free schema
     assert table_from_output(PAIR_STATS, table).equals(table_from_rows(PAIR_STATS, [row]))
     assert table_from_output(PAIR_STATS, table).schema.metadata == PAIR_STATS.with_metadata().metadata
@@ -104,8 +134,9 @@ def test_arrow_outputs_are_checked_against_the_schema(tmp_path: Path) -> None:
 
 
 def test_stats_artifacts_equal_the_miner_tables(mined_run) -> None:
-    from miners.mine import mine_visual_genome
     from mining_helpers import mine_config
+
+    from miners.mine import mine_visual_genome
 
     run_dir, ctx, _ = mined_run
     res = mine_visual_genome(str(ctx.config.sources.visual_genome), mine_config(), seed=ctx.seed)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mining_helpers import image, obj, rel, write_vg
 
 from miners.config import MineConfig
 from miners.jsonstream import JSONStreamError
 from miners.mine import mine_visual_genome
-from mining_helpers import image, obj, rel, write_vg
 
 
 def test_sample_defects_are_rejected_with_reasons(mined_vg) -> None:
@@ -24,16 +24,36 @@ def test_sample_defects_are_rejected_with_reasons(mined_vg) -> None:
 def test_each_kind_of_bad_entry(tmp_path: Path) -> None:
     good = [obj(1, "cup"), obj(2, "table", w=60, h=30)]
     objects = [
-        {"image_id": 1, "objects": good + [obj(3, "cup", x=95, w=30), obj(1, "cup"), obj(4, "cup", w=0), {"object_id": 5, "x": 1, "y": 1, "w": 2, "h": 2}]},
-        {"image_id": 2, "objects": [obj(21, "cup"), {"object_id": 22, "names": ["cup"], "x": "left", "y": 1, "w": 2, "h": 2}, {**obj(23, "cup"), "object_id": None}]},
+        {
+            "image_id": 1,
+            "objects": good
+            + [
+                obj(3, "cup", x=95, w=30),
+                obj(1, "cup"),
+                obj(4, "cup", w=0),
+                {"object_id": 5, "x": 1, "y": 1, "w": 2, "h": 2},
+            ],
+        },
+        {
+            "image_id": 2,
+            "objects": [
+                obj(21, "cup"),
+                {"object_id": 22, "names": ["cup"], "x": "left", "y": 1, "w": 2, "h": 2},
+                {**obj(23, "cup"), "object_id": None},
+            ],
+        },
         {"image_id": 77, "objects": [obj(71, "cup")]},
         {"image_id": 3, "objects": [obj(31, "cup"), obj(32, "table", w=60, h=30)]},
     ]
-    rels = [{"image_id": 1, "relationships": [rel(9, good[0], "on", good[1])]},
-            {"image_id": 3, "relationships": [rel(10, obj(31, "cup"), "on", obj(32, "table", w=60, h=30))]}]
+    rels = [
+        {"image_id": 1, "relationships": [rel(9, good[0], "on", good[1])]},
+        {"image_id": 3, "relationships": [rel(10, obj(31, "cup"), "on", obj(32, "table", w=60, h=30))]},
+    ]
     root = write_vg(tmp_path / "vg", [image(1), image(2), image(3)], objects, rels)
     (tmp_path / "vg" / "VG_100K" / "3.jpg").unlink()
-    cfg = MineConfig(tasks=("relational_erasure",), relational_erasure={"n_min": 1, "theta": 0.1, "images_per_pair": 5})
+    cfg = MineConfig(
+        tasks=("relational_erasure",), relational_erasure={"n_min": 1, "theta": 0.1, "images_per_pair": 5}
+    )
     res = mine_visual_genome(root, cfg, seed=0)
     got = {(r["id"], r["reason"]) for r in res.rejects}
     assert {
@@ -52,13 +72,21 @@ def test_each_kind_of_bad_entry(tmp_path: Path) -> None:
 
 
 def test_truncated_vg_file_is_a_clear_error(tmp_path: Path) -> None:
-    root = write_vg(tmp_path / "vg", [image(i) for i in range(1, 40)], [{"image_id": i, "objects": [obj(i * 10, "cup")]} for i in range(1, 40)])
+    root = write_vg(
+        tmp_path / "vg",
+        [image(i) for i in range(1, 40)],
+        [{"image_id": i, "objects": [obj(i * 10, "cup")]} for i in range(1, 40)],
+    )
     path = tmp_path / "vg" / "objects.json"
     data = path.read_bytes()
     path.write_bytes(data[:-50])
     with pytest.raises(JSONStreamError) as err:
         mine_visual_genome(root, MineConfig(tasks=("alteration_tracing",)), seed=0)
-    assert "objects.json" in str(err.value) and f"byte {len(data) - 50}" in str(err.value) and "truncated" in str(err.value)
+    assert (
+        "objects.json" in str(err.value)
+        and f"byte {len(data) - 50}" in str(err.value)
+        and "truncated" in str(err.value)
+    )
 
 
 def test_missing_source_file_names_it(tmp_path: Path) -> None:

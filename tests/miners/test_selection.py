@@ -7,12 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from mining_helpers import mine_config
 
-from tasks.builtin_tasks.alteration_tracing.miner import assign_edit_type
 from miners.fsc147 import bin_of, read_fsc147
 from miners.mine import mine_fsc147, mine_visual_genome
 from miners.sample_data import load_truth
-from mining_helpers import mine_config
+from tasks.builtin_tasks.alteration_tracing.miner import assign_edit_type
 
 
 def _by(rows, task, variant="targeted"):
@@ -32,7 +32,11 @@ def test_re_candidates_carry_what_later_stages_need(mined_vg) -> None:
         x, y, w, h = c["target_box"]
         assert 0.003 <= w * h / (W * H) <= 0.5
         assert w * h <= c["partner_box"][2] * c["partner_box"][3]  # the smaller entity is erased
-        assert c["predicate"] and c["direction"] in ("target_is_subject", "target_is_object") and c["edit_type"] == "remove"
+        assert (
+            c["predicate"]
+            and c["direction"] in ("target_is_subject", "target_is_object")
+            and c["edit_type"] == "remove"
+        )
         ctx = json.loads(c["context_json"])
         assert c["target_object_id"] not in {o["id"] for o in ctx}
         assert c["partner_object_id"] in {o["id"] for o in ctx}
@@ -89,7 +93,9 @@ def test_at_targets_rotation_and_delete_rule(mined_vg) -> None:
         assert w * h / (c["width"] * c["height"]) < 0.2
         same = 1 + sum(o["name"] == c["target_name"] for o in ctx)
         assert c["same_instance_count"] == same
-        assert sorted([c["edit_type"], *c["fallback_chain"]]) == sorted({"delete", "add", "replace", "move"} - ({"delete"} if same < 2 else set()))
+        assert sorted([c["edit_type"], *c["fallback_chain"]]) == sorted(
+            {"delete", "add", "replace", "move"} - ({"delete"} if same < 2 else set())
+        )
     assigned = Counter(json.loads(c["extra_json"])["assigned_edit_type"] for c in at)
     assert max(assigned.values()) - min(assigned.values()) <= 1  # balanced rotation
 
@@ -141,7 +147,11 @@ def test_malformed_class_lines_are_rejects(tmp_path: Path, bad: str) -> None:
 
     (tmp_path / "c.txt").write_text(f"1.jpg\tcoins\n{bad}\n")
     classes, problems = read_classes(str(tmp_path / "c.txt"))
-    assert classes == {"1.jpg": "coins"} and problems[0]["reason"] == "malformed_entry" and "line 2" in problems[0]["detail"]
+    assert (
+        classes == {"1.jpg": "coins"}
+        and problems[0]["reason"] == "malformed_entry"
+        and "line 2" in problems[0]["detail"]
+    )
 
 
 def test_duckdb_and_msgspec_readers_give_the_same_result(vg_root: str, mined_vg, tmp_path: Path) -> None:
@@ -160,7 +170,11 @@ def test_duckdb_and_msgspec_readers_give_the_same_result(vg_root: str, mined_vg,
     assert set(fast_scan.readers.values()) == {"duckdb"}
     fast = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True), seed=0)
     ref = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True, reader="msgspec"), seed=0)
-    assert fast.candidates == ref.candidates and fast.pair_stats == ref.pair_stats and fast.attribute_stats == ref.attribute_stats
+    assert (
+        fast.candidates == ref.candidates
+        and fast.pair_stats == ref.pair_stats
+        and fast.attribute_stats == ref.attribute_stats
+    )
     assert fast.rejects == ref.rejects
 
 
@@ -174,13 +188,25 @@ def test_new_fsc147_images_never_reorder_the_chosen_ones(fsc_root: str) -> None:
     params = mine_config().dense_counting
     data = read_fsc147(fsc_root)
     before = {c["image_id"] for c in select(data, params, seed=0, task="dense_counting").rows}
-    grown = dataclasses.replace(data, annotations=dict(data.annotations), classes=dict(data.classes), splits=dict(data.splits))
+    grown = dataclasses.replace(
+        data, annotations=dict(data.annotations), classes=dict(data.classes), splits=dict(data.splits)
+    )
     added = []
     for i, name in enumerate(sorted(before)):  # a twin of each chosen image, under a name sorting first
         twin = f"0000{i:02d}_{name}"
-        grown.annotations[twin], grown.classes[twin], grown.splits[twin] = data.annotations[name], data.classes[name], data.splits[name]
+        grown.annotations[twin], grown.classes[twin], grown.splits[twin] = (
+            data.annotations[name],
+            data.classes[name],
+            data.splits[name],
+        )
         added.append(twin)
-    after = {c["image_id"] for c in select(grown, params, seed=0, task="dense_counting").rows if not c["image_id"].startswith("0000")}
+    after = {
+        c["image_id"]
+        for c in select(grown, params, seed=0, task="dense_counting").rows
+        if not c["image_id"].startswith("0000")
+    }
     assert after <= before, "an image chosen now was not chosen before: the order of old images changed"
     moved = before - after
-    assert len(moved) <= sum(1 for c in select(grown, params, seed=0, task="dense_counting").rows if c["image_id"] in added), "only new images displace old ones"
+    assert len(moved) <= sum(
+        1 for c in select(grown, params, seed=0, task="dense_counting").rows if c["image_id"] in added
+    ), "only new images displace old ones"

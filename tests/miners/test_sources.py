@@ -20,8 +20,8 @@ from storage.hashing import canonical_json, stable_id
 from storage.parquet_io import ArtifactReader
 from storage.schemas import CANDIDATES
 from tasks.engine.base import RunContext
-from tasks.stages.mine import MineSourceMissing, MineStage
 from tasks.engine.runner import run_stage
+from tasks.stages.mine import MineSourceMissing, MineStage
 
 
 def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> MineResult:
@@ -29,19 +29,42 @@ def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> Mi
     result = MineResult()
     for line in Path(path).read_text().splitlines():
         name, cls, count = line.split()
-        result.candidates.append({
-            "id": stable_id("dense_counting", "targeted", "toy", name), "task": "dense_counting", "variant": "targeted", "source": "toy",
-            "image_id": name, "image_path": str(Path(path).parent / name), "width": 10, "height": 10, "count": int(count),
-            "points": [[1.0, 1.0]] * int(count), "class_name": cls, "target_name": cls, "edit_type": "none", "fallback_chain": [],
-            "context_json": canonical_json([]), "extra_json": canonical_json({}),
-        })
+        result.candidates.append(
+            {
+                "id": stable_id("dense_counting", "targeted", "toy", name),
+                "task": "dense_counting",
+                "variant": "targeted",
+                "source": "toy",
+                "image_id": name,
+                "image_path": str(Path(path).parent / name),
+                "width": 10,
+                "height": 10,
+                "count": int(count),
+                "points": [[1.0, 1.0]] * int(count),
+                "class_name": cls,
+                "target_name": cls,
+                "edit_type": "none",
+                "fallback_chain": [],
+                "context_json": canonical_json([]),
+                "extra_json": canonical_json({}),
+            }
+        )
     result.summary["toy_images"] = len(result.candidates)
     return result.finish()
 
 
-TOY = SourceSpec(name="toy", format="one line per image", yields=frozenset({"images", "points"}), own_tasks=("dense_counting",),
-                 setting_help="a toy.txt file", files=lambda p, cfg: [p], required=lambda p, cfg: [p], mine=_toy_mine,
-                 manifest=lambda r: {"toy": r.summary}, images_key="toy_images")
+TOY = SourceSpec(
+    name="toy",
+    format="one line per image",
+    yields=frozenset({"images", "points"}),
+    own_tasks=("dense_counting",),
+    setting_help="a toy.txt file",
+    files=lambda p, cfg: [p],
+    required=lambda p, cfg: [p],
+    mine=_toy_mine,
+    manifest=lambda r: {"toy": r.summary},
+    images_key="toy_images",
+)
 
 
 @pytest.fixture
@@ -56,7 +79,10 @@ def test_builtins_come_first_in_a_fixed_order_and_resolve_to_specs() -> None:
     for name in ("visual_genome", "fsc147", "coco"):
         spec = source_spec(name)
         assert spec.name == name and spec.tasks and spec.yields <= sources.YIELDS
-    assert source_spec("coco").feeds(["counterfactual_attribute", "dense_counting", "relational_erasure"]) == ["dense_counting", "relational_erasure"]
+    assert source_spec("coco").feeds(["counterfactual_attribute", "dense_counting", "relational_erasure"]) == [
+        "dense_counting",
+        "relational_erasure",
+    ]
 
 
 def test_unknown_source_lists_the_choices_and_bad_specs_are_refused() -> None:
@@ -90,10 +116,16 @@ def test_third_party_source_is_mined_by_the_stage(toy_registered: SourceSpec, tm
 
 
 def test_coco_source_through_the_stage(sample_dir: Path, tmp_path: Path) -> None:
-    cfg = config_from_dict({"sources": {"coco": str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)},
-                            "mine": {"tasks": ["relational_erasure", "alteration_tracing", "dense_counting"],
-                                     "relational_erasure": {"n_min": 20, "theta": 0.7, "area_range": [0.003, 0.5], "images_per_pair": 4},
-                                     "dense_counting": {"count_range": [5, 60], "bins": [5, 10, 25, 60], "per_bin": 3}}})
+    cfg = config_from_dict(
+        {
+            "sources": {"coco": str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)},
+            "mine": {
+                "tasks": ["relational_erasure", "alteration_tracing", "dense_counting"],
+                "relational_erasure": {"n_min": 20, "theta": 0.7, "area_range": [0.003, 0.5], "images_per_pair": 4},
+                "dense_counting": {"count_range": [5, 60], "bins": [5, 10, 25, 60], "per_bin": 3},
+            },
+        }
+    )
     ctx = RunContext(RunFS.open(str(tmp_path / "run")), cfg)
     summary = run_stage(MineStage(), ctx)
     rows = ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows()
@@ -108,19 +140,29 @@ def test_coco_source_through_the_stage(sample_dir: Path, tmp_path: Path) -> None
 
 
 def test_a_task_no_configured_source_feeds_names_the_sources_that_can(sample_dir: Path, tmp_path: Path) -> None:
-    cfg = config_from_dict({"sources": {"coco": str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)},
-                            "mine": {"tasks": ["relational_erasure", "counterfactual_attribute"]}})
+    cfg = config_from_dict(
+        {
+            "sources": {"coco": str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)},
+            "mine": {"tasks": ["relational_erasure", "counterfactual_attribute"]},
+        }
+    )
     with pytest.raises(MineSourceMissing, match=r"\['counterfactual_attribute'\] need sources.visual_genome") as info:
         run_stage(MineStage(), RunContext(RunFS.open(str(tmp_path)), cfg))
     assert "sources.coco" not in str(info.value)
     with pytest.raises(MineSourceMissing, match=r"sources.visual_genome .* or sources.coco"):
-        run_stage(MineStage(), RunContext(RunFS.open(str(tmp_path / "b")), config_from_dict({"mine": {"tasks": ["relational_erasure"]}})))
+        run_stage(
+            MineStage(),
+            RunContext(RunFS.open(str(tmp_path / "b")), config_from_dict({"mine": {"tasks": ["relational_erasure"]}})),
+        )
 
 
 def test_config_refuses_unknown_or_built_in_names_under_other() -> None:
     from flows.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"sources.other: .*unknown source 'objects365'; registered sources: visual_genome, fsc147, coco"):
+    with pytest.raises(
+        ConfigError,
+        match=r"sources.other: .*unknown source 'objects365'; registered sources: visual_genome, fsc147, coco",
+    ):
         config_from_dict({"sources": {"other": {"objects365": "/data/o365.json"}}})
     with pytest.raises(ConfigError, match=r"'coco' is a built-in source: set sources.coco instead"):
         config_from_dict({"sources": {"other": {"coco": "/data/x.json"}}})

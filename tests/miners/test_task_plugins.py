@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from mining_helpers import image, obj, rel, write_vg
 from pydantic import Field
 
 from flows.config import ConfigError, config_from_dict, dump_config
@@ -21,7 +22,6 @@ from miners.sources import source_spec
 from storage import task_spec as registry
 from storage.config_base import Section
 from storage.task_spec import TaskSpec, register_task
-from mining_helpers import image, obj, rel, write_vg
 
 PLUGIN = "toy_spatial"
 SEEN: list[MineJob] = []
@@ -37,7 +37,9 @@ def toy_miner(job: MineJob) -> None:
     SEEN.append(job)
     r, preds, names = job.scan.relations, job.scan.predicates.names, job.scan.names.names
     counts: dict[tuple[int, int, int], int] = {}
-    for s, p, o in zip(r["s_nid"][r["valid"]].tolist(), r["pid"][r["valid"]].tolist(), r["o_nid"][r["valid"]].tolist()):
+    for s, p, o in zip(
+        r["s_nid"][r["valid"]].tolist(), r["pid"][r["valid"]].tolist(), r["o_nid"][r["valid"]].tolist()
+    ):
         counts[(s, p, o)] = counts.get((s, p, o), 0) + 1
     frequent = {k for k, c in counts.items() if c >= job.params.min_count and preds[k[1]] in job.params.predicates}
     job.result.summary["toy_triples"] = len(frequent)
@@ -49,10 +51,29 @@ def toy_miner(job: MineJob) -> None:
             continue
         iid = int(r["img"][k])
         path = job.rows.image_path(iid, sel)
-        target = {"id": int(r["s_oid"][k]), "name": names[int(r["s_nid"][k])], "box": [float(r[f"s{c}"][k]) for c in "xywh"]}
-        partner = {"id": int(r["o_oid"][k]), "name": names[int(r["o_nid"][k])], "box": [float(r[f"o{c}"][k]) for c in "xywh"]}
-        sel.rows.append(job.rows.row(job.task, "targeted", iid, path, target=target, partner=partner, predicate=preds[int(r["pid"][k])],
-                                     edit_type="move", fallback_chain=[]))
+        target = {
+            "id": int(r["s_oid"][k]),
+            "name": names[int(r["s_nid"][k])],
+            "box": [float(r[f"s{c}"][k]) for c in "xywh"],
+        }
+        partner = {
+            "id": int(r["o_oid"][k]),
+            "name": names[int(r["o_nid"][k])],
+            "box": [float(r[f"o{c}"][k]) for c in "xywh"],
+        }
+        sel.rows.append(
+            job.rows.row(
+                job.task,
+                "targeted",
+                iid,
+                path,
+                target=target,
+                partner=partner,
+                predicate=preds[int(r["pid"][k])],
+                edit_type="move",
+                fallback_chain=[],
+            )
+        )
     job.result.add(sel)
 
 
@@ -61,8 +82,18 @@ VG_READS = ("relationships",)
 
 @pytest.fixture
 def plugin() -> Any:
-    spec = register_task(TaskSpec(id=PLUGIN, short="TS", label="Toy spatial", weight=0.1, order=50, params=ToySpatialParams,
-                                  miners={"visual_genome": toy_miner}, extra={"vg_reads": f"{__name__}:VG_READS"}))
+    spec = register_task(
+        TaskSpec(
+            id=PLUGIN,
+            short="TS",
+            label="Toy spatial",
+            weight=0.1,
+            order=50,
+            params=ToySpatialParams,
+            miners={"visual_genome": toy_miner},
+            extra={"vg_reads": f"{__name__}:VG_READS"},
+        )
+    )
     SEEN.clear()
     yield spec
     registry._EXTRA.pop(PLUGIN, None)
@@ -73,14 +104,24 @@ def test_plugin_section_validates_against_its_params_class(plugin: TaskSpec) -> 
     cfg = MineConfig.model_validate({"tasks": ["relational_erasure", PLUGIN], PLUGIN: {"min_count": 3}})
     assert cfg.params_for(PLUGIN) == ToySpatialParams(min_count=3) and getattr(cfg, PLUGIN).min_count == 3
     assert cfg.control_for(PLUGIN) is False, "a task without a control setting follows mine.control"
-    sections = [k for k in cfg.model_dump() if k in registry.all_tasks()]  # installed task plugins (make test: spatial_relation) too
-    assert sections == list(registry.task_ids()) and sections[:4] == ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
+    sections = [
+        k for k in cfg.model_dump() if k in registry.all_tasks()
+    ]  # installed task plugins (make test: spatial_relation) too
+    assert sections == list(registry.task_ids()) and sections[:4] == [
+        "relational_erasure",
+        "counterfactual_attribute",
+        "alteration_tracing",
+        "dense_counting",
+    ]
     assert sections.index(PLUGIN) > sections.index("dense_counting")
     assert cfg.stage_key()[PLUGIN] == {"min_count": 3, "predicates": ["on", "under"]}
     defaults = MineConfig.model_validate({"tasks": ["relational_erasure"]})
     assert defaults.params_for(PLUGIN) == ToySpatialParams(), "every registered task gets its defaults"
     assert PLUGIN not in defaults.stage_key(), "a task not mined keys nothing: installing a plugin re-mines no run"
-    assert defaults.stage_key() == MineConfig.model_validate({"tasks": ["relational_erasure"], PLUGIN: {"min_count": 9}}).stage_key()
+    assert (
+        defaults.stage_key()
+        == MineConfig.model_validate({"tasks": ["relational_erasure"], PLUGIN: {"min_count": 9}}).stage_key()
+    )
     with pytest.raises(ConfigError, match=rf"mine\.{PLUGIN}\.min_cout: Extra inputs are not permitted"):
         config_from_dict({"mine": {PLUGIN: {"min_cout": 3}}})
     with pytest.raises(ConfigError, match=rf"mine\.{PLUGIN}\.min_count: Input should be greater than or equal to 1"):
@@ -158,4 +199,7 @@ def test_the_mine_stage_key_ignores_tasks_not_mined(plugin: TaskSpec, tmp_path) 
     base = section({"tasks": ["relational_erasure"]})
     assert PLUGIN not in base["mine"]
     assert section({"tasks": ["relational_erasure"], PLUGIN: {"min_count": 9}}) == base
-    assert section({"tasks": ["relational_erasure", PLUGIN]})["mine"][PLUGIN] == {"min_count": 2, "predicates": ["on", "under"]}
+    assert section({"tasks": ["relational_erasure", PLUGIN]})["mine"][PLUGIN] == {
+        "min_count": 2,
+        "predicates": ["on", "under"],
+    }

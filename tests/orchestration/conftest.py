@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from orch_support import HERE, REPO, PrefectServer, free_port
+
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[PrefectServer]:
@@ -64,6 +64,7 @@ def ray_cluster(prefect_server: PrefectServer) -> Iterator[None]:
     set while Ray starts and restored right after.
     """
     import ray  # the ray extra is part of the test install: no skip
+
     saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")}
     os.environ.update(PREFECT_API_URL=prefect_server.url, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     tmp = tempfile.mkdtemp(prefix="rbray-", dir="/tmp")  # short: Ray's socket paths have a length limit
@@ -72,8 +73,13 @@ def ray_cluster(prefect_server: PrefectServer) -> Iterator[None]:
         # per task exactly as on a GPU node (nothing touches CUDA on this CPU-only machine).
         pythonpath = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         ray.init(
-            num_cpus=2, num_gpus=2, include_dashboard=False, _temp_dir=tmp, object_store_memory=200 * 1024 * 1024,
-            runtime_env={"env_vars": {"PREFECT_API_URL": prefect_server.url, "PYTHONPATH": pythonpath}}, log_to_driver=False,
+            num_cpus=2,
+            num_gpus=2,
+            include_dashboard=False,
+            _temp_dir=tmp,
+            object_store_memory=200 * 1024 * 1024,
+            runtime_env={"env_vars": {"PREFECT_API_URL": prefect_server.url, "PYTHONPATH": pythonpath}},
+            log_to_driver=False,
         )
     finally:
         for k, v in saved.items():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ray_nodes import RayNode, RayNodes
+
 from storage.fs import RunFS
 from storage.stage_store import MARKERS
 from tasks.engine.placement import attempts, row_placement
@@ -46,8 +47,11 @@ class MultinodeOutcome:
 
     def figures(self) -> dict[str, Any]:
         return {
-            "nodes": self.nodes, "edits": self.edits, "node_killed": self.killed is not None,
-            "rerun_shards": len(self.rerun_shards), "identical_to_single_node": self.identical,
+            "nodes": self.nodes,
+            "edits": self.edits,
+            "node_killed": self.killed is not None,
+            "rerun_shards": len(self.rerun_shards),
+            "identical_to_single_node": self.identical,
         }
 
 
@@ -91,7 +95,9 @@ def kill_mid_shard(cluster: RayNodes, run: RunFS, stop: threading.Event) -> RayN
     return None
 
 
-def build_across_nodes(cluster: RayNodes, config: Path, upstream: Path, base_url: str, **overrides: Any) -> MultinodeOutcome:
+def build_across_nodes(
+    cluster: RayNodes, config: Path, upstream: Path, base_url: str, **overrides: Any
+) -> MultinodeOutcome:
     """The edit stage one-node at ``base_url/single`` and on ``cluster`` at ``base_url/multi``."""
     from flows.config import load_config
     from flows.prefect_flows import build_flow
@@ -102,11 +108,18 @@ def build_across_nodes(cluster: RayNodes, config: Path, upstream: Path, base_url
         upload_run(upstream, url)
     run_pipeline(load_config(config), single, ["edit"], orchestrator="local")
 
-    settings = {"orchestration.task_runner": "ray", "orchestration.ray_address": cluster.address, "orchestration.gpus_per_edit_task": 1, **overrides}
+    settings = {
+        "orchestration.task_runner": "ray",
+        "orchestration.ray_address": cluster.address,
+        "orchestration.gpus_per_edit_task": 1,
+        **overrides,
+    }
     started = time.perf_counter()
     stop = threading.Event()
     watcher: dict[str, RayNode | None] = {}
-    watch = threading.Thread(target=lambda: watcher.update(killed=kill_mid_shard(cluster, RunFS.open(multi), stop)), name="node-killer")
+    watch = threading.Thread(
+        target=lambda: watcher.update(killed=kill_mid_shard(cluster, RunFS.open(multi), stop)), name="node-killer"
+    )
     watch.start()
     try:
         state = build_flow(config=str(config), run_dir=multi, stages=["edit"], overrides=settings, return_state=True)
@@ -123,17 +136,30 @@ def build_across_nodes(cluster: RayNodes, config: Path, upstream: Path, base_url
     manifest = json.loads(run.read_text("edit/_manifest.json"))
     rerun = sorted(
         {a["shard"] for a in tried if killed and a["node"] == killed.node_id}
-        - {s for s in range(manifest["shards_total"]) if killed and (_marker(run, s) or {}).get("placement", {}).get("node") == killed.node_id}
+        - {
+            s
+            for s in range(manifest["shards_total"])
+            if killed and (_marker(run, s) or {}).get("placement", {}).get("node") == killed.node_id
+        }
     )
     one, many = digest(single), digest(multi)
     differences = sorted(k for k in set(one) | set(many) if one.get(k) != many.get(k))
-    fingerprints = [json.loads(RunFS.open(u).read_text("edit/_manifest.json"))["output_fingerprint"] for u in (single, multi)]
+    fingerprints = [
+        json.loads(RunFS.open(u).read_text("edit/_manifest.json"))["output_fingerprint"] for u in (single, multi)
+    ]
     if fingerprints[0] != fingerprints[1]:
         differences.append(f"edit/_manifest.json output_fingerprint {fingerprints[0]} != {fingerprints[1]}")
     return MultinodeOutcome(
-        nodes=cluster.nodes, shards_total=manifest["shards_total"], edits=manifest["counts"]["edits"], killed=killed,
-        rerun_shards=rerun, differences=differences, rows=row_placement(run, "edit", "edits", "id"), attempts=tried,
-        flow_run_id=str(state.state_details.flow_run_id), seconds=seconds,
+        nodes=cluster.nodes,
+        shards_total=manifest["shards_total"],
+        edits=manifest["counts"]["edits"],
+        killed=killed,
+        rerun_shards=rerun,
+        differences=differences,
+        rows=row_placement(run, "edit", "edits", "id"),
+        attempts=tried,
+        flow_run_id=str(state.state_details.flow_run_id),
+        seconds=seconds,
     )
 
 
@@ -148,7 +174,10 @@ def sample_upstream(workdir: Path) -> tuple[Path, Path]:
 
     generate_sample(workdir / "sample", seed=0)
     data = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "demo.yaml").read_text())
-    data["sources"] = {"visual_genome": str(workdir / "sample" / "visual_genome"), "fsc147": str(workdir / "sample" / "fsc147")}
+    data["sources"] = {
+        "visual_genome": str(workdir / "sample" / "visual_genome"),
+        "fsc147": str(workdir / "sample" / "fsc147"),
+    }
     data["orchestration"] = {"retries": 1, "retry_delay_s": 0.5}
     config = workdir / "config.yaml"
     config.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -18,7 +18,16 @@ from storage.schemas import ArtifactSchema
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 
 CUBES = ArtifactSchema(
-    "cubes", 1, pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("cube", pa.int64()), pa.field("device", pa.string()), pa.field("visible", pa.string())])
+    "cubes",
+    1,
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("cube", pa.int64()),
+            pa.field("device", pa.string()),
+            pa.field("visible", pa.string()),
+        ]
+    ),
 )
 
 
@@ -44,7 +53,15 @@ class CubeStage(Stage):
 
     @classmethod
     def reset(cls) -> None:
-        cls.broken, cls.flaky, cls.oom_items, cls.calls, cls.hold_s, cls.active, cls.overlaps = set(), set(), set(), [], 0.0, {}, []
+        cls.broken, cls.flaky, cls.oom_items, cls.calls, cls.hold_s, cls.active, cls.overlaps = (
+            set(),
+            set(),
+            set(),
+            [],
+            0.0,
+            {},
+            [],
+        )
 
     def config_section(self, ctx: RunContext) -> Any:
         return {"n": ctx.options["n"], "shard_size": ctx.config.run.shard_size}
@@ -76,12 +93,19 @@ class CubeStage(Stage):
         res = ShardResult(rows_in=len(work))
         for v in work:
             if v in cls.oom_items:
-                res.rejects.append(reject(str(v), self.name, "out_of_memory", "simulated: failed even at batch size 1"))
+                res.rejects.append(
+                    reject(str(v), self.name, "out_of_memory", "simulated: failed even at batch size 1")
+                )
             elif v % 5 == 0:
                 res.rejects.append(reject(str(v), self.name, "multiple_of_five"))
             else:
                 res.outputs.setdefault("cubes", []).append(
-                    {"id": str(v), "cube": v**3, "device": device, "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "-")}
+                    {
+                        "id": str(v),
+                        "cube": v**3,
+                        "device": device,
+                        "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "-"),
+                    }
                 )
         return res
 

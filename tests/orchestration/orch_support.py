@@ -75,11 +75,30 @@ class PrefectServer:
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = self.database_url
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [str(VENV_BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port), "--no-ui"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(self.home), start_new_session=True,
+                [
+                    str(VENV_BIN / "prefect"),
+                    "server",
+                    "start",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--no-ui",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.home),
+                start_new_session=True,
             )
-        wait_until_ready(self.proc, lambda: httpx.get(f"{self.url}/health", timeout=2).status_code == 200, "prefect server",
-                         lambda: self.log.read_text()[-3000:], STARTUP_TIMEOUT_S, stop=self.stop)
+        wait_until_ready(
+            self.proc,
+            lambda: httpx.get(f"{self.url}/health", timeout=2).status_code == 200,
+            "prefect server",
+            lambda: self.log.read_text()[-3000:],
+            STARTUP_TIMEOUT_S,
+            stop=self.stop,
+        )
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -99,7 +118,12 @@ def prefect_cli(server: PrefectServer, *args: str, **env: str) -> str:
     # Prefect's CLI draws its tables at the terminal's width; the names the tests read must not
     # be folded across rows, whatever COLUMNS the suite runs with.
     proc = subprocess.run(
-        [str(VENV_BIN / "prefect"), *args], cwd=REPO, env=server.env(COLUMNS="250", **env), capture_output=True, text=True, timeout=180
+        [str(VENV_BIN / "prefect"), *args],
+        cwd=REPO,
+        env=server.env(COLUMNS="250", **env),
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"prefect {' '.join(args)} failed ({proc.returncode}):\n{out}"
@@ -112,7 +136,9 @@ def flow_run(server: PrefectServer, run_id: str) -> dict[str, Any]:
     return reply.json()
 
 
-def wait_for_flow_run(server: PrefectServer, run_id: str, timeout_s: float, states: set[str] = RUN_TERMINAL) -> dict[str, Any]:
+def wait_for_flow_run(
+    server: PrefectServer, run_id: str, timeout_s: float, states: set[str] = RUN_TERMINAL
+) -> dict[str, Any]:
     """Poll a flow run until its state type is in ``states`` (terminal by default) or time runs out."""
     deadline = time.monotonic() + timeout_s
     run = flow_run(server, run_id)
@@ -129,8 +155,11 @@ def start_worker(server: PrefectServer, pool: str, folder: Path, *extra: str, **
     with open(folder / "worker.log", "wb") as log:
         return subprocess.Popen(
             [str(VENV_BIN / "prefect"), "worker", "start", "--pool", pool, "--type", "process", *extra],
-            cwd=folder, env=server.env(PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="5", **env),
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=folder,
+            env=server.env(PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_WORKER_PREFETCH_SECONDS="5", **env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 

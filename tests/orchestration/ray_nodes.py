@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 NODE_ENV = ("TMPDIR", "XDG_CACHE_HOME", "HF_HOME", "TORCH_HOME")
 
@@ -52,7 +53,7 @@ class RayNodes:
     def address(self) -> str:
         return str(self.cluster.address)
 
-    def start(self) -> "RayNodes":
+    def start(self) -> RayNodes:
         from ray.cluster_utils import Cluster
 
         self.root = Path(tempfile.mkdtemp(prefix="rbn-", dir="/tmp"))  # short: Ray's socket paths have a length limit
@@ -60,16 +61,28 @@ class RayNodes:
         with _node_environment(self.pythonpath, {"RAY_TMPDIR": str(self.root)}):  # not the machine-wide /tmp/ray
             self.cluster = Cluster()
             self.cluster.add_node(
-                num_cpus=0, num_gpus=0, include_dashboard=False, temp_dir=str(self.root / "head"), object_store_memory=80 * 1024 * 1024,
+                num_cpus=0,
+                num_gpus=0,
+                include_dashboard=False,
+                temp_dir=str(self.root / "head"),
+                object_store_memory=80 * 1024 * 1024,
             )
         for i in range(self.nodes):
             name = f"node{i + 1}"
             tmp, cache = self.root / name / "tmp", self.root / name / "cache"
             tmp.mkdir(parents=True)
             cache.mkdir(parents=True)
-            folders = {"RAY_TMPDIR": str(self.root), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(cache), "HF_HOME": str(cache / "hf"), "TORCH_HOME": str(cache / "torch")}
+            folders = {
+                "RAY_TMPDIR": str(self.root),
+                "TMPDIR": str(tmp),
+                "XDG_CACHE_HOME": str(cache),
+                "HF_HOME": str(cache / "hf"),
+                "TORCH_HOME": str(cache / "torch"),
+            }
             with _node_environment(self.pythonpath, folders):
-                node = self.cluster.add_node(num_cpus=self.cpus, num_gpus=self.gpus, object_store_memory=80 * 1024 * 1024)
+                node = self.cluster.add_node(
+                    num_cpus=self.cpus, num_gpus=self.gpus, object_store_memory=80 * 1024 * 1024
+                )
             self.members.append(RayNode(name, node, tmp, cache))
         self.cluster.wait_for_nodes()
         return self
@@ -93,7 +106,7 @@ class RayNodes:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> "RayNodes":
+    def __enter__(self) -> RayNodes:
         try:
             return self.start()
         except BaseException:
@@ -113,7 +126,12 @@ def _node_environment(pythonpath: list[str], folders: dict[str, str]) -> Iterato
         for key in [k for k in os.environ if k.startswith("PREFECT_")]:
             del os.environ[key]
         paths = [*pythonpath, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-        os.environ.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), **folders)
+        os.environ.update(
+            RAY_AUTH_MODE="disabled",
+            RAY_USAGE_STATS_ENABLED="0",
+            PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)),
+            **folders,
+        )
         yield
     finally:
         os.environ.clear()

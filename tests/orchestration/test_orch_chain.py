@@ -31,7 +31,9 @@ def _record_steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(report_write, "write_report", report)
     for cls in (MineStage, InstructStage):
         real_plan = cls.plan
-        monkeypatch.setattr(cls, "plan", lambda self, ctx, _plan=real_plan: (steps.append(self.name), _plan(self, ctx))[1])
+        monkeypatch.setattr(
+            cls, "plan", lambda self, ctx, _plan=real_plan: (steps.append(self.name), _plan(self, ctx))[1]
+        )
     return steps
 
 
@@ -68,7 +70,11 @@ def test_a_failing_preflight_stops_both_modes_before_mine(
     from flows.cli import run_stages_cli
 
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"editors": [{"name": "qwen-image-edit", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}}]}))
+    bad.write_text(
+        yaml.safe_dump(
+            {"editors": [{"name": "qwen-image-edit", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}}]}
+        )
+    )
     steps = _record_steps(monkeypatch)
     for mode in ("local", "prefect"):
         capsys.readouterr()
@@ -76,6 +82,8 @@ def test_a_failing_preflight_stops_both_modes_before_mine(
             run_stages_cli(None, bad, str(tmp_path / mode), force=False, orchestrator=mode)
         err = capsys.readouterr().err
         assert stop.value.exit_code == 1 and steps == ["preflight"], (mode, steps)
-        assert "reactbench preflight" in err and "preflight failed, nothing was run" in err and "no-such-lora" in err, (mode, err[-2000:])
+        assert (
+            "reactbench preflight" in err and "preflight failed, nothing was run" in err and "no-such-lora" in err
+        ), (mode, err[-2000:])
         assert not (tmp_path / mode / "mine").exists()
         steps[:] = []

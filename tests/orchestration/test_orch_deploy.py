@@ -12,27 +12,42 @@ from orch_support import REPO, PrefectServer, prefect_cli, start_worker, stop_pr
 RUN_TIMEOUT_S = 240.0
 
 
-def test_deployed_build_runs_on_a_worker_and_publishes_artifacts(prefect_server: PrefectServer, sample_config: Path, tmp_path: Path) -> None:
+def test_deployed_build_runs_on_a_worker_and_publishes_artifacts(
+    prefect_server: PrefectServer, sample_config: Path, tmp_path: Path
+) -> None:
     # The commands of the README's "Run on GPU nodes", step 2: the two process pools, then every deployment.
     pool = "reactbench-gpu"
     for name in (pool, "reactbench-cpu"):
         prefect_cli(prefect_server, "work-pool", "create", name, "--type", "process")
-    out = prefect_cli(prefect_server, "deploy", "--prefect-file", str(REPO / "prefect.yaml"), "--all", REACTBENCH_HOME=str(REPO))
+    out = prefect_cli(
+        prefect_server, "deploy", "--prefect-file", str(REPO / "prefect.yaml"), "--all", REACTBENCH_HOME=str(REPO)
+    )
     listed = prefect_cli(prefect_server, "deployment", "ls")
-    for name in ("reactbench-build/build", *(f"reactbench-stage/{s}" for s in ("mine", "instruct", "edit", "qa", "review"))):
+    for name in (
+        "reactbench-build/build",
+        *(f"reactbench-stage/{s}" for s in ("mine", "instruct", "edit", "qa", "review")),
+    ):
         assert name in out and name in listed, f"{name} not deployed:\n{out}\n{listed}"
 
     deployments = prefect_server.post("/deployments/filter", {"deployments": {"name": {"any_": ["build"]}}})
     assert len(deployments) == 1
     dep = deployments[0]
     assert dep["work_pool_name"] == pool and dep["entrypoint"] == "flows/prefect_flows.py:build_flow"
-    assert [s["schedule"].get("cron") for s in dep["schedules"]] == ["0 2 * * *"], "the nightly schedule from prefect.yaml"
+    assert [s["schedule"].get("cron") for s in dep["schedules"]] == ["0 2 * * *"], (
+        "the nightly schedule from prefect.yaml"
+    )
     assert dep["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(REPO)
 
     run_dir = tmp_path / "run"
     out = prefect_cli(
-        prefect_server, "deployment", "run", "reactbench-build/build",
-        "--param", f"config={json.dumps(str(sample_config))}", "--param", f"run_dir={json.dumps(str(run_dir))}",
+        prefect_server,
+        "deployment",
+        "run",
+        "reactbench-build/build",
+        "--param",
+        f"config={json.dumps(str(sample_config))}",
+        "--param",
+        f"run_dir={json.dumps(str(run_dir))}",
     )
     run_id = re.search(r"UUID:\s*([0-9a-f-]{36})", out).group(1)
 

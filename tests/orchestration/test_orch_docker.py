@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from orch_support import REPO
 
 DOCKER = REPO / "docker"
@@ -42,7 +41,9 @@ def test_there_is_a_gpu_and_a_cpu_image() -> None:
 def test_dockerfile_lints_clean(dockerfile: Path) -> None:
     proc = subprocess.run(
         [_hadolint(), "--no-color", "--config", str(DOCKER / "hadolint.yaml"), str(dockerfile)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, f"hadolint {dockerfile.name}:\n{proc.stdout}{proc.stderr}"
 
@@ -88,13 +89,21 @@ def test_compose_file_is_consistent_with_the_repository() -> None:
 @pytest.mark.parametrize("command", ["worker", "setup"])
 def test_entrypoint_server_commands_say_they_need_prefect_in_one_line(command: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "REACTBENCH_HOME": str(tmp_path)}
-    proc = subprocess.run(["sh", str(DOCKER / "entrypoint.sh"), command], capture_output=True, text=True, env=env, timeout=30)
+    proc = subprocess.run(
+        ["sh", str(DOCKER / "entrypoint.sh"), command], capture_output=True, text=True, env=env, timeout=30
+    )
     assert proc.returncode == 2, proc
     assert proc.stderr.count("\n") == 1 and "PREFECT_API_URL" in proc.stderr and command in proc.stderr, proc.stderr
 
 
 def test_entrypoint_runs_other_commands_without_a_server(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "REACTBENCH_HOME": str(tmp_path)}
-    proc = subprocess.run(["sh", str(DOCKER / "entrypoint.sh"), "sh", "-c", "pwd; echo ran"], capture_output=True, text=True, env=env, timeout=30)
+    proc = subprocess.run(
+        ["sh", str(DOCKER / "entrypoint.sh"), "sh", "-c", "pwd; echo ran"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(tmp_path), "ran"]

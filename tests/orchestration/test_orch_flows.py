@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from flows.config import BuildConfig
 from orch_stages import CubeStage, GpuCubeStage
 
+from flows.config import BuildConfig
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +25,9 @@ def _register_stages(monkeypatch: pytest.MonkeyPatch) -> None:
 def _config(**orch: Any) -> dict[str, Any]:
     base = {"retries": 1, "retry_delay_s": 0.0}
     base.update(orch)
-    return BuildConfig.model_validate({"run": {"shard_size": 4, "workers": 2}, "orchestration": base}).model_dump(mode="json")
+    return BuildConfig.model_validate({"run": {"shard_size": 4, "workers": 2}, "orchestration": base}).model_dump(
+        mode="json"
+    )
 
 
 def _table(artifact: Any) -> dict[str, Any]:
@@ -94,7 +95,10 @@ def test_retry_everything_when_configured(tmp_path: Path, prefect_api: Any) -> N
     CubeStage.broken = {0}
     with pytest.raises(ShardFailed):
         stage_flow(
-            stage_name="cube", config=_config(retries=2, retry_transient_only=False), run_dir=str(tmp_path / "r"), options={"n": 4}
+            stage_name="cube",
+            config=_config(retries=2, retry_transient_only=False),
+            run_dir=str(tmp_path / "r"),
+            options={"n": 4},
         )
     assert CubeStage.calls == [0, 0, 0], "1 attempt + 2 retries"
 
@@ -134,11 +138,16 @@ def test_missing_concurrency_limit_is_a_clear_error(tmp_path: Path, prefect_api:
 
     with pytest.raises(ShardFailed, match="prefect gcl create no-such-limit"):
         stage_flow(
-            stage_name="gpucube", config=_config(gpu_concurrency_limit="no-such-limit"), run_dir=str(tmp_path / "m"), options={"n": 4}
+            stage_name="gpucube",
+            config=_config(gpu_concurrency_limit="no-such-limit"),
+            run_dir=str(tmp_path / "m"),
+            options={"n": 4},
         )
 
 
-def test_cli_progress_follows_the_shards_of_a_prefect_run(tmp_path: Path, prefect_api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_progress_follows_the_shards_of_a_prefect_run(
+    tmp_path: Path, prefect_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Run in this process through Prefect (as the CLI does with an API configured): the terminal's
     progress callback sees every shard, while the flow parameters stay serialisable."""
     from flows.config import config_from_dict
@@ -153,7 +162,12 @@ def test_cli_progress_follows_the_shards_of_a_prefect_run(tmp_path: Path, prefec
 
     monkeypatch.setattr(flows.stages, "STAGE_ORDER", ("cube",))
     result = run_pipeline(
-        config_from_dict(_config()), str(tmp_path / "run"), ["cube"], orchestrator="prefect", options={"n": 14}, progress=factory
+        config_from_dict(_config()),
+        str(tmp_path / "run"),
+        ["cube"],
+        orchestrator="prefect",
+        options={"n": 14},
+        progress=factory,
     )
     assert result.orchestrator == "prefect" and result.summaries[0].shards_run == 4
     assert seen["cube"][0] == (0, 4) and seen["cube"][-1] == (4, 4) and len(seen["cube"]) == 5
@@ -163,8 +177,9 @@ def test_a_flow_run_started_by_a_worker_holds_the_run_lease(tmp_path: Path, pref
     """Deployments run the flows without the CLI: the flow itself takes the lease, so a flow run
     on a directory another process writes fails naming it, and a CLI build that holds the lease
     runs the same flow in process through a nested handle."""
-    from flows.prefect_flows import stage_flow
     from lock_holder import held_by_another_process
+
+    from flows.prefect_flows import stage_flow
     from storage.run_lock import RunLocked, hold_run
 
     run_dir, cfg = tmp_path / "run", _config()

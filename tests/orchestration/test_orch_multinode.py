@@ -6,11 +6,11 @@ the rows, which must not depend on where they were computed)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from multinode_build import build_across_nodes
 from orch_support import HERE, REPO, PrefectServer
 from ray_nodes import RayNodes
@@ -69,4 +69,6 @@ def test_edit_shards_spread_over_nodes_and_survive_a_killed_node(
     # The Ray workers reported to the build's Prefect server (their nodes started without PREFECT_API_URL).
     runs = _task_runs(prefect_api, outcome.flow_run_id)
     shard_runs = {r["name"] for r in runs if r["name"].startswith("edit-shard-") and r["state_type"] == "COMPLETED"}
-    assert shard_runs == {f"edit-shard-{i}" for i in range(outcome.shards_total)}, sorted(r["name"] + ":" + r["state_type"] for r in runs)
+    assert shard_runs == {f"edit-shard-{i}" for i in range(outcome.shards_total)}, sorted(
+        r["name"] + ":" + r["state_type"] for r in runs
+    )

@@ -10,9 +10,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from orch_stages import CubeStage, GpuCubeStage
 
 from flows.config import BuildConfig
-from orch_stages import CubeStage, GpuCubeStage
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,11 @@ def _config(**orch: Any) -> BuildConfig:
 
 
 def _devices(run_dir: Path, stage: str) -> list[str]:
-    return [d for p in sorted((run_dir / stage / "cubes").glob("part-*.parquet")) for d in pq.read_table(p).column("device").to_pylist()]
+    return [
+        d
+        for p in sorted((run_dir / stage / "cubes").glob("part-*.parquet"))
+        for d in pq.read_table(p).column("device").to_pylist()
+    ]
 
 
 def test_local_build_leases_a_distinct_device_per_gpu_shard(tmp_path: Path) -> None:
@@ -52,7 +56,11 @@ def test_local_build_leases_a_distinct_device_per_gpu_shard(tmp_path: Path) -> N
 
     run = RunFS.open(str(tmp_path / "run"))
     rows = row_placement(run, "gpucube", "cubes", "id")
-    by_id = {str(r["id"]): r for p in sorted((tmp_path / "run" / "gpucube" / "cubes").glob("part-*.parquet")) for r in pq.read_table(p).to_pylist()}
+    by_id = {
+        str(r["id"]): r
+        for p in sorted((tmp_path / "run" / "gpucube" / "cubes").glob("part-*.parquet"))
+        for r in pq.read_table(p).to_pylist()
+    }
     assert len(rows) == 19 and all(r["node"] == socket.gethostname() for r in rows)
     assert all(r["device"] == by_id[r["id"]]["device"] == f"cuda:{r['gpus'][0]}" for r in rows)
     assert sorted(a["shard"] for a in attempts(run, "gpucube")) == list(range(6)), "one start recorded per shard"

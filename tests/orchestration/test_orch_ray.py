@@ -43,11 +43,15 @@ def test_edit_stage_on_ray_matches_thread_runner(
     edits_threads = _digest_tree(threads_dir, "edit/edits", "edit/rejects")
     assert edits_threads and edits_threads == _digest_tree(ray_dir, "edit/edits", "edit/rejects")
     assert _digest_tree(threads_dir, "images") == _digest_tree(ray_dir, "images")
-    fp = [json.loads((d / "edit" / "_manifest.json").read_text())["output_fingerprint"] for d in (threads_dir, ray_dir)]
+    fp = [
+        json.loads((d / "edit" / "_manifest.json").read_text())["output_fingerprint"] for d in (threads_dir, ray_dir)
+    ]
     assert fp[0] == fp[1]
 
 
-def test_ray_assigns_one_gpu_per_gpu_shard(tmp_path: Path, prefect_api: Any, ray_cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_assigns_one_gpu_per_gpu_shard(
+    tmp_path: Path, prefect_api: Any, ray_cluster: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``gpus_per_edit_task: 1``: Ray reserves a (logical) GPU per shard and the shard sees it as cuda:0."""
     import flows.stages
     from flows.config import BuildConfig
@@ -55,10 +59,17 @@ def test_ray_assigns_one_gpu_per_gpu_shard(tmp_path: Path, prefect_api: Any, ray
 
     monkeypatch.setitem(flows.stages._STAGE_CLASSES, "gpucube", "orch_stages:GpuCubeStage")
     cfg = BuildConfig.model_validate(
-        {"run": {"shard_size": 4}, "orchestration": {"task_runner": "ray", "gpus_per_edit_task": 1, "retry_delay_s": 0}}
+        {
+            "run": {"shard_size": 4},
+            "orchestration": {"task_runner": "ray", "gpus_per_edit_task": 1, "retry_delay_s": 0},
+        }
     ).model_dump(mode="json")
     summary = stage_flow(stage_name="gpucube", config=cfg, run_dir=str(tmp_path / "g"), options={"n": 16})
     assert summary.shards_run == 4
-    rows = [r for p in sorted((tmp_path / "g" / "gpucube" / "cubes").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+    rows = [
+        r
+        for p in sorted((tmp_path / "g" / "gpucube" / "cubes").glob("*.parquet"))
+        for r in pq.read_table(p).to_pylist()
+    ]
     assert {r["device"] for r in rows} == {"cuda:0"}
     assert {r["visible"] for r in rows} <= {"0", "1"} and len({r["visible"] for r in rows}) >= 1

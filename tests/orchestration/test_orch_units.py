@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from orch_support import REPO
 
 
@@ -65,7 +64,8 @@ def test_device_leases_exclude_other_processes(tmp_path: Path) -> None:
     """Four processes, two devices: never two holders of one device at once, both devices used."""
     log = tmp_path / "holds.jsonl"
     procs = [
-        subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "locks"), str(log)], cwd=REPO) for _ in range(4)
+        subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path / "locks"), str(log)], cwd=REPO)
+        for _ in range(4)
     ]
     assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
     holds = [json.loads(line) for line in log.read_text().splitlines()]
@@ -92,10 +92,15 @@ def test_build_summary_markdown_links_run_dir_and_names_failures(tmp_path: Path)
     from tasks.engine.runner import StageSummary
 
     s = StageSummary("mine", 3, 1, 2, 180, {"candidates": 64}, 4, {"malformed_object": 3, "duplicate_object": 1}, 0.4)
-    text = build_summary_markdown(str(tmp_path), [s], {"instruct": "ShardFailed: shards [2] did not complete"}, ["reports/build.html"])
+    text = build_summary_markdown(
+        str(tmp_path), [s], {"instruct": "ShardFailed: shards [2] did not complete"}, ["reports/build.html"]
+    )
     assert f"file://{tmp_path.resolve()}" in text and "mine/_manifest.json" in text
     assert "| mine | 2 | 1 | 180 | candidates 64 | 4 | malformed_object 3, duplicate_object 1 |" in text
-    assert "**instruct**: ShardFailed" in text and f"[reports/build.html](file://{tmp_path.resolve()}/reports/build.html)" in text
+    assert (
+        "**instruct**: ShardFailed" in text
+        and f"[reports/build.html](file://{tmp_path.resolve()}/reports/build.html)" in text
+    )
     assert "`s3://bucket/run/config.yaml`" in build_summary_markdown("s3://bucket/run", [s])
     rows = {r["metric"]: r["value"] for r in stage_table_rows(s)}
     assert rows["reject: malformed_object"] == 3 and rows["rows out: candidates"] == 64
@@ -130,7 +135,9 @@ def test_prefect_yaml_deploys_build_and_every_stage() -> None:
         if name != "build":
             assert dep["parameters"]["stage_name"] == name
     build = deployments["build"]
-    assert build["work_pool"]["name"] == "reactbench-gpu" and deployments["edit"]["work_pool"]["name"] == "reactbench-gpu"
+    assert (
+        build["work_pool"]["name"] == "reactbench-gpu" and deployments["edit"]["work_pool"]["name"] == "reactbench-gpu"
+    )
     assert build["schedules"][0]["cron"] == "0 2 * * *"
 
 
@@ -147,5 +154,7 @@ def test_ray_init_arguments_for_local_instance_and_cluster() -> None:
         local = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_init={"num_cpus": 8}))
         joined = ray_init_kwargs(OrchestrationConfig(task_runner="ray", ray_address="auto"))
     env = {"runtime_env": {"env_vars": {"PREFECT_API_URL": "http://prefect:4200/api"}}}
-    assert local == {"include_dashboard": False, "num_cpus": 8, **env}, "a local instance's workers report to the build's server too"
+    assert local == {"include_dashboard": False, "num_cpus": 8, **env}, (
+        "a local instance's workers report to the build's server too"
+    )
     assert joined == env

@@ -17,12 +17,13 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from orch_support import REPO, PrefectServer, free_port, prefect_cli, start_worker, stop_process, wait_for_flow_run
+
 from storage.fs import RunFS
 from storage.run_lock import LEASE_FILE
 
@@ -42,7 +43,11 @@ def pg_prefect(postgres_url: str) -> Iterator[PrefectServer]:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     home = Path(tempfile.mkdtemp(prefix="rb-pgprefect-"))
-    server = PrefectServer(home, free_port(), database_url=postgres_url.replace("postgresql://", "postgresql+asyncpg://").rsplit("/", 1)[0] + f"/{name}")
+    server = PrefectServer(
+        home,
+        free_port(),
+        database_url=postgres_url.replace("postgresql://", "postgresql+asyncpg://").rsplit("/", 1)[0] + f"/{name}",
+    )
     server.start()
     try:
         yield server
@@ -53,7 +58,9 @@ def pg_prefect(postgres_url: str) -> Iterator[PrefectServer]:
 
 def _trigger(server: PrefectServer, deployment_id: str, queue: str, params: dict[str, Any]) -> str:
     """A flow run of the deployment on one work queue of the pool (so the test picks the worker)."""
-    return server.post(f"/deployments/{deployment_id}/create_flow_run", {"parameters": params, "work_queue_name": queue})["id"]
+    return server.post(
+        f"/deployments/{deployment_id}/create_flow_run", {"parameters": params, "work_queue_name": queue}
+    )["id"]
 
 
 def _lease_pid(url: str, run_id: str, server: PrefectServer, timeout_s: float) -> int:
@@ -61,7 +68,9 @@ def _lease_pid(url: str, run_id: str, server: PrefectServer, timeout_s: float) -
     deadline = time.monotonic() + timeout_s
     while not RunFS.open(url).exists(LEASE_FILE):
         state = wait_for_flow_run(server, run_id, 0)["state_type"]
-        assert state not in ("COMPLETED", "FAILED", "CRASHED") and time.monotonic() < deadline, f"no lease in {url} (run {state})"
+        assert state not in ("COMPLETED", "FAILED", "CRASHED") and time.monotonic() < deadline, (
+            f"no lease in {url} (run {state})"
+        )
         time.sleep(0.5)
     return int(json.loads(RunFS.open(url).read_text(LEASE_FILE))["pid"])
 
@@ -89,12 +98,30 @@ def test_two_workers_serve_builds_at_once_and_the_lease_refuses_a_second_writer(
     prefect_cli(pg_prefect, "work-pool", "create", POOL, "--type", "process")  # with the process worker's job template
     for queue in ("q1", "q2"):
         pg_prefect.post(f"/work_pools/{POOL}/queues", {"name": queue})
-    prefect_cli(pg_prefect, "deploy", "--prefect-file", str(REPO / "prefect.yaml"), "--name", "build", REACTBENCH_HOME=str(REPO))
+    prefect_cli(
+        pg_prefect,
+        "deploy",
+        "--prefect-file",
+        str(REPO / "prefect.yaml"),
+        "--name",
+        "build",
+        REACTBENCH_HOME=str(REPO),
+    )
     (deployment,) = pg_prefect.post("/deployments/filter", {"deployments": {"name": {"any_": ["build"]}}})
 
     workers = {
-        queue: start_worker(pg_prefect, POOL, tmp_path / f"worker-{queue}", "--work-queue", queue, "--limit", "2", "--name", f"worker-{queue}",
-                            PREFECT_HOME=str(tmp_path / f"worker-{queue}" / "home"))
+        queue: start_worker(
+            pg_prefect,
+            POOL,
+            tmp_path / f"worker-{queue}",
+            "--work-queue",
+            queue,
+            "--limit",
+            "2",
+            "--name",
+            f"worker-{queue}",
+            PREFECT_HOME=str(tmp_path / f"worker-{queue}" / "home"),
+        )
         for queue in ("q1", "q2")
     }
     bucket = s3_server.bucket()
@@ -106,13 +133,18 @@ def test_two_workers_serve_builds_at_once_and_the_lease_refuses_a_second_writer(
         holder = _lease_pid(a_dir, a, pg_prefect, RUN_TIMEOUT_S)
         second = _trigger(pg_prefect, deployment["id"], "q2", {**params, "run_dir": a_dir})
         refused = _while_crawling(holder, lambda: wait_for_flow_run(pg_prefect, second, 15))
-        runs = {"second": refused, **{name: wait_for_flow_run(pg_prefect, rid, RUN_TIMEOUT_S) for name, rid in (("a", a), ("b", b))}}
+        runs = {
+            "second": refused,
+            **{name: wait_for_flow_run(pg_prefect, rid, RUN_TIMEOUT_S) for name, rid in (("a", a), ("b", b))},
+        }
     finally:
         for worker in workers.values():
             stop_process(worker)
     logs = {q: (tmp_path / f"worker-{q}" / "worker.log").read_text() for q in workers}
     states = {name: run["state_type"] for name, run in runs.items()}
-    assert states == {"a": "COMPLETED", "b": "COMPLETED", "second": "FAILED"}, f"{states}\n{logs['q1'][-3000:]}\n{logs['q2'][-3000:]}"
+    assert states == {"a": "COMPLETED", "b": "COMPLETED", "second": "FAILED"}, (
+        f"{states}\n{logs['q1'][-3000:]}\n{logs['q2'][-3000:]}"
+    )
 
     # The second build of a/ was refused by the lease, naming the build that held it.
     message = runs["second"]["state"]["message"] or ""
@@ -121,7 +153,9 @@ def test_two_workers_serve_builds_at_once_and_the_lease_refuses_a_second_writer(
 
     # Each worker ran its queue's builds, the two builds overlapped, each finished its own run directory.
     assert a in logs["q1"] and b in logs["q2"] and second in logs["q2"] and a not in logs["q2"] and b not in logs["q1"]
-    assert runs["a"]["start_time"] < runs["b"]["end_time"] and runs["b"]["start_time"] < runs["a"]["end_time"], "the builds ran at once"
+    assert runs["a"]["start_time"] < runs["b"]["end_time"] and runs["b"]["start_time"] < runs["a"]["end_time"], (
+        "the builds ran at once"
+    )
     for url in (a_dir, b_dir):
         run = RunFS.open(url)
         assert not run.exists(LEASE_FILE), f"{url}: the lease was released"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from dummy_server import DummyServer, Reply, message_text
 from mllm_helpers import write_image
 

@@ -42,33 +42,65 @@ def _objs(*items: tuple[int, str, list[float]]) -> str:
 def candidate(task: str, image_path: str, **fields: Any) -> dict[str, Any]:
     row = {name: None for name in CANDIDATES.schema.names}
     row.update(
-        task=task, variant="targeted", source="fsc147" if task == "dense_counting" else "visual_genome",
-        image_id=Path(image_path).stem, image_path=image_path, width=W, height=H,
+        task=task,
+        variant="targeted",
+        source="fsc147" if task == "dense_counting" else "visual_genome",
+        image_id=Path(image_path).stem,
+        image_path=image_path,
+        width=W,
+        height=H,
     )
     row.update(fields)
-    row["id"] = stable_id(task, row["image_id"], row.get("target_object_id"), row.get("attribute"), row.get("edit_type"), row.get("class_name"))
+    row["id"] = stable_id(
+        task,
+        row["image_id"],
+        row.get("target_object_id"),
+        row.get("attribute"),
+        row.get("edit_type"),
+        row.get("class_name"),
+    )
     return row
 
 
 SCENE = _objs(
-    (1, "skateboard", [10, 30, 30, 8]), (2, "wheel", [12, 36, 6, 4]), (3, "boy", [14, 2, 14, 28]),
-    (4, "wall", [40, 0, 24, 20]), (5, "tree", [50, 20, 12, 26]), (6, "car", [0, 0, 10, 8]), (7, "sign", [44, 38, 10, 8]),
+    (1, "skateboard", [10, 30, 30, 8]),
+    (2, "wheel", [12, 36, 6, 4]),
+    (3, "boy", [14, 2, 14, 28]),
+    (4, "wall", [40, 0, 24, 20]),
+    (5, "tree", [50, 20, 12, 26]),
+    (6, "car", [0, 0, 10, 8]),
+    (7, "sign", [44, 38, 10, 8]),
 )
 
 
 def re_candidate(image_path: str, **kw: Any) -> dict[str, Any]:
     base = dict(
-        target_object_id=2, target_name="wheel", target_box=[12.0, 36.0, 6.0, 4.0], partner_object_id=1, partner_name="skateboard",
-        partner_box=[10.0, 30.0, 30.0, 8.0], predicate="on", direction="target_is_subject", edit_type="remove", context_json=SCENE,
+        target_object_id=2,
+        target_name="wheel",
+        target_box=[12.0, 36.0, 6.0, 4.0],
+        partner_object_id=1,
+        partner_name="skateboard",
+        partner_box=[10.0, 30.0, 30.0, 8.0],
+        predicate="on",
+        direction="target_is_subject",
+        edit_type="remove",
+        context_json=SCENE,
     )
     base.update(kw)
     return candidate("relational_erasure", image_path, **base)
 
 
-def ca_candidate(image_path: str, object_id: int = 1, name: str = "skateboard", attribute: str = "wooden", **kw: Any) -> dict[str, Any]:
+def ca_candidate(
+    image_path: str, object_id: int = 1, name: str = "skateboard", attribute: str = "wooden", **kw: Any
+) -> dict[str, Any]:
     base = dict(
-        target_object_id=object_id, target_name=name, target_box=[10.0, 20.0, 30.0, 18.0], attribute=attribute, attribute_rank=1,
-        edit_type="attribute", context_json=SCENE,
+        target_object_id=object_id,
+        target_name=name,
+        target_box=[10.0, 20.0, 30.0, 18.0],
+        attribute=attribute,
+        attribute_rank=1,
+        edit_type="attribute",
+        context_json=SCENE,
     )
     base.update(kw)
     return candidate("counterfactual_attribute", image_path, **base)
@@ -77,8 +109,13 @@ def ca_candidate(image_path: str, object_id: int = 1, name: str = "skateboard", 
 def at_candidate(image_path: str, edit_type: str = "delete", same: int = 1, **kw: Any) -> dict[str, Any]:
     chain = [t for t in ("delete", "add", "replace", "move") if t != edit_type]
     base = dict(
-        target_object_id=7, target_name="sign", target_box=[44.0, 38.0, 10.0, 8.0], same_instance_count=same,
-        edit_type=edit_type, fallback_chain=chain, context_json=SCENE,
+        target_object_id=7,
+        target_name="sign",
+        target_box=[44.0, 38.0, 10.0, 8.0],
+        same_instance_count=same,
+        edit_type=edit_type,
+        fallback_chain=chain,
+        context_json=SCENE,
     )
     base.update(kw)
     return candidate("alteration_tracing", image_path, **base)
@@ -101,12 +138,16 @@ def crowded_points(n: int) -> list[list[float]]:
 
 def write_mine_stage(run: RunFS, rows: list[dict[str, Any]]) -> None:
     """A completed ``mine`` stage holding exactly ``rows`` as candidates (one shard)."""
-    from storage.schemas import PAIR_STATS, ATTRIBUTE_STATS
+    from storage.schemas import ATTRIBUTE_STATS, PAIR_STATS
 
-    store = StageStore(run, "mine", {"candidates": CANDIDATES, "pair_stats": PAIR_STATS, "attribute_stats": ATTRIBUTE_STATS})
+    store = StageStore(
+        run, "mine", {"candidates": CANDIDATES, "pair_stats": PAIR_STATS, "attribute_stats": ATTRIBUTE_STATS}
+    )
     store.reset()
     store.write_shard(0, "k", ShardResult(outputs={"candidates": rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": "mine", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": "mine", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()}
+    )
 
 
 def build_config(**sections: Any):

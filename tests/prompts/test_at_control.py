@@ -10,11 +10,21 @@ from tasks.builtin_tasks.alteration_tracing.prompts import at_edit_plan
 
 def _ctx(objects: list[dict[str, Any]], target_synset: str | None = None) -> dict[str, Any]:
     return {
-        "candidate_id": "c1", "task": "alteration_tracing", "width": 400, "height": 300,
-        "target_name": "rock", "target_box": [20.0, 130.0, 20.0, 14.0], "target_synset": target_synset,
-        "target_location": "the middle left part of the image", "assigned_edit_type": "move", "fallback_chain": [],
-        "same_instance_count": 1, "editor_limits": {"limited": True, "kinds": ["move", "add", "remove", "replace"], "clone_from_image": True},
-        "objects": objects, "object_names": sorted({o["name"] for o in objects}), "neighbour_names": [],
+        "candidate_id": "c1",
+        "task": "alteration_tracing",
+        "width": 400,
+        "height": 300,
+        "target_name": "rock",
+        "target_box": [20.0, 130.0, 20.0, 14.0],
+        "target_synset": target_synset,
+        "target_location": "the middle left part of the image",
+        "assigned_edit_type": "move",
+        "fallback_chain": [],
+        "same_instance_count": 1,
+        "editor_limits": {"limited": True, "kinds": ["move", "add", "remove", "replace"], "clone_from_image": True},
+        "objects": objects,
+        "object_names": sorted({o["name"] for o in objects}),
+        "neighbour_names": [],
     }
 
 

@@ -18,7 +18,7 @@ def _defined_specs() -> dict[str, PromptSpec]:
     for info in pkgutil.iter_modules(prompts.__path__):
         module = importlib.import_module(f"prompts.{info.name}")
         for value in vars(module).values():
-            for spec in (value.values() if isinstance(value, dict) else [value]):
+            for spec in value.values() if isinstance(value, dict) else [value]:
                 if isinstance(spec, PromptSpec):
                     found[spec.name] = spec
     return found

@@ -34,10 +34,17 @@ def test_embedding_similarity_with_a_local_encoder(tmp_path: Path) -> None:
 
     wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wp.pre_tokenizer = pre_tokenizers.Whitespace()
-    wp.train_from_iterator(["glass stone wicker navy blue purple red stripes spots"] * 10, trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"]))
+    wp.train_from_iterator(
+        ["glass stone wicker navy blue purple red stripes spots"] * 10,
+        trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"]),
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=wp, pad_token="[PAD]", unk_token="[UNK]")
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32))
+    model = BertModel(
+        BertConfig(
+            vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+        )
+    )
     model.save_pretrained(tmp_path / "enc")
     tok.save_pretrained(tmp_path / "enc")
     embed = transformers_embedder(str(tmp_path / "enc"))

@@ -8,10 +8,17 @@ import threading
 import time
 
 import pytest
-
 from dummy_server import DummyServer, Reply
+
 from prompts.clients.base import MLLMRequest
-from prompts.clients.endpoint import CallsAborted, CircuitBreaker, EndpointDown, EndpointFailing, abort_model_calls, probe_endpoint
+from prompts.clients.endpoint import (
+    CallsAborted,
+    CircuitBreaker,
+    EndpointDown,
+    EndpointFailing,
+    abort_model_calls,
+    probe_endpoint,
+)
 from prompts.clients.openai_client import OpenAIClient
 from prompts.config import MLLMConfig
 
@@ -42,7 +49,9 @@ def test_a_closed_port_is_refused_in_one_line_naming_the_url() -> None:
 
 def test_a_model_the_server_does_not_list_is_named_with_what_it_lists() -> None:
     with DummyServer(lambda b: Reply("x"), models=["qwen-7b", "llava"]) as url:
-        with pytest.raises(EndpointDown, match=r"does not serve this model \(its /models lists 'qwen-7b', 'llava'\); fix mllm.model"):
+        with pytest.raises(
+            EndpointDown, match=r"does not serve this model \(its /models lists 'qwen-7b', 'llava'\); fix mllm.model"
+        ):
             probe_endpoint(_cfg(url))
         probe_endpoint(_cfg(url).model_copy(update={"model": "llava"}))  # listed: passes
 
@@ -84,7 +93,10 @@ def test_the_breaker_counts_against_the_whole_window() -> None:
     assert b.record("e5")  # a success has left it: 3 failures among the last 10
     b2 = CircuitBreaker(window=10, failure_rate=0.2)
     assert [b2.record(e) for e in ["x", None, "y", None, "z"]] == [False, False, False, False, True]
-    assert "3 of the last 5 calls failed, more than the 2 of 10 allowed" in b2.describe() and "last error: z" in b2.describe()
+    assert (
+        "3 of the last 5 calls failed, more than the 2 of 10 allowed" in b2.describe()
+        and "last error: z" in b2.describe()
+    )
     never = CircuitBreaker(window=4, failure_rate=1.0)
     assert not any(never.record("e") for _ in range(20))
 
@@ -105,7 +117,9 @@ def test_a_tripped_breaker_stops_the_calls_in_flight_and_refuses_new_ones() -> N
         return Reply("ok") if n % 2 else Reply(status=500, text="boom")
 
     with DummyServer(responder) as url:
-        client = OpenAIClient.from_config(_cfg(url, max_retries=0, concurrency=4, breaker_window=10, breaker_failure_rate=0.2))
+        client = OpenAIClient.from_config(
+            _cfg(url, max_retries=0, concurrency=4, breaker_window=10, breaker_failure_rate=0.2)
+        )
         slow: dict = {}
 
         def ask_slow() -> None:

@@ -7,15 +7,24 @@ import json
 from pathlib import Path
 
 import pytest
-
-from mllm_helpers import at_candidate, build_config, ca_candidate, crowded_points, dc_candidate, re_candidate, spread_points, write_mine_stage
 from dummy_server import DummyServer, Reply
 from image_bombs import png_header
+from mllm_helpers import (
+    at_candidate,
+    build_config,
+    ca_candidate,
+    crowded_points,
+    dc_candidate,
+    re_candidate,
+    spread_points,
+    write_mine_stage,
+)
+
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
-from tasks.stages.instruct import InstructStage, plan_shards
 from tasks.engine.runner import run_stage
+from tasks.stages.instruct import InstructStage, plan_shards
 
 
 def candidates(img: str) -> list[dict]:
@@ -78,7 +87,9 @@ def test_rules_backend_all_tasks(image_dir: Path, tmp_path: Path) -> None:
     assert set(dc.values()) == {"applicable", "not_applicable"}
     # provenance on every row
     for r in rows:
-        assert r["prompt_name"] and r["prompt_version"] == "1" and r["backend"] == "rules" and r["model_id"] == "rules-v1"
+        assert (
+            r["prompt_name"] and r["prompt_version"] == "1" and r["backend"] == "rules" and r["model_id"] == "rules-v1"
+        )
         assert r["raw_response"]
     assert summary.rows_in == len(cands)
 
@@ -99,7 +110,10 @@ def test_deterministic_and_rerun_skips(image_dir: Path, tmp_path: Path) -> None:
 
 
 def test_ca_groups_stay_in_one_shard() -> None:
-    rows = [{"id": f"{i:02d}", "task": "counterfactual_attribute", "target_name": "tree" if i % 2 else "bench"} for i in range(10)]
+    rows = [
+        {"id": f"{i:02d}", "task": "counterfactual_attribute", "target_name": "tree" if i % 2 else "bench"}
+        for i in range(10)
+    ]
     rows += [{"id": f"r{i}", "task": "relational_erasure"} for i in range(3)]
     shards = plan_shards(rows, 3)
     for name in ("tree", "bench"):
@@ -119,15 +133,27 @@ def test_bad_inputs_become_rejects_with_openai_backend(image_dir: Path, tmp_path
     answer = "remove: wheel\nkeep: skateboard\ninstruction: Remove the wheel; preserve the skateboard and do not alter the background."
     with DummyServer(lambda body: Reply(answer)) as url:
         rows, rejects, _ = run_instruct(
-            tmp_path / "run", [ok, missing, broken, bad_ctx, huge],
+            tmp_path / "run",
+            [ok, missing, broken, bad_ctx, huge],
             mllm={"backend": "openai", "model": "m", "base_url": url, "timeout_s": 5, "max_retries": 0},
         )
     reasons = {r["id"]: r["reason"] for r in rejects}
-    assert reasons == {missing["id"]: "image_missing", broken["id"]: "image_unreadable", bad_ctx["id"]: "bad_candidate", huge["id"]: "image_too_large"}
+    assert reasons == {
+        missing["id"]: "image_missing",
+        broken["id"]: "image_unreadable",
+        bad_ctx["id"]: "bad_candidate",
+        huge["id"]: "image_too_large",
+    }
     assert "50,000,000-pixel limit" in next(r["detail"] for r in rejects if r["id"] == huge["id"])
     assert "nope.png" in next(r["detail"] for r in rejects if r["id"] == missing["id"])
     status = {r["candidate_id"]: r["status"] for r in rows}
-    assert status == {ok["id"]: "applicable", missing["id"]: "failed", broken["id"]: "failed", bad_ctx["id"]: "failed", huge["id"]: "failed"}
+    assert status == {
+        ok["id"]: "applicable",
+        missing["id"]: "failed",
+        broken["id"]: "failed",
+        bad_ctx["id"]: "failed",
+        huge["id"]: "failed",
+    }
     assert (tmp_path / "run" / "cache" / "mllm").exists()
 
 
@@ -174,8 +200,14 @@ def test_llm_answers_outside_the_editors_limits_are_sent_back() -> None:
     limits = {"limited": True, "attribute_values": {"colour": ["purple", "teal"]}, "kinds": ["attribute", "remove"]}
     ctx = {"attribute": "red", "editor_limits": limits}
     keep = "Preserve the table, and other surrounding objects in the image unchanged; do not alter the background of the image."
-    ok = {"direction_a": "colour", "new_attribute_a": "purple", "instruction_a": f"Make it purple. {keep}",
-          "direction_b": "colour", "new_attribute_b": "teal", "instruction_b": f"Make it teal. {keep}"}
+    ok = {
+        "direction_a": "colour",
+        "new_attribute_a": "purple",
+        "instruction_a": f"Make it purple. {keep}",
+        "direction_b": "colour",
+        "new_attribute_b": "teal",
+        "instruction_b": f"Make it teal. {keep}",
+    }
     assert CAInstructions.model_validate(ok, context=ctx).new_attribute_b == "teal"
     with pytest.raises(ValidationError, match="can render only"):
         CAInstructions.model_validate(dict(ok, direction_b="material", new_attribute_b="clear glass"), context=ctx)

@@ -12,28 +12,41 @@ import json
 from pathlib import Path
 
 import pytest
+from dummy_server import DummyServer, Reply, image_urls, message_text
+from mllm_helpers import re_candidate
 
 from prompts.clients.base import MLLMRequest
-from dummy_server import DummyServer, Reply, image_urls, message_text
 from prompts.clients.factory import make_client
 from prompts.clients.openai_client import OpenAIClient, RetryPolicy
 from prompts.config import MLLMConfig
 from storage.fs import RunFS
 from tasks.engine.config import InstructConfig
 from tasks.stages.instruct import instruct_candidates
-from mllm_helpers import re_candidate
 
 VALID = "remove: {t}\nkeep: skateboard\ninstruction: Remove the {t} from the skateboard; preserve the skateboard deck and do not alter the background."
 MALFORMED = "Well, looking at this picture I would probably take away the {t}, it seems the most natural choice."
 
 
 def cfg(url: str, **kw: object) -> MLLMConfig:
-    base = dict(backend="openai", model="dummy-vl", base_url=url, concurrency=8, timeout_s=0.5, max_retries=2, retry_base_s=0.01, retry_max_s=0.05, parse_retries=2, api_key_env="RB_TEST_KEY")
+    base = dict(
+        backend="openai",
+        model="dummy-vl",
+        base_url=url,
+        concurrency=8,
+        timeout_s=0.5,
+        max_retries=2,
+        retry_base_s=0.01,
+        retry_max_s=0.05,
+        parse_retries=2,
+        api_key_env="RB_TEST_KEY",
+    )
     base.update(kw)
     return MLLMConfig(**base)
 
 
-def test_scripted_failures_become_rows_and_rejects(scripted_server, image_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scripted_failures_become_rows_and_rejects(
+    scripted_server, image_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, script = scripted_server
     monkeypatch.setenv("RB_TEST_KEY", "sk-test-secret-123")
     ok = lambda t: Reply(VALID.format(t=t))  # noqa: E731
@@ -55,13 +68,34 @@ def test_scripted_failures_become_rows_and_rejects(scripted_server, image_dir: P
     by_cand = {r["candidate_id"]: r for r in rows}
     status = {t: by_cand[c["id"]]["status"] for t, c in cands.items()}
     assert status == {
-        "wheel": "applicable", "mouse": "applicable", "saddle": "applicable", "lid": "applicable", "pedal": "applicable",
-        "leash": "failed", "strap": "failed", "bolt": "failed", "cap": "not_applicable",
+        "wheel": "applicable",
+        "mouse": "applicable",
+        "saddle": "applicable",
+        "lid": "applicable",
+        "pedal": "applicable",
+        "leash": "failed",
+        "strap": "failed",
+        "bolt": "failed",
+        "cap": "not_applicable",
     }
     # requests actually sent per item: retries on 429/5xx/timeout/malformed body; none on 400
-    assert dict(script.calls) == {"wheel": 2, "mouse": 3, "saddle": 2, "lid": 2, "pedal": 2, "leash": 3, "strap": 1, "bolt": 3, "cap": 1}
+    assert dict(script.calls) == {
+        "wheel": 2,
+        "mouse": 3,
+        "saddle": 2,
+        "lid": 2,
+        "pedal": 2,
+        "leash": 3,
+        "strap": 1,
+        "bolt": 3,
+        "cap": 1,
+    }
     reasons = {r["id"]: r["reason"] for r in rejects}
-    assert reasons == {cands["leash"]["id"]: "llm_error", cands["strap"]["id"]: "llm_error", cands["bolt"]["id"]: "llm_unparseable"}
+    assert reasons == {
+        cands["leash"]["id"]: "llm_error",
+        cands["strap"]["id"]: "llm_error",
+        cands["bolt"]["id"]: "llm_unparseable",
+    }
     bolt = next(r for r in rejects if r["id"] == cands["bolt"]["id"])
     payload = json.loads(bolt["payload_json"])
     assert "螺栓" in payload["raw"] and "English" in payload["error"]
@@ -74,7 +108,12 @@ def test_scripted_failures_become_rows_and_rejects(scripted_server, image_dir: P
     assert "could not be used" in second[2]["content"]
     # provenance and raw text on the rows
     lid = by_cand[cands["lid"]["id"]]
-    assert (lid["prompt_name"], lid["prompt_version"], lid["backend"], lid["model_id"]) == ("re_instruction", "1", "openai", "dummy-vl")
+    assert (lid["prompt_name"], lid["prompt_version"], lid["backend"], lid["model_id"]) == (
+        "re_instruction",
+        "1",
+        "openai",
+        "dummy-vl",
+    )
     assert lid["raw_response"] == VALID.format(t="lid")
     assert json.loads(lid["fields_json"])["remove"] == "lid"
     # images travel as base64 PNG data URLs; the key as a bearer token, and only there
@@ -85,7 +124,9 @@ def test_scripted_failures_become_rows_and_rejects(scripted_server, image_dir: P
     assert all("sk-test-secret" not in json.dumps(r) for r in rows + rejects)
 
 
-def test_cache_hit_costs_no_request_and_no_cache_bypasses(scripted_server, image_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_hit_costs_no_request_and_no_cache_bypasses(
+    scripted_server, image_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, script = scripted_server
     monkeypatch.setenv("RB_TEST_KEY", "sk-never-on-disk-42")
     script.default = lambda body: Reply(VALID.format(t="wheel"))
@@ -116,10 +157,14 @@ def test_concurrency_is_bounded_across_threads(concurrency: int) -> None:
     server = DummyServer(lambda body: Reply("ok", delay_s=0.15))
     server.start()
     try:
-        client = OpenAIClient("m", base_url=server.base_url, concurrency=concurrency, timeout_s=5, retry=RetryPolicy(0))
+        client = OpenAIClient(
+            "m", base_url=server.base_url, concurrency=concurrency, timeout_s=5, retry=RetryPolicy(0)
+        )
         req = MLLMRequest("re_instruction", "1", [{"role": "user", "content": "hi"}])
         results: list[list] = []
-        threads = [threading.Thread(target=lambda: results.append(client.complete([req] * concurrency))) for _ in range(2)]
+        threads = [
+            threading.Thread(target=lambda: results.append(client.complete([req] * concurrency))) for _ in range(2)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -138,7 +183,14 @@ def test_missing_key_without_base_url_is_a_clear_error(monkeypatch: pytest.Monke
 
 
 def test_message_text_helper_reads_the_prompt() -> None:
-    body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}, {"type": "text", "text": "hello"}]}]}
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "data:,"}}, {"type": "text", "text": "hello"}],
+            }
+        ]
+    }
     assert message_text(body) == "hello"
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from prompts.parsing import ParseError, parse_answer
 from tasks.builtin_tasks.alteration_tracing.prompts import ATEditPlan
 from tasks.builtin_tasks.counterfactual_attribute.prompts import CAInstructions
 from tasks.builtin_tasks.dense_counting.prompts import DCAmbiguity
 from tasks.builtin_tasks.relational_erasure.prompts import REInstruction
-from prompts.parsing import ParseError, parse_answer
 
 RE_CTX = {"target_name": "wheel", "partner_name": "skateboard"}
 GOOD_INSTR = "Remove the four wheels under the skateboard; preserve the deck and do not alter the background."
@@ -40,7 +40,9 @@ def test_article_in_object_name_is_a_validation_error_not_silently_fixed() -> No
 
 
 def test_markdown_json_fence_with_prose() -> None:
-    text = 'Here you go:\n```json\n{"has_ambiguity": false, "severity": "Mild"}\n```\nThe apples are clearly separated.'
+    text = (
+        'Here you go:\n```json\n{"has_ambiguity": false, "severity": "Mild"}\n```\nThe apples are clearly separated.'
+    )
     p = parse_answer(text, DCAmbiguity)
     assert p.status == "ok" and p.fields == {"has_ambiguity": False, "severity": "mild"}
 
@@ -77,7 +79,11 @@ def test_chinese_where_english_is_required() -> None:
 
 
 def test_not_applicable_variants() -> None:
-    for text in ("Current instance is not applicable.", "NOT APPLICABLE", "The case is not_applicable because the wheel is tiny."):
+    for text in (
+        "Current instance is not applicable.",
+        "NOT APPLICABLE",
+        "The case is not_applicable because the wheel is tiny.",
+    ):
         assert parse_answer(text, REInstruction, RE_CTX).status == "not_applicable"
     assert parse_answer("edit_type: not_applicable", ATEditPlan, {}).status == "not_applicable"
 

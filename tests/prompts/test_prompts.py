@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from mllm_helpers import at_candidate, ca_candidate, dc_candidate, png_bytes, re_candidate, spread_points
 from pydantic import BaseModel
 
-from mllm_helpers import at_candidate, ca_candidate, dc_candidate, png_bytes, re_candidate, spread_points
+from prompts.catalogue import all_prompts, get_prompt, register_prompt, task_prompt
 from prompts.clients.base import MLLMRequest
 from prompts.clients.cache import cache_key
 from prompts.clients.rules import RulesClient
 from prompts.instruct_prompts import candidate_context
-from prompts.catalogue import all_prompts, get_prompt, register_prompt, task_prompt
 from prompts.runner import PromptInput, build_messages, run_prompt
 from prompts.spec import PromptSpec, render
 
@@ -43,7 +43,12 @@ def test_render_is_strict_about_missing_context() -> None:
 
 def test_every_task_prompt_renders_from_a_candidate(image_dir) -> None:
     img = str(image_dir / "scene.png")
-    for cand in (re_candidate(img), ca_candidate(img), at_candidate(img, "move", 2), dc_candidate(img, spread_points(12))):
+    for cand in (
+        re_candidate(img),
+        ca_candidate(img),
+        at_candidate(img, "move", 2),
+        dc_candidate(img, spread_points(12)),
+    ):
         spec = task_prompt(cand["task"], "instruct_prompt")
         text = render(spec, candidate_context(cand))
         assert "{{" not in text and "None" not in text.split("Reply")[0], text
@@ -52,18 +57,30 @@ def test_every_task_prompt_renders_from_a_candidate(image_dir) -> None:
 def test_rules_answers_pass_the_normal_parse_path(image_dir) -> None:
     img = str(image_dir / "scene.png")
     client = RulesClient()
-    for cand in (re_candidate(img), ca_candidate(img), at_candidate(img, "move", 2), at_candidate(img, "delete", 3), dc_candidate(img, spread_points(12))):
+    for cand in (
+        re_candidate(img),
+        ca_candidate(img),
+        at_candidate(img, "move", 2),
+        at_candidate(img, "delete", 3),
+        dc_candidate(img, spread_points(12)),
+    ):
         spec = task_prompt(cand["task"], "instruct_prompt")
         [out] = run_prompt(client, spec, [PromptInput(candidate_context(cand), [])])
         assert out.status == "ok", (cand["task"], out.error, out.raw)
         assert out.attempts == 1 and out.raw and out.fields
-    [at] = run_prompt(client, task_prompt("alteration_tracing", "instruct_prompt"), [PromptInput(candidate_context(at_candidate(img, "delete", 3)), [])])
+    [at] = run_prompt(
+        client,
+        task_prompt("alteration_tracing", "instruct_prompt"),
+        [PromptInput(candidate_context(at_candidate(img, "delete", 3)), [])],
+    )
     assert at.fields["edit_type"] == "delete" and at.fields["C"].startswith("was")
 
 
 def test_rules_not_applicable_when_annotations_cannot_support_it(image_dir) -> None:
     cand = re_candidate(str(image_dir / "scene.png"), target_box=[0.0, 0.0, 64.0, 48.0])  # the whole image
-    [out] = run_prompt(RulesClient(), task_prompt("relational_erasure", "instruct_prompt"), [PromptInput(candidate_context(cand), [])])
+    [out] = run_prompt(
+        RulesClient(), task_prompt("relational_erasure", "instruct_prompt"), [PromptInput(candidate_context(cand), [])]
+    )
     assert out.status == "not_applicable" and out.fields is None and "not applicable" in out.raw
 
 
@@ -80,19 +97,39 @@ def test_images_are_checked_against_the_prompt() -> None:
 
 def test_cache_key_hashes_images_by_content_and_sampling() -> None:
     def req(img: bytes, temp: float = 0.0) -> MLLMRequest:
-        return MLLMRequest("p", "1", [{"role": "user", "content": [{"type": "image", "data": img, "mime": "image/png"}, {"type": "text", "text": "q"}]}], temperature=temp)
+        return MLLMRequest(
+            "p",
+            "1",
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "image", "data": img, "mime": "image/png"}, {"type": "text", "text": "q"}],
+                }
+            ],
+            temperature=temp,
+        )
 
     a, b = png_bytes(0), png_bytes(1)
     assert cache_key("openai", "m", req(a)) == cache_key("openai", "m", req(bytes(a)))
-    keys = {cache_key("openai", "m", req(a)), cache_key("openai", "m", req(b)), cache_key("openai", "m2", req(a)),
-            cache_key("transformers", "m", req(a)), cache_key("openai", "m", req(a, 0.5))}
+    keys = {
+        cache_key("openai", "m", req(a)),
+        cache_key("openai", "m", req(b)),
+        cache_key("openai", "m2", req(a)),
+        cache_key("transformers", "m", req(a)),
+        cache_key("openai", "m", req(a, 0.5)),
+    }
     assert len(keys) == 5
 
 
 def test_progress_path_keeps_order_over_many_inputs() -> None:
     """More than one progress slice (256): answers still come back one per input, in order."""
     spec = get_prompt("dc_ambiguity")
-    inputs = [PromptInput({"class_name": "apple", "count": i, "points": [[1.0, 1.0]] * (i % 3), "width": 64, "height": 48}, []) for i in range(300)]
+    inputs = [
+        PromptInput(
+            {"class_name": "apple", "count": i, "points": [[1.0, 1.0]] * (i % 3), "width": 64, "height": 48}, []
+        )
+        for i in range(300)
+    ]
     outs = run_prompt(RulesClient(), spec, inputs, progress=True)
     assert len(outs) == 300 and all(o.status == "ok" for o in outs)
     assert outs[1].fields == {"has_ambiguity": False, "severity": "none"}

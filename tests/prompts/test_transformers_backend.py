@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mllm_helpers import png_bytes, re_candidate
+from tiny_qwen import build_tiny_qwen25_vl
+
 from prompts.clients.base import MLLMRequest
 from prompts.clients.factory import make_client
 from prompts.config import MLLMConfig
 from tasks.engine.config import InstructConfig
 from tasks.stages.instruct import instruct_candidates
-from tiny_qwen import build_tiny_qwen25_vl
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +31,20 @@ def tiny_client(tiny_qwen_dir: Path):
 def test_batched_generation_one_answer_per_request(tiny_client) -> None:
     assert type(tiny_client.model).__name__ == "Qwen2_5_VLForConditionalGeneration"
     reqs = [
-        MLLMRequest("re_instruction", "1", [{"role": "user", "content": [{"type": "image", "data": png_bytes(i, (40 + 8 * i, 32)), "mime": "image/png"}, {"type": "text", "text": f"describe {i}"}]}], max_tokens=5)
+        MLLMRequest(
+            "re_instruction",
+            "1",
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "data": png_bytes(i, (40 + 8 * i, 32)), "mime": "image/png"},
+                        {"type": "text", "text": f"describe {i}"},
+                    ],
+                }
+            ],
+            max_tokens=5,
+        )
         for i in range(3)
     ]
     reqs.append(MLLMRequest("re_instruction", "1", [{"role": "user", "content": "text only"}], max_tokens=5))
@@ -73,7 +86,10 @@ def test_out_of_memory_halves_the_batch_then_fails_only_the_item(tiny_qwen_dir: 
             return super()._generate(batch)
 
     client = OneAtATime(str(tiny_qwen_dir), batch_size=4)
-    reqs = [MLLMRequest("re_instruction", "1", [{"role": "user", "content": t}], max_tokens=4) for t in ("a", "b", "huge", "c")]
+    reqs = [
+        MLLMRequest("re_instruction", "1", [{"role": "user", "content": t}], max_tokens=4)
+        for t in ("a", "b", "huge", "c")
+    ]
     out = client.complete(reqs)
     assert OneAtATime.calls == [4, 2, 1, 1, 2, 1, 1]
     assert [r.error is None for r in out] == [True, True, False, True]

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SPECIALS = ["<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<|endoftext|>"]
+SPECIALS = [
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|endoftext|>",
+]
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -44,31 +53,59 @@ def build_tiny_qwen25_vl(out_dir: Path, seed: int = 0) -> Path:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[])
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[]
+    )
     bpe.train_from_iterator(CORPUS, trainer)
     model_json = __import__("json").loads(bpe.to_str())["model"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model_json["merges"]]
-    tok = Qwen2Tokenizer(vocab=model_json["vocab"], merges=merges, extra_special_tokens=SPECIALS, unk_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = Qwen2Tokenizer(
+        vocab=model_json["vocab"],
+        merges=merges,
+        extra_special_tokens=SPECIALS,
+        unk_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     processor = Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2),
+        image_processor=Qwen2VLImageProcessor(
+            min_pixels=28 * 28, max_pixels=56 * 56, patch_size=14, merge_size=2, temporal_patch_size=2
+        ),
         tokenizer=tok,
         video_processor=Qwen2VLVideoProcessor(),
         chat_template=CHAT_TEMPLATE,
     )
     config = Qwen2_5_VLConfig(
         text_config={
-            "vocab_size": len(tok), "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-            "num_key_value_heads": 1, "max_position_embeddings": 4096,
+            "vocab_size": len(tok),
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "max_position_embeddings": 4096,
             "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [1, 1, 2]},
-            "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"], "bos_token_id": None,
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+            "bos_token_id": None,
         },
         vision_config={
-            "depth": 2, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 16, "patch_size": 14,
-            "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 56, "fullatt_block_indexes": [1],
+            "depth": 2,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "out_hidden_size": 16,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 56,
+            "fullatt_block_indexes": [1],
         },
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
     )
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config).eval()

@@ -110,7 +110,11 @@ def make_edit(task: str, **over: Any) -> dict[str, Any]:
         "width": 300,
         "height": 200,
         "target_object_id": 1,
-        "target_name": {"relational_erasure": "wheel", "counterfactual_attribute": "rope", "alteration_tracing": "sunglasses"}.get(task, "cupcake"),
+        "target_name": {
+            "relational_erasure": "wheel",
+            "counterfactual_attribute": "rope",
+            "alteration_tracing": "sunglasses",
+        }.get(task, "cupcake"),
         "target_box": [40.0, 120.0, 60.0, 30.0],
         "partner_name": "skateboard" if task == "relational_erasure" else None,
         "partner_box": [20.0, 100.0, 140.0, 40.0] if task == "relational_erasure" else None,
@@ -131,7 +135,12 @@ def make_edit(task: str, **over: Any) -> dict[str, Any]:
     }
     fields = {
         "relational_erasure": {"remove": "wheel", "keep": "skateboard", "instruction": "x"},
-        "counterfactual_attribute": {"slot": "a", "direction": "colour", "new_attribute": "slate grey", "original_attribute": "brown"},
+        "counterfactual_attribute": {
+            "slot": "a",
+            "direction": "colour",
+            "new_attribute": "slate grey",
+            "original_attribute": "brown",
+        },
         "alteration_tracing": AT_PLAN,
         "dense_counting": {"has_ambiguity": False, "severity": "none"},
     }[task]
@@ -148,7 +157,11 @@ def make_edit(task: str, **over: Any) -> dict[str, Any]:
         "candidate_id": candidate["id"],
         "candidate_json": json.dumps(candidate, sort_keys=True),
         "instruction": "Remove the wheels; preserve the skateboard and background.",
-        "edit_type": {"relational_erasure": "remove", "counterfactual_attribute": "attribute", "alteration_tracing": "move"}.get(task, "none"),
+        "edit_type": {
+            "relational_erasure": "remove",
+            "counterfactual_attribute": "attribute",
+            "alteration_tracing": "move",
+        }.get(task, "none"),
         "target_name": candidate["target_name"],
         "target_box": candidate["target_box"],
         "instruction_fields_json": json.dumps(fields, sort_keys=True),
@@ -164,4 +177,3 @@ def make_edit(task: str, **over: Any) -> dict[str, Any]:
     }
     row.update(over)
     return row
-

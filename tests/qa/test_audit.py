@@ -30,7 +30,12 @@ def demo_run(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunF
 def test_demo_gold_answers_are_all_true(demo_run: RunFS, sample_dir: Path):
     out = run_audit(demo_run, sample_dir / "sample_truth.json")
     assert out["fraction"] == 1.0, json.dumps(out["per_task"], indent=1)[:3000]
-    assert set(out["per_task"]) == {"relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"}
+    assert set(out["per_task"]) == {
+        "relational_erasure",
+        "counterfactual_attribute",
+        "alteration_tracing",
+        "dense_counting",
+    }
     assert all(t["items"] >= 20 for t in out["per_task"].values()), {k: v["items"] for k, v in out["per_task"].items()}
     # without truth: the verification verdicts only
     plain = run_audit(demo_run, None)
@@ -41,7 +46,11 @@ def _item(run: RunFS, task: str) -> tuple[dict, list[dict], dict]:
     edits = [e for e in ArtifactReader(run, "edit/edits", EDITS).rows() if e["task"] == task and e["status"] == "ok"]
     edit = sorted(edits, key=lambda e: e["id"])[0]
     qs = [q for q in ArtifactReader(run, "qa/questions", QUESTIONS).rows() if q["edit_id"] == edit["id"]]
-    fields = next(json.loads(a["fields_json"]) for a in ArtifactReader(run, "qa/analysis", ANALYSIS).rows() if a["edit_id"] == edit["id"])
+    fields = next(
+        json.loads(a["fields_json"])
+        for a in ArtifactReader(run, "qa/analysis", ANALYSIS).rows()
+        if a["edit_id"] == edit["id"]
+    )
     return edit, qs, fields
 
 
@@ -58,7 +67,10 @@ def test_tampered_gold_answers_are_caught(demo_run: RunFS, sample_dir: Path):
     edit, qs, fields = _item(demo_run, "dense_counting")
     q5 = next(q for q in qs if q["qid"] == "Q5")
     bad = [dict(q, gold=str(int(q5["gold"]) + 1)) if q is q5 else q for q in qs]
-    assert audit_item(edit, qs, fields, truth, images).consistent and not audit_item(edit, bad, fields, truth, images).consistent
+    assert (
+        audit_item(edit, qs, fields, truth, images).consistent
+        and not audit_item(edit, bad, fields, truth, images).consistent
+    )
     # RE: the edit record says nothing was erased (a removal that left the object)
     edit, qs, fields = _item(demo_run, "relational_erasure")
     assert audit_item(edit, qs, fields, truth, images).consistent
@@ -95,9 +107,13 @@ def test_a_scaled_build_has_every_gold_answer_true(scaled_run: tuple[RunFS, Path
     run, data_dir = scaled_run
     out = run_audit(run, data_dir / "sample_truth.json")
     assert out["fraction"] == 1.0, json.dumps(out["per_task"], indent=1)[:3000]
-    assert out["per_task"]["alteration_tracing"]["items"] >= 80 and out["per_task"]["relational_erasure"]["items"] >= 150, out["per_task"]
+    assert (
+        out["per_task"]["alteration_tracing"]["items"] >= 80 and out["per_task"]["relational_erasure"]["items"] >= 150
+    ), out["per_task"]
     # the claims the audit checks were refused before the queue, each with its reason
-    reasons = json.dumps([json.loads(e["qc_json"])["verification"]["failures"] for e in ArtifactReader(run, "edit/edits", EDITS).rows()])
+    reasons = json.dumps(
+        [json.loads(e["qc_json"])["verification"]["failures"] for e in ArtifactReader(run, "edit/edits", EDITS).rows()]
+    )
     assert "also covers more than" in reasons
 
 
@@ -110,9 +126,13 @@ def test_the_audit_command_leaves_a_summary_line_then_its_json(demo_run: RunFS, 
 
     from flows.cli import app
 
-    res = CliRunner().invoke(app, ["audit", "--run-dir", demo_run.url, "--truth", str(sample_dir / "sample_truth.json")])
+    res = CliRunner().invoke(
+        app, ["audit", "--run-dir", demo_run.url, "--truth", str(sample_dir / "sample_truth.json")]
+    )
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     n = json.loads(lines[-1])["items"]
-    assert re.fullmatch(rf"audit: {n:,} queued items checked against the truth in \d+\.\d s \({n:,} consistent\)", lines[0]), lines[0]
+    assert re.fullmatch(
+        rf"audit: {n:,} queued items checked against the truth in \d+\.\d s \({n:,} consistent\)", lines[0]
+    ), lines[0]
     assert "\x1b" not in res.output

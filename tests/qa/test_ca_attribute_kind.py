@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.builtin_tasks.counterfactual_attribute.prompts import NEAR_MATERIALS, ca_analysis, ca_instructions
 from storage.colours import colour_of, colours_apart
+from tasks.builtin_tasks.counterfactual_attribute.prompts import NEAR_MATERIALS, ca_analysis, ca_instructions
 
 
 def _ctx(attribute: str, cid: str = "c1") -> dict:
-    return {"target_box": [10, 10, 60, 60], "attribute": attribute, "target_area": 0.1, "target_name": "car",
-            "candidate_id": cid, "editor_limits": {}, "target_location": "the lower left", "neighbour_names": ["tree"], "objects": []}
+    return {
+        "target_box": [10, 10, 60, 60],
+        "attribute": attribute,
+        "target_area": 0.1,
+        "target_name": "car",
+        "candidate_id": cid,
+        "editor_limits": {},
+        "target_location": "the lower left",
+        "neighbour_names": ["tree"],
+        "objects": [],
+    }
 
 
 def test_an_attribute_of_no_known_kind_gets_no_instruction():

@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from qa_helpers import CA_FIELDS, RE_FIELDS, make_edit
 
-from tasks.builtin_tasks.counterfactual_attribute.prompts import CA_ANALYSIS, CAAnalysis
-from tasks.builtin_tasks.relational_erasure.prompts import RE_ANALYSIS, REAnalysis
 from prompts.clients.rules import RulesClient
 from prompts.parsing import ParseError, parse_answer
 from prompts.runner import PromptInput, run_prompt
 from prompts.spec import render
+from tasks.builtin_tasks.counterfactual_attribute.prompts import CA_ANALYSIS, CAAnalysis
+from tasks.builtin_tasks.relational_erasure.prompts import RE_ANALYSIS, REAnalysis
 from tasks.stages.qa.analyse import analysis_context
 from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import questions_for_edit
-
-from qa_helpers import CA_FIELDS, RE_FIELDS, make_edit
 
 
 def lines(fields: dict, **over: object) -> str:
@@ -37,9 +36,13 @@ def test_templates_render_with_the_stage_context() -> None:
 
 
 def test_messy_line_answer_parses() -> None:
-    text = "Here is my analysis.\n\n**verification_status**: Pass\n" + lines(RE_FIELDS).split("\n", 1)[1].replace("B_name:", "- **B_name**:")
+    text = "Here is my analysis.\n\n**verification_status**: Pass\n" + lines(RE_FIELDS).split("\n", 1)[1].replace(
+        "B_name:", "- **B_name**:"
+    )
     parsed = parse_answer(text, REAnalysis)
-    assert parsed.status == "ok" and parsed.fields["B_name"] == "skateboard wheels" and parsed.fields["discard"] is False
+    assert (
+        parsed.status == "ok" and parsed.fields["B_name"] == "skateboard wheels" and parsed.fields["discard"] is False
+    )
 
 
 def test_json_answer_parses_for_ca() -> None:
@@ -51,7 +54,12 @@ def test_json_answer_parses_for_ca() -> None:
     "model, fields, over, message",
     [
         (REAnalysis, RE_FIELDS, {"A_location": "on the underside of the skateboard"}, "leading preposition"),
-        (REAnalysis, RE_FIELDS, {"A_location": "the place where the wheels were"}, "must not mention the removed object"),
+        (
+            REAnalysis,
+            RE_FIELDS,
+            {"A_location": "the place where the wheels were"},
+            "must not mention the removed object",
+        ),
         (REAnalysis, RE_FIELDS, {"B_name": "the wheels"}, "without an article"),
         (REAnalysis, RE_FIELDS, {"B_variant_2": "Two wheels left, the other two missing"}, "must be distinct"),
         (REAnalysis, RE_FIELDS, {"nothing_desc": ""}, "must be filled unless discard is yes"),
@@ -73,7 +81,9 @@ def test_discarded_answer_needs_no_content() -> None:
     assert parsed.fields["discard_reason"] == "the wheels are still faintly visible"
 
 
-@pytest.mark.parametrize("task, spec", [("relational_erasure", RE_ANALYSIS), ("counterfactual_attribute", CA_ANALYSIS)])
+@pytest.mark.parametrize(
+    "task, spec", [("relational_erasure", RE_ANALYSIS), ("counterfactual_attribute", CA_ANALYSIS)]
+)
 def test_rules_backend_answers_yield_full_question_sets(task: str, spec: object) -> None:
     edits = [make_edit(task, id=f"e{i}") for i in range(12)]
     outs = run_prompt(RulesClient(), spec, [PromptInput(analysis_context(e)) for e in edits], parse_retries=0)
@@ -87,7 +97,9 @@ def test_rules_backend_answers_yield_full_question_sets(task: str, spec: object)
 def test_rules_discards_when_same_kind_sits_in_the_same_region() -> None:
     edit = make_edit("relational_erasure")
     cand = json.loads(edit["candidate_json"])
-    ctx_objs = json.loads(cand["context_json"]) + [{"id": 9, "name": "wheel", "box": [10, 150, 20, 20], "attributes": []}]
+    ctx_objs = json.loads(cand["context_json"]) + [
+        {"id": 9, "name": "wheel", "box": [10, 150, 20, 20], "attributes": []}
+    ]
     cand["context_json"] = json.dumps(ctx_objs)
     edit["candidate_json"] = json.dumps(cand)
     (o,) = run_prompt(RulesClient(), RE_ANALYSIS, [PromptInput(analysis_context(edit))], parse_retries=0)

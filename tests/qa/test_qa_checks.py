@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 
-from tasks.stages.qa.checks import LengthRule, check_options
 from tasks.builtin_tasks.dense_counting.counting import CountPlan, check_counts, plan_counts
+from tasks.stages.qa.checks import LengthRule, check_options
 from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit
-
-from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 
 
 def reasons(task: str, fields: dict) -> dict[str, set[str]]:
@@ -34,7 +33,10 @@ def test_correct_option_that_is_longest_by_far_is_rejected() -> None:
     got = reasons("relational_erasure", {**RE_FIELDS, "nothing_desc": long})
     assert got == {"Q9": {"mc_correct_option_longest"}, "Q10": {"mc_correct_option_longest"}}
     # longest but not by a wide margin: fine
-    assert check_options(["a bare deck underside", "four black wheels", "two wheels", "tiny wheels"], 0, LengthRule()) == []
+    assert (
+        check_options(["a bare deck underside", "four black wheels", "two wheels", "tiny wheels"], 0, LengthRule())
+        == []
+    )
     # the rule's limits are configurable
     assert check_options(["abcdefghij", "abcd", "abc"], 0, LengthRule(ratio=2.0, min_gap=5)) != []
     assert check_options(["abcdefghij", "abcd", "abc"], 0, LengthRule(ratio=2.0, min_gap=7)) == []
@@ -53,7 +55,9 @@ def test_empty_or_missing_slot_rejects_only_the_questions_using_it() -> None:
 def test_at_plan_with_a_missing_distractor_and_unknown_edit_type() -> None:
     plan = {**AT_PLAN, "location_distractors": AT_PLAN["location_distractors"][:2]}
     assert reasons("alteration_tracing", plan) == {"Q11": {"empty_slot"}}
-    out = questions_for_edit(make_edit("alteration_tracing", edit_type="teleport"), {**AT_PLAN, "edit_type": "teleport"}, RenderSettings())
+    out = questions_for_edit(
+        make_edit("alteration_tracing", edit_type="teleport"), {**AT_PLAN, "edit_type": "teleport"}, RenderSettings()
+    )
     assert sorted({p.qid for p in out.problems}) == ["Q12", "Q5", "Q6", "Q7", "Q8", "Q9"]  # op_past in text or rubric
     assert all(p.reason == "empty_slot" and "op_past" in p.detail for p in out.problems)
 
@@ -94,7 +98,11 @@ def test_beaf_skips_the_removed_question_when_the_same_kind_remains() -> None:
     from tasks.stages.qa.beaf import beaf_questions
 
     base = {"edit_id": "e", "editor": "classical", "task": "alteration_tracing", "variant": "targeted"}
-    ctx = [{"name": "cup", "box": [0, 0, 10, 10]}, {"name": "cup", "box": [50, 50, 10, 10]}, {"name": "plate", "box": [0, 0, 90, 90]}]
+    ctx = [
+        {"name": "cup", "box": [0, 0, 10, 10]},
+        {"name": "cup", "box": [50, 50, 10, 10]},
+        {"name": "plate", "box": [0, 0, 90, 90]},
+    ]
     out = beaf_questions("cup", ctx, [0, 0, 10, 10], base, "images/aa/a.png", "images/bb/b.png")
     assert [p.reason for p in out.problems] == ["beaf_removed_object_still_present"]
     dims = sorted({r["dimension"] for r in out.rows})

@@ -3,9 +3,9 @@ near-duplicate MC options, ascending counting options."""
 
 from __future__ import annotations
 
+from tasks.builtin_tasks.relational_erasure.qa import slots_from_analysis as re_slots
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule, check_options
-from tasks.builtin_tasks.relational_erasure.qa import slots_from_analysis as re_slots
 from tasks.stages.qa.render import RenderSettings, render_questions
 from tasks.stages.qa.text import option_key
 
@@ -46,11 +46,13 @@ def test_near_duplicate_options_are_rejected():
 
 def test_counting_options_ascend_with_the_gold_letter_on_the_count():
     values = {"count": 23, "class_name": "apples"}
-    from tasks.stages.qa import mc
     from tasks.builtin_tasks.dense_counting.qa import count_slots as dc_slots
+    from tasks.stages.qa import mc
 
     slots, plan = dc_slots(23, "apples", mc.question_seed(0, "e1", "dc"))
-    out = render_questions("dense_counting", slots, dict(BASE, task="dense_counting"), {"original": ["a.png"]}, RenderSettings())
+    out = render_questions(
+        "dense_counting", slots, dict(BASE, task="dense_counting"), {"original": ["a.png"]}, RenderSettings()
+    )
     for qid in ("Q7", "Q8"):
         (row,) = [r for r in out.rows if r["qid"] == qid]
         firsts = [int(o.split("-")[0]) for o in row["options"]]

@@ -26,7 +26,9 @@ def test_shuffle_tracks_the_gold_and_is_stable() -> None:
     # the seed is a pure function of its inputs: pinned so a change of hashing is noticed
     assert mc.question_seed(0, "edit", "main/Q9") == mc.question_seed(0, "edit", "main/Q9")
     assert mc.question_seed(0, "edit", "main/Q9") != mc.question_seed(1, "edit", "main/Q9")
-    assert mc.shuffled(opts, 0, 123456789) == mc.Layout(("w3", "w1", "w2", "right"), "D", 0)  # 123456789 % 24 = 21 = Lehmer (3, 1, 1, 0)
+    assert mc.shuffled(opts, 0, 123456789) == mc.Layout(
+        ("w3", "w1", "w2", "right"), "D", 0
+    )  # 123456789 % 24 = 21 = Lehmer (3, 1, 1, 0)
 
 
 def test_rotations() -> None:
@@ -40,10 +42,13 @@ def test_rotations() -> None:
 
 
 def test_text_helpers() -> None:
-    assert [plural(w) for w in ("cupcake", "glass", "bus", "strawberry", "person", "sea shells", "box", "knife", "traffic light")] == [
-        "cupcakes", "glasses", "buses", "strawberries", "people", "sea shells", "boxes", "knives", "traffic lights"]
-    assert [with_article(w) for w in ("apple", "rope", "hour glass", "umbrella", "unicycle", "two cats", "the cat")] == [
-        "an apple", "a rope", "an hour glass", "an umbrella", "a unicycle", "two cats", "the cat"]
+    assert [
+        plural(w)
+        for w in ("cupcake", "glass", "bus", "strawberry", "person", "sea shells", "box", "knife", "traffic light")
+    ] == ["cupcakes", "glasses", "buses", "strawberries", "people", "sea shells", "boxes", "knives", "traffic lights"]
+    assert [
+        with_article(w) for w in ("apple", "rope", "hour glass", "umbrella", "unicycle", "two cats", "the cat")
+    ] == ["an apple", "a rope", "an hour glass", "an umbrella", "a unicycle", "two cats", "the cat"]
 
 
 def test_fixed_orders_keep_the_open_option_in_place() -> None:
@@ -52,9 +57,12 @@ def test_fixed_orders_keep_the_open_option_in_place() -> None:
     assert [o.rotation for o in orders] == list(range(6))
     assert orders[0] == base
     assert {o.options for o in orders} == {
-        ("red", "None of these", "blue", "green"), ("red", "None of these", "green", "blue"),
-        ("blue", "None of these", "red", "green"), ("blue", "None of these", "green", "red"),
-        ("green", "None of these", "red", "blue"), ("green", "None of these", "blue", "red"),
+        ("red", "None of these", "blue", "green"),
+        ("red", "None of these", "green", "blue"),
+        ("blue", "None of these", "red", "green"),
+        ("blue", "None of these", "green", "red"),
+        ("green", "None of these", "red", "blue"),
+        ("green", "None of these", "blue", "red"),
     }
     assert all(o.gold == "B" for o in orders)  # the open option is the right answer here
     gold_blue = mc.fixed_orders(mc.Layout(("red", "None of these", "blue", "green"), "C", 0), 1)

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 
 from tasks.builtin_tasks.dense_counting.counting import check_counts, plan_counts
 from tasks.stages.qa.mc import LETTERS
@@ -15,8 +16,6 @@ from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import questions_for_edit
 from tasks.stages.qa.templates import question_set
 from tasks.stages.qa.text import normalize_option
-
-from qa_helpers import AT_PLAN, CA_FIELDS, RE_FIELDS, make_edit
 
 # A tiny alphabet makes collisions (duplicates differing only in case/spacing) and blanks likely.
 VALUE = st.text(alphabet="abAB  .", min_size=0, max_size=5)
@@ -32,12 +31,28 @@ def _c(v: Any) -> str:
 def expected_correct(task: str, f: dict[str, Any]) -> dict[str, str]:
     """The right option per MC qid, written out independently of the templates."""
     if task == "relational_erasure":
-        return {"Q9": _c(f["nothing_desc"]), "Q10": _c(f["nothing_desc"]), "Q11": "No such object", "Q12": "None of these"}
+        return {
+            "Q9": _c(f["nothing_desc"]),
+            "Q10": _c(f["nothing_desc"]),
+            "Q11": "No such object",
+            "Q12": "None of these",
+        }
     if task == "counterfactual_attribute":
-        return {"Q9": _c(f["C_new_attribute"]), "Q10": _c(f["C_new_attribute"]), "Q11": "No such object", "Q12": "None of these"}
+        return {
+            "Q9": _c(f["C_new_attribute"]),
+            "Q10": _c(f["C_new_attribute"]),
+            "Q11": "No such object",
+            "Q12": "None of these",
+        }
     a, b, c = (" ".join(str(f[k]).split()) for k in ("A", "B", "C"))
-    return {"Q10": f"At {a}, the {b} {c}.", "Q11": f"The {b} {c}.", "Q12": f"The {b} at {a}",
-            "C4": "Nothing; it is unchanged", "C5": "Nothing changed there", "C6": "No object did"}
+    return {
+        "Q10": f"At {a}, the {b} {c}.",
+        "Q11": f"The {b} {c}.",
+        "Q12": f"The {b} at {a}",
+        "C4": "Nothing; it is unchanged",
+        "C5": "Nothing changed there",
+        "C6": "No object did",
+    }
 
 
 def check_rows(task: str, fields: dict[str, Any], mode: str) -> None:
@@ -64,18 +79,31 @@ def check_rows(task: str, fields: dict[str, Any], mode: str) -> None:
 
 
 @RELAXED
-@given(st.fixed_dictionaries({k: VALUE for k in RE_FIELDS if isinstance(RE_FIELDS[k], str)}), st.sampled_from(["shuffle", "cyclic"]))
+@given(
+    st.fixed_dictionaries({k: VALUE for k in RE_FIELDS if isinstance(RE_FIELDS[k], str)}),
+    st.sampled_from(["shuffle", "cyclic"]),
+)
 def test_relational_erasure_property(values: dict[str, str], mode: str) -> None:
     check_rows("relational_erasure", {**RE_FIELDS, **values}, mode)
 
 
 @RELAXED
-@given(st.fixed_dictionaries({k: VALUE for k in CA_FIELDS if isinstance(CA_FIELDS[k], str) and k != "A_number"}), st.sampled_from(["shuffle", "cyclic"]))
+@given(
+    st.fixed_dictionaries({k: VALUE for k in CA_FIELDS if isinstance(CA_FIELDS[k], str) and k != "A_number"}),
+    st.sampled_from(["shuffle", "cyclic"]),
+)
 def test_counterfactual_attribute_property(values: dict[str, str], mode: str) -> None:
     check_rows("counterfactual_attribute", {**CA_FIELDS, **values}, mode)
 
 
-LISTS = ("overall_distractors", "location_distractors", "object_location_distractors", "b_prime_distractors", "a_prime_distractors", "c_prime_objects")
+LISTS = (
+    "overall_distractors",
+    "location_distractors",
+    "object_location_distractors",
+    "b_prime_distractors",
+    "a_prime_distractors",
+    "c_prime_objects",
+)
 
 
 @RELAXED
@@ -85,7 +113,9 @@ LISTS = ("overall_distractors", "location_distractors", "object_location_distrac
     st.sampled_from(["delete", "add", "replace", "move"]),
     st.sampled_from(["shuffle", "cyclic"]),
 )
-def test_alteration_tracing_property(values: dict[str, str], lists: dict[str, list[str]], kind: str, mode: str) -> None:
+def test_alteration_tracing_property(
+    values: dict[str, str], lists: dict[str, list[str]], kind: str, mode: str
+) -> None:
     check_rows("alteration_tracing", {**AT_PLAN, **values, **lists, "edit_type": kind}, mode)
 
 
@@ -100,7 +130,9 @@ def test_dense_counting_numbers_always_valid(count: int, seed: int) -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=-5, max_value=5000), st.sampled_from(["shuffle", "cyclic"]))
 def test_dense_counting_property(count: int, mode: str) -> None:
-    out = questions_for_edit(make_edit("dense_counting"), {"count": count, "class_name": "bead"}, RenderSettings(mc_mode=mode))
+    out = questions_for_edit(
+        make_edit("dense_counting"), {"count": count, "class_name": "bead"}, RenderSettings(mc_mode=mode)
+    )
     if count < 1:
         assert out.rows == [] and out.problems
         return

@@ -7,17 +7,18 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-
-from tasks.stages.qa.mc import LETTERS
-from tasks.stages.qa.templates import OPEN_OPTION
-from tasks.stages.qa.synthesis import questions_for_edit
-from tasks.stages.qa.render import RenderSettings
-from tasks.stages.qa.text import sentence_case as sc
-
 from qa_helpers import AT_PLAN, CA_FIELDS, FIELDS, RE_FIELDS, make_edit
 
+from tasks.stages.qa.mc import LETTERS
+from tasks.stages.qa.render import RenderSettings
+from tasks.stages.qa.synthesis import questions_for_edit
+from tasks.stages.qa.templates import OPEN_OPTION
+from tasks.stages.qa.text import sentence_case as sc
 
-def render(task: str, fields: dict[str, Any] | None = None, **settings: Any) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], list[Any]]:
+
+def render(
+    task: str, fields: dict[str, Any] | None = None, **settings: Any
+) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], list[Any]]:
     out = questions_for_edit(make_edit(task), fields or FIELDS[task], RenderSettings(**settings))
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in out.rows:
@@ -57,15 +58,35 @@ def test_relational_erasure_every_qid() -> None:
         assert rubric["removed_object"] == f["B_name"] and rubric["reference_answer"] == one(by, q)["gold"]
     assert answer_text(one(by, "Q9")) == sc(f["nothing_desc"])
     assert answer_text(one(by, "Q10")) == sc(f["nothing_desc"])
-    assert set(one(by, "Q9")["options"]) == {sc(f[k]) for k in ("nothing_desc", "B_full_desc", "B_variant_1", "B_variant_2")}
+    assert set(one(by, "Q9")["options"]) == {
+        sc(f[k]) for k in ("nothing_desc", "B_full_desc", "B_variant_1", "B_variant_2")
+    }
     assert answer_text(one(by, "Q11")) == "No such object"
     assert answer_text(one(by, "Q12")) == "None of these"
-    assert set(one(by, "Q12")["options"]) == {"None of these", "Four skateboard wheels", "Four teacups", "A sleeping cat"}  # one casing for all options
+    assert set(one(by, "Q12")["options"]) == {
+        "None of these",
+        "Four skateboard wheels",
+        "Four teacups",
+        "A sleeping cat",
+    }  # one casing for all options
     dims = {q: one(by, q)["dimension"] for q in ("Q1", "Q2", "Q3", "Q4", "Q9", "Q10", "Q11", "Q12")}
-    assert dims == {"Q1": "direct", "Q2": "commonsense", "Q3": "premise", "Q4": "absurd", "Q9": "direct", "Q10": "commonsense", "Q11": "premise", "Q12": "absurd"}
+    assert dims == {
+        "Q1": "direct",
+        "Q2": "commonsense",
+        "Q3": "premise",
+        "Q4": "absurd",
+        "Q9": "direct",
+        "Q10": "commonsense",
+        "Q11": "premise",
+        "Q12": "absurd",
+    }
     for rows in by.values():
         assert rows[0]["images"] == ["images/bb/bb00.png"] and rows[0]["image_role"] == "edited"
-        assert rows[0]["edit_id"] == "edit-relational_erasure" and rows[0]["editor"] == "classical" and rows[0]["variant"] == "targeted"
+        assert (
+            rows[0]["edit_id"] == "edit-relational_erasure"
+            and rows[0]["editor"] == "classical"
+            and rows[0]["variant"] == "targeted"
+        )
 
 
 def test_counterfactual_attribute_every_qid() -> None:
@@ -82,7 +103,9 @@ def test_counterfactual_attribute_every_qid() -> None:
     assert one(by, "Q7")["gold"] == "There is no such object." and f["D_alt_location"] in one(by, "Q7")["text"]
     assert one(by, "Q8")["gold"] == f"Neither; it is {f['C_new_attribute']}."
     rubric = json.loads(one(by, "Q5")["rubric_json"])
-    assert rubric["original_attribute"] == f["B_original_attribute"] and rubric["new_attribute"] == f["C_new_attribute"]
+    assert (
+        rubric["original_attribute"] == f["B_original_attribute"] and rubric["new_attribute"] == f["C_new_attribute"]
+    )
     assert answer_text(one(by, "Q9")) == sc(f["C_new_attribute"]) == answer_text(one(by, "Q10"))
     assert sc(f["B_original_attribute"]) in one(by, "Q9")["options"]
     assert answer_text(one(by, "Q11")) == "No such object" and sc(f["D_location"]) in one(by, "Q11")["options"]
@@ -111,7 +134,9 @@ def test_alteration_tracing_every_qid_and_controls() -> None:
     assert one(by, "C3", "control")["gold"] == "Nothing changed there."
     assert answer_text(one(by, "C4", "control")) == "Nothing; it is unchanged"
     assert answer_text(one(by, "C5", "control")) == "Nothing changed there"
-    assert answer_text(one(by, "C6", "control")) == "No object did" and p["C_prime"] in one(by, "C6", "control")["text"]
+    assert (
+        answer_text(one(by, "C6", "control")) == "No object did" and p["C_prime"] in one(by, "C6", "control")["text"]
+    )
     for rows in by.values():
         assert rows[0]["images"] == ["images/aa/aa00.png", "images/bb/bb00.png"] and rows[0]["image_role"] == "pair"
 
@@ -188,7 +213,7 @@ def test_cyclic_mode_emits_every_rotation_with_gold_following(task: str) -> None
         assert len({r["id"] for r in rows}) == n
         for r in rows:
             assert answer_text(r) == right
-            assert r["options"] == rows[0]["options"][r["rotation"]:] + rows[0]["options"][: r["rotation"]]
+            assert r["options"] == rows[0]["options"][r["rotation"] :] + rows[0]["options"][: r["rotation"]]
         assert sorted(r["gold"] for r in rows) == sorted(LETTERS[:n])  # the gold visits every position
 
 
@@ -231,7 +256,9 @@ def test_prior_option_is_recorded_in_every_presentation(task: str) -> None:
             letters = r["prior_options"]
             assert len(letters) == len(t.prior) and r["gold"] not in letters
             # the recorded letters point at the same option texts in every presentation
-            assert sorted(r["options"][LETTERS.index(x)] for x in letters) == sorted(rows[0]["options"][LETTERS.index(x)] for x in rows[0]["prior_options"])
+            assert sorted(r["options"][LETTERS.index(x)] for x in letters) == sorted(
+                rows[0]["options"][LETTERS.index(x)] for x in rows[0]["prior_options"]
+            )
     if task == "relational_erasure":
         q9 = cyclic[("main", "Q9")][0]
         assert [q9["options"][LETTERS.index(x)] for x in q9["prior_options"]] == [sc(RE_FIELDS["B_full_desc"])]

@@ -19,10 +19,10 @@ from storage.hashing import stable_id
 from storage.parquet_io import ArtifactReader
 from storage.stage_store import ShardResult, StageStore
 from tasks.engine.base import RunContext
+from tasks.engine.runner import run_stage
 from tasks.stages.instruct import InstructStage
 from tasks.stages.mine import MineStage
 from tasks.stages.qa import QAStage
-from tasks.engine.runner import run_stage
 
 TASKS = ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
 SET_SIZE = {"relational_erasure": 12, "counterfactual_attribute": 12, "alteration_tracing": 18, "dense_counting": 8}
@@ -36,27 +36,44 @@ def stand_in_edits(ctx: RunContext) -> None:
         if r["status"] != "applicable":
             continue
         dc = r["task"] == "dense_counting"
-        image = ctx.images.put_bytes(Path(r["image_path"]).read_bytes(), Path(r["image_path"]).suffix.lstrip(".") or "jpg")
-        rows.append({
-            "id": stable_id(r["id"], "stand-in"), "instruction_id": r["id"],
-            **{f.name: r[f.name] for f in schemas.ITEM_FIELDS},
-            "instruction": r["instruction"], "edit_type": "none" if dc else r["edit_type"], "target_name": r["target_name"], "target_box": r["target_box"],
-            "instruction_fields_json": r["fields_json"], "editor": "none" if dc else "stand-in", "editor_params_json": "{}", "seed": 0, "status": "ok",
-            "original_image": image, "edited_image": image,
-        })
+        image = ctx.images.put_bytes(
+            Path(r["image_path"]).read_bytes(), Path(r["image_path"]).suffix.lstrip(".") or "jpg"
+        )
+        rows.append(
+            {
+                "id": stable_id(r["id"], "stand-in"),
+                "instruction_id": r["id"],
+                **{f.name: r[f.name] for f in schemas.ITEM_FIELDS},
+                "instruction": r["instruction"],
+                "edit_type": "none" if dc else r["edit_type"],
+                "target_name": r["target_name"],
+                "target_box": r["target_box"],
+                "instruction_fields_json": r["fields_json"],
+                "editor": "none" if dc else "stand-in",
+                "editor_params_json": "{}",
+                "seed": 0,
+                "status": "ok",
+                "original_image": image,
+                "edited_image": image,
+            }
+        )
     store = StageStore(ctx.run, "edit", {"edits": "edits"})
     store.write_shard(0, "k", ShardResult(outputs={"edits": rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": "edit", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": "edit", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()}
+    )
 
 
 @pytest.fixture(scope="module")
 def sample_run(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunContext:
-    cfg = config_from_dict({
-        "run": {"shard_size": 32, "workers": 2},
-        "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
-        "mine": {"tasks": TASKS, "relational_erasure": {"n_min": 10, "theta": 0.2, "images_per_pair": 12}},
-        "qa": {"beaf": True},
-    })
+    cfg = config_from_dict(
+        {
+            "run": {"shard_size": 32, "workers": 2},
+            "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
+            "mine": {"tasks": TASKS, "relational_erasure": {"n_min": 10, "theta": 0.2, "images_per_pair": 12}},
+            "qa": {"beaf": True},
+        }
+    )
     ctx = RunContext(RunFS.open(str(tmp_path_factory.mktemp("qa-sample"))), cfg)
     run_stage(MineStage(), ctx)
     run_stage(InstructStage(), ctx)

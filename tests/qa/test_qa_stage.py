@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from qa_helpers import make_edit
 
 from flows.config import config_from_dict
 from prompts.clients.base import MLLMRequest, MLLMResponse
@@ -15,10 +16,8 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from storage.stage_store import ShardResult, StageStore
 from tasks.engine.base import RunContext
-from tasks.stages.qa import QAStage, qa_edits
 from tasks.engine.runner import run_stage
-
-from qa_helpers import make_edit
+from tasks.stages.qa import QAStage, qa_edits
 
 
 def lay_down_edits(root: Path, src_dir: Path) -> list[dict[str, Any]]:
@@ -42,7 +41,9 @@ def lay_down_edits(root: Path, src_dir: Path) -> list[dict[str, Any]]:
     ]
     store = StageStore(run, "edit", {"edits": "edits"})
     store.write_shard(0, "k", ShardResult(outputs={"edits": rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": "edit", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": "edit", "status": "complete", "key": "k", "output_fingerprint": store.output_fingerprint()}
+    )
     return rows
 
 
@@ -63,11 +64,18 @@ def rows(run: RunFS, artifact: str) -> list[dict[str, Any]]:
 def test_analysis_rows_one_per_edit_with_status(built: dict[str, Any]) -> None:
     status = {r["edit_id"]: r["status"] for r in rows(built["run"], "analysis")}
     assert status == {
-        "e-re": "ok", "e-ca": "ok", "e-ca-unknown-new": "discarded", "e-at": "ok", "e-at-no-plan": "failed",
-        "e-at-delete": "ok", "e-dc": "ok",
+        "e-re": "ok",
+        "e-ca": "ok",
+        "e-ca-unknown-new": "discarded",
+        "e-at": "ok",
+        "e-at-no-plan": "failed",
+        "e-at-delete": "ok",
+        "e-dc": "ok",
     }  # the auto-rejected RE edit is skipped; DC comes as the edit stage's pass-through row
     by = {r["edit_id"]: r for r in rows(built["run"], "analysis")}
-    assert by["e-re"]["prompt_name"] == "re_analysis" and by["e-re"]["backend"] == "rules" and by["e-re"]["raw_response"]
+    assert (
+        by["e-re"]["prompt_name"] == "re_analysis" and by["e-re"]["backend"] == "rules" and by["e-re"]["raw_response"]
+    )
     assert json.loads(by["e-dc"]["fields_json"]) == {"count": 20, "class_name": "cupcake"}
     assert by["e-dc"]["editor"] == "none" and by["e-dc"]["original_image"].startswith("images/")
 
@@ -111,7 +119,10 @@ def test_beaf_pairs(built: dict[str, Any]) -> None:
     removed = [p for p in pairs.values() if p["original"]["dimension"] == "removed"]
     assert len(removed) == 1 and removed[0]["original"]["text"] == "Is there a wheel in this image?"
     present = {p["original"]["text"] for p in pairs.values() if p["original"]["dimension"] == "present"}
-    assert present <= {f"Is there {x} in this image?" for x in ("a skateboard", "a carpet", "a lamp", "a boy")} and len(present) == 3
+    assert (
+        present <= {f"Is there {x} in this image?" for x in ("a skateboard", "a carpet", "a lamp", "a boy")}
+        and len(present) == 3
+    )
     absent = {p["original"]["text"] for p in pairs.values() if p["original"]["dimension"] == "absent"}
     assert len(absent) == 3 and not absent & present
 
@@ -159,10 +170,12 @@ def test_model_failures_and_discards_become_rejects_with_the_reason(tmp_path: Pa
     run = RunFS.open(str(tmp_path))
     ctx = RunContext(run, config_from_dict({}))
     picked = [e for e in edits if e["id"] in ("e-re", "e-ca")]
-    client = ScriptedClient({
-        "e-re": "I cannot help with that.",
-        "e-ca": "verification_status: fail\nverification_issues: rope still brown\ndiscard: yes\ndiscard_reason: the colour change is not visible",
-    })
+    client = ScriptedClient(
+        {
+            "e-re": "I cannot help with that.",
+            "e-ca": "verification_status: fail\nverification_issues: rope still brown\ndiscard: yes\ndiscard_reason: the colour change is not visible",
+        }
+    )
     result = qa_edits(client, picked, ctx)
     assert {r["reason"] for r in result.rejects} == {"llm_unparseable", "analysis_discarded"}
     by = {r["id"]: r for r in result.rejects}

@@ -8,8 +8,7 @@ from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.hashing import config_hash
 from tasks.engine.base import RunContext
-from tasks.stages.qa import QAStage
-from tasks.stages.qa import templates
+from tasks.stages.qa import QAStage, templates
 
 
 def _key(tmp_path) -> str:
@@ -20,7 +19,9 @@ def _key(tmp_path) -> str:
 def test_editing_a_question_template_changes_the_key(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = _key(tmp_path)
     real = templates._read_text
-    monkeypatch.setattr(templates, "_read_text", lambda name: real(name) + ("\n# reworded" if name == "dense_counting" else ""))
+    monkeypatch.setattr(
+        templates, "_read_text", lambda name: real(name) + ("\n# reworded" if name == "dense_counting" else "")
+    )
     assert _key(tmp_path) != before
 
 

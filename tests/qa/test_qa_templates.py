@@ -41,7 +41,10 @@ BASE = {"task": "t", "slots": ["x"], "questions": [{"qid": "Q1", "type": "YN", "
     [
         ({"questions": [{"qid": "Q1", "type": "YN", "text": "Is {y} here?", "gold": "No"}]}, "undeclared slots ['y']"),
         ({"questions": [{"qid": "Q1", "type": "YN", "text": "Is {x} here?", "gold": "Maybe"}]}, "YN gold must be"),
-        ({"questions": [{"qid": "Q1", "type": "MC", "text": "Which?", "correct": "{x}", "distractors": ["a"]}]}, "at least two 'distractors'"),
+        (
+            {"questions": [{"qid": "Q1", "type": "MC", "text": "Which?", "correct": "{x}", "distractors": ["a"]}]},
+            "at least two 'distractors'",
+        ),
         ({"questions": [{"qid": "Q1", "type": "SA", "text": "What?", "gold": "{x}"}]}, "need a rubric"),
         ({"questions": [{"qid": "Q1", "type": "TF", "text": "What?", "gold": "{x}"}]}, "type must be one of"),
         ({"questions": [{"qid": "Q1", "type": "YN", "text": "Is {x!r} here?", "gold": "No"}]}, "plain name"),

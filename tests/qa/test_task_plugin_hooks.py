@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -23,7 +24,10 @@ from storage.task_spec import TaskSpec, register_task
 
 TASK = "toy_relation"
 W, H = 64, 48
-SCENE = [{"id": 1, "name": "cup", "box": [10, 20, 8, 8], "attributes": []}, {"id": 2, "name": "table", "box": [0, 28, 64, 20], "attributes": []}]
+SCENE = [
+    {"id": 1, "name": "cup", "box": [10, 20, 8, 8], "attributes": []},
+    {"id": 2, "name": "table", "box": [0, 28, 64, 20], "attributes": []},
+]
 
 
 class ToyPlan(BaseModel):
@@ -35,7 +39,11 @@ class ToyPlan(BaseModel):
 @rules_answer("toy_relation_plan")
 def toy_rules(ctx: dict[str, Any]) -> dict[str, Any] | None:
     x, y, w, h = ctx["target_box"]
-    return {"instruction": f"Move the {ctx['target_name']} off the {ctx['partner_name']}.", "edit_type": "move", "destination_box": [x + 30, 2.0, w, h]}
+    return {
+        "instruction": f"Move the {ctx['target_name']} off the {ctx['partner_name']}.",
+        "edit_type": "move",
+        "destination_box": [x + 30, 2.0, w, h],
+    }
 
 
 def toy_analysis(edit: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -75,11 +83,17 @@ def toy_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TaskSp
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "questions.yaml").write_text(QUESTIONS)
-    (pkg / "toy_plan.j2").write_text("Move the {{ target_name }} so that it is no longer {{ predicate }} the {{ partner_name }}.\n")
+    (pkg / "toy_plan.j2").write_text(
+        "Move the {{ target_name }} so that it is no longer {{ predicate }} the {{ partner_name }}.\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     prompt = PromptSpec("toy_relation_plan", "1", "toy_plan.j2", ToyPlan, 1, template_dir=str(pkg))
     spec = TaskSpec(
-        id=TASK, short="TR", label="Toy relation", weight=0.1, order=50,
+        id=TASK,
+        short="TR",
+        label="Toy relation",
+        weight=0.1,
+        order=50,
         extra={
             "instruct_prompt": prompt,  # a hook may be the value itself instead of a "module:attr" string
             "instruct_rules": toy_rules,
@@ -104,9 +118,23 @@ def toy_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TaskSp
 def _candidate(image_path: str) -> dict[str, Any]:
     row = {name: None for name in CANDIDATES.schema.names}
     row.update(
-        task=TASK, variant="targeted", source="visual_genome", image_id="toy", image_path=image_path, width=W, height=H,
-        target_object_id=1, target_name="cup", target_box=[10.0, 20.0, 8.0, 8.0], partner_object_id=2, partner_name="table",
-        partner_box=[0.0, 28.0, 64.0, 20.0], predicate="on", direction="target_is_subject", edit_type="move", context_json=json.dumps(SCENE),
+        task=TASK,
+        variant="targeted",
+        source="visual_genome",
+        image_id="toy",
+        image_path=image_path,
+        width=W,
+        height=H,
+        target_object_id=1,
+        target_name="cup",
+        target_box=[10.0, 20.0, 8.0, 8.0],
+        partner_object_id=2,
+        partner_name="table",
+        partner_box=[0.0, 28.0, 64.0, 20.0],
+        predicate="on",
+        direction="target_is_subject",
+        edit_type="move",
+        context_json=json.dumps(SCENE),
     )
     row["id"] = stable_id(TASK, "toy", 1)
     return row
@@ -122,13 +150,12 @@ def test_plugin_prompt_and_rules_answer_need_no_register_call(toy_task: TaskSpec
 
 def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_path: Path) -> None:
     from prompts.config import MLLMConfig
-    from tasks.engine.config import InstructConfig
+    from tasks.engine.config import InstructConfig, QAConfig
     from tasks.stages.edit import needs_edit, passes_through
     from tasks.stages.instruct import instruct_candidates
     from tasks.stages.qa.analyse import analyse_edits
     from tasks.stages.qa.synthesis import questions_for_edit, settings_from
     from tasks.stages.qa.templates import question_set, template_tasks, templates_fingerprint
-    from tasks.engine.config import QAConfig
 
     cand = _candidate(str(tmp_path / "missing.png"))  # the rules backend reads no image
     rows, rejects = instruct_candidates(RulesClient(), [cand], MLLMConfig(backend="rules"), InstructConfig())
@@ -138,9 +165,31 @@ def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_p
     assert json.loads(row["fields_json"])["destination_box"] == [40.0, 2.0, 8.0, 8.0]
     assert needs_edit(row) and not passes_through(row)  # a move goes to the editors like AT's
 
-    edit = {**{k: row[k] for k in ("task", "variant", "source", "image_id", "image_path", "width", "height", "candidate_id", "candidate_json")},
-            "id": "e1", "editor": "classical", "edit_type": "move", "target_name": "cup", "target_box": [10.0, 20.0, 8.0, 8.0],
-            "instruction": row["instruction"], "instruction_fields_json": row["fields_json"], "original_image": "o.png", "edited_image": "e.png"}
+    edit = {
+        **{
+            k: row[k]
+            for k in (
+                "task",
+                "variant",
+                "source",
+                "image_id",
+                "image_path",
+                "width",
+                "height",
+                "candidate_id",
+                "candidate_json",
+            )
+        },
+        "id": "e1",
+        "editor": "classical",
+        "edit_type": "move",
+        "target_name": "cup",
+        "target_box": [10.0, 20.0, 8.0, 8.0],
+        "instruction": row["instruction"],
+        "instruction_fields_json": row["fields_json"],
+        "original_image": "o.png",
+        "edited_image": "e.png",
+    }
     analysed = analyse_edits(RulesClient(), [edit], images=None, mllm=MLLMConfig(backend="rules"))  # type: ignore[arg-type]
     assert [r["verdict"] for r in analysed.rows] == ["from_toy_plan"] and analysed.fields["e1"]["obj"] == "cup"
 
@@ -150,4 +199,3 @@ def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_p
     assert not rendered.problems, rendered.problems
     texts = {r["qid"]: r["text"] for r in rendered.rows}
     assert texts["Q1"].startswith("Is the cup on the table?")
-

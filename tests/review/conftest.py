@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from review_helpers import fill_queue, make_run
 
 # The session-wide `chromium` and `postgres_url` fixtures are in tests/conftest.py (one of each

@@ -39,10 +39,17 @@ class LabelStudioUnavailable(RuntimeError):
 def ensure_venv(venv: Path = VENV) -> Path:
     """The Label Studio venv, created by the project's script when missing (minutes, once)."""
     if not (venv / ".labelstudio-stamp").exists():
-        env = {**os.environ, "PATH": os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)])}  # finds this venv's uv
-        proc = subprocess.run(["bash", str(SCRIPT), str(venv)], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        env = {
+            **os.environ,
+            "PATH": os.pathsep.join([os.environ.get("PATH", ""), str(Path(sys.executable).parent)]),
+        }  # finds this venv's uv
+        proc = subprocess.run(
+            ["bash", str(SCRIPT), str(venv)], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        )
         if proc.returncode != 0:
-            raise LabelStudioUnavailable(f"{SCRIPT.name} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr[-3000:]}")
+            raise LabelStudioUnavailable(
+                f"{SCRIPT.name} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr[-3000:]}"
+            )
     return venv
 
 
@@ -58,7 +65,9 @@ def migrated_db(venv: Path) -> Path:
     """The empty, migrated database the install script leaves in the venv (copied per server)."""
     template = venv / "template" / DB_NAME
     if not template.exists():
-        raise LabelStudioUnavailable(f"{template} is missing: remove {venv} and run `make labelstudio-venv` (scripts/{SCRIPT.name})")
+        raise LabelStudioUnavailable(
+            f"{template} is missing: remove {venv} and run `make labelstudio-venv` (scripts/{SCRIPT.name})"
+        )
     return template
 
 
@@ -86,14 +95,23 @@ class LabelStudio:
             "--username", "admin@reactbench.test", "--password", "pw-" + secrets.token_hex(8), "--user-token", token, "--enable-legacy-api-token",
         ]  # fmt: skip
         started = time.monotonic()
-        self.proc = subprocess.Popen(cmd, cwd=data_dir, env=_env(data_dir, document_root), stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, cwd=data_dir, env=_env(data_dir, document_root), stdout=self._log, stderr=subprocess.STDOUT
+        )
         self.admin = httpx.Client(base_url=self.url, headers={"Authorization": f"Token {token}"}, timeout=120)
         self._wait_healthy(started, timeout=300)
         self.start_seconds = time.monotonic() - started
 
     def _wait_healthy(self, started: float, timeout: float) -> None:
-        wait_until_ready(self.proc, lambda: self.admin.get("/api/current-user/whoami", timeout=5).status_code == 200, "Label Studio",
-                         self.log_tail, timeout - (time.monotonic() - started), error=LabelStudioUnavailable, stop=self.stop)
+        wait_until_ready(
+            self.proc,
+            lambda: self.admin.get("/api/current-user/whoami", timeout=5).status_code == 200,
+            "Label Studio",
+            self.log_tail,
+            timeout - (time.monotonic() - started),
+            error=LabelStudioUnavailable,
+            stop=self.stop,
+        )
 
     def log_tail(self, n: int = 4000) -> str:
         self._log.flush()
@@ -124,7 +142,12 @@ class LabelStudio:
             csrf = browser.cookies.get("csrftoken")
             password = "pw-" + secrets.token_hex(8)
             form = {"email": email, "password": password, "csrfmiddlewaretoken": csrf}
-            r = browser.post("/user/signup/", params={"token": invite["token"]}, data=form, headers={"Referer": f"{self.url}/user/signup/"})
+            r = browser.post(
+                "/user/signup/",
+                params={"token": invite["token"]},
+                data=form,
+                headers={"Referer": f"{self.url}/user/signup/"},
+            )
             assert r.status_code == 302, f"sign-up of {email}: HTTP {r.status_code}: {r.text[:1000]}"
             token = self.check(browser.get("/api/current-user/token"), f"token of {email}")["token"]
         client = httpx.Client(base_url=self.url, headers={"Authorization": f"Token {token}"}, timeout=120)
@@ -134,13 +157,18 @@ class LabelStudio:
     def create_project(self, title: str, label_config: str, images_dir: Path) -> int:
         """A project with our labeling config, its images served from ``images_dir`` (a Local
         Files storage: Label Studio serves a local file only under a project's storage path)."""
-        project = self.check(self.admin.post("/api/projects", json={"title": title, "label_config": label_config}), f"create project {title}")
+        project = self.check(
+            self.admin.post("/api/projects", json={"title": title, "label_config": label_config}),
+            f"create project {title}",
+        )
         body = {"project": project["id"], "title": "run images", "path": str(images_dir), "use_blob_urls": False}
         self.check(self.admin.post("/api/storages/localfiles", json=body), f"local files storage {images_dir}")
         return int(project["id"])
 
     def import_tasks(self, project: int, tasks_json: bytes) -> dict[str, Any]:
-        r = self.admin.post(f"/api/projects/{project}/import", content=tasks_json, headers={"Content-Type": "application/json"})
+        r = self.admin.post(
+            f"/api/projects/{project}/import", content=tasks_json, headers={"Content-Type": "application/json"}
+        )
         return self.check(r, f"import into project {project}")
 
     def tasks(self, project: int) -> list[dict[str, Any]]:
@@ -158,16 +186,26 @@ class LabelStudio:
             page += 1
         return sorted(out, key=lambda t: t["id"])
 
-    def annotate(self, who: Annotator, task_id: int, result: list[dict[str, Any]], cancelled: bool = False) -> dict[str, Any]:
+    def annotate(
+        self, who: Annotator, task_id: int, result: list[dict[str, Any]], cancelled: bool = False
+    ) -> dict[str, Any]:
         body = {"result": result, "was_cancelled": cancelled, "lead_time": 12.5}
-        return self.check(who.client.post(f"/api/tasks/{task_id}/annotations/", json=body), f"annotation by {who.email} on task {task_id}")
+        return self.check(
+            who.client.post(f"/api/tasks/{task_id}/annotations/", json=body),
+            f"annotation by {who.email} on task {task_id}",
+        )
 
     def update_annotation(self, who: Annotator, annotation_id: int, result: list[dict[str, Any]]) -> dict[str, Any]:
-        return self.check(who.client.patch(f"/api/annotations/{annotation_id}/", json={"result": result}), f"update annotation {annotation_id}")
+        return self.check(
+            who.client.patch(f"/api/annotations/{annotation_id}/", json={"result": result}),
+            f"update annotation {annotation_id}",
+        )
 
     def export_json(self, project: int) -> bytes:
         """The project's quick JSON export (every task with its annotations; annotators as ids)."""
-        r = self.admin.get(f"/api/projects/{project}/export", params={"exportType": "JSON", "download_all_tasks": "true"})
+        r = self.admin.get(
+            f"/api/projects/{project}/export", params={"exportType": "JSON", "download_all_tasks": "true"}
+        )
         assert r.status_code == 200, f"export of project {project}: HTTP {r.status_code}: {r.text[:2000]}"
         return r.content
 
@@ -175,12 +213,18 @@ class LabelStudio:
         """A JSON export snapshot with the annotators' details (``completed_by`` as an object
         with the email), as the Export dialog makes it."""
         body = {"title": "reactbench", "serialization_options": {"annotations__completed_by": {"only_id": False}}}
-        snap = self.check(self.admin.post(f"/api/projects/{project}/exports/", json=body), f"export snapshot of project {project}")
+        snap = self.check(
+            self.admin.post(f"/api/projects/{project}/exports/", json=body), f"export snapshot of project {project}"
+        )
         deadline = time.monotonic() + timeout
         while snap["status"] != "completed":
-            assert snap["status"] != "failed" and time.monotonic() < deadline, f"export snapshot of project {project}: {snap}"
+            assert snap["status"] != "failed" and time.monotonic() < deadline, (
+                f"export snapshot of project {project}: {snap}"
+            )
             time.sleep(0.5)
-            snap = self.check(self.admin.get(f"/api/projects/{project}/exports/{snap['id']}"), "export snapshot status")
+            snap = self.check(
+                self.admin.get(f"/api/projects/{project}/exports/{snap['id']}"), "export snapshot status"
+            )
         r = self.admin.get(f"/api/projects/{project}/exports/{snap['id']}/download", params={"exportType": "JSON"})
         assert r.status_code == 200, f"download of export {snap['id']}: HTTP {r.status_code}: {r.text[:2000]}"
         return r.content

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from server_wait import wait_until_ready
 
 from storage.fs import RunFS
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
 from storage.schemas import EDITS, QUESTIONS
 from storage.stage_store import ShardResult, StageStore
-from server_wait import wait_until_ready
 
 TASKS = ("relational_erasure", "counterfactual_attribute")
 EDITORS = ("classical", "qwen_image_edit")
@@ -33,7 +33,9 @@ def _image(seed: int, size: int = 48) -> np.ndarray:
     return img
 
 
-def edit_rows(run: RunFS, n: int, *, auto_rejected: int = 0, missing_image: int = 0, instruction: str | None = None) -> list[dict[str, Any]]:
+def edit_rows(
+    run: RunFS, n: int, *, auto_rejected: int = 0, missing_image: int = 0, instruction: str | None = None
+) -> list[dict[str, Any]]:
     """``n`` edits (ok), plus some auto-rejected ones and some whose edited image is not in the store."""
     store = ImageStore(run)
     rows = []
@@ -61,7 +63,9 @@ def edit_rows(run: RunFS, n: int, *, auto_rejected: int = 0, missing_image: int 
                 "height": 48,
                 "candidate_id": stable_id("cand", i),
                 "candidate_json": canonical_json({"i": i}),
-                "instruction": instruction if instruction is not None else f"Remove the cup number {i} from the table.",
+                "instruction": instruction
+                if instruction is not None
+                else f"Remove the cup number {i} from the table.",
                 "edit_type": "remove" if task == "relational_erasure" else "attribute",
                 "target_name": "cup",
                 "target_box": [20.0, 20.0, 10.0, 10.0],
@@ -84,11 +88,49 @@ def question_rows(edits: list[dict[str, Any]], *, skip: int = 0, text: str | Non
     """Three questions (YN, MC, SA) per edit; the last ``skip`` edits get none."""
     rows = []
     for e in edits[: len(edits) - skip] if skip else edits:
-        common = {"edit_id": e["id"], "editor": e["editor"], "task": e["task"], "variant": e["variant"], "question_set": "main", "rotation": 0, "rubric_json": None, "prior_options": None, "images": [e["edited_image"]], "image_role": "edited"}
+        common = {
+            "edit_id": e["id"],
+            "editor": e["editor"],
+            "task": e["task"],
+            "variant": e["variant"],
+            "question_set": "main",
+            "rotation": 0,
+            "rubric_json": None,
+            "prior_options": None,
+            "images": [e["edited_image"]],
+            "image_role": "edited",
+        }
         rows += [
-            {**common, "id": stable_id(e["id"], "Q1"), "qid": "Q1", "qtype": "YN", "dimension": "existence", "text": text or "Is there a cup on the table?", "options": None, "gold": "No"},
-            {**common, "id": stable_id(e["id"], "Q2"), "qid": "Q2", "qtype": "MC", "dimension": "relation", "text": "What is on the table?", "options": ["a cup", "nothing", "a plate", "a bowl"], "gold": "B"},
-            {**common, "id": stable_id(e["id"], "Q3"), "qid": "Q3", "qtype": "SA", "dimension": "description", "text": "Describe the table.", "options": None, "gold": "An empty table."},
+            {
+                **common,
+                "id": stable_id(e["id"], "Q1"),
+                "qid": "Q1",
+                "qtype": "YN",
+                "dimension": "existence",
+                "text": text or "Is there a cup on the table?",
+                "options": None,
+                "gold": "No",
+            },
+            {
+                **common,
+                "id": stable_id(e["id"], "Q2"),
+                "qid": "Q2",
+                "qtype": "MC",
+                "dimension": "relation",
+                "text": "What is on the table?",
+                "options": ["a cup", "nothing", "a plate", "a bowl"],
+                "gold": "B",
+            },
+            {
+                **common,
+                "id": stable_id(e["id"], "Q3"),
+                "qid": "Q3",
+                "qtype": "SA",
+                "dimension": "description",
+                "text": "Describe the table.",
+                "options": None,
+                "gold": "An empty table.",
+            },
         ]
     return rows
 
@@ -97,7 +139,9 @@ def write_stage(run: RunFS, stage: str, artifact: str, schema: Any, rows: list[d
     """Write one finished shard and a complete manifest, as the real upstream stage would."""
     store = StageStore(run, stage, {artifact: schema})
     store.write_shard(0, "test", ShardResult(outputs={artifact: rows}, rows_in=len(rows)))
-    store.write_manifest({"stage": stage, "status": "complete", "key": "test", "output_fingerprint": store.output_fingerprint()})
+    store.write_manifest(
+        {"stage": stage, "status": "complete", "key": "test", "output_fingerprint": store.output_fingerprint()}
+    )
 
 
 def make_run(root: Path, n: int = 6, **kw: Any) -> tuple[RunFS, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -121,8 +165,8 @@ def context(run: RunFS, **review: Any) -> Any:
 
 
 def fill_queue(run: RunFS, **review: Any) -> Any:
-    from tasks.review import ReviewStage
     from tasks.engine.runner import run_stage
+    from tasks.review import ReviewStage
 
     return run_stage(ReviewStage(), context(run, **review))
 
@@ -145,11 +189,31 @@ def serve_process(run_dir: Path, port: int, *options: str) -> subprocess.Popen:
     log_path = run_dir.parent / f"serve-{port}.log"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flows.cli_review", "serve", "--run-dir", str(run_dir), "--port", str(port), *options],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            [
+                sys.executable,
+                "-m",
+                "flows.cli_review",
+                "serve",
+                "--run-dir",
+                str(run_dir),
+                "--port",
+                str(port),
+                *options,
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
-    wait_until_ready(proc, lambda: httpx.get(f"http://127.0.0.1:{port}/login", timeout=5) is not None, "review server",
-                     lambda: log_path.read_text(errors="replace")[-2000:], 90, poll_s=0.1, error=AssertionError)
+    wait_until_ready(
+        proc,
+        lambda: httpx.get(f"http://127.0.0.1:{port}/login", timeout=5) is not None,
+        "review server",
+        lambda: log_path.read_text(errors="replace")[-2000:],
+        90,
+        poll_s=0.1,
+        error=AssertionError,
+    )
     return proc
 
 
@@ -195,14 +259,16 @@ class ServerThread:
         import uvicorn
 
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "ServerThread":
+    def start(self) -> ServerThread:
         self.thread.start()
         deadline = time.time() + 20
         while not self.server.started:
@@ -242,7 +308,13 @@ def state_from_events(queue: Any) -> dict[str, tuple[str, int, int]]:
             out = "pending"
         outcome[i] = (out, len(decs))
     return {
-        i: (out, n, int(out == "pending" and (it.parent_id is None or outcome.get(it.parent_id, ("pending", 0))[0] == "accept")))
+        i: (
+            out,
+            n,
+            int(
+                out == "pending" and (it.parent_id is None or outcome.get(it.parent_id, ("pending", 0))[0] == "accept")
+            ),
+        )
         for i, it in items.items()
         for out, n in [outcome[i]]
     }

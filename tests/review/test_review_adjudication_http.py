@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
+from review_helpers import fill_queue, make_run
 from starlette.testclient import TestClient
 
-from review_helpers import fill_queue, make_run
 from tasks.review.accounts import add_user, get_user
 from tasks.review.app import create_app
 from tasks.review.queue import ReviewQueue
@@ -33,13 +33,20 @@ def test_dispute_adjudication_and_kappa(tmp_path):
 
     c = TestClient(create_app(str(run.root), q))
     page = c.get("/login")
-    c.post("/login", data={"secret": secret, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)})
+    c.post(
+        "/login",
+        data={"secret": secret, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)},
+    )
     listing = c.get("/admin/adjudicate")
     assert disputed in listing.text and "ann: accept" in listing.text and "bob: reject" in listing.text
     detail = c.get(f"/admin/adjudicate/{disputed}")
     assert "ghost_remnants" in detail.text
     token = re.search(r'name="csrf_token" value="([^"]+)"', detail.text).group(1)
-    r = c.post(f"/admin/adjudicate/{disputed}", data={"verdict": "reject", "note": "remnant visible", "csrf_token": token}, follow_redirects=False)
+    r = c.post(
+        f"/admin/adjudicate/{disputed}",
+        data={"verdict": "reject", "note": "remnant visible", "csrf_token": token},
+        follow_redirects=False,
+    )
     assert r.status_code == 303
     assert "No disputed items" in c.get("/admin/adjudicate").text
     assert q.resolutions()[disputed] == ("reject", 2)

@@ -24,8 +24,16 @@ def test_cohen_kappa_hand_computed():
 def test_fleiss_kappa_textbook_table():
     # 10 subjects, 14 raters, 5 categories (the classic worked example): kappa = 0.210
     table = [
-        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
     ]
     ratings = [[c for c, n in enumerate(row) for _ in range(n)] for row in table]
     assert fleiss_kappa(ratings) == pytest.approx(0.2099, abs=5e-4)
@@ -35,7 +43,9 @@ def test_fleiss_small_cases():
     assert fleiss_kappa([["a", "a"], ["r", "r"]]) == pytest.approx(1.0)
     # two raters: Fleiss reduces to Scott's pi. Items: (a,a), (a,r), (r,r), (r,r)
     # P_bar = (1 + 0 + 1 + 1)/4 = 0.75; p_a = 3/8, p_r = 5/8; P_e = 34/64; pi = (0.75 - 0.53125)/0.46875
-    assert fleiss_kappa([["a", "a"], ["a", "r"], ["r", "r"], ["r", "r"]]) == pytest.approx((0.75 - 34 / 64) / (1 - 34 / 64))
+    assert fleiss_kappa([["a", "a"], ["a", "r"], ["r", "r"], ["r", "r"]]) == pytest.approx(
+        (0.75 - 34 / 64) / (1 - 34 / 64)
+    )
     assert fleiss_kappa([]) is None
     assert fleiss_kappa([["a"], ["r"]]) is None
 

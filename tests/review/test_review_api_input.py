@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from review_helpers import fill_queue, make_run
 from starlette.testclient import TestClient
 
-from review_helpers import fill_queue, make_run
 from tasks.review.accounts import add_user
 from tasks.review.app import create_app
 from tasks.review.bodies import MAX_BODY_BYTES, MAX_NOTE
@@ -42,7 +42,17 @@ def site(tmp_path_factory):
     _login(c, secret)
     csrf = re.search(r'data-csrf="([^"]+)"', c.get("/review/edit").text).group(1)
     item = c.get("/api/next?stage=edit").json()["items"][0]["id"]
-    return {"app": app, "client": c, "csrf": csrf, "item": item, "queue": queue, "root": root, "edits": edits, "url": summary.extra["queue_db"], "secret": secret}
+    return {
+        "app": app,
+        "client": c,
+        "csrf": csrf,
+        "item": item,
+        "queue": queue,
+        "root": root,
+        "edits": edits,
+        "url": summary.extra["queue_db"],
+        "secret": secret,
+    }
 
 
 # (body, status, field named in the answer). Bodies are raw bytes, as a hostile client sends them.
@@ -50,7 +60,12 @@ MALFORMED = [
     pytest.param(b'{"verdict": "reject", "reasons": 5}', 422, "reasons", id="reasons-not-a-list"),
     pytest.param(b'{"verdict": "reject", "reasons": [5]}', 422, "reasons", id="reason-not-a-string"),
     pytest.param(b'{"verdict": "reject", "reasons": ["blurry"]}', 422, "reasons", id="unknown-reason"),
-    pytest.param(b'{"verdict": "reject", "reasons": ' + json.dumps(["artifacts"] * 7).encode() + b"}", 422, "reasons", id="too-many-reasons"),
+    pytest.param(
+        b'{"verdict": "reject", "reasons": ' + json.dumps(["artifacts"] * 7).encode() + b"}",
+        422,
+        "reasons",
+        id="too-many-reasons",
+    ),
     pytest.param(b'{"verdict": "accept", "note": {"a": 1}}', 422, "note", id="note-an-object"),
     pytest.param(b'{"verdict": "accept", "note": 5}', 422, "note", id="note-a-number"),
     pytest.param(b'{"verdict": "accept", "note": "' + b"x" * (MAX_NOTE + 1) + b'"}', 422, "note", id="note-too-long"),
@@ -62,7 +77,12 @@ MALFORMED = [
     pytest.param(b"not json", 422, "", id="not-json"),
     pytest.param(b"", 422, "", id="empty"),
     pytest.param(b"[" * 50_000 + b"]" * 50_000, 422, "", id="deeply-nested"),
-    pytest.param(b'{"verdict": "reject", "reasons": [' + b",".join([b'"artifacts"'] * 200_000) + b"]}", 413, "", id="200k-reasons"),
+    pytest.param(
+        b'{"verdict": "reject", "reasons": [' + b",".join([b'"artifacts"'] * 200_000) + b"]}",
+        413,
+        "",
+        id="200k-reasons",
+    ),
     pytest.param(b'{"verdict": "accept", "note": "' + b"x" * (20 * 1024 * 1024) + b'"}', 413, "", id="20MB-note"),
 ]
 
@@ -71,7 +91,11 @@ MALFORMED = [
 def test_malformed_decision_bodies_are_refused(site, body, status, field):
     c, q = site["client"], site["queue"]
     before = len(q.events())
-    r = c.post(f"/api/items/{site['item']}/decision", content=body, headers={"X-CSRF-Token": site["csrf"], "Content-Type": "application/json"})
+    r = c.post(
+        f"/api/items/{site['item']}/decision",
+        content=body,
+        headers={"X-CSRF-Token": site["csrf"], "Content-Type": "application/json"},
+    )
     assert r.status_code == status, (r.status_code, r.text[:300])
     answer = r.json()
     assert "error" in answer
@@ -87,7 +111,11 @@ def test_streamed_body_without_length_is_capped(site):
         for _ in range(MAX_BODY_BYTES // 65536 + 2):
             yield b" " * 65536
 
-    r = c.post(f"/api/items/{site['item']}/decision", content=chunks(), headers={"X-CSRF-Token": site["csrf"], "Content-Type": "application/json"})
+    r = c.post(
+        f"/api/items/{site['item']}/decision",
+        content=chunks(),
+        headers={"X-CSRF-Token": site["csrf"], "Content-Type": "application/json"},
+    )
     assert r.status_code == 413
 
 
@@ -120,7 +148,11 @@ def test_form_bodies_are_validated(site):
 
 def test_valid_decision_still_works(site):
     c, q = site["client"], site["queue"]
-    r = c.post(f"/api/items/{site['item']}/decision", json={"verdict": "reject", "reasons": ["artifacts", "other"], "note": "seam"}, headers={"X-CSRF-Token": site["csrf"]})
+    r = c.post(
+        f"/api/items/{site['item']}/decision",
+        json={"verdict": "reject", "reasons": ["artifacts", "other"], "note": "seam"},
+        headers={"X-CSRF-Token": site["csrf"]},
+    )
     assert r.status_code == 200, r.text
     ev = [e for e in q.events(kinds=("decision",)) if e.id == r.json()["event_id"]][0]
     assert ev.note == "seam" and json.loads(ev.reasons_json) == ["artifacts", "other"]

@@ -7,9 +7,9 @@ import re
 
 import pytest
 from fastapi.routing import APIRoute
+from review_helpers import fill_queue, make_run
 from starlette.testclient import TestClient
 
-from review_helpers import fill_queue, make_run
 from tasks.review.accounts import add_user
 from tasks.review.app import create_app
 from tasks.review.queue import ReviewQueue
@@ -35,8 +35,11 @@ def site(tmp_path_factory):
     run, edits, _ = make_run(root, 4, instruction=XSS, question_text=XSS)
     summary = fill_queue(run)
     queue = ReviewQueue.open(summary.extra["queue_db"])
-    secrets = {"ann": add_user(queue.engine, "ann", "annotator"), "bob": add_user(queue.engine, "bob", "annotator"),
-               "admin": add_user(queue.engine, '<b onmouseover="alert(1)">boss</b>', "admin")}
+    secrets = {
+        "ann": add_user(queue.engine, "ann", "annotator"),
+        "bob": add_user(queue.engine, "bob", "annotator"),
+        "admin": add_user(queue.engine, '<b onmouseover="alert(1)">boss</b>', "admin"),
+    }
     (root / "secret.txt").write_text("top secret")
     app = create_app(str(root), queue)
     return app, queue, secrets, root, edits
@@ -57,7 +60,12 @@ def test_every_route_but_login_needs_a_session(site):
     for route in app.routes:
         if not isinstance(route, APIRoute) or route.path == "/login":
             continue
-        path = route.path.replace("{stage}", "edit").replace("{item_id}", "x").replace("{rel:path}", "images/ab/x.png").replace("{name}", "review.js")
+        path = (
+            route.path.replace("{stage}", "edit")
+            .replace("{item_id}", "x")
+            .replace("{rel:path}", "images/ab/x.png")
+            .replace("{name}", "review.js")
+        )
         for method in route.methods:
             r = c.request(method, path, follow_redirects=False)
             if path.startswith("/api/"):
@@ -84,7 +92,12 @@ def test_every_post_needs_the_csrf_token(site):
     assert len(queue.events()) == before
     # the login form has its own CSRF token (double submit)
     fresh = _client(site)
-    assert fresh.post("/login", data={"secret": site[2]["ann"], "csrf_token": "forged"}, follow_redirects=False).status_code == 403
+    assert (
+        fresh.post(
+            "/login", data={"secret": site[2]["ann"], "csrf_token": "forged"}, follow_redirects=False
+        ).status_code
+        == 403
+    )
 
 
 def test_login_rejects_unknown_secret_and_secrets_are_hashed(site):
@@ -170,7 +183,10 @@ def test_annotator_sees_only_own_items_and_no_admin_pages(site):
     assert bob.get(f"/review/edit/item/{mine}").status_code == 403
     token = csrf_of(bob.get("/review/edit").text)
     r = bob.post(f"/api/items/{mine}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": token})
-    assert r.status_code == 409 and r.json()["error"] == f"item {mine} is not leased to 'bob': another annotator holds it; take the next item"
+    assert (
+        r.status_code == 409
+        and r.json()["error"] == f"item {mine} is not leased to 'bob': another annotator holds it; take the next item"
+    )
     page = bob.post(f"/review/edit/item/{mine}/decide", data={"verdict": "accept", "csrf_token": token})
     assert page.status_code == 409 and "another annotator holds it" in page.text and "no longer" not in page.text
     assert bob.get("/admin").status_code == 403
@@ -183,7 +199,11 @@ def test_json_api_next_and_decide(site):
     page = c.get("/review/edit")
     token = csrf_of(page.text)
     item = c.get("/api/next?stage=edit").json()["items"][0]
-    r = c.post(f"/api/items/{item['id']}/decision", json={"verdict": "reject", "reasons": ["artifacts"]}, headers={"X-CSRF-Token": token})
+    r = c.post(
+        f"/api/items/{item['id']}/decision",
+        json={"verdict": "reject", "reasons": ["artifacts"]},
+        headers={"X-CSRF-Token": token},
+    )
     assert r.status_code == 200 and r.json()["event_id"] > 0
     r = c.post(f"/api/items/{item['id']}/decision", json={"verdict": "reject"}, headers={"X-CSRF-Token": token})
     assert r.status_code == 400 and "reason" in r.json()["error"]
@@ -196,7 +216,6 @@ def test_json_api_next_and_decide(site):
 def served(site):
     """The site on a real uvicorn server, and a logged-in session cookie for raw requests."""
     import httpx
-
     from review_helpers import ServerThread
 
     app, _, secrets, _, edits = site
@@ -214,7 +233,11 @@ def raw_get(port: int, target: str, cookie: str) -> int:
     import socket
 
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: rb_session={cookie}\r\nConnection: close\r\n\r\n".encode("latin-1"))
+        s.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: rb_session={cookie}\r\nConnection: close\r\n\r\n".encode(
+                "latin-1"
+            )
+        )
         head = b""
         while b"\r\n" not in head:
             chunk = s.recv(4096)

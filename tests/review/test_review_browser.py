@@ -5,8 +5,8 @@ to test-artifacts/review/."""
 from __future__ import annotations
 
 import pytest
-
 from review_helpers import ServerThread, fill_queue, make_run
+
 from tasks.review.accounts import add_user, get_user
 from tasks.review.app import create_app
 from tasks.review.queue import ReviewQueue
@@ -40,7 +40,10 @@ def _item_id(page) -> str:
 def test_keyboard_review_inline_edit_and_live_dashboard(server, chromium, shots_dir):
     srv, queue, secrets = server
     dialogs: list[str] = []
-    admin_ctx, ann_ctx = chromium.new_context(viewport={"width": 1280, "height": 900}), chromium.new_context(viewport={"width": 1280, "height": 900})
+    admin_ctx, ann_ctx = (
+        chromium.new_context(viewport={"width": 1280, "height": 900}),
+        chromium.new_context(viewport={"width": 1280, "height": 900}),
+    )
     try:
         admin = admin_ctx.new_page()
         _login(admin, srv.url, secrets["boss"])
@@ -58,7 +61,9 @@ def test_keyboard_review_inline_edit_and_live_dashboard(server, chromium, shots_
         assert "classical" not in page.content() and "qwen_image_edit" not in page.content()
         preload = page.get_attribute("#item", "data-preload").split()
         assert len(preload) == 2
-        page.wait_for_function("ids => ids.every(u => performance.getEntriesByName(location.origin + u).length > 0)", arg=preload)
+        page.wait_for_function(
+            "ids => ids.every(u => performance.getEntriesByName(location.origin + u).length > 0)", arg=preload
+        )
         page.screenshot(path=str(shots_dir / "02-edit-side-by-side.png"), full_page=True)
 
         # comparison modes and the target box, by keyboard
@@ -76,7 +81,9 @@ def test_keyboard_review_inline_edit_and_live_dashboard(server, chromium, shots_
         # accept with A
         first = _item_id(page)
         page.keyboard.press("a")
-        page.wait_for_function("id => document.querySelector('#item') && document.querySelector('#item').dataset.item !== id", arg=first)
+        page.wait_for_function(
+            "id => document.querySelector('#item') && document.querySelector('#item').dataset.item !== id", arg=first
+        )
         second = _item_id(page)
         assert queue.resolutions()[first][0] == "accept"
         # reject needs a reason: R alone only hints
@@ -133,7 +140,9 @@ def test_keyboard_review_inline_edit_and_live_dashboard(server, chromium, shots_
         assert any("Which object is on the table now?" in e.after_json for e in edits)
         assert any(e.kind == "question_validity" for e in edits)
         page.screenshot(path=str(shots_dir / "07-qa-done.png"), full_page=True)
-        admin.wait_for_function("() => document.querySelector('#stage-qa .resolved').textContent === '1'", timeout=10_000)
+        admin.wait_for_function(
+            "() => document.querySelector('#stage-qa .resolved').textContent === '1'", timeout=10_000
+        )
         assert not dialogs, f"user text ran as script: {dialogs}"
     finally:
         admin_ctx.close()

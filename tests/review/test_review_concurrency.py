@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import httpx
 import pytest
-
 from pg_cluster import fresh_database
 from review_helpers import ServerThread, assert_state_matches_events, fill_queue, make_run
+
 from tasks.review.accounts import add_user, get_user
 from tasks.review.queue import ReviewQueue
 
@@ -19,7 +19,9 @@ N_EDITS = 40
 N_WORKERS = 8
 
 
-def _hammer(queue: ReviewQueue, n_workers: int, stage: str = "edit") -> tuple[dict[str, set[str]], list[tuple[int, str, str]], list[str]]:
+def _hammer(
+    queue: ReviewQueue, n_workers: int, stage: str = "edit"
+) -> tuple[dict[str, set[str]], list[tuple[int, str, str]], list[str]]:
     """Workers loop next + decide until the stage is empty; returns who got each item, the
     acknowledged decisions and any errors."""
     users = []
@@ -152,7 +154,11 @@ def test_http_annotators_sqlite(big_run, tmp_path):
                 csrf = re.search(r'data-csrf="([^"]+)"', c.get("/review/edit").text).group(1)
                 while items := c.get("/api/next", params={"stage": "edit"}).json()["items"]:
                     handed[items[0]["id"]].add(i)
-                    r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": csrf})
+                    r = c.post(
+                        f"/api/items/{items[0]['id']}/decision",
+                        json={"verdict": "accept"},
+                        headers={"X-CSRF-Token": csrf},
+                    )
                     r.raise_for_status()
                     acked.append(r.json()["event_id"])
         except Exception as exc:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from review_helpers import fill_queue, make_run
+
 from storage.fs import RunFS
 from tasks.review.accounts import add_user, get_user
 from tasks.review.export import export_review
@@ -65,10 +65,19 @@ def test_kill_9_during_export_never_leaves_an_accepted_mixed_set(tmp_path):
     outcomes = {"accepted": 0, "refused": 0, "killed_mid_write": 0}
     for attempt in range(KILLS):
         _decide_some(q, ann, 3)  # every export differs from the one before
-        proc = subprocess.Popen([CLI, "review", "export", "--run-dir", str(root)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [CLI, "review", "export", "--run-dir", str(root)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if attempt % 2 == 0:  # kill as soon as the new set is being written
             deadline = time.time() + 60
-            while proc.poll() is None and time.time() < deadline and not any(n.startswith(".export-") for n in os.listdir(root / "review")):
+            while (
+                proc.poll() is None
+                and time.time() < deadline
+                and not any(n.startswith(".export-") for n in os.listdir(root / "review"))
+            ):
                 pass  # no sleep: on a quiet machine the whole set is written within a few milliseconds
             time.sleep(rng.uniform(0, 0.001))
         else:
@@ -84,7 +93,9 @@ def test_kill_9_during_export_never_leaves_an_accepted_mixed_set(tmp_path):
             outcomes["refused"] += 1
             assert "review export" in str(exc)
     assert outcomes["killed_mid_write"] >= 1, outcomes  # some kills did land while a set was being written
-    done = subprocess.run([CLI, "review", "export", "--run-dir", str(root)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [CLI, "review", "export", "--run-dir", str(root)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert _check_accepted_set(run, q) == q.log_position()
     assert not [n for n in os.listdir(root / "review") if n.startswith(".export-")]  # leftovers cleaned
@@ -98,12 +109,17 @@ def test_readers_refuse_export_files_without_their_manifest(tmp_path):
     add_user(q.engine, "ann", "annotator")
     _decide_some(q, get_user(q.engine, "ann"), 8)
     summary = export_review(run, q)
-    assert summary.verified_edits == 4 and json.loads(run.read_text(MANIFEST))["decision_log_position"] == q.log_position()
+    assert (
+        summary.verified_edits == 4
+        and json.loads(run.read_text(MANIFEST))["decision_log_position"] == q.log_position()
+    )
     assert len(read_inputs(run, unverified=False)[0]) == 12
     run.rm(MANIFEST)  # as after an interrupted export
     with pytest.raises(InputsMissing, match="no manifest") as refused:
         read_inputs(run, unverified=False)
-    assert f"run `reactbench review export --run-dir {shlex.quote(run.url)}` again" in str(refused.value)  # the command, filled in
+    assert f"run `reactbench review export --run-dir {shlex.quote(run.url)}` again" in str(
+        refused.value
+    )  # the command, filled in
     export_review(run, q)
     rel = json.loads(run.read_text(MANIFEST))["files"]["verified_questions"]["path"]
     Path(run.path(rel)).write_bytes(Path(run.path(rel)).read_bytes()[:-8])  # a file of another (or a broken) export
@@ -156,6 +172,7 @@ def test_on_s3_the_set_is_written_to_its_final_keys_and_sealed_last(tmp_path, s3
             if len(writes) == k:
                 raise OSError(f"injected store failure at write {k} ({path})")
             return pipe(path, data, **kw)
+
         return pipe_file
 
     total = 4  # three tables and the manifest

@@ -8,10 +8,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from sqlalchemy import text
-
 from pg_cluster import fresh_database
 from review_helpers import assert_state_matches_events, fill_queue
+from sqlalchemy import text
+
 from storage.review_db import SCHEMA_VERSION
 from tasks.review.accounts import add_user, get_user
 from tasks.review.queue import LeaseLost, NotAllowed, ReviewQueue
@@ -119,8 +119,12 @@ def test_v1_database_is_upgraded_from_events(filled_run, clock):
     assert q2.item_states() == expected
     assert_state_matches_events(q2)
     with q2.engine.connect() as conn:
-        assert conn.execute(text("SELECT value FROM review_meta WHERE key = 'schema_version'")).scalar() == str(SCHEMA_VERSION)
-        assert conn.execute(text("SELECT name FROM sqlite_master WHERE name = 'ix_review_events_item_annotator'")).scalar()
+        assert conn.execute(text("SELECT value FROM review_meta WHERE key = 'schema_version'")).scalar() == str(
+            SCHEMA_VERSION
+        )
+        assert conn.execute(
+            text("SELECT name FROM sqlite_master WHERE name = 'ix_review_events_item_annotator'")
+        ).scalar()
     q2.close()
 
 
@@ -135,7 +139,10 @@ def test_leasing_query_uses_the_state_index(filled_run):
     for query in (_CANDIDATES_SQL, CANDIDATE_ITEMS_SQL):  # the ids, and the rows `next` leases from
         with q.engine.connect() as conn:
             plan = " | ".join(
-                str(r[-1]) for r in conn.execute(text("EXPLAIN QUERY PLAN " + query), {"stage": "edit", "now": 0.0, "k": 1, "me": 1, "limit": 2})
+                str(r[-1])
+                for r in conn.execute(
+                    text("EXPLAIN QUERY PLAN " + query), {"stage": "edit", "now": 0.0, "k": 1, "me": 1, "limit": 2}
+                )
             )
         assert "ix_review_item_state_open" in plan, plan
         assert "ix_review_events_item_annotator" in plan and "ix_review_events_annotator " not in plan, plan

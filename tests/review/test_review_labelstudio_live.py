@@ -67,7 +67,9 @@ def decisions_by_user(queue: ReviewQueue) -> dict[tuple[str, str], list[tuple[st
     names = {u.id: u.name for u in queue.users().values()}
     out: dict[tuple[str, str], list[tuple[str, list[str], str]]] = {}
     for e in queue.events(kinds=("decision",)):
-        out.setdefault((e.item_id, names[e.annotator_id]), []).append((e.verdict, json.loads(e.reasons_json), e.note or ""))
+        out.setdefault((e.item_id, names[e.annotator_id]), []).append(
+            (e.verdict, json.loads(e.reasons_json), e.note or "")
+        )
     return out
 
 
@@ -87,7 +89,9 @@ def test_old_config_is_refused_by_the_server(label_studio, tmp_path):
     old = '<View><Text name="meta" value="$task / $target_name"/><Image name="edited" value="$edited_image"/>' \
           '<Choices name="verdict" toName="edited"><Choice value="accept"/></Choices></View>'  # fmt: skip
     project = server.create_project("old config", old, run / "images")
-    r = server.admin.post(f"/api/projects/{project}/import", json=[{"data": {"task": "t", "target_name": "cup", "edited_image": "x"}}])
+    r = server.admin.post(
+        f"/api/projects/{project}/import", json=[{"data": {"task": "t", "target_name": "cup", "edited_image": "x"}}]
+    )
     assert r.status_code == 400 and "task / $target_name" in r.text
 
 
@@ -99,7 +103,9 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     ann1, ann2 = server.sign_up("ann1@lab.test"), server.sign_up("ann2@lab.test")
 
     # -- edit verification: every exported task imports, images are served from the run --------
-    edit_project = server.create_project("reactbench edits", out.with_name("tasks.label_config.xml").read_text(), run / "images")
+    edit_project = server.create_project(
+        "reactbench edits", out.with_name("tasks.label_config.xml").read_text(), run / "images"
+    )
     assert server.import_tasks(edit_project, out.read_bytes())["task_count"] == N_EDITS
     tasks = server.tasks(edit_project)
     assert len(tasks) == N_EDITS
@@ -110,13 +116,25 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     t = [task["id"] for task in tasks]
     item = {task["id"]: task["data"]["item_id"] for task in tasks}
     for tid in t:  # annotator 1: accepts all but one, rejects that one with two reasons and a note
-        result = [choices("verdict", "reject"), choices("reasons", "ghost_remnants", "artifacts"), text("note", "a faint cup outline")] if tid == t[1] else [choices("verdict", "accept")]
+        result = (
+            [
+                choices("verdict", "reject"),
+                choices("reasons", "ghost_remnants", "artifacts"),
+                text("note", "a faint cup outline"),
+            ]
+            if tid == t[1]
+            else [choices("verdict", "accept")]
+        )
         server.annotate(ann1, tid, result)
     server.annotate(ann2, t[0], [choices("verdict", "accept")])
-    server.annotate(ann2, t[1], [choices("verdict", "reject"), choices("reasons", "other"), text("note", "the table moved")])
+    server.annotate(
+        ann2, t[1], [choices("verdict", "reject"), choices("reasons", "other"), text("note", "the table moved")]
+    )
     server.annotate(ann2, t[2], [], cancelled=True)  # skipped in Label Studio
     changed = server.annotate(ann2, t[3], [choices("verdict", "accept")])
-    server.update_annotation(ann2, changed["id"], [choices("verdict", "reject"), choices("reasons", "background_altered")])  # changed their mind
+    server.update_annotation(
+        ann2, changed["id"], [choices("verdict", "reject"), choices("reasons", "background_altered")]
+    )  # changed their mind
 
     export = tmp_path / "edit_export.json"
     export.write_bytes(server.export_snapshot(edit_project))  # annotators by email
@@ -130,15 +148,21 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     assert got[(item[t[0]], a2)] == [("accept", [], "")]
     assert got[(item[t[3]], a2)] == [("reject", ["background_altered"], "")]  # the annotation as it stands
     assert (item[t[2]], a2) not in got
-    assert sum(len(v) for (_i, user), v in got.items() if user in (a1, a2)) == 11 and all(got[(item[tid], a1)] == [("accept", [], "")] for tid in t if tid != t[1])
+    assert sum(len(v) for (_i, user), v in got.items() if user in (a1, a2)) == 11 and all(
+        got[(item[tid], a1)] == [("accept", [], "")] for tid in t if tid != t[1]
+    )
 
     before = len(q.events())
-    assert "Imported 0 decisions (11 imported before, 1 skipped)" in cli("import-labelstudio", str(export), "--run-dir", str(run))
+    assert "Imported 0 decisions (11 imported before, 1 skipped)" in cli(
+        "import-labelstudio", str(export), "--run-dir", str(run)
+    )
     assert len(q.events()) == before  # nothing twice
 
     server.update_annotation(ann2, changed["id"], [choices("verdict", "accept")])  # changed back, after the import
     export.write_bytes(server.export_snapshot(edit_project))
-    assert "Imported 1 decisions (10 imported before, 1 skipped)" in cli("import-labelstudio", str(export), "--run-dir", str(run))
+    assert "Imported 1 decisions (10 imported before, 1 skipped)" in cli(
+        "import-labelstudio", str(export), "--run-dir", str(run)
+    )
     assert decisions_by_user(q)[(item[t[3]], a2)] == [("reject", ["background_altered"], ""), ("accept", [], "")]
 
     # the quick export of the same project names annotators by id only: nothing new, and no
@@ -146,7 +170,9 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     users, events = {u.name for u in q.users().values()}, len(q.events())
     quick = tmp_path / "edit_quick.json"
     quick.write_bytes(server.export_json(edit_project))
-    assert "Imported 0 decisions (11 imported before, 1 skipped)" in cli("import-labelstudio", str(quick), "--run-dir", str(run))
+    assert "Imported 0 decisions (11 imported before, 1 skipped)" in cli(
+        "import-labelstudio", str(quick), "--run-dir", str(run)
+    )
     assert {u.name for u in q.users().values()} == users and len(q.events()) == events
 
     # -- QA review of the accepted edits, with an edited question ------------------------------
@@ -154,7 +180,9 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     qa_tasks = json.loads(out.with_name("tasks.qa.json").read_text())
     accepted = {i for i, (o, _n, _a) in q.item_states().items() if o == "accept"}
     assert qa_tasks and len(qa_tasks) == len({x.parent_id for x in q.items() if x.stage == "qa"} & accepted)
-    qa_project = server.create_project("reactbench QA", out.with_name("tasks.qa.label_config.xml").read_text(), run / "images")
+    qa_project = server.create_project(
+        "reactbench QA", out.with_name("tasks.qa.label_config.xml").read_text(), run / "images"
+    )
     assert server.import_tasks(qa_project, out.with_name("tasks.qa.json").read_bytes())["task_count"] == len(qa_tasks)
     qa = server.tasks(qa_project)
     q0 = qa[0]["data"]["questions"]
@@ -167,14 +195,26 @@ def test_round_trip_through_label_studio(label_studio, tmp_path):
     qa_export = tmp_path / "qa_export.json"
     qa_export.write_bytes(server.export_json(qa_project))  # the quick export: annotators by id,
     # each id already recorded with the user the snapshot named: the same two users, by email
-    assert "Imported 2 decisions (0 imported before, 0 skipped)" in cli("import-labelstudio", str(qa_export), "--run-dir", str(run))
+    assert "Imported 2 decisions (0 imported before, 0 skipped)" in cli(
+        "import-labelstudio", str(qa_export), "--run-dir", str(run)
+    )
     got = decisions_by_user(q)
-    assert got[(qa[0]["data"]["item_id"], a2)] == [("accept", [], "")] and got[(qa[1]["data"]["item_id"], a1)] == [("reject", ["not_executed"], "")]
+    assert got[(qa[0]["data"]["item_id"], a2)] == [("accept", [], "")] and got[(qa[1]["data"]["item_id"], a1)] == [
+        ("reject", ["not_executed"], "")
+    ]
     assert {u.name for u in q.users().values()} == users
-    edits = {(e.question_id, e.kind): json.loads(e.after_json) for e in q.events(kinds=("question_edit", "question_validity"))}
-    assert edits == {(q0[0]["id"], "question_edit"): {"text": "Is any cup left on the table?", "gold": q0[0]["gold"]}, (q0[2]["id"], "question_validity"): {"valid": False}}
+    edits = {
+        (e.question_id, e.kind): json.loads(e.after_json)
+        for e in q.events(kinds=("question_edit", "question_validity"))
+    }
+    assert edits == {
+        (q0[0]["id"], "question_edit"): {"text": "Is any cup left on the table?", "gold": q0[0]["gold"]},
+        (q0[2]["id"], "question_validity"): {"valid": False},
+    }
     before = len(q.events())
-    assert "Imported 0 decisions (2 imported before, 0 skipped)" in cli("import-labelstudio", str(qa_export), "--run-dir", str(run))
+    assert "Imported 0 decisions (2 imported before, 0 skipped)" in cli(
+        "import-labelstudio", str(qa_export), "--run-dir", str(run)
+    )
     assert len(q.events()) == before
 
 
@@ -186,7 +226,9 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
     server, run, db = label_studio
     q = ReviewQueue.open(db)
     edit_item = next(i for i in q.items() if i.stage == "edit")
-    q.import_decision(ensure_user(q.engine, "labelstudio:render-test"), edit_item.id, "accept", [], "", source_ref="render-test")
+    q.import_decision(
+        ensure_user(q.engine, "labelstudio:render-test"), edit_item.id, "accept", [], "", source_ref="render-test"
+    )
     exported = export_tasks(q, tmp_path / "tasks.json")
     viewer = server.sign_up("viewer@lab.test")
     page = chromium.new_page(viewport={"width": 1280, "height": 1500})
@@ -209,7 +251,9 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
             page.get_by_text(expect).first.wait_for(timeout=90_000)
             if stage == "edit":
                 page.get_by_text(re.compile(r"^reject")).first.click()
-                page.get_by_text("Ghost remnants of the object").click()  # a reason's label; its code goes into the result
+                page.get_by_text(
+                    "Ghost remnants of the object"
+                ).click()  # a reason's label; its code goes into the result
             else:
                 box = page.get_by_placeholder("new question text").first
                 box.fill("Is any cup left?")
@@ -235,7 +279,10 @@ def test_annotating_in_the_labeling_editor(label_studio, chromium, shots_dir, tm
             if stage == "edit":
                 assert (parsed.verdict, parsed.reasons, parsed.question_updates) == ("reject", ["ghost_remnants"], {})
             else:
-                assert (parsed.verdict, parsed.question_updates) == ("accept", {task["data"]["questions"][0]["id"]: {"text": "Is any cup left?"}})
+                assert (parsed.verdict, parsed.question_updates) == (
+                    "accept",
+                    {task["data"]["questions"][0]["id"]: {"text": "Is any cup left?"}},
+                )
     finally:
         page.close()
     assert errors == [], f"errors in Label Studio's page: {errors}"

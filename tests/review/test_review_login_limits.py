@@ -8,8 +8,8 @@ import re
 
 import httpx
 import pytest
-
 from review_helpers import concurrent_wrong_logins, free_port, serve_process
+
 from tasks.review.accounts import add_user
 from tasks.review.login import LOGIN_LIMITS, attempt_login
 from tasks.review.queue import ReviewQueue
@@ -96,11 +96,15 @@ def test_global_cap_slows_new_browsers_but_spares_known_ones(tmp_path):
         assert attempt_login(q.engine, f"10.{i // 250}.{i % 250}.1", "rbk_wrong", None, now=now + 1).user is None
     blocked = attempt_login(q.engine, "198.51.100.7", secret, None, now=now + 2)
     assert blocked.user is None and 590 <= blocked.retry_after <= 600  # new browser: waits until the window passes
-    known = attempt_login(q.engine, "198.51.100.7", secret, first.device, now=now + 2)  # same user, known browser, new address
+    known = attempt_login(
+        q.engine, "198.51.100.7", secret, first.device, now=now + 2
+    )  # same user, known browser, new address
     assert known.user is not None and known.device == first.device
     for _ in range(LOGIN_LIMITS["client"]):
         assert attempt_login(q.engine, "198.51.100.7", "rbk_wrong", first.device, now=now + 3).retry_after is None
-    assert attempt_login(q.engine, "198.51.100.7", secret, first.device, now=now + 3).retry_after is not None  # the device's own limit
+    assert (
+        attempt_login(q.engine, "198.51.100.7", secret, first.device, now=now + 3).retry_after is not None
+    )  # the device's own limit
     assert attempt_login(q.engine, "198.51.100.7", secret, None, now=now + 601).user is not None  # the window passed
     forged = attempt_login(q.engine, "198.51.100.8", "rbk_wrong", "forged-device-token", now=now + 2)
     assert forged.retry_after is not None  # an unknown device cookie is an unknown browser: global cap applies

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from starlette.testclient import TestClient
-
 from pg_cluster import fresh_database
 from review_helpers import fill_queue, make_run
+from starlette.testclient import TestClient
+
 from tasks.review.accounts import add_user, get_user
 from tasks.review.app import create_app
 from tasks.review.queue import ReviewQueue
@@ -47,7 +47,9 @@ def test_queue_and_app_survive_lost_connections(tmp_path, postgres_url):
     # the app: the session read on the event loop, next and decide through HTTP
     c = TestClient(create_app(str(tmp_path / "run"), queue))
     page = c.get("/login").text
-    c.post("/login", data={"secret": secret, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)})
+    c.post(
+        "/login", data={"secret": secret, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)}
+    )
     csrf = re.search(r'data-csrf="([^"]+)"', c.get("/review/qa").text).group(1)
     for _ in range(2):
         assert _drop_connections(queue) >= 1
@@ -64,10 +66,22 @@ def test_queue_and_app_survive_lost_connections(tmp_path, postgres_url):
     admin = TestClient(create_app(str(tmp_path / "run"), queue), raise_server_exceptions=False)
     page = admin.get("/login").text
     assert _drop_connections(queue) >= 1
-    login = admin.post("/login", data={"secret": boss, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)},
-                       follow_redirects=False)
-    assert login.status_code == 303 and "login" not in login.headers["location"], (login.status_code, login.text[-300:])
-    for path in ("/admin", "/admin/stats", "/admin/adjudicate", f"/admin/adjudicate/{item}", "/api/progress?stage=edit"):
+    login = admin.post(
+        "/login",
+        data={"secret": boss, "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)},
+        follow_redirects=False,
+    )
+    assert login.status_code == 303 and "login" not in login.headers["location"], (
+        login.status_code,
+        login.text[-300:],
+    )
+    for path in (
+        "/admin",
+        "/admin/stats",
+        "/admin/adjudicate",
+        f"/admin/adjudicate/{item}",
+        "/api/progress?stage=edit",
+    ):
         assert _drop_connections(queue) >= 1
         r = admin.get(path, follow_redirects=False)
         assert r.status_code == 200, (path, r.status_code, r.text[-300:])

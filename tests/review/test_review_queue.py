@@ -23,7 +23,13 @@ def _users(q: ReviewQueue, *names: str, role: str = "annotator"):
 
 
 def _snapshot(q: ReviewQueue) -> list[tuple]:
-    return [tuple(getattr(e, c) for c in ("id", "item_id", "kind", "annotator_id", "verdict", "n", "before_json", "after_json")) for e in q.events()]
+    return [
+        tuple(
+            getattr(e, c)
+            for c in ("id", "item_id", "kind", "annotator_id", "verdict", "n", "before_json", "after_json")
+        )
+        for e in q.events()
+    ]
 
 
 def test_lease_preload_resume_and_exclusive(filled_run, clock):
@@ -83,7 +89,15 @@ def test_decision_rules_and_qa_follow_up(filled_run, clock):
     with pytest.raises(QuestionError, match="gold"):
         q.decide(ann, view.id, "accept", question_updates={mc["id"]: {"gold": "F"}})
     assert q.get_item(ann, view.id).questions[1]["gold"] == "B"  # nothing written on a refused edit
-    q.decide(ann, view.id, "accept", question_updates={mc["id"]: {"text": "What lies on the table?", "gold": "b"}, view.questions[2]["id"]: {"invalid": True}})
+    q.decide(
+        ann,
+        view.id,
+        "accept",
+        question_updates={
+            mc["id"]: {"text": "What lies on the table?", "gold": "b"},
+            view.questions[2]["id"]: {"invalid": True},
+        },
+    )
     after = q.get_item(ann, view.id).questions
     assert after[1]["text"] == "What lies on the table?" and after[1]["gold"] == "B" and after[1]["edited"]
     assert after[2]["valid"] is False
@@ -156,7 +170,9 @@ def test_refusal_messages_say_what_is_true_now(filled_run, clock):
         q.decide(bob, theirs, "accept")
     expired = q.next_items(cy, "edit", want=1)[0]
     clock.advance(16 * 60)
-    with pytest.raises(LeaseLost, match=r"it is not leased to anyone \(leases end 15 min after an annotator's last request\)"):
+    with pytest.raises(
+        LeaseLost, match=r"it is not leased to anyone \(leases end 15 min after an annotator's last request\)"
+    ):
         q.decide(bob, expired, "accept")
     qa_closed = next(i.id for i in q.items() if i.stage == "qa" and i.parent_id != theirs)
     with pytest.raises(LeaseLost, match="not open for review"):

@@ -4,7 +4,9 @@ log), new ones are added, the summary says so, and putting the questions back re
 
 from __future__ import annotations
 
+import pytest
 from review_helpers import fill_queue, make_run, write_stage
+
 from storage.hashing import stable_id
 from storage.schemas import QUESTIONS
 from tasks.review.accounts import add_user, get_user
@@ -12,15 +14,24 @@ from tasks.review.export import export_review
 from tasks.review.queue import ReviewQueue
 from tasks.review.rules import NotAllowed
 
-import pytest
-
 
 def _with_beaf(questions, edits, n):
     """BEAF questions for the first ``n`` edits (as qa.beaf: true adds them)."""
     extra = []
     for e in edits[:n]:
         base = next(q for q in questions if q["edit_id"] == e["id"])
-        extra.append({**base, "id": stable_id(e["id"], "beaf", "B1"), "question_set": "beaf", "qid": "B1", "text": "Is the cup gone?", "qtype": "YN", "options": None, "gold": "Yes"})
+        extra.append(
+            {
+                **base,
+                "id": stable_id(e["id"], "beaf", "B1"),
+                "question_set": "beaf",
+                "qid": "B1",
+                "text": "Is the cup gone?",
+                "qtype": "YN",
+                "options": None,
+                "gold": "Yes",
+            }
+        )
     return questions + extra
 
 
@@ -70,7 +81,11 @@ def test_changed_qa_output_retires_and_adds_items(tmp_path):
     assert fill_queue(run).extra["queue_items_added"] == 0
     write_stage(run, "qa", "questions", QUESTIONS, _with_beaf(questions, edits, 3))
     third = fill_queue(run)
-    assert third.extra["queue_items_restored"] == 3 and third.extra["queue_items_retired"] == 3 and third.extra["queue_items_added"] == 0
+    assert (
+        third.extra["queue_items_restored"] == 3
+        and third.extra["queue_items_retired"] == 3
+        and third.extra["queue_items_added"] == 0
+    )
     assert {r.id for r in q.items(live_only=True)} >= retired
 
 
@@ -100,14 +115,26 @@ def test_rebuilding_qa_with_beaf_off_reconciles_the_queue_end_to_end(sample_dir,
     def build(beaf: bool) -> str:
         cfg = tmp_path / f"beaf-{beaf}.yaml"
         cfg.write_text(yaml.safe_dump({**data, "qa": {**data["qa"], "beaf": beaf}}))
-        proc = subprocess.run([cli, "build", "--config", str(cfg), "--run-dir", str(run_dir)], capture_output=True, text=True, env={**env, "COLUMNS": "200"}, timeout=600, cwd=root)
+        proc = subprocess.run(
+            [cli, "build", "--config", str(cfg), "--run-dir", str(run_dir)],
+            capture_output=True,
+            text=True,
+            env={**env, "COLUMNS": "200"},
+            timeout=600,
+            cwd=root,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc.stdout + proc.stderr
 
     build(True)
     q = ReviewQueue.open(f"sqlite:///{run_dir / 'review' / 'queue.sqlite'}")
+
     def beaf_items() -> set[str]:
-        return {r.id for r in q.items(with_payload=True, live_only=True) if any(x["question_set"] == "beaf" for x in json.loads(r.payload_json).get("questions", []))}
+        return {
+            r.id
+            for r in q.items(with_payload=True, live_only=True)
+            if any(x["question_set"] == "beaf" for x in json.loads(r.payload_json).get("questions", []))
+        }
 
     with_beaf = beaf_items()
     assert with_beaf, "the sample build should have BEAF questions"

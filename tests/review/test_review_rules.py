@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace as Ev
 
 import pytest
-
 from pg_cluster import fresh_database
 from review_helpers import fill_queue
+
 from storage.review_db import sql_transaction
 from tasks.review.accounts import add_user, get_user
 from tasks.review.leasing import candidate_ids, lease_from

@@ -11,8 +11,8 @@ import time
 from collections import Counter
 
 import httpx
-
 from review_helpers import fill_queue, free_port, make_run, serve_process
+
 from tasks.review.accounts import add_user
 from tasks.review.queue import ReviewQueue
 
@@ -43,7 +43,11 @@ def test_kill_9_under_load_loses_no_acknowledged_decision(tmp_path):
                         items = c.get("/api/next", params={"stage": "edit"}).json()["items"]
                         if not items:
                             return
-                        r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": csrf})
+                        r = c.post(
+                            f"/api/items/{items[0]['id']}/decision",
+                            json={"verdict": "accept"},
+                            headers={"X-CSRF-Token": csrf},
+                        )
                         if r.status_code == 200:
                             with lock:
                                 acked.append(r.json()["event_id"])

@@ -7,15 +7,15 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-
 from review_helpers import context, fill_queue, make_run
+
 from storage.parquet_io import ArtifactReader
+from tasks.engine.runner import run_stage
 from tasks.review import ReviewStage
 from tasks.review.accounts import add_user, get_user
 from tasks.review.export import export_review
 from tasks.review.labelstudio import export_tasks, import_decisions
 from tasks.review.queue import ReviewQueue
-from tasks.engine.runner import run_stage
 
 
 def test_stage_enqueues_once_and_rejects_with_reasons(tmp_path):
@@ -65,7 +65,15 @@ def test_export_applies_inline_edits_and_pseudonymises(filled_run):
     q.decide(ann, second, "reject", ["artifacts"])
     qa = q.get_item(ann, q.next_items(ann, "qa", 1)[0])
     q1, q2, q3 = qa.questions
-    q.decide(ann, qa.id, "accept", question_updates={q2["id"]: {"text": "Which object is on the table?", "gold": "A"}, q3["id"]: {"invalid": True}})
+    q.decide(
+        ann,
+        qa.id,
+        "accept",
+        question_updates={
+            q2["id"]: {"text": "Which object is on the table?", "gold": "A"},
+            q3["id"]: {"invalid": True},
+        },
+    )
 
     summary = export_review(run, q)
     assert (summary.verified_edits, summary.verified_questions, summary.dropped_questions) == (1, 2, 1)
@@ -99,24 +107,60 @@ def test_labelstudio_round_trip(filled_run, tmp_path):
     assert (tmp_path / "ls" / "tasks.label_config.xml").read_text().count("<Choice ") == 8
     assert json.loads((tmp_path / "ls" / "tasks.qa.json").read_text()) == []
     ls_export = [
-        {"id": 1, "data": tasks[0]["data"], "annotations": [
-            {"id": 11, "completed_by": {"email": "x@lab.org"}, "result": [
-                {"from_name": "verdict", "to_name": "edited", "type": "choices", "value": {"choices": ["reject"]}},
-                {"from_name": "reasons", "to_name": "edited", "type": "choices", "value": {"choices": ["ghost_remnants"]}}]},
-            {"id": 12, "completed_by": 7, "was_cancelled": True, "result": []},
-        ]},
-        {"id": 2, "data": tasks[1]["data"], "annotations": [{"id": 21, "completed_by": 7, "result": [
-            {"from_name": "verdict", "value": {"choices": ["reject"]}}]}]},  # reject without reason
+        {
+            "id": 1,
+            "data": tasks[0]["data"],
+            "annotations": [
+                {
+                    "id": 11,
+                    "completed_by": {"email": "x@lab.org"},
+                    "result": [
+                        {
+                            "from_name": "verdict",
+                            "to_name": "edited",
+                            "type": "choices",
+                            "value": {"choices": ["reject"]},
+                        },
+                        {
+                            "from_name": "reasons",
+                            "to_name": "edited",
+                            "type": "choices",
+                            "value": {"choices": ["ghost_remnants"]},
+                        },
+                    ],
+                },
+                {"id": 12, "completed_by": 7, "was_cancelled": True, "result": []},
+            ],
+        },
+        {
+            "id": 2,
+            "data": tasks[1]["data"],
+            "annotations": [
+                {"id": 21, "completed_by": 7, "result": [{"from_name": "verdict", "value": {"choices": ["reject"]}}]}
+            ],
+        },  # reject without reason
         {"id": 3, "data": {}, "annotations": []},
-        {"id": 4, "data": tasks[2]["data"], "annotations": [{"id": 41, "completed_by": 7, "result": ["accept"]}]},  # not a result entry
+        {
+            "id": 4,
+            "data": tasks[2]["data"],
+            "annotations": [{"id": 41, "completed_by": 7, "result": ["accept"]}],
+        },  # not a result entry
     ]
     path = tmp_path / "export.json"
     path.write_text(json.dumps(ls_export))
     s1 = import_decisions(q, path)
     assert s1.imported == 1
-    assert sorted(r["reason"] for r in s1.rejected) == ["cancelled", "invalid_annotation", "invalid_annotation", "missing_item_id"]
+    assert sorted(r["reason"] for r in s1.rejected) == [
+        "cancelled",
+        "invalid_annotation",
+        "invalid_annotation",
+        "missing_item_id",
+    ]
     assert q.resolutions()[tasks[0]["data"]["item_id"]] == ("reject", 1)
-    assert [r["detail"] for r in s1.rejected if r["reason"] == "invalid_annotation"] == ["a rejection needs at least one reason code", "a result entry without a 'value' object: \"accept\""]
+    assert [r["detail"] for r in s1.rejected if r["reason"] == "invalid_annotation"] == [
+        "a rejection needs at least one reason code",
+        "a result entry without a 'value' object: \"accept\"",
+    ]
     s2 = import_decisions(q, path)
     assert s2.imported == 0 and s2.already_imported == 1
     assert len(q.events(kinds=("decision",))) == 1
@@ -132,7 +176,20 @@ def test_labelstudio_qa_tasks_carry_question_edits(filled_run, tmp_path):
     edit_tasks = json.loads(out.read_text()) if export_tasks(q, out) else []
     accept = [{"from_name": "verdict", "value": {"choices": ["accept"]}}]
     path = tmp_path / "edit_export.json"
-    path.write_text(json.dumps([{"id": i, "data": t["data"], "annotations": [{"id": 100 + i, "completed_by": {"id": 1, "email": "a@lab.org"}, "result": accept}]} for i, t in enumerate(edit_tasks[:2])]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "id": i,
+                    "data": t["data"],
+                    "annotations": [
+                        {"id": 100 + i, "completed_by": {"id": 1, "email": "a@lab.org"}, "result": accept}
+                    ],
+                }
+                for i, t in enumerate(edit_tasks[:2])
+            ]
+        )
+    )
     assert import_decisions(q, path).imported == 2
     exported = export_tasks(q, out)
     assert exported.files["qa"][2] == 2 and exported.qa_waiting == 4
@@ -146,19 +203,32 @@ def test_labelstudio_qa_tasks_carry_question_edits(filled_run, tmp_path):
         {"from_name": "invalid_2", "value": {"choices": ["invalid"]}},
         {"from_name": "gold_0", "value": {"text": [""]}},  # left empty: unchanged
     ]
-    bad = [{"from_name": "verdict", "value": {"choices": ["accept"]}}, {"from_name": "gold_0", "value": {"text": ["Maybe"]}}]
+    bad = [
+        {"from_name": "verdict", "value": {"choices": ["accept"]}},
+        {"from_name": "gold_0", "value": {"text": ["Maybe"]}},
+    ]
     path = tmp_path / "qa_export.json"
-    path.write_text(json.dumps([
-        {"id": 1, "data": qa[0]["data"], "annotations": [{"id": 7, "completed_by": 2, "result": result}]},
-        {"id": 2, "data": qa[1]["data"], "annotations": [{"id": 8, "completed_by": 2, "result": bad}]},
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                {"id": 1, "data": qa[0]["data"], "annotations": [{"id": 7, "completed_by": 2, "result": result}]},
+                {"id": 2, "data": qa[1]["data"], "annotations": [{"id": 8, "completed_by": 2, "result": bad}]},
+            ]
+        )
+    )
     s1 = import_decisions(q, path)
-    assert s1.imported == 1 and [r["detail"] for r in s1.rejected] == [f"question {qa[1]['data']['questions'][0]['id']}: gold: a yes/no question's gold answer must be Yes or No, got 'Maybe'"]
+    assert s1.imported == 1 and [r["detail"] for r in s1.rejected] == [
+        f"question {qa[1]['data']['questions'][0]['id']}: gold: a yes/no question's gold answer must be Yes or No, got 'Maybe'"
+    ]
     events = q.events(kinds=("question_edit", "question_validity"))
     qids = [x["id"] for x in qa[0]["data"]["questions"]]
     assert {(e.question_id, e.kind): json.loads(e.after_json) for e in events} == {
         (qids[0], "question_edit"): {"text": "Is a cup still on the table?", "gold": "No"},
-        (qids[1], "question_edit"): {"text": "What is on the table?", "gold": "B", "options": ["a cup", "nothing", "a plate"]},
+        (qids[1], "question_edit"): {
+            "text": "What is on the table?",
+            "gold": "B",
+            "options": ["a cup", "nothing", "a plate"],
+        },
         (qids[2], "question_validity"): {"valid": False},
     }
     assert {u.name for u in q.users().values()} >= {"labelstudio:a@lab.org", "labelstudio:2"}
@@ -166,7 +236,10 @@ def test_labelstudio_qa_tasks_carry_question_edits(filled_run, tmp_path):
     assert s2.imported == 0 and s2.already_imported == 1
     assert len(q.events(kinds=("question_edit", "question_validity"))) == 3
     again = json.loads(export_tasks(q, out).files["qa"][0].read_text())  # the next export shows the edits
-    assert again[0]["data"]["questions"][0]["text"] == "Is a cup still on the table?" and "[marked invalid]" in again[0]["data"]["questions"][2]["shown"]
+    assert (
+        again[0]["data"]["questions"][0]["text"] == "Is a cup still on the table?"
+        and "[marked invalid]" in again[0]["data"]["questions"][2]["shown"]
+    )
 
 
 def test_stage_refuses_remote_run_without_db_url():

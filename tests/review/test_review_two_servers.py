@@ -13,9 +13,9 @@ from collections import Counter, defaultdict
 
 import httpx
 import pytest
-
 from pg_cluster import fresh_database
 from review_helpers import concurrent_wrong_logins, fill_queue, free_port, http_login, make_run, serve_process
+
 from tasks.review.accounts import add_user
 from tasks.review.login import LOGIN_LIMITS
 from tasks.review.queue import ReviewQueue
@@ -72,7 +72,11 @@ def test_kill_9_of_one_of_two_processes_loses_nothing(crowd):
                         return
                     with lock:
                         handed[items[0]["id"]].add(i)
-                    r = c.post(f"/api/items/{items[0]['id']}/decision", json={"verdict": "accept"}, headers={"X-CSRF-Token": csrf})
+                    r = c.post(
+                        f"/api/items/{items[0]['id']}/decision",
+                        json={"verdict": "accept"},
+                        headers={"X-CSRF-Token": csrf},
+                    )
                     if r.status_code != 200:
                         errors.append(f"{i}: {r.status_code} {r.text[:200]}")
                         return

@@ -8,7 +8,14 @@ import pytest
 
 from tasks.review.validation import QuestionError, apply_question_update, question_state
 
-MC = {"id": "q2", "qid": "Q2", "qtype": "MC", "text": "What is on the table?", "options": ["a cup", "nothing"], "gold": "B"}
+MC = {
+    "id": "q2",
+    "qid": "Q2",
+    "qtype": "MC",
+    "text": "What is on the table?",
+    "options": ["a cup", "nothing"],
+    "gold": "B",
+}
 YN = {"id": "q1", "qid": "Q1", "qtype": "YN", "text": "Is there a cup?", "options": None, "gold": "No"}
 SA = {"id": "q3", "qid": "Q3", "qtype": "SA", "text": "Describe it.", "options": None, "gold": "A table."}
 
@@ -32,7 +39,9 @@ def test_invalid_edits_name_question_and_field(question, update, field):
 
 def test_edit_events_and_state():
     q = {**MC, "valid": True}
-    assert apply_question_update(q, {"text": MC["text"], "options": MC["options"], "gold": "b"}) == []  # no change, no event
+    assert (
+        apply_question_update(q, {"text": MC["text"], "options": MC["options"], "gold": "b"}) == []
+    )  # no change, no event
     events = apply_question_update(q, {"text": "What lies on the table?", "gold": "A"})
     assert [e["kind"] for e in events] == ["question_edit"]
     assert json.loads(events[0]["before_json"])["gold"] == "B" and json.loads(events[0]["after_json"])["gold"] == "A"
@@ -41,5 +50,10 @@ def test_edit_events_and_state():
     assert [e["kind"] for e in events2] == ["question_validity"]
     replay = [{"kind": e["kind"], "question_id": "q2", "after": json.loads(e["after_json"])} for e in events + events2]
     (state,) = question_state([MC], replay)
-    assert state["text"] == "What lies on the table?" and state["gold"] == "A" and state["valid"] is False and state["edited"]
+    assert (
+        state["text"] == "What lies on the table?"
+        and state["gold"] == "A"
+        and state["valid"] is False
+        and state["edited"]
+    )
     assert apply_question_update({**MC, "valid": False}, {"invalid": False})[0]["after_json"] == '{"valid": true}'

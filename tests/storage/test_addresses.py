@@ -7,8 +7,15 @@ import pytest
 from storage import addresses
 from storage.task_spec import task_ids, task_order
 
-STAGE_ADDRESSES = [addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS, addresses.INSTRUCTIONS,
-                   addresses.EDITS, addresses.ANALYSIS, addresses.QUESTIONS]
+STAGE_ADDRESSES = [
+    addresses.CANDIDATES,
+    addresses.PAIR_STATS,
+    addresses.ATTRIBUTE_STATS,
+    addresses.INSTRUCTIONS,
+    addresses.EDITS,
+    addresses.ANALYSIS,
+    addresses.QUESTIONS,
+]
 
 
 @pytest.mark.parametrize("address", STAGE_ADDRESSES, ids=lambda a: a.folder)
@@ -24,7 +31,11 @@ def test_task_ids_in_one_place() -> None:
     from miners.config import MineConfig
 
     assert task_ids()[:4] == ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
-    assert sorted(["dense_counting", "nope", "relational_erasure"], key=task_order) == ["relational_erasure", "dense_counting", "nope"]
+    assert sorted(["dense_counting", "nope", "relational_erasure"], key=task_order) == [
+        "relational_erasure",
+        "dense_counting",
+        "nope",
+    ]
     with pytest.raises(ValueError, match="relational_erasure"):
         MineConfig(tasks=("relational_erasure", "dense_countnig"))
     assert set(MineConfig().model_dump()) >= set(task_ids()), "every registered task has its mine section"

@@ -11,7 +11,14 @@ def test_absent_is_empty_and_valid_decodes() -> None:
     assert load_json_column('{"a": 1}', "rubric_json", "question q1") == {"a": 1}
 
 
-@pytest.mark.parametrize("text,kind,match", [("{oops", dict, "not valid JSON"), ("[1]", dict, "must be a JSON object"), ('{"a": 1}', list, "must be a JSON list")])
+@pytest.mark.parametrize(
+    "text,kind,match",
+    [
+        ("{oops", dict, "not valid JSON"),
+        ("[1]", dict, "must be a JSON object"),
+        ('{"a": 1}', list, "must be a JSON list"),
+    ],
+)
 def test_malformed_names_owner_and_column(text: str, kind: type, match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:
         load_json_column(text, "context_json", "candidate c7", kind)

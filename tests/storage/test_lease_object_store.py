@@ -9,13 +9,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
-from lease_race import RaceTally, Racers, plant_stale_lease
+from lease_race import Racers, RaceTally, plant_stale_lease
 from s3_server import S3Server
+
 from storage.conditional import ConditionalUnsupported, S3Objects
 from storage.fs import RunFS
 from storage.run_lock import BEST_EFFORT_ENV, LEASE_FILE, RunLock, RunLocked, read_lease
@@ -34,7 +34,13 @@ def racers(s3_server: S3Server) -> Iterator[Racers]:
 
 def _assert_one_winner_each(tally: RaceTally, trials: int) -> None:
     assert tally.trials == trials
-    assert tally.as_dict() == {"trials": trials, "double_wins": 0, "no_winner": 0, "errors": [], "wrong_holder_named": 0}
+    assert tally.as_dict() == {
+        "trials": trials,
+        "double_wins": 0,
+        "no_winner": 0,
+        "errors": [],
+        "wrong_holder_named": 0,
+    }
 
 
 def test_racing_processes_take_a_free_lease_exactly_once(racers: Racers, s3_server: S3Server):
@@ -75,8 +81,12 @@ def test_a_lost_compare_and_swap_is_noticed_and_the_new_holder_kept(s3_run_url: 
     assert not run.exists(LEASE_FILE)
 
 
-@pytest.mark.parametrize("conditional, why", [("ignore", "does not honour them"), ("refuse", "refused a conditional write (NotImplemented")])
-def test_a_store_without_conditional_writes_is_refused_unless_best_effort(monkeypatch: pytest.MonkeyPatch, conditional: str, why: str):
+@pytest.mark.parametrize(
+    "conditional, why", [("ignore", "does not honour them"), ("refuse", "refused a conditional write (NotImplemented")]
+)
+def test_a_store_without_conditional_writes_is_refused_unless_best_effort(
+    monkeypatch: pytest.MonkeyPatch, conditional: str, why: str
+):
     with S3Server(conditional=conditional) as plain:  # type: ignore[arg-type]
         fs = plain.filesystem()
         bucket = plain.bucket()
@@ -106,9 +116,20 @@ def test_a_missing_backend_names_the_extra(tmp_path: Path):
     """Without s3fs, ``reactbench build --run-dir s3://...`` exits 2 with the extra to install, not
     fsspec's ImportError traceback (s3fs is blocked in the child process only)."""
     code = "import sys; sys.modules['s3fs'] = None\nfrom flows.entry import main\nmain()\n"
-    out = subprocess.run([sys.executable, "-c", code, "build", "--run-dir", "s3://bucket/run"], capture_output=True, text=True, cwd=tmp_path, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code, "build", "--run-dir", "s3://bucket/run"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "s3://bucket/run: no fsspec backend for s3:// is installed; pip install 'reactbench-pipeline[s3]'" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert (
+        "s3://bucket/run: no fsspec backend for s3:// is installed; pip install 'reactbench-pipeline[s3]'"
+        in out.stderr
+        and "Traceback" not in out.stderr
+    ), out.stderr
 
 
 def test_a_holder_that_lost_its_lease_lands_no_shard(s3_run_url: str):

@@ -51,7 +51,9 @@ def test_a_write_fault_on_the_rejects_folder_leaves_no_marker(tmp_path: Path):
     run = RunFS.open(str(tmp_path / "run"))
     store = StageStore(run, "toystage", {"toy": TOY})
     run.makedirs("toystage")
-    (tmp_path / "run" / "toystage" / "rejects").write_text("a file where the rejects folder goes")  # a real OS-level fault
+    (tmp_path / "run" / "toystage" / "rejects").write_text(
+        "a file where the rejects folder goes"
+    )  # a real OS-level fault
     with pytest.raises(OSError):
         store.write_shard(0, "k", _result(0))
     assert store.marker(0) is None

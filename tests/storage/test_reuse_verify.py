@@ -30,7 +30,9 @@ def _keys(n: int, start: int = 0) -> list[str]:
     return [f"{i:02x}" * 32 for i in range(start, start + n)]
 
 
-def _map(run: RunFS, keys: list[Any], *, keep: Any = lambda i: True, tag: str = "fresh", enabled: bool = True) -> tuple[list[Any], list[int], ItemReuse]:
+def _map(
+    run: RunFS, keys: list[Any], *, keep: Any = lambda i: True, tag: str = "fresh", enabled: bool = True
+) -> tuple[list[Any], list[int], ItemReuse]:
     """One shard through ``ItemReuse.map`` (answers as an evaluation stores them): values, the computed indices, the view."""
     computed: list[int] = []
 
@@ -82,7 +84,11 @@ def test_an_edited_line_is_a_counted_miss_and_its_neighbours_are_served() -> Non
     # the recomputed entry and the intact ones are one pack again; the damaged pack is gone
     assert len(_packs(run)) == 1
     values, computed, reuse = _map(run, keys)
-    assert values == [{"text": "stored 0"}, {"text": "fresh 1"}, {"text": "stored 2"}] and computed == [] and reuse.store.damaged == 0
+    assert (
+        values == [{"text": "stored 0"}, {"text": "fresh 1"}, {"text": "stored 2"}]
+        and computed == []
+        and reuse.store.damaged == 0
+    )
 
 
 def test_a_line_under_another_key_is_refused() -> None:
@@ -148,11 +154,17 @@ def test_a_damaged_image_is_a_miss_and_is_replaced_when_stored_again() -> None:
 
 
 @pytest.mark.parametrize("shared_on", ["local", "s3"])
-def test_an_image_from_a_shared_store_is_hash_checked_before_it_is_copied_into_the_run(shared_on: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
+def test_an_image_from_a_shared_store_is_hash_checked_before_it_is_copied_into_the_run(
+    shared_on: str, tmp_path: Any, request: pytest.FixtureRequest
+) -> None:
     """``run.reuse_dir`` (a store several runs share, local or S3): an image whose bytes no longer
     hash to its name is a counted miss and never lands in the run reading it; intact, it is copied
     byte for byte (issue 31: only the run's own store was tamper-tested)."""
-    shared_url = str(tmp_path / "shared") if shared_on == "local" else request.getfixturevalue("s3_run_url").rsplit("/", 1)[0] + "/shared"
+    shared_url = (
+        str(tmp_path / "shared")
+        if shared_on == "local"
+        else request.getfixturevalue("s3_run_url").rsplit("/", 1)[0] + "/shared"
+    )
     first, second = RunFS.open(str(tmp_path / "a")), RunFS.open(str(tmp_path / "b"))
     rel = ImageStore(first).put_array(np.full((8, 8, 3), 90, np.uint8))
     ReuseStore.open(first, shared_url).put("edit:box", "d" * 64, {"edited_image": rel}, [rel], first)
@@ -177,7 +189,9 @@ def test_an_image_from_a_shared_store_is_hash_checked_before_it_is_copied_into_t
 
 
 @pytest.mark.parametrize("disk", [False, True], ids=["memory", "local"])
-def test_a_rerun_with_the_same_grouping_never_builds_the_index(disk: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rerun_with_the_same_grouping_never_builds_the_index(
+    disk: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The common rerun reads its shard's folder: its cost does not depend on the store's size.
     A regrouped shard finds its entries through the index, then has a folder of its own."""
     run = _run(tmp_path if disk else None)
@@ -210,15 +224,27 @@ def test_a_store_of_the_previous_layout_is_read_and_moves_into_a_pack(disk: bool
     store = ReuseStore.open(run)
     keys = _keys(3)
     for i, key in enumerate(keys):  # as the previous layout wrote them: one sealed file per entry
-        doc = {"component": "eval-answer", "key": key, "value": {"text": f"old {i}"}, "images": [], "created_at": "2026-01-01T00:00:00+00:00",
-               "used_at": "2026-01-01T00:00:00+00:00"}
-        store.root.write_text_atomic(store.legacy_rel("eval-answer", key), json.dumps({**doc, "sha256": entry_checksum(doc)}))
+        doc = {
+            "component": "eval-answer",
+            "key": key,
+            "value": {"text": f"old {i}"},
+            "images": [],
+            "created_at": "2026-01-01T00:00:00+00:00",
+            "used_at": "2026-01-01T00:00:00+00:00",
+        }
+        store.root.write_text_atomic(
+            store.legacy_rel("eval-answer", key), json.dumps({**doc, "sha256": entry_checksum(doc)})
+        )
     damaged = json.loads(store.root.read_text(store.legacy_rel("eval-answer", keys[2])))
     damaged["value"]["text"] = "edited"
     store.root.write_text_atomic(store.legacy_rel("eval-answer", keys[2]), json.dumps(damaged))
     assert store.layout() == {"packs": 0, "entry_files": 3}
     values, computed, reuse = _map(run, keys)
-    assert values == [{"text": "old 0"}, {"text": "old 1"}, {"text": "fresh 2"}] and computed == [2] and reuse.counts.damaged == 1
+    assert (
+        values == [{"text": "old 0"}, {"text": "old 1"}, {"text": "fresh 2"}]
+        and computed == [2]
+        and reuse.counts.damaged == 1
+    )
     assert store.layout() == {"packs": 1, "entry_files": 0}
     assert _map(run, keys)[:2] == (values, [])
 
@@ -273,18 +299,24 @@ def test_prune_drops_stale_entries_and_keeps_a_packs_fresh_ones() -> None:
             if key in keys[:2] or key not in keys:  # half of one pack, all of the other
                 doc["used_at"] = old
                 doc["sha256"] = entry_checksum(doc)
-        run.fs.pipe_file(path, reuse_store.encode_pack("eval-answer", {k: json.dumps(d, sort_keys=True) for k, d in docs.items()}))
+        run.fs.pipe_file(
+            path, reuse_store.encode_pack("eval-answer", {k: json.dumps(d, sort_keys=True) for k, d in docs.items()})
+        )
     before = _packs(run)
     counts = store.prune(keep_days=2)
     assert (counts["entries_removed"], counts["entries_kept"]) == (4, 2)
     (after,) = _packs(run)
-    assert after not in before and any(after.rsplit("/", 1)[1][:22] == b.rsplit("/", 1)[1][:22] for b in before)  # same time stamp
+    assert after not in before and any(
+        after.rsplit("/", 1)[1][:22] == b.rsplit("/", 1)[1][:22] for b in before
+    )  # same time stamp
     assert sorted(doc["key"] for _, doc in store.entries()) == keys[2:]
     values, computed, _ = _map(run, keys)
     assert computed == [0, 1] and values[2:] == [{"text": "stored 2"}, {"text": "stored 3"}]
 
 
-def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(s3_run_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(
+    s3_run_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``ItemReuse.map`` on an object store lists its shard's folder and reads its pack in one
     round: hits, misses and a damaged entry come out as one by one."""
     run = RunFS.open(s3_run_url)
@@ -308,8 +340,15 @@ def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(s3_
 
     monkeypatch.setattr(RunFS, "read_many", spy)
     values, computed, reuse = _map(run, [*keys, None])
-    assert values == [{"text": "stored 0"}, {"text": "stored 1"}, {"text": "stored 2"}, {"text": "fresh 3"}, {"text": "fresh 4"},
-                      {"text": "fresh 5"}, {"text": "fresh 6"}]
+    assert values == [
+        {"text": "stored 0"},
+        {"text": "stored 1"},
+        {"text": "stored 2"},
+        {"text": "fresh 3"},
+        {"text": "fresh 4"},
+        {"text": "fresh 5"},
+        {"text": "fresh 6"},
+    ]
     assert computed == [3, 4, 5, 6] and reuse.counts.as_dict() == {"reused": 3, "computed": 4, "damaged": 1}
     assert len(rounds) == 1 and len(rounds[0]) == 1  # one round, one file
     again, computed, reuse = _map(run, keys)
@@ -322,7 +361,9 @@ def test_on_s3_one_shard_reads_its_entries_in_one_round_with_the_same_checks(s3_
     assert regrouped == values[4:6] and computed == [] and len(rounds) == 1
 
 
-def test_on_s3_entries_reads_every_entry_and_names_the_unreadable(s3_run_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_s3_entries_reads_every_entry_and_names_the_unreadable(
+    s3_run_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``entries`` (behind ``reuse stats`` and ``prune``) reads an object store's packs in rounds
     of ``ENTRY_BATCH``: every entry once, one that is not JSON as ``{}``."""
     monkeypatch.setattr(reuse_store, "ENTRY_BATCH", 2)  # several rounds on a small store

@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from storage.fs import RunFS
-from storage.run_dirs import InsideRunDir, enclosing_run_dir, is_run_dir, refuse_release_target, refuse_report_target, resolved
+from storage.run_dirs import (
+    InsideRunDir,
+    enclosing_run_dir,
+    is_run_dir,
+    refuse_release_target,
+    refuse_report_target,
+    resolved,
+)
 from storage.run_lock import LEASE_FILE
 
 
@@ -52,7 +59,13 @@ def test_local_paths_are_resolved_before_the_check(tmp_path: Path) -> None:
         assert resolved(RunFS.open(written)).root == str(run), written
         with pytest.raises(InsideRunDir, match=f"is the run directory {run}; choose a folder outside"):
             refuse_release_target(RunFS.open(written), RunFS.open(str(run)))
-    inside = [f"{base}/runs/X/release", f"{base}/runs/X/reports/rel", f"file://{base}/runs/X/rel2", f"{base}/runs/X/mine/candidates", f"{base}/link/rel"]
+    inside = [
+        f"{base}/runs/X/release",
+        f"{base}/runs/X/reports/rel",
+        f"file://{base}/runs/X/rel2",
+        f"{base}/runs/X/mine/candidates",
+        f"{base}/link/rel",
+    ]
     for written in inside:
         with pytest.raises(InsideRunDir, match=f"is inside the run directory {run};"):
             refuse_release_target(RunFS.open(written), RunFS.open(str(run)))
@@ -76,13 +89,18 @@ def test_object_store_keys_are_folded_before_the_check() -> None:
             refuse_release_target(RunFS.open(written), run)
     with pytest.raises(InsideRunDir, match="is inside the run directory"):
         refuse_release_target(RunFS.open(f"{bucket}/runs/X/../X/release"), run)
-    assert refuse_release_target(RunFS.open(f"{bucket}/runs/X/../rel"), run).root == RunFS.open(f"{bucket}/runs/rel").root
+    assert (
+        refuse_release_target(RunFS.open(f"{bucket}/runs/X/../rel"), run).root == RunFS.open(f"{bucket}/runs/rel").root
+    )
 
 
 def test_a_report_goes_below_its_own_runs_reports_or_outside_every_run(tmp_path: Path) -> None:
     run = RunFS.open(str(_run_dir(tmp_path / "runs" / "X")))
     other = _run_dir(tmp_path / "runs" / "Y")
-    assert refuse_report_target(RunFS.open(f"{run.root}/reports/../reports/b.html"), run, "reports").root == f"{run.root}/reports/b.html"
+    assert (
+        refuse_report_target(RunFS.open(f"{run.root}/reports/../reports/b.html"), run, "reports").root
+        == f"{run.root}/reports/b.html"
+    )
     assert refuse_report_target(RunFS.open(f"{tmp_path}/out//b.html"), run, "reports").root == f"{tmp_path}/out/b.html"
     for bad, why in [
         (f"{run.root}/mine/candidates/part-00000.parquet", f"is inside the run directory {run.root};"),

@@ -14,10 +14,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from lock_holder import held_by_another_process
+
 from storage.fs import RunFS
-from storage.run_lock import LEASE_FILE, Lease, NestedLock, RunLock, RunLocked, hold_run, local_holder, read_lease, stale_reason
+from storage.run_lock import (
+    LEASE_FILE,
+    Lease,
+    NestedLock,
+    RunLock,
+    RunLocked,
+    hold_run,
+    local_holder,
+    read_lease,
+    stale_reason,
+)
 
 
 def _dead_pid() -> int:
@@ -49,7 +59,12 @@ def test_lock_held_by_another_process_is_refused_and_released_when_it_dies(tmp_p
     messages: list[str] = []
     with RunLock(RunFS.open(str(root)), "reactbench qa", on_message=messages.append) as lock:
         assert lock.took_over is not None and lock.took_over.pid == proc.pid
-    assert len(messages) == 1 and "Taking over the stale lock" in messages[0] and f"pid {proc.pid}" in messages[0] and "gone" in messages[0]
+    assert (
+        len(messages) == 1
+        and "Taking over the stale lock" in messages[0]
+        and f"pid {proc.pid}" in messages[0]
+        and "gone" in messages[0]
+    )
 
 
 def test_local_holder_names_a_live_holder_only(tmp_path: Path):
@@ -180,15 +195,22 @@ def test_a_stopped_holder_is_named_not_reported_as_a_changing_file(tmp_path: Pat
         try:
             time.sleep(0.8)
             lease = read_lease(RunFS.open(str(root)))
-            assert lease is not None and time.time() - lease.heartbeat_at > 2 * lease.ttl_s, "the holder beat while stopped"
+            assert lease is not None and time.time() - lease.heartbeat_at > 2 * lease.ttl_s, (
+                "the holder beat while stopped"
+            )
             with pytest.raises(RunLocked) as err:
                 RunLock(RunFS.open(str(root)), "reactbench qa").acquire()
             assert f"pid {proc.pid}" in str(err.value) and f"kill -CONT {proc.pid}" in str(err.value)
             assert local_holder(str(root)) == lease  # the executable's early refusal names it too
-            for argv in ([cli, "build", "--run-dir", str(root)], [sys.executable, "-m", "flows.cli", "build", "--run-dir", str(root)]):
+            for argv in (
+                [cli, "build", "--run-dir", str(root)],
+                [sys.executable, "-m", "flows.cli", "build", "--run-dir", str(root)],
+            ):
                 out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
                 assert out.returncode == 3, out.stdout + out.stderr
-                assert f"pid {proc.pid}" in out.stderr and "stopped" in out.stderr and "Traceback" not in out.stderr, out.stderr
+                assert f"pid {proc.pid}" in out.stderr and "stopped" in out.stderr and "Traceback" not in out.stderr, (
+                    out.stderr
+                )
         finally:
             os.kill(proc.pid, signal.SIGCONT)
 

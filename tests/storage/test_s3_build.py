@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from PIL import Image
-
 from s3_server import S3Server
+
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from storage.run_lock import LEASE_FILE
@@ -73,7 +73,11 @@ def s3_run(config: Path, bucket: str) -> dict[str, Any]:
     url = f"s3://{bucket}/run"
     proc = reactbench("build", "--config", str(config), "--run-dir", url, "--orchestrator", "local", cwd=config.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {"url": url, "output": proc.stdout + proc.stderr, "db_url": yaml.safe_load(config.read_text())["review"]["db_url"]}
+    return {
+        "url": url,
+        "output": proc.stdout + proc.stderr,
+        "db_url": yaml.safe_load(config.read_text())["review"]["db_url"],
+    }
 
 
 def _items(run: RunFS, stage: str) -> dict[str, int]:
@@ -86,7 +90,12 @@ def _items(run: RunFS, stage: str) -> dict[str, int]:
 
 
 def _parquet_files(run: RunFS) -> dict[str, bytes]:
-    return {p.removeprefix(run.root + "/"): run.fs.cat_file(p) for s in STAGES[:4] for p in run.walk_files(s) if p.endswith(".parquet")}
+    return {
+        p.removeprefix(run.root + "/"): run.fs.cat_file(p)
+        for s in STAGES[:4]
+        for p in run.walk_files(s)
+        if p.endswith(".parquet")
+    }
 
 
 def test_a_whole_build_on_s3_leaves_every_artifact(s3_run: dict[str, Any], bucket: str, s3_server: S3Server) -> None:
@@ -117,7 +126,9 @@ def test_eval_export_and_report_on_s3(s3_run: dict[str, Any], bucket: str, confi
     url, cwd = s3_run["url"], config.parent
     ev = reactbench("eval", "--run-dir", url, "--model", "rules:rules-v1", "--unverified", cwd=cwd)
     assert ev.returncode == 0, ev.stdout + ev.stderr
-    assert f"{url}/eval/rules-rules-v1-unverified" in " ".join((ev.stdout + ev.stderr).split()), ev.stderr  # the URL, not a bare bucket path
+    assert f"{url}/eval/rules-rules-v1-unverified" in " ".join((ev.stdout + ev.stderr).split()), (
+        ev.stderr
+    )  # the URL, not a bare bucket path
     run = RunFS.open(url)
     metrics = json.loads(run.read_text("eval", "rules-rules-v1-unverified", "metrics.json"))
     assert metrics
@@ -149,13 +160,17 @@ def test_review_export_on_s3(s3_run: dict[str, Any], config: Path) -> None:
 
 
 def test_a_rerun_on_s3_skips_every_shard(s3_run: dict[str, Any], config: Path) -> None:
-    proc = reactbench("build", "--config", str(config), "--run-dir", s3_run["url"], "--orchestrator", "local", cwd=config.parent)
+    proc = reactbench(
+        "build", "--config", str(config), "--run-dir", s3_run["url"], "--orchestrator", "local", cwd=config.parent
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     output = proc.stdout + proc.stderr
     assert "Nothing to do: all" in output and "shard(s) were skipped (already complete)" in output, output
 
 
-def test_a_second_run_dir_is_served_by_the_shared_reuse_store_byte_for_byte(s3_run: dict[str, Any], bucket: str, config: Path) -> None:
+def test_a_second_run_dir_is_served_by_the_shared_reuse_store_byte_for_byte(
+    s3_run: dict[str, Any], bucket: str, config: Path
+) -> None:
     url = f"s3://{bucket}/run2"
     proc = reactbench("build", "--config", str(config), "--run-dir", url, "--orchestrator", "local", cwd=config.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -177,8 +192,24 @@ def test_two_builds_started_together_on_s3_one_runs_the_other_exits_3(config: Pa
     race_config.write_text(yaml.safe_dump(tiny))
     for trial in range(RACE_TRIALS):
         url = f"s3://{bucket}/race-{trial}"
-        argv = [CLI, "build", "--config", str(race_config), "--run-dir", url, "--orchestrator", "local", "--stages", "mine"]
-        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=config.parent) for _ in range(2)]
+        argv = [
+            CLI,
+            "build",
+            "--config",
+            str(race_config),
+            "--run-dir",
+            url,
+            "--orchestrator",
+            "local",
+            "--stages",
+            "mine",
+        ]
+        procs = [
+            subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=config.parent
+            )
+            for _ in range(2)
+        ]
         results = [(p.pid, *p.communicate(timeout=300), p.returncode) for p in procs]
         codes = sorted(r[3] for r in results)
         assert codes == [0, 3], f"trial {trial}: exit statuses {codes}\n" + "\n".join(r[2] for r in results)

@@ -14,16 +14,29 @@ from storage.schemas import ArtifactSchema
 TOY = ArtifactSchema(
     "shared_toy",
     1,
-    pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("kind", pa.string()), pa.field("n", pa.int64()),
-               pa.field("tags", pa.list_(pa.string()))]),
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("kind", pa.string()),
+            pa.field("n", pa.int64()),
+            pa.field("tags", pa.list_(pa.string())),
+        ]
+    ),
 )
 
 
 def _run(tmp_path: Path) -> ArtifactReader:
     run = RunFS.open(str(tmp_path / "run"))
     for shard in range(3):
-        rows = [{"id": f"s{shard}-{i}", "kind": "".join(["edi", "ted" if i % 2 else "tor"]), "n": i, "tags": ["".join(["a", "b"]), f"t{i % 2}"]}
-                for i in range(6)]
+        rows = [
+            {
+                "id": f"s{shard}-{i}",
+                "kind": "".join(["edi", "ted" if i % 2 else "tor"]),
+                "n": i,
+                "tags": ["".join(["a", "b"]), f"t{i % 2}"],
+            }
+            for i in range(6)
+        ]
         rows.append({"id": f"s{shard}-x", "kind": None, "n": None, "tags": None})
         write_table(run, f"st/toy/part-{shard:05d}.parquet", table_from_rows(TOY, rows))
     return ArtifactReader(run, "st/toy", TOY)
@@ -51,6 +64,8 @@ def test_columns_are_projected(tmp_path: Path) -> None:
 
 def test_progress_counts_the_shards_read(tmp_path: Path) -> None:
     seen: list[tuple[int, int]] = []
-    rows = ArtifactReader(_run(tmp_path).run, "st/toy", TOY).iter_shared_rows(["n"], progress=lambda done, total: seen.append((done, total)))
+    rows = ArtifactReader(_run(tmp_path).run, "st/toy", TOY).iter_shared_rows(
+        ["n"], progress=lambda done, total: seen.append((done, total))
+    )
     assert next(rows) == {"n": 0} and seen == []  # told after a shard is read through
     assert len(list(rows)) == 20 and seen == [(1, 3), (2, 3), (3, 3)]

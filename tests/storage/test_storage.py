@@ -21,7 +21,13 @@ from storage.stage_store import ShardResult, StageStore
 TOY = ArtifactSchema(
     "toy",
     2,
-    pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("value", pa.int64()), pa.field("tags", pa.list_(pa.string()))]),
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("value", pa.int64()),
+            pa.field("tags", pa.list_(pa.string())),
+        ]
+    ),
 )
 
 
@@ -72,7 +78,9 @@ def test_incompatible_type_names_file_and_field(run: RunFS) -> None:
 
 
 def test_newer_schema_version_is_refused(run: RunFS) -> None:
-    table = pa.table({"id": ["a"]}).replace_schema_metadata({b"reactbench.artifact": b"toy", b"reactbench.version": b"9"})
+    table = pa.table({"id": ["a"]}).replace_schema_metadata(
+        {b"reactbench.artifact": b"toy", b"reactbench.version": b"9"}
+    )
     _raw_parquet(run, "s/toy/part-00000.parquet", table)
     with pytest.raises(ArtifactError, match="v9"):
         read_table(run, "s/toy/part-00000.parquet", TOY)
@@ -110,7 +118,9 @@ def test_markers_name_their_files_and_one_listing_finds_what_changed(run: RunFS)
     of the stage (missing, other size, a stray shard file) and, when asked, with the contents."""
     store = StageStore(run, "toystage", {"toy": TOY})
     for i in range(2):
-        store.write_shard(i, "k", ShardResult(outputs={"toy": [{"id": f"r{i}", "value": i, "tags": ["a"] * (i + 1)}]}, rows_in=1))
+        store.write_shard(
+            i, "k", ShardResult(outputs={"toy": [{"id": f"r{i}", "value": i, "tags": ["a"] * (i + 1)}]}, rows_in=1)
+        )
     files = {rel: rec for m in store.markers() for rel, rec in store.marker_files(m).items()}
     assert sorted(files) == [f"toystage/{a}/part-0000{i}.parquet" for a in ("rejects", "toy") for i in range(2)]
     sizes = run.file_sizes("toystage")
@@ -120,8 +130,12 @@ def test_markers_name_their_files_and_one_listing_finds_what_changed(run: RunFS)
     data[len(data) // 2] ^= 0x01
     run.fs.pipe_file(run.path("toystage/toy/part-00000.parquet"), bytes(data))  # same name, same size
     assert store.damage(files, run.file_sizes("toystage"), whole=True) == []  # a listing cannot see it...
-    assert store.damage(files, run.file_sizes("toystage"), checksums=True) == ["toystage/toy/part-00000.parquet was changed (its sha256 is not the one written)"]
-    run.fs.pipe_file(run.path("toystage/toy/part-00001.parquet"), run.read_bytes("toystage/toy/part-00001.parquet")[:-10])  # cut short
+    assert store.damage(files, run.file_sizes("toystage"), checksums=True) == [
+        "toystage/toy/part-00000.parquet was changed (its sha256 is not the one written)"
+    ]
+    run.fs.pipe_file(
+        run.path("toystage/toy/part-00001.parquet"), run.read_bytes("toystage/toy/part-00001.parquet")[:-10]
+    )  # cut short
     run.fs.pipe_file(run.path("toystage/toy/part-00002.parquet"), b"a stray")
     run.rm("toystage/rejects/part-00001.parquet")
     assert store.damage(files, run.file_sizes("toystage"), whole=True) == [

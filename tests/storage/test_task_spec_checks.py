@@ -14,7 +14,9 @@ SUBS = (("SC-1", "a", "first"), ("SC-2", "b", "second"), ("SC-3", "c", "third"))
 
 
 def spec(**kw: Any) -> TaskSpec:
-    base: dict[str, Any] = dict(id="toy_task", short="TT", label="Toy", weight=0.1, subcauses=SUBS, modules=("toy_pkg.task",))
+    base: dict[str, Any] = dict(
+        id="toy_task", short="TT", label="Toy", weight=0.1, subcauses=SUBS, modules=("toy_pkg.task",)
+    )
     return TaskSpec(**{**base, **kw})
 
 
@@ -37,8 +39,16 @@ def test_every_registered_task_loads_and_fits_its_hooks() -> None:
         ({"extra": {"qa_slot": "toy_pkg.qa:qa_slots"}}, "extra['qa_slot']", "unknown hook; known: "),
         ({"extra": {"qa_slots": _one_arg}}, "extra['qa_slots']", "cannot be called as (edit, fields, settings)"),
         ({"extra": {"qa_slots": "toy_pkg_qa_slots"}}, "extra['qa_slots']", "must read 'module:attribute'"),
-        ({"extra": {"qa_templates": "toy_pkg/templates.yaml"}}, "extra['qa_templates']", "must read 'package:path/inside.yaml'"),
-        ({"extra": {"sa_judge": "prompts.offline_judge:FUZZY"}}, "extra['sa_judge']", "must name a rule the core ships"),
+        (
+            {"extra": {"qa_templates": "toy_pkg/templates.yaml"}},
+            "extra['qa_templates']",
+            "must read 'package:path/inside.yaml'",
+        ),
+        (
+            {"extra": {"sa_judge": "prompts.offline_judge:FUZZY"}},
+            "extra['sa_judge']",
+            "must name a rule the core ships",
+        ),
         ({"extra": {"vg_reads": ("relationships", "regions")}}, "extra['vg_reads']", "must be a tuple of"),
         ({"miners": {"visual_genome": _slots}}, "miners['visual_genome']", "cannot be called as (job)"),
         ({"subcauses": (*SUBS[:2], ("SC-4", "d", "fourth"))}, "subcauses[2]", "code 'SC-4' must be 'SC-3'"),
@@ -55,7 +65,10 @@ def test_a_spec_the_core_cannot_run_is_refused_naming_package_and_field(kw: dict
 
 def test_a_string_hook_with_the_wrong_signature_fails_when_loaded_naming_the_field() -> None:
     bad = spec(extra={"qa_slots": f"{__name__}:_one_arg"})
-    with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): extra\['qa_slots'\]: .*cannot be called as \(edit, fields, settings\)"):
+    with pytest.raises(
+        TaskError,
+        match=r"\(package toy_pkg.task\): extra\['qa_slots'\]: .*cannot be called as \(edit, fields, settings\)",
+    ):
         bad.hook("qa_slots")
     with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): extra\['prior_terms'\]: .*does not load"):
         spec(extra={"prior_terms": f"{__name__}:no_such_function"}).check_hooks()

@@ -28,8 +28,13 @@ def relation_named(text: str, obj: str) -> str | None:
     return None
 
 
-def check(mover: Mapping[str, Any], anchor: Mapping[str, Any], fields: Mapping[str, Any], meta: Mapping[str, Any],
-          questions: list[Mapping[str, Any]]) -> list[str]:
+def check(
+    mover: Mapping[str, Any],
+    anchor: Mapping[str, Any],
+    fields: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    questions: list[Mapping[str, Any]],
+) -> list[str]:
     """Problems of one queued edit (empty: every gold answer is true of the drawn truth).
     ``mover`` / ``anchor``: the drawn objects (``name``, ``box``) the edit moved and left."""
     problems: list[str] = []
@@ -41,7 +46,9 @@ def check(mover: Mapping[str, Any], anchor: Mapping[str, Any], fields: Mapping[s
     still = anchor["box"]
     relation = fields.get("relation", "")
     if geometry.holds(relation, moved, still):
-        problems.append(f"after the move the {mover['name']} is still {geometry.phrase(relation)} the {anchor['name']}")
+        problems.append(
+            f"after the move the {mover['name']} is still {geometry.phrase(relation)} the {anchor['name']}"
+        )
     obj = str(fields.get("object") or anchor["name"])
 
     def true(rel: str) -> bool:
@@ -56,7 +63,9 @@ def check(mover: Mapping[str, Any], anchor: Mapping[str, Any], fields: Mapping[s
             if rel is None:
                 problems.append(f"{qid}: no relation to the {obj} in {text!r}")
             elif ("Yes" if true(rel) else "No") != gold:
-                problems.append(f"{qid}: {text!r} gold {gold}, but the drawn truth says {'Yes' if true(rel) else 'No'}")
+                problems.append(
+                    f"{qid}: {text!r} gold {gold}, but the drawn truth says {'Yes' if true(rel) else 'No'}"
+                )
         elif qtype == "SA":
             rel = relation_named(gold, obj)
             if rel is None or not true(rel):
@@ -69,7 +78,9 @@ def check(mover: Mapping[str, Any], anchor: Mapping[str, Any], fields: Mapping[s
                 if rel is None:
                     problems.append(f"{qid}: option {opt!r} names no relation to the {obj}")
                 elif true(rel) != (i == right):
-                    problems.append(f"{qid}: option {opt!r} is {'true' if true(rel) else 'false'} of the drawn truth but {'is' if i == right else 'is not'} the gold")
+                    problems.append(
+                        f"{qid}: option {opt!r} is {'true' if true(rel) else 'false'} of the drawn truth but {'is' if i == right else 'is not'} the gold"
+                    )
     return problems
 
 

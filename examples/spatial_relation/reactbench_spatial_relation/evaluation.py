@@ -16,7 +16,9 @@ from tasks.plugin_api import EvalRules
 
 _SIDE_WORDS = re.compile(r"\b(left|right|above|below|over|under|beneath|top|bottom)\b", re.IGNORECASE)
 _HABIT_WORDS = re.compile(r"\b(usually|typically|normally|always|commonly|belongs?|expected|tend to)\b", re.IGNORECASE)
-_CONTACT_WORDS = re.compile(r"\b(on|in|inside|resting|sitting|placed|beside|next to|near|close to|touching)\b", re.IGNORECASE)
+_CONTACT_WORDS = re.compile(
+    r"\b(on|in|inside|resting|sitting|placed|beside|next to|near|close to|touching)\b", re.IGNORECASE
+)
 
 
 def prior_terms(ann: Mapping[str, Any]) -> list[str]:

@@ -32,24 +32,72 @@ PHRASES: dict[str, str] = {
 # Verbs that name an action or a part ("has", "of", "riding", "attached to", "growing in") are not
 # spatial statements about where one thing is relative to another, so they are left out.
 WORDINGS: dict[str, str] = {
-    "on": "on", "on top of": "on", "sitting on": "on", "standing on": "on", "lying on": "on", "laying on": "on",
-    "resting on": "on", "placed on": "on", "parked on": "on", "atop": "on", "upon": "on", "sitting on top of": "on",
-    "under": "under", "underneath": "under", "beneath": "under", "sitting under": "under",
-    "above": "above", "over": "above", "hanging above": "above", "hanging over": "above", "flying above": "above",
-    "below": "below", "down from": "below",
-    "in": "in", "inside": "in", "inside of": "in", "within": "in", "in middle of": "in", "in the middle of": "in",
-    "left of": "left of", "to left of": "left of", "to the left of": "left of", "on left side of": "left of", "on the left of": "left of",
-    "right of": "right of", "to right of": "right of", "to the right of": "right of", "on right side of": "right of", "on the right of": "right of",
-    "in front of": "in front of", "front of": "in front of", "infront of": "in front of",
-    "behind": "behind", "in back of": "behind", "back of": "behind",
-    "next to": "next to", "beside": "next to", "near": "next to", "by": "next to", "close to": "next to", "alongside": "next to",
-    "adjacent to": "next to", "besides": "next to",
+    "on": "on",
+    "on top of": "on",
+    "sitting on": "on",
+    "standing on": "on",
+    "lying on": "on",
+    "laying on": "on",
+    "resting on": "on",
+    "placed on": "on",
+    "parked on": "on",
+    "atop": "on",
+    "upon": "on",
+    "sitting on top of": "on",
+    "under": "under",
+    "underneath": "under",
+    "beneath": "under",
+    "sitting under": "under",
+    "above": "above",
+    "over": "above",
+    "hanging above": "above",
+    "hanging over": "above",
+    "flying above": "above",
+    "below": "below",
+    "down from": "below",
+    "in": "in",
+    "inside": "in",
+    "inside of": "in",
+    "within": "in",
+    "in middle of": "in",
+    "in the middle of": "in",
+    "left of": "left of",
+    "to left of": "left of",
+    "to the left of": "left of",
+    "on left side of": "left of",
+    "on the left of": "left of",
+    "right of": "right of",
+    "to right of": "right of",
+    "to the right of": "right of",
+    "on right side of": "right of",
+    "on the right of": "right of",
+    "in front of": "in front of",
+    "front of": "in front of",
+    "infront of": "in front of",
+    "behind": "behind",
+    "in back of": "behind",
+    "back of": "behind",
+    "next to": "next to",
+    "beside": "next to",
+    "near": "next to",
+    "by": "next to",
+    "close to": "next to",
+    "alongside": "next to",
+    "adjacent to": "next to",
+    "besides": "next to",
 }
 
 # "B under A" says "A on B" seen from the other end; "in" has no inverse among the predicates.
 INVERSE: dict[str, str] = {
-    "on": "under", "under": "on", "above": "below", "below": "above", "left of": "right of", "right of": "left of",
-    "in front of": "behind", "behind": "in front of", "next to": "next to",
+    "on": "under",
+    "under": "on",
+    "above": "below",
+    "below": "above",
+    "left of": "right of",
+    "right of": "left of",
+    "in front of": "behind",
+    "behind": "in front of",
+    "next to": "next to",
 }
 
 # The form a pair's relation is stated in: its subject is the object that moves.
@@ -156,8 +204,17 @@ def place(side: str, s: Box, o: Box, gap: float) -> list[float]:
     raise ValueError(f"unknown side {side!r}; known: {sorted(SIDES)}")
 
 
-def destination(relation: str, s: Box, o: Box, others: list[Box], width: int, height: int, gap: float,
-                max_overlap: float, sides: Sequence[str]) -> tuple[list[float], str] | None:
+def destination(
+    relation: str,
+    s: Box,
+    o: Box,
+    others: list[Box],
+    width: int,
+    height: int,
+    gap: float,
+    max_overlap: float,
+    sides: Sequence[str],
+) -> tuple[list[float], str] | None:
     """Where to move ``s`` so that ``relation`` no longer holds: the first of ``sides`` whose place
     lies inside the image, clear of ``s``'s own box and of ``o``, covers at most ``max_overlap`` of
     any other annotated box (nor is covered by it), and leaves exactly one side relation true.

@@ -56,7 +56,9 @@ def spatial_rows(scan: Scan) -> list[tuple[int, str, int, int]]:
     return out
 
 
-def pair_stats(scan: Scan, spatial: list[tuple[int, str, int, int]], params: SpatialRelationParams) -> list[dict[str, Any]]:
+def pair_stats(
+    scan: Scan, spatial: list[tuple[int, str, int, int]], params: SpatialRelationParams
+) -> list[dict[str, Any]]:
     """One dict per linked class pair: N, the dominant (relation, subject, object), P, kept."""
     names = scan.names.names
     total: Counter = Counter()
@@ -69,8 +71,19 @@ def pair_stats(scan: Scan, spatial: list[tuple[int, str, int, int]], params: Spa
     for key in sorted(total, key=lambda k: (names[k[0]], names[k[1]])):
         (rel, s, o), n = min(stated[key].items(), key=lambda kv: (-kv[1], kv[0][0], names[kv[0][1]]))
         p = n / total[key]
-        out.append({"subject": names[s], "relation": rel, "object": names[o], "s": s, "o": o, "n": total[key], "count": n, "p": p,
-                    "kept": total[key] >= params.n_min and p >= params.theta})
+        out.append(
+            {
+                "subject": names[s],
+                "relation": rel,
+                "object": names[o],
+                "s": s,
+                "o": o,
+                "n": total[key],
+                "count": n,
+                "p": p,
+                "kept": total[key] >= params.n_min and p >= params.theta,
+            }
+        )
     return out
 
 
@@ -110,11 +123,24 @@ def select(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int, t
 
 def _end(scan: Scan, row: int, prefix: str, nid: int) -> dict[str, Any]:
     r = scan.relations
-    return {"id": int(r[f"{prefix}_oid"][row]), "name": scan.names.names[nid], "box": [float(r[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")]}
+    return {
+        "id": int(r[f"{prefix}_oid"][row]),
+        "name": scan.names.names[nid],
+        "box": [float(r[f"{prefix}{c}"][row]) for c in ("x", "y", "w", "h")],
+    }
 
 
-def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: int, task: str, pair: dict[str, Any], row: int, iid: int,
-               sel: Selection) -> dict[str, Any] | None:
+def _candidate(
+    scan: Scan,
+    params: SpatialRelationParams,
+    rows: VGRows,
+    seed: int,
+    task: str,
+    pair: dict[str, Any],
+    row: int,
+    iid: int,
+    sel: Selection,
+) -> dict[str, Any] | None:
     r, objs = scan.relations, scan.objects
     info = scan.images[iid]
     W, H = info.width, info.height
@@ -129,32 +155,63 @@ def _candidate(scan: Scan, params: SpatialRelationParams, rows: VGRows, seed: in
     same = int(np.sum(nids == pair["s"]))
     if params.unique_instances and (same > 1 or int(np.sum(nids == pair["o"])) > 1):
         return None
-    others = [rows.index.box("objects", int(k)) for k in obj_rows if int(objs["oid"][k]) not in (mover["id"], anchor["id"])]
+    others = [
+        rows.index.box("objects", int(k)) for k in obj_rows if int(objs["oid"][k]) not in (mover["id"], anchor["id"])
+    ]
     gap = params.gap * min(W, H)
     sides = list(params.sides)
     k = int(rng_for(seed, task, "side", iid, mover["id"]).integers(len(sides)))
     sides = sides[k:] + sides[:k]
-    found = geometry.destination(pair["relation"], mover["box"], anchor["box"], others, W, H, gap, params.max_overlap, sides)
+    found = geometry.destination(
+        pair["relation"], mover["box"], anchor["box"], others, W, H, gap, params.max_overlap, sides
+    )
     ref = f"{rows.ref}:{task}:{iid}:{int(r['rid'][row])}"
     if found is None:
-        sel.rejects.append(reject(ref, "mine", "no_free_place",
-                                  f"image {iid}: no free place for the {mover['name']} on any side of the {anchor['name']} where "
-                                  f"'{pair['relation']}' stops holding (sides {list(params.sides)})", {"image_id": iid, "relationship_id": int(r["rid"][row])}))
+        sel.rejects.append(
+            reject(
+                ref,
+                "mine",
+                "no_free_place",
+                f"image {iid}: no free place for the {mover['name']} on any side of the {anchor['name']} where "
+                f"'{pair['relation']}' stops holding (sides {list(params.sides)})",
+                {"image_id": iid, "relationship_id": int(r["rid"][row])},
+            )
+        )
         return None
     path = rows.image_path(iid, sel)
     if path is None:
         return None
     dest, now = found
     extra = {
-        "pair": {"subject": pair["subject"], "object": pair["object"], "relation": pair["relation"], "n": pair["n"], "count": pair["count"], "p": pair["p"]},
+        "pair": {
+            "subject": pair["subject"],
+            "object": pair["object"],
+            "relation": pair["relation"],
+            "n": pair["n"],
+            "count": pair["count"],
+            "p": pair["p"],
+        },
         "relationship_id": int(r["rid"][row]),
         "instance_predicate": scan.predicates.names[int(r["pid"][row])],
         "relation": pair["relation"],
         "destination_box": dest,
         "new_relation": now,
     }
-    return rows.row(task, "targeted", iid, path, target=mover, partner=anchor, id_parts=(anchor["id"],), extra=extra,
-                    predicate=pair["relation"], direction="target_is_subject", same_instance_count=same, edit_type="move", fallback_chain=[])
+    return rows.row(
+        task,
+        "targeted",
+        iid,
+        path,
+        target=mover,
+        partner=anchor,
+        id_parts=(anchor["id"],),
+        extra=extra,
+        predicate=pair["relation"],
+        direction="target_is_subject",
+        same_instance_count=same,
+        edit_type="move",
+        fallback_chain=[],
+    )
 
 
 def stats_rows(scan: Scan, params: SpatialRelationParams) -> list[dict[str, Any]]:

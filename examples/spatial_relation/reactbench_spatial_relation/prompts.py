@@ -52,7 +52,9 @@ class SRInstruction(BaseModel):
         ctx = info.context or {}
         subject, obj = ctx.get("subject_name"), ctx.get("object_name")
         if subject and not _same(self.move, subject):
-            raise ValueError(f"move: must be the {subject!r} of the relation (it is the object that moves), got {self.move!r}")
+            raise ValueError(
+                f"move: must be the {subject!r} of the relation (it is the object that moves), got {self.move!r}"
+            )
         if obj and not _same(self.away_from, obj):
             raise ValueError(f"away_from: must be the {obj!r} of the relation, got {self.away_from!r}")
         return self
@@ -64,7 +66,11 @@ SR_INSTRUCTION = PromptSpec("sr_instruction", "1", "sr_instruction.j2", SRInstru
 def plan_of(candidate: dict[str, Any]) -> dict[str, Any]:
     """What the miner decided for a candidate: the relation, where the object goes, what then holds."""
     extra = json.loads(candidate.get("extra_json") or "{}")
-    return {"relation": extra["relation"], "destination_box": list(extra["destination_box"]), "new_relation": extra["new_relation"]}
+    return {
+        "relation": extra["relation"],
+        "destination_box": list(extra["destination_box"]),
+        "new_relation": extra["new_relation"],
+    }
 
 
 def extend_context(ctx: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
@@ -115,4 +121,12 @@ def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
         "object_box": list(c["partner_box"]),
         "source_box": list(c["target_box"]),
     }
-    return [{"instruction": f["instruction"], "edit_type": "move", "target_box": c["target_box"], "target_name": c["target_name"], "fields": fields}]
+    return [
+        {
+            "instruction": f["instruction"],
+            "edit_type": "move",
+            "target_box": c["target_box"],
+            "target_name": c["target_name"],
+            "fields": fields,
+        }
+    ]

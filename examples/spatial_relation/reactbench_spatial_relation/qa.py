@@ -46,7 +46,9 @@ def slots(edit: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, str]:
     dest, anchor = moved_to(edit, fields), fields["object_box"]
     now = geometry.side_of(dest, anchor, 1.0)
     if now != planned or geometry.holds(relation, dest, anchor):
-        raise ValueError(f"the {fields['subject']} went to {dest}, where '{now}' holds instead of the planned '{planned}'")
+        raise ValueError(
+            f"the {fields['subject']} went to {dest}, where '{now}' holds instead of the planned '{planned}'"
+        )
     o1, o2 = others(relation, now)
     return {
         "S": fields["subject"],
@@ -62,7 +64,11 @@ def slots(edit: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, str]:
 def analysis_fields(edit: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The ``analysis_fields`` hook: the instruction's plan is the analysis (no model is asked)."""
     fields = json.loads(edit.get("instruction_fields_json") or "{}")
-    missing = [k for k in ("relation", "new_relation", "destination_box", "object_box", "subject", "object") if k not in fields]
+    missing = [
+        k
+        for k in ("relation", "new_relation", "destination_box", "object_box", "subject", "object")
+        if k not in fields
+    ]
     if missing:
         raise ValueError(f"edit {edit['id']}: the move plan lacks {missing}")
     return "from_edit_plan", fields

@@ -19,9 +19,21 @@ TASK = TaskSpec(
         "note": "one object was moved, so a relation that usually holds between two objects no longer holds.",
     },
     subcauses=(
-        ("SC-1", "habitual placement", "the model reports the usual arrangement of the two objects (the cup on the table) instead of where the object now is"),
-        ("SC-2", "anchor capture", "the model finds both objects but ties the moved one to the other by proximity, reading 'beside' as 'on' or 'in'"),
-        ("SC-3", "direction confusion", "the model sees that the relation changed but names the wrong side or direction (left for right, above for below)"),
+        (
+            "SC-1",
+            "habitual placement",
+            "the model reports the usual arrangement of the two objects (the cup on the table) instead of where the object now is",
+        ),
+        (
+            "SC-2",
+            "anchor capture",
+            "the model finds both objects but ties the moved one to the other by proximity, reading 'beside' as 'on' or 'in'",
+        ),
+        (
+            "SC-3",
+            "direction confusion",
+            "the model sees that the relation changed but names the wrong side or direction (left for right, above for below)",
+        ),
     ),
     params="reactbench_spatial_relation.params:SpatialRelationParams",
     miners={"visual_genome": f"{PKG}.miner:mine"},

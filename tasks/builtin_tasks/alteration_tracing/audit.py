@@ -12,7 +12,15 @@ def audit_checks(s: EditScene, p: list[str]) -> None:
     _check_at(s.world, s.target, s.fields, s.meta, s.kind, s.box, p)
 
 
-def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dict[str, Any], kind: str, box: list[float], p: list[str]) -> None:
+def _check_at(
+    world: World,
+    target: dict[str, Any],
+    f: dict[str, Any],
+    meta: dict[str, Any],
+    kind: str,
+    box: list[float],
+    p: list[str],
+) -> None:
     c = str(f.get("C") or "").lower()
     if kind in ("move", "add"):
         dest = meta.get("destination_box")
@@ -32,7 +40,9 @@ def _check_at(world: World, target: dict[str, Any], f: dict[str, Any], meta: dic
         p.append(f"AT: C_prime {cp!r} describes what happened")
     for o in world.objects.values():
         if o["id"] != target["id"] and o["erased"]:
-            p.append(f"AT: the edit also erased the {o['name']} ({o['touched']:.0%} of it); the questions name one change")
+            p.append(
+                f"AT: the edit also erased the {o['name']} ({o['touched']:.0%} of it); the questions name one change"
+            )
     bp = f.get("B_prime") or ""
     for o in world.objects.values():
         if o["name"] in world.classes(bp) and o["touched"] > 0:

@@ -7,7 +7,9 @@ from typing import Any
 
 from tasks.plugin_api import EvalRules, option_letter
 
-_SAME = re.compile(r"\b(identical|same|unchanged|no change|nothing changed|not changed|no object was|nothing was)\b", re.I)
+_SAME = re.compile(
+    r"\b(identical|same|unchanged|no change|nothing changed|not changed|no object was|nothing was)\b", re.I
+)
 
 
 class ChangeRules(EvalRules):
@@ -19,7 +21,17 @@ class ChangeRules(EvalRules):
             return "Yes" if _SAME.search(q) else "No"
         if qtype == "MC":
             opts = list(ctx.get("options_list") or [])
-            return option_letter(opts, next((i for i, o in enumerate(opts) if re.search(r"\b(nothing|no object|unchanged|no change)\b", o, re.I)), None))
+            return option_letter(
+                opts,
+                next(
+                    (
+                        i
+                        for i, o in enumerate(opts)
+                        if re.search(r"\b(nothing|no object|unchanged|no change)\b", o, re.I)
+                    ),
+                    None,
+                ),
+            )
         return "Nothing changed between the two pictures."
 
     def reasoning(self, ctx: dict[str, Any]) -> str:

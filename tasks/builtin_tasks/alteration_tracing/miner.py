@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from tasks.plugin_api import CocoRows, drop_unsure, MineJob, npx, rng_for, Scan, seeded_order, Selection, VGRows
 from tasks.builtin_tasks.alteration_tracing.params import AlterationTracingParams
+from tasks.plugin_api import CocoRows, MineJob, Scan, Selection, VGRows, drop_unsure, npx, rng_for, seeded_order
 
 
-
-def assign_edit_type(k: int, offset: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
+def assign_edit_type(
+    k: int, offset: int, types: tuple[str, ...], same_instance_count: int
+) -> tuple[str, list[str], str]:
     """(edit type, fallback chain, originally assigned type) for the k-th selected image."""
     n = len(types)
     assigned = types[(k + offset) % n]
@@ -69,9 +70,24 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
         same = int(np.sum(o["nid"][obj_rows] == nid))
         edit, chain, assigned = assign_edit_type(k, offset, params.edit_types, same)
         target = {"id": int(o["oid"][row]), "name": scan.names.names[nid], "box": rows.index.box("objects", row)}
-        extra: dict[str, Any] = {"assigned_edit_type": assigned, "object_count": int(len(obj_rows)), "rotation_index": k}
-        sel.rows.append(rows.row(task, "targeted", iid, path, target=target, extra=extra,
-                                 same_instance_count=same, edit_type=edit, fallback_chain=chain))
+        extra: dict[str, Any] = {
+            "assigned_edit_type": assigned,
+            "object_count": int(len(obj_rows)),
+            "rotation_index": k,
+        }
+        sel.rows.append(
+            rows.row(
+                task,
+                "targeted",
+                iid,
+                path,
+                target=target,
+                extra=extra,
+                same_instance_count=same,
+                edit_type=edit,
+                fallback_chain=chain,
+            )
+        )
         k += 1
     return sel
 
@@ -81,4 +97,6 @@ def mine_coco(job: MineJob) -> None:
     rows: CocoRows = job.rows
     job.result.summary["crowded_images"] = int(crowded_images(job.scan, job.params).size)
     if job.candidates:
-        job.result.add(drop_unsure(select(job.scan, job.params, rows, job.seed, job.task), rows.unsure, rows.data.path))
+        job.result.add(
+            drop_unsure(select(job.scan, job.params, rows, job.seed, job.task), rows.unsure, rows.data.path)
+        )

@@ -10,25 +10,25 @@ from typing import Any, Literal
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from tasks.plugin_api import (
-    box_center,
-    class_members,
-    distinct,
+    SUBSTITUTES,
     EnglishStr,
-    grown,
-    intersects,
     LocationPhrase,
     ObjectName,
     PastPredicate,
-    pick,
     PromptOutput,
     PromptSpec,
+    ThreeDistinct,
+    box_center,
+    class_members,
+    distinct,
+    grown,
+    intersects,
+    pick,
     region_words,
     rules_answer,
     same_class,
     same_name,
     sha256_hex,
-    SUBSTITUTES,
-    ThreeDistinct,
 )
 
 TEMPLATES = str(Path(__file__).parent / "templates")  # the prompt templates this package ships
@@ -64,22 +64,31 @@ class ATEditPlan(PromptOutput):
         return v.strip().lower() if isinstance(v, str) else v
 
     @field_validator(
-        "overall_distractors", "location_distractors", "object_location_distractors", "b_prime_distractors", "a_prime_distractors", "c_prime_objects"
+        "overall_distractors",
+        "location_distractors",
+        "object_location_distractors",
+        "b_prime_distractors",
+        "a_prime_distractors",
+        "c_prime_objects",
     )
     @classmethod
     def _distinct(cls, v: list[str], info: ValidationInfo) -> list[str]:
         return distinct(v, info.field_name or "list")
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> "ATEditPlan":
+    def _consistent(self, info: ValidationInfo) -> ATEditPlan:
         ctx = info.context or {}
         assigned = ctx.get("assigned_edit_type")
         if assigned:
             allowed = [assigned, *ctx.get("fallback_chain", [])]
             if self.edit_type not in allowed:
-                raise ValueError(f"edit_type: must be the assigned type {assigned!r} or one of its fallbacks {allowed[1:]}")
+                raise ValueError(
+                    f"edit_type: must be the assigned type {assigned!r} or one of its fallbacks {allowed[1:]}"
+                )
         limits = ctx.get("editor_limits") or {}
-        if limits.get("limited") and {"delete": "remove"}.get(self.edit_type, self.edit_type) not in (limits.get("kinds") or ()):
+        if limits.get("limited") and {"delete": "remove"}.get(self.edit_type, self.edit_type) not in (
+            limits.get("kinds") or ()
+        ):
             raise ValueError(f"edit_type: the configured editors can only do {limits.get('kinds')}")
         if self.edit_type == "delete" and int(ctx.get("same_instance_count") or 0) < 2:
             raise ValueError("edit_type: delete needs at least two instances of the object; use the next fallback")
@@ -88,9 +97,13 @@ class ATEditPlan(PromptOutput):
         target = {"name": str(ctx.get("target_name") or self.B), "synset": ctx.get("target_synset")}
         members = class_members(self.B_prime, [target, *(o for o in ctx.get("objects") or [] if o.get("box"))])
         if any(m is target for m in members):
-            raise ValueError(f"B_prime: the {self.B_prime} is the same kind of thing as the edited {target['name']} (one synset); pick another object")
+            raise ValueError(
+                f"B_prime: the {self.B_prime} is the same kind of thing as the edited {target['name']} (one synset); pick another object"
+            )
         if len(members) > 1:
-            raise ValueError(f"B_prime: the picture holds {len(members)} objects of the {self.B_prime}'s kind; pick an object that occurs once")
+            raise ValueError(
+                f"B_prime: the picture holds {len(members)} objects of the {self.B_prime}'s kind; pick an object that occurs once"
+            )
         if self.A.strip().lower() == self.A_prime.strip().lower():
             raise ValueError("A_prime: must be a different place than A")
         if self.C.strip().lower() == self.C_prime.strip().lower():
@@ -101,7 +114,9 @@ class ATEditPlan(PromptOutput):
 AT_EDIT_PLAN = PromptSpec("at_edit_plan", "1", "at_edit_plan.j2", ATEditPlan, 1, template_dir=TEMPLATES)
 
 
-def _control_object(ctx: dict[str, Any], changed: list[list[float]], also_changed: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def _control_object(
+    ctx: dict[str, Any], changed: list[list[float]], also_changed: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
     """The control object B' the questions say stayed the same: the one instance of its class in
     the picture (a question naming "the stone" must mean one object; a "rock" sharing its synset
     counts), of a class other than the target's and the ``also_changed`` ones (a replacement), with
@@ -119,7 +134,9 @@ def _control_object(ctx: dict[str, Any], changed: list[list[float]], also_change
     if not clear:
         return None
     cx, cy = box_center(ctx["target_box"])
-    return max(clear, key=lambda o: (math.hypot(box_center(o["box"])[0] - cx, box_center(o["box"])[1] - cy), o["name"]))
+    return max(
+        clear, key=lambda o: (math.hypot(box_center(o["box"])[0] - cx, box_center(o["box"])[1] - cy), o["name"])
+    )
 
 
 def _chosen_type(ctx: dict[str, Any]) -> str | None:
@@ -157,12 +174,18 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
     near_box = next((o["box"] for o in ctx["objects"] if o["name"] == near_name and o.get("box")), far["box"])
     substitute = SUBSTITUTES.get(name.split()[-1], f"differently shaped {name}")
     changes = {
-        "delete": ("was removed from the scene", f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else."),
+        "delete": (
+            "was removed from the scene",
+            f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else.",
+        ),
         "add": (
             f"had a new identical copy added to its {_side(ctx, near_box) == 'left' and 'right' or 'left'}",
             f"Add one more {name} right next to the {name} in {where}, resting naturally on the same surface; change nothing else.",
         ),
-        "replace": (f"was replaced with a {substitute}", f"Replace the {name} in {where} with a {substitute} of similar size and lighting; change nothing else."),
+        "replace": (
+            f"was replaced with a {substitute}",
+            f"Replace the {name} in {where} with a {substitute} of similar size and lighting; change nothing else.",
+        ),
         "move": (
             f"was moved to the {_side(ctx, near_box)} side of the {near_name}",
             f"Move the {name} in {where} a short distance to the {_side(ctx, near_box)} side of the {near_name}; fill its old place with the background and change nothing else.",
@@ -174,7 +197,9 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
     if c_prime == c:
         c_prime = "was turned upside down"
     b_prime = far["name"]
-    a_prime = f"the area around the {b_prime} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image"
+    a_prime = (
+        f"the area around the {b_prime} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image"
+    )
     a = f"the {region} part of the image"
     others = [n for n in names if n != b_prime][:3] or names[:3]
     while len(others) < 3:
@@ -188,8 +213,22 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
         "A_prime": a_prime,
         "B_prime": b_prime,
         "C_prime": c_prime,
-        "overall_distractors": [f"The {n} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
-        "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"Something next to the {name} at {a} was removed."],
+        "overall_distractors": [
+            f"The {n} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image {ch}."
+            for n, ch in zip(
+                others,
+                (
+                    "was turned around to face the other way",
+                    "changed its colour to a darker shade",
+                    "had a second copy placed beside it",
+                ),
+            )
+        ],
+        "location_distractors": [
+            f"The {name} at {a} changed colour.",
+            f"The {name} at {a} was turned upside down.",
+            f"Something next to the {name} at {a} was removed.",
+        ],
         **_trace_distractors(ctx, a_prime, b_prime, others),
     }
 
@@ -198,8 +237,16 @@ def _trace_distractors(ctx: dict[str, Any], a_prime: str, b_prime: str, others: 
     """The wrong options every AT plan shares: other objects by place, other fates of B' and A'."""
     return {
         "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
-        "b_prime_distractors": [f"The {b_prime} changed colour.", f"The {b_prime} was moved slightly.", f"The {b_prime} was removed."],
-        "a_prime_distractors": [f"An object was added at {a_prime}.", f"An object at {a_prime} was removed.", f"An object at {a_prime} changed colour."],
+        "b_prime_distractors": [
+            f"The {b_prime} changed colour.",
+            f"The {b_prime} was moved slightly.",
+            f"The {b_prime} was removed.",
+        ],
+        "a_prime_distractors": [
+            f"An object was added at {a_prime}.",
+            f"An object at {a_prime} was removed.",
+            f"An object at {a_prime} changed colour.",
+        ],
         "c_prime_objects": others,
     }
 
@@ -236,7 +283,10 @@ def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
         if not b or o["name"] == name or b[2] < 6 or b[3] < 6 or intersects(grown(b, 4), tb):
             continue
         ratio = (b[2] * b[3]) / max(1.0, tb[2] * tb[3])
-        if 0.4 <= ratio <= 2.5 and sum(1 for p in ctx["objects"] if p.get("box") and p is not o and intersects(p["box"], b)) == 0:
+        if (
+            0.4 <= ratio <= 2.5
+            and sum(1 for p in ctx["objects"] if p.get("box") and p is not o and intersects(p["box"], b)) == 0
+        ):
             pool.append(o)
     pool.sort(key=lambda o: sha256_hex(f"{key}\x1f{o['name']}\x1f{o['box']}"))
     return pool[0] if pool else None
@@ -253,29 +303,45 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     plan: dict[str, Any] | None = None
     for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
         if t == "delete" and "remove" in kinds and ctx.get("same_instance_count", 1) >= 2:
-            plan = {"edit_type": "delete", "C": "was removed from the scene",
-                    "instruction": f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else.",
-                    "changed": [ctx["target_box"]]}
+            plan = {
+                "edit_type": "delete",
+                "C": "was removed from the scene",
+                "instruction": f"Remove the {name} in {where}; fill the gap with the surrounding background and change nothing else.",
+                "changed": [ctx["target_box"]],
+            }
         elif t in ("add", "move") and t in kinds and clone:
             slot = _free_slot(ctx, cid + ":slot")
             if slot is None:
                 continue
             side, dest = slot
             if t == "add":
-                plan = {"edit_type": "add", "C": f"had a new identical copy added to its {side}", "destination_box": dest,
-                        "instruction": f"Add one more {name} right next to the {name} in {where}, on its {side} side; change nothing else.",
-                        "changed": [ctx["target_box"], dest]}
+                plan = {
+                    "edit_type": "add",
+                    "C": f"had a new identical copy added to its {side}",
+                    "destination_box": dest,
+                    "instruction": f"Add one more {name} right next to the {name} in {where}, on its {side} side; change nothing else.",
+                    "changed": [ctx["target_box"], dest],
+                }
             else:
-                plan = {"edit_type": "move", "C": f"was moved a short distance to the {side}", "destination_box": dest,
-                        "instruction": f"Move the {name} in {where} a short distance to the {side}; fill its old place with the background and change nothing else.",
-                        "changed": [ctx["target_box"], dest]}
+                plan = {
+                    "edit_type": "move",
+                    "C": f"was moved a short distance to the {side}",
+                    "destination_box": dest,
+                    "instruction": f"Move the {name} in {where} a short distance to the {side}; fill its old place with the background and change nothing else.",
+                    "changed": [ctx["target_box"], dest],
+                }
         elif t == "replace" and "replace" in kinds and clone:
             donor = _donor(ctx, cid + ":donor")
             if donor is None:
                 continue
-            plan = {"edit_type": "replace", "C": f"was replaced with {_with_a(donor['name'])}", "replacement": donor["name"], "donor_box": list(donor["box"]),
-                    "instruction": f"Replace the {name} in {where} with a copy of the {donor['name']}{_in_place(donor.get('location'))}, scaled to fit; change nothing else.",
-                    "changed": [ctx["target_box"]]}
+            plan = {
+                "edit_type": "replace",
+                "C": f"was replaced with {_with_a(donor['name'])}",
+                "replacement": donor["name"],
+                "donor_box": list(donor["box"]),
+                "instruction": f"Replace the {name} in {where} with a copy of the {donor['name']}{_in_place(donor.get('location'))}, scaled to fit; change nothing else.",
+                "changed": [ctx["target_box"]],
+            }
         if plan is not None:
             break
     if plan is None:
@@ -288,8 +354,16 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     region = region_words(ctx["target_box"], w, h)
     etype = plan["edit_type"]
     wrong_changes = {
-        "delete": ["was replaced with a differently shaped one", "was moved a short distance to the left", "had a new identical copy added to its right"],
-        "add": ["was replaced with a differently shaped one", "was moved a short distance to the left", "was removed from the scene"],
+        "delete": [
+            "was replaced with a differently shaped one",
+            "was moved a short distance to the left",
+            "had a new identical copy added to its right",
+        ],
+        "add": [
+            "was replaced with a differently shaped one",
+            "was moved a short distance to the left",
+            "was removed from the scene",
+        ],
         "replace": ["was moved a short distance to the left", "had a new identical copy added to its right"],
         "move": ["was replaced with a differently shaped one", "had a new identical copy added to its right"],
     }[etype]
@@ -308,8 +382,22 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
         "A_prime": a_prime,
         "B_prime": b_prime,
         "C_prime": c_prime,
-        "overall_distractors": [f"The {n} in the {_region_of(ctx, n)} of the image {ch}." for n, ch in zip(others, ("was turned around to face the other way", "changed its colour to a darker shade", "had a second copy placed beside it"))],
-        "location_distractors": [f"The {name} at {a} changed colour.", f"The {name} at {a} was turned upside down.", f"The {name} at {a} grew twice as large."],
+        "overall_distractors": [
+            f"The {n} in the {_region_of(ctx, n)} of the image {ch}."
+            for n, ch in zip(
+                others,
+                (
+                    "was turned around to face the other way",
+                    "changed its colour to a darker shade",
+                    "had a second copy placed beside it",
+                ),
+            )
+        ],
+        "location_distractors": [
+            f"The {name} at {a} changed colour.",
+            f"The {name} at {a} was turned upside down.",
+            f"The {name} at {a} grew twice as large.",
+        ],
         **_trace_distractors(ctx, a_prime, b_prime, others),
     }
 
@@ -323,5 +411,3 @@ def _region_of(ctx: dict[str, Any], name: str) -> str:
         if o["name"] == name and o.get("box"):
             return region_words(o["box"], ctx["width"], ctx["height"])
     return "centre"
-
-

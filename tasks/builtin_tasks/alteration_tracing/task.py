@@ -12,23 +12,30 @@ TASK = TaskSpec(
     order=30,
     probes_prior=False,
     edits_image=True,
-    card_text='AT: one micro-edit (delete/add/replace/move) separates a before/after pair; questions probe cross-image comparison.',
+    card_text="AT: one micro-edit (delete/add/replace/move) separates a before/after pair; questions probe cross-image comparison.",
     eval_text={
-        "label": 'alteration tracing',
-        "cause": 'cross-image comparison: one small edit separates a before and an after picture',
-        "note": 'the second picture differs from the first by one small edit.',
+        "label": "alteration tracing",
+        "cause": "cross-image comparison: one small edit separates a before and an after picture",
+        "note": "the second picture differs from the first by one small edit.",
     },
     subcauses=(
-        ('SC-1', 'cross-image state assimilation', 'the model describes both pictures yet treats them as the same, missing the edit'),
-        ('SC-2', 'fine-grained blindness', 'the model compares only coarsely and overlooks a small local change'),
-        ('SC-3', 'change misbinding', 'the model sees that something changed but attaches it to the wrong object, place or operation'),
+        (
+            "SC-1",
+            "cross-image state assimilation",
+            "the model describes both pictures yet treats them as the same, missing the edit",
+        ),
+        ("SC-2", "fine-grained blindness", "the model compares only coarsely and overlooks a small local change"),
+        (
+            "SC-3",
+            "change misbinding",
+            "the model sees that something changed but attaches it to the wrong object, place or operation",
+        ),
     ),
     params=f"{PKG}.params:AlterationTracingParams",
     miners={"visual_genome": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
     modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
-
         # -- build stages (instruct, edit, qa) --
         "instruct_prompt": f"{PKG}.prompts:AT_EDIT_PLAN",
         "instruct_rules": f"{PKG}.prompts:at_edit_plan",
@@ -37,11 +44,9 @@ TASK = TaskSpec(
         "qa_slots": f"{PKG}.qa:qa_slots",
         "qa_beaf": f"{PKG}.qa:qa_beaf",
         "qa_templates": f"{PKG}:templates/alteration_tracing.yaml",
-
         # -- release side (audit, review, evaluation, export) --
         "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:CHANGE",
         "audit_checks": f"{PKG}.audit:audit_checks",
-
     },
 )

@@ -18,7 +18,9 @@ def _check_ca(world: World, target: dict[str, Any], a: dict[str, Any], p: list[s
     if new is None or new != shown:
         p.append(f"CA: gold new colour {a.get('C_new_attribute')!r} but the {target['name']} shows {shown!r}")
     if orig is None or before.objects[target["id"]]["colour"] != orig:
-        p.append(f"CA: original attribute {a.get('B_original_attribute')!r} is not the drawn colour {before.objects[target['id']]['colour']!r}")
+        p.append(
+            f"CA: original attribute {a.get('B_original_attribute')!r} is not the drawn colour {before.objects[target['id']]['colour']!r}"
+        )
     elif shown and not colours_apart(shown, orig):
         p.append(f"CA: new colour {shown!r} cannot be told from the original {orig!r}")
     for k in ("plausible_wrong_attribute_1", "plausible_wrong_attribute_2"):

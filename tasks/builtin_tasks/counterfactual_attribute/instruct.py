@@ -23,7 +23,9 @@ def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
             "original_attribute": c.get("attribute"),
             "answer": f,
         }
-        rows.append({"slot": slot, "instruction": f[f"instruction_{slot}"], "edit_type": "attribute", "fields": fields})
+        rows.append(
+            {"slot": slot, "instruction": f[f"instruction_{slot}"], "edit_type": "attribute", "fields": fields}
+        )
     return rows
 
 
@@ -44,7 +46,9 @@ def instruct_dedup(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str,
     drop = {ca[d.index]["id"]: d for d in dups}
     rejects = [
         reject(
-            ca[d.index]["id"], STAGE, "duplicate_counterfactual",
+            ca[d.index]["id"],
+            STAGE,
+            "duplicate_counterfactual",
             f"{ca[d.index]['target_name']}: {attrs[d.index]!r} repeats {attrs[d.kept]!r} of instruction {ca[d.kept]['id']} ({d.how} match)",
             {"kept_id": ca[d.kept]["id"], "how": d.how, "similarity": d.similarity, "row": ca[d.index]},
         )

@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tasks.plugin_api import area_fraction, image_sizes, MineJob, npx, Scan, seeded_order, Selection, VGRows
 from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
-
+from tasks.plugin_api import MineJob, Scan, Selection, VGRows, area_fraction, image_sizes, npx, seeded_order
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("attributes",)
@@ -71,11 +70,17 @@ def attribute_stats_table(scan: Scan, t: AttributeTable, min_count: int) -> pa.T
     idx = np.flatnonzero(t.c_oa >= min_count)
     idx = idx[np.lexsort((t.rank[idx], t.obj[idx]))]
     names, attrs = pa.array(scan.names.names, pa.string()), pa.array(scan.attributes.names, pa.string())
-    return pa.table({
-        "object": names.take(t.obj[idx]), "attribute": attrs.take(t.attr[idx]),
-        "c_o": t.c_o[idx].astype(np.int64), "c_oa": t.c_oa[idx].astype(np.int64),
-        "p_a_given_o": t.p[idx].astype(np.float64), "rank": t.rank[idx].astype(np.int32), "kept": t.kept[idx].astype(bool),
-    })
+    return pa.table(
+        {
+            "object": names.take(t.obj[idx]),
+            "attribute": attrs.take(t.attr[idx]),
+            "c_o": t.c_o[idx].astype(np.int64),
+            "c_oa": t.c_oa[idx].astype(np.int64),
+            "p_a_given_o": t.p[idx].astype(np.float64),
+            "rank": t.rank[idx].astype(np.int32),
+            "kept": t.kept[idx].astype(bool),
+        }
+    )
 
 
 def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, Any]]:
@@ -93,7 +98,15 @@ def mine(job: MineJob) -> None:
     job.result.summary["attributes_kept"] = int(table.kept.sum())
 
 
-def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, control: bool, task: str) -> Selection:
+def select(
+    scan: Scan,
+    t: AttributeTable,
+    params: CounterfactualAttributeParams,
+    rows: VGRows,
+    seed: int,
+    control: bool,
+    task: str,
+) -> Selection:
     sel = Selection()
     inst, ann = scan.instances, scan.annotations
     W, H = image_sizes(scan, inst["img"])
@@ -131,24 +144,77 @@ def select(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams,
             r = first[iid]
             used.add(r)
             i = stat[(o, a)]
-            sel.rows.append(_row(scan, rows, task, "targeted", r, iid, path, attrs[a], int(t.rank[i]),
-                                 {"c_o": int(t.c_o[i]), "c_oa": int(t.c_oa[i]), "p_a_given_o": float(t.p[i]),
-                                  "dominant_attributes": sorted(attrs[x] for x in dominant[o])}))
+            sel.rows.append(
+                _row(
+                    scan,
+                    rows,
+                    task,
+                    "targeted",
+                    r,
+                    iid,
+                    path,
+                    attrs[a],
+                    int(t.rank[i]),
+                    {
+                        "c_o": int(t.c_o[i]),
+                        "c_oa": int(t.c_oa[i]),
+                        "p_a_given_o": float(t.p[i]),
+                        "dominant_attributes": sorted(attrs[x] for x in dominant[o]),
+                    },
+                )
+            )
             chosen += 1
     if control:
         _controls(scan, t, params, rows, seed, sel, dominant, a_inst, a_aid, used, task)
     return sel
 
 
-def _row(scan: Scan, rows: VGRows, task: str, variant: str, r: int, iid: int, path: str, attribute: str, rank: int | None, extra: dict[str, Any]) -> dict[str, Any]:
+def _row(
+    scan: Scan,
+    rows: VGRows,
+    task: str,
+    variant: str,
+    r: int,
+    iid: int,
+    path: str,
+    attribute: str,
+    rank: int | None,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
     inst = scan.instances
-    target = {"id": int(inst["oid"][r]), "name": scan.names.names[int(inst["nid"][r])], "box": rows.index.box("instances", r)}
-    return rows.row(task, variant, iid, path, target=target, id_parts=(attribute,), extra=extra,
-                    attribute=attribute, attribute_rank=rank, edit_type="attribute", fallback_chain=[])
+    target = {
+        "id": int(inst["oid"][r]),
+        "name": scan.names.names[int(inst["nid"][r])],
+        "box": rows.index.box("instances", r),
+    }
+    return rows.row(
+        task,
+        variant,
+        iid,
+        path,
+        target=target,
+        id_parts=(attribute,),
+        extra=extra,
+        attribute=attribute,
+        attribute_rank=rank,
+        edit_type="attribute",
+        fallback_chain=[],
+    )
 
 
-def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributeParams, rows: VGRows, seed: int, sel: Selection,
-              dominant: dict[int, set[int]], a_inst: np.ndarray, a_aid: np.ndarray, used: set[int], task: str) -> None:
+def _controls(
+    scan: Scan,
+    t: AttributeTable,
+    params: CounterfactualAttributeParams,
+    rows: VGRows,
+    seed: int,
+    sel: Selection,
+    dominant: dict[int, set[int]],
+    a_inst: np.ndarray,
+    a_aid: np.ndarray,
+    used: set[int],
+    task: str,
+) -> None:
     """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
     inst = scan.instances
     names, attrs = scan.names.names, scan.attributes.names
@@ -175,6 +241,22 @@ def _controls(scan: Scan, t: AttributeTable, params: CounterfactualAttributePara
                 continue
             r, a = first[iid]
             c, rk = count[(o, a)]
-            sel.rows.append(_row(scan, rows, task, "control", r, iid, path, attrs[a], rk,
-                                 {"c_oa": c, "dominant_attributes": sorted(attrs[x] for x in dominant[o]), "control_rule": "non_dominant_attribute"}))
+            sel.rows.append(
+                _row(
+                    scan,
+                    rows,
+                    task,
+                    "control",
+                    r,
+                    iid,
+                    path,
+                    attrs[a],
+                    rk,
+                    {
+                        "c_oa": c,
+                        "dominant_attributes": sorted(attrs[x] for x in dominant[o]),
+                        "control_rule": "non_dominant_attribute",
+                    },
+                )
+            )
             chosen += 1

@@ -11,23 +11,23 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from tasks.plugin_api import (
     ABSURD_ATTRIBUTES,
-    AnalysisOutput,
     ARTICLE_RE,
-    attribute_slot,
     ATTRIBUTE_TYPE_BY_DIRECTION,
     CA_VALUES,
+    COUNTER_COLOURS,
+    AnalysisOutput,
+    EnglishStr,
+    PromptOutput,
+    PromptSpec,
+    attribute_slot,
     colour_of,
     colour_word,
     colours_apart,
-    COUNTER_COLOURS,
     distinct,
-    EnglishStr,
     mentions_preservation,
     norm_text,
     pick,
     pick_options,
-    PromptOutput,
-    PromptSpec,
     region_words,
     rules_answer,
     same_word,
@@ -85,11 +85,13 @@ class CAInstructions(PromptOutput):
     @classmethod
     def _protects(cls, v: str) -> str:
         if not mentions_preservation(v):
-            raise ValueError("must end with the preservation sentence ('Preserve the ... unchanged; do not alter the background ...')")
+            raise ValueError(
+                "must end with the preservation sentence ('Preserve the ... unchanged; do not alter the background ...')"
+            )
         return v
 
     @model_validator(mode="after")
-    def _two_directions(self, info: ValidationInfo) -> "CAInstructions":
+    def _two_directions(self, info: ValidationInfo) -> CAInstructions:
         limited = bool(((info.context or {}).get("editor_limits") or {}).get("limited"))
         if self.direction_a == self.direction_b and not limited:  # limited editors: two colours are all there is
             raise ValueError("direction_b: the two instructions must use two different directions")
@@ -121,11 +123,24 @@ def _protect(neighbours: list[str]) -> str:
 
 # New materials a grader could still call the annotated one ("Is the car metal?" of a car made
 # of hammered copper is Yes): never drawn as its replacement.
-_METAL, _STONE, _WOOD, _FIBRE = ("brushed steel", "hammered copper"), ("rough grey stone", "polished marble"), ("bamboo slats", "cork", "woven wicker"), ("knitted wool", "braided rope")
+_METAL, _STONE, _WOOD, _FIBRE = (
+    ("brushed steel", "hammered copper"),
+    ("rough grey stone", "polished marble"),
+    ("bamboo slats", "cork", "woven wicker"),
+    ("knitted wool", "braided rope"),
+)
 NEAR_MATERIALS: dict[str, tuple[str, ...]] = {
-    "metal": _METAL, "steel": _METAL, "stone": _STONE, "concrete": _STONE, "brick": (*_STONE, "terracotta clay"),
-    "ceramic": ("terracotta clay", "polished marble"), "wood": _WOOD, "wooden": _WOOD, "paper": ("corrugated cardboard",),
-    "fabric": _FIBRE, "glass": ("clear glass",),
+    "metal": _METAL,
+    "steel": _METAL,
+    "stone": _STONE,
+    "concrete": _STONE,
+    "brick": (*_STONE, "terracotta clay"),
+    "ceramic": ("terracotta clay", "polished marble"),
+    "wood": _WOOD,
+    "wooden": _WOOD,
+    "paper": ("corrugated cardboard",),
+    "fabric": _FIBRE,
+    "glass": ("clear glass",),
 }
 
 
@@ -147,8 +162,14 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
         return None
     base = colour_word(original) if kind == "colour" else None
     near = NEAR_MATERIALS.get(norm_text(original), ()) if kind == "material" else ()
-    values = [v for v in CA_VALUES[kind] if original not in v and v not in original and v not in near
-              and not (base and (colour_of(v) is None or not colours_apart(colour_of(v), base)))]
+    values = [
+        v
+        for v in CA_VALUES[kind]
+        if original not in v
+        and v not in original
+        and v not in near
+        and not (base and (colour_of(v) is None or not colours_apart(colour_of(v), base)))
+    ]
     if len(values) < 2:
         return None
     first = pick(values, cid + ":a")
@@ -158,7 +179,9 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
         value = first if slot == "a" else pick([v for v in values if v != first], cid + ":b")
         out[f"direction_{slot}"] = direction
         out[f"new_attribute_{slot}"] = value
-        out[f"instruction_{slot}"] = f"{_ca_sentence(direction, name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+        out[f"instruction_{slot}"] = (
+            f"{_ca_sentence(direction, name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+        )
     return out
 
 
@@ -180,7 +203,9 @@ def _ca_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     for slot, value in (("a", first), ("b", second)):
         out[f"direction_{slot}"] = "colour"
         out[f"new_attribute_{slot}"] = value
-        out[f"instruction_{slot}"] = f"{_ca_sentence('colour', name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+        out[f"instruction_{slot}"] = (
+            f"{_ca_sentence('colour', name, ctx['target_location'], value)} {_protect(ctx['neighbour_names'])}"
+        )
     return out
 
 
@@ -198,10 +223,24 @@ def _ca_sentence(direction: str, name: str, where: str, value: str) -> str:
     return f"Change the {name} in {where} so that it has {value}, while it stays recognisable as a {name}."
 
 
-_LOCATIVE_START_RE = re.compile(r"^(on|in|at|near|beside|by|under|above|over|behind|inside|next to|along|across|around|between|below|beneath|within|among|atop|against|toward|towards|close to|in front of|on top of|to the (left|right) of)\b", re.I)
+_LOCATIVE_START_RE = re.compile(
+    r"^(on|in|at|near|beside|by|under|above|over|behind|inside|next to|along|across|around|between|below|beneath|within|among|atop|against|toward|towards|close to|in front of|on top of|to the (left|right) of)\b",
+    re.I,
+)
 
 
-VAGUE_WORDS = ("natural", "normal", "ordinary", "regular", "typical", "standard", "default", "plain", "usual", "common")
+VAGUE_WORDS = (
+    "natural",
+    "normal",
+    "ordinary",
+    "regular",
+    "typical",
+    "standard",
+    "default",
+    "plain",
+    "usual",
+    "common",
+)
 
 
 class CAAnalysis(AnalysisOutput):
@@ -223,9 +262,19 @@ class CAAnalysis(AnalysisOutput):
     wrong_location_3: str = ""
 
     CONTENT: ClassVar[tuple[str, ...]] = (
-        "A_object", "attribute_type", "B_original_attribute", "C_new_attribute", "D_location", "D_alt_location",
-        "plausible_wrong_attribute_1", "plausible_wrong_attribute_2", "absurd_attribute_1", "absurd_attribute_2",
-        "wrong_location_1", "wrong_location_2", "wrong_location_3",
+        "A_object",
+        "attribute_type",
+        "B_original_attribute",
+        "C_new_attribute",
+        "D_location",
+        "D_alt_location",
+        "plausible_wrong_attribute_1",
+        "plausible_wrong_attribute_2",
+        "absurd_attribute_1",
+        "absurd_attribute_2",
+        "wrong_location_1",
+        "wrong_location_2",
+        "wrong_location_3",
     )
 
     @field_validator("A_number", mode="before")
@@ -234,7 +283,7 @@ class CAAnalysis(AnalysisOutput):
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _check(self, info: ValidationInfo) -> "CAAnalysis":
+    def _check(self, info: ValidationInfo) -> CAAnalysis:
         self._require_content()
         if not self.usable:
             return self
@@ -246,13 +295,32 @@ class CAAnalysis(AnalysisOutput):
         if len(self.D_location.split()) > 10:
             raise ValueError("D_location: at most 10 words")
         if any(re.search(rf"\b{w}\b", self.B_original_attribute.lower()) for w in VAGUE_WORDS):
-            raise ValueError(f"B_original_attribute: name the concrete visible attribute, not a vague word like {VAGUE_WORDS[:4]}")
-        distinct([self.B_original_attribute, self.C_new_attribute, self.plausible_wrong_attribute_1, self.plausible_wrong_attribute_2],
-                 "B_original_attribute, C_new_attribute and plausible_wrong_attribute_1..2")
-        distinct([self.B_original_attribute, self.C_new_attribute, self.absurd_attribute_1, self.absurd_attribute_2],
-                 "B_original_attribute, C_new_attribute and absurd_attribute_1..2")
-        distinct([self.D_location, self.D_alt_location, self.wrong_location_1, self.wrong_location_2, self.wrong_location_3],
-                 "D_location, D_alt_location and wrong_location_1..3")
+            raise ValueError(
+                f"B_original_attribute: name the concrete visible attribute, not a vague word like {VAGUE_WORDS[:4]}"
+            )
+        distinct(
+            [
+                self.B_original_attribute,
+                self.C_new_attribute,
+                self.plausible_wrong_attribute_1,
+                self.plausible_wrong_attribute_2,
+            ],
+            "B_original_attribute, C_new_attribute and plausible_wrong_attribute_1..2",
+        )
+        distinct(
+            [self.B_original_attribute, self.C_new_attribute, self.absurd_attribute_1, self.absurd_attribute_2],
+            "B_original_attribute, C_new_attribute and absurd_attribute_1..2",
+        )
+        distinct(
+            [
+                self.D_location,
+                self.D_alt_location,
+                self.wrong_location_1,
+                self.wrong_location_2,
+                self.wrong_location_3,
+            ],
+            "D_location, D_alt_location and wrong_location_1..3",
+        )
         return self
 
 
@@ -266,35 +334,73 @@ def ca_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     key = str(ctx.get("edit_id") or ctx.get("candidate_id"))
     original, new = str(ctx.get("original_attribute") or ""), str(ctx.get("new_attribute") or "")
     direction = str(ctx.get("direction") or "")
-    verdict = {"verification_status": "pass", "verification_issues": "none", "discard": False, "discard_reason": "none"}
+    verdict = {
+        "verification_status": "pass",
+        "verification_issues": "none",
+        "discard": False,
+        "discard_reason": "none",
+    }
     if not original or not new:
-        return {**verdict, "verification_status": "fail", "discard": True, "discard_reason": "the original or the new attribute is unknown"}
+        return {
+            **verdict,
+            "verification_status": "fail",
+            "discard": True,
+            "discard_reason": "the original or the new attribute is unknown",
+        }
     slot = ATTRIBUTE_TYPE_BY_DIRECTION.get(direction, "appearance")
     original_slot = attribute_slot(original)
     if original_slot != direction:
         # Q1-Q4 and Q7 say the original attribute is gone: true only when the edit replaced it
         # with a value of the same kind (a recoloured "parked" car is still parked)
         kind = f"a {original_slot}" if original_slot else "neither a colour nor a material"
-        return {**verdict, "verification_status": "fail", "discard": True,
-                "discard_reason": f"the edit changes the {direction or 'unknown attribute'}, but the annotated attribute {original!r} is {kind}: "
-                                  "the edit does not make it untrue"}
+        return {
+            **verdict,
+            "verification_status": "fail",
+            "discard": True,
+            "discard_reason": f"the edit changes the {direction or 'unknown attribute'}, but the annotated attribute {original!r} is {kind}: "
+            "the edit does not make it untrue",
+        }
     region = region_words(box, w, h) if box else "centre"
     vert = "upper" if (box and box[1] + box[3] / 2 < h / 2) else "lower"
     alt = f"in the {vert} half of the image"
     # wrong values from the value lists the instruction used, as long as the right one, so length
     # gives nothing away
     shown = colour_of(new)  # a wrong option must not read as the colour the object now shows
-    pool = [v for v in list(CA_VALUES.get(direction, ())) + ["slightly faded", "two-toned"] if norm_text(v) not in {norm_text(original), norm_text(new)}
-            and not (shown and colour_of(v) and not colours_apart(colour_of(v), shown))]
+    pool = [
+        v
+        for v in list(CA_VALUES.get(direction, ())) + ["slightly faded", "two-toned"]
+        if norm_text(v) not in {norm_text(original), norm_text(new)}
+        and not (shown and colour_of(v) and not colours_apart(colour_of(v), shown))
+    ]
     pool.sort(key=lambda v: (abs(len(v) - len(new)), sha256_hex(f"{key}\x1fwrong\x1f{v}")))
     wrong = pool[:2]
     absurd = pick_options(ABSURD_ATTRIBUTES, key + "absurd", 2, exclude={original, new})
-    regions = ["upper left", "upper right", "lower left", "lower right", "centre", "upper middle", "lower middle", "middle left", "middle right"]
+    regions = [
+        "upper left",
+        "upper right",
+        "lower left",
+        "lower right",
+        "centre",
+        "upper middle",
+        "lower middle",
+        "middle left",
+        "middle right",
+    ]
     wrong_regions = pick_options([r for r in regions if r != region], key + "loc", 3)
-    conflict = [o for o in ctx.get("objects", []) if same_word(o["name"], name) and original.lower() in [str(a).lower() for a in o.get("attributes") or []]
-                and o.get("box") and ("upper" if o["box"][1] + o["box"][3] / 2 < h / 2 else "lower") == vert]
+    conflict = [
+        o
+        for o in ctx.get("objects", [])
+        if same_word(o["name"], name)
+        and original.lower() in [str(a).lower() for a in o.get("attributes") or []]
+        and o.get("box")
+        and ("upper" if o["box"][1] + o["box"][3] / 2 < h / 2 else "lower") == vert
+    ]
     if conflict:
-        verdict.update(verification_status="warning", discard=True, discard_reason=f"another {original} {name} is in the {vert} half of the image")
+        verdict.update(
+            verification_status="warning",
+            discard=True,
+            discard_reason=f"another {original} {name} is in the {vert} half of the image",
+        )
     return {
         **verdict,
         "A_object": name,
@@ -312,5 +418,3 @@ def ca_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         "wrong_location_2": f"in the {wrong_regions[1]} part of the image",
         "wrong_location_3": f"in the {wrong_regions[2]} part of the image",
     }
-
-

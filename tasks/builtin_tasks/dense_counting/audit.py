@@ -9,7 +9,9 @@ from typing import Any
 from tasks.plugin_api import ItemAudit, candidate_of
 
 
-def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any) -> ItemAudit:
+def audit_item(
+    edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any
+) -> ItemAudit:
     """An ``audit_item`` hook for unedited counting items: the gold counts against the drawn
     objects of the sample's FSC147 truth (counting options ascend)."""
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
@@ -17,7 +19,9 @@ def audit_item(edit: dict[str, Any], questions: list[dict[str, Any]], analysis: 
     cand = candidate_of(edit, f"edit {edit['id']}")
     fsc = truth.get("fsc147", {}).get(Path(edit["image_path"]).name)
     if fsc is None:
-        return ItemAudit(edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions))
+        return ItemAudit(
+            edit["id"], edit["task"], edit["editor"], [f"no truth for {edit['image_path']}"], len(questions)
+        )
     n = int(fsc["count"])
     for q in questions:
         _check_count(q, n, p)

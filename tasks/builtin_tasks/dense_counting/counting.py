@@ -102,13 +102,23 @@ def check_counts(plan: CountPlan) -> list[tuple[str, str]]:
         bad.append(("dc_sa_range_too_wide", f"SA range {lo}-{hi} spans {hi - lo + 1} > {SA_MAX_SPAN} numbers"))
     counts = plan.mc_counts
     if len(counts) != 5 or len(set(counts)) != 5 or n not in counts or min(counts) < 0:
-        bad.append(("dc_invalid_wrong_count", f"MC counts {list(counts)} must be 5 distinct non-negative values including {n}"))
+        bad.append(
+            (
+                "dc_invalid_wrong_count",
+                f"MC counts {list(counts)} must be 5 distinct non-negative values including {n}",
+            )
+        )
     widths = {hi - lo for lo, hi in plan.mc_ranges}
     if len(plan.mc_ranges) != 4 or len(widths) != 1:
         bad.append(("dc_range_width_unequal", f"MC ranges {list(plan.mc_ranges)} are not 4 ranges of equal width"))
     holding = [i for i, (lo, hi) in enumerate(plan.mc_ranges) if lo <= n <= hi]
     if holding != [plan.correct_range]:
-        bad.append(("dc_range_misses_count", f"MC ranges {list(plan.mc_ranges)}: exactly range {plan.correct_range} must hold {n}"))
+        bad.append(
+            (
+                "dc_range_misses_count",
+                f"MC ranges {list(plan.mc_ranges)}: exactly range {plan.correct_range} must hold {n}",
+            )
+        )
     if any(lo < 0 or hi < lo for lo, hi in plan.mc_ranges):
         bad.append(("dc_invalid_range", f"MC ranges {list(plan.mc_ranges)} must be non-negative and ordered"))
     return bad

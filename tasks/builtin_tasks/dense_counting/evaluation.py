@@ -7,6 +7,7 @@ from typing import Any
 
 from tasks.plugin_api import EvalRules, annotations_of, option_letter
 
+
 class CountRules(EvalRules):
     """Many similar objects with a known count: the baseline counts right from the points."""
 

@@ -28,7 +28,7 @@ class DCAmbiguity(PromptOutput):
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "DCAmbiguity":
+    def _consistent(self) -> DCAmbiguity:
         if self.has_ambiguity != (self.severity in ("moderate", "severe")):
             raise ValueError("has_ambiguity must be false for severity none/mild and true for moderate/severe")
         return self
@@ -63,5 +63,3 @@ def dc_ambiguity(ctx: dict[str, Any]) -> dict[str, Any] | None:
     if outside and severity in ("none", "mild"):
         severity = "moderate"
     return {"has_ambiguity": severity in ("moderate", "severe"), "severity": severity}
-
-

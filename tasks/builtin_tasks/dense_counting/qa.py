@@ -18,14 +18,21 @@ def count_slots(count: int, class_name: str, seed: int) -> tuple[dict[str, str],
 def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The annotated count is the truth; the class name names what is counted."""
     cand = candidate_of(e, f"edit {e['id']}")
-    return "ground_truth_count", {"count": cand.get("count"), "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name")}
+    return "ground_truth_count", {
+        "count": cand.get("count"),
+        "class_name": cand.get("class_name") or cand.get("target_name") or e.get("target_name"),
+    }
 
 
 def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
     """The eight counts around the truth, checked; a count that cannot make them is a problem.
     (``"dc"`` salts the per-edit seed: a constant of this function, not a key on the task.)"""
     try:
-        values, plan = count_slots(fields.get("count"), str(fields.get("class_name") or ""), question_seed(settings.run_seed, edit["id"], "dc"))
+        values, plan = count_slots(
+            fields.get("count"),
+            str(fields.get("class_name") or ""),
+            question_seed(settings.run_seed, edit["id"], "dc"),
+        )
     except ValueError as exc:
         return [Problem("main", "Q1-Q8", "dc_invalid_count", f"{edit['task']}: {exc}")]
     bad = check_counts(plan)

@@ -12,23 +12,30 @@ TASK = TaskSpec(
     order=40,
     probes_prior=False,
     edits_image=False,
-    card_text='DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.',
+    card_text="DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.",
     eval_text={
-        "label": 'dense counting',
-        "cause": 'fine-grained perception: many similar objects must be counted exactly',
-        "note": 'the picture holds many similar objects whose exact number is known.',
+        "label": "dense counting",
+        "cause": "fine-grained perception: many similar objects must be counted exactly",
+        "note": "the picture holds many similar objects whose exact number is known.",
     },
     subcauses=(
-        ('SC-1', 'anchor-free scan miss', 'the model skips scattered or weakly anchored instances while scanning'),
-        ('SC-2', 'regular shortcut error', 'the model assumes a regular layout (rows x columns, a pattern) and misses irregular instances'),
-        ('SC-3', 'sequential enumeration deficiency', 'the model enumerates one by one but loses track of the running count'),
+        ("SC-1", "anchor-free scan miss", "the model skips scattered or weakly anchored instances while scanning"),
+        (
+            "SC-2",
+            "regular shortcut error",
+            "the model assumes a regular layout (rows x columns, a pattern) and misses irregular instances",
+        ),
+        (
+            "SC-3",
+            "sequential enumeration deficiency",
+            "the model enumerates one by one but loses track of the running count",
+        ),
     ),
     params=f"{PKG}.params:DenseCountingParams",
     miners={"fsc147": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
     modules=(PKG,),
     extra={
         # -- mining (miners/, tasks/stages/mine.py) --
-
         # -- build stages (instruct, edit, qa) --
         "instruct_prompt": f"{PKG}.prompts:DC_AMBIGUITY",
         "instruct_rules": f"{PKG}.prompts:dc_ambiguity",
@@ -36,11 +43,9 @@ TASK = TaskSpec(
         "analysis_fields": f"{PKG}.qa:analysis_fields",
         "qa_slots": f"{PKG}.qa:qa_slots",
         "qa_templates": f"{PKG}:templates/dense_counting.yaml",
-
         # -- release side (audit, review, evaluation, export) --
         "eval_rules": f"{PKG}.evaluation:RULES",
         "sa_judge": "prompts.offline_judge:COUNT",
         "audit_item": f"{PKG}.audit:audit_item",
-
     },
 )

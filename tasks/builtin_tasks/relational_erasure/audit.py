@@ -13,7 +13,14 @@ def audit_checks(s: EditScene, p: list[str]) -> None:
     _check_re(s.world, s.before, s.target, s.analysis, s.questions, p)
 
 
-def _check_re(world: World, before: World, target: dict[str, Any], a: dict[str, Any], questions: list[dict[str, Any]], p: list[str]) -> None:
+def _check_re(
+    world: World,
+    before: World,
+    target: dict[str, Any],
+    a: dict[str, Any],
+    questions: list[dict[str, Any]],
+    p: list[str],
+) -> None:
     name = a.get("B_name") or target["name"]
     left = world.visible(name, target["box"])
     if left:

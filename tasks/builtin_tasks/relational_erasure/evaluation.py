@@ -36,7 +36,10 @@ class ErasureRules(EvalRules):
     def subcause(self, response: str, facts: dict[str, Any]) -> str:
         if _SCENE.search(response):
             return "SC-3"
-        if any(w not in ("nothing", "something", "thing", "looking", "morning", "during") for w in _ACTIVITY.findall(response)):
+        if any(
+            w not in ("nothing", "something", "thing", "looking", "morning", "during")
+            for w in _ACTIVITY.findall(response)
+        ):
             return "SC-2"
         return "SC-1"
 

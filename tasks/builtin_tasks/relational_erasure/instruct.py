@@ -9,6 +9,16 @@ from tasks.plugin_api import same_name
 
 def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
     """One removal: of the target, or of the partner when the model chose to erase that one."""
-    removes_partner = bool(c.get("partner_name")) and same_name(f["remove"], c["partner_name"]) and not same_name(f["remove"], c.get("target_name") or "")
-    box, name = (c.get("partner_box"), c.get("partner_name")) if removes_partner else (c.get("target_box"), c.get("target_name"))
-    return [{"instruction": f["instruction"], "edit_type": "remove", "target_box": box, "target_name": name, "fields": f}]
+    removes_partner = (
+        bool(c.get("partner_name"))
+        and same_name(f["remove"], c["partner_name"])
+        and not same_name(f["remove"], c.get("target_name") or "")
+    )
+    box, name = (
+        (c.get("partner_box"), c.get("partner_name"))
+        if removes_partner
+        else (c.get("target_box"), c.get("target_name"))
+    )
+    return [
+        {"instruction": f["instruction"], "edit_type": "remove", "target_box": box, "target_name": name, "fields": f}
+    ]

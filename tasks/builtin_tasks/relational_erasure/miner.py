@@ -21,9 +21,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tasks.plugin_api import CocoRows, drop_unsure, area_fraction, image_sizes, MineJob, npx, rng_for, Scan, seeded_order, Selection, VGRows
 from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
-
+from tasks.plugin_api import (
+    CocoRows,
+    MineJob,
+    Scan,
+    Selection,
+    VGRows,
+    area_fraction,
+    drop_unsure,
+    image_sizes,
+    npx,
+    rng_for,
+    seeded_order,
+)
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("relationships",)
@@ -123,13 +134,21 @@ def pair_stats_table(scan: Scan, t: PairTable, min_count: int, source: str) -> p
     idx = idx[np.lexsort((t.b[idx], t.a[idx], -t.c_ab[idx]))]
     names, preds = pa.array(scan.names.names, pa.string()), pa.array(scan.predicates.names, pa.string())
     direction = pa.array(np.where(t.a_subject[idx], "a_subject", "b_subject").astype(object), pa.string())
-    return pa.table({
-        "source": pa.repeat(pa.scalar(source, pa.string()), len(idx)),
-        "a": names.take(t.a[idx]), "b": names.take(t.b[idx]),
-        "c_a": t.c_a[idx].astype(np.int64), "c_b": t.c_b[idx].astype(np.int64), "c_ab": t.c_ab[idx].astype(np.int64),
-        "p_b_given_a": t.p_b_given_a[idx].astype(np.float64), "p_a_given_b": t.p_a_given_b[idx].astype(np.float64),
-        "predicate": preds.take(t.predicate[idx]), "direction": direction, "kept": t.kept[idx].astype(bool),
-    })
+    return pa.table(
+        {
+            "source": pa.repeat(pa.scalar(source, pa.string()), len(idx)),
+            "a": names.take(t.a[idx]),
+            "b": names.take(t.b[idx]),
+            "c_a": t.c_a[idx].astype(np.int64),
+            "c_b": t.c_b[idx].astype(np.int64),
+            "c_ab": t.c_ab[idx].astype(np.int64),
+            "p_b_given_a": t.p_b_given_a[idx].astype(np.float64),
+            "p_a_given_b": t.p_a_given_b[idx].astype(np.float64),
+            "predicate": preds.take(t.predicate[idx]),
+            "direction": direction,
+            "kept": t.kept[idx].astype(bool),
+        }
+    )
 
 
 def pair_rows(scan: Scan, t: PairTable, min_count: int, source: str = "visual_genome") -> list[dict[str, Any]]:
@@ -151,7 +170,9 @@ def mine(job: MineJob) -> None:
     job.result.summary["pairs_kept"] = int(table.kept.sum())
 
 
-def select(scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRows, seed: int, control: bool, task: str) -> Selection:
+def select(
+    scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRows, seed: int, control: bool, task: str
+) -> Selection:
     """Targeted candidates per kept pair (and controls in the same images when asked)."""
     sel = Selection()
     r = scan.relations
@@ -163,14 +184,21 @@ def select(scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRo
     o_area = r["ow"][cand] * r["oh"][cand]
     erase_subject = s_area <= o_area
     W, H = image_sizes(scan, r["img"][cand])
-    frac = area_fraction(np.where(erase_subject, r["sw"][cand], r["ow"][cand]), np.where(erase_subject, r["sh"][cand], r["oh"][cand]), W, H)
+    frac = area_fraction(
+        np.where(erase_subject, r["sw"][cand], r["ow"][cand]),
+        np.where(erase_subject, r["sh"][cand], r["oh"][cand]),
+        W,
+        H,
+    )
     ok = (frac >= params.area_range[0]) & (frac <= params.area_range[1])
     cand, erase_subject = cand[ok], erase_subject[ok]
     # one relationship per (pair, image): the lowest relationship id
     order = np.lexsort((r["rid"][cand], r["img"][cand], t.rel_pair[cand]))
     cand, erase_subject = cand[order], erase_subject[order]
     pair_of, img_of = t.rel_pair[cand], r["img"][cand]
-    first = np.r_[True, (pair_of[1:] != pair_of[:-1]) | (img_of[1:] != img_of[:-1])] if len(cand) else np.zeros(0, bool)
+    first = (
+        np.r_[True, (pair_of[1:] != pair_of[:-1]) | (img_of[1:] != img_of[:-1])] if len(cand) else np.zeros(0, bool)
+    )
     cand, erase_subject, pair_of, img_of = cand[first], erase_subject[first], pair_of[first], img_of[first]
     kept_pairs = kept_name_pairs(t)
     names = scan.names.names
@@ -205,16 +233,27 @@ def _end(scan: Scan, row: int, prefix: str) -> dict[str, Any]:
     }
 
 
-def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str, task: str) -> dict[str, Any]:
+def _targeted(
+    scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str, task: str
+) -> dict[str, Any]:
     r = scan.relations
-    target, partner = (_end(scan, rel, "s"), _end(scan, rel, "o")) if erase_subject else (_end(scan, rel, "o"), _end(scan, rel, "s"))
+    target, partner = (
+        (_end(scan, rel, "s"), _end(scan, rel, "o")) if erase_subject else (_end(scan, rel, "o"), _end(scan, rel, "s"))
+    )
     names = scan.names.names
     a, b = names[int(t.a[p])], names[int(t.b[p])]
     subject_name = a if t.a_subject[p] else b
     triplet_pred = scan.predicates.names[int(t.predicate[p])]
     extra = {
-        "pair": {"a": a, "b": b, "c_a": int(t.c_a[p]), "c_b": int(t.c_b[p]), "c_ab": int(t.c_ab[p]),
-                 "p_b_given_a": float(t.p_b_given_a[p]), "p_a_given_b": float(t.p_a_given_b[p])},
+        "pair": {
+            "a": a,
+            "b": b,
+            "c_a": int(t.c_a[p]),
+            "c_b": int(t.c_b[p]),
+            "c_ab": int(t.c_ab[p]),
+            "p_b_given_a": float(t.p_b_given_a[p]),
+            "p_a_given_b": float(t.p_a_given_b[p]),
+        },
         "triplet": [subject_name, triplet_pred, b if subject_name == a else a],
         "relationship_id": int(r["rid"][rel]),
         "instance_predicate": scan.predicates.names[int(r["pid"][rel])],
@@ -222,15 +261,32 @@ def _targeted(scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_su
         "erase_rule": "smaller_box",
     }
     return rows.row(
-        task, "targeted", iid, path, target=target, partner=partner, id_parts=(partner["id"],), extra=extra,
+        task,
+        "targeted",
+        iid,
+        path,
+        target=target,
+        partner=partner,
+        id_parts=(partner["id"],),
+        extra=extra,
         predicate=triplet_pred,
         direction="target_is_subject" if subject_name == target["name"] else "target_is_object",
-        edit_type="remove", fallback_chain=[],
+        edit_type="remove",
+        fallback_chain=[],
     )
 
 
-def _control(scan: Scan, rows: VGRows, kept_pairs: set[tuple[int, int]], params: RelationalErasureParams,
-             targeted: dict[str, Any], iid: int, path: str, seed: int, task: str) -> dict[str, Any] | None:
+def _control(
+    scan: Scan,
+    rows: VGRows,
+    kept_pairs: set[tuple[int, int]],
+    params: RelationalErasureParams,
+    targeted: dict[str, Any],
+    iid: int,
+    path: str,
+    seed: int,
+    task: str,
+) -> dict[str, Any] | None:
     """Erase, in the same image, an object whose class forms no kept pair with what remains."""
     o = scan.objects
     if o is None:
@@ -255,9 +311,23 @@ def _control(scan: Scan, rows: VGRows, kept_pairs: set[tuple[int, int]], params:
     if not options:
         return None
     row = options[int(rng_for(seed, task, "control", iid).integers(len(options)))]
-    target = {"id": int(o["oid"][row]), "name": scan.names.names[int(o["nid"][row])], "box": rows.index.box("objects", int(row))}
+    target = {
+        "id": int(o["oid"][row]),
+        "name": scan.names.names[int(o["nid"][row])],
+        "box": rows.index.box("objects", int(row)),
+    }
     extra = {"control_for": targeted["id"], "control_rule": "no_kept_pair_with_remaining_objects"}
-    return rows.row(task, "control", iid, path, target=target, id_parts=("control",), extra=extra, edit_type="remove", fallback_chain=[])
+    return rows.row(
+        task,
+        "control",
+        iid,
+        path,
+        target=target,
+        id_parts=("control",),
+        extra=extra,
+        edit_type="remove",
+        fallback_chain=[],
+    )
 
 
 def mine_coco(job: MineJob) -> None:

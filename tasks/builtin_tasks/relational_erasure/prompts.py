@@ -10,29 +10,29 @@ from typing import Any, ClassVar
 from pydantic import ValidationInfo, field_validator, model_validator
 
 from tasks.plugin_api import (
-    a_or_an,
     ABSURD_OBJECTS,
-    AnalysisOutput,
     ARTICLE_RE,
-    attribute_slot,
-    basic_name,
     COLOURS,
-    cut_names,
-    distinct,
-    EnglishStr,
     MATERIALS,
-    mentions_preservation,
-    norm_text,
+    SPATIAL_PREDICATES,
+    AnalysisOutput,
+    EnglishStr,
     ObjectName,
-    overlap,
-    pick_options,
     PromptOutput,
     PromptSpec,
+    a_or_an,
+    attribute_slot,
+    basic_name,
+    cut_names,
+    distinct,
+    mentions_preservation,
+    norm_text,
+    overlap,
+    pick_options,
     region_words,
     rules_answer,
     same_name,
     same_word,
-    SPATIAL_PREDICATES,
 )
 
 TEMPLATES = str(Path(__file__).parent / "templates")  # the prompt templates this package ships
@@ -53,7 +53,7 @@ class REInstruction(PromptOutput):
         return v
 
     @model_validator(mode="after")
-    def _names_from_relation(self, info: ValidationInfo) -> "REInstruction":
+    def _names_from_relation(self, info: ValidationInfo) -> REInstruction:
         ctx = info.context or {}
         pair = [ctx.get("target_name"), ctx.get("partner_name")]
         if all(pair):
@@ -88,7 +88,10 @@ def re_instruction(ctx: dict[str, Any]) -> dict[str, Any] | None:
     return {"remove": target, "keep": partner, "instruction": instruction}
 
 
-_LEADING_PREP_RE = re.compile(r"^(on|in|at|near|beside|by|under|above|over|behind|inside|next to|along|across|around|between|below|beneath|within|among|atop|against|from|to|toward|towards)\b", re.I)
+_LEADING_PREP_RE = re.compile(
+    r"^(on|in|at|near|beside|by|under|above|over|behind|inside|next to|along|across|around|between|below|beneath|within|among|atop|against|from|to|toward|towards)\b",
+    re.I,
+)
 
 
 class REAnalysis(AnalysisOutput):
@@ -116,9 +119,23 @@ class REAnalysis(AnalysisOutput):
     nothing_desc: str = ""
 
     CONTENT: ClassVar[tuple[str, ...]] = (
-        "B_name", "A_location", "remaining_at_A", "common_knowledge", "attribute_type", "attribute_value",
-        "attribute_option_1", "attribute_option_2", "attribute_option_3", "absurd_object_1", "absurd_object_2",
-        "B_full_desc", "B_variant_1", "B_variant_2", "B_variant_3", "B_variant_4", "nothing_desc",
+        "B_name",
+        "A_location",
+        "remaining_at_A",
+        "common_knowledge",
+        "attribute_type",
+        "attribute_value",
+        "attribute_option_1",
+        "attribute_option_2",
+        "attribute_option_3",
+        "absurd_object_1",
+        "absurd_object_2",
+        "B_full_desc",
+        "B_variant_1",
+        "B_variant_2",
+        "B_variant_3",
+        "B_variant_4",
+        "nothing_desc",
     )
 
     @field_validator("same_type_elsewhere", mode="before")
@@ -127,7 +144,7 @@ class REAnalysis(AnalysisOutput):
         return v.strip().strip(".").split()[0].strip(",;—-").lower() if isinstance(v, str) and v.strip() else v
 
     @model_validator(mode="after")
-    def _check(self) -> "REAnalysis":
+    def _check(self) -> REAnalysis:
         self._require_content()
         if not self.usable:
             return self
@@ -139,10 +156,24 @@ class REAnalysis(AnalysisOutput):
             raise ValueError("A_location: a noun phrase without a leading preposition (drop 'on', 'in', 'at', ...)")
         head = self.B_name.split()[-1].lower().rstrip("s")
         if len(head) > 2 and re.search(rf"\b{re.escape(head)}s?\b", self.A_location.lower()):
-            raise ValueError(f"A_location: must not mention the removed object ({self.B_name!r}); use landmarks that remain")
-        distinct([self.B_full_desc, self.B_variant_1, self.B_variant_2, self.B_variant_3, self.B_variant_4, self.nothing_desc], "B_full_desc, B_variant_1..4 and nothing_desc")
+            raise ValueError(
+                f"A_location: must not mention the removed object ({self.B_name!r}); use landmarks that remain"
+            )
+        distinct(
+            [
+                self.B_full_desc,
+                self.B_variant_1,
+                self.B_variant_2,
+                self.B_variant_3,
+                self.B_variant_4,
+                self.nothing_desc,
+            ],
+            "B_full_desc, B_variant_1..4 and nothing_desc",
+        )
         distinct([self.attribute_option_1, self.attribute_option_2, self.attribute_option_3], "attribute_option_1..3")
-        distinct([self.B_name, self.absurd_object_1, self.absurd_object_2], "B_name, absurd_object_1 and absurd_object_2")
+        distinct(
+            [self.B_name, self.absurd_object_1, self.absurd_object_2], "B_name, absurd_object_1 and absurd_object_2"
+        )
         return self
 
 
@@ -157,12 +188,23 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     key = str(ctx.get("edit_id") or ctx.get("candidate_id"))
     region = region_words(box, w, h) if box else "centre"
     objects = [o for o in ctx.get("objects", []) if o.get("name")]
-    others_same = [o for o in objects if same_word(o["name"], removed) and o.get("box") and overlap(o["box"], box) < 0.5]
+    others_same = [
+        o for o in objects if same_word(o["name"], removed) and o.get("box") and overlap(o["box"], box) < 0.5
+    ]
     same_region = [o for o in others_same if region_words(o["box"], w, h) == region]
-    verdict = {"verification_status": "pass", "verification_issues": "none", "discard": False, "discard_reason": "none"}
+    verdict = {
+        "verification_status": "pass",
+        "verification_issues": "none",
+        "discard": False,
+        "discard_reason": "none",
+    }
     if same_region:
-        verdict.update(verification_status="warning", verification_issues=f"another {removed} is annotated in the same part of the image",
-                       discard=True, discard_reason=f"another {removed} in the {region} part of the image cannot be told apart in words")
+        verdict.update(
+            verification_status="warning",
+            verification_issues=f"another {removed} is annotated in the same part of the image",
+            discard=True,
+            discard_reason=f"another {removed} in the {region} part of the image cannot be told apart in words",
+        )
     pred = (ctx.get("predicate") or "").strip().lower()
     removed_is_subject = same_word(ctx.get("subject_name") or "", removed)
     if kept and removed_is_subject and pred in SPATIAL_PREDICATES:
@@ -175,13 +217,22 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     cut = cut_names(ctx.get("cut_objects") or [])  # what the removal took too much of to be named as there
     covering = sorted(n for n in at_place if basic_name(n) not in cut)[:2]
     if at_place and not covering:
-        verdict.update(verification_status="fail", verification_issues=f"the removal also cut the {', '.join(sorted(at_place))}", discard=True,
-                       discard_reason=f"the removal also cut the {', '.join(sorted(at_place))}: what is left at its place cannot be stated")
+        verdict.update(
+            verification_status="fail",
+            verification_issues=f"the removal also cut the {', '.join(sorted(at_place))}",
+            discard=True,
+            discard_reason=f"the removal also cut the {', '.join(sorted(at_place))}: what is left at its place cannot be stated",
+        )
     if len(covering) == 2:
         remaining = f"the {covering[0]} and the {covering[1]}, with background around them"
     else:
         remaining = f"the {covering[0]} and the background around it" if covering else "only plain background"
-    attrs = [a for o in objects if same_word(o["name"], removed) and overlap(o.get("box"), box) >= 0.5 for a in o.get("attributes") or []]
+    attrs = [
+        a
+        for o in objects
+        if same_word(o["name"], removed) and overlap(o.get("box"), box) >= 0.5
+        for a in o.get("attributes") or []
+    ]
     slot = next((s for s in map(attribute_slot, attrs) if s), None)
     if slot:
         value = next(a for a in attrs if attribute_slot(a) == slot)
@@ -190,10 +241,15 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
     vocab = COLOURS if slot == "colour" else MATERIALS
     options = [value] + pick_options(vocab, key + "options", 2, exclude={value})
     names_here = {norm_text(o["name"]) for o in objects} | {norm_text(removed), norm_text(kept)}
-    absurd = pick_options(ABSURD_OBJECTS, key + "absurd", 2, exclude={a_or_an(n) for n in names_here} | {"an " + n for n in names_here})
+    absurd = pick_options(
+        ABSURD_OBJECTS, key + "absurd", 2, exclude={a_or_an(n) for n in names_here} | {"an " + n for n in names_here}
+    )
     subject, obj = (removed, kept) if removed_is_subject else (kept, removed)
-    common = (f"{a_or_an(subject).capitalize()} and {a_or_an(obj)} often appear together ({subject} {pred or 'with'} {obj})." if kept
-              else f"{a_or_an(removed).capitalize()} is a common sight in scenes like this.")
+    common = (
+        f"{a_or_an(subject).capitalize()} and {a_or_an(obj)} often appear together ({subject} {pred or 'with'} {obj})."
+        if kept
+        else f"{a_or_an(removed).capitalize()} is a common sight in scenes like this."
+    )
     base_here = f"the {kept}" if kept else "the background"
     return {
         **verdict,
@@ -202,7 +258,11 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         "A_location": location,
         "remaining_at_A": remaining,
         "same_type_elsewhere": bool(others_same),
-        "same_type_elsewhere_detail": (f"yes, another {removed} in the {region_words(others_same[0]['box'], w, h)} part of the image" if others_same else "no"),
+        "same_type_elsewhere_detail": (
+            f"yes, another {removed} in the {region_words(others_same[0]['box'], w, h)} part of the image"
+            if others_same
+            else "no"
+        ),
         "common_knowledge": common,
         "attribute_type": slot,
         "attribute_value": value,
@@ -218,5 +278,3 @@ def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
         "B_variant_4": f"{a_or_an(removed)} far smaller than usual",
         "nothing_desc": f"no {removed}, only {base_here}" if kept else f"no {removed} at all",
     }
-
-

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.plugin_api import Problem, RenderSettings, canonical, clean, cut_names, cut_objects_of, names_mentioned, with_article
+from tasks.plugin_api import (
+    Problem,
+    RenderSettings,
+    canonical,
+    clean,
+    cut_names,
+    cut_objects_of,
+    names_mentioned,
+    with_article,
+)
 
 
 def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
@@ -25,13 +34,23 @@ def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
 def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
     """RE slots; none when the analysis names as remaining at the erased place an object the edit
     cut into (``storage.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
-    named = names_mentioned(str(fields.get("remaining_at_A") or ""), cut_names(cut_objects_of(edit, f"edit {edit['id']}")))
+    named = names_mentioned(
+        str(fields.get("remaining_at_A") or ""), cut_names(cut_objects_of(edit, f"edit {edit['id']}"))
+    )
     if named:
-        return [Problem("main", "Q5-Q8", "claim_contradicts_edit",
-                        f"{edit['task']}: remaining_at_A names the {', '.join(named)}, which the edit cut into")]
+        return [
+            Problem(
+                "main",
+                "Q5-Q8",
+                "claim_contradicts_edit",
+                f"{edit['task']}: remaining_at_A names the {', '.join(named)}, which the edit cut into",
+            )
+        ]
     return slots_from_analysis(fields)
 
 
 def qa_beaf(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
-    return {"removed": edit.get("target_name") or values.get("B_name"),
-            "same_type_elsewhere": fields.get("same_type_elsewhere") in (True, "true", "True", "yes")}
+    return {
+        "removed": edit.get("target_name") or values.get("B_name"),
+        "same_type_elsewhere": fields.get("same_type_elsewhere") in (True, "true", "True", "yes"),
+    }

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,13 +34,17 @@ def item_credits(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, in
     return {k: (v[0], int(v[1])) for k, v in sorted(acc.items())}
 
 
-def bootstrap_difference(targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP) -> tuple[float, float]:
+def bootstrap_difference(
+    targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP
+) -> tuple[float, float]:
     """95% percentile interval of accuracy(targeted) - accuracy(control), in points, resampling items."""
     lo, hi = np.percentile(bootstrap_samples(targeted, control, seed, n_boot), [2.5, 97.5])
     return float(lo), float(hi)
 
 
-def bootstrap_samples(targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP) -> np.ndarray:
+def bootstrap_samples(
+    targeted: list[tuple[float, int]], control: list[tuple[float, int]], seed: int, n_boot: int = BOOTSTRAP
+) -> np.ndarray:
     """The ``n_boot`` resampled differences accuracy(targeted) - accuracy(control), in points, items
     (credit sum, questions) resampled with replacement; what a caller comparing two editors needs."""
     rng = np.random.default_rng(seed)

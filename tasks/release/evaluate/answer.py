@@ -16,7 +16,9 @@ from storage.rejects import reject
 from tasks.engine.reuse import ItemReuse, complete_with_reuse
 
 
-def load_images(store: ImageStore, stage: str, questions: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[dict[str, Any]], list[dict[str, Any]]]:
+def load_images(
+    store: ImageStore, stage: str, questions: list[dict[str, Any]]
+) -> tuple[dict[str, bytes], list[dict[str, Any]], list[dict[str, Any]]]:
     """(image bytes by path, questions ready to ask, reject rows): a question whose image is
     missing or that has neither one image nor a pair is rejected with the reason."""
     images: dict[str, bytes] = {}
@@ -28,10 +30,19 @@ def load_images(store: ImageStore, stage: str, questions: list[dict[str, Any]]) 
                 if rel not in images:
                     images[rel] = store.get_bytes(rel)
         except (FileNotFoundError, ValueError) as exc:
-            rejects.append(reject(q["id"], stage, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]}))
+            rejects.append(
+                reject(q["id"], stage, "image_missing", f"question {q['id']}: {exc}", {"images": q["images"]})
+            )
             continue
         if len(q["images"]) not in (1, 2):
-            rejects.append(reject(q["id"], stage, "bad_image_count", f"question {q['id']} has {len(q['images'])} images; 1 or 2 expected"))
+            rejects.append(
+                reject(
+                    q["id"],
+                    stage,
+                    "bad_image_count",
+                    f"question {q['id']} has {len(q['images'])} images; 1 or 2 expected",
+                )
+            )
             continue
         ready.append(q)
     return images, ready, rejects
@@ -69,7 +80,9 @@ def ask(
     for q in questions:
         spec = answer_spec(q["qtype"], mode, len(q["images"]))
         inp = PromptInput(answer_context(q, mode, annotations.get(q["edit_id"], {})), [images[r] for r in q["images"]])
-        reqs.append(MLLMRequest(spec.name, spec.version, build_messages(spec, inp), inp.context, temperature, max_tokens))
+        reqs.append(
+            MLLMRequest(spec.name, spec.version, build_messages(spec, inp), inp.context, temperature, max_tokens)
+        )
         specs.append(spec)
     if not reqs:
         responses = []

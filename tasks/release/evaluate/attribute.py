@@ -16,15 +16,19 @@ from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR, subcauses, task_text
 from prompts.runner import PromptInput, run_prompt
 from storage.hashing import stable_id
 from storage.task_spec import task_hook
-from tasks.release.items import rubric
 from tasks.release.evaluate.score import gold_text
+from tasks.release.items import rubric
 
 _NOT_FACTS = ("correct_if", "wrong_if", "reference_answer", "correct_option")
 
 
 def item_facts(a: dict[str, Any], item_questions: list[dict[str, Any]], ann: dict[str, Any]) -> list[list[str]]:
     """The facts of the item an answer belongs to, as ``[key, value]`` pairs sorted by key."""
-    facts = {k: ann[k] for k in ("target_name", "original_attribute", "new_attribute", "attribute_type", "count") if ann.get(k) is not None}
+    facts = {
+        k: ann[k]
+        for k in ("target_name", "original_attribute", "new_attribute", "attribute_type", "count")
+        if ann.get(k) is not None
+    }
     rename = task_hook(a["task"], "subcause_facts")
     if rename is not None:
         facts = dict(rename(facts))

@@ -9,7 +9,8 @@ Both are flagged: ``complete`` is false and every short item is listed with what
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tasks.stages.qa.templates import question_set, template_tasks
 
@@ -29,7 +30,9 @@ def completeness(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in rows:
         if (r.get("question_set") or "main") != "main":
             continue
-        info.setdefault(str(r.get("edit_id")), {"task": r.get("task"), "editor": r.get("editor"), "variant": r.get("variant")})
+        info.setdefault(
+            str(r.get("edit_id")), {"task": r.get("task"), "editor": r.get("editor"), "variant": r.get("variant")}
+        )
         modes.add(str(r.get("mode")))
         if r.get("status") != "error":
             have[(str(r.get("edit_id")), str(r.get("mode")))].add(str(r.get("qid")))
@@ -40,7 +43,16 @@ def completeness(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             got = have.get((edit_id, mode), set())
             missing = [q for q in want if q not in got]
             if missing:
-                short.append({"edit_id": edit_id, **info[edit_id], "mode": mode, "questions": len(got & set(want)), "expected": len(want), "missing": missing})
+                short.append(
+                    {
+                        "edit_id": edit_id,
+                        **info[edit_id],
+                        "mode": mode,
+                        "questions": len(got & set(want)),
+                        "expected": len(want),
+                        "missing": missing,
+                    }
+                )
     return {
         "items": len(info),
         "complete_items": len(info) - len({s["edit_id"] for s in short}),

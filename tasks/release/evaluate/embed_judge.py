@@ -9,9 +9,10 @@ term. torch and transformers are imported only when a model is configured.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 
 class EmbeddingModelMissing(FileNotFoundError):
@@ -55,7 +56,9 @@ def load_encoder(path: str) -> Encoder:
     return Encoder(path)
 
 
-def accept_paraphrase(encoder: Encoder, answer: str, references: Sequence[str], prior_terms: Sequence[str], threshold: float) -> tuple[bool, float]:
+def accept_paraphrase(
+    encoder: Encoder, answer: str, references: Sequence[str], prior_terms: Sequence[str], threshold: float
+) -> tuple[bool, float]:
     """(accepted, best similarity to a reference): accepted when the best reference similarity
     reaches ``threshold`` and beats every prior term."""
     refs = [r for r in references if r]

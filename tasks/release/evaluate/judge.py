@@ -39,7 +39,9 @@ def judge_short_answers(
     todo = [a for a in answers if a["qtype"] == "SA" and a["status"] != "error"]
     if not todo:
         return
-    inputs = [PromptInput(judge_context(a, questions[a["question_id"]], annotations.get(a["edit_id"], {}))) for a in todo]
+    inputs = [
+        PromptInput(judge_context(a, questions[a["question_id"]], annotations.get(a["edit_id"], {}))) for a in todo
+    ]
     outcomes = run_prompt(judge, SA_JUDGE, inputs, temperature=0.0, max_tokens=256)
     for a, inp, out in zip(todo, inputs, outcomes):
         ctx = inp.context
@@ -47,10 +49,15 @@ def judge_short_answers(
             verdict, how = out.fields, ("rules" if out.backend == "rules" else "llm")
         else:
             try:
-                verdict = offline_judge(ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"], judge_rule(ctx["task"]))
+                verdict = offline_judge(
+                    ctx["gold"], ctx["answer"], dict(ctx["rubric"]), ctx["prior_terms"], judge_rule(ctx["task"])
+                )
                 how = "rules_fallback"
             except ValueError as exc:  # a malformed rubric: recorded, scored as not correct
-                verdict, how = {"verdict": "hallucination", "fallback": False, "reason": f"cannot judge: {exc}"}, "failed"
+                verdict, how = (
+                    {"verdict": "hallucination", "fallback": False, "reason": f"cannot judge: {exc}"},
+                    "failed",
+                )
         a["correct"] = verdict["verdict"] == "correct"
         if how != "llm" and not a["correct"] and not verdict.get("fallback") and encoder is not None:
             from tasks.release.evaluate.embed_judge import accept_paraphrase

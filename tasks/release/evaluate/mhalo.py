@@ -13,7 +13,7 @@ Parsing and rendering of tagged text live in ``prompts.eval_parsing``.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from prompts.eval_parsing import Detection, Span
 
@@ -88,4 +88,9 @@ def score_detections(items: Iterable[tuple[Detection, Sequence[Span]]]) -> dict[
             fi += f1_iou(det.spans, ref)
     if n == 0:
         return {"n": 0, "F1_M": 0.0, "F1_IoU": 0.0, "IF": 0.0}
-    return {"n": n, "F1_M": round(100 * fm / n, 4), "F1_IoU": round(100 * fi / n, 4), "IF": round(100 * followed / n, 4)}
+    return {
+        "n": n,
+        "F1_M": round(100 * fm / n, 4),
+        "F1_IoU": round(100 * fi / n, 4),
+        "IF": round(100 * followed / n, 4),
+    }

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,11 +23,11 @@ from storage.config_base import describe_errors
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
-from tasks.release.items import source_for
+from tasks.engine.runner import StageSummary, run_stage
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.stage import EvalClients, EvalStage, model_slug
 from tasks.release.evaluate.summary import summarize
-from tasks.engine.runner import StageSummary, run_stage
+from tasks.release.items import source_for
 
 METRICS_FILE = "metrics.json"
 
@@ -36,7 +37,9 @@ def parse_model(spec: str, flag: str = "--model") -> tuple[str, str]:
     backend, sep, model = (spec or "").partition(":")
     backend, model = backend.strip(), model.strip()
     if not sep or not backend or not model:
-        raise ValueError(f"{flag} must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}")
+        raise ValueError(
+            f"{flag} must be BACKEND:MODEL (e.g. rules:rules-v1, openai:Qwen/Qwen2.5-VL-7B-Instruct), got {spec!r}"
+        )
     return backend, model
 
 
@@ -44,7 +47,11 @@ def client_config(base: MLLMConfig, backend: str, model: str, flag: str = "--mod
     """The run's MLLM settings with another backend/model (validated, so a typo fails here); a
     backend that does not exist (``vllm:...``) is named with the backends and the form that serves it."""
     if backend not in BACKENDS:
-        url = "--base-url http://HOST:8000/v1" if flag == "--model" else "and its URL in eval.judge_base_url (--judge-base-url)"
+        url = (
+            "--base-url http://HOST:8000/v1"
+            if flag == "--model"
+            else "and its URL in eval.judge_base_url (--judge-base-url)"
+        )
         raise ValueError(
             f"{flag} {backend}:{model}: unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}. "
             f"{SERVER_HINT}: {flag} openai:{model} {url}"
@@ -55,7 +62,9 @@ def client_config(base: MLLMConfig, backend: str, model: str, flag: str = "--mod
     try:
         return MLLMConfig.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"cannot evaluate with backend {backend!r}, model {model!r}: {describe_errors(exc, 'mllm.')}") from None
+        raise ValueError(
+            f"cannot evaluate with backend {backend!r}, model {model!r}: {describe_errors(exc, 'mllm.')}"
+        ) from None
 
 
 @dataclass
@@ -69,16 +78,24 @@ class EvalOutcome:
     unverified: bool = False
 
 
-def make_clients(config: Any, run: RunFS, backend: str, model: str, base_url: str | None, no_cache: bool) -> EvalClients:
+def make_clients(
+    config: Any, run: RunFS, backend: str, model: str, base_url: str | None, no_cache: bool
+) -> EvalClients:
     cache = run.sub("cache", "mllm")
     ev = config.eval
-    model_cfg = client_config(config.mllm, backend, model, base_url=base_url, temperature=ev.temperature, max_tokens=ev.max_tokens)
+    model_cfg = client_config(
+        config.mllm, backend, model, base_url=base_url, temperature=ev.temperature, max_tokens=ev.max_tokens
+    )
     if ev.judge:
         jb, jm = parse_model(ev.judge, "eval.judge")
         judge_cfg = client_config(config.mllm, jb, jm, "eval.judge", base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
-    return EvalClients(make_client(model_cfg, cache, no_cache=no_cache), make_client(judge_cfg, cache, no_cache=no_cache), (model_cfg, judge_cfg))
+    return EvalClients(
+        make_client(model_cfg, cache, no_cache=no_cache),
+        make_client(judge_cfg, cache, no_cache=no_cache),
+        (model_cfg, judge_cfg),
+    )
 
 
 def run_eval(
@@ -95,7 +112,17 @@ def run_eval(
 ) -> EvalOutcome:
     """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``
     (:func:`answer_questions`, then :func:`write_metrics`; the CLI runs them as two steps)."""
-    answered = answer_questions(run, config, model, unverified=unverified, base_url=base_url, no_cache=no_cache, force=force, progress=progress, clients=clients)
+    answered = answer_questions(
+        run,
+        config,
+        model,
+        unverified=unverified,
+        base_url=base_url,
+        no_cache=no_cache,
+        force=force,
+        progress=progress,
+        clients=clients,
+    )
     return write_metrics(run, answered)
 
 
@@ -117,11 +144,17 @@ def answer_questions(
     clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
     stage = EvalStage(backend, model_id, unverified, clients)
     ctx = RunContext(run, config, {"no_cache": no_cache})
-    summary = run_stage(stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons)
-    return EvalOutcome(model_slug(backend, model_id, unverified), stage.name, summary, {}, backend, model_id, unverified)
+    summary = run_stage(
+        stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons
+    )
+    return EvalOutcome(
+        model_slug(backend, model_id, unverified), stage.name, summary, {}, backend, model_id, unverified
+    )
 
 
-def write_metrics(run: RunFS, answered: EvalOutcome, progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+def write_metrics(
+    run: RunFS, answered: EvalOutcome, progress: Callable[[int, int], None] | None = None
+) -> EvalOutcome:
     """``metrics.json`` of an answered evaluation; ``progress`` sees (answer shards read, total)."""
     metrics = compute_metrics(run, answered.folder, answered.backend, answered.model, answered.unverified, progress)
     run.write_text_atomic(f"{answered.folder}/{METRICS_FILE}", json.dumps(metrics, indent=1, sort_keys=True) + "\n")
@@ -131,21 +164,50 @@ def write_metrics(run: RunFS, answered: EvalOutcome, progress: Callable[[int, in
 # What the metrics read of an answer row (tasks/release/metrics.py's list, plus ``status``, ``parsed_by`` and
 # ``judge``): the replies, judge texts and prompt names stay on disk.
 METRIC_COLUMNS = [
-    "task", "mode", "qtype", "qid", "dimension", "question_set", "correct", "edit_id", "editor", "variant", "rotation",
-    "image_role", "text", "parsed", "gold", "beaf_related", "prior_fallback", "status", "judge", "parsed_by",
+    "task",
+    "mode",
+    "qtype",
+    "qid",
+    "dimension",
+    "question_set",
+    "correct",
+    "edit_id",
+    "editor",
+    "variant",
+    "rotation",
+    "image_role",
+    "text",
+    "parsed",
+    "gold",
+    "beaf_related",
+    "prior_fallback",
+    "status",
+    "judge",
+    "parsed_by",
 ]
 
 
 def compute_metrics(
-    run: RunFS, folder: str, backend: str, model: str, unverified: bool, progress: Callable[[int, int], None] | None = None
+    run: RunFS,
+    folder: str,
+    backend: str,
+    model: str,
+    unverified: bool,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Every metric of one evaluated model from its stored answers (what ``metrics.json`` holds).
 
     The answers are read one shard at a time, only the columns the metrics use, repeated values
     shared (``ArtifactReader.iter_shared_rows``): memory grows by a small row per answer, not by
     the replies (measured in docs/eval.md); spans are counted as they stream by."""
-    answers = list(ArtifactReader(run, f"{folder}/answers", ANSWERS).iter_shared_rows(METRIC_COLUMNS, progress=progress))
-    subcauses = list(ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).iter_shared_rows(["task", "editor", "variant", "status", "label"]))
+    answers = list(
+        ArtifactReader(run, f"{folder}/answers", ANSWERS).iter_shared_rows(METRIC_COLUMNS, progress=progress)
+    )
+    subcauses = list(
+        ArtifactReader(run, f"{folder}/subcauses", SUBCAUSES).iter_shared_rows(
+            ["task", "editor", "variant", "status", "label"]
+        )
+    )
     spans = ArtifactReader(run, f"{folder}/spans", SPANS).iter_rows(["status", "spans_json"])
     out = summarize(answers)
     out.update(
@@ -154,9 +216,17 @@ def compute_metrics(
             "questions_source": source_for(unverified).label,
             "unverified": unverified,
             "judges": dict(sorted(Counter(a["judge"] for a in answers if a["qtype"] == "SA").items())),
-            "subcauses": subcause_distribution([r for r in subcauses if (r.get("variant") or "targeted") != "control"]),
+            "subcauses": subcause_distribution(
+                [r for r in subcauses if (r.get("variant") or "targeted") != "control"]
+            ),
             "subcauses_by_editor": [
-                {"editor": ed, "variant": var, "subcauses": subcause_distribution([r for r in subcauses if r["editor"] == ed and (r.get("variant") or "targeted") == var])}
+                {
+                    "editor": ed,
+                    "variant": var,
+                    "subcauses": subcause_distribution(
+                        [r for r in subcauses if r["editor"] == ed and (r.get("variant") or "targeted") == var]
+                    ),
+                }
                 for ed, var in sorted({(r["editor"], r.get("variant") or "targeted") for r in subcauses})
             ],
             "spans": span_summary(spans),
@@ -200,4 +270,8 @@ def span_summary(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def list_evaluations(run: RunFS) -> list[str]:
     """Folders under ``<run>/eval/`` that hold a ``metrics.json``."""
-    return [addresses.evaluation(name) for name in run.listdir(addresses.EVAL_DIR) if run.exists(addresses.EVAL_DIR, name, METRICS_FILE)]
+    return [
+        addresses.evaluation(name)
+        for name in run.listdir(addresses.EVAL_DIR)
+        if run.exists(addresses.EVAL_DIR, name, METRICS_FILE)
+    ]

@@ -45,7 +45,9 @@ ANSWERS = register(
                 pa.field("judge_reason", pa.string()),
                 pa.field("judge_raw", pa.string()),
                 pa.field("unverified", pa.bool_(), nullable=False),
-                pa.field("parsed_by", pa.string()),  # rules | judge (eval.extract_with_judge); null when nothing was read
+                pa.field(
+                    "parsed_by", pa.string()
+                ),  # rules | judge (eval.extract_with_judge); null when nothing was read
             ]
         ),
     )

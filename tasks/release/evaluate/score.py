@@ -12,7 +12,22 @@ from typing import Any
 from prompts.eval_parsing import answer_segment, extract_choice, extract_yes_no, mentions, negated_mention
 from prompts.offline_judge import is_denial
 from tasks.release.items import answer_id, probes_prior
-ROW_COLUMNS = ("edit_id", "editor", "task", "variant", "question_set", "qid", "qtype", "dimension", "rotation", "image_role", "text", "options", "gold")
+
+ROW_COLUMNS = (
+    "edit_id",
+    "editor",
+    "task",
+    "variant",
+    "question_set",
+    "qid",
+    "qtype",
+    "dimension",
+    "rotation",
+    "image_role",
+    "text",
+    "options",
+    "gold",
+)
 
 
 def read_reply(qtype: str, raw: str, options: list[str], cot: bool) -> str | None:
@@ -34,7 +49,17 @@ def choice_correct(qtype: str, parsed: str | None, gold: str) -> bool:
     return parsed == str(gold).strip().upper()
 
 
-def score_reply(q: dict[str, Any], mode: str, raw: str, error: str | None, ann: dict[str, Any], *, backend: str, model: str, unverified: bool) -> dict[str, Any]:
+def score_reply(
+    q: dict[str, Any],
+    mode: str,
+    raw: str,
+    error: str | None,
+    ann: dict[str, Any],
+    *,
+    backend: str,
+    model: str,
+    unverified: bool,
+) -> dict[str, Any]:
     """One answer row (``tasks.release.evaluate.schemas.ANSWERS``) for a reply; SA rows await the judge."""
     cot = mode == "cot"
     row: dict[str, Any] = {

@@ -13,7 +13,12 @@ from prompts.runner import PromptInput, build_messages
 from storage.hashing import stable_id
 
 
-def detect_spans(judge: MLLMClient, wrong: list[dict[str, Any]], facts: dict[str, list[list[str]]], prior_terms: dict[str, list[str]]) -> list[dict[str, Any]]:
+def detect_spans(
+    judge: MLLMClient,
+    wrong: list[dict[str, Any]],
+    facts: dict[str, list[list[str]]],
+    prior_terms: dict[str, list[str]],
+) -> list[dict[str, Any]]:
     """Span rows for wrong CoT answers; ``facts`` and ``prior_terms`` are keyed by answer id."""
     if not wrong:
         return []
@@ -30,7 +35,10 @@ def detect_spans(judge: MLLMClient, wrong: list[dict[str, Any]], facts: dict[str
         )
         for a in wrong
     ]
-    reqs = [MLLMRequest(SPAN_DETECT.name, SPAN_DETECT.version, build_messages(SPAN_DETECT, i), i.context, 0.0, 2048) for i in inputs]
+    reqs = [
+        MLLMRequest(SPAN_DETECT.name, SPAN_DETECT.version, build_messages(SPAN_DETECT, i), i.context, 0.0, 2048)
+        for i in inputs
+    ]
     responses = judge.complete(reqs)
     rows = []
     for a, resp in zip(wrong, responses):

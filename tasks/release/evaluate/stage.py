@@ -18,15 +18,15 @@ from prompts.clients.base import MLLMClient
 from storage import addresses
 from storage.rejects import reject
 from tasks.engine.base import RunContext, ShardResult, Stage
+from tasks.engine.reuse import ItemReuse
 from tasks.release.evaluate.answer import ask, load_images
 from tasks.release.evaluate.attribute import attribute_subcauses, item_facts
-from tasks.release.items import edit_annotations, input_fingerprint, read_inputs
 from tasks.release.evaluate.extract_judge import extract_with_judge
 from tasks.release.evaluate.judge import judge_short_answers
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.score import score_reply
 from tasks.release.evaluate.spans import detect_spans
-from tasks.engine.reuse import ItemReuse
+from tasks.release.items import edit_annotations, input_fingerprint, read_inputs
 
 
 def model_slug(backend: str, model: str, unverified: bool) -> str:
@@ -119,20 +119,51 @@ class EvalStage(Stage):
         answers: list[dict[str, Any]] = []
         reuse = ItemReuse.for_shard(ctx, self.name, "eval-answer")  # answers already given are not asked again
         for mode in cfg.modes:
-            for q, spec, resp in ask(self.clients.model, ready, images, mode, self._annotations, cfg.temperature, cfg.max_tokens, reuse):
-                row = score_reply(q, mode, resp.text, resp.error, self._annotations.get(q["edit_id"], {}), backend=self.backend, model=self.model, unverified=self.unverified)
-                row.update(prompt_name=spec.name, prompt_version=spec.version, backend=resp.backend or self.clients.model.backend, model_id=resp.model_id or self.clients.model.model_id)
+            for q, spec, resp in ask(
+                self.clients.model, ready, images, mode, self._annotations, cfg.temperature, cfg.max_tokens, reuse
+            ):
+                row = score_reply(
+                    q,
+                    mode,
+                    resp.text,
+                    resp.error,
+                    self._annotations.get(q["edit_id"], {}),
+                    backend=self.backend,
+                    model=self.model,
+                    unverified=self.unverified,
+                )
+                row.update(
+                    prompt_name=spec.name,
+                    prompt_version=spec.version,
+                    backend=resp.backend or self.clients.model.backend,
+                    model_id=resp.model_id or self.clients.model.model_id,
+                )
                 answers.append(row)
         result.items = reuse.counts.as_dict()
         # A reply lost to the transport is a transient reject too (orchestration.rerun_reject_reasons):
         # a rerun asks this shard again, its other answers coming from the reuse store.
-        result.rejects += [reject(a["id"], self.name, "llm_error", a["error"] or "", {"question_id": a["question_id"], "mode": a["mode"]}) for a in answers if a["status"] == "error"]
+        result.rejects += [
+            reject(
+                a["id"], self.name, "llm_error", a["error"] or "", {"question_id": a["question_id"], "mode": a["mode"]}
+            )
+            for a in answers
+            if a["status"] == "error"
+        ]
         if cfg.extract_with_judge:
             extract_with_judge(self.clients.judge, answers)
-        judge_short_answers(self.clients.judge, answers, self._qmap, self._annotations, self._encoder, cfg.embedding_threshold)
+        judge_short_answers(
+            self.clients.judge, answers, self._qmap, self._annotations, self._encoder, cfg.embedding_threshold
+        )
         result.outputs["answers"] = sorted(answers, key=lambda a: a["id"])
-        wrong_cot = [a for a in answers if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"]
-        facts = {a["id"]: item_facts(a, self._by_item.get(a["edit_id"], []), self._annotations.get(a["edit_id"], {})) for a in wrong_cot}
+        wrong_cot = [
+            a
+            for a in answers
+            if a["mode"] == "cot" and a["question_set"] == "main" and not a["correct"] and a["status"] != "error"
+        ]
+        facts = {
+            a["id"]: item_facts(a, self._by_item.get(a["edit_id"], []), self._annotations.get(a["edit_id"], {}))
+            for a in wrong_cot
+        }
         if cfg.subcauses:
             pictures = {a["id"]: [images[r] for r in self._qmap[a["question_id"]]["images"]] for a in wrong_cot}
             result.outputs["subcauses"] = attribute_subcauses(self.clients.judge, wrong_cot, facts, pictures)

@@ -7,7 +7,8 @@ those imports another upward.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from storage.task_spec import all_tasks
 from tasks.release.evaluate.ablation import control_ablation
@@ -75,7 +76,10 @@ def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -
             "dimension": accuracy(main, ["task", "dimension", "mode"]),
             "qid": accuracy(main, ["task", "qid", "mode"]),
             "editor": accuracy(main, ["editor", "task", "mode"]),
-            "variant": accuracy(collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main"), ["variant", "task", "mode"]),
+            "variant": accuracy(
+                collapse_cyclic(r for r in rows if (r.get("question_set") or "main") == "main"),
+                ["variant", "task", "mode"],
+            ),
             "control": accuracy(control_questions, ["task", "mode"]),
         },
         "mc_cyclic": head["mc_cyclic"],
@@ -84,5 +88,9 @@ def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -
         "ablation": control_ablation(rows),
     }
     beaf_rows = [r for r in targeted if r.get("question_set") == "beaf"]
-    out["beaf"] = {m: beaf_summary([r for r in beaf_rows if r.get("mode") == m]) for m in MODES if any(r.get("mode") == m for r in beaf_rows)}
+    out["beaf"] = {
+        m: beaf_summary([r for r in beaf_rows if r.get("mode") == m])
+        for m in MODES
+        if any(r.get("mode") == m for r in beaf_rows)
+    }
     return out

@@ -25,14 +25,15 @@ SOURCES = {
     # card names both, and the build configuration below says which file was read
     "coco": (
         "COCO-format instance annotations (the file `sources.coco` names in the build configuration below): "
-        "COCO (Lin et al., \"Microsoft COCO: Common Objects in Context\", ECCV 2014) or LVIS (Gupta, Dollár and "
-        "Girshick, \"LVIS: A Dataset for Large Vocabulary Instance Segmentation\", CVPR 2019), whose annotations "
+        'COCO (Lin et al., "Microsoft COCO: Common Objects in Context", ECCV 2014) or LVIS (Gupta, Dollár and '
+        'Girshick, "LVIS: A Dataset for Large Vocabulary Instance Segmentation", CVPR 2019), whose annotations '
         "cover COCO 2017 images.",
         "COCO annotations under CC BY 4.0 (the COCO Consortium); LVIS annotations under CC BY 4.0. The images of both "
         "are COCO's, taken from Flickr: each keeps its own license (the image's `license` entry in the annotation "
         "file) and Flickr's terms of use. Another COCO-format dataset read through this source has its own terms.",
     ),
 }
+
 
 def task_text(task: str) -> str:
     """The card's line on a task (``TaskSpec.card_text``; the id for a task not registered here)."""
@@ -66,7 +67,9 @@ def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verif
                 "name": name,
                 "edits": len(mine),
                 "auto_qc_pass_rate": round(100.0 * len(passed) / len(mine), 2) if mine else None,
-                "human_acceptance": (round(100.0 * len(kept) / len(passed), 2) if passed else None) if verified else None,
+                "human_acceptance": (round(100.0 * len(kept) / len(passed), 2) if passed else None)
+                if verified
+                else None,
                 "licence": lic,
                 "params": params[0] if len(params) == 1 else params,
             }
@@ -105,9 +108,13 @@ def render_card(
             "",
         ]
     released = Counter(ed for ed, _ in {(r.get("editor"), r["edit_id"]) for r in rows})
-    warnings = licence_warnings([(e["editor"], e["name"], e["licence"], released.get(e["editor"], 0)) for e in editors])
+    warnings = licence_warnings(
+        [(e["editor"], e["name"], e["licence"], released.get(e["editor"], 0)) for e in editors]
+    )
     if warnings:
-        lines += ["> **EDITOR LICENCES.** Some images in this release were drawn by models whose weights restrict their use:"]
+        lines += [
+            "> **EDITOR LICENCES.** Some images in this release were drawn by models whose weights restrict their use:"
+        ]
         lines += [f"> - {w}" for w in warnings]
         lines += [""]
     lines += [
@@ -119,31 +126,53 @@ def render_card(
         "",
     ]
     lines += [f"- `{t}`: {task_text(t)}" for t in tasks]
-    lines += ["", "## Counts", "", "| task | edits | questions | YN | MC | SA | main | control | beaf |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Counts",
+        "",
+        "| task | edits | questions | YN | MC | SA | main | control | beaf |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for t in tasks:
         mine = [r for r in rows if r["task"] == t]
         qt = Counter(r["qtype"] for r in mine)
         qs = Counter(r["question_set"] for r in mine)
         edits = len({r["edit_id"] for r in mine})
-        lines.append(f"| {t} | {edits} | {len(mine)} | {qt['YN']} | {qt['MC']} | {qt['SA']} | {qs['main']} | {qs['control']} | {qs['beaf']} |")
+        lines.append(
+            f"| {t} | {edits} | {len(mine)} | {qt['YN']} | {qt['MC']} | {qt['SA']} | {qs['main']} | {qs['control']} | {qs['beaf']} |"
+        )
     lines.append(f"| **total** | {len({r['edit_id'] for r in rows})} | {len(rows)} | | | | | | |")
-    lines += ["", "## Fields", "", "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
-              "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
-              "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
-              "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
-              "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.", ""]
+    lines += [
+        "",
+        "## Fields",
+        "",
+        "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
+        "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
+        "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
+        "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
+        "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.",
+        "",
+    ]
     lines += ["## Sources and licenses", ""]
     for s in sources:
         desc, lic = SOURCES.get(s, (s, "see the source's terms"))
         lines.append(f"- **{s}**: {desc} {lic}")
     lines += ["- Edited images are derivatives of the source images and inherit their terms.", ""]
-    lines += ["## Editors", "", "| editor | edits | in this release | auto-QC pass % | human acceptance % | licence of its weights | parameters |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Editors",
+        "",
+        "| editor | edits | in this release | auto-QC pass % | human acceptance % | licence of its weights | parameters |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in editors:
         acc = "not reviewed" if e["human_acceptance"] is None else e["human_acceptance"]
-        lines.append(f"| {e['editor']} | {e['edits']} | {released.get(e['editor'], 0)} | {e['auto_qc_pass_rate']} | {acc} | {e['licence'].label} | `{json.dumps(e['params'])}` |")
+        lines.append(
+            f"| {e['editor']} | {e['edits']} | {released.get(e['editor'], 0)} | {e['auto_qc_pass_rate']} | {acc} | {e['licence'].label} | `{json.dumps(e['params'])}` |"
+        )
     if "none" in released:
-        lines.append(f"\n{released['none']} item(s) of tasks that edit nothing (dense counting) show their source image unedited.")
+        lines.append(
+            f"\n{released['none']} item(s) of tasks that edit nothing (dense counting) show their source image unedited."
+        )
     lines += ["", "## Models used to build it", ""]
     lines += [f"- `{m}`" for m in mllm_ids] or ["- (not recorded)"]
     lines += ["", "## Build configuration", ""]
@@ -151,8 +180,18 @@ def render_card(
         lines += ["```yaml", config_text.rstrip(), "```"]
     else:
         lines.append("(no config.yaml in the run directory)")
-    lines += ["", "## Loading", "", "```python", "import datasets", "", "ds = datasets.load_dataset(\"path/to/this/folder\")            # all tasks",
-              *[f"one = datasets.load_dataset(\"path/to/this/folder\", \"{t}\")  # one task" for t in tasks[:1]], "```", ""]
+    lines += [
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "import datasets",
+        "",
+        'ds = datasets.load_dataset("path/to/this/folder")            # all tasks',
+        *[f'one = datasets.load_dataset("path/to/this/folder", "{t}")  # one task' for t in tasks[:1]],
+        "```",
+        "",
+    ]
     if vlmevalkit:
         from tasks.release.export.vlmevalkit import card_lines
 

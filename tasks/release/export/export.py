@@ -89,7 +89,15 @@ def export_benchmark(
         recover(out)  # what a killed export left: the old release put back, temporary folders removed
         check_target(out, replace)  # before the work: a folder that is no release is refused at once
         return _export_locked(
-            run, out, config, unverified=unverified, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval, name=name, replace=replace, progress=progress
+            run,
+            out,
+            config,
+            unverified=unverified,
+            vlmevalkit=vlmevalkit,
+            lmms_eval=lmms_eval,
+            name=name,
+            replace=replace,
+            progress=progress,
         )
 
 
@@ -116,20 +124,43 @@ def _export_locked(
         missing = [rel for rel in q["images"] if rel not in sizes]
         if missing or not q["images"]:
             why = f"{missing[0]} is not in the run's image store" if missing else "it names no image"
-            rejects.append(reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {why}", {"images": q["images"]}))
+            rejects.append(
+                reject(q["id"], STAGE, "image_missing", f"question {q['id']}: {why}", {"images": q["images"]})
+            )
             continue
         prior = list(annotations.get(q["edit_id"], {}).get("prior_terms") or [])
         by_task[q["task"]].append(release_row(q, kept_edits.get(q["edit_id"]), not unverified, prior))
     del questions, annotations
     counts = {t: len(r) for t, r in sorted(by_task.items())}
     plan = {t: row_groups(rows, sizes) for t, rows in sorted(by_task.items())}
-    progress("read", 1, 1, f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)")
+    progress(
+        "read",
+        1,
+        1,
+        f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)",
+    )
     extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
     with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
-        files = _write_release(run, stage, config, plan, sizes, kept_edits, unverified, name, vlmevalkit=vlmevalkit, lmms_eval=lmms_eval, progress=progress)
+        files = _write_release(
+            run,
+            stage,
+            config,
+            plan,
+            sizes,
+            kept_edits,
+            unverified,
+            name,
+            vlmevalkit=vlmevalkit,
+            lmms_eval=lmms_eval,
+            progress=progress,
+        )
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
-    write_table(run, f"{rejects_at.folder}/part-00000.parquet", table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder))
+    write_table(
+        run,
+        f"{rejects_at.folder}/part-00000.parquet",
+        table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
+    )
     files.append(MANIFEST)
     return ExportSummary(out.url, not unverified, counts, len(rejects), files)
 
@@ -200,8 +231,15 @@ def _write_rows(
         files += tsvs.files
     unique_mb = sum(sizes[rel] for rel in images) / 1e6
     parquet_mb = sum(out.fs.size(out.path(f)) for f in files if f.endswith(".parquet")) / 1e6
-    tsv_note = f"; {sum(f.endswith('.tsv') for f in tsvs.files)} VLMEvalKit TSVs" if tsvs is not None and tsvs.files else ""
-    progress("write", total, total, f"wrote {total:,} questions ({len(images):,} images, {unique_mb:,.1f} MB) as {parquet_mb:,.1f} MB of Parquet{tsv_note}")
+    tsv_note = (
+        f"; {sum(f.endswith('.tsv') for f in tsvs.files)} VLMEvalKit TSVs" if tsvs is not None and tsvs.files else ""
+    )
+    progress(
+        "write",
+        total,
+        total,
+        f"wrote {total:,} questions ({len(images):,} images, {unique_mb:,.1f} MB) as {parquet_mb:,.1f} MB of Parquet{tsv_note}",
+    )
     return files
 
 
@@ -212,5 +250,7 @@ def _read_images(run: RunFS, group: list[dict[str, Any]]) -> dict[str, bytes]:
     lost = [rel for rel in wanted if rel not in blobs]
     if lost:
         who = next(r["id"] for r in group if lost[0] in image_rels(r))
-        raise FileNotFoundError(f"{run.path(lost[0])}: image of question {who} vanished from the run's image store during the export")
+        raise FileNotFoundError(
+            f"{run.path(lost[0])}: image of question {who} vanished from the run's image store during the export"
+        )
     return blobs

@@ -48,7 +48,9 @@ def row_bytes(row: dict[str, Any], sizes: Mapping[str, int]) -> int:
     return sum(sizes[rel] for rel in image_rels(row))
 
 
-def row_groups(rows: list[dict[str, Any]], sizes: Mapping[str, int], limit: int = ROW_GROUP_BYTES) -> list[list[dict[str, Any]]]:
+def row_groups(
+    rows: list[dict[str, Any]], sizes: Mapping[str, int], limit: int = ROW_GROUP_BYTES
+) -> list[list[dict[str, Any]]]:
     """One task's rows in release order, cut into row groups.
 
     Rows that share an image, directly or through other rows (a before/after pair links its two
@@ -75,7 +77,10 @@ def row_groups(rows: list[dict[str, Any]], sizes: Mapping[str, int], limit: int 
     sets: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         sets.setdefault(root(image_rels(r)[0]), []).append(r)
-    ordered = sorted((sorted(members, key=lambda r: (image_rels(r), r["id"])) for members in sets.values()), key=lambda m: min(r["id"] for r in m))
+    ordered = sorted(
+        (sorted(members, key=lambda r: (image_rels(r), r["id"])) for members in sets.values()),
+        key=lambda m: min(r["id"] for r in m),
+    )
     groups: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
     held = 0

@@ -3,7 +3,8 @@ ablation report (editors/licences.py says each editor's licence)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from editors.licences import Licence
@@ -19,7 +20,9 @@ def licence_warnings(editors: Iterable[tuple[str, str, Licence, int]]) -> list[s
             continue
         shown = key if key == name else f"{key} ({name})"
         if lic.commercial_use is False:
-            out.append(f"{items} item(s) edited by {shown} under {lic.name}: its weights forbid commercial use, so these images may not be used commercially")
+            out.append(
+                f"{items} item(s) edited by {shown} under {lic.name}: its weights forbid commercial use, so these images may not be used commercially"
+            )
         elif lic.commercial_use is None:
             out.append(f"{items} item(s) edited by {shown}: {lic.source}")
     return out

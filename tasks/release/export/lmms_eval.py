@@ -24,10 +24,9 @@ columns it removed, so the text hooks read text columns only. Generation follows
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import json
 
 import yaml
 
@@ -51,7 +50,14 @@ def generation_kwargs(temperature: float, max_tokens: int) -> dict[str, Any]:
     return out
 
 
-def _task_config(name: str, dataset_name: str, files: str | list[str], metrics: list[dict[str, Any]], process: str, gen: dict[str, Any]) -> str:
+def _task_config(
+    name: str,
+    dataset_name: str,
+    files: str | list[str],
+    metrics: list[dict[str, Any]],
+    process: str,
+    gen: dict[str, Any],
+) -> str:
     cfg = {
         "task": name,
         "dataset_path": "parquet",
@@ -78,7 +84,14 @@ def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024) -> st
         {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
         {"metric": "task_score", "aggregation": "!function utils.aggregate_task_score", "higher_is_better": True},
     ]
-    return _task_config(f"reactbench_{task}", task, f"../{data_file(task)}", metrics, "process_results", generation_kwargs(temperature, max_tokens))
+    return _task_config(
+        f"reactbench_{task}",
+        task,
+        f"../{data_file(task)}",
+        metrics,
+        "process_results",
+        generation_kwargs(temperature, max_tokens),
+    )
 
 
 def task_table(tasks: list[str]) -> list[dict[str, Any]]:
@@ -89,8 +102,12 @@ def task_table(tasks: list[str]) -> list[dict[str, Any]]:
     for t in sorted(tasks, key=task_order):
         spec, rule = task_spec(t), judge_rule(t)
         if rule not in RULES:
-            raise ValueError(f"task {t!r}: its sa_judge hook gives {rule!r}; a release ships only the offline judge's rules {', '.join(RULES)}")
-        out.append({"id": t, "short": spec.short, "weight": spec.weight, "judge": rule, "note": task_text(t).get("note", "")})
+            raise ValueError(
+                f"task {t!r}: its sa_judge hook gives {rule!r}; a release ships only the offline judge's rules {', '.join(RULES)}"
+            )
+        out.append(
+            {"id": t, "short": spec.short, "weight": spec.weight, "judge": rule, "note": task_text(t).get("note", "")}
+        )
     return out
 
 
@@ -100,8 +117,22 @@ def all_tasks_yaml(tasks: list[str], temperature: float = 0.2, max_tokens: int =
     metrics = [
         {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
         {"metric": "react_score", "aggregation": "!function utils.aggregate_react_score", "higher_is_better": True},
-    ] + [{"metric": f"S_{e['short']}", "aggregation": f"!function utils.aggregate_s_{e['short'].lower()}", "higher_is_better": True} for e in task_table(tasks)]
-    return _task_config("reactbench_all", "all", [f"../{data_file(t)}" for t in sorted(tasks)], metrics, "process_results_all", generation_kwargs(temperature, max_tokens))
+    ] + [
+        {
+            "metric": f"S_{e['short']}",
+            "aggregation": f"!function utils.aggregate_s_{e['short'].lower()}",
+            "higher_is_better": True,
+        }
+        for e in task_table(tasks)
+    ]
+    return _task_config(
+        "reactbench_all",
+        "all",
+        [f"../{data_file(t)}" for t in sorted(tasks)],
+        metrics,
+        "process_results_all",
+        generation_kwargs(temperature, max_tokens),
+    )
 
 
 def _source(module: Any) -> str:

@@ -80,7 +80,9 @@ def answer_text(q: dict[str, Any]) -> str:
     return gold
 
 
-def release_row(q: dict[str, Any], edit: dict[str, Any] | None, verified: bool, prior_terms: list[str] | None = None) -> dict[str, Any]:
+def release_row(
+    q: dict[str, Any], edit: dict[str, Any] | None, verified: bool, prior_terms: list[str] | None = None
+) -> dict[str, Any]:
     """A question row whose ``images`` name each image (``path``: its content hash, the name the
     release gives it) and where the run's image store holds it (``rel``); no bytes yet.
 

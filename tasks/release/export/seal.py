@@ -100,7 +100,11 @@ def verify_release(out: RunFS) -> dict[str, Any]:
     found = file_entries(out)
     if found != manifest.get("files"):
         named, present = set(manifest.get("files") or {}), set(found)
-        diff = sorted(present - named)[:3] or sorted(named - present)[:3] or sorted(k for k in named if found[k] != manifest["files"][k])[:3]
+        diff = (
+            sorted(present - named)[:3]
+            or sorted(named - present)[:3]
+            or sorted(k for k in named if found[k] != manifest["files"][k])[:3]
+        )
         raise ReleaseRefused(f"{out.url}: the files differ from {MANIFEST} (e.g. {', '.join(diff)}); export it again")
     return manifest
 
@@ -131,7 +135,10 @@ def check_target(out: RunFS, replace: bool, new_files: dict[str, Any] | None = N
         return
     dropped = sorted(set(old.get("files") or {}) - set(new_files))
     if dropped:
-        had, has = sorted(old.get("counts") or {}), sorted({f.split("/")[1] for f in new_files if f.startswith("data/")})
+        had, has = (
+            sorted(old.get("counts") or {}),
+            sorted({f.split("/")[1] for f in new_files if f.startswith("data/")}),
+        )
         raise ReleaseRefused(
             f"--out {out.url} holds a release with tasks {', '.join(had) or '-'}; this export has {', '.join(has) or 'none'} "
             f"and would drop {len(dropped)} file(s) ({', '.join(dropped[:3])}{', ...' if len(dropped) > 3 else ''}): "
@@ -140,7 +147,9 @@ def check_target(out: RunFS, replace: bool, new_files: dict[str, Any] | None = N
 
 
 @contextmanager
-def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any], progress: StepProgress = no_progress) -> Iterator[RunFS]:
+def sealed_release(
+    out: RunFS, *, replace: bool, extra: dict[str, Any], progress: StepProgress = no_progress
+) -> Iterator[RunFS]:
     """Yield a staging folder to write the release into; on success seal it and swap it in.
 
     ``extra`` goes into the manifest (counts per task, verified, source run). On an error the
@@ -168,7 +177,12 @@ def sealed_release(out: RunFS, *, replace: bool, extra: dict[str, Any], progress
         manifest = {"format": FORMAT, "files": files, **extra}
         stage.write_text_atomic(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         _swap_in(stage, out, posixpath.join(parent, f".{name}{OLD_TAG}{token}"))
-        progress("seal", total, total, f"sealed {len(files) + 1} files ({total / 1e6:,.1f} MB hashed into {MANIFEST}) and swapped them into {out.url}")
+        progress(
+            "seal",
+            total,
+            total,
+            f"sealed {len(files) + 1} files ({total / 1e6:,.1f} MB hashed into {MANIFEST}) and swapped them into {out.url}",
+        )
     finally:
         stage.rm()
 
@@ -180,7 +194,9 @@ def release_lock(out: RunFS) -> Iterator[None]:
     parent, name = posixpath.split(out.root.rstrip("/"))
     created = _first_missing(parent) if out.local else None  # taking the lease creates the folder
     # a stale lease (a killed export) is taken over without a notice: recover() says what it puts back
-    lock = RunLock(RunFS(out.fs, parent or "/"), "reactbench export", lease_file=f".{name}{LOCK_TAG}", on_message=lambda _: None)
+    lock = RunLock(
+        RunFS(out.fs, parent or "/"), "reactbench export", lease_file=f".{name}{LOCK_TAG}", on_message=lambda _: None
+    )
     try:
         lock.acquire()
     except RunLocked as exc:
@@ -211,7 +227,9 @@ def _first_missing(folder: str) -> str | None:
 def _leftovers(out: RunFS) -> list[str]:
     """The temporary and set-aside folders a killed export of ``out`` left beside it."""
     parent, name = posixpath.split(out.root.rstrip("/"))
-    return [n for n in RunFS(out.fs, parent or "/").listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))]
+    return [
+        n for n in RunFS(out.fs, parent or "/").listdir() if n.startswith((f".{name}{TMP_TAG}", f".{name}{OLD_TAG}"))
+    ]
 
 
 def _relative_files(folder: RunFS) -> list[str]:

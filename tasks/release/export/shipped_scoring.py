@@ -24,6 +24,8 @@ def scoring_files() -> dict[str, str]:
     parsing = Path(prompts.eval_parsing.__file__).read_text(encoding="utf-8")
     judge = Path(prompts.offline_judge.__file__).read_text(encoding="utf-8")
     if _JUDGE_IMPORT not in judge:
-        raise RuntimeError("prompts/offline_judge.py no longer imports prompts.eval_parsing as the shipped copy expects")
+        raise RuntimeError(
+            "prompts/offline_judge.py no longer imports prompts.eval_parsing as the shipped copy expects"
+        )
     module = PARSING_FILE.removesuffix(".py")
     return {PARSING_FILE: parsing, JUDGE_FILE: judge.replace(_JUDGE_IMPORT, f"from {module} import")}

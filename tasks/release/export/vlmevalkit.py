@@ -58,7 +58,14 @@ HEADERS = {
 }
 # Where to point VLMEvalKit's --config "model" section: any OpenAI-compatible chat endpoint.
 EXAMPLE_MODEL = {
-    "my-model": {"class": "GPT4V", "model": "my-model", "api_base": "http://127.0.0.1:8000/v1/chat/completions", "key": "EMPTY", "temperature": 0, "img_detail": "high"}
+    "my-model": {
+        "class": "GPT4V",
+        "model": "my-model",
+        "api_base": "http://127.0.0.1:8000/v1/chat/completions",
+        "key": "EMPTY",
+        "temperature": 0,
+        "img_detail": "high",
+    }
 }
 
 
@@ -129,12 +136,34 @@ class TsvWriter:
             common = [r["task"], r["dimension"] or "", r["qid"], r["question_set"], r["variant"], r["editor"], r["id"]]
             if self.qtype == "MC":
                 opts = list(r["options"] or []) + [""] * len(LETTERS)
-                self.writer.writerow([index, image, path, r["question"], *opts[: len(LETTERS)], r["answer"], *common, r.get("rotation") or 0])
+                self.writer.writerow(
+                    [
+                        index,
+                        image,
+                        path,
+                        r["question"],
+                        *opts[: len(LETTERS)],
+                        r["answer"],
+                        *common,
+                        r.get("rotation") or 0,
+                    ]
+                )
             elif self.qtype == "YN":
                 self.writer.writerow([index, image, path, r["question"], r["answer"], *common])
             else:
                 answers = repr([str(r["answer"])] * VQA_REFERENCES)  # VLMEvalKit reads a list with eval()
-                self.writer.writerow([index, image, path, r["question"], answers, *common, r["rubric"] or "", json.dumps(list(r.get("prior_terms") or []))])
+                self.writer.writerow(
+                    [
+                        index,
+                        image,
+                        path,
+                        r["question"],
+                        answers,
+                        *common,
+                        r["rubric"] or "",
+                        json.dumps(list(r.get("prior_terms") or [])),
+                    ]
+                )
 
 
 def png_b64(blobs: Mapping[str, bytes]) -> Callable[[str], str]:

@@ -157,4 +157,8 @@ if __name__ == "__main__":
 def launcher_files(task_ids: list[str]) -> dict[str, str]:
     """``{file name: text}`` the ``vlmevalkit/`` folder needs beside the TSVs: the launcher, the
     shipped parser and judge, and the task table of the release's tasks."""
-    return {LAUNCHER_FILE: LAUNCHER_PY, **scoring_files(), TASKS_FILE: json.dumps(task_table(task_ids), indent=1, sort_keys=True) + "\n"}
+    return {
+        LAUNCHER_FILE: LAUNCHER_PY,
+        **scoring_files(),
+        TASKS_FILE: json.dumps(task_table(task_ids), indent=1, sort_keys=True) + "\n",
+    }

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,20 @@ from tasks.release.metrics import CONTROL, TARGETED
 
 ESTIMATE_GPU = "RTX A6000"  # the card the preflight's estimate speaks of when nothing was measured
 EDIT_COLUMNS = ["id", "editor", "variant", "status", "qc_json", "edit_seconds", "editor_params_json"]
-ANSWER_COLUMNS = ["edit_id", "editor", "task", "variant", "question_set", "qtype", "qid", "mode", "rotation", "image_role", "correct", "status"]
+ANSWER_COLUMNS = [
+    "edit_id",
+    "editor",
+    "task",
+    "variant",
+    "question_set",
+    "qtype",
+    "qid",
+    "mode",
+    "rotation",
+    "image_role",
+    "correct",
+    "status",
+]
 
 
 @dataclass
@@ -191,20 +205,34 @@ def _estimate(name: str, key: str, params: Mapping[str, Any]) -> tuple[float | N
     try:
         cls = editor_class(name)
         p = cls.Params.model_validate({k: v for k, v in params.items() if k in cls.Params.model_fields})
-    except (EditorError, ValueError) as exc:  # an editor not installed here, params it no longer takes: say so rather than guess
+    except (
+        EditorError,
+        ValueError,
+    ) as exc:  # an editor not installed here, params it no longer takes: say so rather than guess
         return None, f"unknown ({name}: {exc})"
     plan = params.get("memory_plan") or "single"
     if params.get("quantization") not in (None, "none"):
         plan = f"{plan}+{params['quantization']}"
     area = getattr(p, "process_area", None) or (1024 * 1024 if hasattr(p, "process_area") else None)
-    cost = edit_cost(load_table(), ESTIMATE_GPU, name, getattr(p, "model", None), plan, getattr(p, "steps", None), resolution_of(area), cls.edit_flops(p, key))
+    cost = edit_cost(
+        load_table(),
+        ESTIMATE_GPU,
+        name,
+        getattr(p, "model", None),
+        plan,
+        getattr(p, "steps", None),
+        resolution_of(area),
+        cls.edit_flops(p, key),
+    )
     if cost.s_per_edit is None:
         return None, f"unknown ({cost.note})"
     note = cost.note.removeprefix("estimate: ")
     return cost.s_per_edit, f"estimate ({cost.source} on {ESTIMATE_GPU}: {note}; nothing measured in this run)"
 
 
-def _induction(t_items: list[tuple[float, int]], c_items: list[tuple[float, int]], seed: int, n_boot: int) -> tuple[Induction, np.ndarray | None]:
+def _induction(
+    t_items: list[tuple[float, int]], c_items: list[tuple[float, int]], seed: int, n_boot: int
+) -> tuple[Induction, np.ndarray | None]:
     t_acc = 100.0 * sum(c for c, _ in t_items) / sum(n for _, n in t_items) if t_items else None
     c_acc = 100.0 * sum(c for c, _ in c_items) / sum(n for _, n in c_items) if c_items else None
     if t_acc is None or c_acc is None:
@@ -235,8 +263,8 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     """Everything the report shows and the benchmark prints: ``editors`` (one entry per editor,
     sorted by name), ``unedited`` (pass-through items, no editor), ``models``, ``reviewed``,
     ``verdict``, ``licence_warnings``."""
-    from editors.registry import editor_licence
     from editors.memory import GPUS_PER_REPLICA
+    from editors.registry import editor_licence
     from tasks.release.export.licences import licence_warnings
     from tasks.stages.edit import NO_EDITOR
 
@@ -245,7 +273,9 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     with_q = _edits_with_questions(run)
     unsupported, _ = edit_rejects_per_editor(run)
     manifest_s = seconds_per_editor(run)
-    acc: dict[str, dict[str, Any]] = defaultdict(lambda: {"edited": 0, "qc": 0, "ok": 0, "q": 0, "accepted": 0, "secs": [0, 0.0], "params": None})
+    acc: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"edited": 0, "qc": 0, "ok": 0, "q": 0, "accepted": 0, "secs": [0, 0.0], "params": None}
+    )
     unedited = {"items": 0, "with_questions": 0, "accepted": 0}
     for e in addresses.EDITS.reader(run).iter_rows(EDIT_COLUMNS):
         if e["editor"] == NO_EDITOR:
@@ -273,7 +303,15 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
         a = acc[key]
         doc = a["params"] or {"name": key, "params": {}}
         name, params = doc.get("name") or key, doc.get("params") or {}
-        funnel = Funnel(n_instr, n_instr - unsupported.get(key, 0), a["edited"], a["qc"], a["ok"], a["q"], a["accepted"] if accepted is not None else None)
+        funnel = Funnel(
+            n_instr,
+            n_instr - unsupported.get(key, 0),
+            a["edited"],
+            a["qc"],
+            a["ok"],
+            a["q"],
+            a["accepted"] if accepted is not None else None,
+        )
         if a["secs"][0]:
             s, source = a["secs"][1] / a["secs"][0], "measured (edit_seconds of the rows)"
         elif key in manifest_s:
@@ -298,17 +336,38 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
                     side[item][1] += n
         pooled, samples = (None, None)
         if answers:
-            pooled, samples = _induction([(c, int(n)) for _, (c, n) in sorted(pooled_t.items())], [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
-                                         seed_of(key, *sorted(answers)), n_boot)  # one model: its own draws, the same interval
+            pooled, samples = _induction(
+                [(c, int(n)) for _, (c, n) in sorted(pooled_t.items())],
+                [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
+                seed_of(key, *sorted(answers)),
+                n_boot,
+            )  # one model: its own draws, the same interval
         per_hour = None if not spent else funnel.kept / (spent / 3600.0)
         score = score_ci = score_samples = None
-        if per_hour and pooled is not None and pooled.difference is not None and samples is not None:  # an editor that kept nothing is not ranked
+        if (
+            per_hour and pooled is not None and pooled.difference is not None and samples is not None
+        ):  # an editor that kept nothing is not ranked
             score = per_hour * -pooled.difference / 100.0 + 0.0  # + 0.0: no "-0"
             score_samples = per_hour * -samples / 100.0 + 0.0
             lo, hi = np.percentile(score_samples, [2.5, 97.5])
             score_ci = [_r(lo), _r(hi)]
         lic = licences[key] = editor_licence(name, params)
-        figures.append(EditorFigures(key, name, lic.name, lic.commercial_use, funnel, cost, per_model, pooled, _r(per_hour), _r(score), score_ci, score_samples))  # type: ignore[arg-type]
+        figures.append(
+            EditorFigures(
+                key,
+                name,
+                lic.name,
+                lic.commercial_use,
+                funnel,
+                cost,
+                per_model,
+                pooled,
+                _r(per_hour),
+                _r(score),
+                score_ci,
+                score_samples,
+            )
+        )  # type: ignore[arg-type]
     warnings = licence_warnings([(f.editor, f.name, licences[f.editor], f.funnel.kept) for f in figures])
     return {
         "reviewed": accepted is not None,
@@ -335,33 +394,51 @@ def verdict(figures: list[EditorFigures], reviewed: bool, evaluated: bool) -> Ve
     scored = sorted((f for f in figures if f.score is not None), key=rank_key)
     if not scored:
         ranked = sorted((f for f in figures if f.per_hour is not None), key=lambda f: (-f.per_hour, f.editor))  # type: ignore[operator]
-        why = ("no evaluation yet: run `reactbench eval` to weigh how strongly each editor's edits induce hallucination" if not evaluated
-               else "targeted minus control accuracy could not be measured: no task holds both evaluated targeted and control items "
-                    "of an editor (build with `mine.control: true`, and mind that an editor refusing a task's edits leaves it no side)")
+        why = (
+            "no evaluation yet: run `reactbench eval` to weigh how strongly each editor's edits induce hallucination"
+            if not evaluated
+            else "targeted minus control accuracy could not be measured: no task holds both evaluated targeted and control items "
+            "of an editor (build with `mine.control: true`, and mind that an editor refusing a task's edits leaves it no side)"
+        )
         if not ranked:
-            return Verdict(None, f"No editor can be recommended: no editor time or no {kept_what} items were recorded; {why}.")
+            return Verdict(
+                None, f"No editor can be recommended: no editor time or no {kept_what} items were recorded; {why}."
+            )
         best = ranked[0]
-        return Verdict(best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({g(best.per_hour)}); {why}.")
+        return Verdict(
+            best.editor, f"{best.editor} gives the most {kept_what} items per device hour ({g(best.per_hour)}); {why}."
+        )
     best = scored[0]
     if best.score <= 0:  # type: ignore[operator]  # nothing induces hallucination measurably: the hourly yield decides
         by_yield = sorted(scored, key=lambda f: (-(f.per_hour or 0.0), f.editor))
         lead = by_yield[0]
         nxt = f", next {by_yield[1].editor} {g(by_yield[1].per_hour)}" if len(by_yield) > 1 else ""
-        return Verdict(lead.editor, f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control: "
-                                    f"the highest, {best.editor}'s, is {g(best.score)} items per device hour, 95% interval "
-                                    f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}); by {kept_what} items per device hour alone "  # type: ignore[index]
-                                    f"{lead.editor} leads ({g(lead.per_hour)}{nxt}). A larger evaluation, or a model that looks at the images, is needed to weigh induction.")
-    text = (f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {g(best.score)} "
-            f"(95% interval {g(best.score_ci95[0])} to {g(best.score_ci95[1])}; {g(best.per_hour)} {kept_what} items per hour, "  # type: ignore[index]
-            f"targeted minus control accuracy {best.pooled.difference:+.1f} points).")  # type: ignore[union-attr]
+        return Verdict(
+            lead.editor,
+            f"No editor's {kept_what} edits induce hallucination measurably here (targeted accuracy is not below control: "
+            f"the highest, {best.editor}'s, is {g(best.score)} items per device hour, 95% interval "
+            f"{g(best.score_ci95[0])} to {g(best.score_ci95[1])}); by {kept_what} items per device hour alone "  # type: ignore[index]
+            f"{lead.editor} leads ({g(lead.per_hour)}{nxt}). A larger evaluation, or a model that looks at the images, is needed to weigh induction.",
+        )
+    text = (
+        f"{best.editor} gives the most {kept_what}, hallucination-inducing items per device hour: {g(best.score)} "
+        f"(95% interval {g(best.score_ci95[0])} to {g(best.score_ci95[1])}; {g(best.per_hour)} {kept_what} items per hour, "  # type: ignore[index]
+        f"targeted minus control accuracy {best.pooled.difference:+.1f} points)."
+    )  # type: ignore[union-attr]
     if len(scored) == 1:
         return Verdict(best.editor, text + " No other editor could be scored.")
     second = scored[1]
     lead = best.samples - second.samples
     lo, hi = (float(v) for v in np.percentile(lead, [2.5, 97.5]))
     real = lo > 0
-    text += (f" Its lead over {second.editor} ({g(second.score)}) is {g(best.score - second.score)} (95% interval {g(lo)} to {g(hi)}): "  # type: ignore[operator]
-             + ("a real difference." if real else "not distinguishable at this size; evaluate more items before choosing on it."))
+    text += (
+        f" Its lead over {second.editor} ({g(second.score)}) is {g(best.score - second.score)} (95% interval {g(lo)} to {g(hi)}): "  # type: ignore[operator]
+        + (
+            "a real difference."
+            if real
+            else "not distinguishable at this size; evaluate more items before choosing on it."
+        )
+    )
     return Verdict(best.editor, text, second.editor, [_r(lo), _r(hi)], real)  # type: ignore[list-item]
 
 
@@ -373,9 +450,17 @@ def summary_json(summary: dict[str, Any]) -> dict[str, Any]:
         "yield": {f.editor: {**asdict(f.funnel), "share_accepted": f.funnel.share_accepted} for f in eds},
         "s_per_accepted_item": {f.editor: f.cost.s_per_accepted_item for f in eds},
         "s_per_edit": {f.editor: {"s": f.cost.s_per_edit, "source": f.cost.source} for f in eds},
-        "induction": {f.editor: {"pooled": None if f.pooled is None else asdict(f.pooled), "per_model": {m: asdict(i) for m, i in f.induction.items()}} for f in eds},
+        "induction": {
+            f.editor: {
+                "pooled": None if f.pooled is None else asdict(f.pooled),
+                "per_model": {m: asdict(i) for m, i in f.induction.items()},
+            }
+            for f in eds
+        },
         "score": {f.editor: {"per_hour": f.per_hour, "score": f.score, "ci95": f.score_ci95} for f in eds},
-        "licences": {f.editor: {"name": f.name, "licence": f.licence, "commercial_use": f.commercial_use} for f in eds},
+        "licences": {
+            f.editor: {"name": f.name, "licence": f.licence, "commercial_use": f.commercial_use} for f in eds
+        },
         "recommended": summary["verdict"].recommended,
         "lead_ci95": summary["verdict"].lead_ci95,
         "lead_real": summary["verdict"].real,

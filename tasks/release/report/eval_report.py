@@ -9,10 +9,10 @@ from typing import Any
 from storage import addresses
 from storage.fs import RunFS
 from storage.task_spec import all_tasks, task_order
+from tasks.engine.suggest import suggest
 from tasks.release.evaluate.run import list_evaluations
 from tasks.release.report.html import figure, page, table
 from tasks.release.report.svg import hbars, radar, stacked
-from tasks.engine.suggest import suggest
 
 MODE_SHORT = {"standard": "std", "cot": "CoT"}
 
@@ -24,12 +24,16 @@ class NoEvaluations(RuntimeError):
 def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     folders = folders or list_evaluations(run)
     if not folders:
-        raise NoEvaluations(f"{run.path(addresses.EVAL_DIR)}: no evaluation found; run `{suggest('eval', '--run-dir', run.url, '--model', 'BACKEND:MODEL')}` first")
+        raise NoEvaluations(
+            f"{run.path(addresses.EVAL_DIR)}: no evaluation found; run `{suggest('eval', '--run-dir', run.url, '--model', 'BACKEND:MODEL')}` first"
+        )
     out = []
     for f in folders:
         f = f if f.startswith(addresses.evaluation("")) else addresses.evaluation(f)
         if not run.exists(f, "metrics.json"):
-            raise NoEvaluations(f"{run.path(f, 'metrics.json')}: not found; known evaluations: {list_evaluations(run)}")
+            raise NoEvaluations(
+                f"{run.path(f, 'metrics.json')}: not found; known evaluations: {list_evaluations(run)}"
+            )
         out.append((f.split("/", 1)[1], json.loads(run.read_text(f, "metrics.json"))))
     return out
 
@@ -62,7 +66,11 @@ def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
         vals = [per_task.get(t) for t in tasks] + [m["react"]["react_score"]]
         series.append((_model_name(m), vals))
         comp = m.get("completeness") or {}
-        complete = "yes" if m["react"]["complete"] else "no (weights renormalised; missing " + ", ".join(m["react"].get("missing") or []) + ")"
+        complete = (
+            "yes"
+            if m["react"]["complete"]
+            else "no (weights renormalised; missing " + ", ".join(m["react"].get("missing") or []) + ")"
+        )
         items = f"{comp.get('complete_items')} of {comp.get('items')}" if comp else "n/a"
         rows.append([_model_name(m), m["questions_source"], *vals, complete, items])
     chart = figure(radar(axes, series, "React-Score and task scores (targeted items)"))
@@ -75,50 +83,165 @@ def model_section(m: dict[str, Any]) -> str:
     parts = []
     per_mode = m["react"]["per_mode"]
     parts.append("<h3>Task scores S<sub>t</sub><sup>m</sup> per mode</h3>")
-    parts.append(table(["task", "standard", "CoT", "S_t"], [[t, per_mode[t].get("standard"), per_mode[t].get("cot"), m["react"]["per_task"][t]] for t in per_mode]))
-    type_items = [(f"{short(a['task'])} {a['qtype']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["type"]]
-    dim_items = [(f"{short(a['task'])} {a['dimension']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"]) for a in acc["dimension"]]
-    parts.append('<div class="charts">' + figure(hbars(type_items, "Accuracy per question type")) + figure(hbars(dim_items, "Accuracy per dimension")) + "</div>")
+    parts.append(
+        table(
+            ["task", "standard", "CoT", "S_t"],
+            [[t, per_mode[t].get("standard"), per_mode[t].get("cot"), m["react"]["per_task"][t]] for t in per_mode],
+        )
+    )
+    type_items = [
+        (f"{short(a['task'])} {a['qtype']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"])
+        for a in acc["type"]
+    ]
+    dim_items = [
+        (f"{short(a['task'])} {a['dimension']} ({MODE_SHORT.get(a['mode'], a['mode'])})", a["accuracy"])
+        for a in acc["dimension"]
+    ]
+    parts.append(
+        '<div class="charts">'
+        + figure(hbars(type_items, "Accuracy per question type"))
+        + figure(hbars(dim_items, "Accuracy per dimension"))
+        + "</div>"
+    )
     qid_rows: dict[tuple[str, str], dict[str, Any]] = {}
     for a in acc["qid"]:
         qid_rows.setdefault((a["task"], a["qid"]), {})[a["mode"]] = a["accuracy"]
     parts.append("<h3>Accuracy per question</h3>")
-    parts.append(table(["task", "qid", "standard", "CoT"], [[t, q, v.get("standard"), v.get("cot")] for (t, q), v in sorted(qid_rows.items(), key=lambda kv: (kv[0][0], _qnum(kv[0][1])))]))
+    parts.append(
+        table(
+            ["task", "qid", "standard", "CoT"],
+            [
+                [t, q, v.get("standard"), v.get("cot")]
+                for (t, q), v in sorted(qid_rows.items(), key=lambda kv: (kv[0][0], _qnum(kv[0][1])))
+            ],
+        )
+    )
     if m.get("mc_cyclic", {}).get("task"):
         parts.append("<h3>Multiple choice over presentations (FREAK: averaged and consistency accuracy)</h3>")
-        parts.append(table(["task", "mode", "questions", "presentations", "averaged accuracy %", "consistency accuracy %"],
-                           [[c["task"], c["mode"], c["n"], c["presentations"], c["averaged_accuracy"], c["consistency_accuracy"]] for c in m["mc_cyclic"]["task"]]))
+        parts.append(
+            table(
+                ["task", "mode", "questions", "presentations", "averaged accuracy %", "consistency accuracy %"],
+                [
+                    [
+                        c["task"],
+                        c["mode"],
+                        c["n"],
+                        c["presentations"],
+                        c["averaged_accuracy"],
+                        c["consistency_accuracy"],
+                    ]
+                    for c in m["mc_cyclic"]["task"]
+                ],
+            )
+        )
     if m["hallu_rate"]["task"]:
         parts.append("<h3>HalluRate (answers falling back on the erased object / original attribute)</h3>")
-        parts.append(table(["task", "mode", "questions with a prior (denominator)", "fallbacks", "HalluRate %"], [[h["task"], h["mode"], h["n"], h["fallbacks"], h["hallu_rate"]] for h in m["hallu_rate"]["task"]]))
+        parts.append(
+            table(
+                ["task", "mode", "questions with a prior (denominator)", "fallbacks", "HalluRate %"],
+                [[h["task"], h["mode"], h["n"], h["fallbacks"], h["hallu_rate"]] for h in m["hallu_rate"]["task"]],
+            )
+        )
     if m.get("ablation"):
         parts.append("<h3>Cause isolation: targeted minus control items (95% bootstrap interval over items)</h3>")
-        parts.append(table(["editor", "task", "targeted items", "control items", "targeted %", "control %", "difference (points)", "95% interval"],
-                           [[a["editor"], a["task"], a["targeted_items"], a["control_items"], a["targeted_accuracy"], a["control_accuracy"], a["difference"],
-                             "n/a" if a["ci95"] is None else f"[{a['ci95'][0]}, {a['ci95'][1]}]"] for a in m["ablation"]]))
+        parts.append(
+            table(
+                [
+                    "editor",
+                    "task",
+                    "targeted items",
+                    "control items",
+                    "targeted %",
+                    "control %",
+                    "difference (points)",
+                    "95% interval",
+                ],
+                [
+                    [
+                        a["editor"],
+                        a["task"],
+                        a["targeted_items"],
+                        a["control_items"],
+                        a["targeted_accuracy"],
+                        a["control_accuracy"],
+                        a["difference"],
+                        "n/a" if a["ci95"] is None else f"[{a['ci95'][0]}, {a['ci95'][1]}]",
+                    ]
+                    for a in m["ablation"]
+                ],
+            )
+        )
     if m.get("by_editor"):
         tasks = report_tasks([("", m)])
         parts.append("<h3>Per editor and variant</h3>")
-        parts.append(table(["editor", "variant", *[short(t) for t in tasks], "React-Score", "complete"],
-                           [[e["editor"], e["variant"], *[e["react"]["per_task"].get(t) for t in tasks], e["react"]["react_score"], "yes" if e["react"]["complete"] else "no"] for e in m["by_editor"]]))
+        parts.append(
+            table(
+                ["editor", "variant", *[short(t) for t in tasks], "React-Score", "complete"],
+                [
+                    [
+                        e["editor"],
+                        e["variant"],
+                        *[e["react"]["per_task"].get(t) for t in tasks],
+                        e["react"]["react_score"],
+                        "yes" if e["react"]["complete"] else "no",
+                    ]
+                    for e in m["by_editor"]
+                ],
+            )
+        )
     incomplete = (m.get("completeness") or {}).get("incomplete") or []
     if incomplete:
         parts.append(f"<h3>Incomplete items ({len({i['edit_id'] for i in incomplete})})</h3>")
-        parts.append(table(["item", "task", "editor", "mode", "questions", "expected", "missing"],
-                           [[i["edit_id"], i["task"], i["editor"], i["mode"], i["questions"], i["expected"], ", ".join(i["missing"])] for i in incomplete[:200]]))
+        parts.append(
+            table(
+                ["item", "task", "editor", "mode", "questions", "expected", "missing"],
+                [
+                    [
+                        i["edit_id"],
+                        i["task"],
+                        i["editor"],
+                        i["mode"],
+                        i["questions"],
+                        i["expected"],
+                        ", ".join(i["missing"]),
+                    ]
+                    for i in incomplete[:200]
+                ],
+            )
+        )
     if acc["control"]:
         parts.append("<h3>Control questions (nothing changed there)</h3>")
-        parts.append(table(["task", "mode", "n", "accuracy %"], [[a["task"], a["mode"], a["n"], a["accuracy"]] for a in acc["control"]]))
+        parts.append(
+            table(
+                ["task", "mode", "n", "accuracy %"],
+                [[a["task"], a["mode"], a["n"], a["accuracy"]] for a in acc["control"]],
+            )
+        )
     if m.get("beaf"):
         parts.append("<h3>BEAF (change-aware existence questions)</h3>")
         keys = ["TU", "IG", "SB_p", "SB_n", "ID", "F1", "yes_ratio_before", "yes_ratio_after", "n_related", "n_other"]
-        parts.append(table(["mode", *keys], [[mode, *[b.get(k) for k in keys]] for mode, b in sorted(m["beaf"].items())]))
+        parts.append(
+            table(["mode", *keys], [[mode, *[b.get(k) for k in keys]] for mode, b in sorted(m["beaf"].items())])
+        )
         tkeys = ["accuracy", "precision", "recall", "F1", "yes_ratio", "n"]
-        parts.append("<p class=\"muted\">Traditional metrics over every BEAF answer of both images (BEAF Table 3):</p>")
-        parts.append(table(["mode", *tkeys], [[mode, *[(b.get("traditional") or {}).get(k) for k in tkeys]] for mode, b in sorted(m["beaf"].items())]))
+        parts.append('<p class="muted">Traditional metrics over every BEAF answer of both images (BEAF Table 3):</p>')
+        parts.append(
+            table(
+                ["mode", *tkeys],
+                [
+                    [mode, *[(b.get("traditional") or {}).get(k) for k in tkeys]]
+                    for mode, b in sorted(m["beaf"].items())
+                ],
+            )
+        )
     if m.get("subcauses"):
-        rows = [(short(t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()]) for t, d in m["subcauses"].items()]
-        parts.append("<h3>Sub-causes of CoT hallucinations</h3>" + figure(stacked(rows, "Sub-cause distribution per task")))
+        rows = [
+            (short(t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()])
+            for t, d in m["subcauses"].items()
+        ]
+        parts.append(
+            "<h3>Sub-causes of CoT hallucinations</h3>" + figure(stacked(rows, "Sub-cause distribution per task"))
+        )
         parts.append(
             table(
                 ["task", "sub-cause", "answers", "%"],
@@ -128,9 +251,15 @@ def model_section(m: dict[str, Any]) -> str:
     spans = m.get("spans") or {}
     if spans.get("types"):
         top = max(spans["types"].values())
-        parts.append(f"<h3>Hallucinated spans by type</h3><p class=\"muted\">detector followed the format on {spans['IF']}% of {spans['responses']} responses</p>")
-        parts.append(figure(hbars(sorted(spans["types"].items()), "Spans per MHALO type", max_value=float(top), unit="")))
-    parts.append(f'<p class="muted">answers: {m["n_answers"]}, unparseable: {m["unparseable"]}, transport errors (excluded): {m["errors"]}; SA judges: {escape_json(m.get("judges"))}</p>')
+        parts.append(
+            f'<h3>Hallucinated spans by type</h3><p class="muted">detector followed the format on {spans["IF"]}% of {spans["responses"]} responses</p>'
+        )
+        parts.append(
+            figure(hbars(sorted(spans["types"].items()), "Spans per MHALO type", max_value=float(top), unit=""))
+        )
+    parts.append(
+        f'<p class="muted">answers: {m["n_answers"]}, unparseable: {m["unparseable"]}, transport errors (excluded): {m["errors"]}; SA judges: {escape_json(m.get("judges"))}</p>'
+    )
     return "\n".join(parts)
 
 
@@ -150,5 +279,9 @@ def render_eval_report(run: RunFS, folders: list[str] | None = None) -> str:
     unverified = any(m.get("unverified") for _, m in models)
     sections = [("Overview", summary_section(models))]
     sections += [(f"Model {_model_name(m)}", model_section(m)) for _, m in models]
-    banner = "UNVERIFIED: these questions have not been checked by people (qa/questions); do not cite these numbers." if unverified else None
+    banner = (
+        "UNVERIFIED: these questions have not been checked by people (qa/questions); do not cite these numbers."
+        if unverified
+        else None
+    )
     return page("Evaluation report", sections, banner=banner, subtitle=f"run {run.url}")

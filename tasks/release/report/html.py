@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -35,7 +36,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -
     return f'<table class="{escape(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def page(title: str, sections: Sequence[tuple[str, str]], banner: str | None = None, subtitle: str | None = None) -> str:
+def page(
+    title: str, sections: Sequence[tuple[str, str]], banner: str | None = None, subtitle: str | None = None
+) -> str:
     """A full HTML document; ``sections`` are (heading, already-safe HTML body)."""
     parts = [
         "<!DOCTYPE html>",

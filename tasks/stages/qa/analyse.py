@@ -67,7 +67,9 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
     return ctx
 
 
-def analysis_row(edit: dict[str, Any], status: str, verdict: str | None, fields: dict[str, Any] | None, provenance: dict[str, Any]) -> dict[str, Any]:
+def analysis_row(
+    edit: dict[str, Any], status: str, verdict: str | None, fields: dict[str, Any] | None, provenance: dict[str, Any]
+) -> dict[str, Any]:
     """One ``analysis`` row: the edit's item columns carried forward, the outcome, provenance."""
     return {
         "id": stable_id(edit["id"], STAGE, "analysis"),
@@ -83,10 +85,18 @@ def analysis_row(edit: dict[str, Any], status: str, verdict: str | None, fields:
     }
 
 
-NO_PROMPT: dict[str, Any] = {"prompt_name": None, "prompt_version": None, "backend": None, "model_id": None, "raw_response": None}
+NO_PROMPT: dict[str, Any] = {
+    "prompt_name": None,
+    "prompt_version": None,
+    "backend": None,
+    "model_id": None,
+    "raw_response": None,
+}
 
 
-def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: ImageStore, mllm: Any, *, progress: bool = False) -> Analysed:
+def analyse_edits(
+    client: MLLMClient, edits: list[dict[str, Any]], images: ImageStore, mllm: Any, *, progress: bool = False
+) -> Analysed:
     """Analyse one shard of edits (any mix of tasks). Model calls are batched per prompt."""
     from prompts.catalogue import task_prompt
     from prompts.runner import PromptInput, run_prompt
@@ -119,8 +129,13 @@ def analyse_edits(client: MLLMClient, edits: list[dict[str, Any]], images: Image
     for name in sorted(by_prompt):
         items = by_prompt[name]
         outcomes = run_prompt(
-            client, by_name[name], [inp for _, inp in items], parse_retries=mllm.parse_retries, progress=progress,
-            temperature=mllm.temperature, max_tokens=mllm.max_tokens,
+            client,
+            by_name[name],
+            [inp for _, inp in items],
+            parse_retries=mllm.parse_retries,
+            progress=progress,
+            temperature=mllm.temperature,
+            max_tokens=mllm.max_tokens,
         )
         for (e, _), o in zip(items, outcomes):
             _record(out, e, o)
@@ -134,18 +149,42 @@ def _record(out: Analysed, e: dict[str, Any], o: Any) -> None:
     if o.status in ("unparseable", "error"):
         reason = "llm_unparseable" if o.status == "unparseable" else "llm_error"
         out.rows.append(analysis_row(e, "failed", None, {"error": o.error}, prov))
-        out.rejects.append(reject(eid, STAGE, reason, f"edit {eid}: {o.prompt_name} v{o.prompt_version} after {o.attempts} attempt(s): {o.error}", {"raw": o.raw}))
+        out.rejects.append(
+            reject(
+                eid,
+                STAGE,
+                reason,
+                f"edit {eid}: {o.prompt_name} v{o.prompt_version} after {o.attempts} attempt(s): {o.error}",
+                {"raw": o.raw},
+            )
+        )
         return
     if o.status == "not_applicable":
         out.rows.append(analysis_row(e, "discarded", None, None, prov))
-        out.rejects.append(reject(eid, STAGE, "analysis_discarded", f"edit {eid}: the model answered 'not applicable'", {"raw": o.raw}))
+        out.rejects.append(
+            reject(
+                eid, STAGE, "analysis_discarded", f"edit {eid}: the model answered 'not applicable'", {"raw": o.raw}
+            )
+        )
         return
     f = o.fields
     verdict = f.get("verification_status")
     if f.get("discard") or verdict == "fail":
-        why = f.get("discard_reason") if f.get("discard_reason") not in (None, "", "none") else f.get("verification_issues") or "verification failed"
+        why = (
+            f.get("discard_reason")
+            if f.get("discard_reason") not in (None, "", "none")
+            else f.get("verification_issues") or "verification failed"
+        )
         out.rows.append(analysis_row(e, "discarded", verdict, f, prov))
-        out.rejects.append(reject(eid, STAGE, "analysis_discarded", f"edit {eid} ({e['task']}): {why}", {"verdict": verdict, "reason": why}))
+        out.rejects.append(
+            reject(
+                eid,
+                STAGE,
+                "analysis_discarded",
+                f"edit {eid} ({e['task']}): {why}",
+                {"verdict": verdict, "reason": why},
+            )
+        )
         return
     out.rows.append(analysis_row(e, "ok", verdict, f, prov))
     out.fields[eid] = f

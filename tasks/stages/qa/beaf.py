@@ -9,7 +9,8 @@ change-aware metrics TU / IG / SB / ID from them.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from storage.boxes import overlap
 from storage.hashing import stable_id
@@ -51,14 +52,24 @@ def beaf_questions(
     removed = canonical(removed)
     names_in_image = {canonical(o.get("name")) for o in context if o.get("name")}
     # objects of the removed class that stay (the removed instance itself lies inside the erased box)
-    left_same = [o for o in context if o.get("name") and canonical(o.get("name")) == removed and not _covered(o.get("box"), target_box)]
+    left_same = [
+        o
+        for o in context
+        if o.get("name") and canonical(o.get("name")) == removed and not _covered(o.get("box"), target_box)
+    ]
     probes: list[tuple[str, str, str, str]] = []  # (dimension, object, gold on original, gold on edited)
     out = Rendered()
     if not removed:
         out.problems.append(Problem("beaf", "B1", "empty_slot", "beaf: the removed object has no name"))
     elif left_same or same_type_elsewhere:
-        why = f"another {removed!r} is annotated in the picture" if left_same else f"the analysis says another {removed!r} is elsewhere in the picture"
-        out.problems.append(Problem("beaf", "B1", "beaf_removed_object_still_present", f"beaf: {why}, so 'is there' stays Yes"))
+        why = (
+            f"another {removed!r} is annotated in the picture"
+            if left_same
+            else f"the analysis says another {removed!r} is elsewhere in the picture"
+        )
+        out.problems.append(
+            Problem("beaf", "B1", "beaf_removed_object_still_present", f"beaf: {why}, so 'is there' stays Yes")
+        )
     else:
         probes.append(("removed", removed, "Yes", "No"))
     present = sorted(

@@ -35,7 +35,12 @@ def check_options(options: list[str], correct: int, rule: LengthRule) -> list[tu
     for i, o in enumerate(options):
         k = option_key(o)
         if k and k in near and keys[i] != keys[near[k]]:
-            bad.append(("mc_near_duplicate_options", f"options {near[k] + 1} and {i + 1} say the same: {options[near[k]]!r} / {options[i]!r}"))
+            bad.append(
+                (
+                    "mc_near_duplicate_options",
+                    f"options {near[k] + 1} and {i + 1} say the same: {options[near[k]]!r} / {options[i]!r}",
+                )
+            )
         near.setdefault(k, i)
     if len(options) > 1:
         right = len(options[correct])

@@ -55,10 +55,7 @@ def rotations(layout: Layout) -> list[Layout]:
     """
     n = len(layout.options)
     gold_idx = LETTERS.index(layout.gold)
-    return [
-        Layout(layout.options[r:] + layout.options[:r], LETTERS[(gold_idx - r) % n], r)
-        for r in range(n)
-    ]
+    return [Layout(layout.options[r:] + layout.options[:r], LETTERS[(gold_idx - r) % n], r) for r in range(n)]
 
 
 def fixed_orders(layout: Layout, fixed_slot: int) -> list[Layout]:

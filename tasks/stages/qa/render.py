@@ -8,8 +8,9 @@ uses is filled and its options pass :mod:`tasks.stages.qa.checks`; otherwise it 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from storage.hashing import canonical_json, stable_id
 from tasks.stages.qa import mc
@@ -67,7 +68,9 @@ def render_template(
     """Render one question template into its row(s) (several in cyclic MC mode) or problems."""
     empty = [n for n in t.slots if not values.get(n)]
     if empty:
-        return [], [Problem(set_name, t.qid, "empty_slot", f"{base.get('task')} {t.qid}: slot(s) {empty} are empty or missing")]
+        return [], [
+            Problem(set_name, t.qid, "empty_slot", f"{base.get('task')} {t.qid}: slot(s) {empty} are empty or missing")
+        ]
     text = sentence_case(t.text.format_map(values))
     edit_id = str(base["edit_id"])
     row = {
@@ -95,15 +98,23 @@ def render_template(
         )
         return [row], []
     # options share one casing, so the right one never stands out by a capital letter
-    options = [sentence_case(t.correct.format_map(values))] + [sentence_case(d.format_map(values)) for d in t.distractors]  # type: ignore[union-attr]
+    options = [sentence_case(t.correct.format_map(values))] + [
+        sentence_case(d.format_map(values)) for d in t.distractors
+    ]  # type: ignore[union-attr]
     bad = check_options(options, 0, settings.length_rule)
     if bad:
-        return [], [Problem(set_name, t.qid, reason, f"{base.get('task')} {t.qid}: {detail}") for reason, detail in bad]
+        return [], [
+            Problem(set_name, t.qid, reason, f"{base.get('task')} {t.qid}: {detail}") for reason, detail in bad
+        ]
     seed = mc.question_seed(settings.run_seed, edit_id, f"{set_name}/{t.qid}")
     rubric_json = canonical_json({"correct_option": options[0]})
     rows = []
     prior_texts = {options[i] for i in t.prior}
-    for lay in (_ascending(options, settings.mc_mode) if t.ascending else mc.layouts(options, 0, seed, settings.mc_mode, t.open_option)):
+    for lay in (
+        _ascending(options, settings.mc_mode)
+        if t.ascending
+        else mc.layouts(options, 0, seed, settings.mc_mode, t.open_option)
+    ):
         rows.append(
             {
                 **row,
@@ -154,7 +165,14 @@ def render_questions(
     for set_name, templates in groups:
         for t in templates:
             rows, problems = render_template(
-                t, filled, set_name=set_name, image_role=role, images=images[role], base=base, settings=settings, version=qs.version
+                t,
+                filled,
+                set_name=set_name,
+                image_role=role,
+                images=images[role],
+                base=base,
+                settings=settings,
+                version=qs.version,
             )
             out.rows.extend(rows)
             out.problems.extend(problems)

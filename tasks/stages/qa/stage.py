@@ -7,8 +7,8 @@ from typing import Any
 from storage import addresses
 from storage.schemas import ITEM_COLUMNS
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
-from tasks.stages.qa.analyse import Analysed, analyse_edits
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
+from tasks.stages.qa.analyse import Analysed, analyse_edits
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, settings_from
 
 STAGE = "qa"
@@ -19,7 +19,14 @@ def wanted(edit: dict[str, Any]) -> bool:
     return edit["status"] == "ok"
 
 
-def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progress: bool = False, reuse: ItemReuse | None = None) -> ShardResult:
+def qa_edits(
+    client: Any,
+    edits: list[dict[str, Any]],
+    ctx: RunContext,
+    *,
+    progress: bool = False,
+    reuse: ItemReuse | None = None,
+) -> ShardResult:
     """The stage logic for one shard, callable without the runner. With ``reuse``, analyses whose
     item key is stored skip the model; questions are always rendered (templates are cheap)."""
     from editors.verify import verification_failed, verify_reject
@@ -41,7 +48,12 @@ def qa_edits(client: Any, edits: list[dict[str, Any]], ctx: RunContext, *, progr
     questions.sort(key=lambda r: (r["edit_id"], r["question_set"], r["id"]))
     analysed.rows.sort(key=lambda r: r["id"])
     items = reuse.counts.as_dict() if reuse is not None else {}
-    return ShardResult(outputs={"analysis": analysed.rows, "questions": questions}, rejects=rejects, rows_in=len(edits) + len(unverified), items=items)
+    return ShardResult(
+        outputs={"analysis": analysed.rows, "questions": questions},
+        rejects=rejects,
+        rows_in=len(edits) + len(unverified),
+        items=items,
+    )
 
 
 def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
@@ -62,14 +74,20 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
     except (KeyError, TypeError, ValueError):
         return None  # computed: the analysis row and reject say what is wrong
     return reuse.key(
-        edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS}, context=context,
+        edit={k: v for k, v in edit.items() if k not in ITEM_COLUMNS},
+        context=context,
         count={k: cand.get(k) for k in ("count", "class_name", "target_name")},
-        prompt=prompt_fingerprints((spec,)) if spec else None, mllm=ctx.config.mllm.stage_key(),
-        code=code_version("tasks.stages.qa.analyse", "prompts", *task_code(edit["task"], "analysis_fields", "analysis_rules")),
+        prompt=prompt_fingerprints((spec,)) if spec else None,
+        mllm=ctx.config.mllm.stage_key(),
+        code=code_version(
+            "tasks.stages.qa.analyse", "prompts", *task_code(edit["task"], "analysis_fields", "analysis_rules")
+        ),
     )
 
 
-def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False) -> Analysed:
+def reused_analyses(
+    client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False
+) -> Analysed:
     """``analyse_edits`` for the edits whose analysis is not stored; rows, rejects and fields in edit order."""
 
     def run(todo: list[dict[str, Any]]) -> list[Entry]:
@@ -77,14 +95,20 @@ def reused_analyses(client: Any, edits: list[dict[str, Any]], ctx: RunContext, r
         out = []
         for e in todo:
             rejects = [r for r in got.rejects if r["id"] == e["id"]]
-            value = {"rows": [r for r in got.rows if r["edit_id"] == e["id"]], "rejects": rejects, "fields": got.fields.get(e["id"])}
+            value = {
+                "rows": [r for r in got.rows if r["edit_id"] == e["id"]],
+                "rejects": rejects,
+                "fields": got.fields.get(e["id"]),
+            }
             out.append(Entry(value, keep=reuse.keeps(rejects) if reuse else True))
         return out
 
     if reuse is None:
         values = [e.value for e in run(edits)]
     else:
-        values = reuse.map([analysis_item_key(reuse, ctx, e) for e in edits], lambda misses: run([edits[i] for i in misses]))
+        values = reuse.map(
+            [analysis_item_key(reuse, ctx, e) for e in edits], lambda misses: run([edits[i] for i in misses])
+        )
 
     merged = Analysed()
     for e, v in zip(edits, values):

@@ -34,7 +34,9 @@ QA_SLOTS = "qa_slots"  # spec hooks the question step reads (storage/task_spec.p
 QA_BEAF = "qa_beaf"
 
 
-def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings, *, beaf: bool = False) -> Rendered:
+def questions_for_edit(
+    edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings, *, beaf: bool = False
+) -> Rendered:
     """Render every question of one edit from its analysis fields (pure: no I/O).
 
     The task's ``qa_slots`` hook turns the fields into slot values (or problems); with ``beaf``,
@@ -53,8 +55,15 @@ def questions_for_edit(edit: dict[str, Any], fields: dict[str, Any], settings: R
     beaf_removed = task_hook(task, QA_BEAF) if beaf else None
     removal = beaf_removed(edit, fields, values) if beaf_removed is not None else None
     if removal is not None:
-        more = beaf_questions(removal["removed"] or "", _context_objects(edit), edit.get("target_box"), base, original, edited,
-                              same_type_elsewhere=bool(removal.get("same_type_elsewhere")))
+        more = beaf_questions(
+            removal["removed"] or "",
+            _context_objects(edit),
+            edit.get("target_box"),
+            base,
+            original,
+            edited,
+            same_type_elsewhere=bool(removal.get("same_type_elsewhere")),
+        )
         out.rows.extend(more.rows)
         out.problems.extend(more.problems)
     return out

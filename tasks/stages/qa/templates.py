@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -64,7 +64,10 @@ class QuestionTemplate:
 
 
 # A slot-free option that answers "none of the offered ones": FREAK's fixed open option.
-OPEN_OPTION = re.compile(r"^\s*(none of (these|the above)|no such \w+|(the correct answer is )?not listed|nothing\b.*|no \w+ did)\s*\.?\s*$", re.I)
+OPEN_OPTION = re.compile(
+    r"^\s*(none of (these|the above)|no such \w+|(the correct answer is )?not listed|nothing\b.*|no \w+ did)\s*\.?\s*$",
+    re.I,
+)
 
 
 def open_option_index(options: list[str]) -> int | None:
@@ -136,7 +139,20 @@ def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> Quest
     order = raw.get("order", "shuffled")
     if order not in ("shuffled", "ascending") or (order == "ascending" and qtype != "MC"):
         raise TemplateError(f"{here}: order must be 'shuffled' or (MC only) 'ascending', got {order!r}")
-    return QuestionTemplate(qid, qtype, str(raw.get("dimension", "")), text, gold, correct, distractors, rubric, tuple(names), prior, open_option, order == "ascending")
+    return QuestionTemplate(
+        qid,
+        qtype,
+        str(raw.get("dimension", "")),
+        text,
+        gold,
+        correct,
+        distractors,
+        rubric,
+        tuple(names),
+        prior,
+        open_option,
+        order == "ascending",
+    )
 
 
 def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
@@ -209,7 +225,7 @@ def _read_text(name: str) -> str:
     return resource.read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def question_set(task: str) -> QuestionSet:
     """The compiled question set of a task (cached; the YAML is read once per process)."""
     where = template_ref(task)
@@ -219,11 +235,10 @@ def question_set(task: str) -> QuestionSet:
     return qs
 
 
-@lru_cache(maxsize=None)
+@cache
 def beaf_settings() -> dict[str, Any]:
     """The BEAF question wording and probe lists (``templates/beaf.yaml``)."""
     data = _read_yaml(BEAF)
     if "{obj}" not in data.get("question", ""):
         raise TemplateError("tasks/stages/qa/templates/beaf.yaml: 'question' must contain {obj}")
     return data
-

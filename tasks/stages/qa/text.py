@@ -54,7 +54,10 @@ def with_article(phrase: str) -> str:
     """``an apple``; a phrase that already starts with a determiner or number is left alone."""
     phrase = phrase.strip()
     first = phrase.split(" ", 1)[0].lower()
-    if first in {"a", "an", "the", "some", "two", "three", "four", "five", "six", "several", "many"} or first.isdigit():
+    if (
+        first in {"a", "an", "the", "some", "two", "three", "four", "five", "six", "several", "many"}
+        or first.isdigit()
+    ):
         return phrase
     return f"{article(phrase)} {phrase}"
 
