@@ -15,6 +15,9 @@ from tasks.plugin_api import (
     ATTRIBUTE_TYPE_BY_DIRECTION,
     CA_VALUES,
     COUNTER_COLOURS,
+    MADE_DIRECTIONS,
+    NATURAL_DIRECTIONS,
+    NATURAL_HINTS,
     AnalysisOutput,
     EnglishStr,
     PromptOutput,
@@ -144,6 +147,10 @@ NEAR_MATERIALS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _natural(name: str) -> bool:
+    return any(h in name.lower() for h in NATURAL_HINTS)
+
+
 @rules_answer("ca_instructions")
 def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     if not ctx.get("target_box") or not ctx.get("attribute"):
@@ -155,28 +162,28 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     limits = ctx.get("editor_limits") or {}
     if limits.get("limited"):
         return _ca_renderable(ctx, limits)
-    # The new value replaces the annotated one, so it must be of the same kind: recolouring a
-    # "parked" car leaves it parked, and "Is the car parked?" would get a wrong gold "No".
+    # Instruction a replaces the annotated attribute with one of its own kind, so the questions
+    # that call the original gone are true of the edit (recolouring a "parked" car leaves it
+    # parked); b takes another of the six directions, as the design asks, and only an analysis
+    # that reads the original of that kind off the photo (a model, not these rules) can keep it.
     kind = attribute_slot(original)
     if kind is None:
         return None
     base = colour_word(original) if kind == "colour" else None
     near = NEAR_MATERIALS.get(norm_text(original), ()) if kind == "material" else ()
-    values = [
-        v
-        for v in CA_VALUES[kind]
-        if original not in v
-        and v not in original
-        and v not in near
-        and not (base and (colour_of(v) is None or not colours_apart(colour_of(v), base)))
-    ]
-    if len(values) < 2:
-        return None
-    first = pick(values, cid + ":a")
+    order = list(NATURAL_DIRECTIONS if _natural(name) else MADE_DIRECTIONS)
+    second = pick([d for d in order if d != kind][:4], cid + ":d2")
     out: dict[str, Any] = {}
-    for slot in ("a", "b"):
-        direction = kind
-        value = first if slot == "a" else pick([v for v in values if v != first], cid + ":b")
+    for slot, direction in (("a", kind), ("b", second)):
+        values = [
+            v
+            for v in CA_VALUES[direction]
+            if original not in v
+            and v not in original
+            and v not in near
+            and not (base and direction == kind and (colour_of(v) is None or not colours_apart(colour_of(v), base)))
+        ]
+        value = pick(values, f"{cid}:{slot}")
         out[f"direction_{slot}"] = direction
         out[f"new_attribute_{slot}"] = value
         out[f"instruction_{slot}"] = (
