@@ -39,7 +39,7 @@ def plugin_rows() -> dict[str, list[dict[str, Any]]]:
             "share": round(s.weight / total, 4),
             "order": s.order,
             "sources": [n for n, src in sources.items() if s.id in src.tasks],
-            "hooks": sorted(s.extra),
+            "hooks": sorted(s.hook_refs()),
             "package": task_pkgs.get(s.id, "registered in this process"),
         }
         for s in specs.values()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
@@ -78,6 +78,42 @@ HOOKS: Mapping[str, HookSpec] = {
     ),
     "audit_checks": HookSpec("call", ("scene", "problems"), "-> None: appends what the gold answers get wrong"),
 }
+
+
+@dataclass(frozen=True)
+class TaskHooks:
+    """The hooks of one task, one typed attribute per name of :data:`HOOKS` (each ``None`` unless
+    set): a misspelt hook is a ``TypeError`` where the spec is written, not a task that silently
+    gets no questions. A ``call`` or ``object`` hook is a ``"module:attr"`` string (imported on first
+    use) or the value itself. What each one is, from :data:`HOOKS`:
+    """
+
+    vg_reads: tuple[str, ...] | str | None = None
+    instruct_prompt: Hook = None
+    instruct_context: Hook = None
+    instruct_rules: Hook = None
+    instruct_rows: Hook = None
+    instruct_dedup: Hook = None
+    untouched_objects: Hook = None
+    analysis_prompt: Hook = None
+    analysis_rules: Hook = None
+    analysis_fields: Hook = None
+    qa_slots: Hook = None
+    qa_beaf: Hook = None
+    qa_templates: str | None = None
+    prior_terms: Hook = None
+    subcause_facts: Hook = None
+    eval_rules: Hook = None
+    sa_judge: str | None = None
+    audit_item: Hook = None
+    audit_checks: Hook = None
+
+
+TaskHooks.__doc__ = (TaskHooks.__doc__ or "") + "".join(
+    f"\n    - ``{name}`` ({spec.kind}{', called as (' + ', '.join(spec.params) + ')' if spec.params else ''}): {spec.doc}"
+    for name, spec in HOOKS.items()
+)
+
 
 # The offline judging rules a task may name in ``sa_judge`` (the constants of
 # ``prompts.offline_judge``, which imports nothing of ours: its copy ships with every release, so a
@@ -228,6 +264,7 @@ class TaskSpec:
     params: Hook = None
     miners: Mapping[str, str | Callable[..., Any]] = field(default_factory=dict)
     modules: tuple[str, ...] = ()
+    hooks: TaskHooks = field(default_factory=TaskHooks)
     extra: Mapping[str, str | Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -239,7 +276,16 @@ class TaskSpec:
             raise self._error("weight", f"{self.weight} must be >= 0")
         self._check_subcauses()
         for name, ref in self.extra.items():
-            self._check_extra(name, ref)
+            self._check_extra(name, ref, f"extra[{name!r}]")
+        if self.extra:  # API 1.0 plugins: the hooks as a name -> value map, converted here
+            both = sorted(n for n in self.extra if getattr(self.hooks, n) is not None)
+            if both:
+                raise self._error("extra", f"{', '.join(both)} also set in hooks (set each hook once, in hooks)")
+            object.__setattr__(self, "hooks", replace(self.hooks, **self.extra))
+            object.__setattr__(self, "extra", {})
+        else:
+            for name, ref in self.hook_refs().items():
+                self._check_extra(name, ref, f"hooks.{name}")
         for source, ref in self.miners.items():
             self._check_ref(f"miners[{source!r}]", ref, ("job",))
         if self.params is not None and not isinstance(self.params, (str, type)):
@@ -267,8 +313,13 @@ class TaskSpec:
                     f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)"
                 )
 
-    def _check_extra(self, name: str, ref: Any) -> None:
-        where = f"extra[{name!r}]"
+    def hook_refs(self) -> dict[str, Any]:
+        """The hooks this task sets, by name, as declared (strings not yet imported)."""
+        return {
+            f.name: getattr(self.hooks, f.name) for f in fields(self.hooks) if getattr(self.hooks, f.name) is not None
+        }
+
+    def _check_extra(self, name: str, ref: Any, where: str) -> None:
         spec = HOOKS.get(name)
         if spec is None:
             raise self._error(where, f"unknown hook; known: {', '.join(sorted(HOOKS))}")
@@ -306,30 +357,28 @@ class TaskSpec:
         """``value`` (the loaded hook ``name``) checked against :data:`HOOKS`; returned as is."""
         spec = HOOKS.get(name)
         if spec is not None and spec.kind == "call":
-            check_signature(value, spec.params, lambda problem: self._error(f"extra[{name!r}]", problem))
+            check_signature(value, spec.params, lambda problem: self._error(f"hooks.{name}", problem))
         elif name == "eval_rules":
             missing = [m for m in EVAL_RULES_METHODS if not callable(getattr(value, m, None))]
             if missing:
                 raise self._error(
-                    f"extra[{name!r}]",
+                    f"hooks.{name}",
                     f"{type(value).__name__} lacks {', '.join(missing)} (an EvalRules has all of {', '.join(EVAL_RULES_METHODS)})",
                 )
         return value
 
     def has(self, name: str) -> bool:
         """Whether the task defines the hook ``name`` (a field or an ``extra`` entry)."""
-        value = getattr(self, name, None) if name in self.__dataclass_fields__ else self.extra.get(name)
+        value = getattr(self, name, None) if name in self.__dataclass_fields__ else getattr(self.hooks, name, None)
         return bool(value)
 
     def hook(self, name: str) -> Any:
         """The hook ``name`` loaded (a field such as ``params`` or an ``extra`` entry); a ``call``
         hook whose signature does not take the arguments the core passes fails naming the field."""
-        ref = getattr(self, name) if name in self.__dataclass_fields__ else self.extra.get(name)
+        ref = getattr(self, name) if name in self.__dataclass_fields__ else getattr(self.hooks, name, None)
         if not ref:
             raise TaskError(f"task {self.id!r} has no {name!r} hook")
-        return self.check_loaded(
-            name, self._load(name if name in self.__dataclass_fields__ else f"extra[{name!r}]", ref)
-        )
+        return self.check_loaded(name, self._load(name if name in self.__dataclass_fields__ else f"hooks.{name}", ref))
 
     def _load(self, where: str, ref: Any) -> Any:
         try:
@@ -350,7 +399,7 @@ class TaskSpec:
     def check_hooks(self) -> None:
         """Load every hook and check it (signatures included): what ``reactbench tasks --check``
         and the tests run, so a wrong hook fails before a build reaches the stage that calls it."""
-        for name, ref in self.extra.items():
+        for name, ref in self.hook_refs().items():
             if HOOKS[name].kind != "data" or (name == "vg_reads" and isinstance(ref, str)):
                 self.hook(name)
         for source in self.miners:

@@ -12,7 +12,7 @@ Versioning: :data:`API_VERSION` is ``major.minor``. A minor bump adds names; a m
 or changes one (a plugin may check ``API_VERSION.split(".")[0]``). The names and what they are:
 
 Spec and registry
-  ``TaskSpec``, ``TaskError``, ``HOOKS`` (the hook names a spec may set, with their documented
+  ``TaskSpec``, ``TaskHooks`` (1.1: the typed hooks), ``TaskError``, ``HOOKS`` (the hook names a spec may set, with their documented
   signatures), ``register_task``.
 Config
   ``Section`` (base of a task's ``params``), ``FloatRange``, ``IntRange``, ``IntEdges``.
@@ -50,12 +50,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 
 # name -> "module:attribute" (or "module" for a module); resolved on first access.
 _EXPORTS: dict[str, str] = {
     # spec and registry
     "TaskSpec": "storage.task_spec:TaskSpec",
+    "TaskHooks": "storage.task_spec:TaskHooks",
     "TaskError": "storage.task_spec:TaskError",
     "HOOKS": "storage.task_spec:HOOKS",
     "register_task": "storage.task_spec:register_task",

@@ -141,7 +141,7 @@ def _candidate(image_path: str) -> dict[str, Any]:
 
 
 def test_plugin_prompt_and_rules_answer_need_no_register_call(toy_task: TaskSpec) -> None:
-    prompt = toy_task.extra["instruct_prompt"]
+    prompt = toy_task.hooks.instruct_prompt
     assert catalogue.task_prompt(TASK, "instruct_prompt") is prompt
     assert catalogue.get_prompt("toy_relation_plan") is prompt and "toy_relation_plan" in catalogue.all_prompts()
     assert rules.get_rules_answer("toy_relation_plan") is toy_rules

@@ -4,11 +4,12 @@ documented signatures (``storage.task_spec.HOOKS``)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
-from storage.task_spec import HOOKS, JUDGE_RULE_NAMES, TaskError, TaskSpec, all_tasks
+from storage.task_spec import HOOKS, JUDGE_RULE_NAMES, TaskError, TaskHooks, TaskSpec, all_tasks
 
 SUBS = (("SC-1", "a", "first"), ("SC-2", "b", "second"), ("SC-3", "c", "third"))
 
@@ -67,10 +68,10 @@ def test_a_string_hook_with_the_wrong_signature_fails_when_loaded_naming_the_fie
     bad = spec(extra={"qa_slots": f"{__name__}:_one_arg"})
     with pytest.raises(
         TaskError,
-        match=r"\(package toy_pkg.task\): extra\['qa_slots'\]: .*cannot be called as \(edit, fields, settings\)",
+        match=r"\(package toy_pkg.task\): hooks\.qa_slots: .*cannot be called as \(edit, fields, settings\)",
     ):
         bad.hook("qa_slots")
-    with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): extra\['prior_terms'\]: .*does not load"):
+    with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): hooks\.prior_terms: .*does not load"):
         spec(extra={"prior_terms": f"{__name__}:no_such_function"}).check_hooks()
     assert spec(extra={"qa_slots": f"{__name__}:_slots"}).hook("qa_slots") is _slots
 
@@ -96,6 +97,21 @@ def test_the_judge_rules_a_spec_may_name_are_the_ones_the_shipped_judge_has() ->
 
 
 def test_hook_table_documents_every_hook_the_builtins_use() -> None:
-    used = {name for task in all_tasks().values() for name in task.extra}
+    used = {name for task in all_tasks().values() for name in task.hook_refs()}
+    assert {"qa_slots", "instruct_prompt"} <= used  # read through hooks, converted from extra or declared
     assert used <= set(HOOKS)
     assert all(h.kind in ("call", "object", "data") for h in HOOKS.values())
+
+
+def test_task_hooks_has_one_field_per_hook_name_and_extra_converts_into_it() -> None:
+    assert [f.name for f in fields(TaskHooks)] == list(HOOKS)
+    assert all(f"``{name}``" in (TaskHooks.__doc__ or "") for name in HOOKS)
+    old = spec(extra={"qa_slots": f"{__name__}:_slots", "sa_judge": "prompts.offline_judge:COUNT"})
+    new = spec(hooks=TaskHooks(qa_slots=f"{__name__}:_slots", sa_judge="prompts.offline_judge:COUNT"))
+    assert old.hooks == new.hooks and not old.extra and old.hook("qa_slots") is _slots
+    with pytest.raises(TypeError, match="qa_slot"):
+        TaskHooks(qa_slot=_slots)  # type: ignore[call-arg]  # a typo fails where the spec is written
+    with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): hooks\.qa_slots: .*cannot be called as"):
+        spec(hooks=TaskHooks(qa_slots=_one_arg))
+    with pytest.raises(TaskError, match=r"\(package toy_pkg.task\): extra: qa_slots also set in hooks"):
+        spec(hooks=TaskHooks(qa_slots=_slots), extra={"qa_slots": _slots})

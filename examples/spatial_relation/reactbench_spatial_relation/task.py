@@ -1,6 +1,6 @@
 """The ``spatial_relation`` TaskSpec: the data the core reads and the hooks it calls."""
 
-from tasks.plugin_api import TaskSpec
+from tasks.plugin_api import TaskHooks, TaskSpec
 
 PKG = "reactbench_spatial_relation"
 
@@ -38,20 +38,20 @@ TASK = TaskSpec(
     params="reactbench_spatial_relation.params:SpatialRelationParams",
     miners={"visual_genome": f"{PKG}.miner:mine"},
     modules=(PKG,),
-    extra={
+    hooks=TaskHooks(
         # -- mining --
-        "vg_reads": f"{PKG}.miner:VG_READS",
+        vg_reads=f"{PKG}.miner:VG_READS",
         # -- build stages: instruct, edit (the core's move), qa --
-        "instruct_prompt": f"{PKG}.prompts:SR_INSTRUCTION",
-        "instruct_rules": f"{PKG}.prompts:sr_instruction",
-        "instruct_context": f"{PKG}.prompts:instruct_context",
-        "instruct_rows": f"{PKG}.prompts:instruct_rows",
-        "analysis_fields": f"{PKG}.qa:analysis_fields",
-        "qa_slots": f"{PKG}.qa:qa_slots",
-        "qa_templates": f"{PKG}:templates/spatial_relation.yaml",
+        instruct_prompt=f"{PKG}.prompts:SR_INSTRUCTION",
+        instruct_rules=f"{PKG}.prompts:sr_instruction",
+        instruct_context=f"{PKG}.prompts:instruct_context",
+        instruct_rows=f"{PKG}.prompts:instruct_rows",
+        analysis_fields=f"{PKG}.qa:analysis_fields",
+        qa_slots=f"{PKG}.qa:qa_slots",
+        qa_templates=f"{PKG}:templates/spatial_relation.yaml",
         # -- release side: audit, evaluation, export --
-        "prior_terms": f"{PKG}.evaluation:prior_terms",
-        "eval_rules": f"{PKG}.evaluation:RULES",
-        "audit_checks": f"{PKG}.audit:audit_checks",
-    },
+        prior_terms=f"{PKG}.evaluation:prior_terms",
+        eval_rules=f"{PKG}.evaluation:RULES",
+        audit_checks=f"{PKG}.audit:audit_checks",
+    ),
 )

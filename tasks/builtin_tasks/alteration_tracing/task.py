@@ -1,6 +1,6 @@
 """Alteration tracing (AT): one micro-edit separates a before and an after image; the questions probe cross-image comparison."""
 
-from tasks.plugin_api import TaskSpec
+from tasks.plugin_api import TaskHooks, TaskSpec
 
 PKG = "tasks.builtin_tasks.alteration_tracing"
 
@@ -34,19 +34,19 @@ TASK = TaskSpec(
     params=f"{PKG}.params:AlterationTracingParams",
     miners={"visual_genome": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
     modules=(PKG,),
-    extra={
+    hooks=TaskHooks(
         # -- mining (miners/, tasks/stages/mine.py) --
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": f"{PKG}.prompts:AT_EDIT_PLAN",
-        "instruct_rules": f"{PKG}.prompts:at_edit_plan",
-        "untouched_objects": f"{PKG}.instruct:untouched_objects",
-        "analysis_fields": f"{PKG}.qa:analysis_fields",
-        "qa_slots": f"{PKG}.qa:qa_slots",
-        "qa_beaf": f"{PKG}.qa:qa_beaf",
-        "qa_templates": f"{PKG}:templates/alteration_tracing.yaml",
+        instruct_prompt=f"{PKG}.prompts:AT_EDIT_PLAN",
+        instruct_rules=f"{PKG}.prompts:at_edit_plan",
+        untouched_objects=f"{PKG}.instruct:untouched_objects",
+        analysis_fields=f"{PKG}.qa:analysis_fields",
+        qa_slots=f"{PKG}.qa:qa_slots",
+        qa_beaf=f"{PKG}.qa:qa_beaf",
+        qa_templates=f"{PKG}:templates/alteration_tracing.yaml",
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": f"{PKG}.evaluation:RULES",
-        "sa_judge": "prompts.offline_judge:CHANGE",
-        "audit_checks": f"{PKG}.audit:audit_checks",
-    },
+        eval_rules=f"{PKG}.evaluation:RULES",
+        sa_judge="prompts.offline_judge:CHANGE",
+        audit_checks=f"{PKG}.audit:audit_checks",
+    ),
 )

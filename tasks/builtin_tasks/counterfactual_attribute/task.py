@@ -1,6 +1,6 @@
 """Counterfactual attribute (CA): an object's dominant attribute becomes a counter-commonsense one; the questions probe language priors."""
 
-from tasks.plugin_api import TaskSpec
+from tasks.plugin_api import TaskHooks, TaskSpec
 
 PKG = "tasks.builtin_tasks.counterfactual_attribute"
 
@@ -38,22 +38,22 @@ TASK = TaskSpec(
     params=f"{PKG}.params:CounterfactualAttributeParams",
     miners={"visual_genome": f"{PKG}.miner:mine"},
     modules=(PKG,),
-    extra={
+    hooks=TaskHooks(
         # -- mining (miners/, tasks/stages/mine.py) --
-        "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
+        vg_reads=f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": f"{PKG}.prompts:CA_INSTRUCTIONS",
-        "instruct_rules": f"{PKG}.prompts:ca_instructions",
-        "instruct_rows": f"{PKG}.instruct:instruct_rows",
-        "instruct_dedup": f"{PKG}.instruct:instruct_dedup",
-        "analysis_prompt": f"{PKG}.prompts:CA_ANALYSIS",
-        "analysis_rules": f"{PKG}.prompts:ca_analysis",
-        "qa_slots": f"{PKG}.qa:qa_slots",
-        "qa_templates": f"{PKG}:templates/counterfactual_attribute.yaml",
+        instruct_prompt=f"{PKG}.prompts:CA_INSTRUCTIONS",
+        instruct_rules=f"{PKG}.prompts:ca_instructions",
+        instruct_rows=f"{PKG}.instruct:instruct_rows",
+        instruct_dedup=f"{PKG}.instruct:instruct_dedup",
+        analysis_prompt=f"{PKG}.prompts:CA_ANALYSIS",
+        analysis_rules=f"{PKG}.prompts:ca_analysis",
+        qa_slots=f"{PKG}.qa:qa_slots",
+        qa_templates=f"{PKG}:templates/counterfactual_attribute.yaml",
         # -- release side (audit, review, evaluation, export) --
-        "prior_terms": f"{PKG}.evaluation:prior_terms",
-        "eval_rules": f"{PKG}.evaluation:RULES",
-        "sa_judge": "prompts.offline_judge:OVERLAP",
-        "audit_checks": f"{PKG}.audit:audit_checks",
-    },
+        prior_terms=f"{PKG}.evaluation:prior_terms",
+        eval_rules=f"{PKG}.evaluation:RULES",
+        sa_judge="prompts.offline_judge:OVERLAP",
+        audit_checks=f"{PKG}.audit:audit_checks",
+    ),
 )

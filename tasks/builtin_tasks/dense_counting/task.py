@@ -1,6 +1,6 @@
 """Dense counting (DC): unedited dense scenes with exact point counts; the questions probe fine-grained perception."""
 
-from tasks.plugin_api import TaskSpec
+from tasks.plugin_api import TaskHooks, TaskSpec
 
 PKG = "tasks.builtin_tasks.dense_counting"
 
@@ -34,18 +34,18 @@ TASK = TaskSpec(
     params=f"{PKG}.params:DenseCountingParams",
     miners={"fsc147": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
     modules=(PKG,),
-    extra={
+    hooks=TaskHooks(
         # -- mining (miners/, tasks/stages/mine.py) --
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": f"{PKG}.prompts:DC_AMBIGUITY",
-        "instruct_rules": f"{PKG}.prompts:dc_ambiguity",
-        "instruct_rows": f"{PKG}.instruct:instruct_rows",
-        "analysis_fields": f"{PKG}.qa:analysis_fields",
-        "qa_slots": f"{PKG}.qa:qa_slots",
-        "qa_templates": f"{PKG}:templates/dense_counting.yaml",
+        instruct_prompt=f"{PKG}.prompts:DC_AMBIGUITY",
+        instruct_rules=f"{PKG}.prompts:dc_ambiguity",
+        instruct_rows=f"{PKG}.instruct:instruct_rows",
+        analysis_fields=f"{PKG}.qa:analysis_fields",
+        qa_slots=f"{PKG}.qa:qa_slots",
+        qa_templates=f"{PKG}:templates/dense_counting.yaml",
         # -- release side (audit, review, evaluation, export) --
-        "eval_rules": f"{PKG}.evaluation:RULES",
-        "sa_judge": "prompts.offline_judge:COUNT",
-        "audit_item": f"{PKG}.audit:audit_item",
-    },
+        eval_rules=f"{PKG}.evaluation:RULES",
+        sa_judge="prompts.offline_judge:COUNT",
+        audit_item=f"{PKG}.audit:audit_item",
+    ),
 )

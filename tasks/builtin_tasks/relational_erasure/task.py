@@ -1,6 +1,6 @@
 """Relational erasure (RE): one member of a frequently co-occurring pair is erased; the questions probe co-occurrence bias."""
 
-from tasks.plugin_api import TaskSpec
+from tasks.plugin_api import TaskHooks, TaskSpec
 
 PKG = "tasks.builtin_tasks.relational_erasure"
 
@@ -38,23 +38,23 @@ TASK = TaskSpec(
     params=f"{PKG}.params:RelationalErasureParams",
     miners={"visual_genome": f"{PKG}.miner:mine", "coco": f"{PKG}.miner:mine_coco"},
     modules=(PKG,),
-    extra={
+    hooks=TaskHooks(
         # -- mining (miners/, tasks/stages/mine.py) --
-        "vg_reads": f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
+        vg_reads=f"{PKG}.miner:VG_READS",  # the Visual Genome files its miner reads beyond objects
         # -- build stages (instruct, edit, qa) --
-        "instruct_prompt": f"{PKG}.prompts:RE_INSTRUCTION",
-        "instruct_rules": f"{PKG}.prompts:re_instruction",
-        "instruct_rows": f"{PKG}.instruct:instruct_rows",
-        "analysis_prompt": f"{PKG}.prompts:RE_ANALYSIS",
-        "analysis_rules": f"{PKG}.prompts:re_analysis",
-        "qa_slots": f"{PKG}.qa:qa_slots",
-        "qa_beaf": f"{PKG}.qa:qa_beaf",
-        "qa_templates": f"{PKG}:templates/relational_erasure.yaml",
+        instruct_prompt=f"{PKG}.prompts:RE_INSTRUCTION",
+        instruct_rules=f"{PKG}.prompts:re_instruction",
+        instruct_rows=f"{PKG}.instruct:instruct_rows",
+        analysis_prompt=f"{PKG}.prompts:RE_ANALYSIS",
+        analysis_rules=f"{PKG}.prompts:re_analysis",
+        qa_slots=f"{PKG}.qa:qa_slots",
+        qa_beaf=f"{PKG}.qa:qa_beaf",
+        qa_templates=f"{PKG}:templates/relational_erasure.yaml",
         # -- release side (audit, review, evaluation, export) --
-        "prior_terms": f"{PKG}.evaluation:prior_terms",
-        "subcause_facts": f"{PKG}.evaluation:subcause_facts",
-        "eval_rules": f"{PKG}.evaluation:RULES",
-        "sa_judge": "prompts.offline_judge:DENIAL",
-        "audit_checks": f"{PKG}.audit:audit_checks",
-    },
+        prior_terms=f"{PKG}.evaluation:prior_terms",
+        subcause_facts=f"{PKG}.evaluation:subcause_facts",
+        eval_rules=f"{PKG}.evaluation:RULES",
+        sa_judge="prompts.offline_judge:DENIAL",
+        audit_checks=f"{PKG}.audit:audit_checks",
+    ),
 )

@@ -190,13 +190,13 @@ def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
 
 def template_tasks() -> tuple[str, ...]:
     """The registered tasks that name question templates, in benchmark order."""
-    return tuple(t for t, spec in all_tasks().items() if spec.extra.get(QA_TEMPLATES))
+    return tuple(t for t, spec in all_tasks().items() if getattr(spec.hooks, QA_TEMPLATES))
 
 
 def template_ref(task: str) -> str:
     """Where the task's templates are: its spec's ``qa_templates`` (``"package:path/inside.yaml"``)."""
     spec = all_tasks().get(task)
-    ref = spec.extra.get(QA_TEMPLATES) if spec is not None else None
+    ref = getattr(spec.hooks, QA_TEMPLATES) if spec is not None else None
     if not ref:
         raise KeyError(f"no question templates for task {task!r}; known: {list(template_tasks())}")
     if not isinstance(ref, str) or ":" not in ref:
