@@ -41,7 +41,7 @@ class TaskError(ValueError):
 
 @dataclass(frozen=True)
 class HookSpec:
-    """What one named hook of ``TaskSpec.extra`` is: ``call`` (a function, or a callable object,
+    """What one named hook of ``TaskSpec.hooks`` (:class:`TaskHooks`) is: ``call`` (a function, or a callable object,
     called with ``params`` in that order), ``object`` (an instance the core reads, such as a
     ``PromptSpec`` or ``EvalRules``) or ``data`` (a value written in the spec itself)."""
 
@@ -50,7 +50,7 @@ class HookSpec:
     doc: str = ""
 
 
-# Every hook a task may set in ``extra`` (the documentation of each is in :class:`TaskSpec`).
+# Every hook a task may set in ``hooks`` (a :class:`TaskHooks` field each; the documentation of each is in :class:`TaskSpec`).
 # A name not listed here is refused when the spec is made: a typo must not silently leave a task
 # without questions. The core calls each ``call`` hook with exactly these positional arguments.
 HOOKS: Mapping[str, HookSpec] = {
@@ -149,7 +149,7 @@ class TaskSpec:
     ``card_text`` (one line in the dataset card), ``eval_text`` (``label``/``cause``/``note`` for
     evaluation prompts), ``subcauses`` ((code, name, description) triples).
 
-    ``extra`` hooks of the build stages (instruct, edit, qa), each optional unless said:
+    ``hooks`` of the build stages (instruct, edit, qa), each optional unless said:
       - ``instruct_prompt``: a ``prompts.spec.PromptSpec``, asked once per candidate (the instruct
         stage; required for the task's candidates to get instructions, else ``unknown_task``).
         With the ``analysis_prompt`` it is in the prompt catalogue (``prompts.catalogue``)
@@ -193,14 +193,15 @@ class TaskSpec:
         task's question-template file (``tasks.stages.qa.templates``; required for questions).
     ``edits_image`` False makes the edit stage pass the task's instructions through unedited.
 
-    The ``extra`` names and their signatures are :data:`HOOKS`; a spec the core cannot run
+    The ``hooks`` names and their signatures are :data:`HOOKS`; a spec the core cannot run
     (unknown name, wrong signature, malformed sub-causes, a judging rule the core does not ship)
     raises :class:`TaskError` when it is made, naming the task's package and the field.
 
     Hooks (``"module:attr"`` strings or callables; ``None`` where the task has no such step):
     ``params`` (the pydantic Section class of ``mine.<id>``), ``miners`` (source name -> miner
     called by that source with its scan), ``modules`` (the task's own modules: the only places its
-    id literal may appear), ``extra`` (further named hooks a stage reads with :meth:`hook`).
+    id literal may appear), ``hooks`` (a :class:`TaskHooks`: further named hooks a stage reads with
+    :meth:`hook`; ``extra``, a name -> hook map, is the API 1.0 spelling, converted into ``hooks``).
 
     Mining (``miners/dispatch.py`` holds the same contract next to the code that calls it):
 
@@ -222,12 +223,12 @@ class TaskSpec:
       section), ``job.seed``, ``job.result`` (the source's ``MineResult``: ``add(selection)``,
       ``pair_table``, ``attribute_table``, ``summary``) and ``job.candidates`` (False: statistics
       only). It returns nothing: it writes into ``job.result``.
-    - ``extra["vg_reads"]``: the optional Visual Genome files the task's ``visual_genome`` miner
+    - ``hooks.vg_reads``: the optional Visual Genome files the task's ``visual_genome`` miner
       reads, a tuple of ``"relationships"`` / ``"attributes"`` (or ``"module:attr"`` naming one);
       image_data and objects are always read, attributes.json whenever present. A named file that
       is missing fails the mine stage naming the task.
 
-    ``extra`` hooks of the release side (audit, review, evaluation, export); each is optional:
+    ``hooks`` of the release side (audit, review, evaluation, export); each is optional:
       - ``prior_terms(ann: dict) -> list[str]``: the words stating an item's prior answer, from
         its gathered annotations (``tasks.release.items``; none without the hook); ``ann["rubric"]``
         holds its questions' rubric fields (first value per key), so a task can state its prior
@@ -368,12 +369,12 @@ class TaskSpec:
         return value
 
     def has(self, name: str) -> bool:
-        """Whether the task defines the hook ``name`` (a field or an ``extra`` entry)."""
+        """Whether the task defines the hook ``name`` (a field or a ``hooks`` entry)."""
         value = getattr(self, name, None) if name in self.__dataclass_fields__ else getattr(self.hooks, name, None)
         return bool(value)
 
     def hook(self, name: str) -> Any:
-        """The hook ``name`` loaded (a field such as ``params`` or an ``extra`` entry); a ``call``
+        """The hook ``name`` loaded (a field such as ``params`` or a ``hooks`` entry); a ``call``
         hook whose signature does not take the arguments the core passes fails naming the field."""
         ref = getattr(self, name) if name in self.__dataclass_fields__ else getattr(self.hooks, name, None)
         if not ref:
