@@ -6,6 +6,7 @@ Thin wrappers over ``tasks.release.export``, ``tasks.release.evaluate`` and ``ta
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,11 @@ def export_cmd(
         "--replace",
         help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool.",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Refuse a build over a health: threshold (trivial or blind-prior accuracy, duplicate share), naming each figure; without it they are warnings.",
+    ),
 ) -> None:
     """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval).
 
@@ -79,11 +85,14 @@ def export_cmd(
                 vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
                 lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
                 replace=replace,
+                strict=strict,
                 progress=steps,
             )
     except (InputsMissing, ValueError) as exc:
         _fail(exc)
         return
+    for warning in summary.health_warnings:
+        console.print(f"warning: health: {warning}", markup=False, highlight=False)
     label = "UNVERIFIED " if unverified else ""
     console.print(
         f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}"
@@ -177,7 +186,7 @@ def _num(v: float | None) -> str:
 
 
 def report_cmd(
-    kind: str = typer.Argument(..., help="eval | ablation | build"),
+    kind: str = typer.Argument(..., help="eval | ablation | build | health"),
     run_dir: str = RunDir,
     out: str | None = typer.Option(
         None, "--out", "-o", help="HTML file to write (default: <run>/reports/<kind>.html)."
@@ -191,7 +200,8 @@ def report_cmd(
     ),
     model: list[str] | None = typer.Option(None, "--model", "-m", hidden=True, help="Deprecated: --eval."),
 ) -> None:
-    """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects)."""
+    """Write a static HTML report with plots: eval (radar, bars, sub-causes), ablation (editors), build (stages, rejects),
+    health (trivial and blind prior baselines, balance, duplicates, Table 2; also prints one JSON line)."""
     from flows.cli_output import deprecated_option
     from storage.fs import RunFS
     from tasks.release.report.write import KINDS, write_report
@@ -212,6 +222,11 @@ def report_cmd(
         _fail(exc)
         return
     console.print(f"{kind} report -> {where}")
+    if kind == "health":  # its headline figures, one JSON line on stdout
+        from tasks.release.health.figures import headline
+        from tasks.release.report.health_report import read_health_figures
+
+        print(json.dumps(headline(read_health_figures(RunFS.open(str(run_dir)))), sort_keys=True))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from storage.config_base import NOT_IN_STAGE_KEY, Section
 
-Backend = Literal["rules", "openai", "transformers"]
+Backend = Literal["rules", "openai", "transformers", "prior"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 # What to do with a serving engine's name given as a backend: they all speak the OpenAI API.
 SERVER_HINT = "vLLM, SGLang, TGI, llama.cpp and other model servers are used through their OpenAI-compatible API: backend openai with the server's URL"
@@ -17,7 +17,7 @@ SERVER_HINT = "vLLM, SGLang, TGI, llama.cpp and other model servers are used thr
 class MLLMConfig(Section):
     backend: Backend = Field(
         "rules",
-        description="rules (offline, from annotations) | openai (any OpenAI-compatible server) | transformers (local model)",
+        description="rules (offline, from annotations) | openai (any OpenAI-compatible server) | transformers (local model) | prior (evaluation only: the blind prior baseline, from the question text and the mined statistics)",
     )
     model: str = Field(
         "rules-v1", description="model id sent to the server, or a local path / hub id for transformers"

@@ -29,7 +29,18 @@ def _transformers(cfg: MLLMConfig) -> MLLMClient:
     return TransformersClient.from_config(cfg)
 
 
-BACKENDS: dict[str, BackendFactory] = {"rules": _rules, "openai": _openai, "transformers": _transformers}
+def _prior(cfg: MLLMConfig) -> MLLMClient:
+    from prompts.clients.prior import PriorClient
+
+    return PriorClient(cfg.model)
+
+
+BACKENDS: dict[str, BackendFactory] = {
+    "rules": _rules,
+    "openai": _openai,
+    "transformers": _transformers,
+    "prior": _prior,
+}
 
 
 def register_backend(name: str, factory: BackendFactory) -> None:
@@ -49,7 +60,13 @@ def make_client(cfg: MLLMConfig, cache_dir: RunFS | None, *, no_cache: bool = Fa
     client = factory(cfg)
     # The rules backend is deterministic and costs microseconds; caching it would only serve
     # stale answers after its rule functions change.
-    if cache_dir is None or no_cache or not cfg.cache or cfg.backend == "rules":
+    if (
+        cache_dir is None
+        or no_cache
+        or not cfg.cache
+        or cfg.backend == "rules"
+        or not getattr(client, "cacheable", True)
+    ):
         return client
     from prompts.clients.cache import CachedClient
 

@@ -91,8 +91,12 @@ def make_clients(
         judge_cfg = client_config(config.mllm, jb, jm, "eval.judge", base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
+    model_client = make_client(model_cfg, cache, no_cache=no_cache)
+    bind = getattr(model_client, "bind_run", None)
+    if bind is not None:  # a backend that answers from the run's own statistics (the blind prior)
+        bind(run)
     return EvalClients(
-        make_client(model_cfg, cache, no_cache=no_cache),
+        model_client,
         make_client(judge_cfg, cache, no_cache=no_cache),
         (model_cfg, judge_cfg),
     )

@@ -85,9 +85,11 @@ def render_card(
     config_text: str | None,
     verified: bool,
     vlmevalkit: bool = False,
+    health: dict[str, Any] | None = None,
 ) -> str:
     """The README.md text: YAML header (configs, license, task categories) + markdown body;
-    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them."""
+    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them;
+    ``health``: the release's health figures (``tasks.release.health``), summarised in a section."""
     tasks = _order(sorted({r["task"] for r in rows}))
     sources = sorted({r["source"] for r in rows if r.get("source")})
     header = {
@@ -142,6 +144,10 @@ def render_card(
             f"| {t} | {edits} | {len(mine)} | {qt['YN']} | {qt['MC']} | {qt['SA']} | {qs['main']} | {qs['control']} | {qs['beaf']} |"
         )
     lines.append(f"| **total** | {len({r['edit_id'] for r in rows})} | {len(rows)} | | | | | | |")
+    if health:
+        from tasks.release.health.figures import health_card_lines
+
+        lines += ["", *health_card_lines(health)]
     lines += [
         "",
         "## Fields",

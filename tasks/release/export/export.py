@@ -30,6 +30,7 @@ from tasks.release.export.lmms_eval import write_lmms_eval
 from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
 from tasks.release.export.vlmevalkit import write_vlmevalkit
+from tasks.release.health.figures import release_health
 from tasks.release.items import edit_annotations, read_inputs
 
 STAGE = "export"
@@ -42,6 +43,7 @@ class ExportSummary:
     counts: dict[str, int]
     rejected: int
     files: list[str] = field(default_factory=list)
+    health_warnings: list[str] = field(default_factory=list)  # figures over a ``health:`` threshold
 
 
 def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
@@ -69,6 +71,7 @@ def export_benchmark(
     lmms_eval: bool = False,
     name: str = "ReactBench-style hallucination benchmark",
     replace: bool = False,
+    strict: bool = False,
     progress: StepProgress = no_progress,
 ) -> ExportSummary:
     """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out`` as one sealed set.
@@ -83,6 +86,9 @@ def export_benchmark(
     this release (or a release with tasks or formats this one lacks, which ``replace`` allows)
     raises :class:`tasks.release.export.seal.ReleaseRefused`.
     ``progress`` sees the steps ``read`` (questions), ``write`` (rows) and ``seal`` (bytes hashed).
+    The health figures (``tasks.release.health``) go into the card; ``strict`` refuses a build over
+    a ``health:`` threshold (:class:`tasks.release.health.gate.HealthRefused`, before anything is
+    written), else the figures over one are returned as ``health_warnings``.
     """
     out = refuse_release_target(out, run)  # resolved: never a run directory, nor inside or above one
     with release_lock(out):  # one writer of the release at a time
@@ -97,6 +103,7 @@ def export_benchmark(
             lmms_eval=lmms_eval,
             name=name,
             replace=replace,
+            strict=strict,
             progress=progress,
         )
 
@@ -111,10 +118,12 @@ def _export_locked(
     lmms_eval: bool,
     name: str,
     replace: bool,
+    strict: bool,
     progress: StepProgress,
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
+    health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)
     sizes = ImageStore(run).sizes()
@@ -152,6 +161,7 @@ def _export_locked(
             name,
             vlmevalkit=vlmevalkit,
             lmms_eval=lmms_eval,
+            health=health,
             progress=progress,
         )
     # after the swap: a refused or failed export records nothing in the run
@@ -162,7 +172,7 @@ def _export_locked(
         table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
     )
     files.append(MANIFEST)
-    return ExportSummary(out.url, not unverified, counts, len(rejects), files)
+    return ExportSummary(out.url, not unverified, counts, len(rejects), files, health["problems"])
 
 
 def _write_release(
@@ -177,6 +187,7 @@ def _write_release(
     *,
     vlmevalkit: bool,
     lmms_eval: bool,
+    health: dict[str, Any],
     progress: StepProgress,
 ) -> list[str]:
     """Every file of the release into ``out`` (the staging folder); returns their paths."""
@@ -192,6 +203,7 @@ def _write_release(
         run.read_text(addresses.CONFIG_FILE) if run.exists(addresses.CONFIG_FILE) else None,
         verified=not unverified,
         vlmevalkit=vlmevalkit,
+        health=health,
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")

@@ -8,7 +8,7 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.run_dirs import refuse_report_target
 
-KINDS = ("eval", "ablation", "build")
+KINDS = ("eval", "ablation", "build", "health")
 
 
 def render(kind: str, run: RunFS, models: list[str] | None = None) -> str:
@@ -24,6 +24,10 @@ def render(kind: str, run: RunFS, models: list[str] | None = None) -> str:
         from tasks.release.report.build_report import render_build_report
 
         return render_build_report(run)
+    if kind == "health":
+        from tasks.release.report.health_report import render_health_report
+
+        return render_health_report(run)
     raise ValueError(f"unknown report {kind!r}; choose one of {KINDS}")
 
 
