@@ -217,7 +217,8 @@ def report_cmd(
     if kind not in KINDS:
         _fail(ValueError(f"unknown report {kind!r}; choose one of {', '.join(KINDS)}"))
     try:
-        where = write_report(kind, RunFS.open(str(run_dir)), out, model or None)
+        cfg = _config(None, str(run_dir)) if kind == "health" else None  # its health: thresholds
+        where = write_report(kind, RunFS.open(str(run_dir)), out, model or None, cfg)
     except (RuntimeError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
         return

@@ -5,13 +5,9 @@ types, so the defaults flag it rather than forbid it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
-from storage import addresses
-from storage.config_base import Section, describe_errors
-from storage.fs import RunFS
+from storage.config_base import Section
 
 
 class HealthConfig(Section):
@@ -43,19 +39,3 @@ class HealthConfig(Section):
         le=64,
         description="perceptual-hash (pHash, 64 bits) Hamming distance at or under which two images are near-duplicates",
     )
-
-
-def saved_health_config(run: RunFS) -> tuple[HealthConfig, Any]:
-    """The ``health`` section of the run's saved ``config.yaml`` (defaults when absent) and its
-    ``qa.balance_yes_no`` (None when the config has no such key). A bad section names the file."""
-    import yaml
-    from pydantic import ValidationError
-
-    if not run.exists(addresses.CONFIG_FILE):
-        return HealthConfig(), None
-    data = yaml.safe_load(run.read_text(addresses.CONFIG_FILE)) or {}
-    try:
-        cfg = HealthConfig.model_validate(data.get("health") or {})
-    except ValidationError as exc:
-        raise ValueError(f"{run.path(addresses.CONFIG_FILE)}: health: {describe_errors(exc, 'health.')}") from None
-    return cfg, (data.get("qa") or {}).get("balance_yes_no")

@@ -10,7 +10,7 @@ from prompts.blind_prior import load_prior_stats
 from storage.fs import RunFS
 from tasks.release.health.balance import balance_figures
 from tasks.release.health.blind import blind_figures
-from tasks.release.health.config import HealthConfig, saved_health_config
+from tasks.release.health.config import HealthConfig
 from tasks.release.health.duplicates import duplicate_figures
 from tasks.release.health.gate import HealthRefused, health_problems
 from tasks.release.health.questions import read_health_inputs
@@ -19,16 +19,12 @@ from tasks.release.health.trivial import trivial_figures
 
 
 def compute_health(run: RunFS, config: Any, unverified: bool | None = None) -> dict[str, Any]:
-    """Every figure. ``config`` is the resolved run config (its ``health`` section), or None for
-    the run's saved ``config.yaml``; ``unverified`` None picks the review export when the run has one."""
+    """Every figure. ``config`` is the resolved run config (``flows.config.resolve_run_config``:
+    its ``health`` thresholds); ``unverified`` None picks the review export when the run has one."""
     started = time.perf_counter()
-    if config is None:
-        cfg, balanced = saved_health_config(run)
-    else:
-        cfg = getattr(config, "health", None) or HealthConfig()
-        balanced = getattr(
-            getattr(config, "qa", None), "balance_yes_no", None
-        )  # the balance lane's switch, when present
+    cfg = getattr(config, "health", None) or HealthConfig()
+    qa = getattr(config, "qa", None)
+    balanced = getattr(qa, "balance_yes_no", None)  # the balance lane's switch, when present
     inputs = read_health_inputs(run, unverified)
     try:
         blind: dict[str, Any] = blind_figures(inputs.questions, load_prior_stats(run))

@@ -203,10 +203,10 @@ def _table2(f: dict[str, Any]) -> str:
     )
 
 
-def render_health_report(run: RunFS) -> str:
-    """Compute the figures (the run's saved ``health`` thresholds), keep them as ``reports/health.json``
-    in the run, and return the page."""
-    f = compute_health(run, None)
+def render_health_report(run: RunFS, config: Any) -> str:
+    """Compute the figures (``config``: the resolved run config, for its ``health`` thresholds),
+    keep them as ``reports/health.json`` in the run, and return the page."""
+    f = compute_health(run, config)
     run.write_text_atomic(FIGURES_FILE, json.dumps(f, indent=1, sort_keys=True, default=str))
     problems = f["problems"]
     verdict = (

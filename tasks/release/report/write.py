@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from storage import addresses
 from storage.fs import RunFS
@@ -11,7 +12,8 @@ from storage.run_dirs import refuse_report_target
 KINDS = ("eval", "ablation", "build", "health")
 
 
-def render(kind: str, run: RunFS, models: list[str] | None = None) -> str:
+def render(kind: str, run: RunFS, models: list[str] | None = None, config: Any = None) -> str:
+    """The page of one report kind; ``config`` (the resolved run config) is read by ``health`` only."""
     if kind == "eval":
         from tasks.release.report.eval_report import render_eval_report
 
@@ -27,11 +29,13 @@ def render(kind: str, run: RunFS, models: list[str] | None = None) -> str:
     if kind == "health":
         from tasks.release.report.health_report import render_health_report
 
-        return render_health_report(run)
+        return render_health_report(run, config)
     raise ValueError(f"unknown report {kind!r}; choose one of {KINDS}")
 
 
-def write_report(kind: str, run: RunFS, out: str | None = None, models: list[str] | None = None) -> str:
+def write_report(
+    kind: str, run: RunFS, out: str | None = None, models: list[str] | None = None, config: Any = None
+) -> str:
     """Write the HTML; returns where it went (a path or URL).
 
     ``out`` is resolved first and refused (``storage.run_dirs.InsideRunDir``, before anything is
@@ -39,10 +43,10 @@ def write_report(kind: str, run: RunFS, out: str | None = None, models: list[str
     ``reports/``: a report never lands on or among another run's files."""
     if out:
         target = refuse_report_target(RunFS.open(out), run, addresses.REPORTS_DIR)
-        html = render(kind, run, models)
+        html = render(kind, run, models, config)
         folder, name = posixpath.split(target.root)
         RunFS(target.fs, folder or "/").write_text_atomic(name, html)
         return target.url
-    html = render(kind, run, models)
+    html = render(kind, run, models, config)
     run.write_text_atomic(addresses.report_file(kind), html)
     return run.sub(addresses.report_file(kind)).url  # a URL where the run is one (s3://...), else the path
