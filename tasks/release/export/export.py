@@ -123,8 +123,8 @@ def _export_locked(
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
-    health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
     questions, kept_edits = read_inputs(run, unverified)
+    health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
     annotations = edit_annotations(questions, kept_edits)
     sizes = ImageStore(run).sizes()
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)

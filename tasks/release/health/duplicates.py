@@ -34,19 +34,24 @@ def near_text(texts: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.utf8_trim_whitespace(t)
 
 
-def image_hashes(run: RunFS, paths: list[str]) -> np.ndarray:
-    """pHash (64 bits, as uint64) of each image in the run's image store. JPEGs are decoded at a
-    reduced scale (``draft``): pHash looks at 32 x 32 pixels, so the full size is never needed."""
+def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray]:
+    """The paths that could be read and the pHash (64 bits, as uint64) of each, from the run's
+    image store; a missing or unreadable image is left out (the export makes it a reject row).
+    JPEGs are decoded at a reduced scale (``draft``): pHash looks at 32 x 32 pixels only."""
     import imagehash
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
-    out = np.zeros(len(paths), dtype=np.uint64)
-    for i, rel in enumerate(paths):
-        with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
-            im.draft("L", (64, 64))
-            bits = imagehash.phash(im, hash_size=HASH_SIZE).hash.flatten()
-        out[i] = int("".join("1" if b else "0" for b in bits), 2)
-    return out
+    kept, out = [], []
+    for rel in paths:
+        try:
+            with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
+                im.draft("L", (64, 64))
+                bits = imagehash.phash(im, hash_size=HASH_SIZE).hash.flatten()
+        except (OSError, UnidentifiedImageError):
+            continue
+        kept.append(rel)
+        out.append(int("".join("1" if b else "0" for b in bits), 2))
+    return kept, np.array(out, dtype=np.uint64)
 
 
 def near_pairs(hashes: np.ndarray, max_distance: int) -> list[tuple[int, int, int]]:
@@ -80,8 +85,8 @@ def _groups(n: int, pairs: list[tuple[int, int, int]]) -> list[int]:
 
 def duplicate_figures(run: RunFS, questions: pa.Table, originals: pa.Table, max_distance: int) -> dict[str, Any]:
     """The duplicates section of the health figures."""
-    paths = sorted(set(originals.column("original_image").to_pylist()))
-    hashes = image_hashes(run, paths)
+    wanted = sorted(set(originals.column("original_image").to_pylist()))
+    paths, hashes = image_hashes(run, wanted)
     pairs = near_pairs(hashes, max_distance)
     group_of_path = dict(zip(paths, _groups(len(paths), pairs)))
     edit_ids = originals.column("edit_id").to_pylist()
@@ -135,6 +140,7 @@ def duplicate_figures(run: RunFS, questions: pa.Table, originals: pa.Table, max_
         {
             "duplicate_question_share": round(figures["questions_near_duplicate"] / n_q, 4),
             "images": len(paths),
+            "images_unreadable": len(wanted) - len(paths),
             "image_pairs": len(pairs),
             "image_pairs_across_tasks": across_tasks,
             "items_near_duplicate_image": len(near_items),
