@@ -45,7 +45,7 @@ def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray]:
     for rel in paths:
         try:
             with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
-                im.draft("L", (64, 64))
+                im.draft("L", (32, 32))
                 bits = imagehash.phash(im, hash_size=HASH_SIZE).hash.flatten()
         except (OSError, UnidentifiedImageError):
             continue
