@@ -133,3 +133,17 @@ def test_strict_export_refuses_and_plain_export_warns(planted):
     assert "warning: health: trivial counterfactual_attribute/YN" in proc.output
     card = (out / "README.md").read_text()
     assert "## Benchmark health" in card and "| counterfactual_attribute / YN | always_no | 100.0% |" in card
+
+
+def test_prior_backend_evaluates_from_the_text_and_the_mined_statistics(planted):
+    """``reactbench eval --model prior:blind-v1``: no image read, every answer from the question and mine/."""
+    from storage.parquet_io import ArtifactReader
+
+    proc = _cli("eval", "--run-dir", str(planted / "run"), "--model", "prior:blind-v1", "--modes", "standard")
+    assert proc.exit_code == 0, proc.output
+    folder = planted / "run" / "eval" / "prior-blind-v1"
+    answers = ArtifactReader(RunFS.open(str(folder)), "answers", "eval_answers").rows()
+    ca_yn = [a for a in answers if a["task"] == "counterfactual_attribute" and a["qtype"] == "YN"]
+    assert ca_yn and all(a["parsed"] == "Yes" and not a["correct"] for a in ca_yn)  # bananas are yellow, it believes
+    assert all(a["status"] == "ok" for a in answers if a["qtype"] != "SA")
+    assert json.loads((folder / "metrics.json").read_text())["model"]["backend"] == "prior"
