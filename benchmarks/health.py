@@ -140,7 +140,14 @@ def table(demo: dict[str, Any], paper: dict[str, Any] | None) -> str:
     def get(d: dict[str, Any] | None, key: Any) -> Any:
         if d is None:
             return None
-        return d.get(key[0], {}).get(key[1]) if isinstance(key, tuple) else d.get(key)
+        if not isinstance(key, tuple):
+            return d.get(key)
+        v = d.get(key[0], {}).get(key[1])
+        if key[0] == "blind_prior" and v is not None:
+            return {"targeted": v.get("targeted"), "control": v.get("control")}  # the label's order
+        if key[0] == "table2" and v is not None:
+            return {"ours": v["ours"], "paper": v["paper"], "ratio": v["ratio"]}
+        return v
 
     width = max(len(r[0]) for r in rows) + 2
     out = [f"{'figure':<{width}}{'demo':>24}{'paper size':>24}"]
