@@ -8,6 +8,7 @@ from typing import Any
 
 from prompts.blind_prior import load_prior_stats
 from storage.fs import RunFS
+from tasks.engine.suggest import suggest
 from tasks.release.health.balance import balance_figures
 from tasks.release.health.blind import blind_figures
 from tasks.release.health.config import HealthConfig
@@ -138,6 +139,6 @@ def release_health(run: RunFS, config: Any, unverified: bool, strict: bool) -> d
         lines = "\n".join(f"  {p}" for p in figures["problems"])
         raise HealthRefused(
             f"export --strict: the build is over {len(figures['problems'])} health: threshold(s); nothing was written "
-            f"(`reactbench report health --run-dir {run.url}` shows every figure):\n{lines}"
+            f"(`{suggest('report', 'health', '--run-dir', run.url)}` shows every figure):\n{lines}"
         )
     return figures
