@@ -118,6 +118,7 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	$(PY) benchmarks/release_size.py --cyclic
 	$(PY) benchmarks/gpu_validate.py --size $$($(PY) -c 'import torch; print("real" if torch.cuda.is_available() else "tiny")')
 	$(PY) benchmarks/paper_scale.py
+	$(PY) benchmarks/health.py
 	$(PY) benchmarks/ablation_report.py
 
 # Wheels benchmarks/gpu_validate.sh installs on a CUDA machine without diffusers or an index
