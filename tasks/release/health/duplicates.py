@@ -5,8 +5,12 @@ configs (one per task; the release has one split, ``test``, per config).
 A template question ("Comparing the two pictures, has anything changed?") is asked of every
 item by design, so a repeated text alone is reported, not failed: an item is a *duplicate*
 when another item asks the same question (same normalised text, same gold) about the same
-image(s): the same edited image, or the same or a near-identical source image. That share, and the share of items whose source image is a
-near-duplicate of a different image, are what ``health.max_duplicate_share`` bounds.
+image(s): the same edited image, or the same or a near-identical source image. That share,
+and the share of items whose source image is a near-duplicate of a different image, are what
+``health.max_duplicate_share`` bounds.
+
+Near-duplicate images are pairs within ``health.image_hash_distance`` bits of pHash that also
+agree on their colour distribution (``imagehash.colorhash``, within :data:`COLOUR_DISTANCE` bits).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from tasks.release.health.answers import normalised_gold
 from tasks.release.health.questions import first_presentations
 
 HASH_SIZE = 8  # 64-bit pHash
+COLOUR_DISTANCE = 2  # colour-hash bits (of 42) two near-duplicates may differ by
 _CHUNK = 1024
 
 
@@ -34,24 +39,28 @@ def near_text(texts: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.utf8_trim_whitespace(t)
 
 
-def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray]:
-    """The paths that could be read and the pHash (64 bits, as uint64) of each, from the run's
-    image store; a missing or unreadable image is left out (the export makes it a reject row).
-    JPEGs are decoded at a reduced scale (``draft``): pHash looks at 32 x 32 pixels only."""
+def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray, list[Any]]:
+    """The paths that could be read, the pHash (64 bits, as uint64) of each and its colour hash
+    (``imagehash.colorhash``), from the run's image store; a missing or unreadable image is left
+    out (the export makes it a reject row). JPEGs are decoded at a reduced scale (``draft``):
+    pHash looks at 32 x 32 pixels only."""
     import imagehash
     from PIL import Image, UnidentifiedImageError
 
-    kept, out = [], []
+    kept, out, colours = [], [], []
     for rel in paths:
         try:
             with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
-                im.draft("L", (32, 32))
-                bits = imagehash.phash(im, hash_size=HASH_SIZE).hash.flatten()
+                im.draft("RGB", (32, 32))
+                rgb = im.convert("RGB")
+                bits = imagehash.phash(rgb, hash_size=HASH_SIZE).hash.flatten()
+                colour = imagehash.colorhash(rgb, binbits=3)
         except (OSError, UnidentifiedImageError):
             continue
         kept.append(rel)
         out.append(int("".join("1" if b else "0" for b in bits), 2))
-    return kept, np.array(out, dtype=np.uint64)
+        colours.append(colour)
+    return kept, np.array(out, dtype=np.uint64), colours
 
 
 def near_pairs(hashes: np.ndarray, max_distance: int) -> list[tuple[int, int, int]]:
@@ -86,8 +95,10 @@ def _groups(n: int, pairs: list[tuple[int, int, int]]) -> list[int]:
 def duplicate_figures(run: RunFS, questions: pa.Table, originals: pa.Table, max_distance: int) -> dict[str, Any]:
     """The duplicates section of the health figures."""
     wanted = sorted(set(originals.column("original_image").to_pylist()))
-    paths, hashes = image_hashes(run, wanted)
-    pairs = near_pairs(hashes, max_distance)
+    paths, hashes, colours = image_hashes(run, wanted)
+    # pHash sees grey-level structure only: two flat scenes of one layout in other colours
+    # (a grey car and a red one) agree on it, so a pair must also agree on its colours
+    pairs = [(i, j, d) for i, j, d in near_pairs(hashes, max_distance) if colours[i] - colours[j] <= COLOUR_DISTANCE]
     group_of_path = dict(zip(paths, _groups(len(paths), pairs)))
     edit_ids = originals.column("edit_id").to_pylist()
     edit_task = dict(zip(edit_ids, originals.column("task").to_pylist()))
