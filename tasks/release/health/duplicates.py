@@ -28,6 +28,7 @@ from tasks.release.health.answers import normalised_gold
 from tasks.release.health.questions import first_presentations
 
 HASH_SIZE = 8  # 64-bit pHash
+HASH_THREADS = 2  # the 2 cores the report is sized for
 COLOUR_DISTANCE = 2  # colour-hash bits (of 42) two near-duplicates may differ by
 _CHUNK = 1024
 
@@ -44,22 +45,28 @@ def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray, l
     (``imagehash.colorhash``), from the run's image store; a missing or unreadable image is left
     out (the export makes it a reject row). JPEGs are decoded at a reduced scale (``draft``):
     pHash looks at 32 x 32 pixels only."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import imagehash
     from PIL import Image, UnidentifiedImageError
 
-    kept, out, colours = [], [], []
-    for rel in paths:
+    def one(rel: str) -> tuple[int, Any] | None:
         try:
             with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
                 im.draft("RGB", (32, 32))
                 rgb = im.convert("RGB")
                 bits = imagehash.phash(rgb, hash_size=HASH_SIZE).hash.flatten()
-                colour = imagehash.colorhash(rgb, binbits=3)
+                return int("".join("1" if b else "0" for b in bits), 2), imagehash.colorhash(rgb, binbits=3)
         except (OSError, UnidentifiedImageError):
-            continue
-        kept.append(rel)
-        out.append(int("".join("1" if b else "0" for b in bits), 2))
-        colours.append(colour)
+            return None
+
+    kept, out, colours = [], [], []
+    with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:  # reading and decoding release the GIL
+        for rel, got in zip(paths, pool.map(one, paths, chunksize=64)):
+            if got is not None:
+                kept.append(rel)
+                out.append(got[0])
+                colours.append(got[1])
     return kept, np.array(out, dtype=np.uint64), colours
 
 
