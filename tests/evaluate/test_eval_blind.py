@@ -97,7 +97,7 @@ def test_cli_blind_rules_beside_oracle_in_report(tmp_path):
     res = cli.invoke(app, ["report", "eval", "--run-dir", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
     html = (tmp_path / "run/reports/eval.html").read_text()
-    assert "Blind (language-only) runs" in html and "ORACLE (reads answers from the annotations)" in html
+    assert "Blind (language-only) runs" in html and "ORACLE (reads the annotations, not the image)" in html
     assert "with images - blind" in html
     helptext = " ".join(cli.invoke(app, ["eval", "--help"], terminal_width=200).output.split())
     assert "--blind" in helptext and "ORACLE" in helptext

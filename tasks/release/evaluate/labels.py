@@ -15,7 +15,7 @@ from storage import addresses
 from storage.fs import RunFS
 
 ORACLE_BACKENDS = ("rules",)  # answers read from the annotations, not from the image
-ORACLE_LABEL = "ORACLE (reads answers from the annotations)"
+ORACLE_LABEL = "ORACLE (reads the annotations, not the image)"
 BLIND_LABEL = "BLIND (images withheld: answered from the question text alone)"
 
 
