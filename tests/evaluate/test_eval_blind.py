@@ -32,6 +32,10 @@ def looks_or_guesses(body):
     return Reply("Nothing is there.")
 
 
+def _cache_entries(run) -> list[str]:
+    return [p for p in run.walk_files("cache/mllm") if p.endswith(".json")]
+
+
 def _answering(server: DummyServer, since: int = 0) -> list[dict]:
     return [b for b in server.requests[since:] if GRADER not in message_text(b)]
 
@@ -47,19 +51,19 @@ def test_blind_run_sends_no_image_and_is_cached_apart(tmp_path, eval_config):
     with server as url:
         sighted = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url)
         n_sighted = len(_answering(server))
+        stored = _cache_entries(run)
         blind = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, blind=True)
         blind_reqs = _answering(server, n_sighted)
-        # asked again, both answer from their own stored entries: nothing new reaches the server
-        before = len(server.requests)
-        again = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, blind=True, force=True)
-        sighted_again = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, force=True)
-        assert len(_answering(server, before)) == 0
+    cached = _cache_entries(run)
     assert n_sighted > 0 and all(image_urls(b) for b in _answering(server)[:n_sighted])
-    # every blind question was asked (none served from a sighted entry), none with an image
+    # every blind question was asked (none served from a sighted entry: the keys differ, so no
+    # sighted request can be served a blind answer either), none with an image, each stored apart
     assert len(blind_reqs) == n_sighted and not any(image_urls(b) for b in blind_reqs)
+    assert stored and set(stored) < set(cached)
+    assert len(cached) - len(stored) == len({message_text(b) for b in blind_reqs})  # one entry per blind prompt
     assert sighted.folder == "eval/openai-dummy-vl-unverified"
-    assert blind.folder == again.folder == "eval/openai-dummy-vl-unverified-blind"
-    for out, want in ((sighted, "Yes"), (blind, "No"), (again, "No"), (sighted_again, "Yes")):
+    assert blind.folder == "eval/openai-dummy-vl-unverified-blind"
+    for out, want in ((sighted, "Yes"), (blind, "No")):
         yn = [r for r in ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows() if r["qtype"] == "YN"]
         assert yn and {r["parsed"] for r in yn} == {want}, out.folder
     m = json.loads(run.read_text(blind.folder, "metrics.json"))
