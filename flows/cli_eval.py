@@ -102,7 +102,10 @@ def export_cmd(
 def eval_cmd(
     run_dir: str = RunDir,
     model: str = typer.Option(
-        ..., "--model", "-m", help="BACKEND:MODEL, e.g. rules:rules-v1 or openai:Qwen/Qwen2.5-VL-7B-Instruct."
+        ...,
+        "--model",
+        "-m",
+        help="BACKEND:MODEL, e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct. rules:rules-v1 is an ORACLE: it reads the answers from the annotations, so its scores are no baseline.",
     ),
     unverified: bool = UnverifiedOpt,
     base_url: str | None = typer.Option(
@@ -121,9 +124,16 @@ def eval_cmd(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
     force: bool = typer.Option(False, "--force", help="Re-answer every shard."),
+    blind: bool = typer.Option(
+        False,
+        "--blind",
+        help="Language-only run: the same questions with the images (and annotations) withheld, into eval/<backend>-<model>-blind; the eval report shows it beside the run with images.",
+    ),
     config: Path | None = CfgOpt,
 ) -> None:
-    """Answer every question with a model (standard and CoT), judge, score, and write metrics.json."""
+    """Answer every question with a model (standard and CoT), judge, score, and write metrics.json.
+
+    The offline `rules` backend is an ORACLE (it reads answers from the annotations), not a baseline."""
     from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
@@ -149,6 +159,7 @@ def eval_cmd(
                 no_cache=no_cache,
                 force=force,
                 progress=steps.step("answer"),
+                blind=blind,
             )
             s = answered.stage
             steps(
@@ -171,7 +182,8 @@ def eval_cmd(
         _fail(exc)
         return
     m = outcome.metrics
-    table = Table(title=f"{model} ({m['questions_source']})")
+    label = f" [{m['label']}]" if m.get("label") else ""
+    table = Table(title=f"{model} ({m['questions_source']}){label}")
     for col in ("task", "standard", "CoT", "S_t"):
         table.add_column(col, justify="left" if col == "task" else "right")
     for task, per_mode in m["react"]["per_mode"].items():

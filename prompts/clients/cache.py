@@ -43,6 +43,8 @@ def cache_key(backend: str, model_id: str, request: MLLMRequest) -> str:
     }
     if backend == "rules":
         payload["context"] = request.context
+    if request.context.get("blind"):  # a language-only request never shares an entry with a sighted one
+        payload["blind"] = True
     return sha256_hex(canonical_json(payload))
 
 

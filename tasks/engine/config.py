@@ -64,6 +64,10 @@ class QAConfig(Section):
         False, description="also emit the BEAF existence questions for removals (original and edited image)"
     )
     control_questions: bool = Field(True, description="AT control questions about the unchanged location and object")
+    balance_yes_no: bool = Field(
+        False,
+        description="add the positively phrased twin (gold Yes) of each No question that has one, rotating which form is targeted; off: the paper's sets",
+    )
     mc_length_ratio: float = Field(
         1.5,
         gt=1.0,

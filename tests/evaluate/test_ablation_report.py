@@ -151,7 +151,9 @@ def test_report_names_an_editor_from_its_yield_cost_and_induction(ablation_run):
         controlled = {a["task"] for a in mine if a["variant"] == "control"}
         picked = [a for a in mine if a["task"] in controlled]
         row = induction[ed]
-        assert row[1] == "rules-rules-v1-unverified"
+        assert (
+            row[1] == "rules-rules-v1-unverified [ORACLE (reads the annotations, not the image)]"
+        )  # labelled an oracle
         assert int(row[2]) == len({a["edit_id"] for a in picked if a["variant"] != "control"})
         assert int(row[3]) == len({a["edit_id"] for a in picked if a["variant"] == "control"})
         if int(row[2]) and int(row[3]):

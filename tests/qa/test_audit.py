@@ -4,6 +4,7 @@ tampered gold answers caught."""
 from __future__ import annotations
 
 import json
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,57 @@ def test_the_audit_command_leaves_a_summary_line_then_its_json(demo_run: RunFS, 
         rf"audit: {n:,} queued items checked against the truth in \d+\.\d s \({n:,} consistent\)", lines[0]
     ), lines[0]
     assert "\x1b" not in res.output
+
+
+@pytest.fixture(scope="module")
+def balanced_run(demo_run: RunFS, tmp_path_factory: pytest.TempPathFactory) -> RunFS:
+    """The demo build again with ``qa.balance_yes_no`` on: a copy, so only qa and review rerun."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("balance") / "run"
+    shutil.copytree(demo_run.path(""), root)
+    data = yaml.safe_load((root / "config.yaml").read_text())
+    data["qa"]["balance_yes_no"] = True
+    run_pipeline(config_from_dict(data), str(root), orchestrator="local")
+    return RunFS.open(str(root))
+
+
+def trivial(rows: list[dict]) -> dict[tuple[str, str], float]:
+    """(task, group) -> the best of always-Yes / always-No accuracy over YN rows, grouped by the
+    task alone (``YN``) and by each question set."""
+    counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        if r["qtype"] == "YN":
+            counts[(r["task"], "YN")][r["gold"]] += 1
+            counts[(r["task"], r["question_set"])][r["gold"]] += 1
+    return {k: max(c["Yes"], c["No"]) / sum(c.values()) for k, c in counts.items()}
+
+
+def test_balanced_build_passes_audit_and_no_trivial_model_beats_60(
+    demo_run: RunFS, balanced_run: RunFS, sample_dir: Path
+):
+    off = trivial(ArtifactReader(demo_run, "qa/questions", QUESTIONS).rows())
+    assert off[("counterfactual_attribute", "YN")] == 1.0  # the paper's design: every CA YN gold is "No"
+    rows = ArtifactReader(balanced_run, "qa/questions", QUESTIONS).rows()
+    best = trivial(rows)
+    assert {t for t, _ in best} == {
+        "relational_erasure",
+        "counterfactual_attribute",
+        "alteration_tracing",
+        "dense_counting",
+    }
+    over = {k: v for k, v in best.items() if v > 0.6}
+    assert not over, over
+    twins = [r for r in rows if r["question_set"] == "twin"]
+    assert {r["task"] for r in twins} == {"relational_erasure", "counterfactual_attribute", "alteration_tracing"}
+    ca_yes = [
+        r
+        for r in rows
+        if r["task"] == "counterfactual_attribute" and r["question_set"] == "main" and r["gold"] == "Yes"
+    ]
+    assert ca_yes and all(r["prior_options"] == ["No"] for r in ca_yes)  # HalluRate: "No" is the prior's answer
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert json.loads(balanced_run.read_text("qa/_manifest.json"))["extra"]["balance_yes_no"] is True
+    out = run_audit(balanced_run, sample_dir / "sample_truth.json")
+    assert out["fraction"] == 1.0, json.dumps(out["per_task"], indent=1)[:3000]
+    assert all(t["items"] >= 20 for t in out["per_task"].values()), out["per_task"]

@@ -10,6 +10,13 @@ from tasks.plugin_api import EditScene, World, colour_of, colours_apart, region_
 def audit_checks(s: EditScene, p: list[str]) -> None:
     """An ``audit_checks`` hook: the object shows the new colour, apart from the original."""
     _check_ca(s.world, s.target, s.analysis, p, s.before)
+    if any(q["qid"] == "Q4" and q["qtype"] == "YN" and q["gold"] == "Yes" for q in s.questions):
+        # the balancing twin of Q4 says "is <new>, not <absurd>": the absurd one must not be what is shown
+        absurd, shown = colour_of(s.analysis.get("absurd_attribute_1") or ""), s.target.get("colour")
+        if absurd is not None and shown and not colours_apart(absurd, shown):
+            p.append(
+                f"CA: Q4 twin: absurd attribute {s.analysis.get('absurd_attribute_1')!r} reads as the shown {shown!r}"
+            )
 
 
 def _check_ca(world: World, target: dict[str, Any], a: dict[str, Any], p: list[str], before: World) -> None:

@@ -73,16 +73,25 @@ def ask(
     temperature: float,
     max_tokens: int,
     reuse: ItemReuse | None = None,
+    blind: bool = False,
 ) -> list[tuple[dict[str, Any], Any, Any]]:
     """Ask every question in one batch: (question, prompt spec, response) in question order;
-    with ``reuse``, answers stored under the same item key are taken instead of asked again."""
+    with ``reuse``, answers stored under the same item key are taken instead of asked again.
+
+    ``blind`` (``reactbench eval --blind``, the language-only run): the same prompt with the
+    images withheld, and no annotations in the context either (the offline backends' "image");
+    the context says ``blind``, which also sets the requests apart in the response cache."""
     reqs, specs = [], []
     for q in questions:
         spec = answer_spec(q["qtype"], mode, len(q["images"]))
-        inp = PromptInput(answer_context(q, mode, annotations.get(q["edit_id"], {})), [images[r] for r in q["images"]])
-        reqs.append(
-            MLLMRequest(spec.name, spec.version, build_messages(spec, inp), inp.context, temperature, max_tokens)
-        )
+        if blind:
+            inp = PromptInput({**answer_context(q, mode, {}), "blind": True}, [])
+        else:
+            inp = PromptInput(
+                answer_context(q, mode, annotations.get(q["edit_id"], {})), [images[r] for r in q["images"]]
+            )
+        messages = build_messages(spec, inp, require_images=not blind)
+        reqs.append(MLLMRequest(spec.name, spec.version, messages, inp.context, temperature, max_tokens))
         specs.append(spec)
     if not reqs:
         responses = []

@@ -24,6 +24,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
 from tasks.engine.runner import StageSummary, run_stage
+from tasks.release.evaluate.labels import model_labels
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.stage import EvalClients, EvalStage, model_slug
 from tasks.release.evaluate.summary import summarize
@@ -76,6 +77,7 @@ class EvalOutcome:
     backend: str = ""
     model: str = ""
     unverified: bool = False
+    blind: bool = False
 
 
 def make_clients(
@@ -113,6 +115,7 @@ def run_eval(
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
+    blind: bool = False,
 ) -> EvalOutcome:
     """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``
     (:func:`answer_questions`, then :func:`write_metrics`; the CLI runs them as two steps)."""
@@ -126,6 +129,7 @@ def run_eval(
         force=force,
         progress=progress,
         clients=clients,
+        blind=blind,
     )
     return write_metrics(run, answered)
 
@@ -141,18 +145,20 @@ def answer_questions(
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
+    blind: bool = False,
 ) -> EvalOutcome:
     """The eval stage: every question answered, judged and scored into ``<folder>/answers`` (its
-    ``metrics`` still empty); ``progress`` sees (shards done, total)."""
+    ``metrics`` still empty); ``progress`` sees (shards done, total). ``blind``: the language-only
+    run, the images withheld, into ``<backend>-<model>-blind``."""
     backend, model_id = parse_model(model)
     clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
-    stage = EvalStage(backend, model_id, unverified, clients)
+    stage = EvalStage(backend, model_id, unverified, clients, blind=blind)
     ctx = RunContext(run, config, {"no_cache": no_cache})
     summary = run_stage(
         stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons
     )
     return EvalOutcome(
-        model_slug(backend, model_id, unverified), stage.name, summary, {}, backend, model_id, unverified
+        model_slug(backend, model_id, unverified, blind), stage.name, summary, {}, backend, model_id, unverified, blind
     )
 
 
@@ -161,6 +167,7 @@ def write_metrics(
 ) -> EvalOutcome:
     """``metrics.json`` of an answered evaluation; ``progress`` sees (answer shards read, total)."""
     metrics = compute_metrics(run, answered.folder, answered.backend, answered.model, answered.unverified, progress)
+    metrics.update(model_labels(answered.backend, answered.blind))
     run.write_text_atomic(f"{answered.folder}/{METRICS_FILE}", json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     return replace(answered, metrics=metrics)
 

@@ -81,7 +81,9 @@ def score_reply(
     parsed = read_reply(q["qtype"], raw, list(q.get("options") or []), cot)
     if q["qtype"] == "YN":
         row["correct"] = choice_correct("YN", parsed, q["gold"])
-        if prior_applies and str(q["gold"]).strip().lower() == "no":
+        if prior_applies and q.get("prior_options") is not None:  # a balancing twin: the prior says "No"
+            row["prior_fallback"] = parsed in q["prior_options"]
+        elif prior_applies and str(q["gold"]).strip().lower() == "no":
             row["prior_fallback"] = parsed == "Yes"
     elif q["qtype"] == "MC":
         row["correct"] = choice_correct("MC", parsed, q["gold"])

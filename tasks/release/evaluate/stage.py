@@ -28,11 +28,14 @@ from tasks.release.evaluate.score import score_reply
 from tasks.release.evaluate.spans import detect_spans
 from tasks.release.items import edit_annotations, input_fingerprint, read_inputs
 
+BLIND_SUFFIX = "-blind"
 
-def model_slug(backend: str, model: str, unverified: bool) -> str:
-    """A folder name for one evaluated model (``rules-rules-v1``, ``openai-Qwen-Qwen2.5-VL-7B``)."""
+
+def model_slug(backend: str, model: str, unverified: bool, blind: bool = False) -> str:
+    """A folder name for one evaluated model (``rules-rules-v1``, ``openai-Qwen-Qwen2.5-VL-7B``);
+    a language-only run (``--blind``) ends in ``-blind``."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{backend}-{model}").strip("-")
-    return slug + ("-unverified" if unverified else "")
+    return slug + ("-unverified" if unverified else "") + (BLIND_SUFFIX if blind else "")
 
 
 def item_shards(questions: list[dict[str, Any]], shard_size: int) -> list[list[str]]:
@@ -62,12 +65,13 @@ class EvalStage(Stage):
     outputs = {"answers": ANSWERS, "subcauses": SUBCAUSES, "spans": SPANS}
     upstream = ()
 
-    def __init__(self, backend: str, model: str, unverified: bool, clients: EvalClients):
+    def __init__(self, backend: str, model: str, unverified: bool, clients: EvalClients, blind: bool = False):
         self.backend = backend
         self.model = model
         self.unverified = unverified
+        self.blind = blind  # the language-only run: questions asked without their images
         self.clients = clients
-        self.name = addresses.evaluation(model_slug(backend, model, unverified))  # type: ignore[misc]
+        self.name = addresses.evaluation(model_slug(backend, model, unverified, blind))  # type: ignore[misc]
         self._questions: list[dict[str, Any]] | None = None
         self._qmap: dict[str, dict[str, Any]] = {}
         self._by_item: dict[str, list[dict[str, Any]]] = {}
@@ -82,6 +86,7 @@ class EvalStage(Stage):
             "unverified": self.unverified,
             "eval": ctx.config.eval.model_dump(mode="json"),
             "judge": [self.clients.judge.backend, self.clients.judge.model_id],
+            **({"blind": True} if self.blind else {}),
         }
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
@@ -120,7 +125,15 @@ class EvalStage(Stage):
         reuse = ItemReuse.for_shard(ctx, self.name, "eval-answer")  # answers already given are not asked again
         for mode in cfg.modes:
             for q, spec, resp in ask(
-                self.clients.model, ready, images, mode, self._annotations, cfg.temperature, cfg.max_tokens, reuse
+                self.clients.model,
+                ready,
+                images,
+                mode,
+                self._annotations,
+                cfg.temperature,
+                cfg.max_tokens,
+                reuse,
+                blind=self.blind,
             ):
                 row = score_reply(
                     q,

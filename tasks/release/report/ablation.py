@@ -22,6 +22,7 @@ from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.parquet_io import ArtifactReader
 from tasks.engine.suggest import suggest
+from tasks.release.evaluate.labels import folder_label
 from tasks.release.evaluate.run import list_evaluations
 from tasks.release.evaluate.schemas import ANSWERS
 from tasks.release.metrics import accuracy
@@ -246,7 +247,9 @@ def _cost_table(eds: list[Any]) -> str:
     )
 
 
-def _induction_table(eds: list[Any], models: list[str]) -> str:
+def _induction_table(eds: list[Any], models: list[str], names: dict[str, str] | None = None) -> str:
+    names = names or {}
+
     def ci(i: Any) -> str:
         return "n/a" if i is None or i.ci95 is None else f"{i.ci95[0]:+.1f} to {i.ci95[1]:+.1f}"
 
@@ -262,7 +265,7 @@ def _induction_table(eds: list[Any], models: list[str]) -> str:
             rows.append(
                 [
                     f.editor,
-                    label,
+                    names.get(label, label),
                     ind.targeted_items,
                     ind.control_items,
                     ind.targeted_accuracy,
@@ -376,7 +379,7 @@ def render_ablation_report(run: RunFS) -> str:
         charts.append(
             hbars(
                 [(e["editor"], per_editor.get(e["editor"])) for e in eds],
-                f"Accuracy of {model} per editor (lower = harder)",
+                f"Accuracy of {folder_label(run, model)} per editor (lower = harder)",
             )
         )
     qc_keys = sorted({k for e in eds for k in e["qc_means"]})
@@ -391,7 +394,7 @@ def render_ablation_report(run: RunFS) -> str:
             "auto-QC pass %",
             "human acceptance %",
             *[f"mean {k}" for k in qc_keys],
-            *[f"acc. {m}" for m in sorted(down)],
+            *[f"acc. {folder_label(run, m)}" for m in sorted(down)],
         ],
         [
             [
@@ -410,7 +413,7 @@ def render_ablation_report(run: RunFS) -> str:
         ],
     )
     induction = (
-        _induction_table(figs, summary["models"])
+        _induction_table(figs, summary["models"], {m: folder_label(run, m) for m in summary["models"]})
         if summary["models"]
         else f'<p class="muted">No evaluation yet: run `{suggest("eval", "--run-dir", run.url)}` (and build with mine.control: true for control items).</p>'
     )

@@ -10,6 +10,7 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.task_spec import all_tasks, task_order
 from tasks.engine.suggest import suggest
+from tasks.release.evaluate.labels import metrics_label
 from tasks.release.evaluate.run import list_evaluations
 from tasks.release.report.html import figure, page, table
 from tasks.release.report.svg import hbars, radar, stacked
@@ -54,7 +55,51 @@ def report_tasks(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 
 def _model_name(m: dict[str, Any]) -> str:
-    return f"{m['model']['backend']}:{m['model']['model']}" + (" (unverified)" if m.get("unverified") else "")
+    label = metrics_label(m)
+    return (
+        f"{m['model']['backend']}:{m['model']['model']}"
+        + (" (unverified)" if m.get("unverified") else "")
+        + (f" [{label}]" if label else "")
+    )
+
+
+def blind_section(models: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """Each ``--blind`` run beside the same model's run with images, per task (the MMStar check:
+    what a model scores without looking); None when no blind run is shown."""
+    sighted = {
+        (m["model"]["backend"], m["model"]["model"], bool(m.get("unverified"))): m
+        for _, m in models
+        if not m.get("blind")
+    }
+    rows = []
+    for _, b in models:
+        if not b.get("blind"):
+            continue
+        s = sighted.get((b["model"]["backend"], b["model"]["model"], bool(b.get("unverified"))))
+        for task in [*report_tasks([("", b)]), "React-Score"]:
+            bv = b["react"]["react_score"] if task == "React-Score" else b["react"]["per_task"].get(task)
+            sv = (
+                None
+                if s is None
+                else (s["react"]["react_score"] if task == "React-Score" else s["react"]["per_task"].get(task))
+            )
+            gap = None if bv is None or sv is None else round(sv - bv, 4)
+            rows.append(
+                [
+                    f"{b['model']['backend']}:{b['model']['model']}",
+                    short(task) if task != "React-Score" else task,
+                    sv,
+                    bv,
+                    gap,
+                ]
+            )
+    if not rows:
+        return None
+    note = (
+        '<p class="muted">Blind: the same questions asked with the images withheld (<code>reactbench eval --blind</code>). '
+        "A task the model scores well on blind is answerable from the text alone; the gap is what looking adds.</p>"
+    )
+    return note + table(["model", "task", "with images", "blind", "with images - blind (points)"], rows)
 
 
 def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
@@ -278,6 +323,9 @@ def render_eval_report(run: RunFS, folders: list[str] | None = None) -> str:
     models = load_metrics(run, folders)
     unverified = any(m.get("unverified") for _, m in models)
     sections = [("Overview", summary_section(models))]
+    blind = blind_section(models)
+    if blind is not None:
+        sections.append(("Blind (language-only) runs", blind))
     sections += [(f"Model {_model_name(m)}", model_section(m)) for _, m in models]
     banner = (
         "UNVERIFIED: these questions have not been checked by people (qa/questions); do not cite these numbers."

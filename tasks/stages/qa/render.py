@@ -14,6 +14,7 @@ from typing import Any
 
 from storage.hashing import canonical_json, stable_id
 from tasks.stages.qa import mc
+from tasks.stages.qa.balance import balanced_forms
 from tasks.stages.qa.checks import LengthRule, check_options
 from tasks.stages.qa.templates import QuestionSet, QuestionTemplate, question_set
 from tasks.stages.qa.text import clean, sentence_case
@@ -21,12 +22,14 @@ from tasks.stages.qa.text import clean, sentence_case
 
 @dataclass(frozen=True)
 class RenderSettings:
-    """How questions are laid out: MC mode, the length rule, the run seed, control questions on/off."""
+    """How questions are laid out: MC mode, the length rule, the run seed, control questions on/off,
+    and ``balance`` (qa.balance_yes_no: "No" questions with a declared twin get it, rotated)."""
 
     mc_mode: str = "shuffle"  # shuffle | cyclic
     run_seed: int = 0
     control: bool = True
     length_rule: LengthRule = field(default_factory=LengthRule)
+    balance: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,13 @@ def render_template(
     base: Mapping[str, Any],
     settings: RenderSettings,
     version: int,
+    twin: bool = False,
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """Render one question template into its row(s) (several in cyclic MC mode) or problems."""
+    """Render one question template into its row(s) (several in cyclic MC mode) or problems.
+
+    ``twin``: ``t`` is the positively phrased twin of a "No" question (:mod:`tasks.stages.qa.balance`):
+    its id differs from the original's, and its ``prior_options`` name "No", the answer a
+    prior-driven model gives it (HalluRate's numerator for YN, as "Yes" is for the original)."""
     empty = [n for n in t.slots if not values.get(n)]
     if empty:
         return [], [
@@ -88,13 +96,14 @@ def render_template(
         rubric = {k: v.format_map(values) for k, v in t.rubric}
         if rubric:
             rubric["reference_answer"] = gold
+        key = (edit_id, set_name, t.qid, image_role, 0, version) + (("twin",) if twin else ())
         row.update(
-            id=stable_id(edit_id, set_name, t.qid, image_role, 0, version),
+            id=stable_id(*key),
             options=None,
             gold=gold,
             rotation=0,
             rubric_json=canonical_json(rubric) if rubric else None,
-            prior_options=None,
+            prior_options=["No"] if twin else None,
         )
         return [row], []
     # options share one casing, so the right one never stands out by a capital letter
@@ -163,16 +172,22 @@ def render_questions(
     out = Rendered()
     groups = [("main", qs.main)] + ([("control", qs.control)] if settings.control else [])
     for set_name, templates in groups:
-        for t in templates:
+        forms = (
+            balanced_forms(templates, qs.twins, set_name, settings.run_seed, str(base["edit_id"]))
+            if settings.balance
+            else [(t, set_name, False) for t in templates]
+        )
+        for t, form_set, twin in forms:
             rows, problems = render_template(
                 t,
                 filled,
-                set_name=set_name,
+                set_name=form_set,
                 image_role=role,
                 images=images[role],
                 base=base,
                 settings=settings,
                 version=qs.version,
+                twin=twin,
             )
             out.rows.extend(rows)
             out.problems.extend(problems)

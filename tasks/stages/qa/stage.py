@@ -161,4 +161,8 @@ class QAStage(Stage):
         for r in rows:
             by.setdefault(r["task"], {}).setdefault(r["question_set"], 0)
             by[r["task"]][r["question_set"]] += 1
-        return {"questions_by_task": {k: dict(sorted(v.items())) for k, v in sorted(by.items())}}
+        return {
+            "questions_by_task": {k: dict(sorted(v.items())) for k, v in sorted(by.items())},
+            # in force for this build's questions: the health report and the card read it here
+            "balance_yes_no": bool(ctx.config.qa.balance_yes_no),
+        }

@@ -22,6 +22,7 @@ def settings_from(cfg: Any, run_seed: int) -> RenderSettings:
         run_seed=int(run_seed),
         control=bool(cfg.control_questions),
         length_rule=LengthRule(cfg.mc_length_ratio, cfg.mc_length_min_gap),
+        balance=bool(cfg.balance_yes_no),
     )
 
 

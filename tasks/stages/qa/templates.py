@@ -27,7 +27,8 @@ QA_TEMPLATES = "qa_templates"  # the spec entry naming a task's template file
 BEAF = "beaf"
 _FORMATTER = string.Formatter()
 # ``rubric_base`` only holds a YAML anchor that questions reuse for their rubric.
-_TOP_KEYS = {"task", "version", "image_role", "slots", "derived", "questions", "control", "rubric_base"}
+# ``twins`` holds the positively phrased twins of "No" questions (``qa.balance_yes_no``).
+_TOP_KEYS = {"task", "version", "image_role", "slots", "derived", "questions", "control", "twins", "rubric_base"}
 
 
 class TemplateError(ValueError):
@@ -85,6 +86,8 @@ class QuestionSet:
     derived: tuple[tuple[str, str, tuple[str, ...]], ...]  # (name, template, slots it uses)
     main: tuple[QuestionTemplate, ...]
     control: tuple[QuestionTemplate, ...] = field(default=())
+    # qid -> the positively phrased twin (gold "Yes") of that "No" question; used with qa.balance_yes_no
+    twins: dict[str, QuestionTemplate] = field(default_factory=dict)
 
 
 def _compile_question(raw: dict[str, Any], where: str, known: set[str]) -> QuestionTemplate:
@@ -177,6 +180,7 @@ def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
         sets[key] = qs
     if not sets["questions"]:
         raise TemplateError(f"{where}: no questions")
+    twins = _compile_twins(data.get("twins") or (), where, known, sets["questions"] + sets["control"])
     return QuestionSet(
         task=str(data.get("task")),
         version=int(data.get("version", 1)),
@@ -185,7 +189,26 @@ def compile_set(data: dict[str, Any], where: str) -> QuestionSet:
         derived=derived,
         main=sets["questions"],
         control=sets["control"],
+        twins=twins,
     )
+
+
+def _compile_twins(
+    raw: Any, where: str, known: set[str], questions: tuple[QuestionTemplate, ...]
+) -> dict[str, QuestionTemplate]:
+    """The ``twins`` list: each a YN question with gold "Yes" under the qid of a YN question whose
+    gold is "No" (its dimension is the original's), so balancing never asks a new kind of thing."""
+    by_qid = {q.qid: q for q in questions}
+    out: dict[str, QuestionTemplate] = {}
+    for item in raw:
+        t = _compile_question({"type": "YN", "dimension": "", **item}, f"{where} twins", known)
+        orig = by_qid.get(t.qid)
+        if orig is None or orig.qtype != "YN" or orig.gold != "No":
+            raise TemplateError(f"{where} twins question {t.qid}: must name a YN question whose gold is 'No'")
+        if t.qtype != "YN" or t.gold != "Yes" or t.qid in out:
+            raise TemplateError(f"{where} twins question {t.qid}: a twin is one YN question with gold 'Yes'")
+        out[t.qid] = QuestionTemplate(t.qid, "YN", orig.dimension, t.text, "Yes", None, (), (), t.slots)
+    return out
 
 
 def template_tasks() -> tuple[str, ...]:
