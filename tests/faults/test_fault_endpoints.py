@@ -386,8 +386,8 @@ def test_retries_do_not_hide_a_server_failing_every_second_request_from_build_or
         )
     finally:
         server.working()
-    for proc, took in ((built, took_build), (evaluated, took_eval)):
-        assert proc.returncode == 1 and took < LIMIT_S, (took, proc.stderr[-3000:])
+    for proc, took in ((built, took_build), (evaluated, took_eval)):  # not minutes (the build's backoff sleeps count)
+        assert proc.returncode == 1 and took < 60, (took, proc.stderr[-3000:])
         line = one_line_naming(proc, server.dummy.base_url)
         assert "11 of the last" in line and "requests failed" in line, line
     calls = manifest(run, "eval/openai-m-unverified")["model_calls"]
