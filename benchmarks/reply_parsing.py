@@ -44,6 +44,10 @@ def tables(parser: ModuleType) -> dict[str, tuple[list[tuple[str, bool, Any]], A
     return {
         "yes_no": (reply_shapes.YES_NO, parser.extract_yes_no),
         "choice": (reply_shapes.CHOICE, lambda t, c: parser.extract_choice(t, reply_shapes.MC_OPTIONS, c)),
+        "choice_text": (
+            reply_shapes.CHOICE_OBJECTS,
+            lambda t, c: parser.extract_choice(t, reply_shapes.MC_OBJECTS, c),
+        ),
         "count": (reply_shapes.COUNT, parser.extract_number),
         "range": (reply_shapes.RANGES, parser.extract_range),
         "segment": (reply_shapes.SEGMENTS, parser.answer_segment),

@@ -18,6 +18,9 @@ Two things happen here rather than in the Typer app (``flows.cli``):
 * a model server that is down or failing (``prompts.clients.endpoint.EndpointError``: found by
   the check before work, or by the circuit breaker while a stage ran) is one line naming its
   URL and what failed, what finished, and the command that resumes, exit 1;
+* a command that finished although its model server failed requests (answered only through
+  retries) ends with one line per such server (``prompts.clients.call_stats``), and exits 5
+  when the share of failed requests passed ``mllm.max_error_rate``;
 * a task or source plugin whose entry point does not load is one line naming it and the package
   that declared it, exit 2, for every command (the config schema loads every task plugin).
 """
@@ -85,7 +88,20 @@ def main() -> None:
             print_error("Aborted.")
             raise SystemExit(1) from None
         raise
-    raise SystemExit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    raise SystemExit(retried_exit(code))
+
+
+def retried_exit(code: int) -> int:
+    """Say which model servers failed requests that retries then covered; the exit status: ``code``,
+    or ``call_stats.RETRIED_EXIT`` for a command that succeeded only through too many retries."""
+    from flows.cli_output import print_error
+    from prompts.clients.call_stats import RETRIED_EXIT, retry_report
+
+    lines, over = retry_report()
+    for line in lines:
+        print_error(line, style="yellow")
+    return RETRIED_EXIT if over and code == 0 else code
 
 
 def endpoint_text(exc: BaseException, resume: str) -> str:

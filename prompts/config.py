@@ -34,7 +34,7 @@ class MLLMConfig(Section):
     timeout_s: float = Field(
         120.0,
         gt=0,
-        description="per-request timeout (one attempt; a call takes at most max_retries + 1 attempts plus their backoff)",
+        description="per-request timeout (one attempt; a call takes at most max_retries + 1 attempts plus their backoff, and never more than call_budget_s)",
         json_schema_extra=NOT_IN_STAGE_KEY,
     )
     connect_timeout_s: float = Field(
@@ -70,7 +70,7 @@ class MLLMConfig(Section):
     breaker_window: int = Field(
         50,
         ge=1,
-        description="circuit breaker: the last this many calls (after their retries) are watched ...",
+        description="circuit breaker: the last this many requests (each failed attempt counts, retried or not) are watched ...",
         json_schema_extra=NOT_IN_STAGE_KEY,
     )
     breaker_failure_rate: float = Field(
@@ -78,6 +78,25 @@ class MLLMConfig(Section):
         gt=0,
         le=1,
         description="... and the stage stops when more than this share of them failed (1: never stops)",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
+    call_budget_s: float = Field(
+        300.0,
+        gt=0,
+        description="the most one call may take, all its attempts and backoff together; a call out of time fails (and counts toward the breaker)",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
+    stall_s: float = Field(
+        30.0,
+        ge=0,
+        description="stall detector: when requests are in flight and none has been answered for this long, the stage stops naming the server (0: off)",
+        json_schema_extra=NOT_IN_STAGE_KEY,
+    )
+    max_error_rate: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="a command that finished although more than this share of its requests failed (answered only through retries) says so and exits 5",
         json_schema_extra=NOT_IN_STAGE_KEY,
     )
     parse_retries: int = Field(2, ge=0, description="re-asks with the validation error before llm_unparseable")

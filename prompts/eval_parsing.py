@@ -9,7 +9,12 @@ Chinese. A reply gets the verdict a careful human grader would give it:
 - a self-correction ("B... actually no, C", "Yes. Wait, no.", "or rather") counts what the
   model settled on: the part after the last correction, when it holds an answer;
 - a hedge is not credited: "Yes and no", "maybe", "I can't tell", two options named as the
-  answer ("(A) and (B)", "A or B"), two counts ("20 or 21", "19-23" for an exact count);
+  answer ("(A) and (B)", "A or B"), two counts ("20 or 21", "19-23" for an exact count); a
+  hedge with a clear lean is read as a grader reads it: "It's unclear, but probably yes." is
+  Yes, "I'm fairly sure there is a cat." is Yes, "unclear" alone is nothing;
+- an option may be named by its text without its article ("Metal chair." for "a metal chair",
+  "The dog." for "a dog": the whole reply must be that text), as the only one ("B and only
+  B.", "Only B."), or as what is left ("Options A, B and C are wrong, leaving D.");
 - idiomatic answers count: "Definitely not.", "Not that I can tell.", "I don't think so." are
   No; "I think so", "Of course" are Yes; "A is correct", a lowercase "c", "twenty-one";
 - structured answers are markers: ``{"answer": "B"}``, ``\\boxed{C}``, "Letter: D", "Answer - C";
@@ -256,6 +261,55 @@ def _contradicts(segment: str) -> bool:
     return bool(_DENIES.match(clause.strip()))
 
 
+# A hedge, then a clear lean: "It's unclear, but probably yes.", "Hard to say, though I'd lean no."
+_LEAN = re.compile(
+    r"[,;.]?\s*\b(?:but|though|although|however|yet)\b\s*,?\s*(?:(?:most\s+|very\s+|more\s+)?(?:probably|likely)|"
+    r"i\s+(?:think|believe|lean(?:\s+towards?)?|would\s+(?:say|guess|lean(?:\s+towards?)?))|"
+    r"i'd\s+(?:say|guess|lean(?:\s+towards?)?)|on\s+balance|if\s+i\s+had\s+to\s+(?:choose|guess|pick)\s*,?)\s*[:,]?\s*"
+    r"(yes|no|not)\b"
+)
+# Confidence before a claim: "I'm fairly sure there is a cat.", "I am quite certain there's no dog."
+_CONFIDENT = re.compile(
+    r"^(?:i'm|i\s+am)\s+(?:fairly|pretty|quite|reasonably|very|almost|nearly|rather|absolutely|completely)?\s*"
+    r"(?:sure|certain|confident|positive)\s*(?:that\s+)?,?\s*(?=\w)"
+)
+_ASSERTS = re.compile(
+    r"^(?:there\s+(?:is|are|was|were)|there's|i\s+(?:can\s+)?see|it\s+(?:is|was|has)|it's|they\s+(?:are|were|have))\b"
+)
+_CLAIM_HEDGES = re.compile(r"\b(?:or|maybe|perhaps|possibly|might|unless|but|though)\b")
+_STILL_HEDGING = re.compile(r"\b(?:yes|no|or|maybe|perhaps|possibly|might|unless|but|though)\b")
+
+
+def _leaning(s: str) -> str | None:
+    """The lean of a reply that hedges and then commits ("unclear, but probably yes"); None
+    when it does not hedge first, leans nowhere, or hedges again after its lean."""
+    m = _LEAN.search(s)
+    if m is None or not (_YN_HEDGE.search(s[: m.start()]) or _YN_UNSURE.search(s[: m.start()])):
+        return None
+    if _STILL_HEDGING.search(s[m.end() :]) or _YN_HEDGE.search(s[m.end() :]) or _YN_UNSURE.search(s[m.end() :]):
+        return HEDGE
+    return "Yes" if m.group(1) == "yes" else "No"
+
+
+def _confident_claim(s: str) -> str | None:
+    """ "I'm fairly sure <claim>": the claim's verdict (Yes for "there is a cat", No for a
+    denial); None when nothing follows the confidence or the claim hedges again."""
+    m = _CONFIDENT.match(s)
+    if m is None:
+        return None
+    claim = s[m.end() :].strip()
+    if _CLAIM_HEDGES.search(claim):
+        return HEDGE
+    found = _yn_of(claim)
+    if found:
+        return found
+    if _DENIES.match(claim) or re.match(
+        r"(?:there|it|they)\s+(?:is|are|was|were)\s+not\b|(?:there|it|they)\s+(?:isn't|aren't|wasn't|weren't)\b", claim
+    ):
+        return "No"
+    return "Yes" if _ASSERTS.match(claim) else None
+
+
 def _yn_of(segment: str) -> str | None:
     """ "Yes", "No", :data:`HEDGE`, or None when the segment says nothing either way."""
     s = re.sub(r"^[\s\W_]+", "", segment.strip().lower().replace("’", "'"))
@@ -264,8 +318,14 @@ def _yn_of(segment: str) -> str | None:
         return None
     if re.fullmatch(r"[yn]\W*", s):  # "Y", "N."
         return "Yes" if s[0] == "y" else "No"
+    leaning = _leaning(s)
+    if leaning:
+        return leaning
     if _YN_HEDGE.search(s):
         return HEDGE
+    confident = _confident_claim(s)
+    if confident:
+        return confident
     if _NO_LEAD.search(s):
         return "No"
     if _YES_LEAD.search(s):
@@ -362,8 +422,36 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+def _only_or_left(where: str, letters: str) -> str | None:
+    """ "B and only B.", "Only B.", "B only." name one option; "A, B and C are wrong, leaving D."
+    names what is left. :data:`HEDGE` when what is left is an option also called wrong."""
+    Li = f"[{letters}{letters.lower()}]"
+    opt = r"(?:option\s+|choice\s+)?"
+    one = re.match(
+        rf"^\s*(?:only\s+{opt}[(\[]?({Li})[)\]]?|{opt}[(\[]?({Li})[)\]]?\s*(?:,\s*)?(?:and\s+only\s+{opt}[(\[]?({Li})[)\]]?|only))\s*[.!]?\s*$",
+        where,
+        re.I,
+    )
+    if one:
+        found = {g.upper() for g in one.groups() if g}
+        return found.pop() if len(found) == 1 else HEDGE
+    left = re.search(
+        rf"\b(?:wrong|incorrect|false|out|ruled\s+out|eliminated|excluded)\b[^.;]*?\b(?:leaving|leaves)\s+(?:only\s+|just\s+)?"
+        rf"{opt}[(\[]?([{letters}])[)\]]?(?![\w'])(?!\s*(?:,|\band\b|\bor\b|&|/)\s*{opt}[(\[]?[{letters}](?![\w']))",
+        where,
+        re.I,
+    )
+    if left is None:
+        return None
+    ruled_out = set(re.findall(rf"(?<![\w'])([{letters}])(?![\w'])", where[: left.start(1)]))
+    return HEDGE if left.group(1) in ruled_out else left.group(1)
+
+
 def _choice_in(where: str, letters: str, options: list[str]) -> str | None:
     """The option letter one stretch of a reply names, :data:`HEDGE`, or None."""
+    only = _only_or_left(where, letters)
+    if only:
+        return only
     pats = _letter_patterns(letters)
     called_right = {m.group(1).upper() for m in pats[1].finditer(where)}  # "B, C and D are wrong; A is correct"
     if len(called_right) == 1:
@@ -383,7 +471,7 @@ def _choice_in(where: str, letters: str, options: list[str]) -> str | None:
         return paren.pop()
     if len(paren) > 1:
         return HEDGE
-    return _match_option_text(where, options)
+    return _match_option_text(where, options) or _match_option_bare(where, options)
 
 
 def extract_choice(text: str | None, options: list[str] | None, cot: bool = False) -> str | None:
@@ -436,6 +524,21 @@ def _match_option_text(where: str, options: list[str]) -> str | None:
     if len(kept) != 1:
         return HEDGE
     return kept.pop()
+
+
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+")
+
+
+def _match_option_bare(where: str, options: list[str]) -> str | None:
+    """The option whose text, articles aside, is the whole reply ("Metal chair." or "The metal
+    chair." for "a metal chair"); two such options is a hedge."""
+    target = _ARTICLE.sub("", _norm(where))
+    if not target:
+        return None
+    hits = {LETTERS[i] for i, opt in enumerate(options) if _ARTICLE.sub("", _norm(opt)) == target}
+    if len(hits) > 1:
+        return HEDGE
+    return hits.pop() if hits else None
 
 
 _NUMBER = r"(?<![\d.])(\d{1,6})(?![\d.]*\d)"

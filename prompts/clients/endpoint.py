@@ -7,8 +7,9 @@ Three guards, shared by every command that talks to a server (the ``openai`` bac
 * :func:`probe_endpoint` checks the server before any work: it answers, it lists the model
   (when it offers ``/v1/models``), and one one-token request comes back. A failure is an
   :class:`EndpointDown`;
-* :class:`CircuitBreaker` watches the calls while a stage runs; once more than the configured
-  share of the last calls failed, the client stops (:class:`EndpointFailing`): calls in flight are
+* :class:`CircuitBreaker` watches the requests while a stage runs (retried ones too); once more
+  than the configured share of the last requests failed, or none was answered for
+  ``mllm.stall_s`` while some were in flight (the client's stall watch), the client stops (:class:`EndpointFailing`): calls in flight are
   cancelled and new ones refused, so the stage's running shards fail without a marker (they
   are recomputed on resume) and the runner stops the stage;
 * :func:`abort_model_calls` cuts the calls in flight when the process is told to stop (Ctrl-C,
@@ -78,10 +79,12 @@ def resolve_api_key(env_name: str, base_url: str | None) -> str:
 
 
 class CircuitBreaker:
-    """Trips when more than ``failure_rate`` x ``window`` of the last ``window`` calls failed.
+    """Trips when more than ``failure_rate`` x ``window`` of the last ``window`` requests failed.
 
-    Counting against the whole window (not the calls seen so far) means a few early failures
-    cannot trip it: with the defaults (50, 0.2) it takes 11 failures among the last 50 calls.
+    The client records every request, a failed attempt that is then retried too: retries must
+    not hide a server that fails every second request. Counting against the whole window (not
+    the requests seen so far) means a few early failures cannot trip it: with the defaults
+    (50, 0.2) it takes 11 failures among the last 50 requests.
     """
 
     def __init__(self, window: int = 50, failure_rate: float = 0.2):
@@ -93,7 +96,7 @@ class CircuitBreaker:
         self.last_error: str | None = None
 
     def record(self, error: str | None) -> bool:
-        """Count one finished call (``error`` None: it succeeded); True when this call trips it."""
+        """Count one finished request (``error`` None: it was answered); True when this one trips it."""
         with self._lock:
             if len(self._calls) == self.window:
                 self._failed -= self._calls[0]
@@ -107,7 +110,7 @@ class CircuitBreaker:
         with self._lock:
             n, failed = len(self._calls), self._failed
         return (
-            f"{failed} of the last {n} calls failed, more than the {self.limit:g} of {self.window} allowed "
+            f"{failed} of the last {n} requests failed, more than the {self.limit:g} of {self.window} allowed "
             f"(mllm.breaker_failure_rate x mllm.breaker_window); last error: {self.last_error}"
         )
 

@@ -7,10 +7,15 @@ connections) are retried with exponential backoff and jitter; what still fails c
 an ``MLLMResponse`` with ``error`` set. The API key is read from the environment variable the
 config names and is never stored, logged or cached.
 
-Every finished call is counted by the client's circuit breaker (``prompts.clients.endpoint``):
-once too many of the last calls failed, the client stops (calls in flight are cancelled, new
-ones refused) and ``complete`` raises ``EndpointFailing``; :meth:`OpenAIClient.abort` (a stop
-signal) does the same with ``CallsAborted``.
+Every request is counted by the client's circuit breaker (``prompts.clients.endpoint``), a
+failed attempt that is then retried as much as one that is not (a 429 asking to slow down
+excepted): once too many of the last requests failed, the client stops (calls in flight are
+cancelled, new ones refused) and ``complete`` raises ``EndpointFailing``. Two deadlines need no
+tuning: a call gets ``call_budget_s`` for all its attempts and backoff together, and a stall
+watch stops the client when requests are in flight and the server has answered none of them
+for ``stall_s`` (a server that accepts connections and then never answers). Counts per server
+go to ``prompts.clients.call_stats`` for the manifests and the command's last line.
+:meth:`OpenAIClient.abort` (a stop signal) stops the client with ``CallsAborted``.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ import base64
 import concurrent.futures
 import random
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from prompts.clients import call_stats
 from prompts.clients.base import MLLMRequest, MLLMResponse
 from prompts.clients.endpoint import (
     CallsAborted,
@@ -89,6 +96,9 @@ class OpenAIClient:
         retry: RetryPolicy = RetryPolicy(),
         connect_timeout_s: float = 10.0,
         breaker: CircuitBreaker | None = None,
+        call_budget_s: float = 300.0,
+        stall_s: float = 30.0,
+        max_error_rate: float = 1.0,
     ):
         self.model_id = model
         self.base_url = base_url
@@ -98,6 +108,14 @@ class OpenAIClient:
         self.connect_timeout_s = min(connect_timeout_s, timeout_s)
         self.retry = retry
         self.breaker = breaker or CircuitBreaker()
+        self.call_budget_s = call_budget_s
+        self.stall_s = stall_s
+        self.stats = call_stats.server(self.url, model, max_error_rate)
+        self._in_flight = 0  # HTTP requests sent and not yet answered (the stall watch's concern)
+        self._busy_since = 0.0  # when the requests in flight went from none to some
+        self._last_answer = 0.0  # when the server last answered anything (an error status too)
+        self._slowest = 0.0  # the longest a request has waited for its answer
+        self._watch: asyncio.Task[Any] | None = None
         resolve_api_key(api_key_env, base_url)  # fail early, before any work
         self._stopped: EndpointError | CallsAborted | None = None  # set once: every later call raises it
         self._batches: set[asyncio.Task[Any]] = set()  # running batches, cancelled when the client stops
@@ -120,6 +138,9 @@ class OpenAIClient:
             retry=RetryPolicy(cfg.max_retries, cfg.retry_base_s, cfg.retry_max_s),
             connect_timeout_s=cfg.connect_timeout_s,
             breaker=CircuitBreaker(cfg.breaker_window, cfg.breaker_failure_rate),
+            call_budget_s=cfg.call_budget_s,
+            stall_s=cfg.stall_s,
+            max_error_rate=cfg.max_error_rate,
         )
 
     @property
@@ -169,11 +190,49 @@ class OpenAIClient:
         self._slots = asyncio.Queue()
         for i in range(self.concurrency):
             self._slots.put_nowait(i % n_pools)
+        if self.stall_s > 0:
+            self._watch = asyncio.get_running_loop().create_task(self._watch_stalls())
+
+    @property
+    def stall_limit(self) -> float:
+        """How long the server may answer nothing: ``stall_s``, or twice its slowest answer so far
+        when that is longer (a server that answered slowly before is not a stalled one)."""
+        return max(self.stall_s, 2 * self._slowest)
+
+    def _answered(self, sent: float) -> None:
+        now = time.monotonic()
+        self._last_answer = now
+        self._slowest = max(self._slowest, now - sent)
+
+    async def _watch_stalls(self) -> None:
+        """Stop the client when requests are in flight and none was answered for ``stall_s``.
+
+        A server that accepts connections and answers the endpoint check, then never answers a
+        request, would otherwise hold every call for its whole timeout and retries (about
+        6 x 120 s with the defaults) before the breaker counts a single failure."""
+        tick = min(1.0, self.stall_s / 4)
+        while self._stopped is None:
+            await asyncio.sleep(tick)
+            if not self._in_flight:
+                continue
+            quiet = time.monotonic() - max(self._busy_since, self._last_answer)
+            if quiet >= self.stall_limit:
+                self._stop(
+                    EndpointFailing(
+                        self.url,
+                        self.model_id,
+                        f"answered none of the {self._in_flight} requests in flight for {quiet:.0f} s (mllm.stall_s "
+                        f"{self.stall_s:g}): it accepts connections but does not answer; a server that takes longer "
+                        f"than that for its first answer needs a higher mllm.stall_s",
+                    )
+                )
 
     def close(self) -> None:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
+            if self._watch is not None:
+                loop.call_soon_threadsafe(self._watch.cancel)
             for sdk in self._sdks:
                 asyncio.run_coroutine_threadsafe(sdk.close(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
@@ -232,20 +291,46 @@ class OpenAIClient:
             self._batches.discard(task)
 
     async def _one(self, req: MLLMRequest) -> MLLMResponse:
-        resp = await self._attempts(req)
-        if self.breaker.record(resp.error):
-            self._stop(EndpointFailing(self.url, self.model_id, self.breaker.describe()))
+        resp, failed_attempts = await self._attempts(req)
+        call_stats.count(
+            self.stats,
+            calls=1,
+            failed_calls=resp.error is not None,
+            answered_after_retry=resp.error is None and failed_attempts > 0,
+        )
         return resp
 
-    async def _attempts(self, req: MLLMRequest) -> MLLMResponse:
+    def _record(self, error: str | None, *, counted: bool = True, retried: bool = False) -> None:
+        """Count one request: in the process's statistics, and (``counted``) in the breaker,
+        which stops the client when too many of the last requests failed."""
+        call_stats.count(self.stats, requests=1, failed_requests=error is not None, retried=retried)
+        if counted and self.breaker.record(error):
+            self._stop(EndpointFailing(self.url, self.model_id, self.breaker.describe()))
+
+    async def _attempts(self, req: MLLMRequest) -> tuple[MLLMResponse, int]:
+        """The call's answer, and how many of its attempts failed. Every attempt is counted by
+        the breaker as it ends, so a server failing every second request stops the stage even
+        though each call would succeed on its retry; all attempts share ``call_budget_s``."""
+        import httpx
         import openai
 
         messages = to_openai_messages(req.messages)
-        last = ""
+        deadline = time.monotonic() + self.call_budget_s
+        last, failed = "", 0
         for attempt in range(self.retry.max_retries + 1):
             retry_after: float | None = None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            error: str | None = None
+            throttled = False  # a 429 asks the client to slow down: retried, not held against the server
+            final = False  # an error no retry can mend (a 4xx other than the RETRY_STATUS ones)
             assert self._slots is not None
             pool = await self._slots.get()  # the concurrency bound, across all threads' batches
+            if not self._in_flight:
+                self._busy_since = time.monotonic()
+            self._in_flight += 1
+            sent = time.monotonic()
             try:
                 self.requests_sent += 1
                 # messages are already in wire format: passing them as extra_body (which replaces the
@@ -256,30 +341,53 @@ class OpenAIClient:
                     extra_body={"messages": messages},
                     temperature=req.temperature,
                     max_tokens=req.max_tokens,
+                    timeout=httpx.Timeout(min(self.timeout_s, left), connect=min(self.connect_timeout_s, left)),
                 )
+                self._answered(sent)
                 text = (resp.choices[0].message.content or "") if resp.choices else ""
-                return MLLMResponse(text, self.model_id, self.backend)
             except openai.APITimeoutError:
-                last = f"timeout after {self.timeout_s}s"
+                error = f"timeout after {min(self.timeout_s, left):g}s"
             except openai.APIConnectionError as exc:
-                last = f"connection error: {exc}"
+                error = f"connection error: {exc}"
             except openai.APIStatusError as exc:
-                last = f"HTTP {exc.status_code}: {one_line(exc.message)}"
-                if exc.status_code < 500 and exc.status_code not in RETRY_STATUS:
-                    return MLLMResponse("", self.model_id, self.backend, error=last)
+                self._answered(sent)
+                error = f"HTTP {exc.status_code}: {one_line(exc.message)}"
+                final = exc.status_code < 500 and exc.status_code not in RETRY_STATUS
+                throttled = exc.status_code == 429
                 retry_after = _retry_after(exc)
             except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not a completion
-                last = f"malformed response: {one_line(str(exc))}"
+                self._answered(sent)
+                error = f"malformed response: {one_line(str(exc))}"
             except Exception as exc:  # never let one request sink the batch
-                return MLLMResponse(
-                    "", self.model_id, self.backend, error=f"{exc.__class__.__name__}: {one_line(str(exc))}"
-                )
+                error, final = f"{exc.__class__.__name__}: {one_line(str(exc))}", True
             finally:
+                self._in_flight -= 1
                 self._slots.put_nowait(pool)
-            if attempt < self.retry.max_retries:
-                await asyncio.sleep(self.retry.delay(attempt, retry_after))
-        return MLLMResponse(
-            "", self.model_id, self.backend, error=f"gave up after {self.retry.max_retries + 1} attempts: {last}"
+            if error is None:
+                self._record(None)
+                return MLLMResponse(text, self.model_id, self.backend), failed
+            failed += 1
+            last = error
+            delay = self.retry.delay(attempt, retry_after)
+            again = (
+                not final and attempt < self.retry.max_retries and time.monotonic() + delay < deadline
+            )  # out of budget: this attempt was the last
+            self._record(error, counted=not (throttled and again), retried=again)
+            if final:
+                return MLLMResponse("", self.model_id, self.backend, error=error), failed
+            if not again:
+                break
+            await asyncio.sleep(delay)
+        budget = time.monotonic() >= deadline or failed < self.retry.max_retries + 1
+        why = f"out of its {self.call_budget_s:g} s (mllm.call_budget_s)" if budget else ""
+        return (
+            MLLMResponse(
+                "",
+                self.model_id,
+                self.backend,
+                error=f"gave up after {failed} attempt{'s' * (failed != 1)}{' ' + why if why else ''}: {last or 'no time left for a request'}",
+            ),
+            failed,
         )
 
 

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from prompts.clients import call_stats
 from prompts.clients.endpoint import EndpointError
 from storage.fs import is_disk_full
 from storage.hashing import canonical_json, config_hash, sha256_hex
@@ -262,7 +263,9 @@ def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, re
     return again
 
 
-def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float) -> StageSummary:
+def finish_stage(
+    stage: Stage, ctx: RunContext, plan: StagePlan, started: float, calls_before: dict | None = None
+) -> StageSummary:
     store = stage.store(ctx)
     markers = store.markers()
     summary = store.summarize(plan.key, markers)
@@ -284,9 +287,21 @@ def finish_stage(stage: Stage, ctx: RunContext, plan: StagePlan, started: float)
             "extra": extra,
         }
     )
+    _note_model_calls(manifest, calls_before)
     ensure_lease(ctx.run, None)  # the holder's own flag: a taken-over build does not seal the stage
     store.write_manifest(manifest)
     return stage_summary(stage.name, plan, summary, started, extra, damaged_note(plan))
+
+
+def _note_model_calls(manifest: dict[str, Any], calls_before: dict | None) -> None:
+    """``model_calls`` in a manifest: per model server, the requests this stage run sent, how many
+    failed and were retried, and the error rate (``prompts.clients.call_stats``); a stage that
+    called no server (the ``rules`` backend) gets none, and a rerun replaces an older count."""
+    manifest.pop("model_calls", None)
+    if calls_before is not None:
+        calls = call_stats.since(calls_before)
+        if calls:
+            manifest["model_calls"] = calls
 
 
 def damaged_note(plan: StagePlan) -> str | None:
@@ -353,6 +368,7 @@ def run_stage(
     """
     logger = logger or log
     started = time.perf_counter()
+    calls_before = call_stats.snapshot()
     check_endpoints(stage, ctx, force=force)  # before anything is written: a dead server stops the command here
     plan = prepare_stage(stage, ctx, force=force)
     requeued = requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
@@ -397,7 +413,7 @@ def run_stage(
 
     def stopped(exc: BaseException) -> BaseException:
         """The manifest says why the stage stopped; ``exc`` gets a note of what finished."""
-        record_stop(stage, ctx, plan, stop_reason(exc))
+        record_stop(stage, ctx, plan, stop_reason(exc), calls_before)
         exc.add_note(stop_note(stage.name, total, len(plan.skipped), finished[0] - len(plan.skipped)))
         return exc
 
@@ -426,12 +442,12 @@ def run_stage(
             + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
         )
         err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
-        record_stop(stage, ctx, plan, f"shards {failed} failed")
+        record_stop(stage, ctx, plan, f"shards {failed} failed", calls_before)
         raise err
     try:
-        summary = finish_stage(stage, ctx, plan, started)
+        summary = finish_stage(stage, ctx, plan, started, calls_before)
     except BaseException as exc:
-        record_stop(stage, ctx, plan, stop_reason(exc))
+        record_stop(stage, ctx, plan, stop_reason(exc), calls_before)
         raise
     logger.info(
         "%s: %d shard(s) run, %d skipped, %d rows in, out %s, %d rejected",
@@ -470,7 +486,7 @@ def up_to_date(stage: Stage, ctx: RunContext) -> bool:
         return False
 
 
-def record_stop(stage: Stage, ctx: RunContext, plan: StagePlan, why: str) -> None:
+def record_stop(stage: Stage, ctx: RunContext, plan: StagePlan, why: str, calls_before: dict | None = None) -> None:
     """Write ``status: interrupted`` (with ``stopped_by``, ``stopped_at``) into the manifest of a
     stage that stopped before completing, so ``reactbench status`` tells the truth. Best effort:
     the cause of the stop (a full disk, a lost lease) stays the error reported."""
@@ -481,6 +497,7 @@ def record_stop(stage: Stage, ctx: RunContext, plan: StagePlan, why: str) -> Non
         if manifest is None or manifest.get("key") != plan.key or manifest.get("status") == "complete":
             return
         manifest.update({"status": "interrupted", "stopped_at": utc_now(), "stopped_by": why.splitlines()[0][:500]})
+        _note_model_calls(manifest, calls_before)
         store.write_manifest(manifest)
     except Exception as exc:  # noqa: BLE001
         log.debug("%s: manifest not marked interrupted: %s", stage.name, exc)

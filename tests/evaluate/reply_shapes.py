@@ -542,3 +542,65 @@ YES_NO += [
     ("Creo que no.", False, "No"),
     ("Je pense que non.", False, "No"),
 ]
+
+# Issue 42.11: replies a grader reads that the parser did not (held out: 62 of 69 agreed, none
+# credited wrong), with the near misses that must stay unread. An option named by its text
+# without its article, as the only one, or as what is left after the others are ruled out; a
+# hedge that leans one way.
+CHOICE += [
+    ("Red cup.", False, "A"),
+    ("The blue cup.", False, "B"),
+    ("The cat.", False, "C"),
+    ("Cup.", False, None),  # two options are cups
+    ("The red mug.", False, None),
+    ("Not the cat.", False, None),
+    ("B and only B.", False, "B"),
+    ("Only B.", False, "B"),
+    ("C only.", False, "C"),
+    ("B and only C.", False, None),
+    ("Not only B.", False, None),
+    ("Options A, B and C are wrong, leaving D.", False, "D"),
+    ("A and B are ruled out, which leaves C.", False, "C"),
+    ("Options A and B are wrong, leaving C and D.", False, None),
+    ("Options A, B and C are wrong, leaving D or C.", False, None),
+    ("Options A, B and C are wrong, leaving C.", False, None),  # C was ruled out
+    ("Option D is wrong, leaving A, B and C.", False, None),
+    ("Leaving aside A, the answer is B.", False, "B"),
+]
+
+# Options whose text a reply gives without its article.
+MC_OBJECTS = ["a metal chair", "a wooden chair", "a dog", "none of the above"]
+CHOICE_OBJECTS: list[tuple[str, bool, str | None]] = [
+    ("Metal chair.", False, "A"),
+    ("The dog.", False, "C"),
+    ("Dog", False, "C"),
+    ("The wooden chair.", False, "B"),
+    ("**Metal chair**", False, "A"),
+    ("Answer: wooden chair", False, "B"),
+    ("A metal chair.", False, "A"),
+    ("Chair.", False, None),  # which chair?
+    ("The chair.", False, None),
+    ("Metal.", False, None),
+    ("Dog chair.", False, None),
+    ("Not the dog.", False, None),
+    ("The dog is on the metal chair.", False, None),
+    ("Metal chair or wooden chair.", False, None),
+    ("A plastic chair.", False, None),
+]
+
+YES_NO += [
+    ("I'm fairly sure there is a cat.", False, "Yes"),
+    ("I'm pretty sure there's no cat.", False, "No"),
+    ("I am quite certain there is a dog on the sofa.", False, "Yes"),
+    ("It's unclear, but probably yes.", False, "Yes"),
+    ("Hard to say, though I'd lean towards no.", False, "No"),
+    ("Maybe, but most likely not.", False, "No"),
+    ("unclear", False, None),
+    ("It's unclear.", False, None),
+    ("Unclear, but probably.", False, None),
+    ("It's unclear, probably yes or no.", False, None),
+    ("It's unclear, but probably yes, or maybe no.", False, None),
+    ("I'm not sure there is a cat.", False, None),
+    ("I'm fairly sure.", False, None),
+    ("I'm fairly sure there is a cat, or maybe a dog.", False, None),
+]

@@ -2,7 +2,7 @@
 the verdict a careful human grader gives it (hedges none, self-corrections their final answer)."""
 
 import pytest
-from reply_shapes import CHOICE, COUNT, MC_OPTIONS, RANGES, SEGMENTS, YES_NO
+from reply_shapes import CHOICE, CHOICE_OBJECTS, COUNT, MC_OBJECTS, MC_OPTIONS, RANGES, SEGMENTS, YES_NO
 
 from prompts.eval_parsing import (
     answer_segment,
@@ -27,6 +27,11 @@ def test_yes_no(text, cot, want):
 @pytest.mark.parametrize("text,cot,want", CHOICE)
 def test_choice(text, cot, want):
     assert extract_choice(text, MC_OPTIONS, cot) == want
+
+
+@pytest.mark.parametrize("text,cot,want", CHOICE_OBJECTS)
+def test_choice_by_option_text(text, cot, want):
+    assert extract_choice(text, MC_OBJECTS, cot) == want
 
 
 @pytest.mark.parametrize("text,cot,want", COUNT)

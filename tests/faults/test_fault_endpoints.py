@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dummy_server import DummyServer
+from dummy_server import DummyServer, Reply
 from pipeline_replies import pipeline_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +40,25 @@ class Server:
 
     def __init__(self) -> None:
         self.delay = 0.0
-        self.dummy = DummyServer(lambda body: replace(pipeline_reply(body), delay_s=self.delay), models=["m"])
+        self.hang_after: int | None = None
+        self.dummy = DummyServer(self._reply, models=["m"])
+
+    def _reply(self, body: dict) -> Reply:
+        hung = self.hang_after is not None and self.dummy.chat_requests > self.hang_after
+        return replace(pipeline_reply(body), delay_s=3600.0 if hung else self.delay)
 
     def working(self) -> None:
-        self.dummy.fail_every, self.delay = 0, 0.0
+        self.dummy.fail_every, self.delay, self.hang_after = 0, 0.0, None
+
+    def hanging_after(self, answered: int) -> None:
+        """The endpoint check and the first ``answered`` work requests are answered; every later
+        request is held without an answer (the connection stays open)."""
+        self.working()
+        self.hang_after, self.dummy.chat_requests = answered, 0
+
+    def failing_every(self, n: int) -> None:
+        self.working()
+        self.dummy.fail_every, self.dummy.chat_requests = n, 0
 
     def failing_half(self) -> None:
         """Every second call from now on fails (the 2nd, 4th, ...): the same calls fail on every run."""
@@ -73,10 +89,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def write_config(path: Path, sample_dir: Path, url: str, window: int = 10) -> Path:
+def write_config(path: Path, sample_dir: Path, url: str, window: int = 10, defaults: bool = False) -> Path:
     """Relational erasure only, shards of 2 run one at a time (so a failing server meets a
     finished shard first), no retries, a breaker that trips on the 3rd failure of the last 10
-    (an evaluation shard asks 12 questions: its breaker watches the last 50 calls)."""
+    (an evaluation shard asks 12 questions: its breaker watches the last 50 calls). ``defaults``:
+    every transport setting (timeouts, retries, breaker, stall watch) left at its default."""
     data = {
         "run": {"seed": 0, "shard_size": 2, "workers": 1},
         "sources": {"visual_genome": str(sample_dir / "visual_genome")},
@@ -100,6 +117,8 @@ def write_config(path: Path, sample_dir: Path, url: str, window: int = 10) -> Pa
         },  # the fake server cannot tell an edited image from its original
         "editors": [{"name": "classical", "params": {"dilation_px": 5}}],
     }
+    if defaults:
+        data["mllm"] = {"backend": "openai", "model": "m", "base_url": url, "parse_retries": 0}
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -326,3 +345,76 @@ def test_status_calls_a_stage_left_running_by_a_dead_writer_interrupted(clean: P
         ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in status.stderr.splitlines() if ln.startswith("│")
     }
     assert rows["qa"] == "interrupted" and rows["edit"] == "complete", status.stderr
+
+
+# -- issue 42.1-2: a hung server and one failing every second request, with the default settings ----
+def test_a_hung_server_stops_a_build_with_the_default_settings_within_a_minute(
+    server: Server, sample_dir: Path, tmp_path: Path
+) -> None:
+    """The issue's server accepts connections and answers the endpoint check, then holds every
+    chat request: with the default settings a build sat at 0 of 35 instruct shards after 240 s.
+    The stall watch (``mllm.stall_s``) now stops it within a minute, naming the URL, keeping
+    the shards that finished (here the first two) and leaving the stage ``interrupted``."""
+    cfg = write_config(tmp_path / "defaults.yaml", sample_dir, server.dummy.base_url, defaults=True)
+    run = tmp_path / "run"
+    server.hanging_after(4)  # two shards of two instructions each are answered
+    try:
+        stopped, took = cli("build", "-c", str(cfg), "--run-dir", str(run), timeout=90)
+    finally:
+        server.working()
+    assert stopped.returncode == 1 and took < 60, (took, stopped.stderr[-3000:])
+    line = one_line_naming(stopped, server.dummy.base_url)
+    assert "answered none of the" in line and "mllm.stall_s" in line and "instruct: 2 of 7" in line, line
+    assert len(list((run / "instruct" / "_shards").glob("*.json"))) == 2
+    assert manifest(run, "instruct")["status"] == "interrupted" and not (run / ".reactbench-lock.json").exists()
+
+
+def test_retries_do_not_hide_a_server_failing_every_second_request_from_build_or_eval(
+    clean: Path, server: Server, sample_dir: Path, tmp_path: Path
+) -> None:
+    """With the default 5 retries every call still got its answer: the build took 113 s instead
+    of 14 s and exited 0 without a word, and an evaluation that takes 7 s was still running at
+    300 s. Failed attempts now count toward the breaker even when their retry succeeds."""
+    cfg = write_config(tmp_path / "defaults.yaml", sample_dir, server.dummy.base_url, defaults=True)
+    server.failing_every(2)
+    try:
+        built, took_build = cli("build", "-c", str(cfg), "--run-dir", str(tmp_path / "run"), timeout=120)
+        run = copy_run(clean, tmp_path / "copy")
+        server.failing_every(2)
+        evaluated, took_eval = cli(
+            "eval", "--run-dir", str(run), *EVAL, "--force", "--no-cache", "--config", str(cfg), timeout=120
+        )
+    finally:
+        server.working()
+    for proc, took in ((built, took_build), (evaluated, took_eval)):  # not minutes (the build's backoff sleeps count)
+        assert proc.returncode == 1 and took < 60, (took, proc.stderr[-3000:])
+        line = one_line_naming(proc, server.dummy.base_url)
+        assert "11 of the last" in line and "requests failed" in line, line
+    calls = manifest(run, "eval/openai-m-unverified")["model_calls"]
+    assert [c["url"] for c in calls] == [server.dummy.base_url] and calls[0]["error_rate"] >= 0.4, calls
+
+
+def test_an_eval_answered_only_through_retries_says_so_and_exits_5(
+    clean: Path, server: Server, sample_dir: Path, tmp_path: Path
+) -> None:
+    """A server failing one request in eight stays under the breaker; the evaluation completes
+    with every answer, but it ends with a line giving the error rate and exits 5, and the
+    stage's manifest records the requests, the failures and the retries."""
+    from prompts.clients.call_stats import RETRIED_EXIT
+
+    cfg = write_config(tmp_path / "defaults.yaml", sample_dir, server.dummy.base_url, defaults=True)
+    run = copy_run(clean, tmp_path / "copy")
+    server.failing_every(8)
+    try:
+        done, _ = cli("eval", "--run-dir", str(run), *EVAL, "--force", "--no-cache", "--config", str(cfg))
+    finally:
+        server.working()
+    assert done.returncode == RETRIED_EXIT, done.stderr[-3000:]
+    line = one_line_naming(done, server.dummy.base_url)
+    assert re.search(r"requests failed \(1[12]\.\d %\)", line) and "more than mllm.max_error_rate 0.05" in line, line
+    folder = "eval/openai-m-unverified"
+    assert manifest(run, folder)["status"] == "complete"
+    (calls,) = manifest(run, folder)["model_calls"]
+    assert calls["failed_requests"] == calls["retried"] == calls["requests"] // 8 > 0 and calls["failed_calls"] == 0
+    assert 0.11 <= calls["error_rate"] <= 0.125 and calls["answered_after_retry"] > 0, calls
+    assert parquet(run, folder) == parquet(clean, folder), "the retried answers are the clean ones"

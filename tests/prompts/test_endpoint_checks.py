@@ -94,7 +94,7 @@ def test_the_breaker_counts_against_the_whole_window() -> None:
     b2 = CircuitBreaker(window=10, failure_rate=0.2)
     assert [b2.record(e) for e in ["x", None, "y", None, "z"]] == [False, False, False, False, True]
     assert (
-        "3 of the last 5 calls failed, more than the 2 of 10 allowed" in b2.describe()
+        "3 of the last 5 requests failed, more than the 2 of 10 allowed" in b2.describe()
         and "last error: z" in b2.describe()
     )
     never = CircuitBreaker(window=4, failure_rate=1.0)
