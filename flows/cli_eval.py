@@ -64,6 +64,7 @@ def export_cmd(
     --out holds the old release or the new one, never a mix."""
     from flows.cli_output import StepBars, require_extra
     from storage.fs import RunFS
+    from tasks.engine.intact import DamagedInput
     from tasks.release.export.export import export_benchmark
     from tasks.release.items import InputsMissing
 
@@ -81,7 +82,7 @@ def export_cmd(
                 replace=replace,
                 progress=steps,
             )
-    except (InputsMissing, ValueError) as exc:
+    except (InputsMissing, DamagedInput, ValueError) as exc:
         _fail(exc)
         return
     label = "UNVERIFIED " if unverified else ""
@@ -118,6 +119,7 @@ def eval_cmd(
     from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
+    from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
     from tasks.release.evaluate.run import answer_questions, write_metrics
     from tasks.release.items import InputsMissing
@@ -158,7 +160,7 @@ def eval_cmd(
                 summary=f"{outcome.metrics['n_answers']:,} answers",
                 details=f"{outcome.folder}/metrics.json",
             )
-    except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
+    except (InputsMissing, DamagedInput, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
     m = outcome.metrics

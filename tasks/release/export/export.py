@@ -23,6 +23,7 @@ from storage.image_store import ImageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
+from tasks.engine.intact import require_intact
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.card import editor_stats, render_card
 from tasks.release.export.hf import data_file, row_groups, task_parquet
@@ -33,6 +34,7 @@ from tasks.release.export.vlmevalkit import write_vlmevalkit
 from tasks.release.items import edit_annotations, read_inputs
 
 STAGE = "export"
+READS = ("instruct", "edit", "qa")  # model ids, the card's editor statistics, unverified questions
 
 
 @dataclass
@@ -115,6 +117,7 @@ def _export_locked(
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
+    require_intact(run, READS)  # every stage it reads, verified or not: sizes and sha256
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)
     sizes = ImageStore(run).sizes()
