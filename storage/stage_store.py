@@ -17,9 +17,10 @@ A marker is checked against its files, never trusted alone: it names every file 
 with the size and sha256 written (``files``), and a finished stage's manifest lists them all.
 :meth:`StageStore.damage` compares them with one listing of the stage folder (missing files,
 other sizes, and, in the artifact folders, shard files none of them names) and, when asked,
-with the files' contents (checksums). A build recomputes a damaged shard (``prepare_stage``),
-``reactbench status`` shows its stage as ``damaged``, and a stage refuses to read a damaged
-upstream stage instead of reading it as empty.
+with the files' contents (sha256, streamed and read once per process: ``storage.checksums``).
+A build recomputes a damaged shard (``prepare_stage``), ``reactbench status`` shows its stage as
+``damaged``, and a stage or command that reads a finished stage (:meth:`finished_damage`, which
+checks the sha256 too) refuses a damaged one instead of reading it as empty or altered.
 """
 
 from __future__ import annotations
