@@ -83,7 +83,8 @@ CAPS = {
     "counterfactual_attribute": "images_per_attribute",
     "alteration_tracing": "max_images",
 }
-COMMANDS = ("sample", "build", "eval", "audit", "export", "report", "build_cyclic", "export_cyclic")
+COMMANDS = ("sample", "build", "status", "eval", "audit", "export", "report", "build_cyclic", "export_cyclic")
+STAGES = ("mine", "instruct", "edit", "qa", "review")
 
 
 @dataclass
@@ -192,6 +193,17 @@ def release_figures(run: Path, release: Path) -> dict[str, Any]:
     }
 
 
+def checksum_figures(run: Path) -> dict[str, Any]:
+    """What a reader's checksum check reads: the part files the finished stages' manifests list
+    (``files``: size and sha256 each), which ``status`` hashes in full (storage/checksums.py)."""
+    files = mb = 0
+    for stage in STAGES:
+        manifest = json.loads((run / stage / "_manifest.json").read_text(encoding="utf-8"))
+        files += len(manifest.get("files", {}))
+        mb += sum(rec["bytes"] for rec in manifest.get("files", {}).values()) / 1e6
+    return {"files": files, "mb": round(mb, 1)}
+
+
 def _audit_fraction(log: str) -> float | None:
     for line in reversed(log.splitlines()):
         line = line.strip()
@@ -226,6 +238,7 @@ def run_size(size: float, work: Path, cap_mb: float, say: Any) -> SizeResult:
     steps: list[tuple[str, list[str], tuple[str, ...]]] = [
         ("sample", ["sample-data", str(sample), "--vg-images", str(vg_images), "--fsc-images", str(fsc_images)], ()),
         ("build", ["build", "--config", str(work / "shuffle.yaml"), "--run-dir", str(run)], ("sample",)),
+        ("status", ["status", "--run-dir", str(run)], ("build",)),
         ("eval", ["eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified"], ("build",)),
         ("audit", ["audit", "--run-dir", str(run)], ("build",)),
         ("export", ["export", "--run-dir", str(run), "--out", str(work / "release"), "--unverified"], ("build",)),
@@ -252,6 +265,7 @@ def run_size(size: float, work: Path, cap_mb: float, say: Any) -> SizeResult:
         say(f"[size {size:g}] {name}: {state}, {m.wall_s:.1f} s wall, {m.cpu_s:.1f} s CPU, peak {m.rss_mb:.0f} MB")
         if name == "build" and m.rc == 0:  # what the export should hold, should it not finish
             res.figures["built"] = question_figures(run, None)
+            res.figures["checksum"] = checksum_figures(run)
         if name == "export" and m.rc == 0:
             res.figures["shuffle"] = release_figures(run, work / "release")
         if name == "export_cyclic" and m.rc == 0:
@@ -298,6 +312,13 @@ def summarise(full: SizeResult, tenth: SizeResult | None, cap_mb: float) -> tupl
         "build_s": round(runs["build"].wall_s, 1) if "build" in runs else None,
         "eval_s": round(runs["eval"].wall_s, 1) if "eval" in runs else None,
         "export_s": round(runs["export"].wall_s, 1) if "export" in runs else None,
+        "status_s": round(runs["status"].wall_s, 1) if "status" in runs else None,
+        "checksum": {
+            **full.figures.get("checksum", {}),
+            "mb_per_cpu_s": round(full.figures["checksum"]["mb"] / runs["status"].cpu_s, 1)
+            if "checksum" in full.figures and "status" in runs and runs["status"].cpu_s > 0
+            else None,
+        },
         "audit_fraction": full.figures.get("audit_fraction"),
         "export_mb": shuffle.get("export_mb"),
         "unique_image_mb": shuffle.get("unique_image_mb", built.get("unique_image_mb")),
@@ -412,6 +433,11 @@ def table(full: SizeResult, tenth: SizeResult | None, result: dict[str, Any]) ->
             f"export_over_images {cyc['export_over_images']}"
         )
     lines.append(f"audit fraction: {result['audit_fraction']}")
+    ck = result.get("checksum") or {}
+    lines.append(
+        f"checksums: {ck.get('files')} part files, {ck.get('mb')} MB hashed by each reading command "
+        f"(status: {result.get('status_s')} s wall, {ck.get('mb_per_cpu_s')} MB per CPU second)"
+    )
     return "\n".join(lines)
 
 

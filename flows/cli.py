@@ -284,9 +284,14 @@ _stage_command("edit", "Apply the configured editors to every applicable instruc
 _stage_command("qa", "Analyse each edit and render its exam-style questions.", mllm_flags=True)
 
 
+# `reactbench status` exits with these when a stage needs a build (damaged wins over interrupted).
+STATUS_DAMAGED_EXIT = 5
+STATUS_INTERRUPTED_EXIT = 6
+
+
 @app.command()
 def status(run_dir: str = RunDirOpt) -> None:
-    """Show what each stage of a run directory holds (from its manifests); a stage left `running` by a writer that is gone shows `interrupted`, a finished one whose files no longer match its manifest `damaged`."""
+    """Show what each stage of a run directory holds (from its manifests); a stage left `running` by a writer that is gone shows `interrupted`, a finished one whose files no longer match its manifest (size or sha256) `damaged`. Exit status: 0 when no stage is either, 5 when one is damaged, 6 when one is interrupted (and none damaged)."""
     from flows.stages import STAGE_ORDER
     from storage.fs import RunFS
     from storage.run_lock import writer_alive
@@ -303,6 +308,7 @@ def status(run_dir: str = RunDirOpt) -> None:
     reuse: list[str] = []
     writing = writer_alive(run)  # "running" with no live writer: the writer was stopped or killed
     damaged: list[str] = []
+    interrupted: list[str] = []
     for name in STAGE_ORDER:
         store = StageStore(run, name, {})
         m = store.read_manifest()
@@ -311,7 +317,7 @@ def status(run_dir: str = RunDirOpt) -> None:
             continue
         markers = store.markers()
         marks = store.summarize(m["key"], markers)
-        problems = store.finished_damage(m, markers)  # a finished stage's files against its manifest: one listing
+        problems = store.finished_damage(m, markers)  # a finished stage's files against its manifest: sizes, sha256
         if problems:
             damaged.append(
                 f"{name}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
@@ -325,6 +331,7 @@ def status(run_dir: str = RunDirOpt) -> None:
         state = "damaged" if problems else m.get("status", "?")
         if state == "running" and not writing:
             state = "interrupted"
+            interrupted.append(name)
         table.add_row(
             name,
             state,
@@ -341,8 +348,16 @@ def status(run_dir: str = RunDirOpt) -> None:
             style="red",
             markup=False,
         )
+    if interrupted:
+        console.print(
+            f"interrupted: {', '.join(interrupted)} (its writer stopped); `{suggest('build', '--run-dir', run_dir)}` resumes it",
+            style="yellow",
+            markup=False,
+        )
     if reuse:
         console.print("Items (from the reuse store / computed): " + ", ".join(reuse), markup=False)
+    if damaged or interrupted:
+        raise typer.Exit(STATUS_DAMAGED_EXIT if damaged else STATUS_INTERRUPTED_EXIT)
 
 
 @app.command("sample-data")

@@ -26,6 +26,8 @@ def register(app: typer.Typer) -> None:
         from flows.cli_output import StepBars, print_error
         from flows.config import saved_run_config
         from storage.fs import RunFS
+        from storage.parquet_io import ArtifactError
+        from tasks.engine.intact import DamagedInput
         from tasks.tools.audit import find_truth, run_audit
 
         console = Console(soft_wrap=True, emoji=False)  # a suggested command is never broken across lines
@@ -47,8 +49,8 @@ def register(app: typer.Typer) -> None:
                         summary=f"{out['items']:,} queued items checked against the truth",
                         details=f"{out['consistent']:,} consistent",
                     )
-        except FileNotFoundError as exc:
-            console.print(f"[red]{exc}[/red]")
+        except (FileNotFoundError, DamagedInput, ArtifactError) as exc:  # one line naming the file, no traceback
+            print_error(str(exc))
             raise typer.Exit(2) from None
         if out["mode"] == "verification":
             console.print("No sample truth: verification verdicts of the queued edits only.")

@@ -70,6 +70,7 @@ def export_cmd(
     --out holds the old release or the new one, never a mix."""
     from flows.cli_output import StepBars, require_extra
     from storage.fs import RunFS
+    from tasks.engine.intact import DamagedInput
     from tasks.release.export.export import export_benchmark
     from tasks.release.items import InputsMissing
 
@@ -88,7 +89,7 @@ def export_cmd(
                 strict=strict,
                 progress=steps,
             )
-    except (InputsMissing, ValueError) as exc:
+    except (InputsMissing, DamagedInput, ValueError) as exc:
         _fail(exc)
         return
     for warning in summary.health_warnings:
@@ -137,6 +138,7 @@ def eval_cmd(
     from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
     from tasks.engine.base import StageInputError
+    from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
     from tasks.release.evaluate.run import answer_questions, write_metrics
     from tasks.release.items import InputsMissing
@@ -178,7 +180,7 @@ def eval_cmd(
                 summary=f"{outcome.metrics['n_answers']:,} answers",
                 details=f"{outcome.folder}/metrics.json",
             )
-    except (InputsMissing, ValueError, StageInputError, ShardFailed) as exc:
+    except (InputsMissing, DamagedInput, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
     m = outcome.metrics

@@ -136,11 +136,16 @@ def export_cmd(
     ),
 ) -> None:
     """Write review/verified_edits, review/verified_questions and review/decisions."""
+    from tasks.engine.intact import DamagedInput
     from tasks.review.export import export_review
     from tasks.review.labelstudio import export_tasks
 
     run, queue = open_queue(run_dir, db, config)
-    summary = export_review(run, queue)
+    try:
+        summary = export_review(run, queue)
+    except DamagedInput as exc:  # one line naming the file
+        print_error(str(exc))
+        raise typer.Exit(2) from None
     console.print(summary.message)
     for name, path in summary.paths.items():
         console.print(f"  {name}: {path}")

@@ -268,7 +268,15 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
         # No pre-ping (a ``SELECT 1`` round trip on every checkout): a connection the server
         # closed (a restart) fails its first statement instead, and :func:`sql_transaction` /
         # the queue's retry drop it and run the transaction again on a fresh one.
-        return create_engine(url, pool_size=pool_size, max_overflow=2 * pool_size)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=2 * pool_size)
+
+        @event.listens_for(engine, "handle_error")
+        def _on_full_server_disk(ctx: Any) -> None:
+            full = disk_full(engine, ctx.original_exception)
+            if full is not None:
+                raise full from ctx.original_exception
+
+        return engine
     raise ValueError(f"review database URL must be sqlite:///... or postgresql://..., got {redact(url)!r}")
 
 
@@ -386,13 +394,28 @@ class Sql:
         self._cur.execute(self._text(sql), params or {})
 
 
+PG_DISK_FULL = "53100"  # PostgreSQL's SQLSTATE disk_full ("could not extend file ...: No space left on device")
+# What the server says when the disk is full without that SQLSTATE: an ENOSPC in its words, or
+# (a first connection to a database on a full disk) the relation cache file it could not write.
+PG_FULL_WORDS = ("No space left on device", "could not write init file")
+
+
 def disk_full(engine: Engine, exc: BaseException) -> DiskFull | None:
-    """SQLite's "database or disk is full" (``SQLITE_FULL``) as the ``DiskFull`` every other
-    write raises on ENOSPC, naming the database file and the space left: the CLI then prints its
-    one line with the resume command instead of a traceback. None for any other error."""
+    """A full disk under the queue as the ``DiskFull`` every other write raises on ENOSPC, so the
+    CLI prints its one line with the resume command (and the review app answers 507) instead of a
+    traceback. SQLite's "database or disk is full" (``SQLITE_FULL``) names the database file and
+    the space left; PostgreSQL's ``disk_full`` (SQLSTATE 53100, or ``PG_FULL_WORDS``; the server's
+    disk, whose free space is not ours to read) names the database URL (password hidden) and the
+    server's words. None
+    for any other error."""
     orig = getattr(exc, "orig", None) or exc
+    if not is_sqlite(engine):
+        if getattr(orig, "sqlstate", None) != PG_DISK_FULL and not any(w in str(orig) for w in PG_FULL_WORDS):
+            return None
+        said = str(orig).strip().splitlines()[0] if str(orig).strip() else "disk full"
+        return DiskFull(f"the PostgreSQL database {redact(str(engine.url))} (the server said: {said})", None, None)
     code = getattr(orig, "sqlite_errorcode", None)
-    if not is_sqlite(engine) or code is None or code & 0xFF != sqlite3.SQLITE_FULL:
+    if code is None or code & 0xFF != sqlite3.SQLITE_FULL:
         return None
     path = engine.url.database or ""
     return DiskFull(path, None, free_bytes(os.path.dirname(os.path.abspath(path))) if path else None)

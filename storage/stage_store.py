@@ -17,9 +17,10 @@ A marker is checked against its files, never trusted alone: it names every file 
 with the size and sha256 written (``files``), and a finished stage's manifest lists them all.
 :meth:`StageStore.damage` compares them with one listing of the stage folder (missing files,
 other sizes, and, in the artifact folders, shard files none of them names) and, when asked,
-with the files' contents (checksums). A build recomputes a damaged shard (``prepare_stage``),
-``reactbench status`` shows its stage as ``damaged``, and a stage refuses to read a damaged
-upstream stage instead of reading it as empty.
+with the files' contents (sha256, streamed and read once per process: ``storage.checksums``).
+A build recomputes a damaged shard (``prepare_stage``), ``reactbench status`` shows its stage as
+``damaged``, and a stage or command that reads a finished stage (:meth:`finished_damage`, which
+checks the sha256 too) refuses a damaged one instead of reading it as empty or altered.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage.checksums import changed_files, remember
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
 from storage.parquet_io import (
@@ -133,6 +135,8 @@ class StageStore:
             marker["extra"] = result.extra
         if placement:
             marker["placement"] = placement
+        for rel, rec in files.items():  # this process's later checks of the stage need not read them
+            remember(self.run, rel, rec["sha256"])
         self.run.write_text_atomic(self.rel(MARKERS, f"{index:05d}.json"), json.dumps(marker, indent=1))
         return marker
 
@@ -169,14 +173,21 @@ class StageStore:
         }
 
     def finished_damage(
-        self, manifest: Mapping[str, Any] | None = None, markers: list[dict[str, Any]] | None = None
+        self,
+        manifest: Mapping[str, Any] | None = None,
+        markers: list[dict[str, Any]] | None = None,
+        *,
+        checksums: bool = True,
     ) -> list[str]:
-        """What is wrong with a finished stage's files (:meth:`damage`: one listing, no file read);
-        empty when nothing is or the stage has not finished. ``manifest`` / ``markers``: already read."""
+        """What is wrong with a finished stage's files (:meth:`damage`: one listing, then each file's
+        sha256, streamed and read once per process); empty when nothing is or the stage has not
+        finished. ``manifest`` / ``markers``: already read. ``checksums=False``: the listing only."""
         manifest = self.read_manifest() if manifest is None else manifest
         if not manifest or manifest.get("status") != "complete":
             return []
-        return self.damage(self.finished_files(manifest, markers), self.run.file_sizes(self.stage), whole=True)
+        return self.damage(
+            self.finished_files(manifest, markers), self.run.file_sizes(self.stage), checksums=checksums, whole=True
+        )
 
     def damage(
         self,
@@ -199,11 +210,12 @@ class StageStore:
                 problems.append(f"{rel} is missing")
             elif rec is not None and sizes[rel] != rec["bytes"]:
                 problems.append(f"{rel} has {sizes[rel]:,} bytes where {rec['bytes']:,} were written")
-        if checksums and not problems:
-            known = [rel for rel, rec in sorted(expected.items()) if rec is not None]
-            for rel, data in sorted(self.run.read_many(known).items()):
-                if sha256_hex(data) != expected[rel]["sha256"]:  # type: ignore[index]
-                    problems.append(f"{rel} was changed (its sha256 is not the one written)")
+        if checksums and not problems:  # streamed, each file once per process (storage.checksums)
+            known = {rel: rec["sha256"] for rel, rec in expected.items() if rec is not None}
+            problems += [
+                f"{rel} was changed (its sha256 is not the one written)"
+                for rel in changed_files(self.run, known, sizes)
+            ]
         if whole:
             folders = {posixpath.dirname(rel) for rel in expected}
             problems += [

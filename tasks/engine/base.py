@@ -87,7 +87,7 @@ class Stage(ABC):
                     f"stage {self.name!r} reads {up!r}, which has not completed in {ctx.run.url}; "
                     f"run `{suggest(up, '--run-dir', ctx.run.url)}` (or `reactbench build`) first"
                 )
-            problems = StageStore(ctx.run, up, {}).finished_damage(manifest)  # one listing
+            problems = StageStore(ctx.run, up, {}).finished_damage(manifest)  # one listing, then sha256s
             if problems:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
                 raise UpstreamMissing(

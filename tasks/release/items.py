@@ -12,11 +12,12 @@ from typing import Any
 
 from storage import addresses
 from storage.addresses import Address
+from storage.checksums import file_sha256
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
 from storage.json_columns import candidate_of, context_objects, load_json_column
-from storage.stage_store import StageStore
 from storage.task_spec import all_tasks, task_hook
+from tasks.engine.intact import DamagedInput, require_intact
 from tasks.engine.suggest import suggest
 
 
@@ -75,16 +76,12 @@ def read_inputs(run: RunFS, unverified: bool) -> tuple[list[dict[str, Any]], dic
 
 
 def _require_intact(run: RunFS, stages: tuple[str, ...]) -> None:
-    """Refuse to read a finished stage whose files went missing or changed (one listing each):
-    read as it is, it would give fewer questions, or none, without a word."""
-    for stage in dict.fromkeys(stages):
-        problems = StageStore(run, stage, {}).finished_damage()
-        if problems:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise InputsMissing(
-                f"the {stage} stage's output is damaged in {run.url}: {problems[0]}{more}; "
-                f"run `{suggest('build', '--run-dir', run.url)}` to recompute it"
-            )
+    """Refuse to read a finished stage whose files went missing or changed (``tasks.engine.intact``:
+    sizes, then sha256): read as it is, it would give fewer questions, or altered ones, without a word."""
+    try:
+        require_intact(run, stages)
+    except DamagedInput as exc:
+        raise InputsMissing(str(exc)) from None
 
 
 def _require_review_export(run: RunFS) -> None:
@@ -103,7 +100,7 @@ def input_fingerprint(run: RunFS, unverified: bool) -> str:
     parts = []
     for address in (src.questions, src.edits):
         for rel in address.reader(run).shard_files():
-            parts.append((rel, sha256_hex(run.read_bytes(rel))))
+            parts.append((rel, file_sha256(run, rel)))  # streamed; once per process (storage.checksums)
     return sha256_hex(canonical_json(parts))[:16]
 
 

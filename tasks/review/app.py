@@ -14,6 +14,7 @@ The routes live in routers by audience: ``routes_auth`` (login), ``routes_review
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -21,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import MutableHeaders
 
-from storage.fs import RunFS
+from storage.fs import DiskFull, RunFS
 from storage.review_db import LoopReads
 from tasks.review import routes_admin, routes_api, routes_auth, routes_files, routes_review
 from tasks.review.accounts import session_user_on_loop
@@ -56,6 +57,14 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
                 body["fields"] = exc.fields
             return JSONResponse(body, status_code=exc.status_code)
         return render(request, "error.html", status=exc.status_code, message=exc.detail, code=exc.status_code)
+
+    @app.exception_handler(DiskFull)
+    async def disk_full(request: Request, exc: DiskFull) -> Response:
+        """A full disk under the queue (SQLite's file or the PostgreSQL server's): one line in
+        the server's log and a 507 saying nothing was saved, not a traceback and a bare 500."""
+        message = f"{exc}; nothing was saved: free some space and send it again"
+        logging.getLogger("uvicorn.error").error("%s %s: %s", request.method, request.url.path, message)
+        return await http_error(request, HTTPException(status_code=507, detail=message))
 
     @app.exception_handler(RequestValidationError)
     async def query_error(request: Request, exc: RequestValidationError) -> Response:

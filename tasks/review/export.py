@@ -19,6 +19,7 @@ from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json
 from storage.parquet_io import table_from_rows
+from tasks.engine.intact import require_intact
 from tasks.review.export_set import MANIFEST, write_export_set
 from tasks.review.queue import SYSTEM_USER, ReviewQueue
 from tasks.review.rules import RETIRED, current_decisions, latest_by_item
@@ -56,6 +57,7 @@ def export_review(run: RunFS, queue: ReviewQueue) -> ExportSummary:
     """Write ``review/verified_edits``, ``review/verified_questions`` and ``review/decisions`` as
     one set (see :mod:`tasks.review.export_set`) reflecting the decision log up to its newest
     event when the export started; decisions made meanwhile go into the next export."""
+    require_intact(run, ("edit", "qa"))  # its rows are published as verified: never a changed file's
     position = queue.log_position()
     names = pseudonyms(queue)
     items = {r.id: r for r in queue.items()}

@@ -36,6 +36,7 @@ from storage.coverage import LOST_ABOVE, covered
 from storage.json_columns import candidate_of, context_objects, instruction_fields, load_json_column
 from storage.names import basic_name
 from storage.task_spec import task_hook
+from tasks.engine.intact import require_intact
 from tasks.engine.suggest import suggest
 
 
@@ -247,6 +248,7 @@ def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], 
     from storage.image_store import ImageStore
     from tasks.review.stage import QUEUE
 
+    require_intact(run, ("review", "edit", "qa"))  # sizes and sha256 of every file read below
     queue = QUEUE.reader(run)
     if not queue.exists():
         raise FileNotFoundError(

@@ -128,6 +128,7 @@ def test_paper_scale_tiny_run_ends_with_the_json_line(tmp_path: Path) -> None:
     assert set(result["peak_rss_mb"]) == {
         "sample",
         "build",
+        "status",
         "eval",
         "audit",
         "export",
@@ -136,6 +137,7 @@ def test_paper_scale_tiny_run_ends_with_the_json_line(tmp_path: Path) -> None:
         "export_cyclic",
     }, proc.stderr[-2000:]
     assert result["failed"] == {}, proc.stderr[-2000:]
+    assert result["checksum"]["files"] > 0 and result["checksum"]["mb"] > 0  # what status hashed
     assert result["questions"] == sum(result["questions_per_task"].values()) > 0
     assert result["questions_per_task"]["dense_counting"] > 0
     assert result["cyclic"]["questions"] > result["questions"]  # every rotation of each MC question

@@ -23,6 +23,7 @@ from storage.image_store import ImageStore
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
+from tasks.engine.intact import require_intact
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.card import editor_stats, render_card
 from tasks.release.export.hf import data_file, row_groups, task_parquet
@@ -34,6 +35,7 @@ from tasks.release.health.figures import release_health
 from tasks.release.items import edit_annotations, read_inputs
 
 STAGE = "export"
+READS = ("instruct", "edit", "qa")  # model ids, the card's editor statistics, unverified questions
 
 
 @dataclass
@@ -123,6 +125,7 @@ def _export_locked(
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
+    require_intact(run, READS)  # every stage it reads, verified or not: sizes and sha256
     questions, kept_edits = read_inputs(run, unverified)
     health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
     annotations = edit_annotations(questions, kept_edits)

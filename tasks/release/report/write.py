@@ -8,12 +8,19 @@ from typing import Any
 from storage import addresses
 from storage.fs import RunFS
 from storage.run_dirs import refuse_report_target
+from tasks.engine.intact import BUILD_STAGES, require_intact
 
 KINDS = ("eval", "ablation", "build", "health")
 
 
+# The finished stages whose part files a report reads (checked first: sizes and sha256). The eval
+# report reads each evaluation's metrics.json only.
+READS = {"eval": (), "ablation": ("instruct", "edit", "qa"), "build": BUILD_STAGES, "health": ("mine", "qa")}
+
+
 def render(kind: str, run: RunFS, models: list[str] | None = None, config: Any = None) -> str:
     """The page of one report kind; ``config`` (the resolved run config) is read by ``health`` only."""
+    require_intact(run, READS.get(kind, ()))  # a damaged stage is refused in one line, never drawn
     if kind == "eval":
         from tasks.release.report.eval_report import render_eval_report
 
