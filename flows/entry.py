@@ -19,7 +19,7 @@ Two things happen here rather than in the Typer app (``flows.cli``):
   the check before work, or by the circuit breaker while a stage ran) is one line naming its
   URL and what failed, what finished, and the command that resumes, exit 1;
 * a command that finished although its model server failed requests (answered only through
-  retries) ends with one line per such server (``prompts.clients.call_stats``), and exits 5
+  retries) ends with one line per such server (``prompts.clients.call_stats``), and exits 7
   when the share of failed requests passed ``mllm.max_error_rate``;
 * a task or source plugin whose entry point does not load is one line naming it and the package
   that declared it, exit 2, for every command (the config schema loads every task plugin).

@@ -96,7 +96,7 @@ class MLLMConfig(Section):
         0.05,
         ge=0,
         le=1,
-        description="a command that finished although more than this share of its requests failed (answered only through retries) says so and exits 5",
+        description="a command that finished although more than this share of its requests failed (answered only through retries) says so and exits 7",
         json_schema_extra=NOT_IN_STAGE_KEY,
     )
     parse_retries: int = Field(2, ge=0, description="re-asks with the validation error before llm_unparseable")

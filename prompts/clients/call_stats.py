@@ -17,7 +17,7 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-RETRIED_EXIT = 5  # a command that finished, but only through retries of a server failing too often
+RETRIED_EXIT = 7  # a command that finished, but only through retries of a server failing too often
 
 
 @dataclass

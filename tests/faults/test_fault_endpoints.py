@@ -394,11 +394,11 @@ def test_retries_do_not_hide_a_server_failing_every_second_request_from_build_or
     assert [c["url"] for c in calls] == [server.dummy.base_url] and calls[0]["error_rate"] >= 0.4, calls
 
 
-def test_an_eval_answered_only_through_retries_says_so_and_exits_5(
+def test_an_eval_answered_only_through_retries_says_so_and_exits_7(
     clean: Path, server: Server, sample_dir: Path, tmp_path: Path
 ) -> None:
     """A server failing one request in eight stays under the breaker; the evaluation completes
-    with every answer, but it ends with a line giving the error rate and exits 5, and the
+    with every answer, but it ends with a line giving the error rate and exits 7, and the
     stage's manifest records the requests, the failures and the retries."""
     from prompts.clients.call_stats import RETRIED_EXIT
 
