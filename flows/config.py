@@ -27,6 +27,7 @@ from tasks.engine.config import (
     QAConfig,
     ReviewConfig,
 )
+from tasks.release.export.datasheet import DatasheetConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
@@ -125,6 +126,7 @@ class BuildConfig(Section):
     orchestration: OrchestrationConfig = OrchestrationConfig()
     export: ExportConfig = ExportConfig()
     eval: EvalConfig = EvalConfig()
+    datasheet: DatasheetConfig = DatasheetConfig()
 
     @field_validator("editors")
     @classmethod

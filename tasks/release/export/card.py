@@ -85,9 +85,11 @@ def render_card(
     config_text: str | None,
     verified: bool,
     vlmevalkit: bool = False,
+    extra_header: dict[str, Any] | None = None,
 ) -> str:
     """The README.md text: YAML header (configs, license, task categories) + markdown body;
-    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them."""
+    ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them;
+    ``extra_header``: keys added to (or replacing) the header's (``tasks.release.export.front_matter``)."""
     tasks = _order(sorted({r["task"] for r in rows}))
     sources = sorted({r["source"] for r in rows if r.get("source")})
     header = {
@@ -99,6 +101,7 @@ def render_card(
         "size_categories": [_size_category(len(rows))],
         "configs": configs_yaml(tasks),
     }
+    header.update(extra_header or {})
     lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {name}", ""]
     if not verified:
         lines += [

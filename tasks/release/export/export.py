@@ -24,9 +24,12 @@ from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
 from tasks.engine.progress import StepProgress, no_progress
+from tasks.release.export.canary import canary_guid, canary_string
 from tasks.release.export.card import editor_stats, render_card
+from tasks.release.export.front_matter import front_matter
 from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import write_lmms_eval
+from tasks.release.export.metadata import write_metadata
 from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
 from tasks.release.export.vlmevalkit import write_vlmevalkit
@@ -42,6 +45,7 @@ class ExportSummary:
     counts: dict[str, int]
     rejected: int
     files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
@@ -115,6 +119,8 @@ def _export_locked(
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
+    name = config.datasheet.name or name
+    guid = canary_guid(name, config.datasheet.canary_guid)
     questions, kept_edits = read_inputs(run, unverified)
     annotations = edit_annotations(questions, kept_edits)
     sizes = ImageStore(run).sizes()
@@ -139,7 +145,8 @@ def _export_locked(
         1,
         f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)",
     )
-    extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    extra = {"canary": canary_string(guid), "counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    warnings: list[str] = []
     with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
         files = _write_release(
             run,
@@ -150,6 +157,8 @@ def _export_locked(
             kept_edits,
             unverified,
             name,
+            guid,
+            warnings,
             vlmevalkit=vlmevalkit,
             lmms_eval=lmms_eval,
             progress=progress,
@@ -162,7 +171,7 @@ def _export_locked(
         table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
     )
     files.append(MANIFEST)
-    return ExportSummary(out.url, not unverified, counts, len(rejects), files)
+    return ExportSummary(out.url, not unverified, counts, len(rejects), files, warnings)
 
 
 def _write_release(
@@ -174,30 +183,39 @@ def _write_release(
     kept_edits: dict[str, dict[str, Any]],
     unverified: bool,
     name: str,
+    guid: str,
+    warnings: list[str],
     *,
     vlmevalkit: bool,
     lmms_eval: bool,
     progress: StepProgress,
 ) -> list[str]:
-    """Every file of the release into ``out`` (the staging folder); returns their paths."""
+    """Every file of the release into ``out`` (the staging folder); returns their paths and adds
+    the metadata's warnings to ``warnings``."""
     all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
-    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress)
+    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, guid)
     edit_reader = addresses.EDITS.reader(run)
     all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
+    editors = editor_stats(all_edits, set(kept_edits), verified=not unverified)
     card = render_card(
         name,
         all_rows,
-        editor_stats(all_edits, set(kept_edits), verified=not unverified),
+        editors,
         build_mllm_ids(run, config),
         run.read_text(addresses.CONFIG_FILE) if run.exists(addresses.CONFIG_FILE) else None,
         verified=not unverified,
         vlmevalkit=vlmevalkit,
+        extra_header=front_matter(all_rows, editors, not unverified),
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
     if lmms_eval:
         files += write_lmms_eval(out, sorted(plan), config.eval.temperature, config.eval.max_tokens)
-    return files
+    added, warned = write_metadata(
+        run, out, config, files, all_rows, editors, name=name, guid=guid, verified=not unverified
+    )
+    warnings += warned
+    return files + added
 
 
 def _write_rows(
@@ -207,6 +225,7 @@ def _write_rows(
     sizes: dict[str, int],
     tsv_rows: list[dict[str, Any]] | None,
     progress: StepProgress,
+    canary: str | None = None,
 ) -> list[str]:
     """The Parquet file of every task (and the VLMEvalKit TSVs for ``tsv_rows``), one row group at a
     time: each group's images are read once, written, and let go."""
@@ -215,7 +234,7 @@ def _write_rows(
     progress("write", 0, total)
     files: list[str] = []
     with ExitStack() as stack:
-        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows)) if tsv_rows is not None else None
+        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows, canary)) if tsv_rows is not None else None
         for task, groups in plan.items():
             with task_parquet(out, task) as write_group:
                 for group in groups:
