@@ -394,7 +394,7 @@ def build_croissant(
             + (prov.code_version or "unknown version")
             + ": mine -> instruct -> edit -> qa -> review -> export; stage completion times "
             + json.dumps(prov.stage_times, sort_keys=True),
-            "prov:wasAssociatedWith": [m for m, _, _ in prov.prompts]
+            "prov:wasAssociatedWith": sorted({m for m, _, _ in prov.prompts})
             or [f"{config.mllm.backend}:{config.mllm.model}"],
         },
     }

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from storage.config_base import Section
 
+DEFAULT_NAME = "ReactBench-style hallucination benchmark"  # the export's default name
 GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 

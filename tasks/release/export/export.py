@@ -26,6 +26,7 @@ from storage.run_dirs import refuse_release_target
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.canary import canary_guid, canary_string
 from tasks.release.export.card import editor_stats, render_card
+from tasks.release.export.datasheet import DEFAULT_NAME
 from tasks.release.export.front_matter import front_matter
 from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import write_lmms_eval
@@ -71,7 +72,7 @@ def export_benchmark(
     unverified: bool = False,
     vlmevalkit: bool = False,
     lmms_eval: bool = False,
-    name: str = "ReactBench-style hallucination benchmark",
+    name: str = DEFAULT_NAME,
     replace: bool = False,
     progress: StepProgress = no_progress,
 ) -> ExportSummary:
