@@ -87,6 +87,17 @@ def files_without(out: RunFS, guid: str) -> list[str]:
     missing = []
     for path in out.walk_files():
         rel = posixpath.relpath(path, out.root)
-        if is_text(rel) and guid.encode() not in out.read_bytes(rel):
+        if is_text(rel) and not _holds(out, path, guid.encode()):
             missing.append(rel)
     return sorted(missing)
+
+
+def _holds(out: RunFS, path: str, needle: bytes, chunk: int = 1 << 22) -> bool:
+    """Whether the file at ``path`` contains ``needle``, read a chunk at a time (TSVs hold images)."""
+    tail = b""
+    with out.fs.open(path, "rb") as f:
+        while block := f.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-len(needle) :]
+    return False
