@@ -28,6 +28,7 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
 SHEET = {
     "name": "Tiny hallucination benchmark",
+    "url": "https://example.org/tiny-benchmark",
     "intended_use": "Evaluating MLLMs for prior-driven hallucination; not for training.",
     "social_impact": "Helps measure a failure mode of deployed assistants.",
     "personal_sensitive_information": "Source photographs may show people; no identities are annotated.",
@@ -188,9 +189,10 @@ def test_rai_fields_come_from_the_run_and_the_datasheet(releases):
     # the shuffled export left the author's fields empty: named in warnings, written as "not stated"
     shuf = json.loads(Path(releases["shuffle"]["out"].root, FILE).read_text())
     warned = " ".join(releases["shuffle"]["summary"].warnings)
-    for key in ("intended_use", "social_impact", "personal_sensitive_information", "maintenance_plan"):
+    for key in ("url", "intended_use", "social_impact", "personal_sensitive_information", "maintenance_plan"):
         assert f"datasheet.{key}" in warned
-    assert "datasheet.intended_use is empty" in shuf["rai:dataUseCases"][0]
+    assert "datasheet.intended_use is empty" in shuf["rai:dataUseCases"][0] and "url" not in shuf
+    assert cyc["url"] == SHEET["url"]
 
 
 def test_canary_in_every_text_file_same_across_builds_and_printed_by_the_cli(releases):

@@ -367,7 +367,6 @@ def build_croissant(
         "name": name,
         "description": description,
         "alternateName": "reactbench",
-        "url": sheet.url or "https://example.invalid/set-datasheet.url",
         "creator": [{"@type": "sc:Person", "name": c} for c in sheet.creators]
         or [{"@type": "sc:Organization", "name": f"The {name} authors"}],
         "citeAs": _cite(name, version, sheet, published.year),
@@ -398,6 +397,8 @@ def build_croissant(
             or [f"{config.mllm.backend}:{config.mllm.model}"],
         },
     }
+    if sheet.url:  # no made-up address: an empty datasheet.url is named in the export's warnings
+        doc["url"] = sheet.url
     doc.update(rai_fields(prov, config, sheet, rows, editors, verified))
     return doc
 
@@ -411,6 +412,8 @@ def write_croissant(out: RunFS, doc: dict[str, Any]) -> str:
 def warnings_for(sheet: DatasheetConfig) -> list[str]:
     """One line per author's field left empty (the export prints them)."""
     return [
-        f"{k} is empty: croissant.json says 'not stated' for it; fill it in the run config before publishing"
+        f"{k} is empty: croissant.json "
+        + ("has no url" if k == "datasheet.url" else "says 'not stated' for it")
+        + "; fill it in the run config before publishing"
         for k in empty_fields(sheet)
     ]

@@ -64,6 +64,7 @@ class DatasheetConfig(Section):
 
 # the author's fields that a venue reads; an empty one is warned about at export
 REQUIRED = (
+    "url",
     "intended_use",
     "social_impact",
     "personal_sensitive_information",
