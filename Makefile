@@ -116,6 +116,7 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	  && $(BIN)/reactbench export --run-dir $(BENCH_RUN) --out $(BENCH_RELEASE) --unverified --vlmevalkit; }
 	$(PY) benchmarks/vlmevalkit_size.py $(BENCH_RELEASE)
 	$(PY) benchmarks/release_size.py --cyclic
+	$(PY) benchmarks/release_metadata.py
 	$(PY) benchmarks/gpu_validate.py --size $$($(PY) -c 'import torch; print("real" if torch.cuda.is_available() else "tiny")')
 	$(PY) benchmarks/paper_scale.py
 	$(PY) benchmarks/health.py

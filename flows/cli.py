@@ -416,6 +416,7 @@ def _mount_subcommands() -> None:
     register(app)
     __import__("flows.cli_audit", fromlist=["register"]).register(app)
     __import__("flows.cli_plugins", fromlist=["register"]).register(app)
+    __import__("flows.cli_release", fromlist=["register"]).register(app)
     from flows.cli_preflight import register as register_preflight
 
     register_preflight(app)

@@ -98,6 +98,8 @@ def export_cmd(
     console.print(
         f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}"
     )
+    for warning in summary.warnings:  # the datasheet fields a venue reads and the run cannot know
+        console.print(f"warning: {warning}", markup=False)
 
 
 def eval_cmd(

@@ -28,6 +28,7 @@ from tasks.engine.config import (
     ReviewConfig,
 )
 from tasks.release.health.config import HealthConfig
+from tasks.release.export.datasheet import DatasheetConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
@@ -127,6 +128,7 @@ class BuildConfig(Section):
     export: ExportConfig = ExportConfig()
     eval: EvalConfig = EvalConfig()
     health: HealthConfig = HealthConfig()
+    datasheet: DatasheetConfig = DatasheetConfig()
 
     @field_validator("editors")
     @classmethod

@@ -86,10 +86,12 @@ def render_card(
     verified: bool,
     vlmevalkit: bool = False,
     health: dict[str, Any] | None = None,
+    extra_header: dict[str, Any] | None = None,
 ) -> str:
     """The README.md text: YAML header (configs, license, task categories) + markdown body;
     ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them;
-    ``health``: the release's health figures (``tasks.release.health``), summarised in a section."""
+    ``health``: the release's health figures (``tasks.release.health``), summarised in a section;
+    ``extra_header``: keys added to (or replacing) the header's (``tasks.release.export.front_matter``)."""
     tasks = _order(sorted({r["task"] for r in rows}))
     sources = sorted({r["source"] for r in rows if r.get("source")})
     header = {
@@ -101,6 +103,7 @@ def render_card(
         "size_categories": [_size_category(len(rows))],
         "configs": configs_yaml(tasks),
     }
+    header.update(extra_header or {})
     lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {name}", ""]
     if not verified:
         lines += [

@@ -25,13 +25,17 @@ from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
 from tasks.engine.intact import require_intact
 from tasks.engine.progress import StepProgress, no_progress
+from tasks.release.export.canary import canary_guid, canary_string
 from tasks.release.export.card import editor_stats, render_card
+from tasks.release.export.datasheet import DEFAULT_NAME
+from tasks.release.export.front_matter import front_matter
 from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import write_lmms_eval
+from tasks.release.export.metadata import write_metadata
 from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
 from tasks.release.export.vlmevalkit import write_vlmevalkit
-from tasks.release.health.figures import release_health
+from tasks.release.health.figures import health_biases_text, release_health
 from tasks.release.items import edit_annotations, read_inputs
 
 STAGE = "export"
@@ -46,6 +50,7 @@ class ExportSummary:
     rejected: int
     files: list[str] = field(default_factory=list)
     health_warnings: list[str] = field(default_factory=list)  # figures over a ``health:`` threshold
+    warnings: list[str] = field(default_factory=list)
 
 
 def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
@@ -71,7 +76,7 @@ def export_benchmark(
     unverified: bool = False,
     vlmevalkit: bool = False,
     lmms_eval: bool = False,
-    name: str = "ReactBench-style hallucination benchmark",
+    name: str = DEFAULT_NAME,
     replace: bool = False,
     strict: bool = False,
     progress: StepProgress = no_progress,
@@ -126,6 +131,8 @@ def _export_locked(
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
     require_intact(run, READS)  # every stage it reads, verified or not: sizes and sha256
+    name = config.datasheet.name or name
+    guid = canary_guid(name, config.datasheet.canary_guid)
     questions, kept_edits = read_inputs(run, unverified)
     health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
     annotations = edit_annotations(questions, kept_edits)
@@ -151,7 +158,8 @@ def _export_locked(
         1,
         f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)",
     )
-    extra = {"counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    extra = {"canary": canary_string(guid), "counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    warnings: list[str] = []
     with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
         files = _write_release(
             run,
@@ -162,6 +170,8 @@ def _export_locked(
             kept_edits,
             unverified,
             name,
+            guid,
+            warnings,
             vlmevalkit=vlmevalkit,
             lmms_eval=lmms_eval,
             health=health,
@@ -175,7 +185,7 @@ def _export_locked(
         table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
     )
     files.append(MANIFEST)
-    return ExportSummary(out.url, not unverified, counts, len(rejects), files, health["problems"])
+    return ExportSummary(out.url, not unverified, counts, len(rejects), files, health["problems"], warnings)
 
 
 def _write_release(
@@ -187,32 +197,50 @@ def _write_release(
     kept_edits: dict[str, dict[str, Any]],
     unverified: bool,
     name: str,
+    guid: str,
+    warnings: list[str],
     *,
     vlmevalkit: bool,
     lmms_eval: bool,
     health: dict[str, Any],
     progress: StepProgress,
 ) -> list[str]:
-    """Every file of the release into ``out`` (the staging folder); returns their paths."""
+    """Every file of the release into ``out`` (the staging folder); returns their paths and adds
+    the metadata's warnings to ``warnings``."""
     all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
-    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress)
+    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, guid)
     edit_reader = addresses.EDITS.reader(run)
     all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
+    editors = editor_stats(all_edits, set(kept_edits), verified=not unverified)
     card = render_card(
         name,
         all_rows,
-        editor_stats(all_edits, set(kept_edits), verified=not unverified),
+        editors,
         build_mllm_ids(run, config),
         run.read_text(addresses.CONFIG_FILE) if run.exists(addresses.CONFIG_FILE) else None,
         verified=not unverified,
         vlmevalkit=vlmevalkit,
         health=health,
+        extra_header=front_matter(all_rows, editors, not unverified),
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
     if lmms_eval:
         files += write_lmms_eval(out, sorted(plan), config.eval.temperature, config.eval.max_tokens)
-    return files
+    added, warned = write_metadata(
+        run,
+        out,
+        config,
+        files,
+        all_rows,
+        editors,
+        name=name,
+        guid=guid,
+        verified=not unverified,
+        measured_biases=[health_biases_text(health)],
+    )
+    warnings += warned
+    return files + added
 
 
 def _write_rows(
@@ -222,6 +250,7 @@ def _write_rows(
     sizes: dict[str, int],
     tsv_rows: list[dict[str, Any]] | None,
     progress: StepProgress,
+    canary: str | None = None,
 ) -> list[str]:
     """The Parquet file of every task (and the VLMEvalKit TSVs for ``tsv_rows``), one row group at a
     time: each group's images are read once, written, and let go."""
@@ -230,7 +259,7 @@ def _write_rows(
     progress("write", 0, total)
     files: list[str] = []
     with ExitStack() as stack:
-        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows)) if tsv_rows is not None else None
+        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows, canary)) if tsv_rows is not None else None
         for task, groups in plan.items():
             with task_parquet(out, task) as write_group:
                 for group in groups:

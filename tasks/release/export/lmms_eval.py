@@ -220,7 +220,7 @@ def doc_to_text(doc):
 
 
 # The release's tasks in benchmark order (written from each task's spec by the export).
-TASKS = {e["id"]: e for e in json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8"))}
+TASKS = {e["id"]: e for e in json.load(open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8")) if "id" in e}  # the entry without an id is the canary
 WEIGHTS = {t: e["weight"] for t, e in TASKS.items()}
 
 

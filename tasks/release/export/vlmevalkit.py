@@ -101,10 +101,12 @@ class TsvWriter:
     Remembers only text: which images (by name) a row already carried, and the group index of
     each cyclic MC question."""
 
-    def __init__(self, stream: TextIO, qtype: str):
+    def __init__(self, stream: TextIO, qtype: str, canary: str | None = None):
         self.qtype = qtype
         self.writer = csv.writer(stream, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        self.writer.writerow(HEADERS[qtype])
+        # the benchmark's canary GUID (tasks.release.export.canary) as a last column of every row
+        self.tail = [canary] if canary else []
+        self.writer.writerow(HEADERS[qtype] + (["canary"] if canary else []))
         self.first: dict[tuple[str, ...], int] = {}  # image names -> index of the row that carries them
         self.groups: dict[tuple, int] = {}  # circular MC: question -> its group index
         self.rows = 0
@@ -146,10 +148,11 @@ class TsvWriter:
                         r["answer"],
                         *common,
                         r.get("rotation") or 0,
+                        *self.tail,
                     ]
                 )
             elif self.qtype == "YN":
-                self.writer.writerow([index, image, path, r["question"], r["answer"], *common])
+                self.writer.writerow([index, image, path, r["question"], r["answer"], *common, *self.tail])
             else:
                 answers = repr([str(r["answer"])] * VQA_REFERENCES)  # VLMEvalKit reads a list with eval()
                 self.writer.writerow(
@@ -162,6 +165,7 @@ class TsvWriter:
                         *common,
                         r["rubric"] or "",
                         json.dumps(list(r.get("prior_terms") or [])),
+                        *self.tail,
                     ]
                 )
 
@@ -233,11 +237,11 @@ def card_lines() -> list[str]:
 
 
 @contextmanager
-def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> Iterator[TsvFiles]:
+def write_vlmevalkit(out: Any, rows: list[dict[str, Any]], canary: str | None = None) -> Iterator[TsvFiles]:
     """Open one TSV per question type present in ``rows`` (every released row, without image
     bytes) in ``out`` (a RunFS of the release); the caller adds the rows a group at a time, in
     release order. The files and the config appear when the block ends; ``files`` lists their
-    release-relative paths."""
+    release-relative paths. ``canary``: the GUID every row carries in a last ``canary`` column."""
     present = [q for q in CLASSES if any(r["qtype"] == q for r in rows)]
     names = [dataset_name(rows, q) for q in present]
     rels = [f"vlmevalkit/{n}.tsv" for n in names]
@@ -246,7 +250,7 @@ def write_vlmevalkit(out: Any, rows: list[dict[str, Any]]) -> Iterator[TsvFiles]
         for qtype, rel in zip(present, rels):
             stream = io.TextIOWrapper(stack.enter_context(out.write_stream_atomic(rel)), encoding="utf-8", newline="")
             stack.callback(stream.detach)  # flushed and let go before the file is closed and published
-            writers.append(TsvWriter(stream, qtype))
+            writers.append(TsvWriter(stream, qtype, canary))
         files = TsvFiles(writers, list(rels))
         yield files
     if names:

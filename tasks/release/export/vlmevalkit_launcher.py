@@ -67,7 +67,7 @@ def _load(name):
 parsing = _load("reactbench_parsing")
 judge = _load("reactbench_judge")
 with open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8") as _f:
-    TASKS = {e["id"]: e for e in json.load(_f)}
+    TASKS = {e["id"]: e for e in json.load(_f) if "id" in e}  # the one entry without an id is the canary
 
 
 def _text(value):

@@ -1,0 +1,54 @@
+"""The release's metadata step, run last in the staging folder before it is sealed: the canary
+into every text file, then ``croissant.json`` over the finished files (their sha256 final)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from storage.fs import RunFS
+from tasks.release.export.canary import stamp_release
+from tasks.release.export.croissant import build_croissant, warnings_for, write_croissant
+from tasks.release.export.provenance import read_provenance
+
+DEFAULT_VERSION = "1.0.0"
+
+
+def release_version(config: Any) -> str:
+    """The release's version: ``release.version`` where the config has one (the versions lane's
+    section), else :data:`DEFAULT_VERSION`."""
+    return str(getattr(getattr(config, "release", None), "version", None) or DEFAULT_VERSION)
+
+
+def write_metadata(
+    run: RunFS,
+    out: RunFS,
+    config: Any,
+    files: list[str],
+    rows: list[dict[str, Any]],
+    editors: list[dict[str, Any]],
+    *,
+    name: str,
+    guid: str,
+    verified: bool,
+    measured_biases: Sequence[str] = (),
+) -> tuple[list[str], list[str]]:
+    """Stamp ``files`` (release paths in ``out``) with the canary and write ``croissant.json``
+    (``measured_biases``: the health figures' sentences for ``rai:dataBiases``); returns the paths
+    added and the warnings (author's fields left empty)."""
+    stamp_release(out, files, guid)
+    prov = read_provenance(run, config, verified)
+    doc = build_croissant(
+        out,
+        files,
+        rows,
+        prov,
+        config,
+        name=name,
+        version=release_version(config),
+        guid=guid,
+        editors=editors,
+        verified=verified,
+        measured_biases=measured_biases,
+    )
+    return [write_croissant(out, doc)], warnings_for(config.datasheet)
