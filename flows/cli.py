@@ -398,6 +398,9 @@ def _mount_subcommands() -> None:
 
     app.add_typer(review_app, name="review")
     app.add_typer(reuse_app, name="reuse")
+    from flows.cli_release import release_app
+
+    app.add_typer(release_app, name="release")
     register(app)
     __import__("flows.cli_audit", fromlist=["register"]).register(app)
     __import__("flows.cli_plugins", fromlist=["register"]).register(app)

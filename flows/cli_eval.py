@@ -57,6 +57,20 @@ def export_cmd(
         "--replace",
         help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool.",
     ),
+    version: str | None = typer.Option(
+        None, "--version", help="The release's version, e.g. 1.1.0 (default: export.version; none = unversioned)."
+    ),
+    previous: str | None = typer.Option(
+        None, "--previous", help="The previous release (folder or URL): its diff to this one becomes CHANGELOG.md."
+    ),
+    hub_repo: str | None = typer.Option(
+        None, "--hub-repo", help="Hub dataset repo the release is pushed to, owner/name (default: export.hub_repo)."
+    ),
+    revision: str | None = typer.Option(
+        None,
+        "--revision",
+        help="Hub revision (commit or tag) the lmms-eval tasks pin; needs --hub-repo (default: export.revision).",
+    ),
 ) -> None:
     """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval).
 
@@ -69,7 +83,8 @@ def export_cmd(
 
     require_extra("datasets", "export", "reactbench export")  # before --out or the run is touched
     try:
-        cfg = _config(config, run_dir)
+        pins = {"export.version": version, "export.hub_repo": hub_repo, "export.revision": revision}
+        cfg = _config(config, run_dir, pins)
         with StepBars("export", console) as steps:
             summary = export_benchmark(
                 RunFS.open(str(run_dir)),
@@ -80,6 +95,7 @@ def export_cmd(
                 lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
                 replace=replace,
                 progress=steps,
+                previous=previous,
             )
     except (InputsMissing, ValueError) as exc:
         _fail(exc)
