@@ -1,4 +1,4 @@
-"""``reactbench release diff OLD NEW``: what changed between two releases (``tasks.release.diff``).
+"""``reactbench release diff OLD NEW``: what changed between two releases (``tasks.release.export.diff``).
 
 The ``release`` group is shared with ``release canary``; ``flows/cli.py`` mounts :data:`release_app`.
 """
@@ -22,7 +22,7 @@ def diff_cmd(
 ) -> None:
     """List the items added, removed and changed per task and question type, with their reasons."""
     from flows.cli_output import print_error
-    from tasks.release.diff import diff_urls, json_line
+    from tasks.release.export.diff import diff_urls, json_line
 
     try:
         d = diff_urls(old, new)
@@ -48,4 +48,5 @@ def diff_cmd(
             out.print(f"{kind}: {n:,} x {reason}", markup=False)
     if items:
         for c in d.changes:
-            out.print(f"{c['change']:8} {c['id']} {c['task']} {c['qtype']}: {c['reason']}", markup=False)
+            more = f" ({c['detail']})" if c["detail"] else ""
+            out.print(f"{c['change']:8} {c['id']} {c['task']} {c['qtype']}: {c['reason']}{more}", markup=False)

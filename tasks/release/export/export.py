@@ -25,8 +25,8 @@ from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.card import editor_stats, render_card
+from tasks.release.export.diff import Release, changelog, diff_releases, load_release
 from tasks.release.export.hf import data_file, row_groups, task_parquet
-from tasks.release.diff import Release, changelog, diff_releases, load_release
 from tasks.release.export.lmms_eval import hub_source, write_lmms_eval
 from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
@@ -202,7 +202,9 @@ def _write_release(
     files.append(write_index(out, all_rows, dropped or {}))
     changes = None
     if previous is not None:
-        changes = diff_releases(previous, Release(out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {}))
+        changes = diff_releases(
+            previous, Release(out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {})
+        )
         out.write_text_atomic(CHANGELOG, changelog(changes))
         files.append(CHANGELOG)
     edit_reader = addresses.EDITS.reader(run)
@@ -216,7 +218,9 @@ def _write_release(
         verified=not unverified,
         vlmevalkit=vlmevalkit,
     )
-    card += "\n" + "\n".join(card_lines(version, previous.label if previous else None, changes.summary() if changes else None))
+    card += "\n" + "\n".join(
+        card_lines(version, previous.label if previous else None, changes.summary() if changes else None)
+    )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
     if lmms_eval:

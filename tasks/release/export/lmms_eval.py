@@ -66,7 +66,11 @@ def _task_config(
     dataset: dict[str, Any] = (
         {"dataset_path": hub["repo"], "dataset_name": dataset_name, "dataset_kwargs": {"revision": hub["revision"]}}
         if hub
-        else {"dataset_path": "parquet", "dataset_name": dataset_name, "dataset_kwargs": {"data_files": {"test": files}}}
+        else {
+            "dataset_path": "parquet",
+            "dataset_name": dataset_name,
+            "dataset_kwargs": {"data_files": {"test": files}},
+        }
     )
     cfg = {
         "task": name,

@@ -8,7 +8,7 @@ item's id is derived from its content upstream (candidate -> instruction -> edit
 instruction, editor and question set give the same id in every build; the hashes tell a
 changed item from an unchanged one. Questions the run holds but did not release (not accepted
 in review, image missing) are listed too, with ``released: false`` and the reason, so that
-``reactbench release diff`` can say why an item left. :mod:`tasks.release.diff` compares two
+``reactbench release diff`` can say why an item left. :mod:`tasks.release.export.diff` compares two
 indexes; releases written before the index existed are read from their Parquet rows instead.
 """
 
@@ -70,7 +70,9 @@ def item_entry(row: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def not_released(run: RunFS, released: set[str], unverified: bool, rejects: Iterable[dict[str, Any]]) -> dict[str, str]:
+def not_released(
+    run: RunFS, released: set[str], unverified: bool, rejects: Iterable[dict[str, Any]]
+) -> dict[str, str]:
     """Question id -> why the run holds it but the release does not: the export's own rejects
     (image missing) and, for a verified release, every question of ``qa/questions`` that the
     review did not accept."""

@@ -115,7 +115,10 @@ def _parquet_rows(folder: RunFS, manifest: dict[str, Any]) -> Iterator[dict[str,
 
 def _slot(e: dict[str, Any]) -> tuple:
     """Where an item sits: the same slot in both releases under another id means it was made again."""
-    return tuple(e.get(k) for k in ("task", "source", "source_image_id", "editor", "question_set", "qid", "image_role", "rotation"))
+    return tuple(
+        e.get(k)
+        for k in ("task", "source", "source_image_id", "editor", "question_set", "qid", "image_role", "rotation")
+    )
 
 
 def _image(e: dict[str, Any]) -> tuple:
@@ -134,40 +137,51 @@ def diff_releases(old: Release, new: Release) -> ReleaseDiff:
     removed_slots = {_slot(e): e for e in removed}
     changes: list[dict[str, Any]] = []
 
-    def note(e: dict[str, Any], change: str, reason: str) -> None:
-        changes.append({"id": e["id"], "change": change, "task": e.get("task"), "qtype": e.get("qtype"), "reason": reason})
+    def note(e: dict[str, Any], change: str, reason: str, detail: str = "") -> None:
+        changes.append(
+            {
+                "id": e["id"],
+                "change": change,
+                "task": e.get("task"),
+                "qtype": e.get("qtype"),
+                "reason": reason,
+                "detail": detail,
+            }
+        )
 
     for e in removed:
         twin = added_slots.get(_slot(e))
         if e["id"] in new.dropped:
-            reason = new.dropped[e["id"]]
+            note(e, "removed", new.dropped[e["id"]])
         elif e.get("editor") not in new_editors:
-            reason = f"editor {e.get('editor')} removed"
+            note(e, "removed", f"editor {e.get('editor')} removed")
         elif _image(e) not in new_images:
-            reason = f"source image removed ({e.get('source')} {e.get('source_image_id')})"
+            note(e, "removed", "its source image is in no item of the new release", _image_name(e))
         elif twin is not None:
-            reason = f"made again as {twin['id']}: {_remade(e, twin)}"
+            note(e, "removed", _remade(e, twin), f"made again as {twin['id']}")
         else:
-            reason = "no longer selected by the build (mining, instruction or edit outcome)"
-        note(e, "removed", reason)
+            note(e, "removed", "no longer selected by the build (mining, instruction or edit outcome)", _image_name(e))
     for e in added:
         twin = removed_slots.get(_slot(e))
         if e.get("editor") not in old_editors:
-            reason = f"new editor {e.get('editor')}"
+            note(e, "added", f"new editor {e.get('editor')}")
         elif _image(e) not in old_images:
-            reason = f"new source image ({e.get('source')} {e.get('source_image_id')})"
+            note(e, "added", "new source image", _image_name(e))
         elif twin is not None:
-            reason = f"replaces {twin['id']}: {_remade(twin, e)}"
+            note(e, "added", _remade(twin, e), f"replaces {twin['id']}")
         else:
-            reason = "new item on a source image already released"
-        note(e, "added", reason)
+            note(e, "added", "new item on a source image already released", _image_name(e))
     for i in sorted(set(old.items) & set(new.items)):
         a, b = old.items[i].get("content") or {}, new.items[i].get("content") or {}
         parts = [k for k in CONTENT if a.get(k) != b.get(k)]
         if parts:
-            note(new.items[i], "changed", "changed: " + ", ".join(parts))
+            note(new.items[i], "changed", "changed: " + ", ".join(parts), _image_name(new.items[i]))
     changes.sort(key=lambda c: (KINDS.index(c["change"]), c["task"] or "", c["qtype"] or "", c["id"]))
     return ReleaseDiff(old, new, changes)
+
+
+def _image_name(e: dict[str, Any]) -> str:
+    return f"{e.get('source')} image {e.get('source_image_id')}"
 
 
 def _remade(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -207,5 +221,6 @@ def changelog(d: ReleaseDiff) -> str:
         if rows:
             w(f"\n## {kind.capitalize()} items\n\n")
             for c in rows:
-                w(f"- `{c['id']}` {c['task']} {c['qtype']}: {c['reason']}\n")
+                more = f" ({c['detail']})" if c.get("detail") else ""
+                w(f"- `{c['id']}` {c['task']} {c['qtype']}: {c['reason']}{more}\n")
     return buf.getvalue()
