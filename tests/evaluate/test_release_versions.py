@@ -45,7 +45,7 @@ def releases(tmp_path_factory):
     root = tmp_path_factory.mktemp("versions")
     write_run(root / "run1", editors=("classical",))
     write_run(root / "run2", editors=("classical", "lama"))
-    _export(root / "run1", root / "v1", "--unverified", "--version", "1.0.0", "--vlmevalkit", "--lmms-eval")
+    _export(root / "run1", root / "v1", "--unverified", "--version", "1.0.0", "--lmms-eval")
     _export(
         root / "run2",
         root / "v2",

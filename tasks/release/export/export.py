@@ -167,6 +167,7 @@ def _export_locked(
             progress=progress,
             dropped=dropped,
             previous=previous,
+            release_url=out.url,
         )
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
@@ -194,8 +195,10 @@ def _write_release(
     progress: StepProgress,
     dropped: dict[str, str] | None = None,
     previous: Release | None = None,
+    release_url: str = "",
 ) -> list[str]:
-    """Every file of the release into ``out`` (the staging folder); returns their paths."""
+    """Every file of the release into ``out`` (the staging folder; ``release_url`` is where it goes);
+    returns their paths."""
     version = config.export.version
     all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
     files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, version)
@@ -203,7 +206,8 @@ def _write_release(
     changes = None
     if previous is not None:
         changes = diff_releases(
-            previous, Release(out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {})
+            previous,
+            Release(release_url or out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {}),
         )
         out.write_text_atomic(CHANGELOG, changelog(changes))
         files.append(CHANGELOG)
