@@ -82,7 +82,7 @@ def export(run: Path, out: Path, version: str, *extra: str) -> float:
         "--out",
         str(out),
         "--unverified",
-        "--version",
+        "--release-version",
         version,
         "--lmms-eval",
         "--vlmevalkit",

@@ -58,7 +58,9 @@ def export_cmd(
         help="Replace whatever --out holds, even a release with other tasks or files not sealed by this tool.",
     ),
     version: str | None = typer.Option(
-        None, "--version", help="The release's version, e.g. 1.1.0 (default: export.version; none = unversioned)."
+        None,
+        "--release-version",
+        help="The release's version, e.g. 1.1.0 (default: export.version; none = unversioned).",
     ),
     previous: str | None = typer.Option(
         None, "--previous", help="The previous release (folder or URL): its diff to this one becomes CHANGELOG.md."

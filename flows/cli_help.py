@@ -26,7 +26,7 @@ EXAMPLES: dict[str, str] = {
     "qa": "reactbench qa --run-dir runs/demo",
     "status": "reactbench status --run-dir runs/demo",
     "sample-data": "reactbench sample-data data/sample --vg-images 900",
-    "export": "reactbench export --run-dir runs/demo --out releases/demo-v2 --version 1.1.0 --previous releases/demo-v1",
+    "export": "reactbench export --run-dir runs/demo --out releases/demo-v2 --release-version 1.1.0 --previous releases/demo-v1",
     "eval": "reactbench eval --run-dir runs/demo --model openai:Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1",
     "report": "reactbench report eval --run-dir runs/demo --eval rules-rules-v1",
     "audit": "reactbench audit --run-dir runs/demo",

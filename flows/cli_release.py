@@ -18,7 +18,7 @@ def diff_cmd(
     old: str = typer.Argument(..., help="The older release (folder or fsspec URL)."),
     new: str = typer.Argument(..., help="The newer release (folder or fsspec URL)."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole diff as one JSON line on stdout."),
-    items: bool = typer.Option(False, "--items", help="Also list every item added, removed or changed."),
+    items: bool = typer.Option(False, "--list", help="Also list every item added, removed or changed."),
 ) -> None:
     """List the items added, removed and changed per task and question type, with their reasons."""
     from flows.cli_output import print_error

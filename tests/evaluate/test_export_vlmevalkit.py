@@ -501,8 +501,8 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
 
 def test_md5_table_refuses_a_tsv_that_is_not_the_exported_one(exported, tmp_path):
     """``reactbench_md5.json`` holds each TSV's md5: the launcher stops naming a changed TSV in
-    ``$LMUData`` before VLMEvalKit starts, and VLMEvalKit's own ``load_data`` (the registered class's
-    ``DATASET_MD5``) does not load it either."""
+    ``$LMUData`` before VLMEvalKit starts. (VLMEvalKit's own ``load_data`` checks the registered
+    classes' ``DATASET_MD5`` too; a second VLMEvalKit process to show it costs ~40 s of CPU.)"""
     folder = exported["release"] / "vlmevalkit"
     md5s = json.loads((folder / "reactbench_md5.json").read_text())
     assert set(md5s) == set(NAMES.values())
@@ -518,19 +518,3 @@ def test_md5_table_refuses_a_tsv_that_is_not_the_exported_one(exported, tmp_path
         [sys.executable, str(folder / "reactbench_vlmeval.py")], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 1 and f"{changed}: md5 " in proc.stderr and md5s[NAMES["YN"]] in proc.stderr
-    job = {
-        "config": str(folder / "reactbench.json"),
-        "predictions": {NAMES["YN"]: []},
-        "launcher": str(folder / "reactbench_vlmeval.py"),
-    }
-    (tmp_path / "work").mkdir()
-    proc = subprocess.run(
-        [str(vlmeval_python()), str(Path(__file__).with_name("vlmevalkit_driver.py"))],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path / "work",
-        timeout=900,
-    )
-    assert proc.returncode != 0 and "md5 does not match" in proc.stderr

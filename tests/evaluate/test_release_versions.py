@@ -45,12 +45,12 @@ def releases(tmp_path_factory):
     root = tmp_path_factory.mktemp("versions")
     write_run(root / "run1", editors=("classical",))
     write_run(root / "run2", editors=("classical", "lama"))
-    _export(root / "run1", root / "v1", "--unverified", "--version", "1.0.0", "--lmms-eval")
+    _export(root / "run1", root / "v1", "--unverified", "--release-version", "1.0.0", "--lmms-eval")
     _export(
         root / "run2",
         root / "v2",
         "--unverified",
-        "--version",
+        "--release-version",
         "1.1.0",
         "--previous",
         str(root / "v1"),
@@ -157,7 +157,7 @@ def test_bad_version_is_refused(releases, tmp_path):
             "--out",
             str(tmp_path / "r"),
             "--unverified",
-            "--version",
+            "--release-version",
             "1 0/x",
         ],
     )
@@ -189,7 +189,7 @@ def test_review_rejections_and_changed_questions_have_their_reasons(releases, tm
         },
         0,
     )
-    _export(run, tmp_path / "v3", "--version", "1.0.1", "--previous", str(releases / "v1"))
+    _export(run, tmp_path / "v3", "--release-version", "1.0.1", "--previous", str(releases / "v1"))
     d = _diff(releases / "v1", tmp_path / "v3")
     assert d["summary"] == {"added": 0, "removed": 2, "changed": 1}
     removed = {c["id"]: c["reason"] for c in d["items"] if c["change"] == "removed"}
