@@ -112,6 +112,7 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	$(PY) benchmarks/reuse_object_store.py
 	$(PY) benchmarks/reuse_packs.py
 	$(PY) benchmarks/reply_parsing.py
+	$(PY) benchmarks/release_versions.py
 	@test -d $(BENCH_RELEASE)/vlmevalkit || { $(BIN)/reactbench build --config configs/demo.yaml --run-dir $(BENCH_RUN) \
 	  && $(BIN)/reactbench export --run-dir $(BENCH_RUN) --out $(BENCH_RELEASE) --unverified --vlmevalkit; }
 	$(PY) benchmarks/vlmevalkit_size.py $(BENCH_RELEASE)

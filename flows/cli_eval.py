@@ -63,6 +63,22 @@ def export_cmd(
         "--strict",
         help="Refuse a build over a health: threshold (trivial or blind-prior accuracy, duplicate share), naming each figure; without it they are warnings.",
     ),
+    version: str | None = typer.Option(
+        None,
+        "--release-version",
+        help="The release's version, e.g. 1.1.0 (default: export.version; none = unversioned).",
+    ),
+    previous: str | None = typer.Option(
+        None, "--previous", help="The previous release (folder or URL): its diff to this one becomes CHANGELOG.md."
+    ),
+    hub_repo: str | None = typer.Option(
+        None, "--hub-repo", help="Hub dataset repo the release is pushed to, owner/name (default: export.hub_repo)."
+    ),
+    revision: str | None = typer.Option(
+        None,
+        "--revision",
+        help="Hub revision (commit or tag) the lmms-eval tasks pin; needs --hub-repo (default: export.revision).",
+    ),
 ) -> None:
     """Write the benchmark as a `datasets` folder with a dataset card (plus optional TSV / lmms-eval).
 
@@ -76,7 +92,8 @@ def export_cmd(
 
     require_extra("datasets", "export", "reactbench export")  # before --out or the run is touched
     try:
-        cfg = _config(config, run_dir)
+        pins = {"export.version": version, "export.hub_repo": hub_repo, "export.revision": revision}
+        cfg = _config(config, run_dir, pins)
         with StepBars("export", console) as steps:
             summary = export_benchmark(
                 RunFS.open(str(run_dir)),
@@ -88,6 +105,7 @@ def export_cmd(
                 replace=replace,
                 strict=strict,
                 progress=steps,
+                previous=previous,
             )
     except (InputsMissing, DamagedInput, ValueError) as exc:
         _fail(exc)

@@ -26,7 +26,7 @@ EXAMPLES: dict[str, str] = {
     "qa": "reactbench qa --run-dir runs/demo",
     "status": "reactbench status --run-dir runs/demo",
     "sample-data": "reactbench sample-data data/sample --vg-images 900",
-    "export": "reactbench export --run-dir runs/demo --out releases/demo-v1",
+    "export": "reactbench export --run-dir runs/demo --out releases/demo-v2 --release-version 1.1.0 --previous releases/demo-v1",
     "eval": "reactbench eval --run-dir runs/demo --model openai:Qwen/Qwen2.5-VL-7B-Instruct --base-url http://localhost:8000/v1",
     "report": "reactbench report eval --run-dir runs/demo --eval rules-rules-v1",
     "audit": "reactbench audit --run-dir runs/demo",
@@ -40,6 +40,8 @@ EXAMPLES: dict[str, str] = {
     "reuse": "reactbench reuse stats --run-dir runs/demo",
     "reuse prune": "reactbench reuse prune --keep-days 30 --run-dir runs/demo",
     "reuse stats": "reactbench reuse stats --run-dir runs/demo",
+    "release": "reactbench release diff releases/demo-v1 releases/demo-v2",
+    "release diff": "reactbench release diff releases/demo-v1 releases/demo-v2 --json",
 }
 
 

@@ -27,8 +27,8 @@ from tasks.engine.config import (
     QAConfig,
     ReviewConfig,
 )
-from tasks.release.health.config import HealthConfig
 from tasks.release.export.datasheet import DatasheetConfig
+from tasks.release.health.config import HealthConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"

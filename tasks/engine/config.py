@@ -100,6 +100,19 @@ class ExportConfig(Section):
         description="also write the VLMEvalKit release: a TSV per question type (PNG images), the --config file naming their classes and the launcher that registers them, scoring with the release's parser",
     )
     lmms_eval_yaml: bool = Field(False, description="also write an lmms-eval task YAML")
+    version: str | None = Field(
+        None,
+        pattern=r"^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$",
+        description="the release's version (e.g. 1.1.0): recorded in its manifest and card, and in the VLMEvalKit file names; null = unversioned",
+    )
+    hub_repo: str | None = Field(
+        None,
+        description="Hugging Face dataset repo the release is pushed to (owner/name): the lmms-eval tasks load it from there when export.revision is set",
+    )
+    revision: str | None = Field(
+        None,
+        description="hub revision (commit sha or tag) the lmms-eval tasks pin with dataset_kwargs.revision; needs export.hub_repo",
+    )
 
 
 class EvalConfig(Section):

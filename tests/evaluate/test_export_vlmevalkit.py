@@ -497,3 +497,24 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
     assert differs >= 2, (
         "VLMEvalKit's own extraction reads these replies differently: the launcher is what makes them agree"
     )
+
+
+def test_md5_table_refuses_a_tsv_that_is_not_the_exported_one(exported, tmp_path):
+    """``reactbench_md5.json`` holds each TSV's md5: the launcher stops naming a changed TSV in
+    ``$LMUData`` before VLMEvalKit starts. (VLMEvalKit's own ``load_data`` checks the registered
+    classes' ``DATASET_MD5`` too; a second VLMEvalKit process to show it costs ~40 s of CPU.)"""
+    folder = exported["release"] / "vlmevalkit"
+    md5s = json.loads((folder / "reactbench_md5.json").read_text())
+    assert set(md5s) == set(NAMES.values())
+    lmudata = tmp_path / "LMUData"
+    lmudata.mkdir()
+    for name, digest in md5s.items():
+        shutil.copy(folder / f"{name}.tsv", lmudata / f"{name}.tsv")
+        assert hashlib.md5((lmudata / f"{name}.tsv").read_bytes()).hexdigest() == digest
+    changed = lmudata / f"{NAMES['YN']}.tsv"
+    changed.write_text(changed.read_text(encoding="utf-8").replace("\tYes\t", "\tNo\t", 1), encoding="utf-8")
+    env = dict(os.environ, LMUData=str(lmudata), PYTHONPATH="")
+    proc = subprocess.run(
+        [sys.executable, str(folder / "reactbench_vlmeval.py")], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1 and f"{changed}: md5 " in proc.stderr and md5s[NAMES["YN"]] in proc.stderr

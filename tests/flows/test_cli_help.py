@@ -32,6 +32,7 @@ SHARED_OPTIONS = {
     "--reuse-dir": "a shared reuse store instead of the run's",
     "--unverified": "read qa/questions and edit/edits instead of the review export",
     "--help": "show the help",
+    "--json": "print the result as JSON on stdout instead of a table",
 }
 
 

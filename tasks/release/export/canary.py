@@ -67,6 +67,9 @@ def stamp(rel: str, text: str, guid: str) -> str:
             # a table of objects keyed by "id" (reactbench_tasks.json): its readers skip the entry without one
             return json.dumps([{KEY: line}, *doc], indent=indent, ensure_ascii=False) + end
         raise CanaryError(f"{rel}: a JSON {type(doc).__name__} of this shape cannot carry a canary; make it an object")
+    if rel.endswith(".jsonl"):
+        # a first record of its own (release_items.jsonl): its readers skip the line without an id
+        return json.dumps({KEY: line}, ensure_ascii=False) + "\n" + text
     if rel.endswith(".txt"):
         return f"{line}\n{text}"
     raise CanaryError(f"{rel}: no way to add the canary to a {posixpath.splitext(rel)[1]} file without breaking it")

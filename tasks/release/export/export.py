@@ -28,12 +28,14 @@ from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.canary import canary_guid, canary_string
 from tasks.release.export.card import editor_stats, render_card
 from tasks.release.export.datasheet import DEFAULT_NAME
+from tasks.release.export.diff import Release, changelog, diff_releases, load_release
 from tasks.release.export.front_matter import front_matter
 from tasks.release.export.hf import data_file, row_groups, task_parquet
-from tasks.release.export.lmms_eval import write_lmms_eval
+from tasks.release.export.lmms_eval import hub_source, write_lmms_eval
 from tasks.release.export.metadata import write_metadata
 from tasks.release.export.rows import image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
+from tasks.release.export.versions import CHANGELOG, card_lines, check_version, item_entry, not_released, write_index
 from tasks.release.export.vlmevalkit import write_vlmevalkit
 from tasks.release.health.figures import health_biases_text, release_health
 from tasks.release.items import edit_annotations, read_inputs
@@ -80,6 +82,7 @@ def export_benchmark(
     replace: bool = False,
     strict: bool = False,
     progress: StepProgress = no_progress,
+    previous: str | None = None,
 ) -> ExportSummary:
     """Write the ``datasets`` folder (and optional TSV / lmms-eval files) to ``out`` as one sealed set.
 
@@ -96,7 +99,12 @@ def export_benchmark(
     The health figures (``tasks.release.health``) go into the card; ``strict`` refuses a build over
     a ``health:`` threshold (:class:`tasks.release.health.gate.HealthRefused`, before anything is
     written), else the figures over one are returned as ``health_warnings``.
+    The release's version is ``config.export.version``; ``previous`` (a release folder or URL, read
+    before anything is written, so it may be ``out`` itself) adds ``CHANGELOG.md``: the diff from it.
     """
+    check_version(config.export.version)
+    hub_source(config.export)  # a revision without a repo is refused before anything is written
+    old = load_release(previous) if previous else None
     out = refuse_release_target(out, run)  # resolved: never a run directory, nor inside or above one
     with release_lock(out):  # one writer of the release at a time
         recover(out)  # what a killed export left: the old release put back, temporary folders removed
@@ -112,6 +120,7 @@ def export_benchmark(
             replace=replace,
             strict=strict,
             progress=progress,
+            previous=old,
         )
 
 
@@ -127,6 +136,7 @@ def _export_locked(
     replace: bool,
     strict: bool,
     progress: StepProgress,
+    previous: Release | None = None,
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
     progress("read", 0, None)
@@ -158,8 +168,16 @@ def _export_locked(
         1,
         f"read {sum(counts.values()):,} questions of {len(counts)} task(s) ({len(rejects)} rejected: image missing)",
     )
-    extra = {"canary": canary_string(guid), "counts": counts, "verified": not unverified, "rejected": len(rejects)}
+    extra = {
+        "canary": canary_string(guid),
+        "counts": counts,
+        "verified": not unverified,
+        "rejected": len(rejects),
+        "version": config.export.version,
+    }
     warnings: list[str] = []
+    released = {r["id"] for rows in by_task.values() for r in rows}
+    dropped = not_released(run, released, unverified, rejects)
     with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
         files = _write_release(
             run,
@@ -176,6 +194,9 @@ def _export_locked(
             lmms_eval=lmms_eval,
             health=health,
             progress=progress,
+            dropped=dropped,
+            previous=previous,
+            release_url=out.url,
         )
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
@@ -204,11 +225,24 @@ def _write_release(
     lmms_eval: bool,
     health: dict[str, Any],
     progress: StepProgress,
+    dropped: dict[str, str] | None = None,
+    previous: Release | None = None,
+    release_url: str = "",
 ) -> list[str]:
-    """Every file of the release into ``out`` (the staging folder); returns their paths and adds
-    the metadata's warnings to ``warnings``."""
+    """Every file of the release into ``out`` (the staging folder; ``release_url`` is where it goes);
+    returns their paths and adds the metadata's warnings to ``warnings``."""
+    version = config.export.version
     all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
-    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, guid)
+    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, guid, version)
+    files.append(write_index(out, all_rows, dropped or {}))
+    changes = None
+    if previous is not None:
+        changes = diff_releases(
+            previous,
+            Release(release_url or out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {}),
+        )
+        out.write_text_atomic(CHANGELOG, changelog(changes))
+        files.append(CHANGELOG)
     edit_reader = addresses.EDITS.reader(run)
     all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
     editors = editor_stats(all_edits, set(kept_edits), verified=not unverified)
@@ -223,10 +257,15 @@ def _write_release(
         health=health,
         extra_header=front_matter(all_rows, editors, not unverified),
     )
+    card += "\n" + "\n".join(
+        card_lines(version, previous.label if previous else None, changes.summary() if changes else None)
+    )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
     if lmms_eval:
-        files += write_lmms_eval(out, sorted(plan), config.eval.temperature, config.eval.max_tokens)
+        files += write_lmms_eval(
+            out, sorted(plan), config.eval.temperature, config.eval.max_tokens, hub_source(config.export)
+        )
     added, warned = write_metadata(
         run,
         out,
@@ -251,6 +290,7 @@ def _write_rows(
     tsv_rows: list[dict[str, Any]] | None,
     progress: StepProgress,
     canary: str | None = None,
+    version: str | None = None,
 ) -> list[str]:
     """The Parquet file of every task (and the VLMEvalKit TSVs for ``tsv_rows``), one row group at a
     time: each group's images are read once, written, and let go."""
@@ -259,7 +299,11 @@ def _write_rows(
     progress("write", 0, total)
     files: list[str] = []
     with ExitStack() as stack:
-        tsvs = stack.enter_context(write_vlmevalkit(out, tsv_rows, canary)) if tsv_rows is not None else None
+        tsvs = (
+            stack.enter_context(write_vlmevalkit(out, tsv_rows, canary=canary, version=version))
+            if tsv_rows is not None
+            else None
+        )
         for task, groups in plan.items():
             with task_parquet(out, task) as write_group:
                 for group in groups:

@@ -19,7 +19,10 @@ tests run the tasks under lmms-eval's own evaluator (command line and ``simple_e
 ``openai`` model against a loopback server) and compare React-Score, S_t and every verdict with
 ``reactbench eval`` on the same replies. lmms-eval renders prompts from docs whose image
 columns it removed, so the text hooks read text columns only. Generation follows the run's
-``eval`` section: ``do_sample`` is true exactly when the temperature is above 0.
+``eval`` section: ``do_sample`` is true exactly when the temperature is above 0. When the release
+is pushed to the Hugging Face hub and its revision is known (``export.hub_repo`` and
+``export.revision``, ``reactbench export --hub-repo --revision``), the YAMLs load that repo at that
+revision instead (``dataset_kwargs.revision``), so the task cannot be re-pointed to other data.
 """
 
 from __future__ import annotations
@@ -57,12 +60,21 @@ def _task_config(
     metrics: list[dict[str, Any]],
     process: str,
     gen: dict[str, Any],
+    hub: dict[str, str] | None = None,
 ) -> str:
+    # the release's own Parquet files beside the YAML, or the pushed release at a pinned revision
+    dataset: dict[str, Any] = (
+        {"dataset_path": hub["repo"], "dataset_name": dataset_name, "dataset_kwargs": {"revision": hub["revision"]}}
+        if hub
+        else {
+            "dataset_path": "parquet",
+            "dataset_name": dataset_name,
+            "dataset_kwargs": {"data_files": {"test": files}},
+        }
+    )
     cfg = {
         "task": name,
-        "dataset_path": "parquet",
-        "dataset_name": dataset_name,
-        "dataset_kwargs": {"data_files": {"test": files}},
+        **dataset,
         "test_split": "test",
         "output_type": "generate_until",
         "doc_to_visual": "!function utils.doc_to_visual",
@@ -78,7 +90,19 @@ def _task_config(
     return text.replace("'!function ", "!function ").replace("'\n", "\n")
 
 
-def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024) -> str:
+def hub_source(export: Any) -> dict[str, str] | None:
+    """``{"repo", "revision"}`` when the export config names a pushed revision (``export.hub_repo``
+    and ``export.revision``), else None (the tasks read the local Parquet files); a revision
+    without a repo is refused: it would pin nothing."""
+    revision, repo = getattr(export, "revision", None), getattr(export, "hub_repo", None)
+    if revision and not repo:
+        raise ValueError(
+            f"export.revision {revision!r} needs export.hub_repo (the dataset repo that revision belongs to; --hub-repo)"
+        )
+    return {"repo": repo, "revision": revision} if revision and repo else None
+
+
+def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024, hub: dict[str, str] | None = None) -> str:
     """One task's YAML: per-reply accuracy and the task score S_t (targeted items, main set)."""
     metrics = [
         {"metric": "accuracy", "aggregation": "mean", "higher_is_better": True},
@@ -91,6 +115,7 @@ def task_yaml(task: str, temperature: float = 0.2, max_tokens: int = 1024) -> st
         metrics,
         "process_results",
         generation_kwargs(temperature, max_tokens),
+        hub,
     )
 
 
@@ -111,7 +136,9 @@ def task_table(tasks: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def all_tasks_yaml(tasks: list[str], temperature: float = 0.2, max_tokens: int = 1024) -> str:
+def all_tasks_yaml(
+    tasks: list[str], temperature: float = 0.2, max_tokens: int = 1024, hub: dict[str, str] | None = None
+) -> str:
     """Every task in one lmms-eval task: accuracy, S_t per task and React-Score. The files are
     listed one by one: lmms-eval anchors ``data_files`` at the YAML only for existing files."""
     metrics = [
@@ -132,6 +159,7 @@ def all_tasks_yaml(tasks: list[str], temperature: float = 0.2, max_tokens: int =
         metrics,
         "process_results_all",
         generation_kwargs(temperature, max_tokens),
+        hub,
     )
 
 
@@ -310,10 +338,13 @@ for _task, _entry in TASKS.items():
 '''
 
 
-def write_lmms_eval(out: Any, tasks: list[str], temperature: float, max_tokens: int) -> list[str]:
-    """Write every lmms-eval file into ``out`` (a RunFS of the release); returns their paths."""
-    files = {f"lmms_eval/reactbench_{t}.yaml": task_yaml(t, temperature, max_tokens) for t in sorted(tasks)}
-    files["lmms_eval/reactbench_all.yaml"] = all_tasks_yaml(tasks, temperature, max_tokens)
+def write_lmms_eval(
+    out: Any, tasks: list[str], temperature: float, max_tokens: int, hub: dict[str, str] | None = None
+) -> list[str]:
+    """Write every lmms-eval file into ``out`` (a RunFS of the release); returns their paths.
+    ``hub`` (:func:`hub_source`) points the tasks at the pushed release, pinned to its revision."""
+    files = {f"lmms_eval/reactbench_{t}.yaml": task_yaml(t, temperature, max_tokens, hub) for t in sorted(tasks)}
+    files["lmms_eval/reactbench_all.yaml"] = all_tasks_yaml(tasks, temperature, max_tokens, hub)
     files["lmms_eval/utils.py"] = UTILS_PY
     files.update({f"lmms_eval/{k}": v for k, v in support_files(tasks).items()})
     for rel, text in files.items():

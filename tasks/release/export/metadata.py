@@ -15,9 +15,9 @@ DEFAULT_VERSION = "1.0.0"
 
 
 def release_version(config: Any) -> str:
-    """The release's version: ``release.version`` where the config has one (the versions lane's
-    section), else :data:`DEFAULT_VERSION`."""
-    return str(getattr(getattr(config, "release", None), "version", None) or DEFAULT_VERSION)
+    """The release's version for the Croissant file (which requires one): ``export.version``, else
+    :data:`DEFAULT_VERSION` for an unversioned export."""
+    return str(config.export.version or DEFAULT_VERSION)
 
 
 def write_metadata(

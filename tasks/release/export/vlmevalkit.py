@@ -29,6 +29,12 @@ eval``; the release therefore also ships ``vlmevalkit/reactbench_vlmeval.py`` an
 loads (:mod:`tasks.release.export.vlmevalkit_launcher`), and the config names the launcher's
 classes, so VLMEvalKit's scores equal ours on the same raw replies.
 
+A versioned release (``export.version``) puts the version in every TSV's name
+(``reactbench_v1_1_0_Y_N.tsv``), and every release ships ``vlmevalkit/reactbench_md5.json``, each
+TSV's md5: the launcher gives its classes that table as ``DATASET_MD5``, the table VLMEvalKit's
+``ImageBaseDataset.load_data`` checks a local TSV against, and refuses a TSV in ``$LMUData`` whose md5
+differs before VLMEvalKit starts (VLMEvalKit itself would try to download the file again).
+
 The files are written row group by row group with the Parquet files (:class:`TsvFiles`), in
 their row order; a group's images are read and converted once for all three files.
 """
@@ -43,10 +49,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any, TextIO
 
+from tasks.release.export.versions import md5_file, version_token
+
 LETTERS = "ABCDE"
 CIRCULAR_STRIDE = 1_000_000
 VQA_REFERENCES = 10  # VQAv2's annotator count: the soft score is min(1, matches among the others / 3)
 CONFIG = "vlmevalkit/reactbench.json"
+MD5_FILE = "vlmevalkit/reactbench_md5.json"  # TSV name -> md5: the launcher sets its classes' DATASET_MD5
 # VLMEvalKit's class of each question type's TSV; the config names our subclasses of them
 # (``tasks.release.export.vlmevalkit_launcher``), which score with the release's parser.
 CLASSES = {"MC": "ImageMCQDataset", "YN": "ImageYORNDataset", "SA": "ImageVQADataset"}
@@ -69,12 +78,14 @@ EXAMPLE_MODEL = {
 }
 
 
-def dataset_name(rows: list[dict[str, Any]], qtype: str) -> str:
-    """The VLMEvalKit dataset name (and TSV stem) of one question type's rows."""
+def dataset_name(rows: list[dict[str, Any]], qtype: str, version: str | None = None) -> str:
+    """The VLMEvalKit dataset name (and TSV stem) of one question type's rows; a versioned release
+    names its version (``reactbench_v1_1_0_Y_N``), so two versions never share a file in LMUData."""
+    prefix = "_".join(p for p in ("reactbench", version_token(version)) if p)
     if qtype == "MC":
         cyclic = any(int(r.get("rotation") or 0) for r in rows if r["qtype"] == "MC")
-        return "reactbench_MCQ_circular" if cyclic else "reactbench_MCQ"
-    return {"YN": "reactbench_Y_N", "SA": "reactbench_VQA"}[qtype]
+        return f"{prefix}_MCQ_circular" if cyclic else f"{prefix}_MCQ"
+    return prefix + {"YN": "_Y_N", "SA": "_VQA"}[qtype]
 
 
 def png_bytes(data: bytes) -> bytes:
@@ -237,13 +248,15 @@ def card_lines() -> list[str]:
 
 
 @contextmanager
-def write_vlmevalkit(out: Any, rows: list[dict[str, Any]], canary: str | None = None) -> Iterator[TsvFiles]:
+def write_vlmevalkit(
+    out: Any, rows: list[dict[str, Any]], canary: str | None = None, version: str | None = None
+) -> Iterator[TsvFiles]:
     """Open one TSV per question type present in ``rows`` (every released row, without image
     bytes) in ``out`` (a RunFS of the release); the caller adds the rows a group at a time, in
     release order. The files and the config appear when the block ends; ``files`` lists their
     release-relative paths. ``canary``: the GUID every row carries in a last ``canary`` column."""
     present = [q for q in CLASSES if any(r["qtype"] == q for r in rows)]
-    names = [dataset_name(rows, q) for q in present]
+    names = [dataset_name(rows, q, version) for q in present]
     rels = [f"vlmevalkit/{n}.tsv" for n in names]
     with ExitStack() as stack:
         writers = []
@@ -261,3 +274,6 @@ def write_vlmevalkit(out: Any, rows: list[dict[str, Any]], canary: str | None = 
             files.files.append(f"vlmevalkit/{name}")
         out.write_text_atomic(CONFIG, config_text(names, present))
         files.files.append(CONFIG)
+        md5s = {n: md5_file(out, rel) for n, rel in zip(names, rels)}  # what VLMEvalKit checks (DATASET_MD5)
+        out.write_text_atomic(MD5_FILE, json.dumps(md5s, indent=1, sort_keys=True) + "\n")
+        files.files.append(MD5_FILE)

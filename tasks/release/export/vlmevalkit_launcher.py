@@ -68,6 +68,11 @@ parsing = _load("reactbench_parsing")
 judge = _load("reactbench_judge")
 with open(os.path.join(_HERE, "reactbench_tasks.json"), encoding="utf-8") as _f:
     TASKS = {e["id"]: e for e in json.load(_f) if "id" in e}  # the one entry without an id is the canary
+_MD5_FILE = os.path.join(_HERE, "reactbench_md5.json")
+MD5 = {}  # TSV name -> md5, as exported: the classes' DATASET_MD5
+if os.path.exists(_MD5_FILE):
+    with open(_MD5_FILE, encoding="utf-8") as _f:
+        MD5 = {k: v for k, v in json.load(_f).items() if k != "canary"}  # the canary stamp is no dataset
 
 
 def _text(value):
@@ -135,7 +140,9 @@ def register():
         def _evaluate(self, eval_file, **judge_kwargs):
             return evaluate(eval_file, qtype)
 
-        cls = type(name, (base,), {"evaluate": _evaluate, "__doc__": base.__name__ + " scored with the reactbench parser."})
+        attrs = {"evaluate": _evaluate, "__doc__": base.__name__ + " scored with the reactbench parser."}
+        attrs["DATASET_MD5"] = {**getattr(base, "DATASET_MD5", {}), **MD5}
+        cls = type(name, (base,), attrs)
         setattr(datasets, name, cls)
         return cls
 
@@ -146,7 +153,25 @@ def register():
     }
 
 
+def check_tsvs():
+    """Stop, naming the file, when a TSV in $LMUData is not the one this release exported."""
+    import hashlib
+
+    root = os.environ.get("LMUData") or os.path.join(os.path.expanduser("~"), "LMUData")
+    for name, want in sorted(MD5.items()):
+        path = os.path.join(root, name + ".tsv")
+        if not os.path.exists(path):
+            continue
+        digest = hashlib.md5()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 23), b""):
+                digest.update(block)
+        if digest.hexdigest() != want:
+            sys.exit(f"{path}: md5 {digest.hexdigest()} is not this release's {want}; copy the release's vlmevalkit/{name}.tsv there again")
+
+
 if __name__ == "__main__":
+    check_tsvs()
     register()
     from vlmeval import run
 
