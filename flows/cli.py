@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from flows.cli_help import finish_help, version_option
 from flows.cli_lock import guard_writers
@@ -167,7 +168,7 @@ def run_stages_cli(
         console.print(
             f"{total - skipped} shard(s) run, {skipped} skipped, in {time.perf_counter() - started:.1f} s ({result.orchestrator} orchestration)."
         )
-    console.print(f"Run directory: {run_dir}")
+    console.print(f"Run directory: {run_dir}", markup=False)
 
 
 def _stage_names(stages: str | None) -> list[str] | None:
@@ -297,7 +298,7 @@ def status(run_dir: str = RunDirOpt) -> None:
     if not run.exists():
         console.print(f"{run_dir}: no such run directory", style="red", markup=False)
         raise typer.Exit(1)
-    table = Table(title=f"reactbench: {run_dir}")
+    table = Table(title=Text(f"reactbench: {run_dir}"))  # Text: `runs/star*[ab]` is a name, not markup
     for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
     reuse: list[str] = []

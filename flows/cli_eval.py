@@ -86,7 +86,8 @@ def export_cmd(
         return
     label = "UNVERIFIED " if unverified else ""
     console.print(
-        f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}"
+        f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}",
+        markup=False,
     )
 
 
@@ -169,7 +170,7 @@ def eval_cmd(
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}")
+    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}", markup=False)
 
 
 def _num(v: float | None) -> str:
@@ -211,7 +212,7 @@ def report_cmd(
     except (RuntimeError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
         return
-    console.print(f"{kind} report -> {where}")
+    console.print(f"{kind} report -> {where}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
