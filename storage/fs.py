@@ -25,6 +25,8 @@ import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
+from storage.literal_paths import UrlRefused, literal_url
+
 # Stores where one PUT publishes an object whole (no partial object is ever visible).
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
 # The extra of this package that installs a protocol's fsspec backend.
@@ -151,7 +153,10 @@ class RunFS:
     @classmethod
     def open(cls, url: str) -> RunFS:
         """The run directory at ``url``; :class:`StoreError` names the extra when its backend is missing."""
-        url = str(url)
+        try:
+            url = literal_url(str(url))
+        except UrlRefused as exc:
+            raise StoreError(str(exc)) from None
         try:
             fs, root = url_to_fs(url, **STORAGE_OPTIONS.get(url.split("://", 1)[0] if "://" in url else "file", {}))
         except ImportError as exc:
