@@ -111,6 +111,7 @@ def run_stages_cli(
     force_items: list[str] | None = None,
 ) -> None:
     from flows.cli_preflight import render, render_estimate
+    from flows.config_checks import check_runnable, config_source
     from flows.runtime import run_pipeline
     from tasks.engine.base import StageInputError
     from tasks.engine.reuse import check_force_items
@@ -120,6 +121,7 @@ def run_stages_cli(
     try:
         cfg = resolve_run_config(config, overrides, run_dir=run_dir)
         check_force_items(force_items or [], [e.key for e in cfg.editors])
+        check_runnable(cfg, stages, config_source(config, run_dir))  # before the run directory is touched
     except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2) from None

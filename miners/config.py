@@ -137,6 +137,9 @@ class MineConfig(Section):
         """An empty list would build an empty benchmark and exit 0."""
         if not tasks:
             raise ValueError(f"list at least one task; choices: {', '.join(task_ids())}")
+        twice = sorted({t for t in tasks if tasks.count(t) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed more than once; list each task once")
         return tasks
 
     @classmethod
