@@ -42,7 +42,9 @@ class RunSettings(Section):
         0,
         description="seed of every random choice (sampling, MC shuffles, editor seeds); 0 .. 2**32-1, as numpy takes it",
     )
-    shard_size: int = Field(64, ge=1, le=MAX_SHARD_SIZE, description="items per shard (one task run each)")
+    shard_size: int = Field(
+        64, ge=1, le=MAX_SHARD_SIZE, description="items per shard (one task run each), 1 .. 1,000,000"
+    )
     workers: int = Field(
         2,
         description="shards processed at once by the thread runner: 1 .. 32 per CPU of the machine running the stage",

@@ -45,7 +45,7 @@ class MineConfig(Section):
 
     tasks: tuple[TaskId, ...] = Field(
         default_factory=lambda: task_ids()[:1],
-        description="tasks to mine (and build), registered task ids; at least one (default: the first in benchmark order)",
+        description="tasks to mine (and build), registered task ids; at least one, each once (default: the first in benchmark order)",
     )
     canonical: Literal["name", "synset"] = Field(
         "name", description="group object classes by canonical name or by WordNet synset"

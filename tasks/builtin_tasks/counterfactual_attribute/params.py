@@ -12,7 +12,8 @@ class CounterfactualAttributeParams(Section):
     theta: float = Field(0.2, ge=0.0, le=1.0, description="minimum P(a|o)")
     top_k: int = Field(3, ge=1, description="dominant attributes kept per object")
     area_range: FloatRange = Field(
-        (0.05, 0.8), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image"
+        (0.05, 0.8),
+        description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image, both in [0, 1]",
     )
     images_per_attribute: int = Field(
         20, ge=1, description="at most this many candidate instances per (object, attribute)"

@@ -17,7 +17,8 @@ class RelationalErasureParams(Section):
         description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)",
     )
     area_range: FloatRange = Field(
-        (0.005, 0.5), description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image"
+        (0.005, 0.5),
+        description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image, both in [0, 1]",
     )
     images_per_pair: int = Field(
         20, ge=1, description="at most this many candidate images per kept pair (seeded sample)"
