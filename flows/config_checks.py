@@ -76,7 +76,7 @@ def source_problem(cfg: Any) -> str | None:
             continue
         if fs.isdir(p):
             return f"{_setting(units, path)}: {path} is a folder; a file is expected there"
-        if path.endswith(".json") and not _looks_like_json(fs, p):
+        if _expects_json(units, path) and not _looks_like_json(fs, p):
             return (
                 f"{_setting(units, path)}: {path} is not JSON (it does not start with {{ or [); check the source path"
             )
@@ -97,6 +97,15 @@ def _setting(units: list[dict[str, str]], path: str) -> str:
             name = unit["source"]
             return f"sources.{name}" if name in BUILTIN else f"sources.other.{name}"
     return "sources"
+
+
+def _expects_json(units: list[dict[str, str]], path: str) -> bool:
+    """A ``.json`` file, or a source given as one JSON file (a COCO instances file of any name)."""
+    from miners.sources import source_spec
+
+    if path.endswith(".json"):
+        return True
+    return any(path == u["root"] and "JSON" in source_spec(u["source"]).format for u in units)
 
 
 def _looks_like_json(fs: Any, path: str) -> bool:
