@@ -109,6 +109,11 @@ def _expects_json(units: list[dict[str, str]], path: str) -> bool:
 
 
 def _looks_like_json(fs: Any, path: str) -> bool:
+    """False for a text file that does not start like JSON (a class list, a CSV, a README given as
+    the source). Empty, binary or otherwise encoded files are left to the streaming readers,
+    whose one line names the byte and the encoding (``miners/jsonstream.py``)."""
     with fs.open(path, "rb") as f:
         head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head or not (0x20 <= head[0] < 0x7F):
+        return True
     return head.startswith(JSON_STARTS)
