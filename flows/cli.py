@@ -16,7 +16,7 @@ from rich.text import Text
 from flows.cli_help import finish_help, version_option
 from flows.cli_lock import guard_writers
 from flows.cli_options import run_dir_option
-from flows.config import ConfigError, resolve_run_config
+from flows.config import ConfigError, config_source, resolve_run_config
 
 app = typer.Typer(
     name="reactbench",
@@ -111,7 +111,7 @@ def run_stages_cli(
     force_items: list[str] | None = None,
 ) -> None:
     from flows.cli_preflight import render, render_estimate
-    from flows.config_checks import check_runnable, config_source
+    from flows.config_checks import check_runnable
     from flows.runtime import run_pipeline
     from tasks.engine.base import StageInputError
     from tasks.engine.reuse import check_force_items

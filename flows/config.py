@@ -280,6 +280,15 @@ def resolve_run_config(
     return load_config(None, overrides)
 
 
+def config_source(config: str | Path | None, run_dir: str | Path) -> str:
+    """Where :func:`resolve_run_config` takes a command's config from, to name in a refusal:
+    ``config`` when given, else the run's saved ``config.yaml``, else the embedded demo config."""
+    if config:
+        return str(config)
+    saved = saved_config(run_dir)
+    return saved[0] if saved is not None else str(DEFAULT_CONFIG)
+
+
 def saved_run_config(run_dir: str | Path) -> BuildConfig | None:
     """The run directory's own saved config, validated; None when it has none. For commands that
     read a run as it was built (``audit``) and must not fall back to the demo config."""

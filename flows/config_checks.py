@@ -28,17 +28,6 @@ def machine_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def config_source(config: Any, run_dir: str) -> str:
-    """Where a command's config came from, to name in a refusal: ``--config``, else the run's
-    saved ``config.yaml``, else the embedded demo config (``resolve_run_config``'s order)."""
-    from flows.config import DEFAULT_CONFIG, saved_config
-
-    if config:
-        return str(config)
-    saved = saved_config(run_dir)
-    return saved[0] if saved is not None else str(DEFAULT_CONFIG)
-
-
 def check_runnable(cfg: Any, stages: list[str] | None, source: str) -> None:
     """Refuse (:class:`ConfigError`, ``source`` named) a config this machine cannot run for
     ``stages`` (None: every stage): worker threads past what it can run; when ``mine`` runs, a
