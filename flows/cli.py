@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from flows.cli_help import finish_help, version_option
 from flows.cli_lock import guard_writers
 from flows.cli_options import run_dir_option
-from flows.config import ConfigError, resolve_run_config
+from flows.config import ConfigError, config_source, resolve_run_config
 
 app = typer.Typer(
     name="reactbench",
@@ -110,6 +111,7 @@ def run_stages_cli(
     force_items: list[str] | None = None,
 ) -> None:
     from flows.cli_preflight import render, render_estimate
+    from flows.config_checks import check_runnable
     from flows.runtime import run_pipeline
     from tasks.engine.base import StageInputError
     from tasks.engine.reuse import check_force_items
@@ -119,6 +121,7 @@ def run_stages_cli(
     try:
         cfg = resolve_run_config(config, overrides, run_dir=run_dir)
         check_force_items(force_items or [], [e.key for e in cfg.editors])
+        check_runnable(cfg, stages, config_source(config, run_dir))  # before the run directory is touched
     except (ConfigError, ValueError) as exc:
         console.print(str(exc), style="red", markup=False)
         raise typer.Exit(2) from None
@@ -167,7 +170,7 @@ def run_stages_cli(
         console.print(
             f"{total - skipped} shard(s) run, {skipped} skipped, in {time.perf_counter() - started:.1f} s ({result.orchestrator} orchestration)."
         )
-    console.print(f"Run directory: {run_dir}")
+    console.print(f"Run directory: {run_dir}", markup=False)
 
 
 def _stage_names(stages: str | None) -> list[str] | None:
@@ -302,7 +305,7 @@ def status(run_dir: str = RunDirOpt) -> None:
     if not run.exists():
         console.print(f"{run_dir}: no such run directory", style="red", markup=False)
         raise typer.Exit(1)
-    table = Table(title=f"reactbench: {run_dir}")
+    table = Table(title=Text(f"reactbench: {run_dir}"))  # Text: `runs/star*[ab]` is a name, not markup
     for col in ("stage", "status", "shards", "rows in", "rows out", "rejected", "finished"):
         table.add_column(col)
     reuse: list[str] = []

@@ -114,7 +114,8 @@ def export_cmd(
         console.print(f"warning: health: {warning}", markup=False, highlight=False)
     label = "UNVERIFIED " if unverified else ""
     console.print(
-        f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}"
+        f"{label}export -> {summary.out}: {summary.counts} ({summary.rejected} rejected); files: {', '.join(summary.files)}",
+        markup=False,
     )
     for warning in summary.warnings:  # the datasheet fields a venue reads and the run cannot know
         console.print(f"warning: {warning}", markup=False)
@@ -212,7 +213,7 @@ def eval_cmd(
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}")
+    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}", markup=False)
 
 
 def _num(v: float | None) -> str:
@@ -256,12 +257,12 @@ def report_cmd(
     except (RuntimeError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
         return
-    console.print(f"{kind} report -> {where}")
+    console.print(f"{kind} report -> {where}", markup=False)
     if kind == "health":  # its headline figures, one JSON line on stdout
         from tasks.release.health.figures import headline
         from tasks.release.report.health_report import read_health_figures
 
-        print(json.dumps(headline(read_health_figures(RunFS.open(str(run_dir)))), sort_keys=True))
+        print(json.dumps(headline(read_health_figures(where)), sort_keys=True))
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flows.cli_options import DEFAULT_RUN_DIR, no_run_dir
+from storage.literal_paths import is_local, literal_url
 
 if TYPE_CHECKING:
     import typer
@@ -44,6 +45,9 @@ WRITERS: set[tuple[str, str | None]] = {
 # mistyped path, refused before the lease would create it (``build`` and ``mine`` start runs;
 # ``reuse prune`` may work on a shared store alone and checks the run itself).
 NEEDS_RUN = WRITERS - {("", "build"), ("", "mine"), ("reuse", "prune")}
+# Writers that write nothing into the run when --out points elsewhere: on a read-only run
+# directory (a published run mounted read-only) they run without the lease.
+READS_WITH_OUT = {"export", "report"}
 
 
 def locked(
@@ -69,10 +73,20 @@ def locked(
         ctx = kwargs.get("ctx")
         if run_dir is None or (group_callback and ctx is not None and ctx.invoked_subcommand is not None):
             return fn(*args, **kwargs)
+        refusal = refused_path(kwargs)  # a chained or foreign-host URL: refused before anything is made
+        if refusal is not None:
+            print_error(refusal)
+            raise typer.Exit(2)
         if "config" in kwargs:
             from flows.config import resolve_run_config
 
             resolve_run_config(kwargs["config"], run_dir=run_dir)  # ConfigError: exit 2, nothing written
+        read_only = read_only_run(command, str(run_dir), kwargs.get("out"))
+        if read_only is not None:  # a published run mounted read-only: no lease file can be made there
+            if read_only == "":
+                return fn(*args, **kwargs)  # it only reads the run (its output goes elsewhere)
+            print_error(read_only)
+            raise typer.Exit(2)
         created = _first_missing(str(run_dir))  # taking the lease creates it: removed again if left empty
         if created is not None and needs_run:  # a mistyped path: no stage or file hint, nothing created
             print_error(no_run_dir(str(run_dir)))
@@ -99,12 +113,50 @@ def locked(
     return wrapper
 
 
+def refused_path(kwargs: dict[str, Any]) -> str | None:
+    """Why the command's ``--run-dir`` or ``--out`` cannot be used as written (a chained fsspec
+    URL, a ``file://`` URL of another host), or None."""
+    from storage.literal_paths import UrlRefused
+
+    for key in ("run_dir", "out"):
+        value = kwargs.get(key)
+        if isinstance(value, str):
+            try:
+                literal_url(value)
+            except UrlRefused as exc:
+                return str(exc)
+    return None
+
+
+def read_only_run(command: str, run_dir: str, out: Any) -> str | None:
+    """None when the local run directory can be written (or is not local). On a read-only one:
+    "" when the command only reads it here (``export`` or ``report`` with ``--out`` outside
+    it), else the one-line refusal naming the run, why and the fix."""
+    from storage.literal_paths import read_only_reason
+
+    where = literal_url(run_dir)
+    reason = read_only_reason(where)
+    if reason is None:
+        return None
+    if command in READS_WITH_OUT and isinstance(out, str) and out:
+        target = literal_url(out)
+        run_real = os.path.realpath(where)
+        if not is_local(target) or not (os.path.realpath(target) + "/").startswith(run_real + "/"):
+            return ""
+    elsewhere = " unless --out lies outside it" if command in READS_WITH_OUT else ""
+    return (
+        f"{run_dir}: the run directory is {reason}, and `reactbench {command}` writes into it{elsewhere}; "
+        f"copy it to a writable folder (cp -r {run_dir} <copy>) and run the command there; nothing was written"
+    )
+
+
 def _first_missing(run_dir: str) -> str | None:
     """The outermost folder of a local run directory's path that does not exist yet (None when
     the run directory exists, or for fsspec URLs)."""
-    if "://" in run_dir and not run_dir.startswith("file://"):
+    run_dir = literal_url(run_dir)
+    if not is_local(run_dir):
         return None
-    path = os.path.abspath(run_dir.removeprefix("file://"))
+    path = os.path.abspath(run_dir)
     missing = None
     while not os.path.exists(path):
         missing, parent = path, os.path.dirname(path)
@@ -116,7 +168,7 @@ def _first_missing(run_dir: str) -> str | None:
 
 def _remove_empty_up_to(run_dir: str, top: str) -> None:
     """Remove the run directory and its parents up to ``top`` while they are empty."""
-    path = os.path.abspath(run_dir.removeprefix("file://"))
+    path = os.path.abspath(literal_url(run_dir))
     while True:
         try:
             os.rmdir(path)  # only ever removes an empty folder

@@ -34,14 +34,43 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = CONFIG_DIR / "demo.yaml"
 
 
+MAX_SEED = 2**32 - 1  # numpy's RandomState / SeedSequence range of a single seed
+MAX_SHARD_SIZE = 1_000_000  # one shard is one task run held in memory
+MAX_WORKERS = 4096  # threads; the machine a stage runs on bounds it further (flows/config_checks.py)
+
+
 class RunSettings(Section):
-    seed: int = Field(0, description="seed of every random choice (sampling, MC shuffles, editor seeds)")
-    shard_size: int = Field(64, ge=1, description="items per shard (one task run each)")
-    workers: int = Field(2, ge=1, description="shards processed at once by the thread runner")
+    seed: int = Field(
+        0,
+        description="seed of every random choice (sampling, MC shuffles, editor seeds); 0 .. 2**32-1, as numpy takes it",
+    )
+    shard_size: int = Field(
+        64, ge=1, le=MAX_SHARD_SIZE, description="items per shard (one task run each), 1 .. 1,000,000"
+    )
+    workers: int = Field(
+        2,
+        description="shards processed at once by the thread runner: 1 .. 32 per CPU of the machine running the stage",
+    )
     reuse_dir: str | None = Field(
         None,
         description="per-item reuse store shared by several run directories (any fsspec URL); default <run>/reuse",
     )
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed_numpy_takes(cls, seed: Any) -> Any:
+        """numpy seeds a generator with 0 .. 2**32-1; outside it a run would fail at its first draw."""
+        if isinstance(seed, int) and not isinstance(seed, bool) and not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"{seed} is outside 0 .. {MAX_SEED} (2**32-1, the seeds numpy takes); pick a seed in it")
+        return seed
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers_bounded(cls, workers: Any) -> Any:
+        """Each worker is a thread; past a few thousand a machine refuses to start them."""
+        if isinstance(workers, int) and not isinstance(workers, bool) and not 1 <= workers <= MAX_WORKERS:
+            raise ValueError(f"{workers} is outside 1 .. {MAX_WORKERS}; a few per CPU is typical, e.g. 8")
+        return workers
 
 
 class SourcesConfig(Section):
@@ -212,9 +241,13 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 def config_from_yaml(text: str, source: str, overrides: dict[str, Any] | None = None) -> BuildConfig:
     """A config from YAML text; ``source`` names it in every error."""
     try:
-        data = load_bounded(text, source) or {}
+        data = load_bounded(text, source)
     except YamlRefused as exc:
         raise ConfigError(str(exc)) from None
+    if data is None:  # an empty or comment-only file would silently be every default
+        raise ConfigError(
+            f"{source}: the config file is empty (or holds only comments); start from a complete one, e.g. configs/demo.yaml"
+        )
     for dotted, value in (overrides or {}).items():
         set_dotted(data, dotted, value)
     return config_from_dict(data, source)
@@ -249,6 +282,15 @@ def resolve_run_config(
     if saved is not None:
         return config_from_yaml(saved[1], saved[0], overrides)
     return load_config(None, overrides)
+
+
+def config_source(config: str | Path | None, run_dir: str | Path) -> str:
+    """Where :func:`resolve_run_config` takes a command's config from, to name in a refusal:
+    ``config`` when given, else the run's saved ``config.yaml``, else the embedded demo config."""
+    if config:
+        return str(config)
+    saved = saved_config(run_dir)
+    return saved[0] if saved is not None else str(DEFAULT_CONFIG)
 
 
 def saved_run_config(run_dir: str | Path) -> BuildConfig | None:

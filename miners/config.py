@@ -45,7 +45,7 @@ class MineConfig(Section):
 
     tasks: tuple[TaskId, ...] = Field(
         default_factory=lambda: task_ids()[:1],
-        description="tasks to mine (and build), registered task ids; at least one (default: the first in benchmark order)",
+        description="tasks to mine (and build), registered task ids; at least one, each once (default: the first in benchmark order)",
     )
     canonical: Literal["name", "synset"] = Field(
         "name", description="group object classes by canonical name or by WordNet synset"
@@ -137,6 +137,9 @@ class MineConfig(Section):
         """An empty list would build an empty benchmark and exit 0."""
         if not tasks:
             raise ValueError(f"list at least one task; choices: {', '.join(task_ids())}")
+        twice = sorted({t for t in tasks if tasks.count(t) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed more than once; list each task once")
         return tasks
 
     @classmethod

@@ -16,6 +16,11 @@ from pydantic import (
     field_validator,
 )
 
+# Bounds on every config value (any section): a longer text is no path (PATH_MAX is 4096) or
+# name, and an integer past 64 bits cannot reach numpy or Parquet.
+MAX_TEXT = 4096
+MAX_INT = 2**63 - 1
+
 # ``Field(..., json_schema_extra=NOT_IN_STAGE_KEY)``: a setting that changes how a stage runs
 # (concurrency, timeouts, caches, devices) but not what it writes, so it stays out of stage keys.
 NOT_IN_STAGE_KEY: dict[str, Any] = {"stage_key": False}
@@ -105,10 +110,14 @@ def value_problem(value: Any, annotation: Any, at: str = "") -> str | None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"{at}{value} is not a finite number (NaN and infinity are refused)"
+    if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
+        return f"{at}{value} is too large: a config number must fit in 64 bits (within +-{MAX_INT})"
     if isinstance(value, str):
         if "\x00" in value:
             shown = value if len(value) <= 60 else value[:57] + "..."
             return f"{at}{shown!r} contains a NUL byte, which no path or name can hold"
+        if len(value) > MAX_TEXT:
+            return f"{at}{len(value):,} characters ({value[:20]!r}...): over the {MAX_TEXT:,}-character limit of a config value; shorten it"
         return None
     base = _unwrap(annotation)
     if isinstance(base, type) and issubclass(base, BaseModel):

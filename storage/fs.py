@@ -23,6 +23,9 @@ from typing import BinaryIO
 
 import fsspec
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
+
+from storage.literal_paths import UrlRefused, literal_url
 
 # Stores where one PUT publishes an object whole (no partial object is ever visible).
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "memory"})
@@ -34,6 +37,10 @@ STORAGE_OPTIONS: dict[str, dict[str, object]] = {
     "s3": {"use_listings_cache": False},
     "s3a": {"use_listings_cache": False},
 }
+
+
+# Characters fsspec reads as a glob in a path given to cat / rm / copy of several files.
+GLOB_CHARS = frozenset("*?[")
 
 
 class StoreError(RuntimeError):
@@ -90,6 +97,52 @@ def is_disk_full(exc: BaseException) -> bool:
     return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in str(exc)
 
 
+def cat_literal(fs: fsspec.AbstractFileSystem, paths: list[str]) -> dict[str, bytes]:
+    """The bytes of each of ``paths`` that can be read, by path, every name taken literally.
+
+    fsspec's ``cat`` of a list expands each path as a glob, so a run directory named
+    ``runs/r[1]`` read ``runs/r1`` (or nothing, and the read failed). Async stores (s3fs) still
+    get one concurrent round of GETs; a path that cannot be read is simply absent."""
+    if getattr(fs, "async_impl", False):
+        from fsspec.asyn import _run_coros_in_chunks, sync
+
+        async def gather() -> list[object]:
+            coros = [fs._cat_file(p) for p in paths]
+            return await _run_coros_in_chunks(coros, batch_size=fs.batch_size, nofiles=True, return_exceptions=True)
+
+        got = sync(fs.loop, gather)
+        return {p: data for p, data in zip(paths, got, strict=True) if isinstance(data, bytes)}
+    out: dict[str, bytes] = {}
+    for p in paths:
+        try:
+            out[p] = fs.cat_file(p)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            continue
+    return out
+
+
+def rm_literal(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Remove ``path`` and everything below it, the name taken literally (never as a glob).
+
+    A local store removes it as named already; on other stores a name holding ``*``, ``?`` or
+    ``[`` is removed file by file from a listing, since their ``rm`` would expand it as a glob
+    (and could delete a sibling run that the pattern matches)."""
+    if isinstance(fs, LocalFileSystem) or not any(c in path for c in GLOB_CHARS):
+        fs.rm(path, recursive=True)
+        return
+    if not fs.isdir(path):
+        fs.rm_file(path)
+        return
+    for found in sorted(fs.find(path), reverse=True):
+        fs.rm_file(found)
+    for folder in sorted(fs.find(path, withdirs=True), key=len, reverse=True):
+        if fs.isdir(folder):
+            try:
+                fs.rmdir(folder)
+            except (OSError, NotImplementedError):
+                pass
+
+
 @dataclass(frozen=True)
 class RunFS:
     """A filesystem plus a root path inside it (the run directory or a dataset folder)."""
@@ -100,7 +153,10 @@ class RunFS:
     @classmethod
     def open(cls, url: str) -> RunFS:
         """The run directory at ``url``; :class:`StoreError` names the extra when its backend is missing."""
-        url = str(url)
+        try:
+            url = literal_url(str(url))
+        except UrlRefused as exc:
+            raise StoreError(str(exc)) from None
         try:
             fs, root = url_to_fs(url, **STORAGE_OPTIONS.get(url.split("://", 1)[0] if "://" in url else "file", {}))
         except ImportError as exc:
@@ -150,12 +206,7 @@ class RunFS:
         if not rels:
             return {}
         full = {self.fs._strip_protocol(self.path(rel)): rel for rel in rels}
-        got = self.fs.cat(list(full), on_error="omit")
-        return {
-            full[self.fs._strip_protocol(path)]: data
-            for path, data in got.items()
-            if self.fs._strip_protocol(path) in full
-        }
+        return {full[path]: data for path, data in cat_literal(self.fs, list(full)).items()}
 
     @property
     def object_store(self) -> bool:
@@ -224,7 +275,7 @@ class RunFS:
     def rm(self, *parts: str) -> None:
         p = self.path(*parts)
         if self.fs.exists(p):
-            self.fs.rm(p, recursive=True)
+            rm_literal(self.fs, p)
 
     def remove_temporaries(self, *parts: str) -> int:
         """Delete ``.tmp-*`` files a killed writer left below a folder; returns how many."""

@@ -89,7 +89,28 @@ def refuse_release_target(out: RunFS, run: RunFS) -> RunFS:
     if other is not None:
         where = "is" if other.root.rstrip("/") == target.root.rstrip("/") else "is inside"
         raise InsideRunDir(f"--out {named} {where} the run directory {other.url}; {fix}")
+    blocked = file_in_the_way(target)
+    if blocked is not None:
+        what = "is an existing file" if blocked == target.root else f"lies below the file {blocked}"
+        raise InsideRunDir(
+            f"--out {named} {what}; a release is a folder: choose a new or empty folder (e.g. releases/<name>)"
+        )
     return target
+
+
+def file_in_the_way(target: RunFS) -> str | None:
+    """The path of a file that is ``target`` or one of the folders above it (a folder cannot be
+    made there), or None. Object stores have no such conflict."""
+    if not target.local:
+        return None
+    path = target.root
+    while True:
+        if os.path.lexists(path):
+            return path if not os.path.isdir(path) else None
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
 
 
 def refuse_report_target(out: RunFS, run: RunFS, reports_dir: str) -> RunFS:

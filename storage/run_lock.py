@@ -473,9 +473,15 @@ def local_holder(run_dir: str) -> Lease | None:
     """
     import fcntl
 
-    if "://" in run_dir and not run_dir.startswith("file://"):
+    from storage.literal_paths import UrlRefused, is_local, literal_url
+
+    try:
+        run_dir = literal_url(run_dir)
+    except UrlRefused:  # refused with its reason by the full CLI
         return None
-    path = os.path.join(run_dir.removeprefix("file://"), LEASE_FILE)
+    if not is_local(run_dir):
+        return None
+    path = os.path.join(run_dir, LEASE_FILE)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

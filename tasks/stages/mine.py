@@ -35,7 +35,12 @@ def source_setting(sources: Any, name: str) -> str | None:
 
 def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
     """One work unit per configured source that feeds a requested task, in registry order."""
-    cfg = ctx.config
+    return needed_sources(ctx.config)
+
+
+def needed_sources(cfg: Any) -> list[dict[str, str]]:
+    """:func:`_needed_sources` of a run config, for the checks made before a run starts
+    (``flows/config_checks.py``); :class:`MineSourceMissing` when a task has no source."""
     units = []
     fed: set[str] = set()
     for name in dict.fromkeys([*BUILTIN, *sorted(cfg.sources.other)]):
@@ -74,7 +79,12 @@ def source_files(ctx: RunContext) -> list[str]:
 
 def required_files(ctx: RunContext) -> list[str]:
     """The files mining cannot start without (alias files are optional)."""
-    return [f for unit in _needed_sources(ctx) for f in _spec(unit).required(unit["root"], ctx.config.mine)]
+    return required_source_files(ctx.config)
+
+
+def required_source_files(cfg: Any) -> list[str]:
+    """:func:`required_files` of a run config."""
+    return [f for unit in needed_sources(cfg) for f in _spec(unit).required(unit["root"], cfg.mine)]
 
 
 def _fingerprint(path: str) -> str:

@@ -109,6 +109,26 @@ CASES: list[tuple[str, bytes, str]] = [
     ),
     ("nul-in-the-reuse-dir", b'run: {reuse_dir: "/tmp/shared-reuse\\0"}\n', "run.reuse_dir"),
     ("nul-in-an-alias-path", b'mine: {object_alias: "aliases\\0.txt"}\n', "mine.object_alias"),
+    # issue 42.9: accepted, or refused by `mine` with exit 1 after the run directory was made
+    ("empty-file", b"", "the config file is empty"),
+    ("comment-only-file", b"# a config\n# to fill in\n", "the config file is empty (or holds only comments)"),
+    ("no-sources", b"sources: {}\n", "need sources.visual_genome"),
+    (
+        "task-listed-twice",
+        b"mine: {tasks: [dense_counting, dense_counting]}\n",
+        "mine.tasks: dense_counting listed more",
+    ),
+    (
+        "area-over-one",
+        b"mine:\n  relational_erasure: {area_range: [0.003, 8]}\n",
+        "area_range: [0.003, 8.0] is outside [0, 1]",
+    ),
+    ("workers-past-any-machine", b"run: {workers: 100000000}\n", "run.workers: 100000000 is outside 1 .. 4096"),
+    ("workers-past-this-machine", b"run: {workers: 4096}\n", "run.workers: 4096 is more than this machine can run"),
+    ("shard-size-huge", b"run: {shard_size: 1.0e+23}\n", "run.shard_size"),
+    ("seed-past-numpy", b"run: {seed: 340282366920938463463374607431768211456}\n", "run.seed: 3402823669209384634"),
+    ("seed-negative", b"run: {seed: -1}\n", "run.seed: -1 is outside 0 .. 4294967295"),
+    ("model-name-5000-chars", b"mllm: {model: " + b"m" * 5000 + b"}\n", "mllm.model: 5,000 characters"),
 ]
 
 
@@ -141,6 +161,43 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, con
     assert "Traceback" not in lines[0]
     assert not run_dir.exists() and not (tmp_path / "runs").exists(), "a refused config left a run directory"
     assert took < 60, f"refusing took {took:.0f} s"
+
+
+@pytest.mark.parametrize(
+    "sources, field",
+    [
+        ({"visual_genome": "{tmp}/no/such/folder"}, "sources.visual_genome: source annotation files not found"),
+        ({"visual_genome": "{sample}/fsc147"}, "sources.visual_genome: source annotation files not found"),
+        ({"coco": "{sample}/visual_genome"}, "sources.coco: {sample}/visual_genome is a folder"),
+        ({"coco": "{sample}/fsc147/ImageClasses_FSC147.txt"}, "is not JSON"),
+    ],
+    ids=["missing-folder", "another-sources-folder", "folder-for-a-file", "text-for-json"],
+)
+def test_bad_source_paths_refused_before_the_run_directory(
+    tmp_path: Path, sample_dir: Path, sources: dict[str, str], field: str
+):
+    """Issue 42.9: a missing or wrong source passed validation; `mine` then exited 1 leaving a
+    run directory holding only config.yaml."""
+    fill = {"tmp": str(tmp_path), "sample": str(sample_dir)}
+    config = tmp_path / "bad.yaml"
+    text = (
+        "mine: {tasks: [relational_erasure]}\nsources: {"
+        + ", ".join(f"{k}: {v.format(**fill)}" for k, v in sources.items())
+        + "}\n"
+    )
+    config.write_text(text)
+    proc = subprocess.run(
+        [CLI, "mine", "--config", str(config), "--run-dir", str(tmp_path / "runs" / "r")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=tmp_path,
+    )
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{config}: ") and field.format(**fill) in lines[0], lines[0]
+    assert not (tmp_path / "runs").exists(), "a refused config left a run directory"
 
 
 def test_bad_saved_config_is_named_and_the_run_is_untouched(tmp_path: Path):

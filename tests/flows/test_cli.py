@@ -39,9 +39,12 @@ def test_help_lists_every_stage() -> None:
 
 
 def test_missing_sources_name_the_files_and_the_fix(tmp_path: Path) -> None:
+    """A refused config (issue 42.9): exit 2, one line, and no run directory (it was exit 1 from
+    the mine stage, leaving a run directory holding only config.yaml)."""
     proc = _run("mine", "--run-dir", str(tmp_path / "run"), "--orchestrator", "local", cwd=tmp_path)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "data/sample/visual_genome/image_data.json" in proc.stderr and "reactbench sample-data" in proc.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_misspelt_editor_fails_when_the_config_loads_before_mine_runs(tmp_path: Path) -> None:

@@ -90,10 +90,11 @@ def test_a_fixed_plan_is_checked_not_replaced() -> None:
     assert not report.fits and [t.name for t in report.fits_list[0].tried] == ["single"]
 
 
-def _bad_config(tmp_path: Path, misspelt: bool = False) -> Path:
+def _bad_config(tmp_path: Path, misspelt: bool = False, sample: Path | None = None) -> Path:
     """Editors whose weights are missing (the preflight's job); with ``misspelt``, also an editor
-    name the registry does not know (refused earlier, when the config loads)."""
-    cfg = {
+    name the registry does not know (refused earlier, when the config loads); with ``sample``,
+    its sources (a build checks them before its preflight, flows/config_checks.py)."""
+    cfg: dict = {
         "editors": [
             *([{"name": "qwen-imge-edit"}] if misspelt else []),
             {"name": "qwen-image-edit", "label": "folder", "params": {"model": str(tmp_path / "no-such-model")}},
@@ -104,14 +105,19 @@ def _bad_config(tmp_path: Path, misspelt: bool = False) -> Path:
             },
         ],
     }
+    if sample is not None:
+        cfg["sources"] = {"visual_genome": str(sample / "visual_genome"), "fsc147": str(sample / "fsc147")}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
 
 
-def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(tmp_path: Path) -> None:
+def test_build_naming_a_missing_editor_lora_or_model_folder_stops_before_mine(
+    tmp_path: Path, sample_dir: Path
+) -> None:
     run_dir = tmp_path / "run"
-    proc = _run("build", "--config", str(_bad_config(tmp_path)), "--run-dir", str(run_dir), "--orchestrator", "local")
+    config = _bad_config(tmp_path, sample=sample_dir)
+    proc = _run("build", "--config", str(config), "--run-dir", str(run_dir), "--orchestrator", "local")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "preflight failed, nothing was run" in proc.stderr
     assert "no-such-model" in proc.stderr and "no-such-lora.safetensors" in proc.stderr

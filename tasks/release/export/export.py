@@ -20,6 +20,7 @@ from typing import Any
 from storage import addresses
 from storage.fs import RunFS
 from storage.image_store import ImageStore
+from storage.literal_paths import read_only_reason
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
@@ -200,11 +201,12 @@ def _export_locked(
         )
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
-    write_table(
-        run,
-        f"{rejects_at.folder}/part-00000.parquet",
-        table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
-    )
+    if read_only_reason(run.url) is None:  # a run mounted read-only is exported without a record in it
+        write_table(
+            run,
+            f"{rejects_at.folder}/part-00000.parquet",
+            table_from_rows(rejects_at.schema, rejects, where=rejects_at.folder),
+        )
     files.append(MANIFEST)
     return ExportSummary(out.url, not unverified, counts, len(rejects), files, health["problems"], warnings)
 

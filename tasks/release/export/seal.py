@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from storage.fs import RunFS
+from storage.fs import RunFS, rm_literal
 from storage.hashing import sha256_file
 from storage.run_lock import RunLock, RunLocked
 from tasks.engine.progress import StepProgress, no_progress
@@ -268,7 +268,7 @@ def _swap_in(stage: RunFS, out: RunFS, old: str) -> None:
         _move_tree(out.fs, out.root, old)  # a kill from here on: recover() puts the old release back
     _move_tree(out.fs, stage.root, out.root)
     if out.fs.exists(old):
-        out.fs.rm(old, recursive=True)
+        rm_literal(out.fs, old)
 
 
 def _move_tree(fs: Any, src: str, dst: str) -> None:
@@ -281,11 +281,11 @@ def _move_tree(fs: Any, src: str, dst: str) -> None:
     for f in files:
         target = posixpath.join(dst, posixpath.relpath(f.rstrip("/"), fs._strip_protocol(src)))
         fs.makedirs(posixpath.dirname(target), exist_ok=True)  # local folders need their parents
-        fs.copy(f, target)
+        fs.cp_file(f, target)  # one file, its name taken literally (copy() would expand a glob)
     manifest = posixpath.join(src, MANIFEST)
     if fs.exists(manifest):  # first: a folder that still has its manifest still has all its files
         fs.rm_file(manifest)
-    fs.rm(src, recursive=True)
+    rm_literal(fs, src)
 
 
 def _exchange(a: str, b: str) -> bool:

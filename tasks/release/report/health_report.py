@@ -5,15 +5,13 @@ balance, duplicates, Table 2) as one HTML page; the figures are kept beside it a
 from __future__ import annotations
 
 import json
+import posixpath
 from html import escape
 from typing import Any
 
-from storage import addresses
 from storage.fs import RunFS
 from tasks.release.health.figures import compute_health, health_biases_text
 from tasks.release.report.html import page, table
-
-FIGURES_FILE = f"{addresses.REPORTS_DIR}/health.json"
 
 
 def _pct(x: float | None) -> str | None:
@@ -204,11 +202,22 @@ def _table2(f: dict[str, Any]) -> str:
     )
 
 
-def render_health_report(run: RunFS, config: Any) -> str:
-    """Compute the figures (``config``: the resolved run config, for its ``health`` thresholds),
-    keep them as ``reports/health.json`` in the run, and return the page."""
+def figures_beside(report: str) -> str:
+    """Where the figures of the health page at ``report`` (a path or URL ending .html) are kept: the
+    same name with .json, beside the page (``reports/health.json`` in the run by default), so a
+    report written elsewhere (``--out``, a read-only run) writes nothing into the run."""
+    return (report[: -len(".html")] if report.endswith(".html") else report) + ".json"
+
+
+def health_page(run: RunFS, config: Any) -> tuple[str, str]:
+    """Compute the figures (``config``: the resolved run config, for its ``health`` thresholds);
+    returns the page and the figures as JSON text (kept beside the page: :func:`figures_beside`)."""
     f = compute_health(run, config)
-    run.write_text_atomic(FIGURES_FILE, json.dumps(f, indent=1, sort_keys=True, default=str))
+    return render_health_figures(run, f), json.dumps(f, indent=1, sort_keys=True, default=str)
+
+
+def render_health_figures(run: RunFS, f: dict[str, Any]) -> str:
+    """The HTML page of the figures ``f`` of ``run``."""
     problems = f["problems"]
     verdict = (
         "<ul>" + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>"
@@ -233,6 +242,8 @@ def render_health_report(run: RunFS, config: Any) -> str:
     return page("Benchmark health", sections, banner=banner, subtitle=sub)
 
 
-def read_health_figures(run: RunFS) -> dict[str, Any]:
-    """The figures the last health report kept in the run."""
-    return json.loads(run.read_text(FIGURES_FILE))
+def read_health_figures(report: str) -> dict[str, Any]:
+    """The figures kept beside the health page at ``report`` (what :func:`write_report` returned)."""
+    where = RunFS.open(figures_beside(report))
+    folder, name = posixpath.split(where.root)
+    return json.loads(RunFS(where.fs, folder or "/").read_text(name))

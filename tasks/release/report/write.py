@@ -20,6 +20,20 @@ READS = {"eval": (), "ablation": ("instruct", "edit", "qa"), "build": BUILD_STAG
 
 def render(kind: str, run: RunFS, models: list[str] | None = None, config: Any = None) -> str:
     """The page of one report kind; ``config`` (the resolved run config) is read by ``health`` only."""
+    return _render(kind, run, models, config)[0]
+
+
+def _render(kind: str, run: RunFS, models: list[str] | None, config: Any) -> tuple[str, str | None]:
+    """The page and, for ``health``, its figures as JSON text (kept beside the page)."""
+    if kind == "health":
+        from tasks.release.report.health_report import health_page
+
+        require_intact(run, READS[kind])
+        return health_page(run, config)
+    return _page(kind, run, models), None
+
+
+def _page(kind: str, run: RunFS, models: list[str] | None) -> str:
     require_intact(run, READS.get(kind, ()))  # a damaged stage is refused in one line, never drawn
     if kind == "eval":
         from tasks.release.report.eval_report import render_eval_report
@@ -33,10 +47,6 @@ def render(kind: str, run: RunFS, models: list[str] | None = None, config: Any =
         from tasks.release.report.build_report import render_build_report
 
         return render_build_report(run)
-    if kind == "health":
-        from tasks.release.report.health_report import render_health_report
-
-        return render_health_report(run, config)
     raise ValueError(f"unknown report {kind!r}; choose one of {KINDS}")
 
 
@@ -50,10 +60,19 @@ def write_report(
     ``reports/``: a report never lands on or among another run's files."""
     if out:
         target = refuse_report_target(RunFS.open(out), run, addresses.REPORTS_DIR)
-        html = render(kind, run, models, config)
+        html, figures = _render(kind, run, models, config)
         folder, name = posixpath.split(target.root)
-        RunFS(target.fs, folder or "/").write_text_atomic(name, html)
+        _write_page(RunFS(target.fs, folder or "/"), name, html, figures)
         return target.url
-    html = render(kind, run, models, config)
-    run.write_text_atomic(addresses.report_file(kind), html)
+    html, figures = _render(kind, run, models, config)
+    _write_page(run, addresses.report_file(kind), html, figures)
     return run.sub(addresses.report_file(kind)).url  # a URL where the run is one (s3://...), else the path
+
+
+def _write_page(folder: RunFS, name: str, html: str, figures: str | None) -> None:
+    """The page, and its figures (JSON) beside it where the kind keeps them."""
+    if figures is not None:
+        from tasks.release.report.health_report import figures_beside
+
+        folder.write_text_atomic(figures_beside(name), figures)
+    folder.write_text_atomic(name, html)
