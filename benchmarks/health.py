@@ -11,9 +11,10 @@ CPU time, peak RSS of that command alone). ``--paper-run DIR`` reuses a finished
 Prints the two runs side by side and ends with one JSON line: ``trivial`` (per task and type,
 the best trivial accuracy), ``blind_prior`` (targeted / control accuracy per task),
 ``yes_ratio``, ``letter_p``, ``duplicate_questions``, ``duplicate_images``, ``table2`` (ours /
-paper questions per task), ``balanced``, ``health_s`` and ``health_peak_rss_mb`` (paper size),
+paper questions per task), ``balanced`` (the demo built again with ``qa.balance_yes_no``: best
+trivial accuracy per task and type, audit fraction), ``health_s`` and ``health_peak_rss_mb`` (paper size),
 and ``demo`` (the same figures on the demo). Exits 1 when the paper-size report takes more
-than 60 s or 2,048 MB.
+than 60 s or 2,048 MB, or the balanced demo has a trivial accuracy over 0.6 or an audit under 1.0.
 
 Usage: python benchmarks/health.py [--work DIR] [--paper-run DIR] [--skip-paper]
 (the paper-size sample and build take about 20 minutes on the 2-core development machine).
@@ -59,18 +60,43 @@ def _step(name: str, args: list[str], work: Path, say: Any, cap_mb: float = 8192
     return m
 
 
-def build_demo(work: Path, say: Any) -> Path:
-    """The demo run (sample data + configs/demo.yaml)."""
-    sample, run = work / "demo_sample", work / "demo_run"
-    _step("demo_sample", ["sample-data", str(sample)], work, say)
-    cfg = (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8")
+def build_demo(work: Path, say: Any, balanced: bool = False) -> Path:
+    """The demo run (sample data + configs/demo.yaml); ``balanced``: with ``qa.balance_yes_no``."""
     import yaml
 
-    data = yaml.safe_load(cfg)
+    sample = work / "demo_sample"
+    name = "demo_balanced" if balanced else "demo"
+    run = work / f"{name}_run"
+    if not (sample / ".complete").exists():
+        _step("demo_sample", ["sample-data", str(sample)], work, say)
+        (sample / ".complete").touch()
+    data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8"))
     data["sources"] = {"visual_genome": str(sample / "visual_genome"), "fsc147": str(sample / "fsc147")}
-    (work / "demo.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    _step("demo_build", ["build", "--config", str(work / "demo.yaml"), "--run-dir", str(run)], work, say)
+    if balanced:
+        data.setdefault("qa", {})["balance_yes_no"] = True
+    (work / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    _step(f"{name}_build", ["build", "--config", str(work / f"{name}.yaml"), "--run-dir", str(run)], work, say)
     return run
+
+
+def balanced_figures(work: Path, say: Any) -> dict[str, Any]:
+    """The demo with ``qa.balance_yes_no``: best trivial accuracy per task and type, the worst of
+    them, the yes-ratio and the audit's fraction (every added twin's gold checked against the truth)."""
+    run = build_demo(work, say, balanced=True)
+    h, _ = health(run, "demo_balanced", work, say)
+    audit = _step("demo_balanced_audit", ["audit", "--run-dir", str(run)], work, say)
+    fraction = json.loads(next(ln for ln in reversed(audit.log.splitlines()) if ln.startswith("{")))["fraction"]
+    trivial = {k: v["accuracy"] for k, v in h["headline"]["trivial"].items()}
+    yes_no = {k: v for k, v in trivial.items() if k.endswith("/YN")}
+    return {
+        "size": "demo",
+        "questions": h["headline"]["questions"],
+        "trivial": trivial,
+        "best_trivial_yes_no": max(yes_no.values()) if yes_no else None,
+        "best_trivial": max(trivial.values()) if trivial else None,
+        "yes_ratio": h["headline"]["yes_ratio"],
+        "audit_fraction": fraction,
+    }
 
 
 def build_paper(work: Path, say: Any) -> Path:
@@ -176,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         demo_h, demo_m = health(build_demo(work, say), "demo", work, say)
         demo = {**summary(demo_h), "health_s": round(demo_m.wall_s, 2), "health_cpu_s": round(demo_m.cpu_s, 2)}
         demo["health_peak_rss_mb"] = round(demo_m.rss_mb, 1)
+        balanced = balanced_figures(work, say)
         paper = None
         if not args.skip_paper:
             paper_run = args.paper_run or build_paper(work, say)
@@ -191,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         "size": "paper" if paper else "demo",
         **{k: top[k] for k in ("trivial", "blind_prior", "yes_ratio", "letter_p", "duplicate_questions")},
         **{k: top[k] for k in ("duplicate_images", "table2", "trivial_react_score", "blind_prior_react_score")},
-        # The same figures with qa.balance_yes_no (best trivial <= 0.6 on every task and type, audit 1.0):
-        # the `balance` lane adds that switch; the lead fills this at merge.
-        "balanced": None,
+        # The demo's figures with qa.balance_yes_no (target: best trivial <= 0.6 on every task and
+        # type, audit 1.0)
+        "balanced": balanced,
         "health_s": top["health_s"],
         "health_cpu_s": top["health_cpu_s"],
         "health_peak_rss_mb": top["health_peak_rss_mb"],
@@ -205,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         misses.append(f"health_s {paper['health_s']} > {TARGET_S:g}")
     if paper and paper["health_peak_rss_mb"] > TARGET_RSS_MB:
         misses.append(f"health_peak_rss_mb {paper['health_peak_rss_mb']} > {TARGET_RSS_MB:g}")
+    if balanced["best_trivial"] is not None and balanced["best_trivial"] > 0.6:
+        misses.append(f"balanced best_trivial {balanced['best_trivial']} > 0.6")
+    if balanced["audit_fraction"] != 1.0:
+        misses.append(f"balanced audit_fraction {balanced['audit_fraction']} != 1.0")
     for miss in misses:
         print(f"MISSED: {miss}")
     result["misses"] = misses

@@ -66,6 +66,12 @@ def _ordered(pair: tuple[Any, Any]) -> tuple[Any, Any]:
     return pair
 
 
+def _fraction(pair: tuple[float, float]) -> tuple[float, float]:
+    if not all(0.0 <= v <= 1.0 for v in pair):
+        raise ValueError(f"{list(pair)} is outside [0, 1]: an area is a fraction of the image, e.g. [0.005, 0.5]")
+    return pair
+
+
 def _increasing(edges: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(edges) < 2:
         raise ValueError(f"{list(edges)}: give at least two bin edges")
@@ -78,6 +84,8 @@ def _increasing(edges: tuple[Any, ...]) -> tuple[Any, ...]:
 # An inclusive [low, high] setting: an inverted pair would silently select nothing.
 FloatRange = Annotated[tuple[float, float], AfterValidator(_ordered)]
 IntRange = Annotated[tuple[int, int], AfterValidator(_ordered)]
+# An ordered range of fractions (an area over the image's): a bound outside [0, 1] selects what cannot exist.
+FractionRange = Annotated[tuple[float, float], AfterValidator(_ordered), AfterValidator(_fraction)]
 # Bin edges: at least two, strictly increasing.
 IntEdges = Annotated[tuple[int, ...], AfterValidator(_increasing)]
 

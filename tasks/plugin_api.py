@@ -15,7 +15,8 @@ Spec and registry
   ``TaskSpec``, ``TaskHooks`` (1.1: the typed hooks), ``TaskError``, ``HOOKS`` (the hook names a spec may set, with their documented
   signatures), ``register_task``.
 Config
-  ``Section`` (base of a task's ``params``), ``FloatRange``, ``IntRange``, ``IntEdges``.
+  ``Section`` (base of a task's ``params``), ``FloatRange``, ``FractionRange`` (1.2: an ordered range
+  within [0, 1], e.g. an area fraction), ``IntRange``, ``IntEdges``.
 Mining (the ``miners={source: ...}`` hooks; contract in ``docs/mining.md``)
   ``MineJob``, ``Scan``, ``Selection``, ``VGRows``, ``rng_for``, ``seeded_order``,
   ``seeded_names``, ``area_fraction``, ``image_sizes``, ``npx`` (numpy grouping helpers),
@@ -50,7 +51,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 # name -> "module:attribute" (or "module" for a module); resolved on first access.
 _EXPORTS: dict[str, str] = {
@@ -63,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     # config
     "Section": "storage.config_base:Section",
     "FloatRange": "storage.config_base:FloatRange",
+    "FractionRange": "storage.config_base:FractionRange",
     "IntRange": "storage.config_base:IntRange",
     "IntEdges": "storage.config_base:IntEdges",
     # mining
@@ -237,7 +239,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     )
     from storage.boxes import grown, intersection, intersects, overlap
     from storage.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
-    from storage.config_base import FloatRange, IntEdges, IntRange, Section
+    from storage.config_base import FloatRange, FractionRange, IntEdges, IntRange, Section
     from storage.coverage import cut_names, names_mentioned
     from storage.hashing import canonical_json, sha256_hex, stable_id
     from storage.json_columns import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from tasks.plugin_api import FloatRange, Section
+from tasks.plugin_api import FractionRange, Section
 
 
 class SpatialRelationParams(Section):
@@ -18,7 +18,7 @@ class SpatialRelationParams(Section):
         le=1.0,
         description="minimum P(relation | pair): the dominant relation's share of the pair's spatial relationships",
     )
-    area_range: FloatRange = Field(
+    area_range: FractionRange = Field(
         (0.002, 0.25), description="[low, high] area of the moved object's box as a fraction of the image"
     )
     unique_instances: bool = Field(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from tasks.plugin_api import FloatRange, Section
+from tasks.plugin_api import FractionRange, Section
 
 
 class RelationalErasureParams(Section):
@@ -16,7 +16,7 @@ class RelationalErasureParams(Section):
         "images",
         description="C(A) and C(A∩B) count images, or relationships (A's relationships; those linking A and B)",
     )
-    area_range: FloatRange = Field(
+    area_range: FractionRange = Field(
         (0.005, 0.5),
         description="[low, high] erased (RE) / edited (CA) box area as a fraction of the image, both in [0, 1]",
     )
@@ -24,11 +24,3 @@ class RelationalErasureParams(Section):
         20, ge=1, description="at most this many candidate images per kept pair (seeded sample)"
     )
     control: bool | None = Field(None, description="emit control variants; None follows mine.control")
-
-    @field_validator("area_range")
-    @classmethod
-    def _a_fraction(cls, pair: tuple[float, float]) -> tuple[float, float]:
-        """An area is a fraction of the image: a bound over 1 (or below 0) selects what cannot exist."""
-        if not all(0.0 <= v <= 1.0 for v in pair):
-            raise ValueError(f"{list(pair)} is outside [0, 1]: an area is a fraction of the image, e.g. [0.005, 0.5]")
-        return pair
