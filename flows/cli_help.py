@@ -42,6 +42,7 @@ EXAMPLES: dict[str, str] = {
     "reuse stats": "reactbench reuse stats --run-dir runs/demo",
     "release": "reactbench release diff releases/demo-v1 releases/demo-v2",
     "release diff": "reactbench release diff releases/demo-v1 releases/demo-v2 --json",
+    "release canary": "reactbench release canary --release releases/demo",
 }
 
 

@@ -147,7 +147,9 @@ class TaskSpec:
     exports), ``probes_prior`` (questions can fall back on a prior answer: HalluRate, control
     variant), ``edits_image`` (False: items are unedited source images, like dense counting),
     ``card_text`` (one line in the dataset card), ``eval_text`` (``label``/``cause``/``note`` for
-    evaluation prompts), ``subcauses`` ((code, name, description) triples).
+    evaluation prompts), ``subcauses`` ((code, name, description) triples), ``reference_counts``
+    (the published benchmark's ``images`` and ``questions`` for the task, e.g. the ReactBench
+    paper's Table 2: the health report sets the build's mix beside them; empty for a new task).
 
     ``hooks`` of the build stages (instruct, edit, qa), each optional unless said:
       - ``instruct_prompt``: a ``prompts.spec.PromptSpec``, asked once per candidate (the instruct
@@ -262,6 +264,7 @@ class TaskSpec:
     card_text: str = ""
     eval_text: Mapping[str, str] = field(default_factory=dict)
     subcauses: tuple[tuple[str, str, str], ...] = ()
+    reference_counts: Mapping[str, int] = field(default_factory=dict)
     params: Hook = None
     miners: Mapping[str, str | Callable[..., Any]] = field(default_factory=dict)
     modules: tuple[str, ...] = ()

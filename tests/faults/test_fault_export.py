@@ -253,6 +253,7 @@ STORE_WRITES = (
     "pipe_file",
     "put_file",
     "copy",
+    "cp_file",  # the swap copies one object at a time by its literal name (storage.fs, seal._move_tree)
     "rm_file",
     "rm",
 )  # every call by which the export changes an object store

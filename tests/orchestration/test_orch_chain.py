@@ -60,7 +60,11 @@ def test_local_and_prefect_builds_run_the_same_chain(
 
 
 def test_a_failing_preflight_stops_both_modes_before_mine(
-    tmp_path: Path, prefect_api: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    prefect_api: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sample_dir: Path,
 ) -> None:
     """The gate is the chain's first step in both modes: it runs once, nothing is written, and the
     CLI prints the preflight table (the exception keeps its report through the Prefect flow)."""
@@ -72,7 +76,13 @@ def test_a_failing_preflight_stops_both_modes_before_mine(
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         yaml.safe_dump(
-            {"editors": [{"name": "qwen-image-edit", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}}]}
+            {
+                "editors": [
+                    {"name": "qwen-image-edit", "params": {"lora": str(tmp_path / "no-such-lora.safetensors")}}
+                ],
+                # real sources: a build checks them (flows/config_checks.py) before its preflight
+                "sources": {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")},
+            }
         )
     )
     steps = _record_steps(monkeypatch)

@@ -11,6 +11,7 @@ TASK = TaskSpec(
     weight=0.2,
     order=30,
     probes_prior=False,
+    reference_counts={"images": 913, "questions": 10_956},  # ReactBench paper, Table 2
     edits_image=True,
     card_text="AT: one micro-edit (delete/add/replace/move) separates a before/after pair; questions probe cross-image comparison.",
     eval_text={

@@ -11,6 +11,7 @@ TASK = TaskSpec(
     weight=0.2,
     order=20,
     probes_prior=True,
+    reference_counts={"images": 639, "questions": 7_668},  # ReactBench paper, Table 2
     edits_image=True,
     card_text="CA: a dominant attribute is changed into a counter-commonsense one; questions probe language priors.",
     eval_text={

@@ -11,6 +11,7 @@ TASK = TaskSpec(
     weight=0.3,
     order=40,
     probes_prior=False,
+    reference_counts={"images": 1_531, "questions": 12_248},  # ReactBench paper, Table 2
     edits_image=False,
     card_text="DC: unedited dense scenes with exact point counts; questions probe fine-grained perception.",
     eval_text={

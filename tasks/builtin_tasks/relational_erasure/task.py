@@ -11,6 +11,7 @@ TASK = TaskSpec(
     weight=0.3,
     order=10,
     probes_prior=True,
+    reference_counts={"images": 1_595, "questions": 19_140},  # ReactBench paper, Table 2
     edits_image=True,
     card_text="RE: one object of a frequently co-occurring pair is erased; questions probe co-occurrence bias.",
     eval_text={

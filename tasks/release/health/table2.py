@@ -13,15 +13,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from storage.task_spec import all_tasks, task_order
 from tasks.release.health.questions import first_presentations
 
-# ReactBench paper, Table 2 ("Statistics of ReactBench"): images and QA pairs per task.
-PAPER_TABLE2: dict[str, dict[str, int]] = {
-    "relational_erasure": {"images": 1_595, "questions": 19_140},
-    "counterfactual_attribute": {"images": 639, "questions": 7_668},
-    "alteration_tracing": {"images": 913, "questions": 10_956},
-    "dense_counting": {"images": 1_531, "questions": 12_248},
-}
+
+def paper_table2() -> dict[str, dict[str, int]]:
+    """Images and QA pairs per task of the published benchmark (each task spec's
+    ``reference_counts``: the ReactBench paper's Table 2 for the built-in tasks), in task order."""
+    specs = all_tasks()
+    return {t: dict(specs[t].reference_counts) for t in sorted(specs, key=task_order) if specs[t].reference_counts}
 
 
 def _ratio(ours: int, paper: int | None) -> float | None:
@@ -38,9 +38,10 @@ def table2_figures(questions: pa.Table, originals: pa.Table) -> dict[str, Any]:
         r["task"]: r["original_image_count_distinct"]
         for r in originals.group_by("task").aggregate([("original_image", "count_distinct")]).to_pylist()
     }
+    reference = paper_table2()
     tasks: dict[str, Any] = {}
-    for task in list(PAPER_TABLE2) + sorted(set(per_task) - set(PAPER_TABLE2)):
-        paper = PAPER_TABLE2.get(task, {})
+    for task in list(reference) + sorted(set(per_task) - set(reference)):
+        paper = reference.get(task, {})
         ours_q, ours_i = int(per_task.get(task, 0)), int(images.get(task, 0))
         tasks[task] = {
             "questions": ours_q,
@@ -50,7 +51,7 @@ def table2_figures(questions: pa.Table, originals: pa.Table) -> dict[str, Any]:
             "paper_images": paper.get("images"),
             "images_ratio": _ratio(ours_i, paper.get("images")),
         }
-    total_q, total_p = sum(per_task.values()), sum(p["questions"] for p in PAPER_TABLE2.values())
+    total_q, total_p = sum(per_task.values()), sum(p["questions"] for p in reference.values())
     share = {
         t: {
             "ours": round(v["questions"] / max(1, total_q), 4),
