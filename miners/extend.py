@@ -53,13 +53,27 @@ def previous_selection(where: str) -> dict[tuple[str, str], frozenset[str]]:
     else:
         reader = addresses.CANDIDATES.reader(folder)
         if not reader.exists():
-            raise FileNotFoundError(
-                f"mine.extend_from: {where} is neither a release folder ({RELEASE_INDEX}) "
-                "nor a run directory whose mine stage finished (mine/candidates)"
-            )
+            raise FileNotFoundError(_neither(where))
         for r in reader.rows(columns=["task", "source", "image_id"]):
             found.setdefault((r["task"], r["source"]), set()).add(str(r["image_id"]))
     return {k: frozenset(v) for k, v in found.items()}
+
+
+def _neither(where: str) -> str:
+    return (
+        f"mine.extend_from: {where} is neither a release folder ({RELEASE_INDEX}) "
+        "nor a run directory whose mine stage finished (mine/candidates)"
+    )
+
+
+def extend_problem(where: str | None) -> str | None:
+    """Why ``mine.extend_from`` cannot be read (checked before a run starts), or None."""
+    if not where:
+        return None
+    folder = RunFS.open(where)
+    if folder.exists(RELEASE_INDEX) or addresses.CANDIDATES.reader(folder).exists():
+        return None
+    return _neither(where)
 
 
 def selection_file(where: str) -> str:

@@ -110,7 +110,7 @@ def test_extension_from_a_run_directory_keeps_the_same_selection(extended):
     )
 
 
-def test_extend_from_a_folder_that_is_neither_is_refused_by_name(extended):
+def test_extend_from_a_folder_that_is_neither_is_refused_up_front(extended):
     tmp, _, _ = extended
     res = cli.invoke(
         app,
@@ -126,3 +126,4 @@ def test_extend_from_a_folder_that_is_neither_is_refused_by_name(extended):
     )
     assert res.exit_code != 0
     assert f"mine.extend_from: {tmp / 'small'} is neither a release folder" in res.output
+    assert not (tmp / "run-bad").exists()  # refused before the run starts
