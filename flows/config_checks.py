@@ -31,7 +31,8 @@ def machine_cpus() -> int:
 def check_runnable(cfg: Any, stages: list[str] | None, source: str) -> None:
     """Refuse (:class:`ConfigError`, ``source`` named) a config this machine cannot run for
     ``stages`` (None: every stage): worker threads past what it can run; when ``mine`` runs, a
-    task with no source, and source files missing or not in their format."""
+    task with no source, source files missing or not in their format, and a ``mine.extend_from``
+    that is neither a release nor a mined run."""
     limit = WORKERS_PER_CPU * machine_cpus()
     if cfg.run.workers > limit:
         raise ConfigError(
@@ -39,7 +40,9 @@ def check_runnable(cfg: Any, stages: list[str] | None, source: str) -> None:
             f"({machine_cpus()} CPU(s), at most {limit} workers); lower it, e.g. run.workers: {min(limit, 8)}"
         )
     if stages is None or "mine" in stages:
-        problem = source_problem(cfg)
+        from miners.extend import extend_problem  # lazily, as source_problem's imports: they load pyarrow
+
+        problem = source_problem(cfg) or extend_problem(cfg.mine.extend_from)
         if problem is not None:
             raise ConfigError(f"{source}: {problem}")
 

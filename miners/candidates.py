@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 
 from miners.context import ImageIndex
+from miners.extend import kept_first
 from miners.vg_format import ImageLocator
 from miners.vg_scan import Scan
 from storage.hashing import canonical_json, stable_id
@@ -37,7 +38,8 @@ def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> 
     """The values in a seeded order where each value's place depends on that value alone (a
     keyed hash of it): adding values never reorders the others, so a sample that takes the first
     k keeps its choices when the data grows (bottom-k sampling), and extending a dataset re-mines
-    the same candidates plus a few new ones."""
+    the same candidates plus a few new ones. In extension mode (``mine.extend_from``) the images
+    the previous selection used come first (:func:`miners.extend.kept_first`)."""
     if isinstance(values, np.ndarray):
         vals = np.sort(values.astype(np.int64))
     else:
@@ -45,14 +47,14 @@ def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> 
     if not len(vals):
         return []
     keys = mix64(vals.astype(np.uint64) ^ np.uint64(int(stable_id(seed, *parts), 16)))
-    return vals[np.lexsort((vals, keys))].tolist()
+    return kept_first(vals[np.lexsort((vals, keys))].tolist())
 
 
 def seeded_names(names: Iterable[str], seed: int, *parts: Any) -> list[str]:
     """:func:`seeded_order` for ids that are names (FSC147 file names): each name's place
     depends on the name alone, never on its position among the others."""
     salt = stable_id(seed, *parts)
-    return sorted(names, key=lambda name: (stable_id(salt, name), name))
+    return kept_first(sorted(names, key=lambda name: (stable_id(salt, name), name)))
 
 
 def mix64(x: np.ndarray) -> np.ndarray:

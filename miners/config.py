@@ -74,6 +74,11 @@ class MineConfig(Section):
         "auto", description="VG JSON reader: DuckDB (fast, C++) with msgspec fallback, or msgspec only"
     )
     threads: int = Field(2, ge=1, description="DuckDB reader threads")
+    extend_from: str | None = Field(
+        None,
+        description="extension mode: a previous run directory or release folder whose selection is kept; "
+        "added source images only fill the room left under each cap (docs/versions.md)",
+    )
 
     @model_validator(mode="wrap")
     @classmethod

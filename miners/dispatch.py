@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from miners.extend import keeping_first, previous_selection
 from storage.task_spec import TaskSpec, all_tasks
 
 if TYPE_CHECKING:
@@ -80,20 +81,23 @@ def run_miners(
     result: MineResult,
     candidates: bool = True,
 ) -> None:
-    """Call each task's miner for ``source`` on the one scan (see the module docstring)."""
+    """Call each task's miner for ``source`` on the one scan (see the module docstring); with
+    ``mine.extend_from`` set, each miner's seeded orders put the previous selection first."""
+    previous = previous_selection(config.extend_from) if config.extend_from else {}
     for spec in specs:
         miner = spec.miner(source)
-        miner(
-            MineJob(
-                task=spec.id,
-                source=source,
-                scan=scan,
-                rows=rows,
-                params=config.params_for(spec.id),
-                control=config.control_for(spec.id),
-                config=config,
-                seed=seed,
-                result=result,
-                candidates=candidates,
+        with keeping_first(previous.get((spec.id, source), frozenset())):
+            miner(
+                MineJob(
+                    task=spec.id,
+                    source=source,
+                    scan=scan,
+                    rows=rows,
+                    params=config.params_for(spec.id),
+                    control=config.control_for(spec.id),
+                    config=config,
+                    seed=seed,
+                    result=result,
+                    candidates=candidates,
+                )
             )
-        )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from miners.extend import selection_file
 from miners.result import MineResult
 from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
@@ -112,6 +113,9 @@ class MineStage(Stage):
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
         fps = {path: _fingerprint(path) for path in source_files(ctx)}
+        if ctx.config.mine.extend_from:  # extension mode: another previous selection re-mines
+            path = selection_file(ctx.config.mine.extend_from)
+            fps[path] = _fingerprint(path)
         missing = [p for p in required_files(ctx) if fps.get(p) == "absent"]
         if missing:
             raise MineSourceMissing(

@@ -1,4 +1,4 @@
-"""Candidate selection on the sample: fields, filters, caps, seeds, controls, AT rotation, DC bins."""
+"""Candidate selection on the sample: fields, filters, caps, seeds, controls, AT edit types, DC bins."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from mining_helpers import mine_config
 from miners.fsc147 import bin_of, read_fsc147
 from miners.mine import mine_fsc147, mine_visual_genome
 from miners.sample_data import load_truth
+from storage.hashing import stable_id
 from tasks.builtin_tasks.alteration_tracing.miner import assign_edit_type
 
 
@@ -97,15 +98,26 @@ def test_at_targets_rotation_and_delete_rule(mined_vg) -> None:
             {"delete", "add", "replace", "move"} - ({"delete"} if same < 2 else set())
         )
     assigned = Counter(json.loads(c["extra_json"])["assigned_edit_type"] for c in at)
-    assert max(assigned.values()) - min(assigned.values()) <= 1  # balanced rotation
+    assert set(assigned) == {
+        "delete",
+        "add",
+        "replace",
+        "move",
+    }  # a per-image hash draw: every type, not exactly balanced
+    # the id names the edit a candidate carries: one id never stands for two different edits
+    assert all(
+        c["id"]
+        == stable_id(c["task"], c["variant"], c["source"], int(c["image_id"]), c["target_object_id"], c["edit_type"])
+        for c in at
+    )
 
 
 def test_assign_edit_type_fallbacks() -> None:
     types = ("delete", "add", "replace", "move")
-    assert assign_edit_type(0, 0, types, 3) == ("delete", ["add", "replace", "move"], "delete")
-    assert assign_edit_type(0, 0, types, 1) == ("add", ["replace", "move"], "delete")
-    assert assign_edit_type(2, 1, types, 1) == ("move", ["add", "replace"], "move")
-    assert assign_edit_type(3, 0, types, 2) == ("move", ["delete", "add", "replace"], "move")
+    assert assign_edit_type(0, types, 3) == ("delete", ["add", "replace", "move"], "delete")
+    assert assign_edit_type(0, types, 1) == ("add", ["replace", "move"], "delete")
+    assert assign_edit_type(3, types, 1) == ("move", ["add", "replace"], "move")
+    assert assign_edit_type(7, types, 2) == ("move", ["delete", "add", "replace"], "move")
 
 
 def test_same_seed_same_candidates_other_seed_differs(vg_root: str, mined_vg) -> None:

@@ -2,10 +2,13 @@
 
 Images need more than ``min_objects`` valid objects; the target is drawn (seeded) among
 objects covering between ``min_target_area`` and ``max_target_area`` of the image.
-Edit types rotate over the selected images in a seeded, balanced order; each candidate
-carries the other types as its fallback chain (in rotation order). ``delete`` needs at
-least two instances of the target's class: otherwise it is taken out of the chain, and a
-candidate assigned ``delete`` moves to the first fallback.
+Each image's edit type is drawn from a hash of the run seed, the task and the image id alone
+(balanced in expectation, not exactly): an added image never changes another image's type, so
+extending the sources keeps every old candidate's edit. Each candidate carries the other types
+as its fallback chain (in ``edit_types`` order after its own). ``delete`` needs at least two
+instances of the target's class: otherwise it is taken out of the chain, and a candidate assigned
+``delete`` moves to the first fallback. The candidate id includes the edit type it carries, so
+one id never names two different edits.
 """
 
 from __future__ import annotations
@@ -18,13 +21,11 @@ from tasks.builtin_tasks.alteration_tracing.params import AlterationTracingParam
 from tasks.plugin_api import CocoRows, MineJob, Scan, Selection, VGRows, drop_unsure, npx, rng_for, seeded_order
 
 
-def assign_edit_type(
-    k: int, offset: int, types: tuple[str, ...], same_instance_count: int
-) -> tuple[str, list[str], str]:
-    """(edit type, fallback chain, originally assigned type) for the k-th selected image."""
+def assign_edit_type(k: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
+    """(edit type, fallback chain, originally assigned type) for an image whose hash draw is ``k``."""
     n = len(types)
-    assigned = types[(k + offset) % n]
-    chain = [types[(k + offset + j) % n] for j in range(1, n)]
+    assigned = types[k % n]
+    chain = [types[(k + j) % n] for j in range(1, n)]
     edit = assigned
     if same_instance_count < 2:
         chain = [c for c in chain if c != "delete"]
@@ -51,7 +52,6 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
     sel = Selection()
     o = scan.objects
     crowded = crowded_images(scan, params)
-    offset = int(rng_for(seed, task, "rotation").integers(len(params.edit_types)))
     k = 0
     for iid in seeded_order(crowded.tolist(), seed, task):
         if k >= params.max_images:
@@ -68,12 +68,12 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
         row = int(ok[int(rng_for(seed, task, "target", iid).integers(len(ok)))])
         nid = int(o["nid"][row])
         same = int(np.sum(o["nid"][obj_rows] == nid))
-        edit, chain, assigned = assign_edit_type(k, offset, params.edit_types, same)
+        draw = int(rng_for(seed, task, "edit_type", iid).integers(len(params.edit_types)))
+        edit, chain, assigned = assign_edit_type(draw, params.edit_types, same)
         target = {"id": int(o["oid"][row]), "name": scan.names.names[nid], "box": rows.index.box("objects", row)}
         extra: dict[str, Any] = {
             "assigned_edit_type": assigned,
             "object_count": int(len(obj_rows)),
-            "rotation_index": k,
         }
         sel.rows.append(
             rows.row(
@@ -82,6 +82,7 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
                 iid,
                 path,
                 target=target,
+                id_parts=(edit,),
                 extra=extra,
                 same_instance_count=same,
                 edit_type=edit,
