@@ -112,12 +112,11 @@ benchmarks: $(STAMP) $(SAMPLE)/.complete
 	$(PY) benchmarks/reuse_object_store.py
 	$(PY) benchmarks/reuse_packs.py
 	$(PY) benchmarks/reply_parsing.py
-	$(PY) benchmarks/release_versions.py
 	@test -d $(BENCH_RELEASE)/vlmevalkit || { $(BIN)/reactbench build --config configs/demo.yaml --run-dir $(BENCH_RUN) \
 	  && $(BIN)/reactbench export --run-dir $(BENCH_RUN) --out $(BENCH_RELEASE) --unverified --vlmevalkit; }
 	$(PY) benchmarks/vlmevalkit_size.py $(BENCH_RELEASE)
 	$(PY) benchmarks/release_size.py --cyclic
-	$(PY) benchmarks/release_metadata.py
+	$(PY) benchmarks/release_metadata.py  # runs benchmarks/release_versions.py too (diff, ids_stable, pinned_revision)
 	$(PY) benchmarks/gpu_validate.py --size $$($(PY) -c 'import torch; print("real" if torch.cuda.is_available() else "tiny")')
 	$(PY) benchmarks/paper_scale.py
 	$(PY) benchmarks/health.py

@@ -13,7 +13,11 @@ side by side, and ends with one JSON line:
   records_match    every RecordSet loaded with the Parquet's record count and values
   rai_fields       non-empty ``rai:`` fields (the smallest over the releases; the issue asks >= 14)
   canary_files     text files carrying the canary / text files (over both releases)
-  diff, ids_stable, pinned_revision   null: the versions lane's figures, filled in at its merge
+  diff, ids_stable, pinned_revision, diff_more_images   from ``benchmarks/release_versions.py``
+                   (run here in a temporary folder): the diff of an extension by one more editor,
+                   the same ids on a rebuild with other shards, the lmms-eval revision and the
+                   VLMEvalKit md5s pinned, and the diff of an extension by more source images
+                   (``mine.extend_from``); ``--skip-versions`` leaves them null
 
     .venv/bin/python benchmarks/release_metadata.py
     .venv/bin/python benchmarks/release_metadata.py --sample data/sample --out /tmp/release_metadata
@@ -135,6 +139,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sample", default=str(ROOT / "data" / "sample"), help="sample data (reactbench sample-data)")
     ap.add_argument("--out", default=str(CACHE), help="where the runs and releases are written")
+    ap.add_argument("--skip-versions", action="store_true", help="without the versions steps (release_versions.py)")
     args = ap.parse_args()
     sample, out = Path(args.sample), Path(args.out)
     if not (sample / "visual_genome").exists():
@@ -164,9 +169,23 @@ def main() -> None:
         "diff": None,
         "ids_stable": None,
         "pinned_revision": None,
+        "diff_more_images": None,
     }
+    if not args.skip_versions:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import tempfile
+
+        from release_versions import measure  # the sibling script: extensions, rebuild, pins
+
+        with tempfile.TemporaryDirectory(prefix="release-versions-") as work:
+            versions = measure(Path(work))
+        figures.update({k: versions[k] for k in ("diff", "ids_stable", "pinned_revision", "diff_more_images")})
     print(json.dumps(figures))
     ok = figures["croissant_valid"] and figures["records_match"] and figures["rai_fields"] >= 14
+    if not args.skip_versions:
+        additions = [figures["diff"], figures["diff_more_images"]]
+        ok = ok and figures["ids_stable"] and figures["pinned_revision"]
+        ok = ok and all(d["added"] > 0 and d["removed"] == 0 and d["changed"] == 0 for d in additions)
     sys.exit(0 if ok and all(r["canary_files"] == r["text_files"] for r in results.values()) else 1)
 
 

@@ -124,49 +124,40 @@ def pinned(release: Path, version: str) -> bool:
     return tasks_ok and tsvs_ok
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, default=None, help="working folder (default: a temporary one, removed)")
-    args = ap.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="release-versions-"))
-    work.mkdir(parents=True, exist_ok=True)
+def measure(work: Path) -> dict[str, Any]:
+    """Every step above in ``work``; prints the side-by-side table and returns the JSON line's figures
+    (also called by ``benchmarks/release_metadata.py``)."""
     times: dict[str, float] = {}
-    try:
-        small, big = work / "sample", work / "sample-more"
-        _, times["sample-data"] = cli("sample-data", str(small))
-        cli("sample-data", str(big), "--vg-images", "220", "--fsc-images", "40")
+    small, big = work / "sample", work / "sample-more"
+    _, times["sample-data"] = cli("sample-data", str(small))
+    cli("sample-data", str(big), "--vg-images", "220", "--fsc-images", "40")
 
-        _, times["build v1"] = cli("build", "-c", str(config(work, "v1", small)), "--run-dir", str(work / "run"))
-        times["export v1"] = export(work / "run", work / "v1", "1.0.0")
+    _, times["build v1"] = cli("build", "-c", str(config(work, "v1", small)), "--run-dir", str(work / "run"))
+    times["export v1"] = export(work / "run", work / "v1", "1.0.0")
 
-        _, times["build +editor"] = cli(
-            "build", "-c", str(config(work, "v2", small, 2)), "--run-dir", str(work / "run")
-        )
-        times["export v2"] = export(work / "run", work / "v2", "1.1.0", "--previous", str(work / "v1"))
-        d_editor = diff(work / "v1", work / "v2")
+    _, times["build +editor"] = cli("build", "-c", str(config(work, "v2", small, 2)), "--run-dir", str(work / "run"))
+    times["export v2"] = export(work / "run", work / "v2", "1.1.0", "--previous", str(work / "v1"))
+    d_editor = diff(work / "v1", work / "v2")
 
-        _, times["build +images (extend)"] = cli(
-            "build", "-c", str(config(work, "imgs", big, extend_from=work / "v1")), "--run-dir", str(work / "run-imgs")
-        )
-        export(work / "run-imgs", work / "v2-images", "1.1.0-images", "--previous", str(work / "v1"))
-        d_images = diff(work / "v1", work / "v2-images")
-        _, times["build +images (plain)"] = cli(
-            "build", "-c", str(config(work, "imgs-plain", big)), "--run-dir", str(work / "run-imgs-plain")
-        )
-        export(work / "run-imgs-plain", work / "v2-images-plain", "1.1.0-plain")
-        d_plain = diff(work / "v1", work / "v2-images-plain")
-        audit_images = json.loads(cli("audit", "--run-dir", str(work / "run-imgs"))[0].strip().splitlines()[-1])
+    _, times["build +images (extend)"] = cli(
+        "build", "-c", str(config(work, "imgs", big, extend_from=work / "v1")), "--run-dir", str(work / "run-imgs")
+    )
+    export(work / "run-imgs", work / "v2-images", "1.1.0-images", "--previous", str(work / "v1"))
+    d_images = diff(work / "v1", work / "v2-images")
+    _, times["build +images (plain)"] = cli(
+        "build", "-c", str(config(work, "imgs-plain", big)), "--run-dir", str(work / "run-imgs-plain")
+    )
+    export(work / "run-imgs-plain", work / "v2-images-plain", "1.1.0-plain")
+    d_plain = diff(work / "v1", work / "v2-images-plain")
+    audit_images = json.loads(cli("audit", "--run-dir", str(work / "run-imgs"))[0].strip().splitlines()[-1])
 
-        rebuild_cfg = config(work, "rebuild", small, shard_size=7, workers=1)
-        _, times["rebuild v1"] = cli("build", "-c", str(rebuild_cfg), "--run-dir", str(work / "run-rebuild"))
-        export(work / "run-rebuild", work / "v1-rebuild", "1.0.0")
-        d_rebuild = diff(work / "v1", work / "v1-rebuild")
-        ids_stable = d_rebuild["summary"] == {"added": 0, "removed": 0, "changed": 0} and d_rebuild["old"]["items"] > 0
-        pinned_revision = pinned(work / "v1", "1.0.0") and pinned(work / "v2", "1.1.0")
-        changelog = (work / "v2" / "CHANGELOG.md").exists()
-    finally:
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
+    rebuild_cfg = config(work, "rebuild", small, shard_size=7, workers=1)
+    _, times["rebuild v1"] = cli("build", "-c", str(rebuild_cfg), "--run-dir", str(work / "run-rebuild"))
+    export(work / "run-rebuild", work / "v1-rebuild", "1.0.0")
+    d_rebuild = diff(work / "v1", work / "v1-rebuild")
+    ids_stable = d_rebuild["summary"] == {"added": 0, "removed": 0, "changed": 0} and d_rebuild["old"]["items"] > 0
+    pinned_revision = pinned(work / "v1", "1.0.0") and pinned(work / "v2", "1.1.0")
+    changelog = (work / "v2" / "CHANGELOG.md").exists()
 
     print(f"{'release':<30}{'items':>8}{'added':>8}{'removed':>9}{'changed':>9}")
     print(f"{'v1 (demo)':<30}{d_editor['old']['items']:>8}")
@@ -186,21 +177,31 @@ def main() -> None:
     print(
         f"CHANGELOG.md written with --previous: {changelog}; lmms-eval revision and VLMEvalKit md5 pinned: {pinned_revision}"
     )
-    print(
-        json.dumps(
-            {
-                "diff": d_editor["summary"],
-                "ids_stable": ids_stable,
-                "pinned_revision": pinned_revision,
-                "changelog": changelog,
-                "diff_more_images": d_images["summary"],
-                "diff_more_images_plain": d_plain["summary"],
-                "audit_more_images": audit_images["fraction"],
-                "items_v1": d_editor["old"]["items"],
-                "items_v2": d_editor["new"]["items"],
-            }
-        )
-    )
+    return {
+        "diff": d_editor["summary"],
+        "ids_stable": ids_stable,
+        "pinned_revision": pinned_revision,
+        "changelog": changelog,
+        "diff_more_images": d_images["summary"],
+        "diff_more_images_plain": d_plain["summary"],
+        "audit_more_images": audit_images["fraction"],
+        "items_v1": d_editor["old"]["items"],
+        "items_v2": d_editor["new"]["items"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", type=Path, default=None, help="working folder (default: a temporary one, removed)")
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="release-versions-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        figures = measure(work)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":
