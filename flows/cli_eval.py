@@ -151,13 +151,22 @@ def eval_cmd(
         "--blind",
         help="Language-only run: the same questions with the images (and annotations) withheld, into eval/<backend>-<model>-blind; the eval report shows it beside the run with images.",
     ),
+    out: str | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder that receives eval/<backend>-<model>/ and the response cache instead of the run: evaluate a read-only (published) run; `reactbench report eval --run-dir <out>` draws it.",
+    ),
     config: Path | None = CfgOpt,
 ) -> None:
     """Answer every question with a model (standard and CoT), judge, score, and write metrics.json.
 
-    The offline `rules` backend is an ORACLE (it reads answers from the annotations), not a baseline."""
+    The offline `rules` backend is an ORACLE (it reads answers from the annotations), not a baseline.
+    With --out the run is only read: answers, cache and metrics go to the other folder."""
     from flows.cli_output import StepBars, table_console
     from storage.fs import RunFS
+    from storage.run_dirs import file_in_the_way
+    from storage.run_lock import RunLocked
     from tasks.engine.base import StageInputError
     from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
@@ -171,36 +180,47 @@ def eval_cmd(
     }
     try:
         cfg = _config(config, run_dir, overrides)
-        run = RunFS.open(str(run_dir))
-        with StepBars(f"eval {model}", console) as steps:
-            answered = answer_questions(
-                run,
-                cfg,
-                model,
-                unverified=unverified,
-                base_url=base_url,
-                no_cache=no_cache,
-                force=force,
-                progress=steps.step("answer"),
-                blind=blind,
-            )
-            s = answered.stage
-            steps(
-                "answer",
-                s.shards_total,
-                s.shards_total,
-                summary=f"{s.rows_out.get('answers', 0):,} answers",
-                details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
-            )
-        with StepBars("metrics", console) as steps:
-            outcome = write_metrics(run, answered, steps.step("metrics"))
-            steps(
-                "metrics",
-                1,
-                1,
-                summary=f"{outcome.metrics['n_answers']:,} answers",
-                details=f"{outcome.folder}/metrics.json",
-            )
+        source = RunFS.open(str(run_dir))
+        run = RunFS.open(str(out)) if out else source
+        if out and file_in_the_way(run) is not None:
+            raise ValueError(f"--out {out}: {file_in_the_way(run)} is a file; evaluation results go to a folder")
+        with _results_lease(out):
+            with StepBars(f"eval {model}", console) as steps:
+                answered = answer_questions(
+                    run,
+                    cfg,
+                    model,
+                    unverified=unverified,
+                    base_url=base_url,
+                    no_cache=no_cache,
+                    force=force,
+                    progress=steps.step("answer"),
+                    blind=blind,
+                    source=source if out else None,
+                )
+                s = answered.stage
+                steps(
+                    "answer",
+                    s.shards_total,
+                    s.shards_total,
+                    summary=f"{s.rows_out.get('answers', 0):,} answers",
+                    details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
+                )
+            with StepBars("metrics", console) as steps:
+                outcome = write_metrics(run, answered, steps.step("metrics"))
+                steps(
+                    "metrics",
+                    1,
+                    1,
+                    summary=f"{outcome.metrics['n_answers']:,} answers",
+                    details=f"{outcome.folder}/metrics.json",
+                )
+    except RunLocked as exc:  # another evaluation writes into --out
+        from flows.cli_lock import LOCKED_EXIT
+        from flows.cli_output import print_error
+
+        print_error(str(exc))
+        raise typer.Exit(LOCKED_EXIT) from None
     except (InputsMissing, DamagedInput, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
@@ -213,7 +233,17 @@ def eval_cmd(
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-    console.print(f"answers and metrics in {RunFS.open(str(run_dir)).sub(outcome.folder).url}", markup=False)
+    console.print(f"answers and metrics in {run.sub(outcome.folder).url}", markup=False)
+
+
+def _results_lease(out: str | None) -> Any:
+    """The lock of the folder an evaluation writes into when it is not the run (``--out``): two
+    evaluations into one folder wait for each other as two into one run do."""
+    from contextlib import nullcontext
+
+    from storage.run_lock import hold_run
+
+    return hold_run(str(out), "reactbench eval", reentrant=True) if out else nullcontext()
 
 
 def _num(v: float | None) -> str:

@@ -47,7 +47,7 @@ WRITERS: set[tuple[str, str | None]] = {
 NEEDS_RUN = WRITERS - {("", "build"), ("", "mine"), ("reuse", "prune")}
 # Writers that write nothing into the run when --out points elsewhere: on a read-only run
 # directory (a published run mounted read-only) they run without the lease.
-READS_WITH_OUT = {"export", "report"}
+READS_WITH_OUT = {"export", "report", "eval"}
 
 
 def locked(

@@ -44,10 +44,18 @@ class RunContext:
     run: RunFS
     config: Any
     options: dict[str, Any] = field(default_factory=dict)  # CLI overrides such as no_cache
+    # The run a stage reads its inputs from when it is not ``run`` itself: an evaluation of a
+    # read-only (published) run writes its answers into another folder and reads from here.
+    inputs: RunFS | None = None
+
+    @property
+    def source(self) -> RunFS:
+        """Where upstream artifacts and images are read (``inputs``, else the run itself)."""
+        return self.inputs if self.inputs is not None else self.run
 
     @property
     def images(self) -> ImageStore:
-        return ImageStore(self.run)
+        return ImageStore(self.source)
 
     @property
     def seed(self) -> int:

@@ -6,12 +6,13 @@
 6. A run directory named with glob characters (``runs/r*[ab]``) could not be resumed (fsspec
    read its marker paths as a glob) and ``status`` printed ``[ab]`` as markup (dropped).
 7. A read-only run directory (a published run mounted read-only): every writer printed a
-   traceback on the lock file. Now reading commands work without a lease and writers refuse in
-   one line, the run unchanged.
+   traceback on the lock file. Now reading commands work without a lease (``eval --out`` writes
+   its answers into another folder) and writers refuse in one line, the run unchanged.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -104,6 +105,19 @@ def test_a_read_only_run_is_read_without_a_lease_and_writers_refuse(place: Path,
     assert not (place / "localhost").exists(), "file://localhost/... was read as the relative path localhost/..."
     report = reactbench(place, "report", "build", "--run-dir", run, "--out", "reports/build.html")
     assert report.returncode == 0 and (place / "reports" / "build.html").is_file(), report.stderr
+    # an evaluation of the read-only run lands in another folder, its report drawn from there
+    model = ["--unverified", "--model", "prior:blind-v1"]
+    evaluated = reactbench(place, "eval", "--run-dir", run, *model, "--out", "results/X")
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    metrics = place / "results" / "X" / "eval" / "prior-blind-v1-unverified" / "metrics.json"
+    assert json.loads(metrics.read_text())["n_answers"] > 0
+    drawn = reactbench(place, "report", "eval", "--run-dir", "results/X", "--out", "reports/eval.html")
+    assert drawn.returncode == 0 and "prior" in (place / "reports" / "eval.html").read_text(), drawn.stderr
+    inside = reactbench(place, "eval", "--run-dir", run, *model, "--out", f"{run}/eval-copy")
+    assert inside.returncode == 2 and "unless --out lies outside it" in one_line(inside)
+    (place / "notes.txt").write_text("keep me")
+    on_file = reactbench(place, "eval", "--run-dir", run, *model, "--out", "notes.txt")
+    assert on_file.returncode == 2 and "notes.txt is a file" in one_line(on_file), on_file.stderr
     for args in (["build"], ["eval", "--unverified", "--model", "rules:rules-v1"]):
         proc = reactbench(place, *args, "--run-dir", run)
         assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -81,8 +81,16 @@ class EvalOutcome:
 
 
 def make_clients(
-    config: Any, run: RunFS, backend: str, model: str, base_url: str | None, no_cache: bool
+    config: Any,
+    run: RunFS,
+    backend: str,
+    model: str,
+    base_url: str | None,
+    no_cache: bool,
+    source: RunFS | None = None,
 ) -> EvalClients:
+    """The model under test and its judge; their response cache lives in ``run``, and a backend
+    that answers from statistics reads them from ``source`` (the run evaluated, default ``run``)."""
     cache = run.sub("cache", "mllm")
     ev = config.eval
     model_cfg = client_config(
@@ -96,7 +104,7 @@ def make_clients(
     model_client = make_client(model_cfg, cache, no_cache=no_cache)
     bind = getattr(model_client, "bind_run", None)
     if bind is not None:  # a backend that answers from the run's own statistics (the blind prior)
-        bind(run)
+        bind(source if source is not None else run)
     return EvalClients(
         model_client,
         make_client(judge_cfg, cache, no_cache=no_cache),
@@ -116,6 +124,7 @@ def run_eval(
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
     blind: bool = False,
+    source: RunFS | None = None,
 ) -> EvalOutcome:
     """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``
     (:func:`answer_questions`, then :func:`write_metrics`; the CLI runs them as two steps)."""
@@ -130,6 +139,7 @@ def run_eval(
         progress=progress,
         clients=clients,
         blind=blind,
+        source=source,
     )
     return write_metrics(run, answered)
 
@@ -146,14 +156,17 @@ def answer_questions(
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
     blind: bool = False,
+    source: RunFS | None = None,
 ) -> EvalOutcome:
     """The eval stage: every question answered, judged and scored into ``<folder>/answers`` (its
     ``metrics`` still empty); ``progress`` sees (shards done, total). ``blind``: the language-only
-    run, the images withheld, into ``<backend>-<model>-blind``."""
+    run, the images withheld, into ``<backend>-<model>-blind``. ``source``: the run whose
+    questions and images are asked when it is not ``run`` (a read-only run evaluated into
+    another folder); ``run`` receives the answers, the cache and the manifests."""
     backend, model_id = parse_model(model)
-    clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache)
+    clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache, source)
     stage = EvalStage(backend, model_id, unverified, clients, blind=blind)
-    ctx = RunContext(run, config, {"no_cache": no_cache})
+    ctx = RunContext(run, config, {"no_cache": no_cache}, inputs=source)
     summary = run_stage(
         stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons
     )

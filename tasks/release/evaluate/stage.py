@@ -90,13 +90,13 @@ class EvalStage(Stage):
         }
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
-        return {"questions": input_fingerprint(ctx.run, self.unverified)}
+        return {"questions": input_fingerprint(ctx.source, self.unverified)}
 
     def model_endpoints(self, config: Any) -> list[Any]:
         return list(self.clients.configs)
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        questions, edits = read_inputs(ctx.run, self.unverified)
+        questions, edits = read_inputs(ctx.source, self.unverified)
         self._questions = questions
         self._qmap = {q["id"]: q for q in questions}
         self._by_item = defaultdict(list)
