@@ -3,7 +3,8 @@
 Each case was accepted (an empty or silently empty run), hung (a "billion laughs" under a
 free-form section), or refused with several lines, a wrong status or no file name, and every
 refusal left an empty run directory behind. Now: exit 2, one line naming the file and the
-field, and no run directory.
+field, and no run directory. The cases run through the real entry point in one process
+(``cli_batch``); the saved-config and override cases each keep a subprocess of their own.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from cli_batch import CliCall, CliResult, run_cli_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).with_name("reactbench"))
@@ -138,66 +139,84 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("content, field", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, content: bytes, field: str):
-    config = tmp_path / "bad.yaml"
-    config.write_bytes(content)
-    run_dir = tmp_path / "runs" / "r"
-    started = time.monotonic()
-    proc = subprocess.run(
-        [CLI, "build", "--config", str(config), "--run-dir", str(run_dir), "--orchestrator", "local"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
-        cwd=tmp_path,
-        errors="replace",
-    )
-    took = time.monotonic() - started
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, CliResult]]:
+    """Every case of CASES through ``reactbench build``, all in one process (``cli_batch``): its
+    folder (holding ``bad.yaml``) and what the command did."""
+    base = tmp_path_factory.mktemp("refused")
+    calls = []
+    for case_id, content, _ in CASES:
+        folder = base / case_id
+        folder.mkdir()
+        (folder / "bad.yaml").write_bytes(content)
+        args = ["build", "--config", str(folder / "bad.yaml"), "--run-dir", str(folder / "runs" / "r")]
+        calls.append(CliCall([*args, "--orchestrator", "local"], folder))
+    return {case[0]: (call.cwd, got) for case, call, got in zip(CASES, calls, run_cli_batch(calls), strict=True)}
+
+
+@pytest.mark.parametrize("case_id, field", [(c[0], c[2]) for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_config_exits_2_with_one_line_and_writes_nothing(
+    refused: dict[str, tuple[Path, CliResult]], case_id: str, field: str
+):
+    folder, proc = refused[case_id]
+    config = folder / "bad.yaml"
+    lines = proc.lines()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(lines) == 1, lines
     assert str(config) in lines[0] and field in lines[0], lines[0]
     assert "Traceback" not in lines[0]
-    assert not run_dir.exists() and not (tmp_path / "runs").exists(), "a refused config left a run directory"
-    assert took < 60, f"refusing took {took:.0f} s"
+    assert not (folder / "runs").exists(), "a refused config left a run directory"
+    assert proc.seconds < 60, f"refusing took {proc.seconds:.0f} s"
 
 
-@pytest.mark.parametrize(
-    "sources, field",
-    [
-        ({"visual_genome": "{tmp}/no/such/folder"}, "sources.visual_genome: source annotation files not found"),
-        ({"visual_genome": "{sample}/fsc147"}, "sources.visual_genome: source annotation files not found"),
-        ({"coco": "{sample}/visual_genome"}, "sources.coco: {sample}/visual_genome is a folder"),
-        ({"coco": "{sample}/fsc147/ImageClasses_FSC147.txt"}, "is not JSON"),
-    ],
-    ids=["missing-folder", "another-sources-folder", "folder-for-a-file", "text-for-json"],
-)
+SOURCE_CASES = [
+    (
+        "missing-folder",
+        {"visual_genome": "{tmp}/no/such/folder"},
+        "sources.visual_genome: source annotation files not found",
+    ),
+    (
+        "another-sources-folder",
+        {"visual_genome": "{sample}/fsc147"},
+        "sources.visual_genome: source annotation files not found",
+    ),
+    ("folder-for-a-file", {"coco": "{sample}/visual_genome"}, "sources.coco: {sample}/visual_genome is a folder"),
+    ("text-for-json", {"coco": "{sample}/fsc147/ImageClasses_FSC147.txt"}, "is not JSON"),
+]
+
+
+@pytest.fixture(scope="module")
+def refused_sources(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> dict[str, tuple[Path, CliResult]]:
+    """Each of SOURCE_CASES through ``reactbench mine`` (one process, ``cli_batch``)."""
+    base = tmp_path_factory.mktemp("refused-sources")
+    calls = []
+    for case_id, sources, _ in SOURCE_CASES:
+        folder = base / case_id
+        folder.mkdir()
+        fill = {"tmp": str(folder), "sample": str(sample_dir)}
+        text = "mine: {tasks: [relational_erasure]}\nsources: {"
+        text += ", ".join(f"{k}: {v.format(**fill)}" for k, v in sources.items()) + "}\n"
+        (folder / "bad.yaml").write_text(text)
+        calls.append(
+            CliCall(["mine", "--config", str(folder / "bad.yaml"), "--run-dir", str(folder / "runs" / "r")], folder)
+        )
+    return {
+        case[0]: (call.cwd, got) for case, call, got in zip(SOURCE_CASES, calls, run_cli_batch(calls), strict=True)
+    }
+
+
+@pytest.mark.parametrize("case_id, field", [(c[0], c[2]) for c in SOURCE_CASES], ids=[c[0] for c in SOURCE_CASES])
 def test_bad_source_paths_refused_before_the_run_directory(
-    tmp_path: Path, sample_dir: Path, sources: dict[str, str], field: str
+    refused_sources: dict[str, tuple[Path, CliResult]], sample_dir: Path, case_id: str, field: str
 ):
     """Issue 42.9: a missing or wrong source passed validation; `mine` then exited 1 leaving a
     run directory holding only config.yaml."""
-    fill = {"tmp": str(tmp_path), "sample": str(sample_dir)}
-    config = tmp_path / "bad.yaml"
-    text = (
-        "mine: {tasks: [relational_erasure]}\nsources: {"
-        + ", ".join(f"{k}: {v.format(**fill)}" for k, v in sources.items())
-        + "}\n"
-    )
-    config.write_text(text)
-    proc = subprocess.run(
-        [CLI, "mine", "--config", str(config), "--run-dir", str(tmp_path / "runs" / "r")],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
-        cwd=tmp_path,
-    )
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    folder, proc = refused_sources[case_id]
+    lines = proc.lines()
     assert proc.returncode == 2 and len(lines) == 1, lines
-    assert lines[0].startswith(f"{config}: ") and field.format(**fill) in lines[0], lines[0]
-    assert not (tmp_path / "runs").exists(), "a refused config left a run directory"
+    expected = field.format(tmp=folder, sample=sample_dir)
+    assert lines[0].startswith(f"{folder / 'bad.yaml'}: ") and expected in lines[0], lines[0]
+    assert not (folder / "runs").exists(), "a refused config left a run directory"
 
 
 def test_bad_saved_config_is_named_and_the_run_is_untouched(tmp_path: Path):
