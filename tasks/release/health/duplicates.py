@@ -15,6 +15,7 @@ agree on their colour distribution (``imagehash.colorhash``, within :data:`COLOU
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections import defaultdict
 from typing import Any
@@ -31,6 +32,11 @@ HASH_SIZE = 8  # 64-bit pHash
 HASH_THREADS = 2  # the 2 cores the report is sized for
 COLOUR_DISTANCE = 2  # colour-hash bits (of 42) two near-duplicates may differ by
 _CHUNK = 1024
+# Hashes by the image's bytes (blake2b), kept for the process: decoding and hashing is most of a
+# health figure's cost, and an export, its strict check and a report see the same images again.
+# Keyed by content, so a changed file is hashed anew; ~200 bytes an entry, bounded.
+_HASHED: dict[bytes, tuple[int, Any]] = {}
+_HASHED_MAX = 500_000
 
 
 def near_text(texts: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -52,13 +58,20 @@ def image_hashes(run: RunFS, paths: list[str]) -> tuple[list[str], np.ndarray, l
 
     def one(rel: str) -> tuple[int, Any] | None:
         try:
-            with Image.open(io.BytesIO(run.read_bytes(rel))) as im:
+            data = run.read_bytes(rel)
+            key = hashlib.blake2b(data, digest_size=16).digest()
+            if key in _HASHED:  # the same bytes hashed before in this process (an export, then its report)
+                return _HASHED[key]
+            with Image.open(io.BytesIO(data)) as im:
                 im.draft("RGB", (32, 32))
                 rgb = im.convert("RGB")
                 bits = imagehash.phash(rgb, hash_size=HASH_SIZE).hash.flatten()
-                return int("".join("1" if b else "0" for b in bits), 2), imagehash.colorhash(rgb, binbits=3)
+                got = int("".join("1" if b else "0" for b in bits), 2), imagehash.colorhash(rgb, binbits=3)
         except (OSError, UnidentifiedImageError):
             return None
+        if len(_HASHED) < _HASHED_MAX:
+            _HASHED[key] = got
+        return got
 
     kept, out, colours = [], [], []
     with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:  # reading and decoding release the GIL
