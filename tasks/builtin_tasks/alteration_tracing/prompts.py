@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from tasks.builtin_tasks.alteration_tracing.vocabulary import SUBSTITUTES
 from tasks.plugin_api import (
-    SUBSTITUTES,
     EnglishStr,
     LocationPhrase,
     ObjectName,

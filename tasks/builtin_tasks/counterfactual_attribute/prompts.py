@@ -9,15 +9,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from tasks.plugin_api import (
+from tasks.builtin_tasks.counterfactual_attribute.vocabulary import (
     ABSURD_ATTRIBUTES,
-    ARTICLE_RE,
     ATTRIBUTE_TYPE_BY_DIRECTION,
     CA_VALUES,
-    COUNTER_COLOURS,
     MADE_DIRECTIONS,
     NATURAL_DIRECTIONS,
     NATURAL_HINTS,
+)
+from tasks.plugin_api import (
+    ARTICLE_RE,
+    COUNTER_COLOURS,
     AnalysisOutput,
     EnglishStr,
     PromptOutput,

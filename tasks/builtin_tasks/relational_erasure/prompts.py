@@ -9,12 +9,11 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from tasks.builtin_tasks.relational_erasure.vocabulary import ABSURD_OBJECTS, SPATIAL_PREDICATES
 from tasks.plugin_api import (
-    ABSURD_OBJECTS,
     ARTICLE_RE,
     COLOURS,
     MATERIALS,
-    SPATIAL_PREDICATES,
     AnalysisOutput,
     EnglishStr,
     ObjectName,
