@@ -1,6 +1,6 @@
 """Name canonicalisation: one canonical form per class, used by every stage downstream.
 
-The word-level forms (clean, drop the article, singularise) are :mod:`storage.names`, shared with
+The word-level forms (clean, drop the article, singularise) are :mod:`storage.annotation.names`, shared with
 the editors and the audit; the alias and synset rules here are the miners' own.
 
 Visual Genome names are free text ("Wheels", " the wheel", "a cup"); counting them raw
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from storage.names import basic_predicate, cleaned_name, singular_phrase
+from storage.annotation.names import basic_predicate, cleaned_name, singular_phrase
 
 
 def synset_lemma(synset: str) -> str:

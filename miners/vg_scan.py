@@ -35,7 +35,7 @@ from miners.vg_format import (
     loose,
     object_raw_name,
 )
-from storage.names import basic_attribute
+from storage.annotation.names import basic_attribute
 from storage.rejects import reject
 
 STAGE = "mine"
@@ -109,7 +109,7 @@ class Scan:
     readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
     canonical: dict[str, Any] = field(default_factory=dict)  # what each naming rule merged (Canonicalizer.merges)
     # first WordNet synset of each object (``objects["sid"]``, -1 for none): candidates carry it, so
-    # "rock" and "stone" annotating one kind of thing are told to be one class (storage.names.same_class)
+    # "rock" and "stone" annotating one kind of thing are told to be one class (storage.annotation.names.same_class)
     synsets: Vocab = field(default_factory=lambda: Vocab(_synset_form))
 
 

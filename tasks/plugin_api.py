@@ -136,10 +136,11 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         COLOURS,
         MATERIALS,
     )
-    from storage.boxes import grown, intersection, intersects, overlap
-    from storage.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
+    from storage.annotation.boxes import grown, intersection, intersects, overlap
+    from storage.annotation.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
+    from storage.annotation.coverage import cut_names, names_mentioned
+    from storage.annotation.names import basic_name, class_members, same_class
     from storage.config_base import FloatRange, FractionRange, IntEdges, IntRange, Section
-    from storage.coverage import cut_names, names_mentioned
     from storage.hashing import canonical_json, sha256_hex, stable_id
     from storage.json_columns import (
         candidate_of,
@@ -148,7 +149,6 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         instruction_fields,
         load_json_column,
     )
-    from storage.names import basic_name, class_members, same_class
     from storage.rejects import reject
     from storage.task_spec import HOOKS, TaskError, TaskHooks, TaskSpec, register_task
     from tasks.stages.qa.mc import question_seed
