@@ -30,11 +30,11 @@ def context_json(value: Any) -> str:
     return msgspec.json.encode(value, order="sorted").decode("utf-8")
 
 
-def rng_for(seed: int, *parts: Any) -> np.random.Generator:
+def rng_for(seed: int, *parts: str | int) -> np.random.Generator:
     return np.random.default_rng(int(stable_id(seed, *parts), 16))
 
 
-def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> list[int]:
+def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: str | int) -> list[int]:
     """The values in a seeded order where each value's place depends on that value alone (a
     keyed hash of it): adding values never reorders the others, so a sample that takes the first
     k keeps its choices when the data grows (bottom-k sampling), and extending a dataset re-mines
@@ -50,7 +50,7 @@ def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> 
     return kept_first(vals[np.lexsort((vals, keys))].tolist())
 
 
-def seeded_names(names: Iterable[str], seed: int, *parts: Any) -> list[str]:
+def seeded_names(names: Iterable[str], seed: int, *parts: str | int) -> list[str]:
     """:func:`seeded_order` for ids that are names (FSC147 file names): each name's place
     depends on the name alone, never on its position among the others."""
     salt = stable_id(seed, *parts)
@@ -153,7 +153,9 @@ class VGRows:
         return row
 
 
-def area_fraction(w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | float, H: np.ndarray | float) -> Any:
+def area_fraction(
+    w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | float, H: np.ndarray | float
+) -> np.ndarray | float:
     return (w * h) / (W * H)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from prompts.clients.base import MLLMClient, MLLMRequest, MLLMResponse
+from prompts.clients.base import ChatMessage, ImagePart, MLLMClient, MLLMRequest, MLLMResponse, TextPart
 from prompts.parsing import ParseError, parse_answer
 from prompts.spec import PromptSpec, render
 
@@ -65,20 +65,20 @@ def image_mime(data: bytes) -> str:
     raise ValueError("unsupported image format (expected PNG, JPEG, WebP or GIF bytes)")
 
 
-def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool = True) -> list[dict[str, Any]]:
+def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool = True) -> list[ChatMessage]:
     """One user turn: the images first (in order), then the rendered prompt text.
 
     ``require_images=False`` (clients that answer from annotations) also accepts no images.
     """
     if len(inp.images) != spec.n_images and (require_images or inp.images):
         raise ValueError(f"prompt {spec.name!r} takes {spec.n_images} image(s), got {len(inp.images)}")
-    parts: list[dict[str, Any]] = [{"type": "image", "data": img, "mime": image_mime(img)} for img in inp.images]
+    parts: list[ImagePart | TextPart] = [{"type": "image", "data": img, "mime": image_mime(img)} for img in inp.images]
     parts.append({"type": "text", "text": render(spec, inp.context)})
     return [{"role": "user", "content": parts}]
 
 
 def _request(
-    spec: PromptSpec, messages: list[dict[str, Any]], context: dict[str, Any], cfg: dict[str, Any]
+    spec: PromptSpec, messages: list[ChatMessage], context: dict[str, Any], cfg: dict[str, Any]
 ) -> MLLMRequest:
     return MLLMRequest(spec.name, spec.version, messages, context, **cfg)
 

@@ -60,7 +60,7 @@ class ATEditPlan(PromptOutput):
 
     @field_validator("edit_type", mode="before")
     @classmethod
-    def _lower(cls, v: Any) -> Any:
+    def _lower(cls, v: object) -> object:
         return v.strip().lower() if isinstance(v, str) else v
 
     @field_validator(

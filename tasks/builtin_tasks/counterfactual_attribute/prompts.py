@@ -79,7 +79,7 @@ class CAInstructions(PromptOutput):
 
     @field_validator("direction_a", "direction_b", mode="before")
     @classmethod
-    def _direction(cls, v: Any) -> str:
+    def _direction(cls, v: object) -> str:
         key = "_".join(str(v).lower().replace("/", " ").replace("-", " ").replace("&", " ").split())
         key = key.strip("[]_")
         if key not in _DIRECTION_SYNONYMS:
@@ -288,7 +288,7 @@ class CAAnalysis(AnalysisOutput):
 
     @field_validator("A_number", mode="before")
     @classmethod
-    def _number(cls, v: Any) -> Any:
+    def _number(cls, v: object) -> object:
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")

@@ -139,7 +139,7 @@ class REAnalysis(AnalysisOutput):
 
     @field_validator("same_type_elsewhere", mode="before")
     @classmethod
-    def _yes_no_same(cls, v: Any) -> Any:
+    def _yes_no_same(cls, v: object) -> object:
         return v.strip().strip(".").split()[0].strip(",;—-").lower() if isinstance(v, str) and v.strip() else v
 
     @model_validator(mode="after")
