@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import numpy as np
@@ -65,6 +65,15 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+class ObjectRef(TypedDict):
+    """An annotated object a candidate row names (its target, its partner): the annotation's id,
+    its canonical name and its ``[x, y, w, h]`` box in image pixels."""
+
+    id: int
+    name: str
+    box: list[float]
+
+
 @dataclass
 class Selection:
     """Candidate rows and reject rows produced by one selector."""
@@ -119,9 +128,9 @@ class VGRows:
         iid: int,
         path: str,
         *,
-        target: dict[str, Any],
-        partner: dict[str, Any] | None = None,
-        id_parts: tuple[Any, ...] = (),
+        target: ObjectRef,
+        partner: ObjectRef | None = None,
+        id_parts: tuple[str | int, ...] = (),
         extra: dict[str, Any] | None = None,
         **fields: Any,
     ) -> dict[str, Any]:

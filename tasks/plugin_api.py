@@ -23,8 +23,9 @@ Config
   ``Section`` (base of a task's ``params``), ``FloatRange``, ``FractionRange`` (1.2: an ordered range
   within [0, 1], e.g. an area fraction), ``IntRange``, ``IntEdges``.
 Mining (the ``miners={source: ...}`` hooks; contract in ``docs/mining.md``)
-  ``MineJob``, ``Scan``, ``Selection``, ``VGRows``, ``rng_for``, ``seeded_order``,
-  ``seeded_names``, ``area_fraction``, ``image_sizes``, ``npx`` (numpy grouping helpers),
+  ``MineJob``, ``Scan``, ``Selection``, ``VGRows``, ``ObjectRef`` (2.0: a row's target or
+  partner), ``rng_for``, ``seeded_order``, ``seeded_names``, ``area_fraction``, ``image_sizes``,
+  ``npx`` (numpy grouping helpers),
   ``bin_of``, ``FSCData``, ``split_counts``, ``fsc147_select``, ``coco_select_counting`` (the
   count-stratified selections of the FSC147 and COCO sources), ``CocoRows``, ``drop_unsure``,
   ``image_notes``, ``class_notes``,
@@ -36,15 +37,16 @@ Shared vocabulary
   ``intersection``, ``intersects`` (boxes), ``colour_of``, ``colours_apart``, ``basic_name``,
   ``same_class``, ``cut_names``, ``names_mentioned``, ``region_words``, ``location_phrase``.
 Prompts (``instruct_prompt`` / ``analysis_prompt`` and their rules answers)
-  ``PromptSpec``, ``rules_answer``, ``find_duplicates`` and ``transformers_embedder`` (near-duplicate
-  instructions), ``PromptOutput`` and ``AnalysisOutput`` (answer schema
-  bases), field types ``EnglishStr``, ``ObjectName``, ``LocationPhrase``, ``PastPredicate``,
-  ``ThreeDistinct``, ``distinct``, ``same_name``, ``mentions_preservation``, ``ARTICLE_RE``; the
-  rules answers' seeded draws and word forms ``pick``, ``pick_options``, ``norm_text``,
-  ``a_or_an``, ``same_word``, ``attribute_slot``, ``box_center``, ``sha256_hex``; the word lists
-  ``COLOURS`` and ``MATERIALS`` (2.0: the lists only one built-in task used, ``CA_VALUES`` and the
-  like, moved into that task's package) and
-  ``COUNTER_COLOURS``, ``colour_word``, ``overlap``, ``grown``, ``class_members``.
+  ``PromptSpec``, ``rules_answer``, ``find_duplicates`` and ``transformers_embedder``
+  (near-duplicate instructions; 2.0: ``Embedder``, the type of an embedding function),
+  ``PromptOutput`` and ``AnalysisOutput`` (answer schema bases), field types ``EnglishStr``,
+  ``ObjectName``, ``LocationPhrase``, ``PastPredicate``, ``ThreeDistinct``, ``distinct``,
+  ``same_name``, ``mentions_preservation``, ``ARTICLE_RE``; the rules answers' seeded draws and
+  word forms ``pick``, ``pick_options``, ``norm_text``, ``a_or_an``, ``same_word``,
+  ``attribute_slot``, ``box_center``, ``sha256_hex``; the word lists ``COLOURS`` and
+  ``MATERIALS`` (2.0: the lists only one built-in task used, ``CA_VALUES`` and the like, moved
+  into that task's package) and ``COUNTER_COLOURS``, ``colour_word``, ``overlap``, ``grown``,
+  ``class_members``.
 Questions (``qa_slots``, ``qa_beaf``, ``analysis_fields``)
   ``Problem``, ``RenderSettings``, ``question_seed``, ``clean``, ``canonical``,
   ``with_article``, ``plural``.
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         COCO,
         FSC,
         VG,
+        ObjectRef,
         Selection,
         VGRows,
         area_fraction,
@@ -123,7 +126,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     from miners.vg_scan import Scan
     from prompts.analysis_prompts import ARTICLE_RE, AnalysisOutput
     from prompts.analysis_rules import a_or_an, attribute_slot, norm_text, pick_options, same_word
-    from prompts.dedup import find_duplicates, transformers_embedder
+    from prompts.dedup import Embedder, find_duplicates, transformers_embedder
     from prompts.eval_parsing import mentions
     from prompts.eval_rules import EvalRules, annotations_of, option_letter, prior_hit
     from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
