@@ -8,7 +8,7 @@ appended to the conversation, up to ``parse_retries`` times.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from prompts.clients.base import ChatMessage, ImagePart, MLLMClient, MLLMRequest, MLLMResponse, TextPart
 from prompts.parsing import ParseError, parse_answer
@@ -21,6 +21,21 @@ REASK = (
     "Answer again. Follow the required output format exactly, fill every field, write in English, "
     "and add nothing else."
 )
+
+
+class Provenance(TypedDict):
+    """The provenance columns every output row carries (``storage.schemas.PROVENANCE_FIELDS``)."""
+
+    prompt_name: str
+    prompt_version: str
+    backend: str
+    model_id: str
+    raw_response: str
+
+
+class Sampling(TypedDict):
+    temperature: float
+    max_tokens: int
 
 
 @dataclass
@@ -41,8 +56,8 @@ class PromptOutcome:
     backend: str
     model_id: str
 
-    def provenance(self) -> dict[str, Any]:
-        """The provenance columns every output row carries (storage.schemas.PROVENANCE_FIELDS)."""
+    def provenance(self) -> Provenance:
+        """The provenance columns of the row this outcome fills."""
         return {
             "prompt_name": self.prompt_name,
             "prompt_version": self.prompt_version,
@@ -77,9 +92,7 @@ def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool =
     return [{"role": "user", "content": parts}]
 
 
-def _request(
-    spec: PromptSpec, messages: list[ChatMessage], context: dict[str, Any], cfg: dict[str, Any]
-) -> MLLMRequest:
+def _request(spec: PromptSpec, messages: list[ChatMessage], context: dict[str, Any], cfg: Sampling) -> MLLMRequest:
     return MLLMRequest(spec.name, spec.version, messages, context, **cfg)
 
 
@@ -94,7 +107,7 @@ def run_prompt(
     max_tokens: int = 1024,
 ) -> list[PromptOutcome]:
     """Ask ``spec`` for every input; outcomes come back in input order, one per input."""
-    sampling = {"temperature": temperature, "max_tokens": max_tokens}
+    sampling: Sampling = {"temperature": temperature, "max_tokens": max_tokens}
     needs_images = bool(getattr(client, "uses_images", True))
     convs = [build_messages(spec, inp, require_images=needs_images) for inp in inputs]
     outcomes: list[PromptOutcome | None] = [None] * len(inputs)
