@@ -353,7 +353,7 @@ def phase_ours(root: Path) -> dict[str, float]:
 
 def phase_naive(root: Path) -> dict[str, float]:
     """The reference: json.load everything, count with dicts and sets (same definitions)."""
-    from storage.names import basic_attribute, basic_name
+    from storage.annotation.names import basic_attribute, basic_name
 
     t = time.perf_counter()
     images = {im["image_id"]: im for im in json.load(open(root / "image_data.json"))}

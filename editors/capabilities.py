@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.boxes import iou
-from storage.names import basic_name
+from storage.annotation.boxes import iou
+from storage.annotation.names import basic_name
 
 UNSUPPORTED = "unsupported_edit"
 # Words a value may carry around its one meaningful word ("a striped pattern", "pink-coloured").

@@ -26,7 +26,7 @@ from pydantic import Field
 from editors.base import Box, EditFailure, Editor, EditRequest, EditResult
 from editors.capabilities import donor_for, requested_value
 from editors.masks import box_mask, clip_box, dilate, mask_box, object_mask
-from storage.boxes import intersection
+from storage.annotation.boxes import intersection
 from storage.config_base import Section
 
 # OpenCV hue scale (0-179), target saturation / value scale for each colour word.

@@ -8,8 +8,8 @@ import cv2
 import numpy as np
 
 from editors.base import Box
-from storage.boxes import clip_box
-from storage.coverage import box_mask
+from storage.annotation.boxes import clip_box
+from storage.annotation.coverage import box_mask
 
 __all__ = ["box_mask", "clip_box"]  # re-exported: the editors' geometry in one import
 

@@ -6,7 +6,7 @@ is the one the questions will describe*. One verifier per edit kind, all cheap C
 - every kind: the target can be seen (its box, with a small margin, is not one flat colour: an
   annotated object drawn over by another, or absent, is refused before questions name it);
 - every kind that overwrites pixels (all but a recolour, which stays inside the object's mask): no
-  other annotated object lost more than ``storage.coverage.BOX_LOST_ABOVE`` of its box to the changed region ("change nothing else"; the covered fractions are recorded as
+  other annotated object lost more than ``storage.annotation.coverage.BOX_LOST_ABOVE`` of its box to the changed region ("change nothing else"; the covered fractions are recorded as
   ``cut_objects`` for the qa stage's claims), and no instance of a control object's class (the
   task's ``untouched_objects`` hook: alteration tracing's B') shares a pixel with it;
 - remove: the target region changed, the outside was kept, the object's appearance is gone
@@ -38,10 +38,10 @@ from editors.config import VerifyParams
 from editors.masks import box_mask, clip_box, dilate, is_flat
 from editors.masks import object_mask as donor_mask_of
 from editors.qc import mean_abs_change, psnr
-from storage.boxes import grown, intersects, iou
-from storage.colours import NAMED_COLOURS, colour_word, hue_distance
-from storage.coverage import BOX_LOST_ABOVE, covered, touches
-from storage.names import basic_name, class_members
+from storage.annotation.boxes import grown, intersects, iou
+from storage.annotation.colours import NAMED_COLOURS, colour_word, hue_distance
+from storage.annotation.coverage import BOX_LOST_ABOVE, covered, touches
+from storage.annotation.names import basic_name, class_members
 from storage.task_spec import task_hook
 
 VERIFY_FAILED = "verify_failed"
@@ -184,7 +184,7 @@ def _others(fields: Mapping[str, Any], box: Sequence[float]) -> list[dict[str, A
 def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.ndarray) -> list[dict[str, Any]]:
     """Every other annotated object whose box the changed region enters: name, box and the
     covered fraction of the box (recorded, so the qa stage can tell which objects a question may
-    still name as there: ``storage.coverage.BOX_REMAINS_AT_MOST``)."""
+    still name as there: ``storage.annotation.coverage.BOX_REMAINS_AT_MOST``)."""
     h, w = changed.shape
     out = []
     for o in _others(fields, box):

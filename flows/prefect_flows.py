@@ -40,7 +40,15 @@ from storage.fs import RunFS
 from storage.run_lock import hold_run
 from tasks.engine.base import RunContext
 from tasks.engine.retries import RetryPolicy
-from tasks.engine.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
+from tasks.engine.runner import (
+    ShardDone,
+    ShardExecution,
+    ShardFailed,
+    ShardJob,
+    ShardMapper,
+    StageSummary,
+    run_stage,
+)
 
 # --- retries ---------------------------------------------------------------------------
 
@@ -226,12 +234,14 @@ def stage_shards_flow(
             get_stage(stage_name),
             ctx,
             force=force,
-            mapper=prefect_mapper(orch),
             progress=progress,
             requeue_reasons=orch.rerun_reject_reasons,
-            retry=RetryPolicy.from_config(ctx.config),
-            gpu_slot=partial(_gpu_slot, orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else None,
-            logger=get_run_logger(),
+            execution=ShardExecution(
+                mapper=prefect_mapper(orch),
+                retry=RetryPolicy.from_config(ctx.config),
+                gpu_slot=partial(_gpu_slot, orch.gpu_concurrency_limit) if orch.gpu_concurrency_limit else None,
+                logger=get_run_logger(),
+            ),
         )
     except ShardFailed as exc:
         if exc.summary is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import numpy as np
@@ -30,11 +30,11 @@ def context_json(value: Any) -> str:
     return msgspec.json.encode(value, order="sorted").decode("utf-8")
 
 
-def rng_for(seed: int, *parts: Any) -> np.random.Generator:
+def rng_for(seed: int, *parts: str | int) -> np.random.Generator:
     return np.random.default_rng(int(stable_id(seed, *parts), 16))
 
 
-def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> list[int]:
+def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: str | int) -> list[int]:
     """The values in a seeded order where each value's place depends on that value alone (a
     keyed hash of it): adding values never reorders the others, so a sample that takes the first
     k keeps its choices when the data grows (bottom-k sampling), and extending a dataset re-mines
@@ -50,7 +50,7 @@ def seeded_order(values: Iterable[int] | np.ndarray, seed: int, *parts: Any) -> 
     return kept_first(vals[np.lexsort((vals, keys))].tolist())
 
 
-def seeded_names(names: Iterable[str], seed: int, *parts: Any) -> list[str]:
+def seeded_names(names: Iterable[str], seed: int, *parts: str | int) -> list[str]:
     """:func:`seeded_order` for ids that are names (FSC147 file names): each name's place
     depends on the name alone, never on its position among the others."""
     salt = stable_id(seed, *parts)
@@ -63,6 +63,15 @@ def mix64(x: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+class ObjectRef(TypedDict):
+    """An annotated object a candidate row names (its target, its partner): the annotation's id,
+    its canonical name and its ``[x, y, w, h]`` box in image pixels."""
+
+    id: int
+    name: str
+    box: list[float]
 
 
 @dataclass
@@ -119,9 +128,9 @@ class VGRows:
         iid: int,
         path: str,
         *,
-        target: dict[str, Any],
-        partner: dict[str, Any] | None = None,
-        id_parts: tuple[Any, ...] = (),
+        target: ObjectRef,
+        partner: ObjectRef | None = None,
+        id_parts: tuple[str | int, ...] = (),
         extra: dict[str, Any] | None = None,
         **fields: Any,
     ) -> dict[str, Any]:
@@ -153,7 +162,9 @@ class VGRows:
         return row
 
 
-def area_fraction(w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | float, H: np.ndarray | float) -> Any:
+def area_fraction(
+    w: np.ndarray | float, h: np.ndarray | float, W: np.ndarray | float, H: np.ndarray | float
+) -> np.ndarray | float:
     return (w * h) / (W * H)
 
 

@@ -1,6 +1,6 @@
 """Name canonicalisation: one canonical form per class, used by every stage downstream.
 
-The word-level forms (clean, drop the article, singularise) are :mod:`storage.names`, shared with
+The word-level forms (clean, drop the article, singularise) are :mod:`storage.annotation.names`, shared with
 the editors and the audit; the alias and synset rules here are the miners' own.
 
 Visual Genome names are free text ("Wheels", " the wheel", "a cup"); counting them raw
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from storage.names import basic_predicate, cleaned_name, singular_phrase
+from storage.annotation.names import basic_predicate, cleaned_name, singular_phrase
 
 
 def synset_lemma(synset: str) -> str:
@@ -47,6 +47,16 @@ def number_variants(a: str, b: str) -> bool:
         if y in (x + "s", x + "es") or singular_phrase(y) == x:
             return True
     return False
+
+
+class NameMerges(TypedDict):
+    """What :meth:`Canonicalizer.merges` reports (the mine summary's ``canonicalisation``)."""
+
+    raw_names: int
+    synsets: int
+    aliases: dict[str, int]
+    singularised: dict[str, int]
+    aliases_left_to_singulariser: list[str]
 
 
 class Canonicalizer:
@@ -155,7 +165,7 @@ class Canonicalizer:
             return self.lemma_name(synsets[0])
         return self.name(raw)
 
-    def merges(self) -> dict[str, Any]:
+    def merges(self) -> NameMerges:
         """What each rule did to the raw names seen so far: per alias and per singularisation,
         how many distinct raw strings (and, in synset mode, synsets) it mapped: ``"vases -> vase": 3``
         for "Vases", "vases" and "the vases"."""

@@ -42,11 +42,11 @@ from miners.candidates import Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
 from miners.config import MineConfig
 from miners.dispatch import miner_specs, run_miners
-from miners.fsc147 import bin_of
+from miners.fsc147 import CountingParams, bin_of
 from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageInfo
-from miners.vg_scan import Scan, Vocab
+from miners.vg_scan import Progress, Scan, Vocab
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
 
@@ -216,7 +216,12 @@ def drop_unsure(sel: Selection, unsure: dict[tuple[int, str], str], path: str) -
 
 
 def select_counting(
-    data: CocoData, params: Any, seed: int, locator: CocoLocator, unsure: dict[tuple[int, str], str], task: str
+    data: CocoData,
+    params: CountingParams,
+    seed: int,
+    locator: CocoLocator,
+    unsure: dict[tuple[int, str], str],
+    task: str,
 ) -> tuple[Selection, int]:
     """DC candidates: (image, class) counts inside ``count_range``, drawn ``per_bin`` per bin;
     also the number of counts left out because the class is not exhaustively annotated there."""
@@ -304,7 +309,7 @@ def _count_row(
     }
 
 
-def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Any | None = None) -> MineResult:
+def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Progress | None = None) -> MineResult:
     """Candidates (and for RE the pair statistics) of every requested task with a ``coco`` miner."""
     specs = miner_specs(SOURCE, cfg.tasks)
     result = MineResult()

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationError, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError, core_schema
 
 from storage.config_base import Section
@@ -82,7 +90,7 @@ class MineConfig(Section):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _task_sections(cls, data: Any, handler: Any) -> MineConfig:
+    def _task_sections(cls, data: object, handler: ModelWrapValidatorHandler[MineConfig]) -> MineConfig:
         """``mine.<task id>`` against the registered task's params class; defaults for every
         registered task; any other unknown key fails with the settings and tasks that exist.
         Errors keep their key paths (``mine.<task>.<key>``)."""
@@ -152,7 +160,7 @@ class MineConfig(Section):
         """``mine.<task>`` -> its Section class, for every registered task with settings (benchmark order)."""
         return {task: task_params_class(task) for task in _sectioned()}
 
-    def params_for(self, task: str) -> Any:
+    def params_for(self, task: str) -> Section | None:
         """The validated ``mine.<task>`` section (its defaults when the config predates the task's
         registration); None for a task without settings."""
         extra = self.__pydantic_extra__ or {}

@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TypeVar
 
 from storage import addresses
 from storage.fs import RunFS
@@ -28,6 +28,7 @@ from storage.fs import RunFS
 RELEASE_INDEX = "release_items.jsonl"  # tasks.release.export.versions.INDEX (a higher layer)
 
 _FIRST: ContextVar[frozenset[str]] = ContextVar("extend_first", default=frozenset())
+T = TypeVar("T")  # an image id, or "<image id>:<class>" (COCO DC)
 
 
 def previous_selection(where: str) -> dict[tuple[str, str], frozenset[str]]:
@@ -95,7 +96,7 @@ def keeping_first(image_ids: frozenset[str]) -> Iterator[None]:
         _FIRST.reset(token)
 
 
-def kept_first(ordered: list[Any]) -> list[Any]:
+def kept_first(ordered: list[T]) -> list[T]:
     """``ordered`` with the values of the current previous selection first (a stable partition:
     hash order within each part). A value is an image id, or ``<image id>:<class>`` (COCO DC)."""
     first = _FIRST.get()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 import fsspec
 import msgspec
@@ -40,6 +40,16 @@ class FSCAnnotation(msgspec.Struct, gc=False):
     ratio_h: float | None = None
     ratio_w: float | None = None
     img_path: str | None = None
+
+
+class CountingParams(Protocol):
+    """What a count-stratified selection reads of a task's params (dense counting's section):
+    the object counts kept, the bin edges, images per bin, and (FSC147) the splits drawn from."""
+
+    count_range: tuple[int, int]
+    bins: tuple[int, ...]
+    per_bin: int
+    splits: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,14 @@ def _image_size(path: str) -> tuple[int, int]:
         return im.size
 
 
-def split_counts(data: FSCData, splits: tuple[str, ...]) -> dict[str, Any]:
+class SplitCounts(TypedDict):
+    """Annotated FSC147 images per split, and how many lie outside the configured splits."""
+
+    fsc_split_counts: dict[str, int]
+    fsc_outside_splits: int
+
+
+def split_counts(data: FSCData, splits: tuple[str, ...]) -> SplitCounts:
     """Annotated images per split and how many lie outside the configured ``splits``
     (``(none)``: listed in no split of the split file), so nothing is skipped unseen."""
     per: dict[str, int] = {}
@@ -151,7 +168,7 @@ def bin_of(count: int, edges: tuple[int, ...]) -> int | None:
     return None
 
 
-def select(data: FSCData, params: Any, seed: int, task: str) -> Selection:
+def select(data: FSCData, params: CountingParams, seed: int, task: str) -> Selection:
     sel = Selection(rejects=list(data.problems))
     lo, hi = params.count_range
     bins: dict[int, list[str]] = {}
@@ -183,7 +200,7 @@ def select(data: FSCData, params: Any, seed: int, task: str) -> Selection:
     return sel
 
 
-def _row(data: FSCData, name: str, b: int, params: Any, sel: Selection, task: str) -> dict[str, Any] | None:
+def _row(data: FSCData, name: str, b: int, params: CountingParams, sel: Selection, task: str) -> dict[str, Any] | None:
     a = data.annotations[name]
     path = posixpath.join(data.root, IMAGES, name)
     if not _exists(path):

@@ -23,12 +23,13 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 import msgspec
 
 DEFAULT_BLOCK = 8 << 20
+T = TypeVar("T")  # the element type (a msgspec Struct) or the file's type
 MAX_ATTEMPTS = 8  # false boundary proposals tried per block before reading further
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
@@ -92,11 +93,11 @@ def _error_offset(exc: Exception) -> int | None:
 
 def iter_array(
     path: str,
-    elem_type: Any,
+    elem_type: type[T],
     keys: Sequence[str],
     *,
     block_bytes: int = DEFAULT_BLOCK,
-) -> Iterator[list[Any]]:
+) -> Iterator[list[T | BadElement]]:
     """Yield batches of decoded elements (``elem_type`` or :class:`BadElement`) of the array in ``path``.
 
     ``keys``: the keys a top-level element may start with (used only to propose boundaries;
@@ -262,7 +263,7 @@ def _tail_error(path: str, exc: Exception, base: int, start: int, size: int) -> 
     return JSONStreamError(f"{path}: malformed JSON at byte offset {base + start + off - 1}: {exc}")
 
 
-def decode_file(path: str, type_: Any) -> Any:
+def decode_file(path: str, type_: type[T]) -> T:
     """Decode a small JSON file (FSC147 annotations, VG image_data) whole, with a clear error."""
     with fsspec.open(path, "rb") as f:
         data = f.read()

@@ -14,13 +14,17 @@ here: ``ignore_errors`` stays off.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from miners import npx
 from miners.canonical import Canonicalizer
 from miners.vg_scan import Scan, Vocab, _rej
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is read (CLI start-up stays fast)
+    import numpy.typing as npt
+    import pyarrow as pa
 
 _BOX = "object_id BIGINT, id BIGINT, x DOUBLE, y DOUBLE, w DOUBLE, h DOUBLE, names VARCHAR[], name VARCHAR, object_names VARCHAR[], synsets VARCHAR[]"
 COLUMNS = {
@@ -64,7 +68,7 @@ def _query(kind: str, path: str) -> str:
     return f"SELECT img, {_end('e')}{extra} FROM ({inner})"
 
 
-def _ids(column: Any, vocab: Vocab) -> np.ndarray:
+def _ids(column: pa.ChunkedArray, vocab: Vocab) -> np.ndarray:
     """Vocabulary ids for a string column: each distinct raw string is canonicalised once."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -76,12 +80,12 @@ def _ids(column: Any, vocab: Vocab) -> np.ndarray:
     return lut[idx]
 
 
-def _name_ids(tab: Any, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.ndarray:
+def _name_ids(tab: pa.Table, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.ndarray:
     if canon.mode != "synset":
         return _ids(tab.column(f"{prefix}_raw"), vocab)
     raws = tab.column(f"{prefix}_raw").to_pylist()
     syns = tab.column(f"{prefix}_synset").to_pylist()
-    cache: dict[tuple[Any, Any], int] = {}
+    cache: dict[tuple[str | None, str | None], int] = {}
     out = np.empty(len(raws), dtype=np.int64)
     for i, key in enumerate(zip(raws, syns)):
         got = cache.get(key)
@@ -92,7 +96,7 @@ def _name_ids(tab: Any, prefix: str, vocab: Vocab, canon: Canonicalizer) -> np.n
     return out
 
 
-def _num(tab: Any, name: str, dtype: Any = np.float64, fill: float = np.nan) -> np.ndarray:
+def _num(tab: pa.Table, name: str, dtype: npt.DTypeLike = np.float64, fill: float = np.nan) -> np.ndarray:
     """A numeric column as numpy (nulls filled). Chunks are combined first: ``ChunkedArray.to_numpy``
     imports pandas (seconds of start-up for nothing)."""
     col = tab.column(name)
@@ -123,7 +127,7 @@ def _unknown_images(img: np.ndarray, kind: str, path: str, scan: Scan) -> np.nda
     return keep
 
 
-def fetch(kind: str, path: str, threads: int) -> Any:
+def fetch(kind: str, path: str, threads: int) -> pa.Table:
     """DuckDB's part alone: one VG file flattened into an Arrow table. Touches no shared state,
     so the next file can be fetched in a thread while Python turns the previous one into columns
     (DuckDB releases the GIL while it parses)."""
@@ -140,7 +144,7 @@ def fetch(kind: str, path: str, threads: int) -> Any:
 
 
 def scan_file(
-    kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: Any = None
+    kind: str, path: str, scan: Scan, canon: Canonicalizer, threads: int, tab: pa.Table | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]:
     """One VG file (or its already fetched table) -> the same columns as ``vg_scan.scan_objects`` /
     ``scan_relationships`` (before validation)."""

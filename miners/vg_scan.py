@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from miners import npx
-from miners.canonical import Canonicalizer, PredicateCanonicalizer
+from miners.canonical import Canonicalizer, NameMerges, PredicateCanonicalizer
 from miners.jsonstream import BadElement, gc_paused
 from miners.vg_format import (
     ImageInfo,
@@ -35,7 +35,7 @@ from miners.vg_format import (
     loose,
     object_raw_name,
 )
-from storage.names import basic_attribute
+from storage.annotation.names import basic_attribute
 from storage.rejects import reject
 
 STAGE = "mine"
@@ -49,9 +49,9 @@ class Vocab:
         self.canon = canon
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
-        self.raw: dict[Any, int] = {None: -1, "": -1}
+        self.raw: dict[str | None, int] = {None: -1, "": -1}
 
-    def id_of_raw(self, raw: Any) -> int:
+    def id_of_raw(self, raw: str | None) -> int:
         got = self.raw.get(raw)
         if got is None:
             got = self.raw[raw] = self.id_of_class(self.canon(raw) if isinstance(raw, str) else "")
@@ -68,7 +68,7 @@ class Vocab:
             self.names.append(c)
         return got
 
-    def map(self, raws: list[Any]) -> list[int]:
+    def map(self, raws: list[str | None]) -> list[int]:
         """Ids of many raw strings: one dict probe each; new strings are canonicalised once."""
         get = self.raw.get
         out = [get(r, -2) for r in raws]
@@ -107,9 +107,9 @@ class Scan:
     rejects: list[dict[str, Any]] = field(default_factory=list)
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
     readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
-    canonical: dict[str, Any] = field(default_factory=dict)  # what each naming rule merged (Canonicalizer.merges)
+    canonical: NameMerges | None = None  # what each naming rule merged (Canonicalizer.merges)
     # first WordNet synset of each object (``objects["sid"]``, -1 for none): candidates carry it, so
-    # "rock" and "stone" annotating one kind of thing are told to be one class (storage.names.same_class)
+    # "rock" and "stone" annotating one kind of thing are told to be one class (storage.annotation.names.same_class)
     synsets: Vocab = field(default_factory=lambda: Vocab(_synset_form))
 
 
@@ -117,10 +117,11 @@ def _synset_form(raw: str) -> str:
     return raw.strip().lower()
 
 
+VGPart = VGObject | VGRelationship  # one element of an image's objects, attributes or relationships
 _FIRST_SYNSET = attrgetter("synsets")
 
 
-def _synset_ids(parts: list[Any], vocab: Vocab) -> list[int]:
+def _synset_ids(parts: list[VGObject], vocab: Vocab) -> list[int]:
     """Vocabulary ids of each part's first synset (-1 where it has none)."""
     return vocab.map([s[0] if s else None for s in map(_FIRST_SYNSET, parts)])
 
@@ -181,11 +182,11 @@ def _elements(path: str, kind: str, block: int, rejects: list, progress: Progres
             progress(kind, done)
 
 
-def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], list[int], list[Any]]:
+def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], list[int], list[VGPart]]:
     """Image ids, part counts and the flat parts of the elements whose image is known."""
     iids: list[int] = []
     counts: list[int] = []
-    flat: list[Any] = []
+    flat: list[VGPart] = []
     images = scan.images
     for iid, parts in batch:
         if not parts:
@@ -214,7 +215,7 @@ def _known(batch: list, scan: Scan, kind: str, path: str) -> tuple[list[int], li
 _IDS_BOX = attrgetter("object_id", "id", "x", "y", "w", "h")
 
 
-def _box_matrix(parts: list[Any]) -> np.ndarray:
+def _box_matrix(parts: list[VGObject]) -> np.ndarray:
     """(n, 6) float64: object_id, id, x, y, w, h (-1 for an absent id, NaN for an absent coordinate)."""
     try:
         return np.fromiter(chain.from_iterable(map(_IDS_BOX, parts)), dtype=np.float64, count=6 * len(parts)).reshape(
@@ -225,7 +226,7 @@ def _box_matrix(parts: list[Any]) -> np.ndarray:
         return np.asarray(rows, dtype=np.float64).reshape(-1, 6)
 
 
-def _name_ids(parts: list[Any], vocab: Vocab, canon: Canonicalizer) -> list[int]:
+def _name_ids(parts: list[VGObject], vocab: Vocab, canon: Canonicalizer) -> list[int]:
     if canon.mode == "synset":
         return [_synset_id(vocab, canon, o) for o in parts]
     get = vocab.raw.get
@@ -275,7 +276,7 @@ def scan_objects(
     nids: list[list[int]] = []
     sids: list[list[int]] = []
     ann_inst: list[np.ndarray] = []
-    ann_raw: list[Any] = []
+    ann_raw: list[str | None] = []
     total = 0
     get_attrs = attrgetter("attributes")
     with gc_paused():
@@ -376,7 +377,7 @@ def scan_relationships(
     progress: Progress | None = None,
 ) -> dict[str, np.ndarray]:
     """relationships.json -> one row per relationship: ids, predicate, both ends' ids, names and boxes."""
-    cols: dict[str, list[Any]] = {k: [] for k in ("img", "rid", "pid", "s", "o", "s_nid", "o_nid")}
+    cols: dict[str, list[np.ndarray | list[int]]] = {k: [] for k in ("img", "rid", "pid", "s", "o", "s_nid", "o_nid")}
     get_rid = attrgetter("relationship_id", "id")
     get_pred, get_s, get_o = attrgetter("predicate"), attrgetter("subject"), attrgetter("object")
     with gc_paused():

@@ -12,7 +12,7 @@ on, so a bad answer is re-asked with the reason instead of producing a broken qu
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -40,12 +40,12 @@ class AnalysisOutput(BaseModel):
 
     @field_validator("verification_status", mode="before")
     @classmethod
-    def _lower(cls, v: Any) -> Any:
+    def _lower(cls, v: object) -> object:
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @field_validator("discard", mode="before")
     @classmethod
-    def _yes_no(cls, v: Any) -> Any:
+    def _yes_no(cls, v: object) -> object:
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @property

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -115,7 +115,7 @@ class MLLMConfig(Section):
 
     @field_validator("backend", mode="before")
     @classmethod
-    def _known_backend(cls, value: Any) -> Any:
+    def _known_backend(cls, value: object) -> object:
         """A server's name (``vllm``) is not a backend: say which backend serves it."""
         if isinstance(value, str) and value not in BACKENDS:
             raise ValueError(

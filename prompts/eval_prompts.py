@@ -11,7 +11,7 @@ evaluation itself (answer, score, judge, attribute, spans) in ``tasks/release/ev
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 
@@ -73,7 +73,7 @@ class JudgeVerdict(_Out):
 
     @field_validator("verdict", mode="before")
     @classmethod
-    def _norm_verdict(cls, v: Any) -> Any:
+    def _norm_verdict(cls, v: object) -> object:
         s = (
             str(v)
             .strip()
@@ -102,7 +102,7 @@ class SubcauseLabel(_Out):
 
     @field_validator("label", mode="before")
     @classmethod
-    def _norm_label(cls, v: Any) -> Any:
+    def _norm_label(cls, v: object) -> object:
         s = str(v).strip().strip(".").upper().replace("SC", "SC-").replace("--", "-").replace(" ", "")
         m = re.search(r"SC-?([1-9][0-9]*)", s)
         if m:

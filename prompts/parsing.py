@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
+from pydantic.fields import FieldInfo
 
 NOT_APPLICABLE_RE = re.compile(r"\bnot[\s_-]*applicable\b", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
@@ -45,7 +46,7 @@ def strip_fences(text: str) -> str:
     return m.group(1) if m else text
 
 
-def find_json_object(text: str) -> dict[str, Any] | None:
+def find_json_object(text: str) -> dict[str, object] | None:
     """The first balanced ``{...}`` in the text that parses as a JSON object."""
     start = text.find("{")
     while start != -1:
@@ -89,7 +90,7 @@ def _field_lookup(model: type[pydantic.BaseModel]) -> dict[str, str]:
     return out
 
 
-def _aliases(info: Any) -> list[str]:
+def _aliases(info: FieldInfo) -> list[str]:
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     names = list(extra.get("aliases", []))
     if isinstance(info.alias, str):
@@ -97,7 +98,7 @@ def _aliases(info: Any) -> list[str]:
     return names
 
 
-def parse_lines(text: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
+def parse_lines(text: str, model: type[pydantic.BaseModel]) -> dict[str, object]:
     """Collect ``key: value`` lines whose key names a field of ``model``; continuation lines extend the value."""
     lookup = _field_lookup(model)
     found: dict[str, list[str]] = {}
@@ -118,7 +119,7 @@ def parse_lines(text: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
     return {k: _clean_value(" ".join(v).strip()) for k, v in found.items()}
 
 
-def _clean_value(value: str) -> Any:
+def _clean_value(value: str) -> object:
     """Drop wrapping bold/quotes/braces; decode JSON lists, objects and literals."""
     v = value.strip().strip("*_`").strip()
     if len(v) >= 2 and v[0] == "{" and v[-1] == "}" and ":" not in v and '"' not in v:
@@ -135,9 +136,9 @@ def _clean_value(value: str) -> Any:
     return v
 
 
-def _normalise_json_keys(data: dict[str, Any], model: type[pydantic.BaseModel]) -> dict[str, Any]:
+def _normalise_json_keys(data: dict[str, object], model: type[pydantic.BaseModel]) -> dict[str, object]:
     lookup = _field_lookup(model)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for k, v in data.items():
         name = lookup.get(norm_key(str(k)))
         if name is not None:
@@ -145,10 +146,10 @@ def _normalise_json_keys(data: dict[str, Any], model: type[pydantic.BaseModel]) 
     return out
 
 
-def extract_fields(text: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
+def extract_fields(text: str, model: type[pydantic.BaseModel]) -> dict[str, object]:
     """Fields from JSON (fenced or inline) or from ``field: value`` lines, whichever yields more."""
     body = strip_fences(text)
-    candidates: list[dict[str, Any]] = []
+    candidates: list[dict[str, object]] = []
     obj = find_json_object(body) or find_json_object(text)
     if obj is not None:
         candidates.append(_normalise_json_keys(obj, model))
@@ -156,7 +157,7 @@ def extract_fields(text: str, model: type[pydantic.BaseModel]) -> dict[str, Any]
     return max(candidates, key=len)
 
 
-def coerce_lists(fields: dict[str, Any], model: type[pydantic.BaseModel]) -> dict[str, Any]:
+def coerce_lists(fields: dict[str, object], model: type[pydantic.BaseModel]) -> dict[str, object]:
     """A list field answered as ``a; b; c`` or ``a | b | c`` becomes a list."""
     out = dict(fields)
     for name, info in model.model_fields.items():
@@ -179,7 +180,7 @@ def format_validation_error(exc: pydantic.ValidationError) -> str:
     return "\n".join(lines)
 
 
-def is_not_applicable_value(value: Any) -> bool:
+def is_not_applicable_value(value: object) -> bool:
     return isinstance(value, str) and bool(NOT_APPLICABLE_RE.fullmatch(value.strip().strip(".").strip()))
 
 

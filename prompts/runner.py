@@ -8,9 +8,9 @@ appended to the conversation, up to ``parse_retries`` times.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
-from prompts.clients.base import MLLMClient, MLLMRequest, MLLMResponse
+from prompts.clients.base import ChatMessage, ImagePart, MLLMClient, MLLMRequest, MLLMResponse, TextPart
 from prompts.parsing import ParseError, parse_answer
 from prompts.spec import PromptSpec, render
 
@@ -21,6 +21,21 @@ REASK = (
     "Answer again. Follow the required output format exactly, fill every field, write in English, "
     "and add nothing else."
 )
+
+
+class Provenance(TypedDict):
+    """The provenance columns every output row carries (``storage.schemas.PROVENANCE_FIELDS``)."""
+
+    prompt_name: str
+    prompt_version: str
+    backend: str
+    model_id: str
+    raw_response: str
+
+
+class Sampling(TypedDict):
+    temperature: float
+    max_tokens: int
 
 
 @dataclass
@@ -41,8 +56,8 @@ class PromptOutcome:
     backend: str
     model_id: str
 
-    def provenance(self) -> dict[str, Any]:
-        """The provenance columns every output row carries (storage.schemas.PROVENANCE_FIELDS)."""
+    def provenance(self) -> Provenance:
+        """The provenance columns of the row this outcome fills."""
         return {
             "prompt_name": self.prompt_name,
             "prompt_version": self.prompt_version,
@@ -65,21 +80,19 @@ def image_mime(data: bytes) -> str:
     raise ValueError("unsupported image format (expected PNG, JPEG, WebP or GIF bytes)")
 
 
-def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool = True) -> list[dict[str, Any]]:
+def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool = True) -> list[ChatMessage]:
     """One user turn: the images first (in order), then the rendered prompt text.
 
     ``require_images=False`` (clients that answer from annotations) also accepts no images.
     """
     if len(inp.images) != spec.n_images and (require_images or inp.images):
         raise ValueError(f"prompt {spec.name!r} takes {spec.n_images} image(s), got {len(inp.images)}")
-    parts: list[dict[str, Any]] = [{"type": "image", "data": img, "mime": image_mime(img)} for img in inp.images]
+    parts: list[ImagePart | TextPart] = [{"type": "image", "data": img, "mime": image_mime(img)} for img in inp.images]
     parts.append({"type": "text", "text": render(spec, inp.context)})
     return [{"role": "user", "content": parts}]
 
 
-def _request(
-    spec: PromptSpec, messages: list[dict[str, Any]], context: dict[str, Any], cfg: dict[str, Any]
-) -> MLLMRequest:
+def _request(spec: PromptSpec, messages: list[ChatMessage], context: dict[str, Any], cfg: Sampling) -> MLLMRequest:
     return MLLMRequest(spec.name, spec.version, messages, context, **cfg)
 
 
@@ -94,7 +107,7 @@ def run_prompt(
     max_tokens: int = 1024,
 ) -> list[PromptOutcome]:
     """Ask ``spec`` for every input; outcomes come back in input order, one per input."""
-    sampling = {"temperature": temperature, "max_tokens": max_tokens}
+    sampling: Sampling = {"temperature": temperature, "max_tokens": max_tokens}
     needs_images = bool(getattr(client, "uses_images", True))
     convs = [build_messages(spec, inp, require_images=needs_images) for inp in inputs]
     outcomes: list[PromptOutcome | None] = [None] * len(inputs)

@@ -7,7 +7,7 @@ parser like every other prompt, so "Answer: Yes." and ``{"answer": "no"}`` both 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -20,7 +20,7 @@ class YesNo(BaseModel):
 
     @field_validator("answer", mode="before")
     @classmethod
-    def _norm(cls, v: Any) -> Any:
+    def _norm(cls, v: object) -> object:
         return v.strip().strip(".!").lower() if isinstance(v, str) else v
 
 

@@ -95,7 +95,7 @@ class Mutant:
 MUTANTS = [
     Mutant(
         "same-class-without-synset",
-        "storage/names.py",
+        "storage/annotation/names.py",
         "same_class compares word forms only: a 'rock' beside a 'stone' (one synset) counts as another class",
         sub_once(r"return bool\(sa\) and sa == sb", "return False"),
         ("tests/prompts/test_at_control.py", "tests/miners/test_published_shapes.py"),

@@ -79,7 +79,7 @@ CANDIDATES = ArtifactSchema(
             pa.field("extra_json", pa.string()),
             pa.field(
                 "target_synset", pa.string()
-            ),  # first WordNet synset when the source gives one (storage.names.same_class)
+            ),  # first WordNet synset when the source gives one (storage.annotation.names.same_class)
         ]
     ),
 )

@@ -6,7 +6,12 @@ modules without breaking them; ``lint-imports`` checks that for the built-in tas
 Why names are resolved lazily: a task's ``task.py`` imports :class:`TaskSpec` from here, and the
 entry points of every task load whenever the registry is read (``reactbench tasks``, config
 validation). Importing the whole core there would cost seconds and pull in models; so each name
-below imports its defining module on first access (PEP 562 ``__getattr__``) and nothing else.
+imports its defining module on first access (PEP 562 ``__getattr__``) and nothing else.
+
+Each name is declared once, as an import in the ``if TYPE_CHECKING:`` block at the end: type
+checkers and editors read the block as it is, and at run time :func:`_declared` reads it from this
+file's source to know where each name lives (the block itself never runs). Adding a name is adding
+an import there (and a line below, which ``tests/flows/test_plugin_api.py`` checks).
 
 Versioning: :data:`API_VERSION` is ``major.minor``. A minor bump adds names; a major bump removes
 or changes one (a plugin may check ``API_VERSION.split(".")[0]``). The names and what they are:
@@ -18,8 +23,9 @@ Config
   ``Section`` (base of a task's ``params``), ``FloatRange``, ``FractionRange`` (1.2: an ordered range
   within [0, 1], e.g. an area fraction), ``IntRange``, ``IntEdges``.
 Mining (the ``miners={source: ...}`` hooks; contract in ``docs/mining.md``)
-  ``MineJob``, ``Scan``, ``Selection``, ``VGRows``, ``rng_for``, ``seeded_order``,
-  ``seeded_names``, ``area_fraction``, ``image_sizes``, ``npx`` (numpy grouping helpers),
+  ``MineJob``, ``Scan``, ``Selection``, ``VGRows``, ``ObjectRef`` (2.0: a row's target or
+  partner), ``rng_for``, ``seeded_order``, ``seeded_names``, ``area_fraction``, ``image_sizes``,
+  ``npx`` (numpy grouping helpers),
   ``bin_of``, ``FSCData``, ``split_counts``, ``fsc147_select``, ``coco_select_counting`` (the
   count-stratified selections of the FSC147 and COCO sources), ``CocoRows``, ``drop_unsure``,
   ``image_notes``, ``class_notes``,
@@ -31,13 +37,16 @@ Shared vocabulary
   ``intersection``, ``intersects`` (boxes), ``colour_of``, ``colours_apart``, ``basic_name``,
   ``same_class``, ``cut_names``, ``names_mentioned``, ``region_words``, ``location_phrase``.
 Prompts (``instruct_prompt`` / ``analysis_prompt`` and their rules answers)
-  ``PromptSpec``, ``rules_answer``, ``PromptOutput`` and ``AnalysisOutput`` (answer schema
-  bases), field types ``EnglishStr``, ``ObjectName``, ``LocationPhrase``, ``PastPredicate``,
-  ``ThreeDistinct``, ``distinct``, ``same_name``, ``mentions_preservation``, ``ARTICLE_RE``; the
-  rules answers' seeded draws and word forms ``pick``, ``pick_options``, ``norm_text``,
-  ``a_or_an``, ``same_word``, ``attribute_slot``, ``box_center``, ``sha256_hex``; the word lists
-  of ``prompts/vocabulary.py`` (``COLOURS``, ``MATERIALS``, ``CA_VALUES``, ...) and
-  ``COUNTER_COLOURS``, ``colour_word``, ``overlap``, ``grown``, ``class_members``.
+  ``PromptSpec``, ``rules_answer``, ``find_duplicates`` and ``transformers_embedder``
+  (near-duplicate instructions; 2.0: ``Embedder``, the type of an embedding function),
+  ``PromptOutput`` and ``AnalysisOutput`` (answer schema bases), field types ``EnglishStr``,
+  ``ObjectName``, ``LocationPhrase``, ``PastPredicate``, ``ThreeDistinct``, ``distinct``,
+  ``same_name``, ``mentions_preservation``, ``ARTICLE_RE``; the rules answers' seeded draws and
+  word forms ``pick``, ``pick_options``, ``norm_text``, ``a_or_an``, ``same_word``,
+  ``attribute_slot``, ``box_center``, ``sha256_hex``; the word lists ``COLOURS`` and
+  ``MATERIALS`` (2.0: the lists only one built-in task used, ``CA_VALUES`` and the like, moved
+  into that task's package) and ``COUNTER_COLOURS``, ``colour_word``, ``overlap``, ``grown``,
+  ``class_members``.
 Questions (``qa_slots``, ``qa_beaf``, ``analysis_fields``)
   ``Problem``, ``RenderSettings``, ``question_seed``, ``clean``, ``canonical``,
   ``with_article``, ``plural``.
@@ -48,142 +57,43 @@ Evaluation and audit
 
 from __future__ import annotations
 
+import ast
 import importlib
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-API_VERSION = "1.2"
+API_VERSION = "2.0"
 
-# name -> "module:attribute" (or "module" for a module); resolved on first access.
-_EXPORTS: dict[str, str] = {
-    # spec and registry
-    "TaskSpec": "storage.task_spec:TaskSpec",
-    "TaskHooks": "storage.task_spec:TaskHooks",
-    "TaskError": "storage.task_spec:TaskError",
-    "HOOKS": "storage.task_spec:HOOKS",
-    "register_task": "storage.task_spec:register_task",
-    # config
-    "Section": "storage.config_base:Section",
-    "FloatRange": "storage.config_base:FloatRange",
-    "FractionRange": "storage.config_base:FractionRange",
-    "IntRange": "storage.config_base:IntRange",
-    "IntEdges": "storage.config_base:IntEdges",
-    # mining
-    "MineJob": "miners.dispatch:MineJob",
-    "Scan": "miners.vg_scan:Scan",
-    "Selection": "miners.candidates:Selection",
-    "VGRows": "miners.candidates:VGRows",
-    "rng_for": "miners.candidates:rng_for",
-    "seeded_order": "miners.candidates:seeded_order",
-    "seeded_names": "miners.candidates:seeded_names",
-    "area_fraction": "miners.candidates:area_fraction",
-    "image_sizes": "miners.candidates:image_sizes",
-    "VG": "miners.candidates:VG",
-    "FSC": "miners.candidates:FSC",
-    "COCO": "miners.candidates:COCO",
-    "npx": "miners.npx",
-    "bin_of": "miners.fsc147:bin_of",
-    "FSCData": "miners.fsc147:FSCData",
-    "split_counts": "miners.fsc147:split_counts",
-    "fsc147_select": "miners.fsc147:select",
-    "coco_select_counting": "miners.coco:select_counting",
-    "CocoRows": "miners.coco:CocoRows",
-    "drop_unsure": "miners.coco:drop_unsure",
-    "image_notes": "miners.coco:image_notes",
-    "class_notes": "miners.coco:class_notes",
-    "SourceSpec": "miners.sources:SourceSpec",
-    # rows, ids, rejects
-    "reject": "storage.rejects:reject",
-    "stable_id": "storage.hashing:stable_id",
-    "canonical_json": "storage.hashing:canonical_json",
-    "load_json_column": "storage.json_columns:load_json_column",
-    "candidate_of": "storage.json_columns:candidate_of",
-    "context_objects": "storage.json_columns:context_objects",
-    "cut_objects_of": "storage.json_columns:cut_objects_of",
-    "instruction_fields": "storage.json_columns:instruction_fields",
-    # shared vocabulary
-    "intersection": "storage.boxes:intersection",
-    "intersects": "storage.boxes:intersects",
-    "colour_of": "storage.colours:colour_of",
-    "colours_apart": "storage.colours:colours_apart",
-    "basic_name": "storage.names:basic_name",
-    "same_class": "storage.names:same_class",
-    "cut_names": "storage.coverage:cut_names",
-    "names_mentioned": "storage.coverage:names_mentioned",
-    "region_words": "prompts.locations:region_words",
-    "location_phrase": "prompts.locations:location_phrase",
-    # prompts
-    "PromptSpec": "prompts.spec:PromptSpec",
-    "rules_answer": "prompts.rules_api:rules_answer",
-    "EnglishStr": "prompts.fields:EnglishStr",
-    "ObjectName": "prompts.fields:ObjectName",
-    "same_name": "prompts.instruct_prompts:same_name",
-    "find_duplicates": "prompts.dedup:find_duplicates",
-    "transformers_embedder": "prompts.dedup:transformers_embedder",
-    # prompt building blocks and the rules answers' helpers (the built-ins' prompts use them)
-    "PromptOutput": "prompts.instruct_prompts:PromptOutput",
-    "mentions_preservation": "prompts.instruct_prompts:mentions_preservation",
-    "AnalysisOutput": "prompts.analysis_prompts:AnalysisOutput",
-    "ARTICLE_RE": "prompts.analysis_prompts:ARTICLE_RE",
-    "distinct": "prompts.fields:distinct",
-    "LocationPhrase": "prompts.fields:LocationPhrase",
-    "PastPredicate": "prompts.fields:PastPredicate",
-    "ThreeDistinct": "prompts.fields:ThreeDistinct",
-    "pick": "prompts.instruct_rules:pick",
-    "pick_options": "prompts.analysis_rules:pick_options",
-    "norm_text": "prompts.analysis_rules:norm_text",
-    "a_or_an": "prompts.analysis_rules:a_or_an",
-    "same_word": "prompts.analysis_rules:same_word",
-    "attribute_slot": "prompts.analysis_rules:attribute_slot",
-    "box_center": "prompts.locations:box_center",
-    "ABSURD_OBJECTS": "prompts.vocabulary:ABSURD_OBJECTS",
-    "ABSURD_ATTRIBUTES": "prompts.vocabulary:ABSURD_ATTRIBUTES",
-    "ATTRIBUTE_TYPE_BY_DIRECTION": "prompts.vocabulary:ATTRIBUTE_TYPE_BY_DIRECTION",
-    "CA_VALUES": "prompts.vocabulary:CA_VALUES",
-    "COLOURS": "prompts.vocabulary:COLOURS",
-    "MATERIALS": "prompts.vocabulary:MATERIALS",
-    "SPATIAL_PREDICATES": "prompts.vocabulary:SPATIAL_PREDICATES",
-    "MADE_DIRECTIONS": "prompts.vocabulary:MADE_DIRECTIONS",
-    "NATURAL_DIRECTIONS": "prompts.vocabulary:NATURAL_DIRECTIONS",
-    "NATURAL_HINTS": "prompts.vocabulary:NATURAL_HINTS",
-    "SUBSTITUTES": "prompts.vocabulary:SUBSTITUTES",
-    "COUNTER_COLOURS": "storage.colours:COUNTER_COLOURS",
-    "colour_word": "storage.colours:colour_word",
-    "overlap": "storage.boxes:overlap",
-    "grown": "storage.boxes:grown",
-    "class_members": "storage.names:class_members",
-    "sha256_hex": "storage.hashing:sha256_hex",
-    # questions
-    "Problem": "tasks.stages.qa.render:Problem",
-    "RenderSettings": "tasks.stages.qa.render:RenderSettings",
-    "question_seed": "tasks.stages.qa.mc:question_seed",
-    "clean": "tasks.stages.qa.text:clean",
-    "canonical": "tasks.stages.qa.text:canonical",
-    "with_article": "tasks.stages.qa.text:with_article",
-    "plural": "tasks.stages.qa.text:plural",
-    # evaluation and audit
-    "EvalRules": "prompts.eval_rules:EvalRules",
-    "annotations_of": "prompts.eval_rules:annotations_of",
-    "prior_hit": "prompts.eval_rules:prior_hit",
-    "option_letter": "prompts.eval_rules:option_letter",
-    "mentions": "prompts.eval_parsing:mentions",
-    "ItemAudit": "tasks.tools.audit:ItemAudit",
-    "EditScene": "tasks.tools.audit:EditScene",
-    "World": "tasks.tools.audit:World",
-}
 
+def _declared() -> dict[str, tuple[str, str]]:
+    """name -> (module, attribute) of every name of the API: the ``from module import attribute``
+    statements of this module's ``if TYPE_CHECKING:`` block, read from its source."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            return {
+                alias.asname or alias.name: (imp.module or "", alias.name)
+                for imp in node.body
+                if isinstance(imp, ast.ImportFrom)
+                for alias in imp.names
+            }
+    raise RuntimeError(f"{__file__}: no `if TYPE_CHECKING:` block declaring the plugin API")
+
+
+_EXPORTS = _declared()
 __all__ = ["API_VERSION", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     ref = _EXPORTS.get(name)
     if ref is None:
         raise AttributeError(
             f"tasks.plugin_api has no {name!r} (API {API_VERSION}; names: {', '.join(sorted(_EXPORTS))})"
         )
-    module, _, attr = ref.partition(":")
-    value = importlib.import_module(module)
-    if attr:
-        value = getattr(value, attr)
+    module, attr = ref
+    owner = importlib.import_module(module)
+    # as ``from module import attr`` does: an attribute of the module, else its submodule (``npx``)
+    value = getattr(owner, attr) if hasattr(owner, attr) else importlib.import_module(f"{module}.{attr}")
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
@@ -198,6 +108,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         COCO,
         FSC,
         VG,
+        ObjectRef,
         Selection,
         VGRows,
         area_fraction,
@@ -215,7 +126,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     from miners.vg_scan import Scan
     from prompts.analysis_prompts import ARTICLE_RE, AnalysisOutput
     from prompts.analysis_rules import a_or_an, attribute_slot, norm_text, pick_options, same_word
-    from prompts.dedup import find_duplicates, transformers_embedder
+    from prompts.dedup import Embedder, find_duplicates, transformers_embedder
     from prompts.eval_parsing import mentions
     from prompts.eval_rules import EvalRules, annotations_of, option_letter, prior_hit
     from prompts.fields import EnglishStr, LocationPhrase, ObjectName, PastPredicate, ThreeDistinct, distinct
@@ -225,22 +136,14 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     from prompts.rules_api import rules_answer
     from prompts.spec import PromptSpec
     from prompts.vocabulary import (
-        ABSURD_ATTRIBUTES,
-        ABSURD_OBJECTS,
-        ATTRIBUTE_TYPE_BY_DIRECTION,
-        CA_VALUES,
         COLOURS,
-        MADE_DIRECTIONS,
         MATERIALS,
-        NATURAL_DIRECTIONS,
-        NATURAL_HINTS,
-        SPATIAL_PREDICATES,
-        SUBSTITUTES,
     )
-    from storage.boxes import grown, intersection, intersects, overlap
-    from storage.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
+    from storage.annotation.boxes import grown, intersection, intersects, overlap
+    from storage.annotation.colours import COUNTER_COLOURS, colour_of, colour_word, colours_apart
+    from storage.annotation.coverage import cut_names, names_mentioned
+    from storage.annotation.names import basic_name, class_members, same_class
     from storage.config_base import FloatRange, FractionRange, IntEdges, IntRange, Section
-    from storage.coverage import cut_names, names_mentioned
     from storage.hashing import canonical_json, sha256_hex, stable_id
     from storage.json_columns import (
         candidate_of,
@@ -249,9 +152,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         instruction_fields,
         load_json_column,
     )
-    from storage.names import basic_name, class_members, same_class
     from storage.rejects import reject
-    from storage.task_spec import HOOKS, TaskError, TaskSpec, register_task
+    from storage.task_spec import HOOKS, TaskError, TaskHooks, TaskSpec, register_task
     from tasks.stages.qa.mc import question_seed
     from tasks.stages.qa.render import Problem, RenderSettings
     from tasks.stages.qa.text import canonical, clean, plural, with_article

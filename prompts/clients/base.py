@@ -8,14 +8,32 @@ its own way), plus the annotation ``context`` that the offline ``rules`` backend
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+
+class ImagePart(TypedDict):
+    type: Literal["image"]
+    data: bytes  # the encoded image (PNG, JPEG, WebP or GIF)
+    mime: str
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(TypedDict):
+    """One chat turn as the prompt runner builds it and every backend reads it."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str | list[ImagePart | TextPart]
 
 
 @dataclass
 class MLLMRequest:
     prompt_name: str
     prompt_version: str
-    messages: list[dict[str, Any]]  # [{"role": "system"|"user"|"assistant", "content": str | list[part]}]
+    messages: list[ChatMessage]
     context: dict[str, Any] = field(default_factory=dict)  # annotations, for the rules backend
     temperature: float = 0.0
     max_tokens: int = 1024

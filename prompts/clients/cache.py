@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from prompts.clients.base import MLLMClient, MLLMRequest, MLLMResponse
+from prompts.clients.base import ChatMessage, MLLMClient, MLLMRequest, MLLMResponse
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex
 
 
-def _message_digest(messages: list[dict[str, Any]]) -> list[Any]:
+def _message_digest(messages: list[ChatMessage]) -> list[dict[str, object]]:
     out = []
     for m in messages:
         content = m.get("content")

@@ -26,7 +26,13 @@ import os
 import threading
 import weakref
 from collections import deque
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # httpx is imported where a server is checked
+    import httpx
+
+    from prompts.config import MLLMConfig
 
 DEFAULT_URL = "https://api.openai.com/v1"  # the SDK's default when mllm.base_url is unset
 PROBE_HEADER = "X-Reactbench-Probe"  # marks the check's requests, for whoever reads the server's logs
@@ -120,7 +126,7 @@ class Abortable(Protocol):
     def abort(self, reason: str) -> None: ...
 
 
-_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Abortable] = weakref.WeakSet()
 
 
 def track(client: Abortable) -> None:
@@ -136,7 +142,7 @@ def abort_model_calls(reason: str) -> None:
 
 
 # -- the check before work ------------------------------------------------------------------
-def probe_endpoint(cfg: Any) -> None:
+def probe_endpoint(cfg: MLLMConfig) -> None:
     """Check the server of an ``MLLMConfig`` (``openai`` backend); raise :class:`EndpointDown`.
 
     Three steps, each bounded by ``mllm.connect_timeout_s`` to connect and ``mllm.probe_timeout_s``
@@ -185,11 +191,18 @@ def probe_endpoint(cfg: Any) -> None:
             )
 
 
-def _request(http: Any, method: str, url: str, down: Any, cfg: Any, **kwargs: Any) -> Any:
+def _request(
+    http: httpx.Client,
+    method: str,
+    url: str,
+    down: Callable[[str], EndpointDown],
+    cfg: MLLMConfig,
+    json: dict[str, object] | None = None,
+) -> httpx.Response:
     import httpx
 
     try:
-        return http.request(method, url, **kwargs)
+        return http.request(method, url, json=json)
     except httpx.ConnectTimeout:
         raise down(
             f"no connection within {cfg.connect_timeout_s:g} s (mllm.connect_timeout_s); is the host up and the port open?"
@@ -204,7 +217,7 @@ def _request(http: Any, method: str, url: str, down: Any, cfg: Any, **kwargs: An
         ) from None
 
 
-def _model_ids(resp: Any) -> list[str] | None:
+def _model_ids(resp: httpx.Response) -> list[str] | None:
     """The ids of an OpenAI-style model list, or None when the body is not one."""
     try:
         data = resp.json().get("data")

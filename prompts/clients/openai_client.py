@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients import call_stats
-from prompts.clients.base import MLLMRequest, MLLMResponse
+from prompts.clients.base import ChatMessage, MLLMRequest, MLLMResponse
 from prompts.clients.endpoint import (
     CallsAborted,
     CircuitBreaker,
@@ -61,7 +61,7 @@ class RetryPolicy:
         return min(d, self.max_s)
 
 
-def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, object]]:
     """Our messages (images as bytes) -> OpenAI chat messages (images as base64 data URLs)."""
     out = []
     for m in messages:

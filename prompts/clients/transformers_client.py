@@ -10,24 +10,28 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prompts.clients.base import MLLMRequest, MLLMResponse
+from prompts.clients.base import ChatMessage, MLLMRequest, MLLMResponse
 from prompts.config import MLLMConfig
 from storage.oom import free_memory, is_out_of_memory
 
+if TYPE_CHECKING:  # torch and PIL are imported where a model runs
+    import torch
+    from PIL import Image
 
-def _torch_dtype(name: str) -> Any:
+
+def _torch_dtype(name: str) -> torch.dtype | str:
     import torch
 
     return {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def to_processor_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Any]]:
+def to_processor_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, object]], list[Image.Image]]:
     """Our messages -> chat-template messages with ``{"type": "image"}`` placeholders, plus the PIL images in order."""
     from PIL import Image
 
-    images: list[Any] = []
+    images: list[Image.Image] = []
     out = []
     for m in messages:
         content = m["content"]

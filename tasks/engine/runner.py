@@ -40,6 +40,8 @@ from tasks.engine.reuse import FORCE_OPTION, forces_stage
 
 ProgressFn = Callable[[int, int], None]  # (shards done, shards total)
 ShardDone = Callable[["ShardJob", "BaseException | None"], None]  # (job, None or its final error)
+_Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+CallCounts = dict[tuple[str, str], dict[str, int]]  # prompts.clients.call_stats.snapshot()
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # silent unless the application configures logging (the CLI prints the outcome)
 
@@ -264,7 +266,7 @@ def requeue_transient_rejects(stage: Stage, ctx: RunContext, plan: StagePlan, re
 
 
 def finish_stage(
-    stage: Stage, ctx: RunContext, plan: StagePlan, started: float, calls_before: dict | None = None
+    stage: Stage, ctx: RunContext, plan: StagePlan, started: float, calls_before: CallCounts | None = None
 ) -> StageSummary:
     store = stage.store(ctx)
     markers = store.markers()
@@ -293,7 +295,7 @@ def finish_stage(
     return stage_summary(stage.name, plan, summary, started, extra, damaged_note(plan))
 
 
-def _note_model_calls(manifest: dict[str, Any], calls_before: dict | None) -> None:
+def _note_model_calls(manifest: dict[str, Any], calls_before: CallCounts | None) -> None:
     """``model_calls`` in a manifest: per model server, the requests this stage run sent, how many
     failed and were retried, and the error rate (``prompts.clients.call_stats``); a stage that
     called no server (the ``rules`` backend) gets none, and a rerun replaces an older count."""
@@ -344,106 +346,114 @@ def stage_summary(
     )
 
 
+@dataclass(frozen=True)
+class ShardExecution:
+    """How a stage's shards are executed, which only the orchestrator knows (Prefect sets all four;
+    the local build takes the defaults): the mapper (threads over ``run.workers``), the retry policy
+    (``orchestration.retries``), the slot held around each GPU shard besides its device lease, and
+    the logger the stage's messages go to."""
+
+    mapper: ShardMapper | None = None
+    retry: RetryPolicy | None = None
+    gpu_slot: GpuSlot | None = None
+    logger: _Logger | None = None
+
+
+class _ShardTally:
+    """What the shards of one stage run did, as the mapper reports it (from any thread): how many
+    finished, the failures, and the failures that stop the stage (a full disk, a server down)."""
+
+    def __init__(self, stage: Stage, plan: StagePlan, progress: ProgressFn | None, logger: _Logger) -> None:
+        self.stage, self.total, self.progress, self.logger = stage, len(plan.work), progress, logger
+        self.skipped = len(plan.skipped)
+        self.finished = self.skipped
+        self.errors: list[tuple[int, str]] = []
+        self.disk_full: list[BaseException] = []  # a full disk: one message for the stage, not one per shard
+        self.server: list[EndpointError] = []  # a model server that stopped answering: the stage stops
+        self.run_id = uuid.uuid4().hex
+        self._lock = threading.Lock()
+
+    def done(self, job: ShardJob, exc: BaseException | None) -> None:
+        with self._lock:
+            if exc is None:
+                self.finished += 1
+            else:
+                if is_disk_full(exc):
+                    self.disk_full.append(exc)
+                if isinstance(exc, EndpointError):
+                    self.server.append(exc)
+                    _HALTED.add(self.run_id)  # the shards not started yet would meet the same server
+                self.errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
+                self.logger.error(
+                    "%s: shard %d failed: %s",
+                    self.stage.name,
+                    job.index,
+                    "".join(traceback.format_exception_only(exc)).strip(),
+                )
+            if self.progress:
+                self.progress(self.finished, self.total)
+
+    def stop_note(self) -> str:
+        return stop_note(self.stage.name, self.total, self.skipped, self.finished - self.skipped)
+
+
 def run_stage(
     stage: Stage,
     ctx: RunContext,
     *,
     force: bool = False,
-    mapper: ShardMapper | None = None,
     progress: ProgressFn | None = None,
     requeue_reasons: Iterable[str] = (),
-    retry: RetryPolicy | None = None,
-    gpu_slot: GpuSlot | None = None,
-    logger: Any = None,
+    execution: ShardExecution | None = None,
 ) -> StageSummary:
-    """Run a stage to completion: shards on ``mapper`` (threads by default), then the manifest.
+    """Run a stage to completion: shards on ``execution.mapper`` (threads by default), then the manifest.
 
     Finished shards with rejects for one of ``requeue_reasons`` (transient failures such as
     ``out_of_memory``) run again, so a rerun retries exactly the items that failed for passing
-    reasons. ``retry`` defaults to ``orchestration.retries`` of the config; ``gpu_slot`` is held
-    around each GPU shard besides its device lease (Prefect: a global concurrency slot).
+    reasons. ``execution`` (:class:`ShardExecution`) says how the shards run; its retry policy
+    defaults to ``orchestration.retries`` of the config.
     ``progress`` sees (finished shards, total) after each shard; a failed shard is not finished.
     A stage with failed shards raises ``ShardFailed`` (carrying the counts of what did finish)
     after every other shard ran.
     """
-    logger = logger or log
+    execution = execution or ShardExecution()
+    logger = execution.logger or log
     started = time.perf_counter()
     calls_before = call_stats.snapshot()
     check_endpoints(stage, ctx, force=force)  # before anything is written: a dead server stops the command here
     plan = prepare_stage(stage, ctx, force=force)
-    requeued = requeue_transient_rejects(stage, ctx, plan, requeue_reasons)
-    if requeued:
-        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
-    total = len(plan.work)
-    if plan.damaged:
-        logger.warning(
-            "%s: recomputing finished shard(s) %s whose files do not match their markers",
-            stage.name,
-            sorted(plan.damaged),
-        )
-    logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
-    finished = [len(plan.skipped)]
+    _log_plan(stage, plan, requeue_transient_rejects(stage, ctx, plan, requeue_reasons), logger)
+    tally = _ShardTally(stage, plan, progress, logger)
     if progress:
-        progress(finished[0], total)
-    errors: list[tuple[int, str]] = []
-    disk_full: list[BaseException] = []  # a full disk: one message for the stage, not one per shard
-    server: list[EndpointError] = []  # a model server that stopped answering: the stage stops
-    lock = threading.Lock()
-    run_id = uuid.uuid4().hex
-
-    def done(job: ShardJob, exc: BaseException | None) -> None:
-        with lock:
-            if exc is None:
-                finished[0] += 1
-            else:
-                if is_disk_full(exc):
-                    disk_full.append(exc)
-                if isinstance(exc, EndpointError):
-                    server.append(exc)
-                    _HALTED.add(run_id)  # the shards not started yet would meet the same server
-                errors.append((job.index, f"{exc.__class__.__name__}: {exc}"))
-                logger.error(
-                    "%s: shard %d failed: %s",
-                    stage.name,
-                    job.index,
-                    "".join(traceback.format_exception_only(exc)).strip(),
-                )
-            if progress:
-                progress(finished[0], total)
+        progress(tally.finished, tally.total)
 
     def stopped(exc: BaseException) -> BaseException:
         """The manifest says why the stage stopped; ``exc`` gets a note of what finished."""
         record_stop(stage, ctx, plan, stop_reason(exc), calls_before)
-        exc.add_note(stop_note(stage.name, total, len(plan.skipped), finished[0] - len(plan.skipped)))
+        exc.add_note(tally.stop_note())
         return exc
 
     token = held_token(ctx.run)
-    jobs = [ShardJob(stage, ctx, plan.key, i, plan.work[i], gpu_slot, token, run_id) for i in plan.todo]
+    jobs = [
+        ShardJob(stage, ctx, plan.key, i, plan.work[i], execution.gpu_slot, token, tally.run_id) for i in plan.todo
+    ]
     try:
         if jobs:
             require_endpoints(stage.model_endpoints(ctx.config))  # planned work for a stage found complete before
-        (mapper or thread_mapper(_workers(ctx)))(jobs, retry or RetryPolicy.from_config(ctx.config), done)
+        mapper = execution.mapper or thread_mapper(_workers(ctx))
+        mapper(jobs, execution.retry or RetryPolicy.from_config(ctx.config), tally.done)
     except BaseException as exc:  # a stop signal (Interrupted, KeyboardInterrupt), a server found down, a bug
         stopped(exc)
         raise
     finally:
-        _HALTED.discard(run_id)
-    if server:  # finished shards are kept; the resume computes the rest
-        raise stopped(server[0])
-    if disk_full:  # finished shards are kept; the rerun computes the rest
-        raise stopped(disk_full[0])
-    _drop_stale_errors(stage, ctx, plan, {i for i, _ in errors})
-    if errors:
-        failed = sorted({i for i, _ in errors})
-        err = ShardFailed(
-            f"stage {stage.name!r}: shards {failed} did not complete; rerun to retry only those "
-            f"(the other shards are kept):\n"
-            + describe_failures(errors)
-            + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
-        )
-        err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
-        record_stop(stage, ctx, plan, f"shards {failed} failed", calls_before)
-        raise err
+        _HALTED.discard(tally.run_id)
+    if tally.server:  # finished shards are kept; the resume computes the rest
+        raise stopped(tally.server[0])
+    if tally.disk_full:  # finished shards are kept; the rerun computes the rest
+        raise stopped(tally.disk_full[0])
+    _drop_stale_errors(stage, ctx, plan, {i for i, _ in tally.errors})
+    if tally.errors:
+        raise _shards_failed(stage, ctx, plan, tally.errors, started, calls_before)
     try:
         summary = finish_stage(stage, ctx, plan, started, calls_before)
     except BaseException as exc:
@@ -459,6 +469,41 @@ def run_stage(
         summary.rejected,
     )
     return summary
+
+
+def _log_plan(stage: Stage, plan: StagePlan, requeued: list[int], logger: _Logger) -> None:
+    """What the plan found: shards rerun for transient rejects, damaged ones, what is left to run."""
+    if requeued:
+        logger.info("%s: rerunning shard(s) %s, which hold rejects of transient failures", stage.name, requeued)
+    if plan.damaged:
+        logger.warning(
+            "%s: recomputing finished shard(s) %s whose files do not match their markers",
+            stage.name,
+            sorted(plan.damaged),
+        )
+    logger.info("%s: %d shard(s) to run, %d already complete", stage.name, len(plan.todo), len(plan.skipped))
+
+
+def _shards_failed(
+    stage: Stage,
+    ctx: RunContext,
+    plan: StagePlan,
+    errors: list[tuple[int, str]],
+    started: float,
+    calls_before: CallCounts,
+) -> ShardFailed:
+    """The error of a stage whose shards failed, with the counts of what finished; the manifest
+    records the stop."""
+    failed = sorted({i for i, _ in errors})
+    err = ShardFailed(
+        f"stage {stage.name!r}: shards {failed} did not complete; rerun to retry only those "
+        f"(the other shards are kept):\n"
+        + describe_failures(errors)
+        + f"\ntracebacks: {ctx.run.path(stage.name, '_errors')}"
+    )
+    err.summary = stage_summary(stage.name, plan, stage.store(ctx).summarize(plan.key), started)
+    record_stop(stage, ctx, plan, f"shards {failed} failed", calls_before)
+    return err
 
 
 def check_endpoints(stage: Stage, ctx: RunContext, *, force: bool = False) -> None:
@@ -486,7 +531,9 @@ def up_to_date(stage: Stage, ctx: RunContext) -> bool:
         return False
 
 
-def record_stop(stage: Stage, ctx: RunContext, plan: StagePlan, why: str, calls_before: dict | None = None) -> None:
+def record_stop(
+    stage: Stage, ctx: RunContext, plan: StagePlan, why: str, calls_before: CallCounts | None = None
+) -> None:
     """Write ``status: interrupted`` (with ``stopped_by``, ``stopped_at``) into the manifest of a
     stage that stopped before completing, so ``reactbench status`` tells the truth. Best effort:
     the cause of the stop (a full disk, a lost lease) stays the error reported."""

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from storage.boxes import intersection
-from storage.coverage import LOST_ABOVE, covered
+from storage.annotation.boxes import intersection
+from storage.annotation.coverage import LOST_ABOVE, covered
+from storage.annotation.names import basic_name
 from storage.json_columns import candidate_of, context_objects, instruction_fields, load_json_column
-from storage.names import basic_name
 from storage.task_spec import task_hook
 from tasks.engine.intact import require_intact
 from tasks.engine.suggest import suggest
@@ -85,7 +85,7 @@ class World:
 
     def apply_mask(self, mask: np.ndarray | None) -> None:
         """Mark objects whose visible pixels the edit overwrote (erased: more than
-        ``storage.coverage.LOST_ABOVE`` of them, the rule the edit-stage verification shares)."""
+        ``storage.annotation.coverage.LOST_ABOVE`` of them, the rule the edit-stage verification shares)."""
         if mask is None:
             return
         for oid, o in self.objects.items():

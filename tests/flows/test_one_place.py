@@ -145,7 +145,7 @@ def test_other_loads_are_not_config_reads() -> None:
     assert not config_reads("json.load(f)\npickle.load(f)\nresolve_run_config(path)")
 
 
-# Box geometry: the [x, y, w, h] intersection is written once, in storage/boxes.py.
+# Box geometry: the [x, y, w, h] intersection is written once, in storage/annotation/boxes.py.
 BOX_INTERSECTION = re.compile(r"min\(\s*(\w+)\[0\]\s*\+\s*\1\[2\]")
 
 
@@ -153,12 +153,12 @@ def test_box_geometry_only_in_storage_boxes() -> None:
     found = [
         f"{rel}:{n}: {line.strip()}"
         for rel in package_sources()
-        if rel.as_posix() != "storage/boxes.py"
+        if rel.as_posix() != "storage/annotation/boxes.py"
         for n, line in enumerate((ROOT / rel).read_text(encoding="utf-8").splitlines(), 1)
         if BOX_INTERSECTION.search(line)
     ]
     assert not found, (
-        "box overlap written outside storage/boxes.py (use intersection / iou / overlap / intersects):\n"
+        "box overlap written outside storage/annotation/boxes.py (use intersection / iou / overlap / intersects):\n"
         + "\n".join(found)
     )
 

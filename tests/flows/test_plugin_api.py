@@ -23,6 +23,15 @@ def test_every_listed_name_resolves() -> None:
     assert set(dir(api)) == set(api.__all__)
 
 
+def test_each_name_is_declared_once_and_documented() -> None:
+    """The names are the imports of the module's ``TYPE_CHECKING`` block (what type checkers see),
+    not a second list kept in step by hand; the module docstring says what each one is."""
+    assert api._EXPORTS == api._declared()
+    assert "TaskSpec" in api._EXPORTS and "npx" in api._EXPORTS
+    undocumented = [name for name in api._EXPORTS if f"``{name}``" not in (api.__doc__ or "")]
+    assert not undocumented, undocumented
+
+
 def test_an_unknown_name_fails_naming_the_api_version() -> None:
     with pytest.raises(AttributeError, match=rf"has no 'Stage' \(API {api.API_VERSION}"):
         api.Stage  # noqa: B018

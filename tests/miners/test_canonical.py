@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file, synset_lemma
-from storage.names import basic_attribute, basic_name
+from storage.annotation.names import basic_attribute, basic_name
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from mining_helpers import mine_config
 
 from miners.mine import mine_visual_genome, scan_visual_genome
-from storage.names import basic_attribute, basic_name, basic_predicate
+from storage.annotation.names import basic_attribute, basic_name, basic_predicate
 from tasks.builtin_tasks.relational_erasure.miner import class_image_counts
 
 N_MIN, THETA, TOL = 20, 0.2, 0.02

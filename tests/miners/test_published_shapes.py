@@ -415,8 +415,8 @@ def test_truncated_fsc147_images_are_refused_even_when_pillow_was_told_to_accept
 def test_candidates_carry_first_synsets_for_same_class_tests(tmp_path: Path, reader: str) -> None:
     """A candidate names its target's synset and each context object's (when the file gives one),
     so "rock" and "stone" annotating one kind of thing are one class to the AT planner and the
-    verification (``storage.names.same_class``); objects without synsets carry none."""
-    from storage.names import same_class
+    verification (``storage.annotation.names.same_class``); objects without synsets carry none."""
+    from storage.annotation.names import same_class
 
     objs = [
         {

@@ -169,7 +169,7 @@ def test_limited_editors_get_only_renderable_edits(image_dir: Path, tmp_path: Pa
     """classical alone: CA asks only for named colours far from a colour original; AT moves/adds carry
     a free destination_box named in C, replacements an annotated donor of the named class."""
     from editors.registry import limits_for
-    from storage.colours import NAMED_COLOURS, colours_apart
+    from storage.annotation.colours import NAMED_COLOURS, colours_apart
 
     assert limits_for(["classical"]).limited and not limits_for(["classical", "qwen-image-edit"]).limited
     img = str(image_dir / "scene.png")

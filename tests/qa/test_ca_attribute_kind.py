@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.colours import colour_of, colours_apart
+from storage.annotation.colours import colour_of, colours_apart
 from tasks.builtin_tasks.counterfactual_attribute.prompts import NEAR_MATERIALS, ca_analysis, ca_instructions
 
 

@@ -1,5 +1,5 @@
 """Relational erasure never names, as still at the erased place, an object the edit cut into
-(``storage.coverage.BOX_REMAINS_AT_MOST`` of its box): the rules analysis leaves it out (or
+(``storage.annotation.coverage.BOX_REMAINS_AT_MOST`` of its box): the rules analysis leaves it out (or
 discards the item when nothing else is there), and a model-written analysis naming it yields no
 questions, with the reason."""
 
@@ -9,7 +9,7 @@ import json
 
 from qa_helpers import RE_FIELDS, make_edit
 
-from storage.coverage import BOX_REMAINS_AT_MOST
+from storage.annotation.coverage import BOX_REMAINS_AT_MOST
 from tasks.builtin_tasks.relational_erasure.prompts import re_analysis
 from tasks.stages.qa.analyse import analysis_context
 from tasks.stages.qa.render import RenderSettings

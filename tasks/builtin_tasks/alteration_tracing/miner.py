@@ -18,7 +18,18 @@ from typing import Any
 import numpy as np
 
 from tasks.builtin_tasks.alteration_tracing.params import AlterationTracingParams
-from tasks.plugin_api import CocoRows, MineJob, Scan, Selection, VGRows, drop_unsure, npx, rng_for, seeded_order
+from tasks.plugin_api import (
+    CocoRows,
+    MineJob,
+    ObjectRef,
+    Scan,
+    Selection,
+    VGRows,
+    drop_unsure,
+    npx,
+    rng_for,
+    seeded_order,
+)
 
 
 def assign_edit_type(k: int, types: tuple[str, ...], same_instance_count: int) -> tuple[str, list[str], str]:
@@ -70,7 +81,11 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
         same = int(np.sum(o["nid"][obj_rows] == nid))
         draw = int(rng_for(seed, task, "edit_type", iid).integers(len(params.edit_types)))
         edit, chain, assigned = assign_edit_type(draw, params.edit_types, same)
-        target = {"id": int(o["oid"][row]), "name": scan.names.names[nid], "box": rows.index.box("objects", row)}
+        target: ObjectRef = {
+            "id": int(o["oid"][row]),
+            "name": scan.names.names[nid],
+            "box": rows.index.box("objects", row),
+        }
         extra: dict[str, Any] = {
             "assigned_edit_type": assigned,
             "object_count": int(len(obj_rows)),

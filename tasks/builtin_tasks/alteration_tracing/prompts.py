@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from tasks.builtin_tasks.alteration_tracing.vocabulary import SUBSTITUTES
 from tasks.plugin_api import (
-    SUBSTITUTES,
     EnglishStr,
     LocationPhrase,
     ObjectName,
@@ -60,7 +60,7 @@ class ATEditPlan(PromptOutput):
 
     @field_validator("edit_type", mode="before")
     @classmethod
-    def _lower(cls, v: Any) -> Any:
+    def _lower(cls, v: object) -> object:
         return v.strip().lower() if isinstance(v, str) else v
 
     @field_validator(

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tasks.plugin_api import find_duplicates, instruction_fields, reject, transformers_embedder
+from tasks.plugin_api import Embedder, find_duplicates, instruction_fields, reject, transformers_embedder
 
 STAGE = "instruct"
-_EMBEDDERS: dict[str, Any] = {}
+_EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 

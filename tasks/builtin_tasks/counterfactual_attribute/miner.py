@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
-from tasks.plugin_api import MineJob, Scan, Selection, VGRows, area_fraction, image_sizes, npx, seeded_order
+from tasks.plugin_api import MineJob, ObjectRef, Scan, Selection, VGRows, area_fraction, image_sizes, npx, seeded_order
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("attributes",)
@@ -182,7 +182,7 @@ def _row(
     extra: dict[str, Any],
 ) -> dict[str, Any]:
     inst = scan.instances
-    target = {
+    target: ObjectRef = {
         "id": int(inst["oid"][r]),
         "name": scan.names.names[int(inst["nid"][r])],
         "box": rows.index.box("instances", r),

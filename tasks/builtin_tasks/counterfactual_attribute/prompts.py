@@ -9,15 +9,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from tasks.plugin_api import (
+from tasks.builtin_tasks.counterfactual_attribute.vocabulary import (
     ABSURD_ATTRIBUTES,
-    ARTICLE_RE,
     ATTRIBUTE_TYPE_BY_DIRECTION,
     CA_VALUES,
-    COUNTER_COLOURS,
     MADE_DIRECTIONS,
     NATURAL_DIRECTIONS,
     NATURAL_HINTS,
+)
+from tasks.plugin_api import (
+    ARTICLE_RE,
+    COUNTER_COLOURS,
     AnalysisOutput,
     EnglishStr,
     PromptOutput,
@@ -77,7 +79,7 @@ class CAInstructions(PromptOutput):
 
     @field_validator("direction_a", "direction_b", mode="before")
     @classmethod
-    def _direction(cls, v: Any) -> str:
+    def _direction(cls, v: object) -> str:
         key = "_".join(str(v).lower().replace("/", " ").replace("-", " ").replace("&", " ").split())
         key = key.strip("[]_")
         if key not in _DIRECTION_SYNONYMS:
@@ -286,7 +288,7 @@ class CAAnalysis(AnalysisOutput):
 
     @field_validator("A_number", mode="before")
     @classmethod
-    def _number(cls, v: Any) -> Any:
+    def _number(cls, v: object) -> object:
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")

@@ -24,7 +24,7 @@ class DCAmbiguity(PromptOutput):
 
     @field_validator("severity", mode="before")
     @classmethod
-    def _lower(cls, v: Any) -> Any:
+    def _lower(cls, v: object) -> object:
         return v.strip().strip(".").lower() if isinstance(v, str) else v
 
     @model_validator(mode="after")

@@ -25,6 +25,7 @@ from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParam
 from tasks.plugin_api import (
     CocoRows,
     MineJob,
+    ObjectRef,
     Scan,
     Selection,
     VGRows,
@@ -224,7 +225,7 @@ def select(
     return sel
 
 
-def _end(scan: Scan, row: int, prefix: str) -> dict[str, Any]:
+def _end(scan: Scan, row: int, prefix: str) -> ObjectRef:
     r = scan.relations
     return {
         "id": int(r[f"{prefix}_oid"][row]),
@@ -311,7 +312,7 @@ def _control(
     if not options:
         return None
     row = options[int(rng_for(seed, task, "control", iid).integers(len(options)))]
-    target = {
+    target: ObjectRef = {
         "id": int(o["oid"][row]),
         "name": scan.names.names[int(o["nid"][row])],
         "box": rows.index.box("objects", int(row)),

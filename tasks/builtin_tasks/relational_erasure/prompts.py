@@ -9,12 +9,11 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
+from tasks.builtin_tasks.relational_erasure.vocabulary import ABSURD_OBJECTS, SPATIAL_PREDICATES
 from tasks.plugin_api import (
-    ABSURD_OBJECTS,
     ARTICLE_RE,
     COLOURS,
     MATERIALS,
-    SPATIAL_PREDICATES,
     AnalysisOutput,
     EnglishStr,
     ObjectName,
@@ -140,7 +139,7 @@ class REAnalysis(AnalysisOutput):
 
     @field_validator("same_type_elsewhere", mode="before")
     @classmethod
-    def _yes_no_same(cls, v: Any) -> Any:
+    def _yes_no_same(cls, v: object) -> object:
         return v.strip().strip(".").split()[0].strip(",;—-").lower() if isinstance(v, str) and v.strip() else v
 
     @model_validator(mode="after")

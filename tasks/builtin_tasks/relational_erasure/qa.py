@@ -33,7 +33,7 @@ def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
 
 def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
     """RE slots; none when the analysis names as remaining at the erased place an object the edit
-    cut into (``storage.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
+    cut into (``storage.annotation.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
     named = names_mentioned(
         str(fields.get("remaining_at_A") or ""), cut_names(cut_objects_of(edit, f"edit {edit['id']}"))
     )

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from storage.boxes import overlap
+from storage.annotation.boxes import overlap
 from storage.hashing import stable_id
 from tasks.stages.qa.render import Problem, Rendered
 from tasks.stages.qa.templates import beaf_settings

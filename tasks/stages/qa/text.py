@@ -110,14 +110,14 @@ def option_key(text: str) -> str:
 
 
 def _singular(word: str) -> str:
-    from storage.names import singular
+    from storage.annotation.names import singular
 
     return singular(word)
 
 
 def canonical(name: object) -> str:
     """An object name as the miner's canonical class (lowercase, no article, singular head)."""
-    from storage.names import basic_name
+    from storage.annotation.names import basic_name
 
     return basic_name(clean(name))
 

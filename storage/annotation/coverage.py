@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from storage.boxes import clip_box
-from storage.names import basic_name
+from storage.annotation.boxes import clip_box
+from storage.annotation.names import basic_name
 
 LOST_ABOVE = 0.5
 BOX_LOST_ABOVE = 0.3

@@ -1,10 +1,10 @@
-"""storage/boxes.py: the one box-geometry module ([x, y, w, h])."""
+"""storage/annotation/boxes.py: the one box-geometry module ([x, y, w, h])."""
 
 from __future__ import annotations
 
 import pytest
 
-from storage.boxes import grown, intersection, intersects, iou, overlap
+from storage.annotation.boxes import grown, intersection, intersects, iou, overlap
 
 
 def test_intersection_and_iou() -> None:
