@@ -17,13 +17,12 @@ import string, as in ``editors/registry.py``, so listing them imports no reader.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from storage.task_spec import all_tasks, broken_plugin
+from storage.plugins import PluginRegistry, instance_check
+from storage.task_spec import all_tasks
 
 if TYPE_CHECKING:
     from miners.config import MineConfig
@@ -92,43 +91,26 @@ class SourceSpec:
         return [t for t in tasks if t in mine]
 
 
-_EXTRA: dict[str, SourceSpec] = {}
+REGISTRY: PluginRegistry[SourceSpec] = PluginRegistry(
+    kind="source",
+    group=ENTRY_POINT_GROUP,
+    error=SourceError,
+    check=instance_check(SourceSpec, SourceError, "source"),
+    builtin=BUILTIN,
+)
+_EXTRA = REGISTRY.registered  # the sources registered in this process (tests clear theirs)
 
 
 def register(spec: SourceSpec) -> SourceSpec:
     """Register a source in this process (tests, notebooks); entry points are the durable way."""
-    _EXTRA[spec.name] = spec
-    return spec
-
-
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return REGISTRY.register(spec.name, spec)
 
 
 def available() -> list[str]:
     """Every source name, built-ins first in their fixed order, then the others sorted."""
-    others = sorted((set(_EXTRA) | set(_entry_points())) - set(BUILTIN))
-    return list(BUILTIN) + others
+    return REGISTRY.names()
 
 
 def source_spec(name: str) -> SourceSpec:
     """The spec registered under ``name``; unknown names list what exists."""
-    if name in _EXTRA:
-        spec = _EXTRA[name]
-    elif name in BUILTIN:
-        module, _, attr = BUILTIN[name].partition(":")
-        spec = getattr(importlib.import_module(module), attr)
-    else:
-        eps = _entry_points()
-        if name not in eps:
-            raise SourceError(
-                f"unknown source {name!r}; available: {available()} "
-                f"(third-party sources register under the entry-point group {ENTRY_POINT_GROUP!r})"
-            )
-        try:
-            spec = eps[name].load()
-        except Exception as exc:
-            raise SourceError(broken_plugin(eps[name], f"failed to load: {exc}", kind="source")) from exc
-    if not isinstance(spec, SourceSpec):
-        raise SourceError(f"source {name!r} resolves to {spec!r}, which is not a miners.sources.SourceSpec")
-    return spec
+    return REGISTRY.get(name)
