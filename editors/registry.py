@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.base import Editor, EditorError
 from editors.capabilities import EditorLimits, combine
 from storage.plugins import PluginRegistry
+
+if TYPE_CHECKING:
+    from editors.licences import Licence
 
 ENTRY_POINT_GROUP = "reactbench.editors"
 
@@ -116,7 +119,7 @@ def limits_for(editor_names: Sequence[str]) -> EditorLimits:
     return combine([editor_class(n).capabilities() for n in editor_names])
 
 
-def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Any:
+def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Licence:
     """The ``editors.licences.Licence`` of the weights editor ``name`` (registered name) loads with
     ``params`` (an edit row's recorded ``params``); ``unknown`` when the editor cannot be loaded
     here (a plugin uninstalled since the build) or its params no longer validate."""

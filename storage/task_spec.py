@@ -133,7 +133,7 @@ class InstalledRegistry:
     order), ``load(ref)`` (a ``"module:attr"`` imported by the task room) and ``register(spec)``."""
 
     specs: Callable[[], dict[str, TaskSpec]]
-    load: Callable[[str], Any]
+    load: Callable[[str], object]
     register: Callable[[TaskSpec], TaskSpec]
 
 
@@ -154,7 +154,7 @@ def _registry() -> InstalledRegistry:
     return _INSTALLED[0]
 
 
-def load_hook(ref: str | Callable[..., Any]) -> Any:
+def load_hook(ref: object) -> Any:
     """``"pkg.module:attr"`` -> the attribute (imported now, by the task registry); a callable is returned as is."""
     if not isinstance(ref, str):
         return ref
@@ -343,13 +343,13 @@ class TaskSpec:
                     f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)"
                 )
 
-    def hook_refs(self) -> dict[str, Any]:
+    def hook_refs(self) -> dict[str, object]:
         """The hooks this task sets, by name, as declared (strings not yet imported)."""
         return {
             f.name: getattr(self.hooks, f.name) for f in fields(self.hooks) if getattr(self.hooks, f.name) is not None
         }
 
-    def _check_extra(self, name: str, ref: Any, where: str) -> None:
+    def _check_extra(self, name: str, ref: object, where: str) -> None:
         spec = HOOKS.get(name)
         if spec is None:
             raise self._error(where, f"unknown hook; known: {', '.join(sorted(HOOKS))}")
@@ -372,7 +372,7 @@ class TaskSpec:
         else:
             self._check_ref(where, ref, spec.params if spec.kind == "call" else None)
 
-    def _check_ref(self, where: str, ref: Any, params: tuple[str, ...] | None) -> None:
+    def _check_ref(self, where: str, ref: object, params: tuple[str, ...] | None) -> None:
         """A hook is ``"module:attr"`` (checked when loaded) or a value; a callable's signature
         must take ``params`` positionally."""
         if isinstance(ref, str):
@@ -410,7 +410,7 @@ class TaskSpec:
             raise TaskError(f"task {self.id!r} has no {name!r} hook")
         return self.check_loaded(name, self._load(name if name in self.__dataclass_fields__ else f"hooks.{name}", ref))
 
-    def _load(self, where: str, ref: Any) -> Any:
+    def _load(self, where: str, ref: object) -> Any:
         try:
             return load_hook(ref)
         except (ImportError, AttributeError) as exc:
@@ -438,7 +438,7 @@ class TaskSpec:
             self.hook("params")
 
 
-def check_signature(fn: Any, params: tuple[str, ...], error: Callable[[str], TaskError]) -> None:
+def check_signature(fn: object, params: tuple[str, ...], error: Callable[[str], TaskError]) -> None:
     """``fn`` must be callable with ``len(params)`` positional arguments; else ``error(problem)``."""
     if not callable(fn):
         raise error(f"must be callable as ({', '.join(params)}), got {type(fn).__name__}")
