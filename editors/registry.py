@@ -6,7 +6,8 @@ A third-party package declares, in its own pyproject::
     my-editor = "my_pkg.editor:MyEditor"
 
 and ``editors: [{name: my-editor}]`` then works without any change here. Built-ins are named
-by import string so that listing them imports nothing heavy.
+by import string so that listing them imports nothing heavy; the lookup is the one sources and
+tasks use (``storage.plugins.PluginRegistry``: same order, same errors).
 """
 
 from __future__ import annotations

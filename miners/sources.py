@@ -5,14 +5,15 @@ Why one object: the mine stage should not know which datasets exist. It asks eac
 source which tasks it feeds, which files it reads (fingerprinted, so a replaced file re-mines)
 and to mine; a new format is then one registration, not edits across the stage. Which tasks a
 source feeds is the task registry's answer (the tasks whose ``TaskSpec.miners`` name the source,
-``storage/task_spec.py``), so a new task on an existing source is one registration too. A third-party
+``storage/task_spec.py``, answered by ``tasks/engine/registry.py``), so a new task on an existing source is one registration too. A third-party
 package declares, in its own pyproject::
 
     [project.entry-points."reactbench.sources"]
     my-format = "my_pkg.source:SPEC"
 
 and sets ``sources.other: {my-format: <its setting>}`` in the run config. Built-ins are named by
-import string, as in ``editors/registry.py``, so listing them imports no reader.
+import string, so listing them imports no reader; the lookup is the one editors and tasks use
+(``storage.plugins.PluginRegistry``: same order, same errors).
 """
 
 from __future__ import annotations
