@@ -6,19 +6,22 @@ A third-party package declares, in its own pyproject::
     my-editor = "my_pkg.editor:MyEditor"
 
 and ``editors: [{name: my-editor}]`` then works without any change here. Built-ins are named
-by import string so that listing them imports nothing heavy.
+by import string so that listing them imports nothing heavy; the lookup is the one sources and
+tasks use (``storage.plugins.PluginRegistry``: same order, same errors).
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Mapping, Sequence
-from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.base import Editor, EditorError
 from editors.capabilities import EditorLimits, combine
+from storage.plugins import PluginRegistry
+
+if TYPE_CHECKING:
+    from editors.licences import Licence
 
 ENTRY_POINT_GROUP = "reactbench.editors"
 
@@ -30,51 +33,34 @@ BUILTIN: dict[str, str] = {
     "diffusers-edit": "editors.diffusers_edit:DiffusersEditEditor",
 }
 
-_EXTRA: dict[str, type[Editor]] = {}
+
+def _check(name: str, obj: object) -> type[Editor]:
+    if not (isinstance(obj, type) and issubclass(obj, Editor)):
+        raise EditorError(f"editor {name!r} resolves to {obj!r}, which is not an editors.base.Editor subclass")
+    return obj
+
+
+REGISTRY: PluginRegistry[type[Editor]] = PluginRegistry(
+    kind="editor", group=ENTRY_POINT_GROUP, error=EditorError, check=_check, builtin=BUILTIN
+)
+_EXTRA = REGISTRY.registered  # the editors registered in this process
 _CACHE: dict[str, Editor] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def register(cls: type[Editor]) -> type[Editor]:
     """Register an editor class in this process (tests, notebooks); entry points are the durable way."""
-    _EXTRA[cls.name] = cls
-    return cls
-
-
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return REGISTRY.register(cls.name, cls)
 
 
 def available() -> list[str]:
     """Every editor name this process can create."""
-    return sorted(set(BUILTIN) | set(_EXTRA) | set(_entry_points()))
-
-
-def _load_target(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return sorted(REGISTRY.names())
 
 
 def editor_class(name: str) -> type[Editor]:
     """The class registered under ``name``; unknown names list what exists."""
-    if name in _EXTRA:
-        cls = _EXTRA[name]
-    elif name in BUILTIN:
-        cls = _load_target(BUILTIN[name])
-    else:
-        eps = _entry_points()
-        if name not in eps:
-            raise EditorError(
-                f"unknown editor {name!r}; available: {available()} "
-                f"(third-party editors register under the entry-point group {ENTRY_POINT_GROUP!r})"
-            )
-        try:
-            cls = eps[name].load()
-        except Exception as exc:
-            raise EditorError(f"editor {name!r}: entry point {eps[name].value!r} failed to load: {exc}") from exc
-    if not (isinstance(cls, type) and issubclass(cls, Editor)):
-        raise EditorError(f"editor {name!r} resolves to {cls!r}, which is not an editors.base.Editor subclass")
-    return cls
+    return REGISTRY.get(name)
 
 
 def create_editor(name: str, params: Mapping[str, Any] | None = None) -> Editor:
@@ -134,7 +120,7 @@ def limits_for(editor_names: Sequence[str]) -> EditorLimits:
     return combine([editor_class(n).capabilities() for n in editor_names])
 
 
-def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Any:
+def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Licence:
     """The ``editors.licences.Licence`` of the weights editor ``name`` (registered name) loads with
     ``params`` (an edit row's recorded ``params``); ``unknown`` when the editor cannot be loaded
     here (a plugin uninstalled since the build) or its params no longer validate."""

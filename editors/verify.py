@@ -21,18 +21,20 @@ is the one the questions will describe*. One verifier per edit kind, all cheap C
 
 A :class:`Verdict` goes into the edit row's ``qc_json`` (``verification``); a failed one makes
 the edit ``auto_rejected``, and the qa stage, which passes over it, records a ``verify_failed``
-reject naming the failed check (edit/rejects keep holding only requests that yielded no edit).
+reject naming the failed check (``tasks/stages/qa/unverified.py``; edit/rejects keep holding only
+requests that yielded no edit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import cv2
 import numpy as np
 
+from editors.base import EditRequest, EditResult
 from editors.capabilities import VALUE_KEYS, donor_for
 from editors.config import VerifyParams
 from editors.masks import box_mask, clip_box, dilate, is_flat
@@ -42,9 +44,7 @@ from storage.annotation.boxes import grown, intersects, iou
 from storage.annotation.colours import NAMED_COLOURS, colour_word, hue_distance
 from storage.annotation.coverage import BOX_LOST_ABOVE, covered, touches
 from storage.annotation.names import basic_name, class_members
-from storage.task_spec import task_hook
 
-VERIFY_FAILED = "verify_failed"
 SEEN_MARGIN_PX = 4  # a target shows when its box, with this margin, is more than one flat colour
 
 PATTERN_WORDS = {
@@ -222,162 +222,220 @@ def _untouched_failures(
     return out
 
 
-def verify_edit(
-    original: np.ndarray,
-    edited: np.ndarray,
-    kind: str | None,
-    box: Sequence[float] | None,
-    fields: Mapping[str, Any],
-    meta: Mapping[str, Any],
-    mask: np.ndarray | None,
-    params: VerifyParams,
-    *,
-    target_name: str | None = None,
-    object_mask: np.ndarray | None = None,
-    seed: int = 0,
-    untouched: Sequence[str] = (),
-) -> Verdict:
-    """Check one performed edit against what it was asked to do (see the module doc).
+@dataclass(frozen=True)
+class EditCheck:
+    """One performed edit as the verifier reads it: the images, what was asked and what the editor says.
 
-    ``mask``: the pixels the editor says it changed; ``object_mask``: the target's exact pixels
-    when known (else the editor's mask inside the box stands for them); ``untouched``: names of
-    control objects the questions will say stayed the same (the task's ``untouched_objects`` hook)."""
-    h, w = original.shape[:2]
-    if box is None or kind not in ("remove", "attribute", "move", "add", "replace"):
+    ``mask``: the pixels the editor says it changed; ``object_mask``: the target's exact pixels when
+    known (else the editor's mask inside the box stands for them); ``untouched``: names of control
+    objects the questions will say stayed the same (the task's ``untouched_objects`` hook, resolved
+    by the edit stage)."""
+
+    original: np.ndarray
+    edited: np.ndarray
+    kind: str | None
+    box: Sequence[float] | None
+    fields: Mapping[str, Any]
+    meta: Mapping[str, Any]
+    mask: np.ndarray | None
+    target_name: str | None = None
+    object_mask: np.ndarray | None = None
+    seed: int = 0
+    untouched: Sequence[str] = ()
+
+
+@dataclass
+class _Checking:
+    """What the per-kind checks share: the edit, its box in pixels, the target's own pixels and
+    patch, the changed mask, and the checks and failures written so far."""
+
+    edit: EditCheck
+    box: Sequence[float]
+    params: VerifyParams
+    boxm: np.ndarray
+    changed: np.ndarray | None
+    obj: np.ndarray
+    patch: np.ndarray
+    pmask: np.ndarray
+    checks: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+
+def verify_edit(edit: EditCheck, params: VerifyParams) -> Verdict:
+    """Check one performed edit against what it was asked to do (see the module doc)."""
+    box, kind = edit.box, edit.kind
+    if box is None or kind not in _KIND_CHECKS:
         return Verdict(True, {"skipped": f"nothing to verify for edit kind {kind!r}"})
-    checks: dict[str, Any] = {}
-    failures: list[str] = []
+    h, w = edit.original.shape[:2]
     boxm = box_mask(box, w, h)
-    changed = _bool_mask(mask, (h, w))
-    obj = _bool_mask(object_mask, (h, w))
+    obj = _bool_mask(edit.object_mask, (h, w))
     if obj is None:  # the object's own pixels, separated from its box as the editors do
-        obj = donor_mask_of(original, box, seed, None, "grabcut")[0] & boxm
+        obj = donor_mask_of(edit.original, box, edit.seed, None, "grabcut")[0] & boxm
         if obj.sum() < 0.05 * boxm.sum():
             obj = boxm
-    patch = _crop(original, box)
-    pmask = _crop(obj.astype(np.uint8), box).astype(bool)
-    if is_flat(_crop(original, grown(box, SEEN_MARGIN_PX))):
-        failures.append(
-            f"{kind}: the {target_name or 'target'} cannot be seen: its box and {SEEN_MARGIN_PX} px around it are one flat colour "
+    c = _Checking(
+        edit,
+        box,
+        params,
+        boxm,
+        _bool_mask(edit.mask, (h, w)),
+        obj,
+        _crop(edit.original, box),
+        _crop(obj.astype(np.uint8), box).astype(bool),
+    )
+    if is_flat(_crop(edit.original, grown(box, SEEN_MARGIN_PX))):
+        c.failures.append(
+            f"{kind}: the {edit.target_name or 'target'} cannot be seen: its box and {SEEN_MARGIN_PX} px around it are one flat colour "
             "(drawn over by another object, or not there)"
         )
-    if kind == "remove":
-        hole = changed if changed is not None else dilate(boxm, 4)
-        checks["change_inside"] = round(mean_abs_change(original, edited, obj), 3)
-        checks["psnr_outside"] = round(psnr(original, edited, ~dilate(hole | boxm, params.margin_px)), 3)
-        checks["object_similarity"] = round(similarity(patch, edited, box, 0, pmask), 4)
-        left = _class_left(fields, target_name, box, hole)
-        checks["same_class_left"] = [list(o["box"]) for o in left]
-        if checks["change_inside"] < params.min_change:
-            failures.append(
-                f"removal: the target region barely changed (mean change {checks['change_inside']} < {params.min_change})"
+    _KIND_CHECKS[kind](c)
+    if kind != "attribute":  # a recolour changes the object's own pixels only: its mask is checked above
+        _check_region(c, _changed_region(kind, c.changed, boxm, edit.meta, edit.fields, w, h))
+    return Verdict(not c.failures, c.checks, c.failures)
+
+
+def _check_remove(c: _Checking) -> None:
+    """The target region changed, the outside was kept, the object is gone and no other of its class overlaps."""
+    e, p, checks = c.edit, c.params, c.checks
+    hole = c.changed if c.changed is not None else dilate(c.boxm, 4)
+    checks["change_inside"] = round(mean_abs_change(e.original, e.edited, c.obj), 3)
+    checks["psnr_outside"] = round(psnr(e.original, e.edited, ~dilate(hole | c.boxm, p.margin_px)), 3)
+    checks["object_similarity"] = round(similarity(c.patch, e.edited, c.box, 0, c.pmask), 4)
+    left = _class_left(e.fields, e.target_name, c.box, hole)
+    checks["same_class_left"] = [list(o["box"]) for o in left]
+    if checks["change_inside"] < p.min_change:
+        c.failures.append(
+            f"removal: the target region barely changed (mean change {checks['change_inside']} < {p.min_change})"
+        )
+    if checks["psnr_outside"] < p.min_psnr_outside:
+        c.failures.append(f"removal: the outside was not kept (PSNR {checks['psnr_outside']} < {p.min_psnr_outside})")
+    if checks["object_similarity"] >= p.max_similarity_gone:
+        c.failures.append(
+            f"removal: the object is still there (similarity {checks['object_similarity']} >= {p.max_similarity_gone})"
+        )
+    if left:
+        c.failures.append(
+            f"removal: another {basic_name(e.target_name or '')!r} still overlaps the erased box at {checks['same_class_left']}"
+        )
+
+
+def _check_attribute(c: _Checking) -> None:
+    """A recolour reads as the named colour inside the object; a pattern raised the value contrast, hue kept."""
+    e, p, obj = c.edit, c.params, c.obj
+    fields, meta = e.fields, e.meta
+    value = next((str(fields[k]) for k in VALUE_KEYS if fields.get(k)), str(meta.get("value") or ""))
+    word = colour_word(value) or (str(meta.get("value")) if meta.get("operation") == "colour" else None)
+    pattern = meta.get("operation") == "pattern" or any(w in value.lower().split() for w in PATTERN_WORDS)
+    if word in NAMED_COLOURS:
+        stats = hsv_stats(e.edited, obj)
+        c.checks.update(
+            colour=word,
+            hue=round(stats[0], 2),
+            saturation=round(stats[1], 2),
+            value=round(stats[2], 2),
+            hue_tolerance=p.hue_tolerance,
+        )
+        ok, why = matches_colour(stats, word, p.hue_tolerance)
+        if not ok:
+            c.failures.append(f"recolour: the object does not read as {word}: {why}")
+    elif pattern:
+        before, after = hsv_stats(e.original, obj), hsv_stats(e.edited, obj)
+        v0 = float(cv2.cvtColor(np.ascontiguousarray(e.original[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
+        v1 = float(cv2.cvtColor(np.ascontiguousarray(e.edited[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
+        c.checks.update(pattern=value, value_std_before=round(v0, 2), value_std_after=round(v1, 2))
+        if v1 - v0 < p.min_pattern_contrast:
+            c.failures.append(
+                f"pattern: the value contrast inside the object rose by {v1 - v0:.1f} < {p.min_pattern_contrast}"
             )
-        if checks["psnr_outside"] < params.min_psnr_outside:
-            failures.append(
-                f"removal: the outside was not kept (PSNR {checks['psnr_outside']} < {params.min_psnr_outside})"
+        if before[1] > 60 and hue_distance(before[0], after[0]) > p.hue_tolerance:
+            c.failures.append("pattern: the object's hue changed, not only its pattern")
+    else:
+        c.failures.append(f"attribute: no pixel check knows the value {value!r}; it cannot be verified")
+
+
+def _check_move_add(c: _Checking) -> None:
+    """The object is found at the destination; a move left its source, an add kept it."""
+    e, p, kind = c.edit, c.params, c.edit.kind
+    fields, meta = e.fields, e.meta
+    dest = meta.get("destination_box") or fields.get("destination_box")
+    if dest is None:
+        c.failures.append(f"{kind}: no destination recorded by the editor or the instruction")
+        return
+    wanted = fields.get("destination_box")
+    if wanted is not None and meta.get("destination_box") is not None:
+        c.checks["destination_agrees"] = round(iou(wanted, meta["destination_box"]), 4)
+        if c.checks["destination_agrees"] < 0.5:
+            c.failures.append(
+                f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}"
             )
-        if checks["object_similarity"] >= params.max_similarity_gone:
-            failures.append(
-                f"removal: the object is still there (similarity {checks['object_similarity']} >= {params.max_similarity_gone})"
-            )
-        if left:
-            failures.append(
-                f"removal: another {basic_name(target_name or '')!r} still overlaps the erased box at {checks['same_class_left']}"
-            )
-    elif kind == "attribute":
-        value = next((str(fields[k]) for k in VALUE_KEYS if fields.get(k)), str(meta.get("value") or ""))
-        word = colour_word(value) or (str(meta.get("value")) if meta.get("operation") == "colour" else None)
-        pattern = meta.get("operation") == "pattern" or any(p in value.lower().split() for p in PATTERN_WORDS)
-        if word in NAMED_COLOURS:
-            stats = hsv_stats(edited, obj)
-            checks.update(
-                colour=word,
-                hue=round(stats[0], 2),
-                saturation=round(stats[1], 2),
-                value=round(stats[2], 2),
-                hue_tolerance=params.hue_tolerance,
-            )
-            ok, why = matches_colour(stats, word, params.hue_tolerance)
-            if not ok:
-                failures.append(f"recolour: the object does not read as {word}: {why}")
-        elif pattern:
-            before, after = hsv_stats(original, obj), hsv_stats(edited, obj)
-            v0 = float(cv2.cvtColor(np.ascontiguousarray(original[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
-            v1 = float(cv2.cvtColor(np.ascontiguousarray(edited[:, :, ::-1]), cv2.COLOR_BGR2HSV)[..., 2][obj].std())
-            checks.update(pattern=value, value_std_before=round(v0, 2), value_std_after=round(v1, 2))
-            if v1 - v0 < params.min_pattern_contrast:
-                failures.append(
-                    f"pattern: the value contrast inside the object rose by {v1 - v0:.1f} < {params.min_pattern_contrast}"
-                )
-            if before[1] > 60 and hue_distance(before[0], after[0]) > params.hue_tolerance:
-                failures.append("pattern: the object's hue changed, not only its pattern")
-        else:
-            failures.append(f"attribute: no pixel check knows the value {value!r}; it cannot be verified")
-    elif kind in ("move", "add"):
-        dest = meta.get("destination_box") or fields.get("destination_box")
-        if dest is None:
-            failures.append(f"{kind}: no destination recorded by the editor or the instruction")
-        else:
-            wanted = fields.get("destination_box")
-            if wanted is not None and meta.get("destination_box") is not None:
-                checks["destination_agrees"] = round(iou(wanted, meta["destination_box"]), 4)
-                if checks["destination_agrees"] < 0.5:
-                    failures.append(
-                        f"{kind}: the object went to {meta['destination_box']}, the instruction asked for {list(wanted)}"
-                    )
-            at_dest = similarity(patch, edited, dest, params.search_px, pmask)
-            at_src = similarity(patch, edited, box, 0, pmask)
-            checks.update(similarity_at_destination=round(at_dest, 4), similarity_at_source=round(at_src, 4))
-            if at_dest < params.min_similarity_found:
-                failures.append(
-                    f"{kind}: the object is not found at the destination (similarity {at_dest:.2f} < {params.min_similarity_found})"
-                )
-            if kind == "move" and at_src >= params.max_similarity_gone:
-                failures.append(
-                    f"move: the object is still at its source (similarity {at_src:.2f} >= {params.max_similarity_gone})"
-                )
-            if kind == "add" and at_src < params.min_similarity_found:
-                failures.append(f"add: the original object is no longer at its place (similarity {at_src:.2f})")
-    else:  # replace
-        donor, why = donor_for(fields, box)
-        if donor is None and meta.get("donor_box") is None:
-            failures.append(f"replace: {why}")
-        else:
-            dbox = donor["box"] if donor is not None else meta["donor_box"]
-            if donor is None:
-                failures.append(f"replace: the clone's class is not the requested one ({why})")
-            donor_patch = _crop(original, dbox)
-            dmask, _ = donor_mask(original, dbox)
-            found = similarity(
-                donor_patch, edited, box, params.search_px, _crop(dmask.astype(np.uint8), dbox).astype(bool)
-            )
-            gone = similarity(patch, edited, box, 0, pmask)
-            checks.update(
-                replacement=str(fields.get("replacement")),
-                donor_box=list(dbox),
-                similarity_donor_at_target=round(found, 4),
-                similarity_original_at_target=round(gone, 4),
-            )
-            if found < params.min_similarity_found:
-                failures.append(
-                    f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})"
-                )
-            if gone >= params.max_similarity_gone and found < gone:
-                failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
-    region = _changed_region(kind, changed, boxm, meta, fields, w, h) if kind != "attribute" else None
-    if region is not None:  # a recolour changes the object's own pixels only: its mask is checked above
-        cut = cut_objects(fields, box, region)
-        checks["cut_objects"] = cut
-        lost = sorted({c["name"] for c in cut if c["cut"] > BOX_LOST_ABOVE})
-        checks["also_changed"] = lost
-        if lost:
-            failures.append(
-                f"{kind}: the edit also covers more than {BOX_LOST_ABOVE:.0%} of the annotated {', '.join(lost)}"
-            )
-        dest = meta.get("destination_box") or fields.get("destination_box")
-        placed = [dest] if kind in ("move", "add") and dest is not None else []
-        failures += _untouched_failures(fields, box, target_name, region, placed, untouched)
-    return Verdict(not failures, checks, failures)
+    at_dest = similarity(c.patch, e.edited, dest, p.search_px, c.pmask)
+    at_src = similarity(c.patch, e.edited, c.box, 0, c.pmask)
+    c.checks.update(similarity_at_destination=round(at_dest, 4), similarity_at_source=round(at_src, 4))
+    if at_dest < p.min_similarity_found:
+        c.failures.append(
+            f"{kind}: the object is not found at the destination (similarity {at_dest:.2f} < {p.min_similarity_found})"
+        )
+    if kind == "move" and at_src >= p.max_similarity_gone:
+        c.failures.append(
+            f"move: the object is still at its source (similarity {at_src:.2f} >= {p.max_similarity_gone})"
+        )
+    if kind == "add" and at_src < p.min_similarity_found:
+        c.failures.append(f"add: the original object is no longer at its place (similarity {at_src:.2f})")
+
+
+def _check_replace(c: _Checking) -> None:
+    """The clone comes from an annotated instance of the requested class and is at the target box; the original is not."""
+    e, p, fields = c.edit, c.params, c.edit.fields
+    donor, why = donor_for(fields, c.box)
+    if donor is None and e.meta.get("donor_box") is None:
+        c.failures.append(f"replace: {why}")
+        return
+    dbox = donor["box"] if donor is not None else e.meta["donor_box"]
+    if donor is None:
+        c.failures.append(f"replace: the clone's class is not the requested one ({why})")
+    donor_patch = _crop(e.original, dbox)
+    dmask, _ = donor_mask(e.original, dbox)
+    found = similarity(donor_patch, e.edited, c.box, p.search_px, _crop(dmask.astype(np.uint8), dbox).astype(bool))
+    gone = similarity(c.patch, e.edited, c.box, 0, c.pmask)
+    c.checks.update(
+        replacement=str(fields.get("replacement")),
+        donor_box=list(dbox),
+        similarity_donor_at_target=round(found, 4),
+        similarity_original_at_target=round(gone, 4),
+    )
+    if found < p.min_similarity_found:
+        c.failures.append(
+            f"replace: the {fields.get('replacement')!r} is not found in the target box (similarity {found:.2f})"
+        )
+    if gone >= p.max_similarity_gone and found < gone:
+        c.failures.append(f"replace: the original object is still in its box (similarity {gone:.2f})")
+
+
+def _check_region(c: _Checking, region: np.ndarray | None) -> None:
+    """Nothing else annotated lost too much of its box to the changed region; no control object was touched."""
+    if region is None:
+        return
+    e, kind = c.edit, c.edit.kind
+    cut = cut_objects(e.fields, c.box, region)
+    c.checks["cut_objects"] = cut
+    lost = sorted({o["name"] for o in cut if o["cut"] > BOX_LOST_ABOVE})
+    c.checks["also_changed"] = lost
+    if lost:
+        c.failures.append(
+            f"{kind}: the edit also covers more than {BOX_LOST_ABOVE:.0%} of the annotated {', '.join(lost)}"
+        )
+    dest = e.meta.get("destination_box") or e.fields.get("destination_box")
+    placed = [dest] if kind in ("move", "add") and dest is not None else []
+    c.failures += _untouched_failures(e.fields, c.box, e.target_name, region, placed, e.untouched)
+
+
+_KIND_CHECKS: dict[str, Callable[[_Checking], None]] = {
+    "remove": _check_remove,
+    "attribute": _check_attribute,
+    "move": _check_move_add,
+    "add": _check_move_add,
+    "replace": _check_replace,
+}
 
 
 def _changed_region(
@@ -400,13 +458,22 @@ def _changed_region(
     return region
 
 
-def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyParams) -> Verdict:
-    """The edit stage's hook: verify an editor's result (at the source size) against its request."""
+UntouchedObjects = Callable[[Mapping[str, Any]], list[str]]
+
+
+def verify_result(
+    request: EditRequest,
+    edited: np.ndarray,
+    result: EditResult,
+    params: VerifyParams,
+    untouched_objects: UntouchedObjects | None = None,
+) -> Verdict:
+    """The edit stage's check of an editor's result (at the source size) against its request;
+    ``untouched_objects`` is the request's task's hook of that name (the stage resolves it)."""
     if not params.enabled:
         return Verdict(True, {"skipped": "edit.qc.verify.enabled is false"}, method="none")
-    untouched_of = task_hook(request.task, "untouched_objects")
-    untouched = [n for n in (untouched_of(request.fields) if untouched_of is not None else []) if n]
-    return verify_edit(
+    untouched = [n for n in (untouched_objects(request.fields) if untouched_objects is not None else []) if n]
+    edit = EditCheck(
         request.image,
         edited,
         request.kind,
@@ -414,37 +481,9 @@ def verify_result(request: Any, edited: np.ndarray, result: Any, params: VerifyP
         request.fields,
         result.meta,
         result.mask,
-        params,
         target_name=request.target_name,
         object_mask=request.mask,
         seed=request.seed,
         untouched=untouched,
     )
-
-
-def verification_failed(row: Mapping[str, Any]) -> bool:
-    """Whether an edit row's recorded verification failed."""
-    import json
-
-    return not (json.loads(row.get("qc_json") or "{}").get("verification") or {}).get("passed", True)
-
-
-def verify_reject(row: Mapping[str, Any], stage: str = "qa") -> dict[str, Any] | None:
-    """The ``verify_failed`` reject of an edit row whose verification failed (None when it passed)."""
-    import json
-
-    from storage.rejects import reject
-
-    verdict = json.loads(row.get("qc_json") or "{}").get("verification") or {}
-    if verdict.get("passed", True):
-        return None
-    detail = f"instruction {row['instruction_id']}, editor {row['editor']}: " + "; ".join(
-        verdict.get("failures") or ["verification failed"]
-    )
-    return reject(
-        row["id"],
-        stage,
-        VERIFY_FAILED,
-        detail,
-        {"instruction_id": row["instruction_id"], "editor": row["editor"], "verification": verdict},
-    )
+    return verify_edit(edit, params)

@@ -5,25 +5,25 @@ Why one object: the mine stage should not know which datasets exist. It asks eac
 source which tasks it feeds, which files it reads (fingerprinted, so a replaced file re-mines)
 and to mine; a new format is then one registration, not edits across the stage. Which tasks a
 source feeds is the task registry's answer (the tasks whose ``TaskSpec.miners`` name the source,
-``storage/task_spec.py``), so a new task on an existing source is one registration too. A third-party
+``storage/task_spec.py``, answered by ``tasks/engine/registry.py``), so a new task on an existing source is one registration too. A third-party
 package declares, in its own pyproject::
 
     [project.entry-points."reactbench.sources"]
     my-format = "my_pkg.source:SPEC"
 
 and sets ``sources.other: {my-format: <its setting>}`` in the run config. Built-ins are named by
-import string, as in ``editors/registry.py``, so listing them imports no reader.
+import string, so listing them imports no reader; the lookup is the one editors and tasks use
+(``storage.plugins.PluginRegistry``: same order, same errors).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from storage.task_spec import all_tasks, broken_plugin
+from storage.plugins import PluginRegistry, instance_check
+from storage.task_spec import all_tasks
 
 if TYPE_CHECKING:
     from miners.config import MineConfig
@@ -92,43 +92,26 @@ class SourceSpec:
         return [t for t in tasks if t in mine]
 
 
-_EXTRA: dict[str, SourceSpec] = {}
+REGISTRY: PluginRegistry[SourceSpec] = PluginRegistry(
+    kind="source",
+    group=ENTRY_POINT_GROUP,
+    error=SourceError,
+    check=instance_check(SourceSpec, SourceError, "source"),
+    builtin=BUILTIN,
+)
+_EXTRA = REGISTRY.registered  # the sources registered in this process (tests clear theirs)
 
 
 def register(spec: SourceSpec) -> SourceSpec:
     """Register a source in this process (tests, notebooks); entry points are the durable way."""
-    _EXTRA[spec.name] = spec
-    return spec
-
-
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return REGISTRY.register(spec.name, spec)
 
 
 def available() -> list[str]:
     """Every source name, built-ins first in their fixed order, then the others sorted."""
-    others = sorted((set(_EXTRA) | set(_entry_points())) - set(BUILTIN))
-    return list(BUILTIN) + others
+    return REGISTRY.names()
 
 
 def source_spec(name: str) -> SourceSpec:
     """The spec registered under ``name``; unknown names list what exists."""
-    if name in _EXTRA:
-        spec = _EXTRA[name]
-    elif name in BUILTIN:
-        module, _, attr = BUILTIN[name].partition(":")
-        spec = getattr(importlib.import_module(module), attr)
-    else:
-        eps = _entry_points()
-        if name not in eps:
-            raise SourceError(
-                f"unknown source {name!r}; available: {available()} "
-                f"(third-party sources register under the entry-point group {ENTRY_POINT_GROUP!r})"
-            )
-        try:
-            spec = eps[name].load()
-        except Exception as exc:
-            raise SourceError(broken_plugin(eps[name], f"failed to load: {exc}", kind="source")) from exc
-    if not isinstance(spec, SourceSpec):
-        raise SourceError(f"source {name!r} resolves to {spec!r}, which is not a miners.sources.SourceSpec")
-    return spec
+    return REGISTRY.get(name)

@@ -10,13 +10,16 @@ context, which the prompt runner sets to the prompt's context.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from prompts.locations import area_fraction, distance, location_phrase
 from storage.json_columns import context_objects
-from storage.task_spec import task_hook
+
+# A task's ``instruct_context(candidate, ctx) -> ctx`` hook (storage/task_spec.py HOOKS), resolved by the stage.
+ContextHook = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
 def same_name(a: str, b: str) -> bool:
@@ -48,9 +51,10 @@ def _objects(candidate: dict[str, Any]) -> list[dict[str, Any]]:
     return [o for o in context_objects(candidate, f"candidate {candidate.get('id')!r}") if o.get("name")]
 
 
-def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
+def candidate_context(candidate: dict[str, Any], extend: ContextHook | None = None) -> dict[str, Any]:
     """The template/rules context of one candidate row (names, boxes, location phrases, neighbours),
-    extended by the task's ``instruct_context(candidate, ctx) -> ctx`` hook when it has one."""
+    extended by ``extend``: the task's ``instruct_context(candidate, ctx) -> ctx`` hook, which the
+    stage resolves and hands down (this room imports no task)."""
     w, h = int(candidate["width"]), int(candidate["height"])
     box = list(candidate.get("target_box") or [])
     target = candidate.get("target_name") or candidate.get("class_name") or ""
@@ -98,7 +102,6 @@ def candidate_context(candidate: dict[str, Any]) -> dict[str, Any]:
         "object_names": sorted({o["name"] for o in others}),
         "neighbour_names": neighbours[:3],
     }
-    extend = task_hook(str(candidate["task"]), "instruct_context")
     if extend is not None:  # what a task's prompt reads beyond these keys
         ctx = extend(candidate, ctx)
     return ctx

@@ -11,8 +11,14 @@ package declares in its own pyproject::
 Why hooks are import strings: the spec sits at the bottom (``storage``) so every room can read
 it, while its behaviour lives in the rooms above (a miner in ``miners/``, prompts in
 ``prompts/``, question synthesis in ``tasks/``). A hook given as ``"module:attr"`` is imported
-on first use (:meth:`TaskSpec.hook`), so reading a spec imports no miner, model or web code,
-and no room imports upward. A plugin may pass callables instead.
+on first use (:meth:`TaskSpec.hook`), so reading a spec imports no miner, model or web code.
+A plugin may pass callables instead.
+
+Why this module imports nothing: the registry (entry points, importing hooks) is the task room's,
+``tasks/engine/registry.py``, which installs itself here (:func:`use_registry`) when ``tasks`` is
+imported. The lookups below (:func:`all_tasks`, :meth:`TaskSpec.hook`, ...) call the installed
+registry, so every import of a task module is made by ``tasks`` code, never by a room below it
+(``tests/flows/test_runtime_layers.py`` watches a demo build for it).
 
 The id literal of a task appears only in its own modules (``TaskSpec.modules``);
 ``tests/flows/test_task_literals.py`` fails on any other.
@@ -20,12 +26,9 @@ The id literal of a task appears only in its own modules (``TaskSpec.modules``);
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import cache
-from importlib.metadata import entry_points
 from typing import Any
 
 ENTRY_POINT_GROUP = "reactbench.tasks"
@@ -124,17 +127,40 @@ EVAL_RULES_METHODS = ("answer", "reasoning", "subcause", "span_type", "span_phra
 SUBCAUSE_CODE = "SC-{}"  # the n-th sub-cause of a task is SC-n (the classifier's labels: SC-1..SC-n, other)
 
 
-def load_hook(ref: str | Callable[..., Any]) -> Any:
-    """``"pkg.module:attr"`` -> the attribute (imported now); a callable is returned as is."""
+@dataclass(frozen=True)
+class InstalledRegistry:
+    """What the task room's registry gives this module: ``specs()`` (every spec by id, in benchmark
+    order), ``load(ref)`` (a ``"module:attr"`` imported by the task room) and ``register(spec)``."""
+
+    specs: Callable[[], dict[str, TaskSpec]]
+    load: Callable[[str], object]
+    register: Callable[[TaskSpec], TaskSpec]
+
+
+_INSTALLED: list[InstalledRegistry] = []
+
+
+def use_registry(registry: InstalledRegistry) -> None:
+    """Install the task registry (``tasks/engine/registry.py`` does, once, when ``tasks`` is imported)."""
+    _INSTALLED[:] = [registry]
+
+
+def _registry() -> InstalledRegistry:
+    if not _INSTALLED:
+        raise TaskError(
+            "no task registry in this process: import tasks (tasks/engine/registry.py installs it; "
+            "flows and every stage do)"
+        )
+    return _INSTALLED[0]
+
+
+def load_hook(ref: object) -> Any:
+    """``"pkg.module:attr"`` -> the attribute (imported now, by the task registry); a callable is returned as is."""
     if not isinstance(ref, str):
         return ref
-    module, _, attr = ref.partition(":")
-    if not attr:
+    if not ref.partition(":")[2]:
         raise TaskError(f"hook {ref!r} must read 'module:attribute'")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return _registry().load(ref)
 
 
 @dataclass(frozen=True)
@@ -317,13 +343,13 @@ class TaskSpec:
                     f"subcauses[{i - 1}]", f"code {sc[0]!r} must be {SUBCAUSE_CODE.format(i)!r} (SC-1..SC-n, in order)"
                 )
 
-    def hook_refs(self) -> dict[str, Any]:
+    def hook_refs(self) -> dict[str, object]:
         """The hooks this task sets, by name, as declared (strings not yet imported)."""
         return {
             f.name: getattr(self.hooks, f.name) for f in fields(self.hooks) if getattr(self.hooks, f.name) is not None
         }
 
-    def _check_extra(self, name: str, ref: Any, where: str) -> None:
+    def _check_extra(self, name: str, ref: object, where: str) -> None:
         spec = HOOKS.get(name)
         if spec is None:
             raise self._error(where, f"unknown hook; known: {', '.join(sorted(HOOKS))}")
@@ -346,7 +372,7 @@ class TaskSpec:
         else:
             self._check_ref(where, ref, spec.params if spec.kind == "call" else None)
 
-    def _check_ref(self, where: str, ref: Any, params: tuple[str, ...] | None) -> None:
+    def _check_ref(self, where: str, ref: object, params: tuple[str, ...] | None) -> None:
         """A hook is ``"module:attr"`` (checked when loaded) or a value; a callable's signature
         must take ``params`` positionally."""
         if isinstance(ref, str):
@@ -384,7 +410,7 @@ class TaskSpec:
             raise TaskError(f"task {self.id!r} has no {name!r} hook")
         return self.check_loaded(name, self._load(name if name in self.__dataclass_fields__ else f"hooks.{name}", ref))
 
-    def _load(self, where: str, ref: Any) -> Any:
+    def _load(self, where: str, ref: object) -> Any:
         try:
             return load_hook(ref)
         except (ImportError, AttributeError) as exc:
@@ -412,7 +438,7 @@ class TaskSpec:
             self.hook("params")
 
 
-def check_signature(fn: Any, params: tuple[str, ...], error: Callable[[str], TaskError]) -> None:
+def check_signature(fn: object, params: tuple[str, ...], error: Callable[[str], TaskError]) -> None:
     """``fn`` must be callable with ``len(params)`` positional arguments; else ``error(problem)``."""
     if not callable(fn):
         raise error(f"must be callable as ({', '.join(params)}), got {type(fn).__name__}")
@@ -428,43 +454,13 @@ def check_signature(fn: Any, params: tuple[str, ...], error: Callable[[str], Tas
         ) from None
 
 
-_EXTRA: dict[str, TaskSpec] = {}
-
-
 def register_task(spec: TaskSpec) -> TaskSpec:
     """Register a task in this process (tests, notebooks); entry points are the durable way."""
-    _EXTRA[spec.id] = spec
-    _all.cache_clear()
-    return spec
+    return _registry().register(spec)
 
 
-def broken_plugin(ep: Any, problem: str, kind: str = "task") -> str:
-    """The one-line message for a plugin entry point that cannot be used: its ``module:attr``
-    and, when known, the package that declared it, so the message says what to fix or uninstall."""
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return f"{kind} entry point {ep.name!r} ({ep.value}) {problem}"
-    return (
-        f"{kind} entry point {ep.name!r} ({ep.value}, declared by {dist.name} {dist.version}) {problem}"
-        f"; fix that package or remove it (pip uninstall {dist.name})"
-    )
-
-
-@cache
 def _all() -> dict[str, TaskSpec]:
-    specs: dict[str, TaskSpec] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            spec = ep.load()
-        except Exception as exc:  # a broken plugin is named, not a bare ImportError deep in a stage
-            raise TaskError(broken_plugin(ep, f"failed to load: {exc}")) from exc
-        if not isinstance(spec, TaskSpec):
-            raise TaskError(broken_plugin(ep, f"gives {type(spec).__name__}, not a TaskSpec"))
-        if spec.id != ep.name:
-            raise TaskError(broken_plugin(ep, f"gives a spec with id {spec.id!r}; the names must match"))
-        specs[spec.id] = spec
-    specs.update(_EXTRA)
-    return dict(sorted(specs.items(), key=lambda kv: (kv[1].order, kv[0])))
+    return _registry().specs()
 
 
 def all_tasks() -> dict[str, TaskSpec]:

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# The composition root: installs the task registry (tasks/engine/registry.py) that storage.task_spec's
+# lookups answer from, for the tests that drive a lower room (prompts, miners) without a stage.
+import tasks  # noqa: F401
+
 if TYPE_CHECKING:  # moto is imported only by the tests that start the server
     from s3_server import S3Server
 

@@ -38,7 +38,7 @@ from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
 from storage.json_columns import candidate_of, context_objects, instruction_fields
 from storage.rejects import reject
-from storage.task_spec import all_tasks
+from storage.task_spec import all_tasks, task_hook
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.engine.reuse import Entry, ItemReuse, code_version
 from tasks.stages.verify_model import model_checks_configured, model_verify
@@ -392,7 +392,8 @@ class EditStage(Stage):
         if dest is not None and kind in ("move", "add"):
             change = [list(dest)] if kind == "add" else [box, list(dest)]
         qc = check_edit(req.image, edited, change, ctx.config.edit.qc, raw_size=raw_size)
-        verdict = verify_result(req, edited, res, ctx.config.edit.qc.verify)
+        untouched = task_hook(req.task, "untouched_objects")  # the task's behaviour, handed down to the verifier
+        verdict = verify_result(req, edited, res, ctx.config.edit.qc.verify, untouched)
         qc_doc = qc.to_json() | {"change_boxes": change, "editor_meta": res.meta, "verification": verdict.to_json()}
         mask_rel = None
         if res.mask is not None and res.mask.shape == (h, w):

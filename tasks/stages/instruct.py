@@ -198,7 +198,7 @@ def instruct_item_key(
         except (OSError, ValueError):
             return None  # computed: the row and reject say why
     try:
-        context = candidate_context(c)
+        context = candidate_context(c, task_hook(str(c["task"]), "instruct_context"))
     except (KeyError, TypeError, ValueError):
         return None
     return reuse.key(
@@ -243,7 +243,7 @@ def _candidate_outcomes(
             )
             continue
         try:
-            context = candidate_context(c)
+            context = candidate_context(c, task_hook(str(c["task"]), "instruct_context"))
         except (KeyError, TypeError, ValueError) as exc:
             rejects.append(
                 reject(c["id"], STAGE, "bad_candidate", f"candidate {c['id']}: {exc.__class__.__name__}: {exc}")

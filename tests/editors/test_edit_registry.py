@@ -46,7 +46,10 @@ def test_third_party_editor_through_an_entry_point(tmp_path, monkeypatch):
     assert "acme-negative" in available()
     ed = create_editor("acme-negative")
     assert type(ed).__module__ == "acme_editor"
-    with pytest.raises(EditorError, match="entry point 'acme_editor:Missing' failed to load"):
+    with pytest.raises(
+        EditorError,
+        match=r"editor entry point 'broken' \(acme_editor:Missing, declared by acme-editor 1\.0\) failed to load",
+    ):
         editor_class("broken")
     sys.modules.pop("acme_editor", None)
 

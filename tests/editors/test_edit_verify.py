@@ -9,7 +9,7 @@ from edit_helpers import make_request
 from editors.base import EditFailure, EditResult
 from editors.classical import ClassicalEditor
 from editors.config import VerifyParams
-from editors.verify import verify_edit
+from editors.verify import EditCheck, verify_edit
 
 P = VerifyParams()
 
@@ -29,25 +29,31 @@ def test_recolour_to_the_named_colour_passes_and_a_wrong_colour_fails(scene_obje
     res = _editor().edit_batch([req])[0]
     assert isinstance(res, EditResult)
     good = verify_edit(
-        req.image, res.image, "attribute", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, res.image, "attribute", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]),
+        P,
     )
     assert good.passed, good.failures
     # the same pixels claimed as another colour: rejected, naming the colour
     bad = verify_edit(
-        req.image,
-        res.image,
-        "attribute",
-        req.box,
-        {"new_attribute": "green"},
-        {},
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "attribute",
+            req.box,
+            {"new_attribute": "green"},
+            {},
+            res.mask,
+            object_mask=obj["mask"],
+        ),
         P,
-        object_mask=obj["mask"],
     )
     assert not bad.passed and "green" in bad.failures[0]
     # an unedited image claimed as the new colour
     same = verify_edit(
-        req.image, req.image.copy(), "attribute", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(
+            req.image, req.image.copy(), "attribute", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]
+        ),
+        P,
     )
     assert not same.passed
 
@@ -56,10 +62,12 @@ def test_removal_that_left_the_object_fails(scene_objects):
     obj = scene_objects[0]
     req = make_request(obj, "remove", "remove it")
     res = _editor().edit_batch([req])[0]
-    good = verify_edit(req.image, res.image, "remove", req.box, {}, res.meta, res.mask, P, object_mask=obj["mask"])
+    good = verify_edit(
+        EditCheck(req.image, res.image, "remove", req.box, {}, res.meta, res.mask, object_mask=obj["mask"]), P
+    )
     assert good.passed, good.failures
     bad = verify_edit(
-        req.image, req.image.copy(), "remove", req.box, {}, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, req.image.copy(), "remove", req.box, {}, res.meta, res.mask, object_mask=obj["mask"]), P
     )
     assert not bad.passed and any("still there" in f for f in bad.failures)
 
@@ -74,16 +82,18 @@ def test_removal_fails_when_another_instance_of_the_class_overlaps(scene_objects
         "box": [x + w * 0.6, y, w, h],
     }  # same class, another spelling, half outside the hole
     out = verify_edit(
-        req.image,
-        res.image,
-        "remove",
-        req.box,
-        {"_context": [twin]},
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "remove",
+            req.box,
+            {"_context": [twin]},
+            res.meta,
+            res.mask,
+            target_name=obj["name"],
+            object_mask=obj["mask"],
+        ),
         P,
-        target_name=obj["name"],
-        object_mask=obj["mask"],
     )
     assert not out.passed and any("still overlaps" in f for f in out.failures)
 
@@ -96,11 +106,14 @@ def test_move_that_did_not_move_fails(scene_objects):
     res = _editor().edit_batch([req])[0]
     assert isinstance(res, EditResult)
     good = verify_edit(
-        req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]), P
     )
     assert good.passed, good.failures
     bad = verify_edit(
-        req.image, req.image.copy(), "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(
+            req.image, req.image.copy(), "move", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]
+        ),
+        P,
     )
     assert not bad.passed and any("not found at the destination" in f for f in bad.failures)
     assert any("still at its source" in f for f in bad.failures)
@@ -146,12 +159,12 @@ def test_replace_with_an_annotated_instance_passes_verification(scene_objects, t
     res = _editor().edit_batch([req])[0]
     assert isinstance(res, EditResult), res
     out = verify_edit(
-        req.image, res.image, "replace", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, res.image, "replace", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]), P
     )
     assert out.passed, out.failures
     wrong = dict(fields, replacement="giraffe")
     assert not verify_edit(
-        req.image, res.image, "replace", req.box, wrong, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, res.image, "replace", req.box, wrong, res.meta, res.mask, object_mask=obj["mask"]), P
     ).passed
     assert np.abs(res.image.astype(int) - req.image.astype(int)).sum() > 0
 
@@ -170,21 +183,23 @@ def test_an_edit_that_covers_another_annotated_object_fails_and_records_what_it_
     obj = next(o for o in scene_objects if o["box"][0] + 2.5 * o["box"][2] < o["mask"].shape[1])
     req, res, dest = _moved(obj)
     clean = verify_edit(
-        req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, P, object_mask=obj["mask"]
+        EditCheck(req.image, res.image, "move", req.box, req.fields, res.meta, res.mask, object_mask=obj["mask"]), P
     )
     assert clean.passed, clean.failures
     # an annotated sign under the copy's place: covered nearly whole by the changed region
     under = {"name": "sign", "box": [dest[0] + 1, dest[1] + 1, dest[2] - 2, dest[3] - 2]}
     out = verify_edit(
-        req.image,
-        res.image,
-        "move",
-        req.box,
-        dict(req.fields, _context=[under]),
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "move",
+            req.box,
+            dict(req.fields, _context=[under]),
+            res.meta,
+            res.mask,
+            object_mask=obj["mask"],
+        ),
         P,
-        object_mask=obj["mask"],
     )
     assert not out.passed and any("also covers" in f and "sign" in f for f in out.failures), out.failures
     cut = out.checks["cut_objects"]
@@ -193,15 +208,17 @@ def test_an_edit_that_covers_another_annotated_object_fails_and_records_what_it_
     x, y, w, h = obj["box"]
     grazed = {"name": "lamp", "box": [x - 40, y, 41, h]}
     ok = verify_edit(
-        req.image,
-        res.image,
-        "move",
-        req.box,
-        dict(req.fields, _context=[grazed]),
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "move",
+            req.box,
+            dict(req.fields, _context=[grazed]),
+            res.meta,
+            res.mask,
+            object_mask=obj["mask"],
+        ),
         P,
-        object_mask=obj["mask"],
     )
     assert ok.passed, ok.failures
     assert all(c["cut"] < 0.3 for c in ok.checks["cut_objects"])
@@ -216,46 +233,52 @@ def test_an_edit_that_touches_the_control_class_fails(scene_objects):
     rock = {"name": "rock", "box": [x - 6, y - 6, 8.0, 8.0], "synset": "stone.n.02"}
     fields = dict(req.fields, _context=[far, rock])
     ok = verify_edit(
-        req.image,
-        res.image,
-        "move",
-        req.box,
-        dict(req.fields, _context=[far]),
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "move",
+            req.box,
+            dict(req.fields, _context=[far]),
+            res.meta,
+            res.mask,
+            object_mask=obj["mask"],
+            untouched=["stone"],
+            target_name=obj["name"],
+        ),
         P,
-        object_mask=obj["mask"],
-        untouched=["stone"],
-        target_name=obj["name"],
     )
     assert ok.passed, ok.failures
     out = verify_edit(
-        req.image,
-        res.image,
-        "move",
-        req.box,
-        fields,
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "move",
+            req.box,
+            fields,
+            res.meta,
+            res.mask,
+            object_mask=obj["mask"],
+            untouched=["stone"],
+            target_name=obj["name"],
+        ),
         P,
-        object_mask=obj["mask"],
-        untouched=["stone"],
-        target_name=obj["name"],
     )
     assert not out.passed and any("control" in f and "rock" in f for f in out.failures), out.failures
     # the edited target itself of the control's class (a synonym by synset): refused too
     same = verify_edit(
-        req.image,
-        res.image,
-        "move",
-        req.box,
-        dict(req.fields, _context=[far], _target_synset="stone.n.02"),
-        res.meta,
-        res.mask,
+        EditCheck(
+            req.image,
+            res.image,
+            "move",
+            req.box,
+            dict(req.fields, _context=[far], _target_synset="stone.n.02"),
+            res.meta,
+            res.mask,
+            object_mask=obj["mask"],
+            untouched=["stone"],
+            target_name=obj["name"],
+        ),
         P,
-        object_mask=obj["mask"],
-        untouched=["stone"],
-        target_name=obj["name"],
     )
     assert not same.passed and any("is of the class" in f for f in same.failures), same.failures
 
@@ -268,8 +291,8 @@ def test_a_target_that_cannot_be_seen_fails():
     edited[20:32, 30:40] = 90
     mask = np.zeros((60, 80), bool)
     mask[18:34, 28:42] = True
-    out = verify_edit(image, edited, "remove", box, {}, {}, mask, P, target_name="cup")
+    out = verify_edit(EditCheck(image, edited, "remove", box, {}, {}, mask, target_name="cup"), P)
     assert not out.passed and any("cannot be seen" in f for f in out.failures), out.failures
     image[20:32, 30:40] = (240, 240, 240)  # now the cup shows
-    seen = verify_edit(image, edited, "remove", box, {}, {}, mask, P, target_name="cup")
+    seen = verify_edit(EditCheck(image, edited, "remove", box, {}, {}, mask, target_name="cup"), P)
     assert not any("cannot be seen" in f for f in seen.failures), seen.failures

@@ -14,13 +14,13 @@ import pytest
 from dummy_server import DummyServer, Reply, image_urls, message_text
 from edit_helpers import instruction_row, write_instructions
 
-from editors.verify import verify_reject
 from flows.config import config_from_dict
 from storage.fs import RunFS
 from storage.stage_store import read_artifact
 from tasks.engine.base import RunContext
 from tasks.engine.runner import run_stage
 from tasks.stages.edit import EditStage
+from tasks.stages.qa.unverified import verify_reject
 
 
 def _responder(original: bytes, truthful: bool):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-import storage.task_spec as task_spec
+import tasks.engine.registry as task_registry
 from prompts.eval_rules import PRIOR_RULES, baseline_answer, classify_subcause, judge_rule, rules_for
 from prompts.offline_judge import COUNT, OVERLAP, offline_judge
 from storage.task_spec import TaskSpec, all_tasks, register_task
@@ -29,12 +29,12 @@ FIFTH = TaskSpec(
 
 @pytest.fixture
 def fifth(monkeypatch):
-    monkeypatch.setattr(task_spec, "_EXTRA", {})
-    task_spec._all.cache_clear()
+    monkeypatch.setattr(task_registry.REGISTRY, "registered", {})
+    task_registry._all.cache_clear()
     register_task(FIFTH)
     yield FIFTH
     monkeypatch.undo()
-    task_spec._all.cache_clear()
+    task_registry._all.cache_clear()
 
 
 def _rows(task, n=2):

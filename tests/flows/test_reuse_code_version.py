@@ -140,10 +140,10 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
     """The rules backend answers a plugin's questions with the plugin's ``eval_rules``: editing any
     module of the plugin's package (here a helper its rules call) must recompute those answers."""
     from prompts.clients.base import MLLMRequest
-    from storage import task_spec
     from storage.fs import RunFS
     from storage.reuse_store import ReuseStore
     from storage.task_spec import TaskSpec, register_task
+    from tasks.engine import registry as task_registry
     from tasks.engine import reuse
 
     pkg = tmp_path / "toy_rules_plugin"
@@ -193,8 +193,8 @@ def test_a_plugins_rules_code_joins_the_evaluation_answer_key(tmp_path: Path, mo
         reuse._file_hash.cache_clear()  # a new process would hash the edited file afresh
         assert ask() == 1, "an answer given by the plugin's old rules code was reused"
     finally:
-        task_spec._EXTRA.pop("toy_rules", None)
-        task_spec._all.cache_clear()
+        task_registry.REGISTRY.registered.pop("toy_rules", None)
+        task_registry._all.cache_clear()
         reuse._file_hash.cache_clear()
 
 
@@ -203,8 +203,8 @@ def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(
 ) -> None:
     """``acme`` (no ``__init__.py``, no files of its own) holds the plugin ``acme.rb_plugin``: the
     hook's code is that package's files, not an error for the namespace."""
-    from storage import task_spec
     from storage.task_spec import TaskSpec, register_task
+    from tasks.engine import registry as task_registry
     from tasks.engine import reuse
 
     pkg = tmp_path / "acme" / "rb_plugin"
@@ -227,5 +227,5 @@ def test_a_plugin_under_a_namespace_package_counts_its_first_regular_package(
         assert code.__name__ == "acme.rb_plugin"
         assert reuse.code_version(code) == reuse.code_version("acme.rb_plugin")
     finally:
-        task_spec._EXTRA.pop("toy_ns", None)
-        task_spec._all.cache_clear()
+        task_registry.REGISTRY.registered.pop("toy_ns", None)
+        task_registry._all.cache_clear()

@@ -93,13 +93,10 @@ def test_unknown_source_lists_the_choices_and_bad_specs_are_refused() -> None:
 
 
 def test_entry_point_sources_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    class EP:
-        name, value = "toy", "toy_pkg:SPEC"
+    class EP:  # an entry point naming this module's TOY
+        name, value, module, attr = "toy", f"{__name__}:TOY", __name__, "TOY"
 
-        def load(self) -> SourceSpec:
-            return TOY
-
-    monkeypatch.setattr(sources, "_entry_points", lambda: {"toy": EP()})
+    monkeypatch.setattr(sources.REGISTRY, "entry_points", lambda: {"toy": EP()})
     assert "toy" in available() and source_spec("toy") is TOY
 
 

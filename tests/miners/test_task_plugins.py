@@ -19,9 +19,9 @@ from miners.config import MineConfig
 from miners.dispatch import MineJob
 from miners.mine import mine_visual_genome
 from miners.sources import source_spec
-from storage import task_spec as registry
 from storage.config_base import Section
 from storage.task_spec import TaskSpec, register_task
+from tasks.engine import registry
 
 PLUGIN = "toy_spatial"
 SEEN: list[MineJob] = []
@@ -96,7 +96,7 @@ def plugin() -> Any:
     )
     SEEN.clear()
     yield spec
-    registry._EXTRA.pop(PLUGIN, None)
+    registry.REGISTRY.registered.pop(PLUGIN, None)
     registry._all.cache_clear()
 
 
@@ -105,9 +105,9 @@ def test_plugin_section_validates_against_its_params_class(plugin: TaskSpec) -> 
     assert cfg.params_for(PLUGIN) == ToySpatialParams(min_count=3) and getattr(cfg, PLUGIN).min_count == 3
     assert cfg.control_for(PLUGIN) is False, "a task without a control setting follows mine.control"
     sections = [
-        k for k in cfg.model_dump() if k in registry.all_tasks()
+        k for k in cfg.model_dump() if k in registry.all_specs()
     ]  # installed task plugins (make test: spatial_relation) too
-    assert sections == list(registry.task_ids()) and sections[:4] == [
+    assert sections == list(registry.all_specs()) and sections[:4] == [
         "relational_erasure",
         "counterfactual_attribute",
         "alteration_tracing",
@@ -141,7 +141,7 @@ def test_a_task_without_params_refuses_a_section() -> None:
             config_from_dict({"mine": {"toy_plain": {"x": 1}}})
         assert MineConfig().params_for("toy_plain") is None
     finally:
-        registry._EXTRA.pop("toy_plain", None)
+        registry.REGISTRY.registered.pop("toy_plain", None)
         registry._all.cache_clear()
 
 

@@ -13,6 +13,12 @@ from prompts.clients.rules import RulesClient
 from prompts.instruct_prompts import candidate_context
 from prompts.runner import PromptInput, build_messages, run_prompt
 from prompts.spec import PromptSpec, render
+from storage.task_spec import task_hook
+
+
+def _context(candidate: dict) -> dict:
+    """A candidate's prompt context as the instruct stage builds it: with its task's hook handed down."""
+    return candidate_context(candidate, task_hook(str(candidate["task"]), "instruct_context"))
 
 
 def test_registry_has_the_instruct_prompts_with_versions() -> None:
@@ -50,7 +56,7 @@ def test_every_task_prompt_renders_from_a_candidate(image_dir) -> None:
         dc_candidate(img, spread_points(12)),
     ):
         spec = task_prompt(cand["task"], "instruct_prompt")
-        text = render(spec, candidate_context(cand))
+        text = render(spec, _context(cand))
         assert "{{" not in text and "None" not in text.split("Reply")[0], text
 
 
@@ -65,13 +71,13 @@ def test_rules_answers_pass_the_normal_parse_path(image_dir) -> None:
         dc_candidate(img, spread_points(12)),
     ):
         spec = task_prompt(cand["task"], "instruct_prompt")
-        [out] = run_prompt(client, spec, [PromptInput(candidate_context(cand), [])])
+        [out] = run_prompt(client, spec, [PromptInput(_context(cand), [])])
         assert out.status == "ok", (cand["task"], out.error, out.raw)
         assert out.attempts == 1 and out.raw and out.fields
     [at] = run_prompt(
         client,
         task_prompt("alteration_tracing", "instruct_prompt"),
-        [PromptInput(candidate_context(at_candidate(img, "delete", 3)), [])],
+        [PromptInput(_context(at_candidate(img, "delete", 3)), [])],
     )
     assert at.fields["edit_type"] == "delete" and at.fields["C"].startswith("was")
 
@@ -79,7 +85,7 @@ def test_rules_answers_pass_the_normal_parse_path(image_dir) -> None:
 def test_rules_not_applicable_when_annotations_cannot_support_it(image_dir) -> None:
     cand = re_candidate(str(image_dir / "scene.png"), target_box=[0.0, 0.0, 64.0, 48.0])  # the whole image
     [out] = run_prompt(
-        RulesClient(), task_prompt("relational_erasure", "instruct_prompt"), [PromptInput(candidate_context(cand), [])]
+        RulesClient(), task_prompt("relational_erasure", "instruct_prompt"), [PromptInput(_context(cand), [])]
     )
     assert out.status == "not_applicable" and out.fields is None and "not applicable" in out.raw
 

@@ -17,10 +17,10 @@ from prompts import catalogue, rules
 from prompts.clients.rules import RulesClient
 from prompts.rules_api import rules_answer
 from prompts.spec import PromptSpec
-from storage import task_spec
 from storage.hashing import stable_id
 from storage.schemas import CANDIDATES
 from storage.task_spec import TaskSpec, register_task
+from tasks.engine import registry as task_registry
 
 TASK = "toy_relation"
 W, H = 64, 48
@@ -110,8 +110,8 @@ def toy_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TaskSp
     try:
         yield spec
     finally:
-        task_spec._EXTRA.pop(TASK, None)
-        task_spec._all.cache_clear()
+        task_registry.REGISTRY.registered.pop(TASK, None)
+        task_registry._all.cache_clear()
         templates.question_set.cache_clear()
 
 

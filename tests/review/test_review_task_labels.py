@@ -1,13 +1,13 @@
 """The review UI names tasks by their spec's label, a registered fifth task included."""
 
-import storage.task_spec as task_spec
+import tasks.engine.registry as task_registry
 from storage.task_spec import TaskSpec, all_tasks, register_task
 from tasks.review.web import make_env, task_labels
 
 
 def test_labels_come_from_the_specs(monkeypatch):
-    monkeypatch.setattr(task_spec, "_EXTRA", {})
-    task_spec._all.cache_clear()
+    monkeypatch.setattr(task_registry.REGISTRY, "registered", {})
+    task_registry._all.cache_clear()
     try:
         assert task_labels() == {t: s.label for t, s in all_tasks().items()}
         register_task(TaskSpec(id="spatial_relation", short="SR", label="Spatial relation", weight=0.2, order=50))
@@ -17,4 +17,4 @@ def test_labels_come_from_the_specs(monkeypatch):
         assert html == "Spatial relation"
     finally:
         monkeypatch.undo()
-        task_spec._all.cache_clear()
+        task_registry._all.cache_clear()

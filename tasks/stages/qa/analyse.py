@@ -44,7 +44,7 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
     candidate.setdefault("width", edit["width"])
     candidate.setdefault("height", edit["height"])
     candidate.setdefault("task", edit["task"])
-    ctx = candidate_context(candidate)
+    ctx = candidate_context(candidate, task_hook(str(candidate["task"]), "instruct_context"))
     plan = instruction_fields(edit, f"edit {eid}")
     removed = edit.get("target_name") or ctx["target_name"]
     box = list(edit.get("target_box") or ctx["target_box"] or [])

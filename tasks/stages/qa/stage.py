@@ -29,7 +29,7 @@ def qa_edits(
 ) -> ShardResult:
     """The stage logic for one shard, callable without the runner. With ``reuse``, analyses whose
     item key is stored skip the model; questions are always rendered (templates are cheap)."""
-    from editors.verify import verification_failed, verify_reject
+    from tasks.stages.qa.unverified import verification_failed, verify_reject
 
     cfg = ctx.config.qa
     unverified = [e for e in edits if verification_failed(e)]  # performed, but not what the instruction asked
@@ -143,7 +143,7 @@ class QAStage(Stage):
         return [config.mllm]
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        from editors.verify import verification_failed
+        from tasks.stages.qa.unverified import verification_failed
 
         edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r) or verification_failed(r)]
         return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)

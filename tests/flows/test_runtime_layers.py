@@ -1,0 +1,85 @@
+"""The layers hold at run time (issue 41): a demo build, and an eval of it, run under an import guard
+(``tests/layer_guard.py``) that refuses any import of a ``tasks`` module made from code under
+``storage/``, ``miners/``, ``prompts/`` or ``editors/``. The task registry lives in ``tasks/engine``;
+the rooms below get what a task does from above. The static half is import-linter's contract
+"The rooms below the stages never import tasks" (pyproject ``[tool.importlinter]``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from layer_guard import MARK
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+
+_WRAPPER = "import sys, layer_guard; layer_guard.run_cli(sys.argv[1:])"
+
+
+def _guarded(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
+    marks = [line for line in proc.stderr.splitlines() if line.startswith(MARK)]
+    assert marks, proc.stdout + proc.stderr
+    return proc, json.loads(marks[-1][len(MARK) :])
+
+
+@pytest.mark.slow
+def test_a_demo_build_and_eval_import_no_task_module_from_a_lower_room(sample_dir: Path, tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(data))
+    run = tmp_path / "run"
+    proc, violations = _guarded("build", "--config", str(config), "--run-dir", str(run), "--orchestrator", "local")
+    assert violations == [], violations
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (run / "qa" / "_manifest.json").is_file(), proc.stderr
+    proc, violations = _guarded("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
+    assert violations == [], violations
+    assert proc.returncode == 0 and list((run / "eval").glob("*/metrics.json")), proc.stdout + proc.stderr
+
+
+# Code the guard must refuse, compiled as if it were storage/_probe.py (lines 4 and 8 import tasks).
+PROBE = """
+import importlib
+try:
+    import tasks.plugin_api
+except ImportError as e:
+    print(e)
+try:
+    importlib.import_module("tasks.engine.registry")
+except ImportError as e:
+    print(e)
+"""
+
+
+def test_the_guard_catches_a_lower_room_importing_a_task_module() -> None:
+    """The guard itself: code under storage/ that imports a task module, statically or through
+    importlib, is refused and recorded (so the test above cannot pass by watching nothing); the
+    same import from elsewhere is allowed."""
+    probe = str(ROOT / "storage" / "_probe.py")
+    code = (
+        "import layer_guard\n"
+        "layer_guard.install()\n"
+        f"exec(compile({PROBE!r}, {probe!r}, 'exec'), {{}})\n"
+        "import tasks.engine.registry\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    marks = [line for line in proc.stderr.splitlines() if line.startswith(MARK)]
+    assert json.loads(marks[-1][len(MARK) :]) == [
+        "storage/_probe.py:4 imports tasks.plugin_api",
+        "storage/_probe.py:8 imports tasks.engine.registry",
+    ]
+    assert proc.stdout.count("layer guard: storage/_probe.py") == 2
