@@ -4,8 +4,8 @@ The shard loop is ``tasks.engine.runner.run_stage``, as in local mode; Prefect s
 one recorded task per shard on the task runner (threads or Ray), Prefect's task retries (with
 the runner's retry classification), Ray GPU reservations, and the artifacts.
 
-Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, or the
-config as a mapping), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
+Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, the
+config as a mapping, or, called in process, the validated ``BuildConfig`` itself), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
 ``no_cache``) and ``overrides`` (dotted config keys, e.g. ``{"mllm.base_url": "http://vllm:8000/v1"}``).
 
 Failure handling: every shard of a stage is submitted; a shard that raises is retried
@@ -205,10 +205,13 @@ def ray_session(config: BuildConfig) -> Iterator[None]:
 
 @flow(name="reactbench-stage-shards", flow_run_name="{stage_name}")
 def stage_shards_flow(
-    stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
+    stage_name: str, config: BuildConfig, run_dir: str, force: bool = False, options: dict[str, Any] | None = None
 ) -> StageSummary:
-    """Run one stage with the runner on this flow's task runner; publish counts and progress."""
-    ctx = RunContext(run=RunFS.open(run_dir), config=resolve_run_config(config), options=dict(options or {}))
+    """Run one stage with the runner on this flow's task runner; publish counts and progress.
+
+    ``config`` is the build's validated model, passed as it is: a subflow runs in the parent's
+    process, so Prefect hands the object over (it only records its JSON form)."""
+    ctx = RunContext(run=RunFS.open(run_dir), config=config, options=dict(options or {}))
     orch = ctx.config.orchestration
     terminal = progress_for(ctx.run.url, stage_name)
     artifact: list[ProgressArtifact] = []
@@ -243,14 +246,13 @@ def stage_shards_flow(
 
 def _run_stage(name: str, ctx: RunContext, force: bool) -> StageSummary:
     sub = stage_shards_flow.with_options(task_runner=task_runner_for(ctx.config))
-    config = ctx.config.model_dump(mode="json")
-    return sub(stage_name=name, config=config, run_dir=ctx.run.url, force=force, options=ctx.options)
+    return sub(stage_name=name, config=ctx.config, run_dir=ctx.run.url, force=force, options=ctx.options)
 
 
 @flow(name="reactbench-stage")
 def stage_flow(
     stage_name: str,
-    config: dict[str, Any] | str | None = None,
+    config: BuildConfig | dict[str, Any] | str | None = None,
     run_dir: str = "runs/demo",
     force: bool = False,
     options: dict[str, Any] | None = None,
@@ -274,7 +276,7 @@ def _run_lease(run_dir: str, owner: str) -> Iterator[None]:
 
 @flow(name="reactbench-build")
 def build_flow(
-    config: dict[str, Any] | str | None = None,
+    config: BuildConfig | dict[str, Any] | str | None = None,
     run_dir: str = "runs/demo",
     stages: list[str] | None = None,
     force: bool = False,
@@ -298,7 +300,7 @@ class _RunLog:
 
 
 def _build(
-    config: dict[str, Any] | str | None,
+    config: BuildConfig | dict[str, Any] | str | None,
     run_dir: str,
     stages: list[str] | None,
     force: bool,

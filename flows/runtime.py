@@ -92,7 +92,7 @@ def run_pipeline(
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(
-                config=config.model_dump(mode="json"),
+                config=config,  # the validated model: Prefect passes it through in process
                 run_dir=run_dir,
                 stages=select_stages(stages),
                 force=force,

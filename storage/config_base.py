@@ -27,7 +27,7 @@ NOT_IN_STAGE_KEY: dict[str, Any] = {"stage_key": False}
 
 
 class Section(BaseModel):
-    """Config sections live beside the code they configure and are composed in ``flows/config.py``."""
+    """Config sections live beside the code they configure and are composed in ``tasks/engine/build_config.py``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 

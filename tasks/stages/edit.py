@@ -33,6 +33,7 @@ from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
 from editors.verify import verify_result
+from prompts.config import MLLMConfig
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
@@ -40,6 +41,7 @@ from storage.json_columns import candidate_of, context_objects, instruction_fiel
 from storage.rejects import reject
 from storage.task_spec import all_tasks
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import Entry, ItemReuse, code_version
 from tasks.stages.verify_model import model_checks_configured, model_verify
 from tasks.stages.verify_model import stage_key as verify_model_key
@@ -150,15 +152,15 @@ class EditStage(Stage):
             "verify_model": verify_model_key(ctx),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm] if model_checks_configured(config) else []
 
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)
         table = addresses.INSTRUCTIONS.reader(ctx.run).read().select(INSTRUCTION_COLUMNS)
         rows = sorted(table.to_pylist(), key=lambda r: r["id"])
-        chunks = chunk([r for r in rows if needs_edit(r)], ctx.config.run.shard_size)
-        unedited = chunk([r for r in rows if passes_through(r)], ctx.config.run.shard_size)
+        chunks = chunk([r for r in rows if needs_edit(r)], ctx.shard_size)
+        unedited = chunk([r for r in rows if passes_through(r)], ctx.shard_size)
         return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks] + [
             {"editor": None, "rows": c} for c in unedited
         ]

@@ -24,6 +24,7 @@ from storage.image_store import BadImage, check_source_size
 from storage.rejects import reject
 from storage.task_spec import task_hook
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.mllm import shared_client
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 
@@ -72,12 +73,12 @@ class InstructStage(Stage):
             "editor_limits": editor_limits(ctx).to_json(),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm]
 
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = addresses.CANDIDATES.reader(ctx.run).rows()
-        return plan_shards(rows, ctx.config.run.shard_size)
+        return plan_shards(rows, ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))

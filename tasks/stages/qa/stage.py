@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from prompts.config import MLLMConfig
 from storage import addresses
 from storage.schemas import ITEM_COLUMNS
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 from tasks.stages.qa.analyse import Analysed, analyse_edits
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, settings_from
@@ -139,14 +141,14 @@ class QAStage(Stage):
             "templates": templates_fingerprint(),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm]
 
     def plan(self, ctx: RunContext) -> list[Any]:
         from editors.verify import verification_failed
 
         edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r) or verification_failed(r)]
-        return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
+        return chunk(sorted(edits, key=lambda r: r["id"]), ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         from tasks.engine.mllm import shared_client
