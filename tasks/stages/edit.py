@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from editors.base import EditFailure, EditRequest, EditResult, canonical_edit_type
+from editors.base import EditFailure, Editor, EditRequest, EditResult, canonical_edit_type
 from editors.budget import with_budget
 from editors.config import EditorSpec
 from editors.qc import check_edit
@@ -38,7 +38,7 @@ from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
 from storage.json_columns import candidate_of, context_objects, instruction_fields
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
 from storage.task_spec import all_tasks
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
 from tasks.engine.build_config import BuildConfig
@@ -201,7 +201,7 @@ class EditStage(Stage):
                 clock["seconds"] += time.perf_counter() - started
                 load_batch = lambda items: items  # noqa: E731
             edits: list[dict[str, Any]] = []
-            rejects: list[dict[str, Any]] = []
+            rejects: list[RejectRow] = []
             for e, r in self._pipeline(batches, editor, load_batch, finish, cfg.overlap_io):
                 edits.extend(e)
                 rejects.extend(r)
@@ -216,7 +216,7 @@ class EditStage(Stage):
 
     @staticmethod
     def _pipeline(
-        batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool
+        batches: list[list[dict[str, Any]]], editor: Editor, load: Any, finish: Any, overlap: bool
     ) -> list[Any]:
         """Per batch: load -> editor call -> finish. With ``overlap``, the next batch loads and the
         previous one finishes on helper threads while the editor runs, so only the editor call is
@@ -456,7 +456,7 @@ class EditStage(Stage):
 # ---------------------------------------------------------------------------- timing record
 
 
-def timing_record(spec: EditorSpec, editor: Any, seconds: float, items: int) -> dict[str, Any]:
+def timing_record(spec: EditorSpec, editor: Editor, seconds: float, items: int) -> dict[str, Any]:
     """What one shard measured: the editor's wall seconds over the items it computed, with the GPU,
     memory plan, steps and resolution they ran at (the build-time estimate's measured figures,
     editors/timing.py; reused items are not counted). Kept in the shard marker, not the rows, so
@@ -493,7 +493,7 @@ def merge_timings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def shard_fixed(
-    ctx: RunContext, spec: EditorSpec, editor: Any, resolved: dict[str, Any]
+    ctx: RunContext, spec: EditorSpec, editor: Editor, resolved: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     """(params_json, the parts every item key of a shard shares). Rows record the params with
     defaults filled and the load's choices (``resolved``: the memory plan), not the placed
@@ -534,7 +534,7 @@ def pending_items(ctx: RunContext, plans: dict[str, tuple[str, str]]) -> dict[st
 # ---------------------------------------------------------------------------- item reuse
 
 
-def reuse_params(editor: Any) -> Any:
+def reuse_params(editor: Editor) -> list[object]:
     """The placed editor's resolved parameters (memory-plan settings such as dtype or offload
     included; the device it landed on is not: rows are the same on any GPU), plus whatever else
     an editor declares output-changing through an optional ``reuse_fingerprint()``."""
@@ -543,9 +543,9 @@ def reuse_params(editor: Any) -> Any:
     return [params, fingerprint() if callable(fingerprint) else None]
 
 
-def edit_code_version(editor: Any) -> str:
+def edit_code_version(editor: Editor | None) -> str:
     """This stage's code (with the model checks), the editors package, and the editor's own module (which may live elsewhere)."""
-    parts: list[Any] = ["tasks.stages.edit", "tasks.stages.verify_model", "editors"]
+    parts: list[object] = ["tasks.stages.edit", "tasks.stages.verify_model", "editors"]
     if editor is not None:
         parts.append(type(editor))
     return code_version(*parts)

@@ -21,10 +21,11 @@ from prompts.config import MLLMConfig
 from storage import addresses
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, check_source_size
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
 from storage.task_spec import task_hook
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.engine.build_config import BuildConfig
+from tasks.engine.config import InstructConfig
 from tasks.engine.mllm import shared_client
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 
@@ -147,7 +148,7 @@ def instruct_candidates(
     client: MLLMClient,
     candidates: list[dict[str, Any]],
     mllm: MLLMConfig,
-    cfg: Any,
+    cfg: InstructConfig,
     *,
     progress: bool = False,
     reuse: ItemReuse | None = None,
@@ -349,10 +350,10 @@ def instruct_rows_edit_plan(c: dict[str, Any], f: dict[str, Any]) -> list[dict[s
     return [{"instruction": f["instruction"], "edit_type": f["edit_type"], "fields": f}]
 
 
-def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def dedup_rows(rows: list[dict[str, Any]], cfg: InstructConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each task's ``instruct_dedup`` hook over that task's rows of a shard; the rows it keeps
     stay in place, the rejects it returns say what was dropped."""
-    rejects: list[dict[str, Any]] = []
+    rejects: list[RejectRow] = []
     for task in sorted({r["task"] for r in rows}):
         dedup = task_hook(task, INSTRUCT_DEDUP)
         if dedup is None:

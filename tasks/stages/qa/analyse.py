@@ -16,7 +16,7 @@ from prompts.clients.base import MLLMClient
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
 from storage.json_columns import candidate_of, cut_objects_of, instruction_fields
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
 from storage.schemas import ITEM_COLUMNS
 from storage.task_spec import task_hook
 
@@ -30,7 +30,7 @@ class Analysed:
     """Analysis rows, rejects, and the usable fields per edit id."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
     fields: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
 from storage import addresses
 from storage.schemas import ITEM_COLUMNS
@@ -22,7 +23,7 @@ def wanted(edit: dict[str, Any]) -> bool:
 
 
 def qa_edits(
-    client: Any,
+    client: MLLMClient,
     edits: list[dict[str, Any]],
     ctx: RunContext,
     *,
@@ -88,7 +89,12 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
 
 
 def reused_analyses(
-    client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False
+    client: MLLMClient,
+    edits: list[dict[str, Any]],
+    ctx: RunContext,
+    reuse: ItemReuse | None,
+    *,
+    progress: bool = False,
 ) -> Analysed:
     """``analyse_edits`` for the edits whose analysis is not stored; rows, rejects and fields in edit order."""
 
