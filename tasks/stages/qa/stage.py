@@ -7,6 +7,7 @@ from typing import Any
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
 from storage import addresses
+from storage.rows import EditRow, QuestionRow
 from storage.schemas import ITEM_COLUMNS
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.engine.build_config import BuildConfig
@@ -17,14 +18,14 @@ from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, setti
 STAGE = "qa"
 
 
-def wanted(edit: dict[str, Any]) -> bool:
+def wanted(edit: EditRow) -> bool:
     """Edits that get questions: those that passed auto-QC (dense counting rows always do)."""
     return edit["status"] == "ok"
 
 
 def qa_edits(
     client: MLLMClient,
-    edits: list[dict[str, Any]],
+    edits: list[EditRow],
     ctx: RunContext,
     *,
     progress: bool = False,
@@ -39,7 +40,7 @@ def qa_edits(
     edits = [e for e in edits if not verification_failed(e)]
     analysed = reused_analyses(client, edits, ctx, reuse, progress=progress)
     settings = settings_from(cfg, ctx.seed)
-    questions: list[dict[str, Any]] = []
+    questions: list[QuestionRow] = []
     rejects = list(analysed.rejects) + [verify_reject(e, STAGE) for e in unverified]
     for e in edits:
         fields = analysed.fields.get(e["id"])
@@ -59,7 +60,7 @@ def qa_edits(
     )
 
 
-def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
+def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: EditRow) -> str | None:
     """An edit's analysis key: the edit's own columns (its images are content-addressed paths),
     what the model sees (the analysis context) or, for counting, the true count, the task's
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
@@ -90,7 +91,7 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
 
 def reused_analyses(
     client: MLLMClient,
-    edits: list[dict[str, Any]],
+    edits: list[EditRow],
     ctx: RunContext,
     reuse: ItemReuse | None,
     *,
@@ -98,7 +99,7 @@ def reused_analyses(
 ) -> Analysed:
     """``analyse_edits`` for the edits whose analysis is not stored; rows, rejects and fields in edit order."""
 
-    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+    def run(todo: list[EditRow]) -> list[Entry]:
         got = analyse_edits(client, todo, ctx.images, ctx.config.mllm, progress=progress)
         out = []
         for e in todo:
