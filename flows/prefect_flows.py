@@ -21,15 +21,15 @@ same chain as a local build; only the way one stage runs (a subflow here) is thi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.futures import as_completed
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
 from flows.chain import run_build_chain
@@ -42,13 +42,17 @@ from tasks.engine.base import RunContext
 from tasks.engine.retries import RetryPolicy
 from tasks.engine.runner import ShardDone, ShardFailed, ShardJob, ShardMapper, StageSummary, run_stage
 
+if TYPE_CHECKING:
+    from prefect import Task
+    from prefect.client.schemas.objects import State, TaskRun
+
 # --- retries ---------------------------------------------------------------------------
 
 
-def retry_condition(policy: RetryPolicy) -> Any:
+def retry_condition(policy: RetryPolicy) -> Callable[[Task, TaskRun, State], bool]:
     """A Prefect ``retry_condition_fn`` that asks the runner's policy (``tasks.engine.retries``)."""
 
-    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
+    def should_retry(task_obj: Task, task_run: TaskRun, state: State) -> bool:
         if not policy.transient_only:
             return True
         try:
@@ -145,7 +149,7 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def task_runner_for(config: BuildConfig) -> Any:
+def task_runner_for(config: BuildConfig) -> TaskRunner:
     """Threads (default, ``run.workers`` at once) or Ray via prefect-ray."""
     orch = config.orchestration
     if orch.task_runner == "ray":
@@ -292,11 +296,11 @@ class _RunLog:
     """The flow run's logger, looked up when a message is written (``build_flow.fn`` may run
     outside a flow run, up to its first message)."""
 
-    def info(self, *args: Any) -> None:
-        get_run_logger().info(*args)
+    def info(self, msg: str, *args: object) -> None:
+        get_run_logger().info(msg, *args)
 
-    def warning(self, *args: Any) -> None:
-        get_run_logger().warning(*args)
+    def warning(self, msg: str, *args: object) -> None:
+        get_run_logger().warning(msg, *args)
 
 
 def _build(

@@ -90,7 +90,7 @@ class Stage(ABC):
         return StageStore(ctx.run, self.name, self.outputs)
 
     @abstractmethod
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """The part of the config that changes this stage's output (hashed into the stage key)."""
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:

@@ -155,7 +155,7 @@ class ReviewStage(Stage):
     def store(self, ctx: RunContext) -> StageStore:
         return ReviewStageStore(ctx.run, self.name, self.outputs)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         cfg = ctx.config.review
         return {
             "queue_auto_rejected": cfg.queue_auto_rejected,

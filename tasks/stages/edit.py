@@ -144,7 +144,7 @@ class EditStage(Stage):
     upstream = ("instruct",)
     uses_gpu = True  # editor models: the runner leases a device per shard (orchestration.gpu_devices, Ray GPUs)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         return {
             "editors": [s.stage_key() for s in ctx.config.editors],
             "edit": ctx.config.edit.stage_key(),

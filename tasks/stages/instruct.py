@@ -68,7 +68,7 @@ class InstructStage(Stage):
     outputs = addresses.outputs(addresses.INSTRUCTIONS)
     upstream = ("mine",)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
         from prompts.spec import prompt_fingerprints
 

@@ -105,7 +105,7 @@ class MineStage(Stage):
     outputs = addresses.outputs(addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS)
     upstream = ()
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         return {
             "mine": ctx.config.mine.stage_key(),  # the sections of the tasks mined only (miners/config.py)
             "sources": _sources_key(ctx.config.sources),

@@ -133,7 +133,7 @@ class QAStage(Stage):
     outputs = addresses.outputs(addresses.ANALYSIS, addresses.QUESTIONS)
     upstream = ("edit",)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
         from prompts.catalogue import task_prompts
         from prompts.spec import prompt_fingerprints
