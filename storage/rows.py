@@ -1,7 +1,7 @@
 """The rows that cross from one stage to the next, as typed dicts of their artifact's columns.
 
 Each mirrors a pyarrow schema of ``storage/schemas.py`` column for column (a nullable column is
-``X | None``; ``tests/storage/test_rows.py`` checks the two agree). ``total=False``: a reader may
+``X | None``; the item columns shared by later rows are ``ItemColumns``; ``tests/storage/test_rows.py`` checks the two agree). ``total=False``: a reader may
 select some columns only (the edit stage reads ``INSTRUCTION_COLUMNS``).
 """
 
@@ -9,7 +9,21 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["CandidateRow", "EditRow", "InstructionRow", "QuestionRow"]
+__all__ = ["CandidateRow", "EditRow", "InstructionRow", "ItemColumns", "QuestionRow"]
+
+
+class ItemColumns(TypedDict, total=False):
+    """The item columns every row from the instructions on carries forward (``storage.schemas.ITEM_FIELDS``)."""
+
+    task: str
+    variant: str
+    source: str
+    image_id: str
+    image_path: str
+    width: int
+    height: int
+    candidate_id: str
+    candidate_json: str
 
 
 class CandidateRow(TypedDict, total=False):
@@ -44,19 +58,10 @@ class CandidateRow(TypedDict, total=False):
     target_synset: str | None
 
 
-class InstructionRow(TypedDict, total=False):
+class InstructionRow(ItemColumns, total=False):
     """A row of ``instruct/instructions`` (``storage.schemas.INSTRUCTIONS``): what the edit stage reads."""
 
     id: str
-    task: str
-    variant: str
-    source: str
-    image_id: str
-    image_path: str
-    width: int
-    height: int
-    candidate_id: str
-    candidate_json: str
     status: str
     instruction: str | None
     edit_type: str | None
@@ -70,20 +75,11 @@ class InstructionRow(TypedDict, total=False):
     raw_response: str | None
 
 
-class EditRow(TypedDict, total=False):
+class EditRow(ItemColumns, total=False):
     """A row of ``edit/edits`` (``storage.schemas.EDITS``): what the QA and review stages read."""
 
     id: str
     instruction_id: str
-    task: str
-    variant: str
-    source: str
-    image_id: str
-    image_path: str
-    width: int
-    height: int
-    candidate_id: str
-    candidate_json: str
     instruction: str | None
     edit_type: str | None
     target_name: str | None

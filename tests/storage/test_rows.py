@@ -40,10 +40,14 @@ def _nullable(hint: object) -> tuple[object, bool]:
     return hint, False
 
 
+def test_item_columns_are_the_item_fields() -> None:
+    assert list(get_type_hints(rows.ItemColumns)) == list(schemas.ITEM_COLUMNS)
+
+
 @pytest.mark.parametrize("row_type, schema", PAIRS, ids=[s.name for _, s in PAIRS])
 def test_row_types_mirror_their_schema(row_type: type, schema: schemas.ArtifactSchema) -> None:
     hints = get_type_hints(row_type)
-    assert list(hints) == schema.schema.names
+    assert sorted(hints) == sorted(schema.schema.names)  # ItemColumns' come first, the schema has id first
     for f in schema.schema:
         inner, nullable = _nullable(hints[f.name])
         assert (inner, nullable) == (python_type(f.type), f.nullable), f.name
