@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from flows.config import BuildConfig
 from flows.context import make_context
@@ -34,9 +34,20 @@ from storage.fs import RunFS
 from tasks.engine.base import RunContext
 from tasks.engine.runner import StageSummary
 
+if TYPE_CHECKING:
+    from tasks.tools.preflight import PreflightReport
+
 BUILD_REPORT = "build"
 
 StageRun = Callable[[str, RunContext], StageSummary]
+
+
+class BuildLog(Protocol):
+    """Where the chain writes its messages: a ``logging.Logger``, or the Prefect flow run's logger."""
+
+    def info(self, msg: str, *args: object) -> None: ...
+
+    def warning(self, msg: str, *args: object) -> None: ...
 
 
 @dataclass
@@ -56,9 +67,9 @@ def run_build_chain(
     run_one: StageRun,
     *,
     options: dict | None = None,
-    log: Any = None,
-    on_preflight: Callable[[Any], None] | None = None,
-    around_stages: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    log: BuildLog | None = None,
+    on_preflight: Callable[[PreflightReport], None] | None = None,
+    around_stages: Callable[[], AbstractContextManager[object]] = nullcontext,
     on_end: Callable[[ChainResult], None] | None = None,
 ) -> ChainResult:
     """Run the build chain (see the module docstring). ``log`` takes ``info`` / ``warning`` (a
@@ -111,13 +122,13 @@ def check_chain_endpoints(config: BuildConfig, run_dir: str, names: list[str], o
             require_endpoints(servers[i])
 
 
-def _log_estimate(report: Any, log: Any) -> None:
+def _log_estimate(report: PreflightReport, log: BuildLog) -> None:
     """The pending edits' GPU time (tasks/tools/estimate.py), when the edit stage has model editors."""
     if report.estimate is not None and report.estimate.models:
         log.info("\n".join(report.estimate.lines()))
 
 
-def write_build_report(run: RunFS, log: Any) -> list[str]:
+def write_build_report(run: RunFS, log: BuildLog) -> list[str]:
     """The HTML build report, linked from the Prefect summary; returns ``[its address]``, or ``[]``
     (with a warning) when it cannot be drawn: the report is a convenience on top of the artifacts."""
     from tasks.release.report.write import write_report

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from flows.config import ConfigError
+from tasks.engine.build_config import BuildConfig
 
 WORKERS_PER_CPU = 32  # shard threads mostly wait on a model server or the disk
 JSON_STARTS = (b"{", b"[")
@@ -28,7 +29,7 @@ def machine_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def check_runnable(cfg: Any, stages: list[str] | None, source: str) -> None:
+def check_runnable(cfg: BuildConfig, stages: list[str] | None, source: str) -> None:
     """Refuse (:class:`ConfigError`, ``source`` named) a config this machine cannot run for
     ``stages`` (None: every stage): worker threads past what it can run; when ``mine`` runs, a
     task with no source, source files missing or not in their format, and a ``mine.extend_from``
@@ -47,7 +48,7 @@ def check_runnable(cfg: Any, stages: list[str] | None, source: str) -> None:
             raise ConfigError(f"{source}: {problem}")
 
 
-def source_problem(cfg: Any) -> str | None:
+def source_problem(cfg: BuildConfig) -> str | None:
     """Why mining cannot start on the configured sources (a task without a source, a required
     file missing, a folder where a file is expected, a JSON file that is not JSON), or None."""
     import fsspec

@@ -4,8 +4,8 @@ The shard loop is ``tasks.engine.runner.run_stage``, as in local mode; Prefect s
 one recorded task per shard on the task runner (threads or Ray), Prefect's task retries (with
 the runner's retry classification), Ray GPU reservations, and the artifacts.
 
-Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, or the
-config as a mapping), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
+Flow parameters are what a deployment in ``prefect.yaml`` sets: ``config`` (a YAML path, the
+config as a mapping, or, called in process, the validated ``BuildConfig`` itself), ``run_dir``, ``stages``, ``force``, ``options`` (stage options such as
 ``no_cache``) and ``overrides`` (dotted config keys, e.g. ``{"mllm.base_url": "http://vllm:8000/v1"}``).
 
 Failure handling: every shard of a stage is submitted; a shard that raises is retried
@@ -21,15 +21,15 @@ same chain as a local build; only the way one stage runs (a subflow here) is thi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 from prefect.futures import as_completed
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
 from flows.chain import run_build_chain
@@ -50,13 +50,17 @@ from tasks.engine.runner import (
     run_stage,
 )
 
+if TYPE_CHECKING:
+    from prefect import Task
+    from prefect.client.schemas.objects import State, TaskRun
+
 # --- retries ---------------------------------------------------------------------------
 
 
-def retry_condition(policy: RetryPolicy) -> Any:
+def retry_condition(policy: RetryPolicy) -> Callable[[Task, TaskRun, State], bool]:
     """A Prefect ``retry_condition_fn`` that asks the runner's policy (``tasks.engine.retries``)."""
 
-    def should_retry(task_obj: Any, task_run: Any, state: Any) -> bool:
+    def should_retry(task_obj: Task, task_run: TaskRun, state: State) -> bool:
         if not policy.transient_only:
             return True
         try:
@@ -153,7 +157,7 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def task_runner_for(config: BuildConfig) -> Any:
+def task_runner_for(config: BuildConfig) -> TaskRunner:
     """Threads (default, ``run.workers`` at once) or Ray via prefect-ray."""
     orch = config.orchestration
     if orch.task_runner == "ray":
@@ -213,10 +217,13 @@ def ray_session(config: BuildConfig) -> Iterator[None]:
 
 @flow(name="reactbench-stage-shards", flow_run_name="{stage_name}")
 def stage_shards_flow(
-    stage_name: str, config: dict[str, Any], run_dir: str, force: bool = False, options: dict[str, Any] | None = None
+    stage_name: str, config: BuildConfig, run_dir: str, force: bool = False, options: dict[str, Any] | None = None
 ) -> StageSummary:
-    """Run one stage with the runner on this flow's task runner; publish counts and progress."""
-    ctx = RunContext(run=RunFS.open(run_dir), config=resolve_run_config(config), options=dict(options or {}))
+    """Run one stage with the runner on this flow's task runner; publish counts and progress.
+
+    ``config`` is the build's validated model, passed as it is: a subflow runs in the parent's
+    process, so Prefect hands the object over (it only records its JSON form)."""
+    ctx = RunContext(run=RunFS.open(run_dir), config=config, options=dict(options or {}))
     orch = ctx.config.orchestration
     terminal = progress_for(ctx.run.url, stage_name)
     artifact: list[ProgressArtifact] = []
@@ -253,14 +260,13 @@ def stage_shards_flow(
 
 def _run_stage(name: str, ctx: RunContext, force: bool) -> StageSummary:
     sub = stage_shards_flow.with_options(task_runner=task_runner_for(ctx.config))
-    config = ctx.config.model_dump(mode="json")
-    return sub(stage_name=name, config=config, run_dir=ctx.run.url, force=force, options=ctx.options)
+    return sub(stage_name=name, config=ctx.config, run_dir=ctx.run.url, force=force, options=ctx.options)
 
 
 @flow(name="reactbench-stage")
 def stage_flow(
     stage_name: str,
-    config: dict[str, Any] | str | None = None,
+    config: BuildConfig | dict[str, Any] | str | None = None,
     run_dir: str = "runs/demo",
     force: bool = False,
     options: dict[str, Any] | None = None,
@@ -284,7 +290,7 @@ def _run_lease(run_dir: str, owner: str) -> Iterator[None]:
 
 @flow(name="reactbench-build")
 def build_flow(
-    config: dict[str, Any] | str | None = None,
+    config: BuildConfig | dict[str, Any] | str | None = None,
     run_dir: str = "runs/demo",
     stages: list[str] | None = None,
     force: bool = False,
@@ -300,15 +306,15 @@ class _RunLog:
     """The flow run's logger, looked up when a message is written (``build_flow.fn`` may run
     outside a flow run, up to its first message)."""
 
-    def info(self, *args: Any) -> None:
-        get_run_logger().info(*args)
+    def info(self, msg: str, *args: object) -> None:
+        get_run_logger().info(msg, *args)
 
-    def warning(self, *args: Any) -> None:
-        get_run_logger().warning(*args)
+    def warning(self, msg: str, *args: object) -> None:
+        get_run_logger().warning(msg, *args)
 
 
 def _build(
-    config: dict[str, Any] | str | None,
+    config: BuildConfig | dict[str, Any] | str | None,
     run_dir: str,
     stages: list[str] | None,
     force: bool,

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from flows.chain import run_build_chain
 from flows.config import BuildConfig
@@ -24,6 +24,9 @@ from flows.context import ProgressFactory, watch_progress
 from flows.stages import get_stage, select_stages
 from tasks.engine.base import RunContext
 from tasks.engine.runner import StageSummary, run_stage
+
+if TYPE_CHECKING:
+    from tasks.tools.preflight import PreflightReport
 
 Orchestrator = Literal["auto", "local", "prefect"]
 
@@ -78,7 +81,7 @@ def run_pipeline(
     orchestrator: Orchestrator = "auto",
     options: dict | None = None,
     progress: ProgressFactory | None = None,
-    on_preflight: Callable[[Any], None] | None = None,
+    on_preflight: Callable[[PreflightReport], None] | None = None,
 ) -> BuildResult:
     """Run the build chain (``flows/chain.py``: preflight, the selected stages in order, the build
     report) locally or through ``build_flow``; each stage skips its finished shards.
@@ -92,7 +95,7 @@ def run_pipeline(
 
         with watch_progress(run_dir, progress):
             summaries = build_flow(
-                config=config.model_dump(mode="json"),
+                config=config,  # the validated model: Prefect passes it through in process
                 run_dir=run_dir,
                 stages=select_stages(stages),
                 force=force,

@@ -98,7 +98,7 @@ class S3Objects(ConditionalObjects):
     _verified: set[tuple[str, str]] = set()  # (endpoint, bucket) pairs probed in this process
     _verified_guard = threading.Lock()
 
-    def __init__(self, fs: Any):
+    def __init__(self, fs: fsspec.AbstractFileSystem):
         self.fs = fs
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -197,7 +197,7 @@ class MemoryObjects(ConditionalObjects):
     name = "memory"
     _lock = threading.Lock()
 
-    def __init__(self, fs: Any):
+    def __init__(self, fs: fsspec.AbstractFileSystem):
         self.fs = fs
 
     @staticmethod
@@ -242,7 +242,7 @@ class MemoryObjects(ConditionalObjects):
         return None  # one process, one lock: nothing to probe
 
 
-def conditional_objects(fs: Any) -> ConditionalObjects | None:
+def conditional_objects(fs: fsspec.AbstractFileSystem) -> ConditionalObjects | None:
     """Conditional writes for ``fs``, or None when its store has none we can use."""
     protocol = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
     if protocol in ("s3", "s3a"):

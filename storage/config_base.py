@@ -27,13 +27,13 @@ NOT_IN_STAGE_KEY: dict[str, Any] = {"stage_key": False}
 
 
 class Section(BaseModel):
-    """Config sections live beside the code they configure and are composed in ``flows/config.py``."""
+    """Config sections live beside the code they configure and are composed in ``tasks/engine/build_config.py``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _finite_and_of_its_type(cls, value: Any, info: ValidationInfo) -> Any:
+    def _finite_and_of_its_type(cls, value: object, info: ValidationInfo) -> object:
         """Every field of every section, before pydantic's lax coercion: a NaN or an infinity
         (``.nan`` in YAML compares false with every bound, so a range check lets it through), a
         boolean where a number is expected (pydantic reads ``seed: true`` as 1) and a NUL byte in
@@ -44,11 +44,11 @@ class Section(BaseModel):
             raise ValueError(problem)
         return value
 
-    def stage_key(self) -> dict[str, Any]:
+    def stage_key(self) -> dict[str, object]:
         """The section as a stage key sees it: every field (JSON values, nested sections alike)
         except those marked ``NOT_IN_STAGE_KEY``. Stages hash the sections they read through
         this, so a new setting joins the key unless its declaration says it cannot change output."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         dumped = self.model_dump(mode="json")
         for name, info in type(self).model_fields.items():
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
@@ -108,7 +108,7 @@ def describe_errors(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
-def value_problem(value: Any, annotation: Any, at: str = "") -> str | None:
+def value_problem(value: object, annotation: object, at: str = "") -> str | None:
     """Why ``value`` cannot be a config value of type ``annotation`` (None when it can): a
     non-finite float, a boolean for a number, a NUL byte in a string, here or in any item of a
     list or mapping. Nested sections are left to their own fields' check."""
@@ -144,13 +144,13 @@ def value_problem(value: Any, annotation: Any, at: str = "") -> str | None:
     return None
 
 
-def _unwrap(annotation: Any) -> Any:
+def _unwrap(annotation: object) -> object:
     while get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     return annotation
 
 
-def _members(annotation: Any) -> tuple[Any, ...]:
+def _members(annotation: object) -> tuple[object, ...]:
     """The types a (possibly optional or union) annotation admits, unwrapped."""
     annotation = _unwrap(annotation)
     if get_origin(annotation) in (Union, types.UnionType):
@@ -158,7 +158,7 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
-def _wants_number(annotation: Any) -> bool:
+def _wants_number(annotation: object) -> bool:
     for m in _members(annotation):
         if m in (int, float):
             return True
@@ -169,7 +169,7 @@ def _wants_number(annotation: Any) -> bool:
     return False
 
 
-def _admits_bool(annotation: Any) -> bool:
+def _admits_bool(annotation: object) -> bool:
     for m in _members(annotation):
         if m is bool or m is Any:
             return True
@@ -178,7 +178,7 @@ def _admits_bool(annotation: Any) -> bool:
     return False
 
 
-def _item_type(annotation: Any, index: int) -> Any:
+def _item_type(annotation: object, index: int) -> object:
     """The type of item ``index`` of a tuple / list annotation (Any when unknown)."""
     for m in _members(annotation):
         args = get_args(m)
@@ -191,7 +191,7 @@ def _item_type(annotation: Any, index: int) -> Any:
     return Any
 
 
-def _mapping_value_type(annotation: Any) -> Any:
+def _mapping_value_type(annotation: object) -> object:
     for m in _members(annotation):
         if get_origin(m) is dict and len(get_args(m)) == 2:
             return get_args(m)[1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict
 
 from storage.hashing import canonical_json
 
@@ -17,7 +17,17 @@ def without_addresses(text: str) -> str:
     return _ADDRESS.sub(r"<\1>", text)
 
 
-def reject(item_id: str, stage: str, reason: str, detail: str = "", payload: Any = None) -> dict[str, Any]:
+class RejectRow(TypedDict):
+    """One row of a stage's ``rejects`` artifact (``storage.schemas.REJECTS``)."""
+
+    id: str  # the rejected item (or source reference)
+    stage: str
+    reason: str  # snake_case code
+    detail: str
+    payload_json: str | None  # what was rejected (raw text, metrics, ...), canonical JSON
+
+
+def reject(item_id: str, stage: str, reason: str, detail: str = "", payload: object = None) -> RejectRow:
     """One row of the ``rejects`` artifact. ``reason`` is a snake_case code (e.g. ``llm_unparseable``)."""
     if not reason or not reason.replace("_", "").isalnum() or reason.lower() != reason:
         raise ValueError(f"reject reason must be a snake_case code, got {reason!r}")

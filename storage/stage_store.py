@@ -45,6 +45,7 @@ from storage.parquet_io import (
     table_from_rows,
     write_table,
 )
+from storage.rejects import RejectRow
 from storage.schemas import REJECTS, ArtifactSchema, get
 
 MANIFEST = "_manifest.json"
@@ -70,7 +71,7 @@ class ShardResult:
     rejects; ``extra`` (small, JSON-able) is kept in the shard's marker for ``finalize``."""
 
     outputs: dict[str, list[dict[str, Any]] | pa.Table] = field(default_factory=dict)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
     rows_in: int = 0
     items: dict[str, int] = field(default_factory=dict)  # {"reused": n, "computed": m} from the reuse store
     extra: dict[str, Any] = field(default_factory=dict)

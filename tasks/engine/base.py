@@ -12,10 +12,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from prompts.config import MLLMConfig
 from storage.fs import RunFS
 from storage.image_store import ImageStore
 from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.suggest import suggest
 
 DEVICE_OPTION = "device"  # RunContext.options key: the device an orchestrator placed a shard on (e.g. cuda:1)
@@ -37,12 +39,13 @@ class UpstreamMissing(StageInputError):
 class RunContext:
     """Everything a stage needs: the run directory, the resolved config, the image store.
 
-    ``config`` is the root pydantic config (``flows.config.BuildConfig``); stages read their own
-    section of it. It is typed ``Any`` here because ``tasks`` must not import ``flows``.
+    ``config`` is the root pydantic config (``tasks.engine.build_config.BuildConfig``, loaded by
+    ``flows.config``); stages read their own section of it, and the run-wide settings through the
+    properties below.
     """
 
     run: RunFS
-    config: Any
+    config: BuildConfig
     options: dict[str, Any] = field(default_factory=dict)  # CLI overrides such as no_cache
     # The run a stage reads its inputs from when it is not ``run`` itself: an evaluation of a
     # read-only (published) run writes its answers into another folder and reads from here.
@@ -60,6 +63,11 @@ class RunContext:
     @property
     def seed(self) -> int:
         return int(self.config.run.seed)
+
+    @property
+    def shard_size(self) -> int:
+        """Items per shard (``run.shard_size``): the one place a stage's plan reads it."""
+        return int(self.config.run.shard_size)
 
 
 def chunk(items: list[Any], size: int) -> list[list[Any]]:
@@ -82,7 +90,7 @@ class Stage(ABC):
         return StageStore(ctx.run, self.name, self.outputs)
 
     @abstractmethod
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """The part of the config that changes this stage's output (hashed into the stage key)."""
 
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
@@ -114,7 +122,7 @@ class Stage(ABC):
         """Turn one work unit into output rows and rejects. Must be deterministic and pure
         with respect to the run directory except for the image store and caches."""
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         """The MLLM configs (``prompts.config.MLLMConfig``) whose servers this stage calls under
         ``config``; the runner checks them before the stage's shards run. Default: none."""
         return []

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from editors.config import QCParams
 from storage.config_base import NOT_IN_STAGE_KEY, Section
@@ -143,3 +144,89 @@ class EvalConfig(Section):
     )
     subcauses: bool = Field(True, description="attribute CoT-hallucinated answers to the task's sub-causes")
     spans: bool = Field(True, description="MHALO-style span detection on CoT-hallucinated answers")
+
+
+class HealthConfig(Section):
+    """``health:``: the figures over which ``reactbench export --strict`` refuses a release.
+
+    Without ``--strict`` an export over them only warns (the paper's own design has all-"No" yes/no
+    types, so the defaults flag it rather than forbid it)."""
+
+    max_trivial_accuracy: float = Field(
+        0.9,
+        ge=0.0,
+        le=1.0,
+        description="most a trivial model (always Yes / No, one fixed letter, the most frequent short answer) may score on any task and question type of the main set",
+    )
+    max_trivial_accuracy_by: dict[str, float] = Field(
+        default_factory=dict,
+        description='per "<task>/<qtype>" (e.g. counterfactual_attribute/YN: 0.6): overrides max_trivial_accuracy',
+    )
+    max_blind_prior_targeted: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="most the blind prior model (question text + mined statistics, no image) may score on any task's targeted items",
+    )
+    max_duplicate_share: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="most share of items that repeat another item's question with the same gold, or of source images near-identical to another",
+    )
+    image_hash_distance: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="perceptual-hash (pHash, 64 bits) Hamming distance at or under which two images are near-duplicates",
+    )
+
+
+GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")  # datasheet.canary_guid
+
+
+class DatasheetConfig(Section):
+    """The ``datasheet:`` section: what a release's metadata says that the run cannot know
+    (``tasks.release.export.datasheet`` names the empty ones at export)."""
+
+    name: str | None = Field(
+        None,
+        description="the benchmark's name (card title, Croissant name; seeds the default canary); default: ReactBench-style hallucination benchmark",
+    )
+    canary_guid: str | None = Field(
+        None,
+        description="the benchmark's contamination canary (a lowercase GUID), kept across its versions; default: derived from the release name",
+    )
+    url: str | None = Field(None, description="the release's home page or hub URL (Croissant url)")
+    creators: tuple[str, ...] = Field((), description="authors of the benchmark (Croissant creator)")
+    citation: str | None = Field(
+        None, description="BibTeX to cite the benchmark (Croissant citeAs); default: a @misc entry from the name"
+    )
+    intended_use: str | None = Field(
+        None, description="what the benchmark is for and what it is not for (rai:dataUseCases)"
+    )
+    social_impact: str | None = Field(None, description="expected social impact of the release (rai:dataSocialImpact)")
+    limitations: str | None = Field(
+        None, description="limitations beyond those the run records (rai:dataLimitations, added to the recorded ones)"
+    )
+    biases: str | None = Field(
+        None, description="known biases beyond those the run measures (rai:dataBiases, added to the measured ones)"
+    )
+    personal_sensitive_information: str | None = Field(
+        None,
+        description="people, faces, text or other personal data the images may show and how that was handled (rai:personalSensitiveInformation)",
+    )
+    maintenance_plan: str | None = Field(
+        None,
+        description="who maintains the release, how errors are reported and fixed (rai:dataReleaseMaintenancePlan)",
+    )
+    annotator_demographics: str | None = Field(
+        None, description="who the human reviewers were, as far as disclosed (rai:annotatorDemographics)"
+    )
+
+    @field_validator("canary_guid")
+    @classmethod
+    def _guid(cls, value: str | None) -> str | None:
+        if value is not None and not GUID.match(value):
+            raise ValueError(f"{value!r} is not a lowercase GUID like 1f0c6a52-7d1e-4f6b-9a43-2b8e5c1d9f70")
+        return value

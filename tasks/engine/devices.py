@@ -33,13 +33,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from tasks.engine.base import DEVICE_OPTION, RunContext
+from tasks.engine.base import DEVICE_OPTION, RunContext, Stage
 from tasks.engine.placement import PLACEMENT_OPTION, current_placement, record_attempt
 
 DEVICE_ENV = "REACTBENCH_DEVICE"
-GpuSlot = Callable[[], AbstractContextManager[Any]]  # e.g. a Prefect global-concurrency slot
+GpuSlot = Callable[[], AbstractContextManager[object]]  # e.g. a Prefect global-concurrency slot
 
 
 def ray_gpu_ids() -> list[int]:
@@ -115,7 +114,7 @@ def ray_device() -> str | None:
 
 @contextmanager
 def shard_placement(
-    stage: Any, ctx: RunContext, gpu_slot: GpuSlot | None = None, shard: int | None = None
+    stage: Stage, ctx: RunContext, gpu_slot: GpuSlot | None = None, shard: int | None = None
 ) -> Iterator[RunContext]:
     """Place one shard of ``stage``: a Ray-assigned GPU, or a slot plus a leased device on this node.
 
@@ -140,7 +139,7 @@ def shard_placement(
             yield _placed(stage, ctx, shard, None, [])
 
 
-def _placed(stage: Any, ctx: RunContext, shard: int | None, device: str | None, gpus: list[int]) -> RunContext:
+def _placed(stage: Stage, ctx: RunContext, shard: int | None, device: str | None, gpus: list[int]) -> RunContext:
     placement = current_placement(device, gpus)
     if shard is not None:
         record_attempt(ctx.run, stage.name, shard, placement)

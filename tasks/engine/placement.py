@@ -21,12 +21,39 @@ import os
 import socket
 import sys
 import time
-from typing import Any
+from typing import TypedDict
 
 from storage.fs import RunFS
 
 PLACEMENT_OPTION = "placement"  # RunContext.options key: where the running shard was placed
 ATTEMPTS = "_placement"
+
+
+class Placement(TypedDict):
+    """Where a shard ran (kept in its marker and its attempt records)."""
+
+    node: str  # the Ray node id in a Ray worker, else the host name
+    host: str
+    ray: bool
+    gpus: list[int]  # node-local GPU ids the shard held; empty on CPU
+    device: str | None  # what the stage was handed, e.g. cuda:0
+
+
+class Attempt(Placement):
+    """One recorded start of a shard (``<stage>/_placement/``)."""
+
+    shard: int
+    started_at: float
+
+
+class RowPlacement(TypedDict):
+    """Where the shard that wrote one output row ran (``node`` None: no placement recorded)."""
+
+    id: str
+    shard: int
+    node: str | None
+    gpus: list[int] | None
+    device: str | None
 
 
 def ray_node_id() -> str | None:
@@ -43,7 +70,7 @@ def ray_node_id() -> str | None:
         return None
 
 
-def current_placement(device: str | None, gpus: list[int]) -> dict[str, Any]:
+def current_placement(device: str | None, gpus: list[int]) -> Placement:
     """This shard's node (the Ray node id in a Ray worker, else the host name) and GPU.
 
     ``gpus`` are the node-local GPU ids the shard holds (Ray's assignment or the leased device),
@@ -54,7 +81,7 @@ def current_placement(device: str | None, gpus: list[int]) -> dict[str, Any]:
     return {"node": node or host, "host": host, "ray": node is not None, "gpus": list(gpus), "device": device}
 
 
-def record_attempt(run: RunFS, stage: str, index: int, placement: dict[str, Any]) -> None:
+def record_attempt(run: RunFS, stage: str, index: int, placement: Placement) -> None:
     """Note that shard ``index`` started where ``placement`` says (one small object per start)."""
     name = f"{index:05d}-{str(placement['node'])[:16]}-{os.getpid()}.json"
     run.write_text_atomic(
@@ -62,13 +89,13 @@ def record_attempt(run: RunFS, stage: str, index: int, placement: dict[str, Any]
     )
 
 
-def attempts(run: RunFS, stage: str) -> list[dict[str, Any]]:
+def attempts(run: RunFS, stage: str) -> list[Attempt]:
     """Every recorded shard start of ``stage``, oldest first."""
     out = [json.loads(run.read_text(stage, ATTEMPTS, n)) for n in run.listdir(stage, ATTEMPTS) if n.endswith(".json")]
     return sorted(out, key=lambda a: (a["started_at"], a["shard"]))
 
 
-def row_placement(run: RunFS, stage: str, artifact: str, id_column: str) -> list[dict[str, Any]]:
+def row_placement(run: RunFS, stage: str, artifact: str, id_column: str) -> list[RowPlacement]:
     """One record per output row of ``stage/artifact``: its id, shard, and the node and GPU of
     the shard's marker. A finished shard without a placement (written before placement was
     recorded) gives ``node: None``."""
@@ -76,7 +103,7 @@ def row_placement(run: RunFS, stage: str, artifact: str, id_column: str) -> list
 
     from storage.stage_store import MARKERS
 
-    out: list[dict[str, Any]] = []
+    out: list[RowPlacement] = []
     for name in run.listdir(stage, artifact):
         digits = "".join(ch for ch in name if ch.isdigit())
         if not name.endswith(".parquet") or not digits:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+
+from tasks.engine.build_config import BuildConfig
 
 _PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
 _TRANSIENT_NAME_HINTS = (
@@ -69,7 +70,7 @@ class RetryPolicy:
         return not self.transient_only or is_transient(exc)
 
     @classmethod
-    def from_config(cls, config: Any) -> RetryPolicy:
+    def from_config(cls, config: BuildConfig | None) -> RetryPolicy:
         orch = getattr(config, "orchestration", None)
         if orch is None:
             return cls()

@@ -20,12 +20,17 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.fs import RunFS
 from storage.hashing import sha256_hex
+from storage.rejects import RejectRow
 from storage.reuse_store import Entry, ReuseCounts, ReuseStore, ShardEntries, item_key
 from storage.task_spec import task_hook, task_ids
+from tasks.engine.base import RunContext
+
+if TYPE_CHECKING:
+    from prompts.clients.base import MLLMClient, MLLMResponse, PromptInput
 
 FORCE_OPTION = "force"  # RunContext.options: recompute every item (set by the runner on --force)
 FORCE_ITEMS_OPTION = "force_items"  # RunContext.options: ["editor=KEY", "stage=NAME", ...]
@@ -94,7 +99,7 @@ def _file_hash(path: str) -> str:
     return sha256_hex(Path(path).read_bytes())
 
 
-def code_version(*objects: Any) -> str:
+def code_version(*objects: object) -> str:
     """The code version of a component: a hash of the source files of the given modules,
     classes or packages (a package counts all its ``.py`` files). Any edit to that code makes
     its items compute again; a release that leaves it alone keeps them."""
@@ -159,7 +164,7 @@ def package_version(package: str) -> str:
     return code_version(package)
 
 
-def transient_reasons(ctx: Any) -> frozenset[str]:
+def transient_reasons(ctx: RunContext) -> frozenset[str]:
     """Reject reasons that are passing failures (retried by a rerun, never stored)."""
     try:
         return frozenset(ctx.config.orchestration.rerun_reject_reasons)
@@ -182,7 +187,7 @@ class ItemReuse:
     counts: ReuseCounts = field(default_factory=ReuseCounts)
 
     @classmethod
-    def for_shard(cls, ctx: Any, stage: str, component: str) -> ItemReuse:
+    def for_shard(cls, ctx: RunContext, stage: str, component: str) -> ItemReuse:
         reuse_dir = getattr(getattr(ctx.config, "run", None), "reuse_dir", None)
         return cls(
             store=ReuseStore.open(ctx.run, reuse_dir),
@@ -193,10 +198,10 @@ class ItemReuse:
             transient=transient_reasons(ctx),
         )
 
-    def key(self, **parts: Any) -> str:
+    def key(self, **parts: object) -> str:
         return item_key(component=self.component, **parts)
 
-    def keeps(self, rejects: Iterable[dict[str, Any]]) -> bool:
+    def keeps(self, rejects: Iterable[RejectRow]) -> bool:
         """False when an item's rejects include a transient reason (so a rerun retries it)."""
         return not any(r.get("reason") in self.transient for r in rejects)
 
@@ -239,7 +244,7 @@ class ItemReuse:
         return values
 
 
-def complete_with_reuse(reuse: ItemReuse, client: Any, requests: list[Any]) -> list[Any]:
+def complete_with_reuse(reuse: ItemReuse, client: MLLMClient, requests: list[PromptInput]) -> list[MLLMResponse]:
     """``client.complete(requests)`` for the requests whose answer is not stored (evaluation
     answers: the key is what determines the answer, as in the MLLM response cache, plus the
     rules code for the offline rules backend, :func:`answer_code`). Transport errors are never stored."""

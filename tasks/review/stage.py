@@ -155,7 +155,7 @@ class ReviewStage(Stage):
     def store(self, ctx: RunContext) -> StageStore:
         return ReviewStageStore(ctx.run, self.name, self.outputs)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         cfg = ctx.config.review
         return {
             "queue_auto_rejected": cfg.queue_auto_rejected,
@@ -168,7 +168,7 @@ class ReviewStage(Stage):
         for q in addresses.QUESTIONS.reader(ctx.run).iter_rows():
             by_edit[q["edit_id"]].append(q)
         work = [{"edit": e, "questions": by_edit.get(e["id"], [])} for e in edits]
-        return chunk(work, ctx.config.run.shard_size)
+        return chunk(work, ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         result = ShardResult(outputs={"queue": []}, rows_in=len(work))

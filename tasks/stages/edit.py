@@ -19,6 +19,7 @@ import json
 import os
 import posixpath
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -26,20 +27,23 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from editors.base import EditFailure, EditRequest, EditResult, canonical_edit_type
+from editors.base import EditFailure, Editor, EditRequest, EditResult, canonical_edit_type
 from editors.budget import with_budget
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
 from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
 from editors.verify import verify_result
+from prompts.config import MLLMConfig
 from storage import addresses, schemas
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, decode_source
 from storage.json_columns import candidate_of, context_objects, instruction_fields
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+from storage.rows import EditRow, InstructionRow
 from storage.task_spec import all_tasks, task_hook
 from tasks.engine.base import DEVICE_OPTION, RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import Entry, ItemReuse, code_version
 from tasks.stages.verify_model import model_checks_configured, model_verify
 from tasks.stages.verify_model import stage_key as verify_model_key
@@ -59,7 +63,7 @@ NO_EDITOR = "none"  # the editor name of dense-counting rows, which edit nothing
 KEEP_ORIGINAL_EXT = {"jpg": "jpg", "jpeg": "jpg", "png": "png", "webp": "webp", "bmp": "bmp"}
 
 
-def needs_edit(row: dict[str, Any]) -> bool:
+def needs_edit(row: InstructionRow) -> bool:
     """Applicable instructions that an editor must carry out (dense counting edits nothing)."""
     return row["status"] == "applicable" and not passes_through(row)
 
@@ -70,7 +74,7 @@ def _edits_image(task: str) -> bool:
     return spec.edits_image if spec is not None else True
 
 
-def passes_through(row: dict[str, Any]) -> bool:
+def passes_through(row: InstructionRow) -> bool:
     """Applicable instructions with nothing to edit (a task whose spec has ``edits_image=False``, such as dense
     counting, or an ``edit_type`` of ``none``): one ``none`` row each."""
     return row["status"] == "applicable" and (
@@ -78,9 +82,7 @@ def passes_through(row: dict[str, Any]) -> bool:
     )
 
 
-def read_source(
-    row: dict[str, Any], edit_id: str, payload: dict[str, Any]
-) -> tuple[bytes, np.ndarray] | dict[str, Any]:
+def read_source(row: InstructionRow, edit_id: str, payload: dict[str, object]) -> tuple[bytes, np.ndarray] | RejectRow:
     """The source image's bytes and RGB pixels, or the reject row saying why it cannot be used."""
     import fsspec
 
@@ -128,12 +130,12 @@ def editor_specs(ctx: RunContext) -> list[EditorSpec]:
 class Loaded:
     """An instruction with its decoded source image (or the reject it became)."""
 
-    row: dict[str, Any]
+    row: InstructionRow
     edit_id: str
     seed: int
     request: EditRequest | None = None
     original_rel: str | None = None
-    rejected: dict[str, Any] | None = None
+    rejected: RejectRow | None = None
 
 
 class EditStage(Stage):
@@ -142,7 +144,7 @@ class EditStage(Stage):
     upstream = ("instruct",)
     uses_gpu = True  # editor models: the runner leases a device per shard (orchestration.gpu_devices, Ray GPUs)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         return {
             "editors": [s.stage_key() for s in ctx.config.editors],
             "edit": ctx.config.edit.stage_key(),
@@ -150,15 +152,15 @@ class EditStage(Stage):
             "verify_model": verify_model_key(ctx),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm] if model_checks_configured(config) else []
 
     def plan(self, ctx: RunContext) -> list[Any]:
         specs = editor_specs(ctx)
         table = addresses.INSTRUCTIONS.reader(ctx.run).read().select(INSTRUCTION_COLUMNS)
         rows = sorted(table.to_pylist(), key=lambda r: r["id"])
-        chunks = chunk([r for r in rows if needs_edit(r)], ctx.config.run.shard_size)
-        unedited = chunk([r for r in rows if passes_through(r)], ctx.config.run.shard_size)
+        chunks = chunk([r for r in rows if needs_edit(r)], ctx.shard_size)
+        unedited = chunk([r for r in rows if passes_through(r)], ctx.shard_size)
         return [{"editor": i, "rows": c} for i in range(len(specs)) for c in chunks] + [
             {"editor": None, "rows": c} for c in unedited
         ]
@@ -175,20 +177,20 @@ class EditStage(Stage):
         bare = editor
         params_json, fixed = shard_fixed(ctx, spec, editor, editor.resolved_params())
         editor = with_budget(editor, spec.time_budget_s)  # over it: an editor_timeout reject (editors/budget.py)
-        rows: list[dict[str, Any]] = work["rows"]
+        rows: list[InstructionRow] = work["rows"]
         size = max(1, min(cfg.batch_size, editor.max_batch))
         clock = {"seconds": 0.0, "items": 0}  # editor wall time of this shard (the manifest's timing record)
 
         def finish(
             loaded: list[Loaded], outcomes: list[Any], per_item: float
-        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        ) -> tuple[list[EditRow], list[RejectRow]]:
             clock["seconds"] += per_item * len(outcomes)
             clock["items"] += len(outcomes)
             return self._finish_batch(ctx, spec, params_json, loaded, outcomes, per_item)
 
         load = lambda batch: [self._load(ctx, spec, params_json, r) for r in batch]  # noqa: E731
 
-        def compute(todo: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        def compute(todo: list[InstructionRow]) -> tuple[list[EditRow], list[RejectRow]]:
             """Edit the items the reuse store does not hold."""
             batches: list[Any] = [todo[i : i + size] for i in range(0, len(todo), size)]
             load_batch = load
@@ -198,8 +200,8 @@ class EditStage(Stage):
                 encode_ahead(editor, [[x.request for x in items if x.request is not None] for items in batches])
                 clock["seconds"] += time.perf_counter() - started
                 load_batch = lambda items: items  # noqa: E731
-            edits: list[dict[str, Any]] = []
-            rejects: list[dict[str, Any]] = []
+            edits: list[EditRow] = []
+            rejects: list[RejectRow] = []
             for e, r in self._pipeline(batches, editor, load_batch, finish, cfg.overlap_io):
                 edits.extend(e)
                 rejects.extend(r)
@@ -214,7 +216,7 @@ class EditStage(Stage):
 
     @staticmethod
     def _pipeline(
-        batches: list[list[dict[str, Any]]], editor: Any, load: Any, finish: Any, overlap: bool
+        batches: list[list[InstructionRow]], editor: Editor, load: Any, finish: Any, overlap: bool
     ) -> list[Any]:
         """Per batch: load -> editor call -> finish. With ``overlap``, the next batch loads and the
         previous one finishes on helper threads while the editor runs, so only the editor call is
@@ -250,7 +252,7 @@ class EditStage(Stage):
             return [f.result() for f in finished]
 
     # -- per item ------------------------------------------------------------------------
-    def _load(self, ctx: RunContext, spec: EditorSpec, params_json: str, row: dict[str, Any]) -> Loaded:
+    def _load(self, ctx: RunContext, spec: EditorSpec, params_json: str, row: InstructionRow) -> Loaded:
         seed = item_seed(ctx.seed, row["id"])
         edit_id = stable_id(row["id"], spec.key, params_json, seed)
         item = Loaded(row, edit_id, seed)
@@ -285,7 +287,7 @@ class EditStage(Stage):
         item.original_rel = store_original(ctx, row["image_path"], data, image)
         return item
 
-    def _pass_through(self, ctx: RunContext, rows: list[dict[str, Any]]) -> ShardResult:
+    def _pass_through(self, ctx: RunContext, rows: list[InstructionRow]) -> ShardResult:
         """Dense counting edits nothing: one row per instruction (editor ``none``) whose edited
         image is the original, so QA, review and export treat every task alike."""
         reuse = ItemReuse.for_shard(ctx, STAGE, f"edit:{NO_EDITOR}")
@@ -294,9 +296,7 @@ class EditStage(Stage):
         keys = [edit_item_key(reuse, ctx, r, fixed) for r in rows]
         return reused_shard(reuse, rows, ids, keys, lambda todo: self._pass_through_rows(ctx, todo))
 
-    def _pass_through_rows(
-        self, ctx: RunContext, rows: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _pass_through_rows(self, ctx: RunContext, rows: list[InstructionRow]) -> tuple[list[EditRow], list[RejectRow]]:
         result = ShardResult(outputs={"edits": []}, rows_in=len(rows))
         for row in rows:
             seed = item_seed(ctx.seed, row["id"])
@@ -338,7 +338,7 @@ class EditStage(Stage):
         loaded: list[Loaded],
         outcomes: list[Any],
         per_item: float,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[list[EditRow], list[RejectRow]]:
         edits, rejects = [], []
         it = iter(outcomes)
         for item in loaded:
@@ -375,7 +375,7 @@ class EditStage(Stage):
 
     def _row(
         self, ctx: RunContext, spec: EditorSpec, params_json: str, item: Loaded, res: EditResult, seconds: float
-    ) -> dict[str, Any]:
+    ) -> EditRow:
         req = item.request
         assert req is not None
         h, w = req.image.shape[:2]
@@ -455,7 +455,7 @@ class EditStage(Stage):
 # ---------------------------------------------------------------------------- timing record
 
 
-def timing_record(spec: EditorSpec, editor: Any, seconds: float, items: int) -> dict[str, Any]:
+def timing_record(spec: EditorSpec, editor: Editor, seconds: float, items: int) -> dict[str, Any]:
     """What one shard measured: the editor's wall seconds over the items it computed, with the GPU,
     memory plan, steps and resolution they ran at (the build-time estimate's measured figures,
     editors/timing.py; reused items are not counted). Kept in the shard marker, not the rows, so
@@ -492,7 +492,7 @@ def merge_timings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def shard_fixed(
-    ctx: RunContext, spec: EditorSpec, editor: Any, resolved: dict[str, Any]
+    ctx: RunContext, spec: EditorSpec, editor: Editor, resolved: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     """(params_json, the parts every item key of a shard shares). Rows record the params with
     defaults filled and the load's choices (``resolved``: the memory plan), not the placed
@@ -533,7 +533,7 @@ def pending_items(ctx: RunContext, plans: dict[str, tuple[str, str]]) -> dict[st
 # ---------------------------------------------------------------------------- item reuse
 
 
-def reuse_params(editor: Any) -> Any:
+def reuse_params(editor: Editor) -> list[object]:
     """The placed editor's resolved parameters (memory-plan settings such as dtype or offload
     included; the device it landed on is not: rows are the same on any GPU), plus whatever else
     an editor declares output-changing through an optional ``reuse_fingerprint()``."""
@@ -542,9 +542,9 @@ def reuse_params(editor: Any) -> Any:
     return [params, fingerprint() if callable(fingerprint) else None]
 
 
-def edit_code_version(editor: Any) -> str:
+def edit_code_version(editor: Editor | None) -> str:
     """This stage's code (with the model checks), the editors package, and the editor's own module (which may live elsewhere)."""
-    parts: list[Any] = ["tasks.stages.edit", "tasks.stages.verify_model", "editors"]
+    parts: list[object] = ["tasks.stages.edit", "tasks.stages.verify_model", "editors"]
     if editor is not None:
         parts.append(type(editor))
     return code_version(*parts)
@@ -584,7 +584,7 @@ def _local_digest(path: str, size: int, inode: int, mtime_ns: int, ctime_ns: int
         return None
 
 
-def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed: dict[str, Any]) -> str | None:
+def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: InstructionRow, fixed: dict[str, Any]) -> str | None:
     """An instruction's item key: what the editor and QC see (the instruction's columns, the
     candidate's annotated context, the source image's content), the editor's resolved parameters,
     the output-changing settings, the item seed and the code version. Dataset statistics that the
@@ -604,7 +604,11 @@ def edit_item_key(reuse: ItemReuse, ctx: RunContext, row: dict[str, Any], fixed:
 
 
 def reused_shard(
-    reuse: ItemReuse, rows: list[dict[str, Any]], ids: list[str], keys: list[str | None], compute: Any
+    reuse: ItemReuse,
+    rows: list[InstructionRow],
+    ids: list[str],
+    keys: list[str | None],
+    compute: Callable[[list[InstructionRow]], tuple[list[EditRow], list[RejectRow]]],
 ) -> ShardResult:
     """One shard through the reuse store: ``compute(rows)`` -> (edits, rejects) runs on the rows
     whose key is not stored; rows and rejects come out in row order either way."""
@@ -633,7 +637,7 @@ def reused_shard(
     return result
 
 
-def _fields(row: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+def _fields(row: InstructionRow) -> tuple[dict[str, Any], list[Any]]:
     """The instruction's structured fields and the candidate's other annotated objects; a malformed
     value of either raises ``ValueError`` naming the instruction (the caller's ``bad_request``)."""
     owner = f"instruction {row['id']}"

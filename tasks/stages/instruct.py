@@ -13,7 +13,7 @@ failure also a reject, so nothing disappears.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompts.catalogue import task_prompt, task_prompts
 from prompts.clients.base import MLLMClient
@@ -21,11 +21,19 @@ from prompts.config import MLLMConfig
 from storage import addresses
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import BadImage, check_source_size
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+from storage.rows import CandidateRow, InstructionRow
 from storage.task_spec import task_hook
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
+from tasks.engine.config import InstructConfig
 from tasks.engine.mllm import shared_client
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
+
+if TYPE_CHECKING:
+    from editors.capabilities import EditorLimits
+    from prompts.runner import PromptInput, PromptOutcome
+    from prompts.spec import PromptSpec
 
 STAGE = "instruct"
 INSTRUCT_PROMPT = "instruct_prompt"  # spec hooks this stage reads (storage/task_spec.py)
@@ -33,18 +41,18 @@ INSTRUCT_ROWS = "instruct_rows"
 INSTRUCT_DEDUP = "instruct_dedup"
 
 
-def plan_shards(candidates: list[dict[str, Any]], shard_size: int) -> list[list[dict[str, Any]]]:
+def plan_shards(candidates: list[CandidateRow], shard_size: int) -> list[list[CandidateRow]]:
     """Sorted by id; candidates of a task that dedups (``instruct_dedup``) stay in one shard per
     (task, object name), since dedup is per object (the built-ins: CA)."""
     rows = sorted(candidates, key=lambda r: r["id"])
     dedups = {t for t in {r["task"] for r in rows} if task_hook(t, INSTRUCT_DEDUP) is not None}
     others = [r for r in rows if r["task"] not in dedups]
     shards = chunk(others, shard_size)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[CandidateRow]] = {}
     for r in rows:
         if r["task"] in dedups:
             groups.setdefault((r["task"], str(r.get("target_name") or "")), []).append(r)
-    current: list[dict[str, Any]] = []
+    current: list[CandidateRow] = []
     for key in sorted(groups):
         if current and len(current) + len(groups[key]) > shard_size:
             shards.append(current)
@@ -60,7 +68,7 @@ class InstructStage(Stage):
     outputs = addresses.outputs(addresses.INSTRUCTIONS)
     upstream = ("mine",)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
         from prompts.spec import prompt_fingerprints
 
@@ -72,12 +80,12 @@ class InstructStage(Stage):
             "editor_limits": editor_limits(ctx).to_json(),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm]
 
     def plan(self, ctx: RunContext) -> list[Any]:
         rows = addresses.CANDIDATES.reader(ctx.run).rows()
-        return plan_shards(rows, ctx.config.run.shard_size)
+        return plan_shards(rows, ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         client = shared_client(ctx.config.mllm, ctx.run, no_cache=bool(ctx.options.get("no_cache")))
@@ -105,7 +113,7 @@ class InstructStage(Stage):
 
 
 # ---------------------------------------------------------------------------- shard logic
-def editor_limits(ctx: RunContext) -> Any:
+def editor_limits(ctx: RunContext) -> EditorLimits:
     """What the configured editors can render (editors/capabilities.py): the rules backend then
     proposes only renderable edits and the LLM prompts are told the allowed families."""
     from editors.registry import limits_for
@@ -113,7 +121,7 @@ def editor_limits(ctx: RunContext) -> Any:
     return limits_for([s.name for s in ctx.config.editors])
 
 
-def _item_fields(c: dict[str, Any]) -> dict[str, Any]:
+def _item_fields(c: CandidateRow) -> dict[str, object]:
     """The item columns carried forward from the candidate (schemas.ITEM_FIELDS)."""
     return {
         "task": c["task"],
@@ -144,20 +152,20 @@ def read_image_bytes(path: str) -> bytes:
 
 def instruct_candidates(
     client: MLLMClient,
-    candidates: list[dict[str, Any]],
+    candidates: list[CandidateRow],
     mllm: MLLMConfig,
-    cfg: Any,
+    cfg: InstructConfig,
     *,
     progress: bool = False,
     reuse: ItemReuse | None = None,
-    limits: Any = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    limits: EditorLimits | None = None,
+) -> tuple[list[InstructionRow], list[RejectRow]]:
     """Rows and rejects for a list of candidates (one shard): the stage logic, callable without a run.
 
     With ``reuse``, candidates whose item key is stored skip the model; rows and rejects are
     assembled in candidate order either way, then deduplicated per object as one shard."""
 
-    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+    def run(todo: list[CandidateRow]) -> list[Entry]:
         outcomes = _candidate_outcomes(client, todo, mllm, progress=progress, limits=limits)
         return [Entry({"rows": r, "rejects": j}, keep=reuse.keeps(j) if reuse else True) for r, j in outcomes]
 
@@ -177,7 +185,7 @@ def instruct_candidates(
 
 
 def instruct_item_key(
-    reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: dict[str, Any], limits: Any = None
+    reuse: ItemReuse, client: MLLMClient, mllm: MLLMConfig, c: CandidateRow, limits: EditorLimits | None = None
 ) -> str | None:
     """A candidate's item key: what the model sees (the candidate's prompt context, its image's
     content when the backend sees images), the task prompt's version and template, the
@@ -218,20 +226,20 @@ def instruct_item_key(
 
 def _candidate_outcomes(
     client: MLLMClient,
-    candidates: list[dict[str, Any]],
+    candidates: list[CandidateRow],
     mllm: MLLMConfig,
     *,
     progress: bool = False,
-    limits: Any = None,
-) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    limits: EditorLimits | None = None,
+) -> list[tuple[list[InstructionRow], list[RejectRow]]]:
     """(rows, rejects) of each candidate, in order; model calls are batched per prompt."""
     from prompts.instruct_prompts import candidate_context
     from prompts.runner import PromptInput, run_prompt
 
-    outcomes: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], []) for _ in candidates]
+    outcomes: list[tuple[list[InstructionRow], list[RejectRow]]] = [([], []) for _ in candidates]
     uses_images = getattr(client, "uses_images", True)
-    by_prompt: dict[str, list[tuple[int, Any]]] = {}
-    specs: dict[str, Any] = {}
+    by_prompt: dict[str, list[tuple[int, PromptInput]]] = {}
+    specs: dict[str, PromptSpec] = {}
     for i, c in enumerate(candidates):
         rows, rejects = outcomes[i]
         spec = task_prompt(c["task"], INSTRUCT_PROMPT)
@@ -294,14 +302,14 @@ def _candidate_outcomes(
     return outcomes
 
 
-def _row(c: dict[str, Any], out: Any, row_id: str, status: str, **cols: Any) -> dict[str, Any]:
+def _row(c: CandidateRow, out: PromptOutcome, row_id: str, status: str, **cols: Any) -> InstructionRow:
     row = {"id": row_id, **_item_fields(c), "status": status, **out.provenance()}
     row.update({"target_box": c.get("target_box"), "target_name": c.get("target_name")})
     row.update(cols)
     return row
 
 
-def _failed_row(c: dict[str, Any], spec: Any, client: MLLMClient, error: str) -> dict[str, Any]:
+def _failed_row(c: CandidateRow, spec: PromptSpec, client: MLLMClient, error: str) -> InstructionRow:
     return {
         "id": stable_id(c["id"], STAGE),
         **_item_fields(c),
@@ -317,7 +325,7 @@ def _failed_row(c: dict[str, Any], spec: Any, client: MLLMClient, error: str) ->
     }
 
 
-def _rows_for(c: dict[str, Any], out: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _rows_for(c: CandidateRow, out: PromptOutcome) -> tuple[list[InstructionRow], list[RejectRow]]:
     """Instruction rows (and rejects) for one candidate's prompt outcome."""
     rid = stable_id(c["id"], STAGE)
     if out.status in ("unparseable", "error"):
@@ -348,10 +356,10 @@ def instruct_rows_edit_plan(c: dict[str, Any], f: dict[str, Any]) -> list[dict[s
     return [{"instruction": f["instruction"], "edit_type": f["edit_type"], "fields": f}]
 
 
-def dedup_rows(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def dedup_rows(rows: list[InstructionRow], cfg: InstructConfig) -> tuple[list[InstructionRow], list[RejectRow]]:
     """Each task's ``instruct_dedup`` hook over that task's rows of a shard; the rows it keeps
     stay in place, the rejects it returns say what was dropped."""
-    rejects: list[dict[str, Any]] = []
+    rejects: list[RejectRow] = []
     for task in sorted({r["task"] for r in rows}):
         dedup = task_hook(task, INSTRUCT_DEDUP)
         if dedup is None:

@@ -20,6 +20,7 @@ from miners.result import MineResult
 from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
 from tasks.engine.base import RunContext, ShardResult, Stage, StageInputError
+from tasks.engine.build_config import BuildConfig
 
 STAGE = "mine"
 
@@ -39,7 +40,7 @@ def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
     return needed_sources(ctx.config)
 
 
-def needed_sources(cfg: Any) -> list[dict[str, str]]:
+def needed_sources(cfg: BuildConfig) -> list[dict[str, str]]:
     """:func:`_needed_sources` of a run config, for the checks made before a run starts
     (``flows/config_checks.py``); :class:`MineSourceMissing` when a task has no source."""
     units = []
@@ -83,7 +84,7 @@ def required_files(ctx: RunContext) -> list[str]:
     return required_source_files(ctx.config)
 
 
-def required_source_files(cfg: Any) -> list[str]:
+def required_source_files(cfg: BuildConfig) -> list[str]:
     """:func:`required_files` of a run config."""
     return [f for unit in needed_sources(cfg) for f in _spec(unit).required(unit["root"], cfg.mine)]
 
@@ -104,7 +105,7 @@ class MineStage(Stage):
     outputs = addresses.outputs(addresses.CANDIDATES, addresses.PAIR_STATS, addresses.ATTRIBUTE_STATS)
     upstream = ()
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         return {
             "mine": ctx.config.mine.stage_key(),  # the sections of the tasks mined only (miners/config.py)
             "sources": _sources_key(ctx.config.sources),

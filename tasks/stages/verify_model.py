@@ -19,22 +19,24 @@ from editors.capabilities import VALUE_KEYS
 from prompts.locations import location_phrase
 from storage.hashing import canonical_json
 from storage.json_columns import instruction_fields
+from tasks.engine.base import RunContext
+from tasks.engine.build_config import BuildConfig
 
 IMAGE_BACKENDS = ("openai", "transformers")
 
 
-def model_checks_on(ctx: Any) -> bool:
+def model_checks_on(ctx: RunContext) -> bool:
     """Whether this run asks the MLLM about its edits."""
     return model_checks_configured(ctx.config)
 
 
-def model_checks_configured(config: Any) -> bool:
+def model_checks_configured(config: BuildConfig) -> bool:
     """Whether ``config`` asks the MLLM about the edits (the edit stage's model endpoint)."""
     verify = config.edit.qc.verify
     return bool(verify.enabled and verify.model_checks and config.mllm.backend in IMAGE_BACKENDS)
 
 
-def stage_key(ctx: Any) -> dict[str, Any] | None:
+def stage_key(ctx: RunContext) -> dict[str, Any] | None:
     """What of the MLLM config changes the model checks' verdicts (part of the edit stage key)."""
     if not model_checks_on(ctx):
         return None
@@ -79,7 +81,7 @@ def expected_question(
     return None
 
 
-def model_verify(ctx: Any, edits: list[dict[str, Any]]) -> None:
+def model_verify(ctx: RunContext, edits: list[dict[str, Any]]) -> None:
     """Ask the model about every pixel-verified edit of a batch; update the rows in place (the
     ``verify_failed`` reject is written by the qa stage, which passes over such edits)."""
     if not edits or not model_checks_on(ctx):

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from storage.json_columns import candidate_of, context_objects, instruction_fiel
 from storage.task_spec import task_hook
 from tasks.engine.intact import require_intact
 from tasks.engine.suggest import suggest
+
+if TYPE_CHECKING:
+    from tasks.engine.build_config import BuildConfig
 
 
 @dataclass
@@ -224,7 +227,7 @@ def _check_beaf(q: dict[str, Any], world: World, p: list[str]) -> None:
         )
 
 
-def find_truth(config: Any | None) -> Path | None:
+def find_truth(config: BuildConfig | None) -> Path | None:
     """``sample_truth.json`` next to the sources of ``config`` (the run's saved config, resolved by
     the caller; None when the run has none), if the bundled sample wrote one."""
     if config is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.memory import GPUS_PER_REPLICA
 from editors.timing import (
@@ -26,6 +26,9 @@ from editors.timing import (
     manifest_entries,
     resolution_of,
 )
+
+if TYPE_CHECKING:
+    from tasks.engine.build_config import BuildConfig
 
 FEW_STEP_LORA_STEPS = (8, 4)  # published few-step distillations of Qwen-Image-Edit (Lightning LoRAs)
 SMALLER_SIDES = (768, 512)
@@ -168,7 +171,7 @@ def _settings(params: Any, cls: Any = None) -> tuple[int | None, int | None]:
 
 
 def estimate_build(
-    cfg: Any,
+    cfg: BuildConfig,
     report: Any,
     *,
     run_dir: str | None = None,
@@ -219,7 +222,7 @@ def estimate_build(
 
 
 def _pending(
-    cfg: Any, run_dir: str | None, plans: dict[str, tuple[str, str]]
+    cfg: BuildConfig, run_dir: str | None, plans: dict[str, tuple[str, str]]
 ) -> tuple[dict[str, tuple[int, int]], list[Any], str]:
     """(per editor: items, pending), the run's own measured timings, where the counts came from."""
     if not run_dir:

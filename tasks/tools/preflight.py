@@ -14,11 +14,14 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.base import EditorError
 from editors.memory import GPUS_PER_REPLICA, RESERVE_GB, PlanFit, Profile, choose, gb
 from editors.weights import looks_like_path, resolve_file, resolve_model
+
+if TYPE_CHECKING:
+    from tasks.engine.build_config import BuildConfig
 
 ESTIMATE_KEYS = ("pending_edits", "s_per_edit", "s_per_edit_source", "gpu_hours", "wall_h", "fits_window")
 
@@ -167,7 +170,7 @@ class PreflightReport:
 CPU_ONLY = "CPU only: no model editor or transformers backend to place"
 
 
-def gpu_needed(cfg: Any, stages: set[str]) -> bool:
+def gpu_needed(cfg: BuildConfig, stages: set[str]) -> bool:
     """Whether the stages that run place a model on a GPU: an editor with model weights (edit), or
     the ``transformers`` MLLM backend (instruct, qa). A CPU-only config (classical editors, the
     ``rules`` or ``openai`` backend) never imports torch for its preflight: that import alone
@@ -294,7 +297,7 @@ def _endpoint_problem(base_url: str | None, timeout_s: float = 3.0) -> Problem |
     return None
 
 
-def _mllm_profile(cfg: Any) -> Profile:
+def _mllm_profile(cfg: BuildConfig) -> Profile:
     from editors.architectures import count_params, pipeline_configs
     from editors.memory import DTYPE_BYTES, Component, mllm_activation
 
@@ -322,7 +325,7 @@ def _mllm_profile(cfg: Any) -> Profile:
 
 
 def run_preflight(
-    cfg: Any,
+    cfg: BuildConfig,
     gpus: int | None = None,
     gpu_memory_gb: float | None = None,
     stages: list[str] | None = None,
@@ -390,7 +393,7 @@ def run_preflight(
     return report
 
 
-def _add_estimate(report: PreflightReport, cfg: Any, **kwargs: Any) -> None:
+def _add_estimate(report: PreflightReport, cfg: BuildConfig, **kwargs: Any) -> None:
     """The build-time estimate; a failure to estimate is a warning, never a refusal."""
     from tasks.tools.estimate import estimate_build
 
@@ -429,7 +432,9 @@ class PreflightFailed(RuntimeError):
         self.report = report
 
 
-def require_preflight(cfg: Any, stages: list[str] | None, run_dir: str | None = None) -> PreflightReport | None:
+def require_preflight(
+    cfg: BuildConfig, stages: list[str] | None, run_dir: str | None = None
+) -> PreflightReport | None:
     """The gate before a build (CLI and Prefect alike): raise ``PreflightFailed`` when ``edit`` will
     run and the config names something missing or no memory plan fits; the report (with the
     build-time estimate of ``run_dir``'s pending edits) otherwise, None when edit does not run."""

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from prompts.blind_prior import PriorStats, blind_answer
+from tasks.engine.config import HealthConfig
 from tasks.release.health.balance import balance_figures, chi_square_sf, entropy_bits
 from tasks.release.health.blind import blind_figures
-from tasks.release.health.config import HealthConfig
 from tasks.release.health.duplicates import near_pairs, near_text
 from tasks.release.health.gate import health_problems
 from tasks.release.health.trivial import trivial_figures

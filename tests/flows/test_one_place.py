@@ -145,6 +145,38 @@ def test_other_loads_are_not_config_reads() -> None:
     assert not config_reads("json.load(f)\npickle.load(f)\nresolve_run_config(path)")
 
 
+# Shard size: a stage plans with ``ctx.shard_size`` (tasks/engine/base.py), never reading
+# ``config.run.shard_size`` itself, so a change to how shards are sized is made once.
+SHARD_SIZE_MODULE = "tasks/engine/base.py"
+
+
+def shard_size_reads(source: str) -> list[int]:
+    """Lines that read ``<x>.run.shard_size``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "shard_size"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "run"
+    ]
+
+
+def test_shard_size_read_in_one_place() -> None:
+    found = [
+        f"{rel}:{line}"
+        for rel in package_sources()
+        if rel.as_posix() != SHARD_SIZE_MODULE
+        for line in shard_size_reads((ROOT / rel).read_text(encoding="utf-8"))
+    ]
+    assert not found, "run.shard_size read outside RunContext.shard_size (use ctx.shard_size):\n" + "\n".join(found)
+
+
+def test_a_planted_shard_size_read_is_found() -> None:
+    assert shard_size_reads("shards = chunk(rows, ctx.config.run.shard_size)")
+    assert not shard_size_reads("shards = chunk(rows, ctx.shard_size)")
+
+
 # Box geometry: the [x, y, w, h] intersection is written once, in storage/annotation/boxes.py.
 BOX_INTERSECTION = re.compile(r"min\(\s*(\w+)\[0\]\s*\+\s*\1\[2\]")
 

@@ -70,7 +70,7 @@ class CubeStage(Stage):
         return {"range": str(ctx.options["n"])}
 
     def plan(self, ctx: RunContext) -> list[Any]:
-        return chunk(list(range(int(ctx.options["n"]))), ctx.config.run.shard_size)
+        return chunk(list(range(int(ctx.options["n"]))), ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         cls = type(self)

@@ -63,6 +63,28 @@ def test_failed_shard_does_not_block_others_and_rerun_retries_only_it(tmp_path: 
     assert progress and float(progress[0]["data"]) == 100.0
 
 
+def test_the_validated_config_reaches_the_shard_flow_without_a_json_round_trip(
+    tmp_path: Path, prefect_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flow and its per-stage subflow run in one process: the stage's RunContext holds the
+    very model the caller validated, and nothing dumps it to JSON and validates it again."""
+    import flows.config
+    from flows.prefect_flows import stage_flow
+
+    cfg = BuildConfig.model_validate(_config())
+    seen: list[Any] = []
+    plan = CubeStage.plan
+    monkeypatch.setattr(CubeStage, "plan", lambda self, ctx: seen.append(ctx.config) or plan(self, ctx))
+
+    def validated_again(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the config was validated again inside the flow")
+
+    monkeypatch.setattr(flows.config, "config_from_dict", validated_again)
+    summary = stage_flow(stage_name="cube", config=cfg, run_dir=str(tmp_path / "run"), options={"n": 14})
+    assert summary.shards_run == 4
+    assert seen and all(c is cfg for c in seen)
+
+
 def test_rerun_retries_shards_holding_transient_item_failures(tmp_path: Path, prefect_api: Any) -> None:
     from flows.prefect_flows import stage_flow
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
 from storage import addresses
 from storage.rejects import reject
 from tasks.engine.base import RunContext, ShardResult, Stage
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import ItemReuse
 from tasks.release.evaluate.answer import ask, load_images
 from tasks.release.evaluate.attribute import attribute_subcauses, item_facts
@@ -92,7 +94,7 @@ class EvalStage(Stage):
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
         return {"questions": input_fingerprint(ctx.source, self.unverified)}
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return list(self.clients.configs)
 
     def plan(self, ctx: RunContext) -> list[Any]:
@@ -103,7 +105,7 @@ class EvalStage(Stage):
         for q in questions:
             self._by_item[q["edit_id"]].append(q)
         self._annotations = edit_annotations(questions, edits)
-        return item_shards(questions, ctx.config.run.shard_size)
+        return item_shards(questions, ctx.shard_size)
 
     def _ensure_loaded(self, ctx: RunContext) -> None:
         """Load questions when a worker runs a shard without having planned (another process)."""

@@ -8,10 +8,10 @@ from typing import Any
 
 from prompts.blind_prior import load_prior_stats
 from storage.fs import RunFS
+from tasks.engine.config import HealthConfig
 from tasks.engine.suggest import suggest
 from tasks.release.health.balance import balance_figures
 from tasks.release.health.blind import blind_figures
-from tasks.release.health.config import HealthConfig
 from tasks.release.health.duplicates import duplicate_figures
 from tasks.release.health.gate import HealthRefused, health_problems
 from tasks.release.health.questions import read_health_inputs

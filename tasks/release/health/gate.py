@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.release.health.config import HealthConfig
+from tasks.engine.config import HealthConfig
 
 
 class HealthRefused(ValueError):

@@ -10,15 +10,21 @@ and inspected. The fields of ``ok`` rows feed the question templates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import ImageStore
 from storage.json_columns import candidate_of, cut_objects_of, instruction_fields
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+from storage.rows import EditRow
 from storage.schemas import ITEM_COLUMNS
 from storage.task_spec import task_hook
+
+if TYPE_CHECKING:
+    from prompts.runner import PromptInput, PromptOutcome
+    from prompts.spec import PromptSpec
 
 STAGE = "qa"
 ANALYSIS_PROMPT = "analysis_prompt"  # spec hooks this step reads (storage/task_spec.py)
@@ -30,11 +36,11 @@ class Analysed:
     """Analysis rows, rejects, and the usable fields per edit id."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
     fields: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
+def analysis_context(edit: EditRow) -> dict[str, Any]:
     """The prompt / rules context of one edit: the candidate's annotations plus what the edit did."""
     from prompts.instruct_prompts import candidate_context
     from prompts.locations import location_phrase
@@ -68,7 +74,7 @@ def analysis_context(edit: dict[str, Any]) -> dict[str, Any]:
 
 
 def analysis_row(
-    edit: dict[str, Any], status: str, verdict: str | None, fields: dict[str, Any] | None, provenance: dict[str, Any]
+    edit: EditRow, status: str, verdict: str | None, fields: dict[str, Any] | None, provenance: dict[str, Any]
 ) -> dict[str, Any]:
     """One ``analysis`` row: the edit's item columns carried forward, the outcome, provenance."""
     return {
@@ -95,7 +101,7 @@ NO_PROMPT: dict[str, Any] = {
 
 
 def analyse_edits(
-    client: MLLMClient, edits: list[dict[str, Any]], images: ImageStore, mllm: Any, *, progress: bool = False
+    client: MLLMClient, edits: list[EditRow], images: ImageStore, mllm: MLLMConfig, *, progress: bool = False
 ) -> Analysed:
     """Analyse one shard of edits (any mix of tasks). Model calls are batched per prompt."""
     from prompts.catalogue import task_prompt
@@ -103,8 +109,8 @@ def analyse_edits(
 
     out = Analysed()
     uses_images = getattr(client, "uses_images", True)
-    by_prompt: dict[str, list[tuple[dict[str, Any], Any]]] = {}
-    by_name: dict[str, Any] = {}
+    by_prompt: dict[str, list[tuple[EditRow, PromptInput]]] = {}
+    by_name: dict[str, PromptSpec] = {}
     for e in edits:
         eid, task = e["id"], e["task"]
         try:
@@ -142,7 +148,7 @@ def analyse_edits(
     return out
 
 
-def _record(out: Analysed, e: dict[str, Any], o: Any) -> None:
+def _record(out: Analysed, e: EditRow, o: PromptOutcome) -> None:
     """One prompt outcome -> an analysis row, and a reject unless usable."""
     eid = e["id"]
     prov = o.provenance()

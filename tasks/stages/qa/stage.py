@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
 from storage import addresses
+from storage.rows import EditRow, QuestionRow
 from storage.schemas import ITEM_COLUMNS
 from tasks.engine.base import RunContext, ShardResult, Stage, chunk
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 from tasks.stages.qa.analyse import Analysed, analyse_edits
 from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, settings_from
@@ -14,14 +18,14 @@ from tasks.stages.qa.synthesis import problem_rejects, questions_for_edit, setti
 STAGE = "qa"
 
 
-def wanted(edit: dict[str, Any]) -> bool:
+def wanted(edit: EditRow) -> bool:
     """Edits that get questions: those that passed auto-QC (dense counting rows always do)."""
     return edit["status"] == "ok"
 
 
 def qa_edits(
-    client: Any,
-    edits: list[dict[str, Any]],
+    client: MLLMClient,
+    edits: list[EditRow],
     ctx: RunContext,
     *,
     progress: bool = False,
@@ -36,7 +40,7 @@ def qa_edits(
     edits = [e for e in edits if not verification_failed(e)]
     analysed = reused_analyses(client, edits, ctx, reuse, progress=progress)
     settings = settings_from(cfg, ctx.seed)
-    questions: list[dict[str, Any]] = []
+    questions: list[QuestionRow] = []
     rejects = list(analysed.rejects) + [verify_reject(e, STAGE) for e in unverified]
     for e in edits:
         fields = analysed.fields.get(e["id"])
@@ -56,7 +60,7 @@ def qa_edits(
     )
 
 
-def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -> str | None:
+def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: EditRow) -> str | None:
     """An edit's analysis key: the edit's own columns (its images are content-addressed paths),
     what the model sees (the analysis context) or, for counting, the true count, the task's
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
@@ -86,11 +90,16 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: dict[str, Any]) -
 
 
 def reused_analyses(
-    client: Any, edits: list[dict[str, Any]], ctx: RunContext, reuse: ItemReuse | None, *, progress: bool = False
+    client: MLLMClient,
+    edits: list[EditRow],
+    ctx: RunContext,
+    reuse: ItemReuse | None,
+    *,
+    progress: bool = False,
 ) -> Analysed:
     """``analyse_edits`` for the edits whose analysis is not stored; rows, rejects and fields in edit order."""
 
-    def run(todo: list[dict[str, Any]]) -> list[Entry]:
+    def run(todo: list[EditRow]) -> list[Entry]:
         got = analyse_edits(client, todo, ctx.images, ctx.config.mllm, progress=progress)
         out = []
         for e in todo:
@@ -124,7 +133,7 @@ class QAStage(Stage):
     outputs = addresses.outputs(addresses.ANALYSIS, addresses.QUESTIONS)
     upstream = ("edit",)
 
-    def config_section(self, ctx: RunContext) -> Any:
+    def config_section(self, ctx: RunContext) -> dict[str, object]:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
         from prompts.catalogue import task_prompts
         from prompts.spec import prompt_fingerprints
@@ -139,14 +148,14 @@ class QAStage(Stage):
             "templates": templates_fingerprint(),
         }
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm]
 
     def plan(self, ctx: RunContext) -> list[Any]:
         from tasks.stages.qa.unverified import verification_failed
 
         edits = [r for r in addresses.EDITS.reader(ctx.run).rows() if wanted(r) or verification_failed(r)]
-        return chunk(sorted(edits, key=lambda r: r["id"]), ctx.config.run.shard_size)
+        return chunk(sorted(edits, key=lambda r: r["id"]), ctx.shard_size)
 
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         from tasks.engine.mllm import shared_client

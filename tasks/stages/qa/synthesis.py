@@ -8,6 +8,7 @@ from storage.hashing import stable_id
 from storage.json_columns import candidate_of, context_objects
 from storage.rejects import reject
 from storage.task_spec import task_hook
+from tasks.engine.config import QAConfig
 from tasks.stages.qa.beaf import beaf_questions
 from tasks.stages.qa.checks import LengthRule
 from tasks.stages.qa.render import Problem, Rendered, RenderSettings, render_questions
@@ -15,7 +16,7 @@ from tasks.stages.qa.render import Problem, Rendered, RenderSettings, render_que
 STAGE = "qa"
 
 
-def settings_from(cfg: Any, run_seed: int) -> RenderSettings:
+def settings_from(cfg: QAConfig, run_seed: int) -> RenderSettings:
     """Render settings from the ``qa`` config section."""
     return RenderSettings(
         mc_mode=cfg.mc_mode,
