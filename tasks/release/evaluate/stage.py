@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
+from prompts.config import MLLMConfig
 from storage import addresses
 from storage.rejects import reject
 from tasks.engine.base import RunContext, ShardResult, Stage
@@ -61,7 +62,7 @@ class EvalClients:
 
     model: MLLMClient
     judge: MLLMClient
-    configs: tuple[Any, ...] = ()  # their MLLMConfigs, whose servers are checked before the stage runs
+    configs: tuple[MLLMConfig, ...] = ()  # whose servers are checked before the stage runs
 
 
 class EvalStage(Stage):
@@ -95,7 +96,7 @@ class EvalStage(Stage):
     def input_fingerprints(self, ctx: RunContext) -> dict[str, str]:
         return {"questions": input_fingerprint(ctx.source, self.unverified)}
 
-    def model_endpoints(self, config: Any) -> list[Any]:
+    def model_endpoints(self, config: Any) -> list[MLLMConfig]:
         return list(self.clients.configs)
 
     def plan(self, ctx: RunContext) -> list[Any]:

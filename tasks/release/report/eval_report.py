@@ -4,7 +4,6 @@ HalluRate, sub-cause distributions and span types for every evaluated model of a
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from storage import addresses
 from storage.fs import RunFS
@@ -395,7 +394,7 @@ MODEL_BLOCKS = (
 )
 
 
-def escape_json(value: Any) -> str:
+def escape_json(value: object) -> str:
     from html import escape
 
     return escape(json.dumps(value, sort_keys=True))
