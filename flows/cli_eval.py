@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from flows.cli_options import run_dir_option
+
+if TYPE_CHECKING:
+    from storage.fs import RunFS
+    from tasks.release.evaluate.run import EvalOutcome
+    from tasks.release.evaluate.summary import Metrics
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # messages never hard-wrapped; tables still fit the width
 
@@ -87,7 +92,7 @@ def export_cmd(
     from flows.cli_output import StepBars, require_extra
     from storage.fs import RunFS
     from tasks.engine.intact import DamagedInput
-    from tasks.release.export.export import export_benchmark
+    from tasks.release.export.export import ExportOptions, export_benchmark
     from tasks.release.items import InputsMissing
 
     require_extra("datasets", "export", "reactbench export")  # before --out or the run is touched
@@ -99,11 +104,13 @@ def export_cmd(
                 RunFS.open(str(run_dir)),
                 RunFS.open(str(out)),
                 cfg,
-                unverified=unverified,
-                vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
-                lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
-                replace=replace,
-                strict=strict,
+                ExportOptions(
+                    unverified=unverified,
+                    vlmevalkit=cfg.export.vlmevalkit_tsv if vlmevalkit is None else vlmevalkit,
+                    lmms_eval=cfg.export.lmms_eval_yaml if lmms_eval is None else lmms_eval,
+                    replace=replace,
+                    strict=strict,
+                ),
                 progress=steps,
                 previous=previous,
             )
@@ -163,14 +170,14 @@ def eval_cmd(
 
     The offline `rules` backend is an ORACLE (it reads answers from the annotations), not a baseline.
     With --out the run is only read: answers, cache and metrics go to the other folder."""
-    from flows.cli_output import StepBars, table_console
+    from flows.cli_output import StepBars
     from storage.fs import RunFS
     from storage.run_dirs import file_in_the_way
     from storage.run_lock import RunLocked
     from tasks.engine.base import StageInputError
     from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
-    from tasks.release.evaluate.run import answer_questions, write_metrics
+    from tasks.release.evaluate.run import answer_questions
     from tasks.release.items import InputsMissing
 
     overrides = {
@@ -206,15 +213,7 @@ def eval_cmd(
                     summary=f"{s.rows_out.get('answers', 0):,} answers",
                     details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
                 )
-            with StepBars("metrics", console) as steps:
-                outcome = write_metrics(run, answered, steps.step("metrics"))
-                steps(
-                    "metrics",
-                    1,
-                    1,
-                    summary=f"{outcome.metrics['n_answers']:,} answers",
-                    details=f"{outcome.folder}/metrics.json",
-                )
+            outcome = _metrics_step(run, answered)
     except RunLocked as exc:  # another evaluation writes into --out
         from flows.cli_lock import LOCKED_EXIT
         from flows.cli_output import print_error
@@ -224,7 +223,31 @@ def eval_cmd(
     except (InputsMissing, DamagedInput, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
-    m = outcome.metrics
+    _print_scores(model, outcome.metrics)
+    console.print(f"answers and metrics in {run.sub(outcome.folder).url}", markup=False)
+
+
+def _metrics_step(run: RunFS, answered: EvalOutcome) -> EvalOutcome:
+    """Score the answers into ``metrics.json`` under a progress bar of its own."""
+    from flows.cli_output import StepBars
+    from tasks.release.evaluate.run import write_metrics
+
+    with StepBars("metrics", console) as steps:
+        outcome = write_metrics(run, answered, steps.step("metrics"))
+        steps(
+            "metrics",
+            1,
+            1,
+            summary=f"{outcome.metrics['n_answers']:,} answers",
+            details=f"{outcome.folder}/metrics.json",
+        )
+    return outcome
+
+
+def _print_scores(model: str, m: Metrics) -> None:
+    """The task scores per mode and the React-Score as a table on stdout."""
+    from flows.cli_output import table_console
+
     label = f" [{m['label']}]" if m.get("label") else ""
     table = Table(title=f"{model} ({m['questions_source']}){label}")
     for col in ("task", "standard", "CoT", "S_t"):
@@ -233,7 +256,6 @@ def eval_cmd(
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-    console.print(f"answers and metrics in {run.sub(outcome.folder).url}", markup=False)
 
 
 def _results_lease(out: str | None) -> Any:

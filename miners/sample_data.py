@@ -463,6 +463,77 @@ def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, separators=(", ", ": ")), encoding="utf-8")
 
 
+def _draw_objects(
+    draw: ImageDraw.ImageDraw, objs: list[Obj], first_id: int, W: int, H: int
+) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """Draw ``objs`` back to front, numbering them from ``first_id``: their truth entries (shapes,
+    box, depth) by object id, and each one's drawn mask."""
+    truth_objs: dict[str, Any] = {}
+    drawn = []
+    for z, o in enumerate(objs):
+        o.object_id = first_id + z
+        for s in o.shapes:
+            _draw(draw, s, COLOURS[o.colour])
+        shapes = [s.as_json() for s in o.shapes]
+        drawn.append(_shapes_mask(shapes, W, H))
+        o.box = _box(drawn[-1])
+        truth_objs[str(o.object_id)] = {
+            "name": o.cls,
+            "colour": o.colour,
+            "rgb": list(COLOURS[o.colour]),
+            "z": z,
+            "shapes": shapes,
+            "box": list(o.box),
+        }
+    return truth_objs, drawn
+
+
+def _vg_attributes(rng: np.random.Generator, objs: list[Obj], vg_objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The attributes.json entries of an image's objects, spelled messily; some objects carry no
+    "attributes" key at all, as in the real file."""
+    vg_attrs = []
+    for o, v in zip(objs, vg_objs):
+        a = dict(v)
+        if o.attributes or rng.random() < 0.5:
+            a["attributes"] = [_messy(rng, t) for t in o.attributes]
+        vg_attrs.append(a)
+    return vg_attrs
+
+
+def _vg_defects(vg_objs: list[dict[str, Any]], image_id: int, next_obj: int, W: int) -> int:
+    """The defects a real objects.json has, planted in three images (an object outside the image,
+    a duplicated object id, a non-numeric coordinate); returns the next free object id."""
+    if image_id == 7:
+        vg_objs.append(
+            {"synsets": [], "h": 30, "object_id": next_obj, "names": ["ghost"], "w": 40, "y": 10, "x": W + 25}
+        )
+        next_obj += 1
+    if image_id == 11:
+        vg_objs.append(dict(vg_objs[0]))  # duplicated object id
+    if image_id == 17:
+        vg_objs.append({"synsets": [], "h": 20, "object_id": next_obj, "names": ["box"], "w": 20, "y": 5, "x": "left"})
+        next_obj += 1
+    return next_obj
+
+
+def _vg_relationships(
+    rng: np.random.Generator, objs: list[Obj], rels: list[tuple[int, str, int]], first_id: int
+) -> list[dict[str, Any]]:
+    """The relationships.json entries of an image, numbered from ``first_id``."""
+    vg_rels = []
+    for s, p, o in rels:
+        vg_rels.append(
+            {
+                "predicate": p,
+                "object": _rel_end(rng, objs[o]),
+                "relationship_id": first_id + len(vg_rels),
+                "synsets": [],
+                "subject": _rel_end(rng, objs[s]),
+            }
+        )
+    return vg_rels
+
+
 def _generate_vg(
     root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_VG_IMAGES
 ) -> tuple[dict[str, int], dict[str, Any]]:
@@ -481,24 +552,8 @@ def _generate_vg(
         canvas = Image.fromarray(_background(rng, W, H))
         draw = ImageDraw.Draw(canvas)
         objs, rels = _scene(rng, index, W, H)
-        truth_objs: dict[str, Any] = {}
-        drawn = []
-        for z, o in enumerate(objs):
-            o.object_id = next_obj
-            next_obj += 1
-            for s in o.shapes:
-                _draw(draw, s, COLOURS[o.colour])
-            shapes = [s.as_json() for s in o.shapes]
-            drawn.append(_shapes_mask(shapes, W, H))
-            o.box = _box(drawn[-1])
-            truth_objs[str(o.object_id)] = {
-                "name": o.cls,
-                "colour": o.colour,
-                "rgb": list(COLOURS[o.colour]),
-                "z": z,
-                "shapes": shapes,
-                "box": list(o.box),
-            }
+        truth_objs, drawn = _draw_objects(draw, objs, next_obj, W, H)
+        next_obj += len(objs)
         # Annotators label what they can see: an object drawn over by later ones until less than
         # MIN_VISIBLE of it shows stays in the picture (and the truth) but gets no annotation.
         seen = [i for i, o in enumerate(objs) if _visible_fraction(drawn, i) >= MIN_VISIBLE]
@@ -524,39 +579,14 @@ def _generate_vg(
             }
         )
         vg_objs = [_vg_object(o) for o in objs]
-        vg_attrs = []
-        for o, v in zip(objs, vg_objs):
-            a = dict(v)
-            if o.attributes or rng.random() < 0.5:
-                a["attributes"] = [_messy(rng, t) for t in o.attributes]
-                n_attr += len(o.attributes)
-            vg_attrs.append(a)  # some objects carry no "attributes" key at all, as in the real file
-        if defects and image_id == 7:
-            vg_objs.append(
-                {"synsets": [], "h": 30, "object_id": next_obj, "names": ["ghost"], "w": 40, "y": 10, "x": W + 25}
-            )
-            next_obj += 1
-        if defects and image_id == 11:
-            vg_objs.append(dict(vg_objs[0]))  # duplicated object id
-        if defects and image_id == 17:
-            vg_objs.append(
-                {"synsets": [], "h": 20, "object_id": next_obj, "names": ["box"], "w": 20, "y": 5, "x": "left"}
-            )
-            next_obj += 1
+        vg_attrs = _vg_attributes(rng, objs, vg_objs)
+        n_attr += sum(len(o.attributes) for o, a in zip(objs, vg_attrs) if "attributes" in a)
+        if defects:
+            next_obj = _vg_defects(vg_objs, image_id, next_obj, W)
         objects_json.append({"image_id": image_id, "objects": vg_objs, "image_url": image_data[-1]["url"]})
         attrs_json.append({"image_id": image_id, "attributes": vg_attrs})
-        vg_rels = []
-        for s, p, o in rels:
-            vg_rels.append(
-                {
-                    "predicate": p,
-                    "object": _rel_end(rng, objs[o]),
-                    "relationship_id": next_rel,
-                    "synsets": [],
-                    "subject": _rel_end(rng, objs[s]),
-                }
-            )
-            next_rel += 1
+        vg_rels = _vg_relationships(rng, objs, rels, next_rel)
+        next_rel += len(vg_rels)
         rels_json.append({"relationships": vg_rels, "image_id": image_id})
     if defects:
         objects_json.append(
@@ -794,135 +824,126 @@ def _coco_drawn(rng: np.random.Generator, n: int) -> tuple[Image.Image, list[tup
     return _coco_scene_image(rng, n)
 
 
-def _generate_coco(
-    root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_COCO_IMAGES
-) -> dict[str, int]:
-    """A COCO 2017-layout instances file (and its LVIS v1 twin) over drawn scenes and counting
-    images, with non-contiguous category ids, a crowd region in RLE and images without objects."""
-    img_dir = root / "sample2017"
-    img_dir.mkdir(parents=True, exist_ok=True)
-    (root / "annotations").mkdir(parents=True, exist_ok=True)
-    drawn = [_coco_drawn(rng, n) for n in range(n_images)]  # one stream: a longer run keeps the first images
-    classes = COCO_CLASSES  # fixed, so category ids do not depend on how many images are drawn
-    cat_id = {c: 1 + 3 * i + i // 4 for i, c in enumerate(classes)}  # non-contiguous, as COCO's 1..90
-    images, annotations, lvis_images = [], [], []
-    ann_id = 900_001
-    missing_file = 7 if defects else None
-    for n, (canvas, objs) in enumerate(drawn):
-        iid = 1000 + 17 * n
-        fname = f"{iid:012d}.jpg"
-        W, H = canvas.size
-        if n != missing_file:
-            canvas.save(img_dir / fname, format="JPEG", quality=92)
-        url = f"http://images.cocodataset.org/sample2017/{fname}"
-        images.append(
-            {
-                "license": 1 + n % 3,
-                "file_name": fname,
-                "coco_url": url,
-                "height": H,
-                "width": W,
-                "date_captured": "2013-11-14 11:18:45",
-                "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
-                "id": iid,
-            }
-        )
-        lvis_images.append(
-            {
-                "date_captured": "2013-11-14 11:18:45",
-                "neg_category_ids": [cat_id["zebra"]],
-                "id": iid,
-                "license": 1 + n % 3,
-                "height": H,
-                "width": W,
-                "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
-                "coco_url": url,
-                "not_exhaustive_category_ids": [cat_id["orange"]]
-                if objs and objs[0][0] == "orange" and n % 4 == 1
-                else [],
-            }
-        )
-        for cls, (x, y, w, h) in objs:
-            annotations.append(
-                {
-                    "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
-                    "area": float(w * h),
-                    "iscrowd": 0,
-                    "image_id": iid,
-                    "bbox": [float(x), float(y), float(w), float(h)],
-                    "category_id": cat_id[cls],
-                    "id": ann_id,
-                }
-            )
-            ann_id += 1
-        if objs and objs[0][0] == "apple" and n % 4 == 2:  # a crowd of apples at the border: uncountable
-            box = (W - 40, H - 30, 30, 20)
-            annotations.append(
-                {
-                    "segmentation": crowd_rle(box, W, H),
-                    "area": float(box[2] * box[3]),
-                    "iscrowd": 1,
-                    "image_id": iid,
-                    "bbox": [float(v) for v in box],
-                    "category_id": cat_id["apple"],
-                    "id": ann_id,
-                }
-            )
-            ann_id += 1
-    if defects:
-        first = images[0]
+def _coco_image_entries(
+    n: int,
+    iid: int,
+    fname: str,
+    size: tuple[int, int],
+    objs: list[tuple[str, tuple[int, int, int, int]]],
+    cat_id: dict[str, int],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An image's entry in the COCO file and in its LVIS twin (negative and not-exhaustive category ids)."""
+    W, H = size
+    url = f"http://images.cocodataset.org/sample2017/{fname}"
+    image = {
+        "license": 1 + n % 3,
+        "file_name": fname,
+        "coco_url": url,
+        "height": H,
+        "width": W,
+        "date_captured": "2013-11-14 11:18:45",
+        "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
+        "id": iid,
+    }
+    lvis_image = {
+        "date_captured": "2013-11-14 11:18:45",
+        "neg_category_ids": [cat_id["zebra"]],
+        "id": iid,
+        "license": 1 + n % 3,
+        "height": H,
+        "width": W,
+        "flickr_url": f"http://farm4.staticflickr.com/{iid}.jpg",
+        "coco_url": url,
+        "not_exhaustive_category_ids": [cat_id["orange"]] if objs and objs[0][0] == "orange" and n % 4 == 1 else [],
+    }
+    return image, lvis_image
+
+
+def _coco_annotations(
+    n: int,
+    iid: int,
+    size: tuple[int, int],
+    objs: list[tuple[str, tuple[int, int, int, int]]],
+    cat_id: dict[str, int],
+    ann_id: int,
+) -> list[dict[str, Any]]:
+    """An image's instance annotations (ids from ``ann_id``), and a crowd region in RLE on some apple images."""
+    W, H = size
+    annotations: list[dict[str, Any]] = []
+    for cls, (x, y, w, h) in objs:
         annotations.append(
             {
-                "segmentation": [[1, 1, 1, 1]],
-                "area": 0.0,
+                "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
+                "area": float(w * h),
                 "iscrowd": 0,
-                "image_id": first["id"],
-                "bbox": [5.0, 5.0, 0.0, 12.0],
-                "category_id": cat_id[classes[0]],
+                "image_id": iid,
+                "bbox": [float(x), float(y), float(w), float(h)],
+                "category_id": cat_id[cls],
                 "id": ann_id,
             }
         )
+        ann_id += 1
+    if objs and objs[0][0] == "apple" and n % 4 == 2:  # a crowd of apples at the border: uncountable
+        box = (W - 40, H - 30, 30, 20)
         annotations.append(
             {
-                "segmentation": [[1, 1, 9, 1, 9, 9]],
-                "area": 64.0,
-                "iscrowd": 0,
-                "image_id": first["id"],
-                "bbox": [1.0, 1.0, 8.0, 8.0],
-                "category_id": 999,
-                "id": ann_id + 1,
+                "segmentation": crowd_rle(box, W, H),
+                "area": float(box[2] * box[3]),
+                "iscrowd": 1,
+                "image_id": iid,
+                "bbox": [float(v) for v in box],
+                "category_id": cat_id["apple"],
+                "id": ann_id,
             }
         )
-        annotations.append(
-            {
-                "segmentation": [[1, 1, 9, 1, 9, 9]],
-                "area": 64.0,
-                "iscrowd": 0,
-                "image_id": 424242,
-                "bbox": [1.0, 1.0, 8.0, 8.0],
-                "category_id": cat_id[classes[0]],
-                "id": ann_id + 2,
-            }
-        )
-    categories = [{"supercategory": "sample", "id": cat_id[c], "name": c} for c in classes]
-    coco = {
-        "info": {
-            "description": "reactbench sample in the COCO 2017 format",
-            "url": "",
-            "version": "1.0",
-            "year": 2017,
-            "contributor": "reactbench",
-            "date_created": "2017/09/01",
-        },
-        "licenses": [
-            {"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "Attribution License"}
-            for i in (1, 2, 3)
-        ],
-        "images": images,
-        "annotations": annotations,
-        "categories": categories,
-    }
-    _write_json(root / COCO_ANNOTATIONS, coco)
+        ann_id += 1
+    return annotations
+
+
+def _coco_defects(image_id: int, first_cat: int, ann_id: int) -> list[dict[str, Any]]:
+    """The defects a real instances file has: a zero-width box, an unknown category, an unknown image."""
+    annotations: list[dict[str, Any]] = []
+    annotations.append(
+        {
+            "segmentation": [[1, 1, 1, 1]],
+            "area": 0.0,
+            "iscrowd": 0,
+            "image_id": image_id,
+            "bbox": [5.0, 5.0, 0.0, 12.0],
+            "category_id": first_cat,
+            "id": ann_id,
+        }
+    )
+    annotations.append(
+        {
+            "segmentation": [[1, 1, 9, 1, 9, 9]],
+            "area": 64.0,
+            "iscrowd": 0,
+            "image_id": image_id,
+            "bbox": [1.0, 1.0, 8.0, 8.0],
+            "category_id": 999,
+            "id": ann_id + 1,
+        }
+    )
+    annotations.append(
+        {
+            "segmentation": [[1, 1, 9, 1, 9, 9]],
+            "area": 64.0,
+            "iscrowd": 0,
+            "image_id": 424242,
+            "bbox": [1.0, 1.0, 8.0, 8.0],
+            "category_id": first_cat,
+            "id": ann_id + 2,
+        }
+    )
+    return annotations
+
+
+def _write_lvis(
+    root: Path, coco: dict[str, Any], lvis_images: list[dict[str, Any]], cat_id: dict[str, int], classes: list[str]
+) -> None:
+    """The LVIS v1 twin of the COCO file: LVIS categories, no crowd regions."""
+    annotations = coco["annotations"]
     lvis_cats = [
         {
             "frequency": "f" if c != "zebra" else "r",
@@ -947,4 +968,53 @@ def _generate_coco(
         "categories": lvis_cats,
     }
     _write_json(root / LVIS_ANNOTATIONS, lvis)
+
+
+def _generate_coco(
+    root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_COCO_IMAGES
+) -> dict[str, int]:
+    """A COCO 2017-layout instances file (and its LVIS v1 twin) over drawn scenes and counting
+    images, with non-contiguous category ids, a crowd region in RLE and images without objects."""
+    img_dir = root / "sample2017"
+    img_dir.mkdir(parents=True, exist_ok=True)
+    (root / "annotations").mkdir(parents=True, exist_ok=True)
+    drawn = [_coco_drawn(rng, n) for n in range(n_images)]  # one stream: a longer run keeps the first images
+    classes = COCO_CLASSES  # fixed, so category ids do not depend on how many images are drawn
+    cat_id = {c: 1 + 3 * i + i // 4 for i, c in enumerate(classes)}  # non-contiguous, as COCO's 1..90
+    images, annotations, lvis_images = [], [], []
+    ann_id = 900_001
+    missing_file = 7 if defects else None
+    for n, (canvas, objs) in enumerate(drawn):
+        iid = 1000 + 17 * n
+        fname = f"{iid:012d}.jpg"
+        W, H = canvas.size
+        if n != missing_file:
+            canvas.save(img_dir / fname, format="JPEG", quality=92)
+        image, lvis_image = _coco_image_entries(n, iid, fname, (W, H), objs, cat_id)
+        images.append(image)
+        lvis_images.append(lvis_image)
+        annotations += _coco_annotations(n, iid, (W, H), objs, cat_id, ann_id)
+        ann_id = 900_001 + len(annotations)
+    if defects:
+        annotations += _coco_defects(images[0]["id"], cat_id[classes[0]], ann_id)
+    categories = [{"supercategory": "sample", "id": cat_id[c], "name": c} for c in classes]
+    coco = {
+        "info": {
+            "description": "reactbench sample in the COCO 2017 format",
+            "url": "",
+            "version": "1.0",
+            "year": 2017,
+            "contributor": "reactbench",
+            "date_created": "2017/09/01",
+        },
+        "licenses": [
+            {"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "Attribution License"}
+            for i in (1, 2, 3)
+        ],
+        "images": images,
+        "annotations": annotations,
+        "categories": categories,
+    }
+    _write_json(root / COCO_ANNOTATIONS, coco)
+    _write_lvis(root, coco, lvis_images, cat_id, classes)
     return {"coco_images": len(images), "coco_annotations": len(annotations)}

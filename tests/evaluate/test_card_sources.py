@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tasks.release.export.card import render_card
+from tasks.release.export.content import ReleaseContent
 
 
 def _rows(*sources: str) -> list[dict]:
@@ -17,7 +18,9 @@ def _sources_section(card: str) -> str:
 
 
 def test_coco_sourced_items_name_coco_and_lvis_terms_and_citations() -> None:
-    section = _sources_section(render_card("t", _rows("coco", "visual_genome"), [], [], None, verified=True))
+    section = _sources_section(
+        render_card(ReleaseContent("t", _rows("coco", "visual_genome"), [], verified=True), [], None)
+    )
     coco = next(line for line in section.splitlines() if line.startswith("- **coco**"))
     assert "Lin et al." in coco and "Microsoft COCO: Common Objects in Context" in coco and "ECCV 2014" in coco
     assert "LVIS: A Dataset for Large Vocabulary Instance Segmentation" in coco and "CVPR 2019" in coco
@@ -28,6 +31,8 @@ def test_coco_sourced_items_name_coco_and_lvis_terms_and_citations() -> None:
 
 
 def test_a_release_without_coco_items_does_not_mention_coco() -> None:
-    section = _sources_section(render_card("t", _rows("visual_genome", "fsc147"), [], [], None, verified=True))
+    section = _sources_section(
+        render_card(ReleaseContent("t", _rows("visual_genome", "fsc147"), [], verified=True), [], None)
+    )
     assert "**coco**" not in section and "LVIS" not in section
     assert "- **fsc147**: FSC-147" in section

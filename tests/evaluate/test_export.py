@@ -12,7 +12,7 @@ from eval_helpers import write_run
 from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,9 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     run = write_run(root / "run")
     out = RunFS.open(str(root / "release"))
-    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), vlmevalkit=True, lmms_eval=True)
+    summary = export_benchmark(
+        run, out, resolve_run_config(run_dir=run.url), ExportOptions(vlmevalkit=True, lmms_eval=True)
+    )
     return run, out, summary
 
 
@@ -70,8 +72,12 @@ def test_card_and_extras(exported):
 
 def test_unverified_export_is_labelled_and_deterministic(tmp_path):
     run = write_run(tmp_path / "run", verified=False)
-    a = export_benchmark(run, RunFS.open(str(tmp_path / "a")), resolve_run_config(run_dir=run.url), unverified=True)
-    export_benchmark(run, RunFS.open(str(tmp_path / "b")), resolve_run_config(run_dir=run.url), unverified=True)
+    a = export_benchmark(
+        run, RunFS.open(str(tmp_path / "a")), resolve_run_config(run_dir=run.url), ExportOptions(unverified=True)
+    )
+    export_benchmark(
+        run, RunFS.open(str(tmp_path / "b")), resolve_run_config(run_dir=run.url), ExportOptions(unverified=True)
+    )
     card = (tmp_path / "a" / "README.md").read_text()
     assert "UNVERIFIED BUILD" in card and "not reviewed" in card
     for f in a.files:
@@ -83,7 +89,9 @@ def test_missing_image_becomes_reject(tmp_path):
     q = ArtifactReader(run, "qa/questions", "questions").rows()
     dc_img = next(x for x in q if x["task"] == "dense_counting")["images"][0]
     run.rm(dc_img)
-    s = export_benchmark(run, RunFS.open(str(tmp_path / "out")), resolve_run_config(run_dir=run.url), unverified=True)
+    s = export_benchmark(
+        run, RunFS.open(str(tmp_path / "out")), resolve_run_config(run_dir=run.url), ExportOptions(unverified=True)
+    )
     rej = ArtifactReader(run, "export/rejects", "rejects").rows()
     assert s.rejected == len(rej) > 0 and {r["reason"] for r in rej} == {"image_missing"}
     assert "dense_counting" not in s.counts or s.counts["dense_counting"] < sum(

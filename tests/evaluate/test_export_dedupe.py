@@ -23,7 +23,7 @@ import yaml
 from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 from tasks.release.export.hf import row_groups
 from tasks.release.export.rows import features, release_row
 from tasks.release.items import edit_annotations
@@ -59,7 +59,7 @@ def demo_export(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run, out = RunFS.open(str(root / "run")), RunFS.open(str(root / "release"))
-    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), unverified=True)
+    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), ExportOptions(unverified=True))
     return {"run": run, "out": out, "root": root, "summary": summary}
 
 
@@ -134,7 +134,7 @@ def test_loads_back_the_rows_and_features_of_before(demo_export, tmp_path, monke
 def test_release_is_byte_identical_for_the_same_inputs(demo_export):
     run, root = demo_export["run"], demo_export["root"]
     again = RunFS.open(str(root / "again"))
-    export_benchmark(run, again, resolve_run_config(run_dir=run.url), unverified=True)
+    export_benchmark(run, again, resolve_run_config(run_dir=run.url), ExportOptions(unverified=True))
     for f in sorted(Path(demo_export["out"].root).rglob("*")):
         if f.is_file():
             assert (Path(again.root) / f.relative_to(demo_export["out"].root)).read_bytes() == f.read_bytes(), f

@@ -22,7 +22,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 
 lmms_eval = pytest.importorskip(
     "lmms_eval", reason="lmms-eval is in the test extra; install it to check the exported tasks"
@@ -96,7 +96,7 @@ def release(tmp_path_factory):
     root = tmp_path_factory.mktemp("lmms")
     run = write_run(root / "run")
     built = root / "built"
-    export_benchmark(run, RunFS.open(str(built)), resolve_run_config(run_dir=run.url), lmms_eval=True)
+    export_benchmark(run, RunFS.open(str(built)), resolve_run_config(run_dir=run.url), ExportOptions(lmms_eval=True))
     moved = root / "elsewhere" / "release"  # a moved release must load without editing its YAML
     moved.parent.mkdir()
     shutil.move(str(built), str(moved))

@@ -38,7 +38,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 from tasks.release.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
 from tasks.release.metrics import accuracy, collapse_cyclic
 
@@ -128,7 +128,7 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("vlmeval")
     run = write_run(root / "run")
     out = RunFS.open(str(root / "release"))
-    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), vlmevalkit=True)
+    summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), ExportOptions(vlmevalkit=True))
     questions = ArtifactReader(run, "review/verified_questions", "verified_questions").rows()
     image_bytes = {p: run.read_bytes(p) for q in questions for p in q["images"]}
     config = BuildConfig.model_validate(

@@ -38,7 +38,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.schemas import ANSWERS
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 
 pytest.importorskip("lmms_eval", reason="lmms-eval is in the test extra; install it to run the exported tasks")
 
@@ -205,7 +205,9 @@ def both_systems(request, tmp_path_factory):
     build = request.param
     root = tmp_path_factory.mktemp(f"lmms-run-{build}")
     run = write_run(root / "run", cyclic=build == "cyclic")
-    export_benchmark(run, RunFS.open(str(root / "built")), resolve_run_config(run_dir=run.url), lmms_eval=True)
+    export_benchmark(
+        run, RunFS.open(str(root / "built")), resolve_run_config(run_dir=run.url), ExportOptions(lmms_eval=True)
+    )
     release = root / "moved" / "release"  # the release is copied elsewhere before anyone runs it
     release.parent.mkdir()
     shutil.copytree(root / "built", release)

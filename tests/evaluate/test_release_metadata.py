@@ -22,7 +22,7 @@ from storage.parquet_io import table_from_rows
 from storage.schemas import DECISIONS, VERIFIED_EDITS, VERIFIED_QUESTIONS
 from tasks.release.export.canary import canary_guid, files_without
 from tasks.release.export.croissant import FILE
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict:
         else:
             config = BuildConfig.model_validate({"datasheet": {"name": SHEET["name"]}})
         release = RunFS.open(str(root / f"release-{mode}"))
-        summary = export_benchmark(run, release, config, vlmevalkit=cyclic, lmms_eval=cyclic)
+        summary = export_benchmark(run, release, config, ExportOptions(vlmevalkit=cyclic, lmms_eval=cyclic))
         out[mode] = {"run": run, "out": release, "summary": summary}
     return out
 
@@ -252,7 +252,7 @@ def test_licence_rollup_keeps_a_non_commercial_editor_restricted():
 def test_export_to_s3_carries_a_croissant_that_validates_once_downloaded(tmp_path, s3_server):
     run = write_run(tmp_path / "run", cyclic=False)
     out = RunFS.open(f"s3://{s3_server.bucket()}/release")
-    export_benchmark(run, out, resolve_run_config(run_dir=run.url), unverified=True)
+    export_benchmark(run, out, resolve_run_config(run_dir=run.url), ExportOptions(unverified=True))
     local = tmp_path / "downloaded"
     out.fs.get(out.root + "/", str(local), recursive=True)
     counts = _check_loads(local)  # mlcroissant's own validation (what `validate` runs), then every record

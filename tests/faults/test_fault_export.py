@@ -23,7 +23,7 @@ from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import table_from_rows, write_table
 from storage.schemas import QUESTIONS
-from tasks.release.export.export import export_benchmark
+from tasks.release.export.export import ExportOptions, export_benchmark
 from tasks.release.export.seal import MANIFEST, ReleaseRefused, read_release, verify_release
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,10 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
     out = tmp_path / "release"
     old_rows = sum(
         export_benchmark(
-            runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True
+            runs["old"],
+            RunFS.open(str(out)),
+            resolve_run_config(run_dir=runs["old"].url),
+            ExportOptions(unverified=True),
         ).counts.values()
     )
     new_rows = len(_questions(runs["new"]))
@@ -101,8 +104,7 @@ def test_export_killed_at_random_points_leaves_the_old_or_the_new_release(runs: 
             runs["old"],
             RunFS.open(str(out)),
             resolve_run_config(run_dir=runs["old"].url),
-            unverified=True,
-            replace=True,
+            ExportOptions(unverified=True, replace=True),
         )  # back to the old release
         # half the kills at any instant of the command, half inside the writing / sealing / swap window
         anchor_on_staging = i % 2 == 1
@@ -149,7 +151,7 @@ def test_one_task_export_into_a_four_task_folder_is_refused_or_replaces_it_whole
 ):
     out = tmp_path / "release"
     four = export_benchmark(
-        runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True
+        runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), ExportOptions(unverified=True)
     )
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     refused = subprocess.run(
@@ -181,17 +183,21 @@ def test_a_folder_that_is_no_release_is_refused_even_with_replace(runs: dict[str
     config = resolve_run_config(run_dir=runs["old"].url)
     for replace in (False, True):
         with pytest.raises(ReleaseRefused, match=f"holds no {MANIFEST}"):
-            export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=replace)
+            export_benchmark(
+                runs["old"], RunFS.open(str(out)), config, ExportOptions(unverified=True, replace=replace)
+            )
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
     (out / "notes.txt").unlink()
-    export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True)
+    export_benchmark(runs["old"], RunFS.open(str(out)), config, ExportOptions(unverified=True))
     (out / "data" / "notes.txt").write_text("added to the release by hand")
     for replace in (False, True):
         with pytest.raises(ReleaseRefused, match=f"1 file\\(s\\) its {MANIFEST} does not name \\(data/notes.txt\\)"):
-            export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=replace)
+            export_benchmark(
+                runs["old"], RunFS.open(str(out)), config, ExportOptions(unverified=True, replace=replace)
+            )
     assert (out / "data" / "notes.txt").exists()
     (out / "data" / "notes.txt").unlink()
-    export_benchmark(runs["old"], RunFS.open(str(out)), config, unverified=True, replace=True)
+    export_benchmark(runs["old"], RunFS.open(str(out)), config, ExportOptions(unverified=True, replace=True))
     assert verify_release(RunFS.open(str(out)))["counts"]
 
 
@@ -218,7 +224,9 @@ def test_out_may_not_be_or_hold_the_run_directory(runs: dict[str, RunFS], tmp_pa
     run = runs["old"]
     for out, why in ((run.root, "is the run directory"), (str(Path(run.root).parent), "holds the run directory")):
         with pytest.raises(InsideRunDir, match=why):
-            export_benchmark(run, RunFS.open(out), resolve_run_config(run_dir=run.url), unverified=True, replace=True)
+            export_benchmark(
+                run, RunFS.open(out), resolve_run_config(run_dir=run.url), ExportOptions(unverified=True, replace=True)
+            )
     assert run.exists("qa", "questions")
 
 
@@ -229,7 +237,9 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     from tasks.release.export.seal import OLD_TAG, recover
 
     out = RunFS.open("memory://rb-seal-test/release")
-    first = export_benchmark(runs["old"], out, resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    first = export_benchmark(
+        runs["old"], out, resolve_run_config(run_dir=runs["old"].url), ExportOptions(unverified=True)
+    )
     assert verify_release(out)["counts"] == first.counts
     aside = RunFS.open(f"memory://rb-seal-test/.release{OLD_TAG}0123")
     out.fs.mv(out.root, aside.root, recursive=True)  # the state a kill between the two moves leaves
@@ -244,7 +254,9 @@ def test_fsspec_release_is_swapped_by_moves_and_a_kill_between_them_is_undone(ru
     assert (
         verify_release(out)["counts"] == first.counts and not aside.exists() and not out.exists("half-copied.parquet")
     )
-    second = export_benchmark(runs["new"], out, resolve_run_config(run_dir=runs["new"].url), unverified=True)
+    second = export_benchmark(
+        runs["new"], out, resolve_run_config(run_dir=runs["new"].url), ExportOptions(unverified=True)
+    )
     assert verify_release(out)["counts"] == second.counts != first.counts
     assert [n for n in RunFS.open("memory://rb-seal-test").listdir() if n != "release"] == []
 
@@ -267,7 +279,7 @@ def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: d
     export used to refuse ("not a release this tool sealed")."""
     out = RunFS.open(f"s3://{s3_server.bucket()}/release")
     old_cfg, new_cfg = resolve_run_config(run_dir=runs["old"].url), resolve_run_config(run_dir=runs["two"].url)
-    old = export_benchmark(runs["old"], out, old_cfg, unverified=True).counts
+    old = export_benchmark(runs["old"], out, old_cfg, ExportOptions(unverified=True)).counts
     fs, writes, failing_from = out.fs, [], [0]
     real = {name: getattr(fs, name) for name in STORE_WRITES}
 
@@ -284,25 +296,27 @@ def test_on_s3_a_swap_cut_at_any_write_leaves_the_old_or_the_new_release(runs: d
         for name in STORE_WRITES:
             patch.setattr(fs, name, counted(name))
         assert RunFS.open(out.url).fs is fs  # fsspec hands every opener this one instance
-        new = export_benchmark(runs["two"], out, new_cfg, unverified=True).counts
+        new = export_benchmark(runs["two"], out, new_cfg, ExportOptions(unverified=True)).counts
         total = len(writes)
         assert new != old and total >= 20, writes
         outcomes, torn = [], 0
         cuts = cut_points(writes, out.fs._strip_protocol(out.root))
         for k in cuts:
             failing_from[0] = 0
-            export_benchmark(runs["old"], out, old_cfg, unverified=True)  # back to the old release
+            export_benchmark(runs["old"], out, old_cfg, ExportOptions(unverified=True))  # back to the old release
             writes.clear()
             failing_from[0] = k
             with pytest.raises(OSError, match="injected"):
-                export_benchmark(runs["two"], out, new_cfg, unverified=True)
+                export_benchmark(runs["two"], out, new_cfg, ExportOptions(unverified=True))
             failing_from[0] = 0
             torn += read_release(out) is None  # what a reader met before: no manifest, part of a copy
             if k % 2:  # a reader comes first and puts the release back
                 counts = verify_release(out)["counts"]
                 assert counts in (old, new), f"cut at write {k} ({writes[k - 1]}): {counts}"
                 outcomes.append("new" if counts == new else "old")
-            export_benchmark(runs["two"], out, new_cfg, unverified=True)  # a plain export: no --replace needed
+            export_benchmark(
+                runs["two"], out, new_cfg, ExportOptions(unverified=True)
+            )  # a plain export: no --replace needed
             assert verify_release(out)["counts"] == new, f"cut at write {k} ({writes[k - 1]})"
             leftovers = [n for n in RunFS.open(out.url.rsplit("/", 1)[0]).listdir() if n != "release"]
             assert leftovers == [], (k, leftovers)
@@ -346,7 +360,9 @@ def test_verify_release_refuses_a_file_whose_name_is_right_and_content_changed(
     """docs/eval.md tells a release's receivers to run ``verify_release``: a file changed in place
     (same name, same size, one byte different), added or removed must fail it, naming the file."""
     out = tmp_path / "release"
-    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    export_benchmark(
+        runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), ExportOptions(unverified=True)
+    )
     assert verify_release(RunFS.open(str(out)))["counts"]
     pristine = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     victims = [p for p in sorted(pristine) if p.name != MANIFEST]
@@ -374,15 +390,22 @@ def test_one_export_writes_a_release_at_a_time(runs: dict[str, RunFS], tmp_path:
     from tasks.release.export.seal import release_lock
 
     out = tmp_path / "release"
-    export_benchmark(runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), unverified=True)
+    export_benchmark(
+        runs["old"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["old"].url), ExportOptions(unverified=True)
+    )
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with release_lock(RunFS.open(str(out))):
         with pytest.raises(
             ReleaseRefused, match=rf"--out {out} is being written by `reactbench export` \(pid {os.getpid()}"
         ):
             export_benchmark(
-                runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True
+                runs["two"],
+                RunFS.open(str(out)),
+                resolve_run_config(run_dir=runs["two"].url),
+                ExportOptions(unverified=True),
             )
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    export_benchmark(runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), unverified=True)
+    export_benchmark(
+        runs["two"], RunFS.open(str(out)), resolve_run_config(run_dir=runs["two"].url), ExportOptions(unverified=True)
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # the lease is gone with its holder

@@ -215,14 +215,7 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
         "C_prime": c_prime,
         "overall_distractors": [
             f"The {n} in the {region_words(far['box'], ctx['width'], ctx['height'])} of the image {ch}."
-            for n, ch in zip(
-                others,
-                (
-                    "was turned around to face the other way",
-                    "changed its colour to a darker shade",
-                    "had a second copy placed beside it",
-                ),
-            )
+            for n, ch in zip(others, OTHER_CHANGES)
         ],
         "location_distractors": [
             f"The {name} at {a} changed colour.",
@@ -292,14 +285,76 @@ def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
     return pool[0] if pool else None
 
 
+OTHER_CHANGES = (  # the overall distractors: changes said of objects left alone
+    "was turned around to face the other way",
+    "changed its colour to a darker shade",
+    "had a second copy placed beside it",
+)
+WRONG_CHANGES: dict[str, list[str]] = {  # per edit type: changes that did not happen
+    "delete": [
+        "was replaced with a differently shaped one",
+        "was moved a short distance to the left",
+        "had a new identical copy added to its right",
+    ],
+    "add": [
+        "was replaced with a differently shaped one",
+        "was moved a short distance to the left",
+        "was removed from the scene",
+    ],
+    "replace": ["was moved a short distance to the left", "had a new identical copy added to its right"],
+    "move": ["was replaced with a differently shaped one", "had a new identical copy added to its right"],
+}
+
+
 def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
     """AT for editors that clone and inpaint: the edit type the configured editors can do, a clone
     destination that is free and named in the instruction, a replacement by another annotated
     object (``replacement`` + ``donor_box``), and control objects clear of every changed place."""
+    name, cid = ctx["target_name"], str(ctx["candidate_id"])
+    w, h = ctx["width"], ctx["height"]
+    plan = _at_plan(ctx, limits)
+    if plan is None:
+        return None
+    changed = [grown(b, 15) for b in plan.pop("changed")]
+    names = [n for n in ctx["object_names"] if n != name]
+    far = _control_object(ctx, changed, tuple(n for n in [plan.get("replacement")] if n))
+    if far is None or len(names) < 4:
+        return None
+    region = region_words(ctx["target_box"], w, h)
+    etype = plan["edit_type"]
+    c_prime = pick(WRONG_CHANGES[etype], cid + ":cprime")
+    b_prime = far["name"]
+    far_region = region_words(far["box"], w, h)
+    a_prime = f"the area around the {b_prime} in the {far_region} of the image"
+    a = f"the {region} part of the image"
+    others = [n for n in names if n != b_prime and n != plan.get("replacement")][:3]
+    if len(others) < 3:
+        return None
+    return {
+        **plan,
+        "A": a,
+        "B": name,
+        "A_prime": a_prime,
+        "B_prime": b_prime,
+        "C_prime": c_prime,
+        "overall_distractors": [
+            f"The {n} in the {_region_of(ctx, n)} of the image {ch}." for n, ch in zip(others, OTHER_CHANGES)
+        ],
+        "location_distractors": [
+            f"The {name} at {a} changed colour.",
+            f"The {name} at {a} was turned upside down.",
+            f"The {name} at {a} grew twice as large.",
+        ],
+        **_trace_distractors(ctx, a_prime, b_prime, others),
+    }
+
+
+def _at_plan(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+    """The first edit type of the assigned one and its fallbacks that the configured editors can
+    draw here, with its instruction and the boxes it changes; None when none can."""
     kinds = set(limits.get("kinds") or ())
     clone = bool(limits.get("clone_from_image"))
     name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
-    w, h = ctx["width"], ctx["height"]
     plan: dict[str, Any] | None = None
     for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
         if t == "delete" and "remove" in kinds and ctx.get("same_instance_count", 1) >= 2:
@@ -344,62 +399,7 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
             }
         if plan is not None:
             break
-    if plan is None:
-        return None
-    changed = [grown(b, 15) for b in plan.pop("changed")]
-    names = [n for n in ctx["object_names"] if n != name]
-    far = _control_object(ctx, changed, tuple(n for n in [plan.get("replacement")] if n))
-    if far is None or len(names) < 4:
-        return None
-    region = region_words(ctx["target_box"], w, h)
-    etype = plan["edit_type"]
-    wrong_changes = {
-        "delete": [
-            "was replaced with a differently shaped one",
-            "was moved a short distance to the left",
-            "had a new identical copy added to its right",
-        ],
-        "add": [
-            "was replaced with a differently shaped one",
-            "was moved a short distance to the left",
-            "was removed from the scene",
-        ],
-        "replace": ["was moved a short distance to the left", "had a new identical copy added to its right"],
-        "move": ["was replaced with a differently shaped one", "had a new identical copy added to its right"],
-    }[etype]
-    c_prime = pick(wrong_changes, cid + ":cprime")
-    b_prime = far["name"]
-    far_region = region_words(far["box"], w, h)
-    a_prime = f"the area around the {b_prime} in the {far_region} of the image"
-    a = f"the {region} part of the image"
-    others = [n for n in names if n != b_prime and n != plan.get("replacement")][:3]
-    if len(others) < 3:
-        return None
-    return {
-        **plan,
-        "A": a,
-        "B": name,
-        "A_prime": a_prime,
-        "B_prime": b_prime,
-        "C_prime": c_prime,
-        "overall_distractors": [
-            f"The {n} in the {_region_of(ctx, n)} of the image {ch}."
-            for n, ch in zip(
-                others,
-                (
-                    "was turned around to face the other way",
-                    "changed its colour to a darker shade",
-                    "had a second copy placed beside it",
-                ),
-            )
-        ],
-        "location_distractors": [
-            f"The {name} at {a} changed colour.",
-            f"The {name} at {a} was turned upside down.",
-            f"The {name} at {a} grew twice as large.",
-        ],
-        **_trace_distractors(ctx, a_prime, b_prime, others),
-    }
+    return plan
 
 
 def _with_a(name: str) -> str:

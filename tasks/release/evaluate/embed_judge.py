@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 
 class EmbeddingModelMissing(FileNotFoundError):
@@ -34,7 +37,7 @@ class Encoder:
         self.tokenizer = AutoTokenizer.from_pretrained(str(p))
         self.model = AutoModel.from_pretrained(str(p)).eval()
 
-    def encode(self, texts: Sequence[str]) -> Any:
+    def encode(self, texts: Sequence[str]) -> torch.Tensor:
         import torch
 
         batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=128, return_tensors="pt")

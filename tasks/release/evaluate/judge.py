@@ -4,7 +4,7 @@ judge for paraphrases the rules miss (``tasks.release.evaluate.embed_judge``).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
 from prompts.eval_prompts import SA_JUDGE, task_text
@@ -12,6 +12,9 @@ from prompts.eval_rules import judge_rule
 from prompts.offline_judge import offline_judge
 from prompts.runner import PromptInput, run_prompt
 from tasks.release.items import probes_prior, rubric
+
+if TYPE_CHECKING:
+    from tasks.release.evaluate.embed_judge import Encoder
 
 
 def judge_context(a: dict[str, Any], q: dict[str, Any], ann: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +35,7 @@ def judge_short_answers(
     answers: list[dict[str, Any]],
     questions: dict[str, dict[str, Any]],
     annotations: dict[str, dict[str, Any]],
-    encoder: Any = None,
+    encoder: Encoder | None = None,
     embed_threshold: float = 0.8,
 ) -> None:
     """Set ``correct``, ``judge*`` and ``prior_fallback`` on every SA answer row, in place."""

@@ -9,10 +9,13 @@ beside it; a blind ``rules`` run reads no annotations, so it is no oracle.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage import addresses
 from storage.fs import RunFS
+
+if TYPE_CHECKING:
+    from tasks.release.evaluate.summary import Metrics
 
 ORACLE_BACKENDS = ("rules",)  # answers read from the annotations, not from the image
 ORACLE_LABEL = "ORACLE (reads the annotations, not the image)"
@@ -32,7 +35,7 @@ def model_labels(backend: str | None, blind: bool) -> dict[str, Any]:
     return {"oracle": oracle, "blind": bool(blind), "label": "; ".join(words) or None}
 
 
-def metrics_label(metrics: dict[str, Any]) -> str | None:
+def metrics_label(metrics: Metrics) -> str | None:
     """The label of a stored ``metrics.json`` (older files without one: derived from the backend)."""
     if "label" in metrics:
         return metrics["label"]

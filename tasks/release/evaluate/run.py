@@ -27,7 +27,7 @@ from tasks.engine.runner import StageSummary, run_stage
 from tasks.release.evaluate.labels import model_labels
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.stage import EvalClients, EvalStage, model_slug
-from tasks.release.evaluate.summary import summarize
+from tasks.release.evaluate.summary import Metrics, summarize
 from tasks.release.items import source_for
 
 METRICS_FILE = "metrics.json"
@@ -73,7 +73,7 @@ class EvalOutcome:
     slug: str
     folder: str
     stage: StageSummary
-    metrics: dict[str, Any]
+    metrics: Metrics
     backend: str = ""
     model: str = ""
     unverified: bool = False
@@ -218,7 +218,7 @@ def compute_metrics(
     model: str,
     unverified: bool,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> Metrics:
     """Every metric of one evaluated model from its stored answers (what ``metrics.json`` holds).
 
     The answers are read one shard at a time, only the columns the metrics use, repeated values

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
@@ -29,6 +29,9 @@ from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.score import score_reply
 from tasks.release.evaluate.spans import detect_spans
 from tasks.release.items import edit_annotations, input_fingerprint, read_inputs
+
+if TYPE_CHECKING:
+    from tasks.release.evaluate.embed_judge import Encoder
 
 BLIND_SUFFIX = "-blind"
 
@@ -60,7 +63,7 @@ class EvalClients:
 
     model: MLLMClient
     judge: MLLMClient
-    configs: tuple[Any, ...] = ()  # their MLLMConfigs, whose servers are checked before the stage runs
+    configs: tuple[MLLMConfig, ...] = ()  # whose servers are checked before the stage runs
 
 
 class EvalStage(Stage):
@@ -77,7 +80,7 @@ class EvalStage(Stage):
         self._questions: list[dict[str, Any]] | None = None
         self._qmap: dict[str, dict[str, Any]] = {}
         self._by_item: dict[str, list[dict[str, Any]]] = {}
-        self._encoder: Any = None  # tasks.release.evaluate.embed_judge.Encoder when eval.embedding_model is set
+        self._encoder: Encoder | None = None  # set when eval.embedding_model is
         self._annotations: dict[str, dict[str, Any]] = {}
 
     # -- contract ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ those imports another upward.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from storage.task_spec import all_tasks
 from tasks.release.evaluate.ablation import control_ablation
@@ -27,6 +27,39 @@ from tasks.release.metrics import (
 )
 
 
+class Metrics(TypedDict, total=False):
+    """What ``metrics.json`` holds for one evaluated model: :func:`summarize`'s figures, then what
+    :func:`tasks.release.evaluate.run.compute_metrics` and ``write_metrics`` add (the model, the
+    questions' source, judges, sub-causes, spans, labels). Files written by older versions may
+    lack keys, so readers use ``.get`` for the later ones."""
+
+    n_answers: int
+    n_main_questions_scored: int
+    unparseable: int
+    errors: int
+    extraction: dict[str, int]
+    headline_variant: str
+    react: dict[str, Any]
+    complete: bool
+    completeness: dict[str, Any]
+    accuracy: dict[str, list[dict[str, Any]]]
+    mc_cyclic: dict[str, list[dict[str, Any]]]
+    hallu_rate: dict[str, list[dict[str, Any]]]
+    by_editor: list[dict[str, Any]]
+    ablation: list[dict[str, Any]]
+    beaf: dict[str, dict[str, Any]]
+    model: dict[str, str]
+    questions_source: str
+    unverified: bool
+    judges: dict[str, int]
+    subcauses: dict[str, Any]
+    subcauses_by_editor: list[dict[str, Any]]
+    spans: dict[str, Any]
+    oracle: bool
+    blind: bool
+    label: str | None
+
+
 def benchmark_weights(rows: Sequence[Row]) -> dict[str, float]:
     """React-Score weights (``TaskSpec.weight``) of the tasks the evaluated items belong to, in
     benchmark order: every answer row counts (errors, controls, BEAF too), so a task whose main
@@ -36,7 +69,7 @@ def benchmark_weights(rows: Sequence[Row]) -> dict[str, float]:
     return {t: spec.weight for t, spec in specs.items() if t in present}
 
 
-def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -> dict[str, Any]:
+def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -> Metrics:
     """Every metric of one evaluated model, as a JSON-ready dict (what ``metrics.json`` holds).
 
     The headline (React-Score, HalluRate, accuracies) uses the targeted items of every editor;
@@ -54,7 +87,7 @@ def summarize(rows: Sequence[Row], weights: Mapping[str, float] | None = None) -
     control_questions = [r for r in targeted if r.get("question_set") == "control"]
     head = headline(targeted, weights)
     comp = completeness(all_rows)
-    out: dict[str, Any] = {
+    out: Metrics = {
         "n_answers": len(all_rows),
         "n_main_questions_scored": head["n_main_questions_scored"],
         "unparseable": sum(1 for r in rows if r.get("status") == "unparseable"),

@@ -9,8 +9,10 @@ from typing import Any
 import yaml
 
 from storage.task_spec import all_tasks, task_order
+from tasks.release.export.content import EditorStat, ReleaseContent
 from tasks.release.export.hf import configs_yaml
 from tasks.release.export.licences import licence_warnings
+from tasks.release.export.rows import ReleaseRow
 
 SOURCES = {
     "visual_genome": (
@@ -45,14 +47,14 @@ def _order(tasks: list[str]) -> list[str]:
     return sorted(tasks, key=task_order)
 
 
-def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verified: bool) -> list[dict[str, Any]]:
+def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verified: bool) -> list[EditorStat]:
     """Per editor: edits made, auto-QC pass rate, (verified builds) human acceptance of the passed
     ones, and the licence of its weights (editors/licences.py). Unedited items (dense counting's
     ``none`` rows) are no editor's and are left out."""
     from editors.registry import editor_licence
     from tasks.stages.edit import NO_EDITOR
 
-    out = []
+    out: list[EditorStat] = []
     for ed in sorted({e["editor"] for e in edits_all} - {NO_EDITOR}):
         mine = [e for e in edits_all if e["editor"] == ed]
         passed = [e for e in mine if e["status"] == "ok"]
@@ -78,12 +80,10 @@ def editor_stats(edits_all: list[dict[str, Any]], kept_edit_ids: set[str], verif
 
 
 def render_card(
-    name: str,
-    rows: list[dict[str, Any]],
-    editors: list[dict[str, Any]],
+    content: ReleaseContent,
     mllm_ids: list[str],
     config_text: str | None,
-    verified: bool,
+    *,
     vlmevalkit: bool = False,
     health: dict[str, Any] | None = None,
     extra_header: dict[str, Any] | None = None,
@@ -92,30 +92,77 @@ def render_card(
     ``vlmevalkit``: the release holds the VLMEvalKit files, so the card says how to score them;
     ``health``: the release's health figures (``tasks.release.health``), summarised in a section;
     ``extra_header``: keys added to (or replacing) the header's (``tasks.release.export.front_matter``)."""
+    rows = content.rows
     tasks = _order(sorted({r["task"] for r in rows}))
-    sources = sorted({r["source"] for r in rows if r.get("source")})
+    released = Counter(ed for ed, _ in {(r.get("editor"), r["edit_id"]) for r in rows})
+    lines = _header_lines(content, tasks, extra_header)
+    lines += _intro_lines(content.editors, released, tasks)
+    lines += _count_lines(rows, tasks)
+    if health:
+        from tasks.release.health.figures import health_card_lines
+
+        lines += ["", *health_card_lines(health)]
+    lines += FIELD_LINES
+    lines += _source_lines(sorted({r["source"] for r in rows if r.get("source")}))
+    lines += _editor_lines(content.editors, released)
+    lines += ["", "## Models used to build it", ""]
+    lines += [f"- `{m}`" for m in mllm_ids] or ["- (not recorded)"]
+    lines += ["", "## Build configuration", ""]
+    if config_text:
+        lines += ["```yaml", config_text.rstrip(), "```"]
+    else:
+        lines.append("(no config.yaml in the run directory)")
+    lines += _loading_lines(tasks)
+    if vlmevalkit:
+        from tasks.release.export.vlmevalkit import card_lines
+
+        lines += card_lines()
+    return "\n".join(lines)
+
+
+FIELD_LINES = [
+    "",
+    "## Fields",
+    "",
+    "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
+    "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
+    "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
+    "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
+    "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.",
+    "",
+]
+
+
+def _header_lines(content: ReleaseContent, tasks: list[str], extra_header: dict[str, Any] | None) -> list[str]:
+    """The YAML front matter, the title and (unverified builds) the warning under it."""
     header = {
-        "pretty_name": name,
+        "pretty_name": content.name,
         "license": "other",
         "task_categories": ["visual-question-answering"],
         "language": ["en"],
-        "tags": ["hallucination", "multimodal", "benchmark", "reactbench"] + ([] if verified else ["unverified"]),
-        "size_categories": [_size_category(len(rows))],
+        "tags": ["hallucination", "multimodal", "benchmark", "reactbench"]
+        + ([] if content.verified else ["unverified"]),
+        "size_categories": [_size_category(len(content.rows))],
         "configs": configs_yaml(tasks),
     }
     header.update(extra_header or {})
-    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {name}", ""]
-    if not verified:
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {content.name}", ""]
+    if not content.verified:
         lines += [
             "> **UNVERIFIED BUILD.** These questions come straight from the automatic pipeline",
             "> (`qa/questions`); no human has checked the edits or the questions yet. Do not report",
             "> numbers on this release as benchmark results.",
             "",
         ]
-    released = Counter(ed for ed, _ in {(r.get("editor"), r["edit_id"]) for r in rows})
+    return lines
+
+
+def _intro_lines(editors: list[EditorStat], released: Counter[str | None], tasks: list[str]) -> list[str]:
+    """The editor-licence warning (when a weight licence restricts use), the summary and the tasks."""
     warnings = licence_warnings(
         [(e["editor"], e["name"], e["licence"], released.get(e["editor"], 0)) for e in editors]
     )
+    lines: list[str] = []
     if warnings:
         lines += [
             "> **EDITOR LICENCES.** Some images in this release were drawn by models whose weights restrict their use:"
@@ -130,8 +177,12 @@ def render_card(
         "## Tasks",
         "",
     ]
-    lines += [f"- `{t}`: {task_text(t)}" for t in tasks]
-    lines += [
+    return lines + [f"- `{t}`: {task_text(t)}" for t in tasks]
+
+
+def _count_lines(rows: list[ReleaseRow], tasks: list[str]) -> list[str]:
+    """The counts table: edits, questions, question types and sets per task, and the total."""
+    lines = [
         "",
         "## Counts",
         "",
@@ -147,27 +198,21 @@ def render_card(
             f"| {t} | {edits} | {len(mine)} | {qt['YN']} | {qt['MC']} | {qt['SA']} | {qs['main']} | {qs['control']} | {qs['beaf']} |"
         )
     lines.append(f"| **total** | {len({r['edit_id'] for r in rows})} | {len(rows)} | | | | | | |")
-    if health:
-        from tasks.release.health.figures import health_card_lines
+    return lines
 
-        lines += ["", *health_card_lines(health)]
-    lines += [
-        "",
-        "## Fields",
-        "",
-        "`question`, `options` (MC, in presented order), `answer` (Yes/No, an option letter, or text),",
-        "`answer_text` (the answer in words), `images` (1 image, or 2 for before/after pairs), `rubric` (JSON: the",
-        "facts a judge needs for short answers), `prior_terms` (what a hallucinating answer falls back on: the erased",
-        "object or the original attribute; the judge needs them), `question_set` (main / control / beaf), `qid`, `qtype`, `dimension`,",
-        "`rotation` (cyclic MC rotation), `editor`, `variant` (targeted / control), `source`, `source_image_id`.",
-        "",
-    ]
-    lines += ["## Sources and licenses", ""]
+
+def _source_lines(sources: list[str]) -> list[str]:
+    """Each source dataset released from, with its licence."""
+    lines = ["## Sources and licenses", ""]
     for s in sources:
         desc, lic = SOURCES.get(s, (s, "see the source's terms"))
         lines.append(f"- **{s}**: {desc} {lic}")
-    lines += ["- Edited images are derivatives of the source images and inherit their terms.", ""]
-    lines += [
+    return lines + ["- Edited images are derivatives of the source images and inherit their terms.", ""]
+
+
+def _editor_lines(editors: list[EditorStat], released: Counter[str | None]) -> list[str]:
+    """The editors table (edits, released, auto-QC and human acceptance, licence, parameters)."""
+    lines = [
         "## Editors",
         "",
         "| editor | edits | in this release | auto-QC pass % | human acceptance % | licence of its weights | parameters |",
@@ -182,14 +227,12 @@ def render_card(
         lines.append(
             f"\n{released['none']} item(s) of tasks that edit nothing (dense counting) show their source image unedited."
         )
-    lines += ["", "## Models used to build it", ""]
-    lines += [f"- `{m}`" for m in mllm_ids] or ["- (not recorded)"]
-    lines += ["", "## Build configuration", ""]
-    if config_text:
-        lines += ["```yaml", config_text.rstrip(), "```"]
-    else:
-        lines.append("(no config.yaml in the run directory)")
-    lines += [
+    return lines
+
+
+def _loading_lines(tasks: list[str]) -> list[str]:
+    """How to load the release with ``datasets``."""
+    return [
         "",
         "## Loading",
         "",
@@ -201,11 +244,6 @@ def render_card(
         "```",
         "",
     ]
-    if vlmevalkit:
-        from tasks.release.export.vlmevalkit import card_lines
-
-        lines += card_lines()
-    return "\n".join(lines)
 
 
 def _size_category(n: int) -> str:

@@ -19,17 +19,18 @@ import datetime as _dt
 import json
 import posixpath
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from storage.fs import RunFS
 from storage.hashing import sha256_file
 from storage.task_spec import task_order
 from tasks.release.export.canary import canary_string
+from tasks.release.export.content import EditorStat, ReleaseContent
 from tasks.release.export.datasheet import DatasheetConfig, empty_fields
 from tasks.release.export.front_matter import SOURCE_LICENCES, licence_rollup
 from tasks.release.export.hf import data_file
 from tasks.release.export.provenance import Provenance
+from tasks.release.export.rows import ReleaseRow
 
 FILE = "croissant.json"
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
@@ -184,103 +185,12 @@ def _sentence_list(items: list[str]) -> str:
     return "; ".join(items)
 
 
-def rai_fields(
-    prov: Provenance,
-    config: Any,
-    sheet: DatasheetConfig,
-    rows: list[dict[str, Any]],
-    editors: list[dict[str, Any]],
-    verified: bool,
-    measured_biases: Sequence[str] = (),
-) -> dict[str, Any]:
+def rai_fields(prov: Provenance, config: Any, content: ReleaseContent) -> dict[str, Any]:
     """The ``rai:`` properties, each from the run's records or the datasheet (``NOT_STATED`` when
     neither has it)."""
-    from tasks.release.export.card import SOURCES
-
-    used = sorted({r["source"] for r in rows if r.get("source")})
-    raw = []
-    for s in used:
-        desc, lic = SOURCES.get(s, (s, "see the source's terms"))
-        info = prov.sources.get(s) or {}
-        files = ", ".join(f"{f} ({fp})" for f, fp in sorted(info.get("files", {}).items())) or "not recorded"
-        counts = ", ".join(
-            f"{k}={v}" for k, v in sorted((info.get("counts") or {}).items()) if not isinstance(v, dict)
-        )
-        raw.append(f"{desc} {lic} Files read: {files}." + (f" Read: {counts}." if counts else ""))
-    released = Counter(r["source"] for r in rows if r.get("source"))
+    sheet: DatasheetConfig = config.datasheet
     times = sorted(prov.stage_times.values())
-    mine = config.mine.model_dump(mode="json")
-    preprocessing = [
-        f"Mining (`mine`): tasks {', '.join(mine.get('tasks') or [])}; thresholds and caps per task: "
-        + json.dumps({t: mine[t] for t in mine.get("tasks") or [] if t in mine}, sort_keys=True),
-        "Candidates whose annotations fail a task's checks (size range, co-occurrence threshold, caps) are rejected with a reason in mine/rejects.",
-        f"Questions: multiple choice in `{config.qa.mc_mode}` mode"
-        + (" (every cyclic rotation of the options released)" if config.qa.mc_mode == "cyclic" else "")
-        + f", BEAF-style before/after questions {'on' if config.qa.beaf else 'off'}.",
-    ]
-    manipulation = []
-    for e in editors:
-        manipulation.append(
-            f"editor {e['editor']} ({e['name']}): {e['edits']} edits, auto-QC pass {e['auto_qc_pass_rate']}%, "
-            f"weights licence {e['licence'].label}, parameters {json.dumps(e['params'])}"
-        )
-    tools = [f"{model} with prompt {name} v{version}" for model, name, version in prov.prompts] or [
-        f"{config.mllm.backend}:{config.mllm.model} (no prompt rows recorded)"
-    ]
-    review = prov.review
-    if verified and review is not None:
-        stages = sorted(review.per_item)
-        protocol = [
-            f"Human review in the reactbench review app: every edit is checked (edit stage: is the change made, "
-            f"nothing else altered) and then its questions (qa stage: is each question valid, is its gold right); "
-            f"{review.k} annotation(s) required per item (review.k), disagreements adjudicated.",
-            "Only edits accepted at both stages are released, with the questions reviewers did not mark invalid.",
-        ]
-        per_item = ", ".join(
-            f"{s}: {v['mean']:.2f} (min {v['min']}, max {v['max']})" for s, v in sorted(review.per_item.items())
-        )
-        analysis = [
-            f"{s} stage: decisions {dict(sorted(review.decisions.get(s, Counter()).items()))}, "
-            f"{review.adjudicated.get(s, 0)} adjudicated, Fleiss' kappa "
-            + (
-                f"{review.fleiss[s]:.3f} over {review.multi_items[s]} items with several reviewers"
-                if review.fleiss.get(s) is not None
-                else "not defined (no item has two or more reviewers)"
-            )
-            for s in stages
-        ] or ["No decision trail recorded in review/verified_edits."]
-        analysis.append(
-            f"{review.annotators} pseudonymised annotator(s); decisions from {review.first} to {review.last}."
-        )
-        platform = [
-            "reactbench review app (FastAPI, review queue on SQLite or PostgreSQL; Label Studio import/export)"
-        ]
-        per_item_text = f"{review.k} required per item (review.k); recorded per released item: {per_item or 'none'}"
-    else:
-        protocol = [
-            "UNVERIFIED release: no human has reviewed these items; questions and gold answers come from the automatic pipeline."
-        ]
-        analysis = ["No human review: no agreement figures."]
-        platform = ["none (automatic pipeline only)"]
-        per_item_text = "0 human annotations per item (unverified release)"
-    biases = [
-        "Images come from "
-        + ", ".join(f"{s} ({n} released questions)" for s, n in sorted(released.items()))
-        + ": they inherit those datasets' sampling (mostly Flickr photographs of everyday scenes, English object names).",
-        "Questions target objects and attributes frequent enough in the source annotations to form a prior "
-        "(mining thresholds above), so rare categories are under-represented by design.",
-    ]
-    biases += measured_biases
-    if sheet.biases:
-        biases.append(sheet.biases)
-    limitations = [
-        "Edited images are machine-drawn; auto-QC and review reduce but do not remove artefacts a model could exploit.",
-        "Questions are rendered from templates in English only.",
-    ]
-    if not verified:
-        limitations.insert(0, "UNVERIFIED: not human-reviewed; do not report results on it as benchmark numbers.")
-    if sheet.limitations:
-        limitations.append(sheet.limitations)
+    review = _review_fields(prov, content.verified)
 
     def author(key: str) -> str:
         return (getattr(sheet, key) or "").strip() or NOT_STATED.format(key=key)
@@ -291,17 +201,18 @@ def rai_fields(
             "where a prior (co-occurrence, typical attribute, count) can be tested, and edited so that the prior is wrong."
         ),
         "rai:dataCollectionType": ["Secondary Data Analysis", "Synthetic Data"],
-        "rai:dataCollectionRawData": " ".join(raw) or "No source rows released.",
+        "rai:dataCollectionRawData": " ".join(_raw_data(prov, content.rows)) or "No source rows released.",
         "rai:dataCollectionMissingData": "Items whose image is missing from the run's image store are not released (export/rejects, reason image_missing).",
-        "rai:dataPreprocessingProtocol": preprocessing,
-        "rai:dataManipulationProtocol": " | ".join(manipulation) or "No edits (dense counting only).",
-        "rai:machineAnnotationTools": tools,
-        "rai:dataAnnotationProtocol": protocol,
-        "rai:dataAnnotationPlatform": platform,
-        "rai:annotationsPerItem": per_item_text,
-        "rai:dataAnnotationAnalysis": analysis,
-        "rai:dataBiases": biases,
-        "rai:dataLimitations": limitations,
+        "rai:dataPreprocessingProtocol": _preprocessing(config),
+        "rai:dataManipulationProtocol": " | ".join(_manipulation(content.editors))
+        or "No edits (dense counting only).",
+        "rai:machineAnnotationTools": [
+            f"{model} with prompt {name} v{version}" for model, name, version in prov.prompts
+        ]
+        or [f"{config.mllm.backend}:{config.mllm.model} (no prompt rows recorded)"],
+        **review,
+        "rai:dataBiases": _biases(content, sheet),
+        "rai:dataLimitations": _limitations(content.verified, sheet),
         "rai:dataUseCases": [author("intended_use")],
         "rai:dataSocialImpact": author("social_impact"),
         "rai:personalSensitiveInformation": [author("personal_sensitive_information")],
@@ -312,6 +223,115 @@ def rai_fields(
     if sheet.annotator_demographics:
         out["rai:annotatorDemographics"] = [sheet.annotator_demographics]
     return out
+
+
+def _raw_data(prov: Provenance, rows: list[ReleaseRow]) -> list[str]:
+    """Per source released from: what it is, its licence, the files read and the counts read."""
+    from tasks.release.export.card import SOURCES
+
+    raw = []
+    for s in sorted({r["source"] for r in rows if r.get("source")}):
+        desc, lic = SOURCES.get(s, (s, "see the source's terms"))
+        info = prov.sources.get(s) or {}
+        files = ", ".join(f"{f} ({fp})" for f, fp in sorted(info.get("files", {}).items())) or "not recorded"
+        counts = ", ".join(
+            f"{k}={v}" for k, v in sorted((info.get("counts") or {}).items()) if not isinstance(v, dict)
+        )
+        raw.append(f"{desc} {lic} Files read: {files}." + (f" Read: {counts}." if counts else ""))
+    return raw
+
+
+def _preprocessing(config: Any) -> list[str]:
+    """The mining settings and the question modes, from the run config."""
+    mine = config.mine.model_dump(mode="json")
+    return [
+        f"Mining (`mine`): tasks {', '.join(mine.get('tasks') or [])}; thresholds and caps per task: "
+        + json.dumps({t: mine[t] for t in mine.get("tasks") or [] if t in mine}, sort_keys=True),
+        "Candidates whose annotations fail a task's checks (size range, co-occurrence threshold, caps) are rejected with a reason in mine/rejects.",
+        f"Questions: multiple choice in `{config.qa.mc_mode}` mode"
+        + (" (every cyclic rotation of the options released)" if config.qa.mc_mode == "cyclic" else "")
+        + f", BEAF-style before/after questions {'on' if config.qa.beaf else 'off'}.",
+    ]
+
+
+def _manipulation(editors: list[EditorStat]) -> list[str]:
+    """One line per editor: edits, auto-QC pass rate, weights licence, parameters."""
+    return [
+        f"editor {e['editor']} ({e['name']}): {e['edits']} edits, auto-QC pass {e['auto_qc_pass_rate']}%, "
+        f"weights licence {e['licence'].label}, parameters {json.dumps(e['params'])}"
+        for e in editors
+    ]
+
+
+def _review_fields(prov: Provenance, verified: bool) -> dict[str, Any]:
+    """The annotation fields: the review's protocol, agreement and platform (or their absence)."""
+    review = prov.review
+    if not verified or review is None:
+        return {
+            "rai:dataAnnotationProtocol": [
+                "UNVERIFIED release: no human has reviewed these items; questions and gold answers come from the automatic pipeline."
+            ],
+            "rai:dataAnnotationPlatform": ["none (automatic pipeline only)"],
+            "rai:annotationsPerItem": "0 human annotations per item (unverified release)",
+            "rai:dataAnnotationAnalysis": ["No human review: no agreement figures."],
+        }
+    protocol = [
+        f"Human review in the reactbench review app: every edit is checked (edit stage: is the change made, "
+        f"nothing else altered) and then its questions (qa stage: is each question valid, is its gold right); "
+        f"{review.k} annotation(s) required per item (review.k), disagreements adjudicated.",
+        "Only edits accepted at both stages are released, with the questions reviewers did not mark invalid.",
+    ]
+    per_item = ", ".join(
+        f"{s}: {v['mean']:.2f} (min {v['min']}, max {v['max']})" for s, v in sorted(review.per_item.items())
+    )
+    analysis = [
+        f"{s} stage: decisions {dict(sorted(review.decisions.get(s, Counter()).items()))}, "
+        f"{review.adjudicated.get(s, 0)} adjudicated, Fleiss' kappa "
+        + (
+            f"{review.fleiss[s]:.3f} over {review.multi_items[s]} items with several reviewers"
+            if review.fleiss.get(s) is not None
+            else "not defined (no item has two or more reviewers)"
+        )
+        for s in sorted(review.per_item)
+    ] or ["No decision trail recorded in review/verified_edits."]
+    analysis.append(f"{review.annotators} pseudonymised annotator(s); decisions from {review.first} to {review.last}.")
+    return {
+        "rai:dataAnnotationProtocol": protocol,
+        "rai:dataAnnotationPlatform": [
+            "reactbench review app (FastAPI, review queue on SQLite or PostgreSQL; Label Studio import/export)"
+        ],
+        "rai:annotationsPerItem": f"{review.k} required per item (review.k); recorded per released item: {per_item or 'none'}",
+        "rai:dataAnnotationAnalysis": analysis,
+    }
+
+
+def _biases(content: ReleaseContent, sheet: DatasheetConfig) -> list[str]:
+    """The sources' sampling, the mining's design, the measured figures and the datasheet's word."""
+    released = Counter(r["source"] for r in content.rows if r.get("source"))
+    biases = [
+        "Images come from "
+        + ", ".join(f"{s} ({n} released questions)" for s, n in sorted(released.items()))
+        + ": they inherit those datasets' sampling (mostly Flickr photographs of everyday scenes, English object names).",
+        "Questions target objects and attributes frequent enough in the source annotations to form a prior "
+        "(mining thresholds above), so rare categories are under-represented by design.",
+    ]
+    biases += content.measured_biases
+    if sheet.biases:
+        biases.append(sheet.biases)
+    return biases
+
+
+def _limitations(verified: bool, sheet: DatasheetConfig) -> list[str]:
+    """What the release cannot do, first of all (unverified builds) be reported as benchmark numbers."""
+    limitations = [
+        "Edited images are machine-drawn; auto-QC and review reduce but do not remove artefacts a model could exploit.",
+        "Questions are rendered from templates in English only.",
+    ]
+    if not verified:
+        limitations.insert(0, "UNVERIFIED: not human-reviewed; do not report results on it as benchmark numbers.")
+    if sheet.limitations:
+        limitations.append(sheet.limitations)
+    return limitations
 
 
 def _cite(name: str, version: str, sheet: DatasheetConfig, year: int) -> str:
@@ -325,20 +345,16 @@ def _cite(name: str, version: str, sheet: DatasheetConfig, year: int) -> str:
 def build_croissant(
     out: RunFS,
     files: list[str],
-    rows: list[dict[str, Any]],
     prov: Provenance,
     config: Any,
+    content: ReleaseContent,
     *,
-    name: str,
     version: str,
-    guid: str,
-    editors: list[dict[str, Any]],
-    verified: bool,
-    measured_biases: Sequence[str] = (),
     published: _dt.date | None = None,
 ) -> dict[str, Any]:
     """The JSON-LD document (``files``: the release files already in ``out``, Croissant not among them)."""
     sheet: DatasheetConfig = config.datasheet
+    name, rows, guid = content.name, content.rows, content.guid
     tasks = sorted({r["task"] for r in rows}, key=task_order)
     published = published or _dt.date.fromisoformat(
         (max(prov.stage_times.values()) if prov.stage_times else _dt.date.today().isoformat())[:10]
@@ -348,7 +364,7 @@ def build_croissant(
         f"A cause-driven multimodal-hallucination benchmark built with reactbench-pipeline: real annotated images are "
         f"edited so that a model relying on priors rather than on the pixels answers wrongly. {len(rows)} questions over "
         f"{len(tasks)} task(s)"
-        + ("" if verified else " (UNVERIFIED build: not human-reviewed)")
+        + ("" if content.verified else " (UNVERIFIED build: not human-reviewed)")
         + ". "
         + canary_string(guid)
     )
@@ -356,7 +372,7 @@ def build_croissant(
         record_set(t, {"fileObject": {"@id": _file_id(data_file(t))}}, f"Task {t} ({counts[t]} questions).")
         for t in tasks
     ]
-    rollup = licence_rollup(sorted({r["source"] for r in rows if r.get("source")}), editors)
+    rollup = licence_rollup(sorted({r["source"] for r in rows if r.get("source")}), content.editors)
     doc: dict[str, Any] = {
         "@context": _context(),
         "@type": "sc:Dataset",
@@ -396,7 +412,7 @@ def build_croissant(
     }
     if sheet.url:  # no made-up address: an empty datasheet.url is named in the export's warnings
         doc["url"] = sheet.url
-    doc.update(rai_fields(prov, config, sheet, rows, editors, verified, measured_biases))
+    doc.update(rai_fields(prov, config, content))
     return doc
 
 

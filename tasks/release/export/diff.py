@@ -21,13 +21,24 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from storage.fs import RunFS
 from tasks.release.export.seal import MANIFEST, read_release
-from tasks.release.export.versions import CONTENT, INDEX, item_entry, read_index_text
+from tasks.release.export.versions import CONTENT, INDEX, ItemEntry, item_entry, read_index_text
 
 KINDS = ("added", "removed", "changed")
+
+
+class ItemChange(TypedDict):
+    """One item added, removed or changed between two releases, and why."""
+
+    id: str
+    change: str  # one of KINDS
+    task: str | None
+    qtype: str | None
+    reason: str
+    detail: str
 
 
 @dataclass
@@ -36,7 +47,7 @@ class Release:
 
     url: str
     version: str | None
-    items: dict[str, dict[str, Any]]
+    items: dict[str, ItemEntry]
     dropped: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -48,7 +59,7 @@ class Release:
 class ReleaseDiff:
     old: Release
     new: Release
-    changes: list[dict[str, Any]]  # {id, change, task, qtype, reason}
+    changes: list[ItemChange]
 
     def summary(self) -> dict[str, int]:
         counts = Counter(c["change"] for c in self.changes)
@@ -87,7 +98,7 @@ def load_release(url: str) -> Release:
     manifest = read_release(folder)
     if manifest is None:
         raise ValueError(f"{folder.path(MANIFEST)}: not found or unreadable: {url} is not a reactbench release")
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, ItemEntry] = {}
     dropped: dict[str, str] = {}
     if folder.exists(INDEX):
         for e in read_index_text(folder.read_text(INDEX), folder.path(INDEX)):
@@ -113,7 +124,7 @@ def _parquet_rows(folder: RunFS, manifest: dict[str, Any]) -> Iterator[dict[str,
                     yield row
 
 
-def _slot(e: dict[str, Any]) -> tuple:
+def _slot(e: ItemEntry) -> tuple:
     """Where an item sits: the same slot in both releases under another id means it was made again."""
     return tuple(
         e.get(k)
@@ -121,7 +132,7 @@ def _slot(e: dict[str, Any]) -> tuple:
     )
 
 
-def _image(e: dict[str, Any]) -> tuple:
+def _image(e: ItemEntry) -> tuple:
     return (e.get("source"), e.get("source_image_id"))
 
 
@@ -135,9 +146,9 @@ def diff_releases(old: Release, new: Release) -> ReleaseDiff:
     new_images = {_image(e) for e in new.items.values()}
     added_slots = {_slot(e): e for e in added}
     removed_slots = {_slot(e): e for e in removed}
-    changes: list[dict[str, Any]] = []
+    changes: list[ItemChange] = []
 
-    def note(e: dict[str, Any], change: str, reason: str, detail: str = "") -> None:
+    def note(e: ItemEntry, change: str, reason: str, detail: str = "") -> None:
         changes.append(
             {
                 "id": e["id"],
@@ -180,11 +191,11 @@ def diff_releases(old: Release, new: Release) -> ReleaseDiff:
     return ReleaseDiff(old, new, changes)
 
 
-def _image_name(e: dict[str, Any]) -> str:
+def _image_name(e: ItemEntry) -> str:
     return f"{e.get('source')} image {e.get('source_image_id')}"
 
 
-def _remade(old: dict[str, Any], new: dict[str, Any]) -> str:
+def _remade(old: ItemEntry, new: ItemEntry) -> str:
     if old.get("edit_id") != new.get("edit_id"):
         return "edit made again (instruction or editor settings changed)"
     return "question made again (question template changed)"

@@ -28,13 +28,14 @@ from tasks.engine.intact import require_intact
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.canary import canary_guid, canary_string
 from tasks.release.export.card import editor_stats, render_card
+from tasks.release.export.content import ReleaseContent
 from tasks.release.export.datasheet import DEFAULT_NAME
 from tasks.release.export.diff import Release, changelog, diff_releases, load_release
 from tasks.release.export.front_matter import front_matter
 from tasks.release.export.hf import data_file, row_groups, task_parquet
 from tasks.release.export.lmms_eval import hub_source, write_lmms_eval
 from tasks.release.export.metadata import write_metadata
-from tasks.release.export.rows import image_rels, release_row, with_bytes
+from tasks.release.export.rows import ReleaseRow, image_rels, release_row, with_bytes
 from tasks.release.export.seal import MANIFEST, check_target, recover, release_lock, sealed_release
 from tasks.release.export.versions import CHANGELOG, card_lines, check_version, item_entry, not_released, write_index
 from tasks.release.export.vlmevalkit import write_vlmevalkit
@@ -71,17 +72,44 @@ def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
     return sorted(ids)
 
 
+@dataclass(frozen=True)
+class ExportOptions:
+    """The choices of one export (the CLI's flags), carried together from the CLI to the writers.
+
+    ``unverified``: release ``qa/questions`` unreviewed (labelled so); ``vlmevalkit`` / ``lmms_eval``:
+    add those formats' files; ``name``: the release's name when ``datasheet.name`` is empty;
+    ``replace``: allow replacing a release with tasks or formats this one lacks; ``strict``: refuse
+    a build over a ``health:`` threshold."""
+
+    unverified: bool = False
+    vlmevalkit: bool = False
+    lmms_eval: bool = False
+    name: str = DEFAULT_NAME
+    replace: bool = False
+    strict: bool = False
+
+
+@dataclass
+class _Planned:
+    """What the export read and decided before writing anything: the released rows' row groups per
+    task, the image sizes, the edits kept, the items not released (id -> why), the health figures,
+    the release's name and its canary GUID."""
+
+    plan: dict[str, list[list[ReleaseRow]]]
+    sizes: dict[str, int]
+    kept_edits: dict[str, dict[str, Any]]
+    dropped: dict[str, str]
+    health: dict[str, Any]
+    name: str
+    guid: str
+
+
 def export_benchmark(
     run: RunFS,
     out: RunFS,
     config: Any,
+    options: ExportOptions = ExportOptions(),
     *,
-    unverified: bool = False,
-    vlmevalkit: bool = False,
-    lmms_eval: bool = False,
-    name: str = DEFAULT_NAME,
-    replace: bool = False,
-    strict: bool = False,
     progress: StepProgress = no_progress,
     previous: str | None = None,
 ) -> ExportSummary:
@@ -94,11 +122,11 @@ def export_benchmark(
     in ``<run>/export/rejects/`` (reason ``image_missing``) and the card counts only what shipped.
     ``out`` is resolved first (``storage.run_dirs``): one that is, holds or lies inside a run directory
     raises :class:`storage.run_dirs.InsideRunDir`. ``out`` holding anything but an older version of
-    this release (or a release with tasks or formats this one lacks, which ``replace`` allows)
+    this release (or a release with tasks or formats this one lacks, which ``options.replace`` allows)
     raises :class:`tasks.release.export.seal.ReleaseRefused`.
     ``progress`` sees the steps ``read`` (questions), ``write`` (rows) and ``seal`` (bytes hashed).
-    The health figures (``tasks.release.health``) go into the card; ``strict`` refuses a build over
-    a ``health:`` threshold (:class:`tasks.release.health.gate.HealthRefused`, before anything is
+    The health figures (``tasks.release.health``) go into the card; ``options.strict`` refuses a build
+    over a ``health:`` threshold (:class:`tasks.release.health.gate.HealthRefused`, before anything is
     written), else the figures over one are returned as ``health_warnings``.
     The release's version is ``config.export.version``; ``previous`` (a release folder or URL, read
     before anything is written, so it may be ``out`` itself) adds ``CHANGELOG.md``: the diff from it.
@@ -109,46 +137,29 @@ def export_benchmark(
     out = refuse_release_target(out, run)  # resolved: never a run directory, nor inside or above one
     with release_lock(out):  # one writer of the release at a time
         recover(out)  # what a killed export left: the old release put back, temporary folders removed
-        check_target(out, replace)  # before the work: a folder that is no release is refused at once
-        return _export_locked(
-            run,
-            out,
-            config,
-            unverified=unverified,
-            vlmevalkit=vlmevalkit,
-            lmms_eval=lmms_eval,
-            name=name,
-            replace=replace,
-            strict=strict,
-            progress=progress,
-            previous=old,
-        )
+        check_target(out, options.replace)  # before the work: a folder that is no release is refused at once
+        return _export_locked(run, out, config, options, progress, old)
 
 
 def _export_locked(
     run: RunFS,
     out: RunFS,
     config: Any,
-    *,
-    unverified: bool,
-    vlmevalkit: bool,
-    lmms_eval: bool,
-    name: str,
-    replace: bool,
-    strict: bool,
+    options: ExportOptions,
     progress: StepProgress,
     previous: Release | None = None,
 ) -> ExportSummary:
     """The export proper, once ``out`` (resolved) is locked, recovered and checked."""
+    unverified = options.unverified
     progress("read", 0, None)
     require_intact(run, READS)  # every stage it reads, verified or not: sizes and sha256
-    name = config.datasheet.name or name
+    name = config.datasheet.name or options.name
     guid = canary_guid(name, config.datasheet.canary_guid)
     questions, kept_edits = read_inputs(run, unverified)
-    health = release_health(run, config, unverified, strict)  # refuses (strict) before anything is written
+    health = release_health(run, config, unverified, options.strict)  # refuses (strict) before anything is written
     annotations = edit_annotations(questions, kept_edits)
     sizes = ImageStore(run).sizes()
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[str, list[ReleaseRow]] = defaultdict(list)
     rejects: list[dict[str, Any]] = []
     for q in questions:
         missing = [rel for rel in q["images"] if rel not in sizes]
@@ -176,29 +187,11 @@ def _export_locked(
         "rejected": len(rejects),
         "version": config.export.version,
     }
-    warnings: list[str] = []
     released = {r["id"] for rows in by_task.values() for r in rows}
     dropped = not_released(run, released, unverified, rejects)
-    with sealed_release(out, replace=replace, extra=extra, progress=progress) as stage:
-        files = _write_release(
-            run,
-            stage,
-            config,
-            plan,
-            sizes,
-            kept_edits,
-            unverified,
-            name,
-            guid,
-            warnings,
-            vlmevalkit=vlmevalkit,
-            lmms_eval=lmms_eval,
-            health=health,
-            progress=progress,
-            dropped=dropped,
-            previous=previous,
-            release_url=out.url,
-        )
+    planned = _Planned(plan, sizes, kept_edits, dropped, health, name, guid)
+    with sealed_release(out, replace=options.replace, extra=extra, progress=progress) as stage:
+        files, warnings = _write_release(run, stage, config, options, planned, progress, previous, out.url)
     # after the swap: a refused or failed export records nothing in the run
     rejects_at = addresses.rejects(STAGE)
     if read_only_reason(run.url) is None:  # a run mounted read-only is exported without a record in it
@@ -215,81 +208,60 @@ def _write_release(
     run: RunFS,
     out: RunFS,
     config: Any,
-    plan: dict[str, list[list[dict[str, Any]]]],
-    sizes: dict[str, int],
-    kept_edits: dict[str, dict[str, Any]],
-    unverified: bool,
-    name: str,
-    guid: str,
-    warnings: list[str],
-    *,
-    vlmevalkit: bool,
-    lmms_eval: bool,
-    health: dict[str, Any],
+    options: ExportOptions,
+    planned: _Planned,
     progress: StepProgress,
-    dropped: dict[str, str] | None = None,
     previous: Release | None = None,
     release_url: str = "",
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """Every file of the release into ``out`` (the staging folder; ``release_url`` is where it goes);
-    returns their paths and adds the metadata's warnings to ``warnings``."""
+    returns their paths and the metadata's warnings."""
     version = config.export.version
+    verified = not options.unverified
+    plan, dropped = planned.plan, planned.dropped
     all_rows = [r for t in sorted(plan) for group in plan[t] for r in group]  # release order, text only
-    files = _write_rows(run, out, plan, sizes, all_rows if vlmevalkit else None, progress, guid, version)
-    files.append(write_index(out, all_rows, dropped or {}))
+    tsv_rows = all_rows if options.vlmevalkit else None
+    files = _write_rows(run, out, plan, planned.sizes, tsv_rows, progress, planned.guid, version)
+    files.append(write_index(out, all_rows, dropped))
     changes = None
     if previous is not None:
-        changes = diff_releases(
-            previous,
-            Release(release_url or out.url, version, {e["id"]: e for e in map(item_entry, all_rows)}, dropped or {}),
-        )
+        entries = {e["id"]: e for e in map(item_entry, all_rows)}
+        changes = diff_releases(previous, Release(release_url or out.url, version, entries, dropped))
         out.write_text_atomic(CHANGELOG, changelog(changes))
         files.append(CHANGELOG)
     edit_reader = addresses.EDITS.reader(run)
-    all_edits = edit_reader.rows() if edit_reader.exists() else list(kept_edits.values())
-    editors = editor_stats(all_edits, set(kept_edits), verified=not unverified)
+    all_edits = edit_reader.rows() if edit_reader.exists() else list(planned.kept_edits.values())
+    editors = editor_stats(all_edits, set(planned.kept_edits), verified=verified)
+    content = ReleaseContent(
+        planned.name, all_rows, editors, verified, planned.guid, [health_biases_text(planned.health)]
+    )
     card = render_card(
-        name,
-        all_rows,
-        editors,
+        content,
         build_mllm_ids(run, config),
         run.read_text(addresses.CONFIG_FILE) if run.exists(addresses.CONFIG_FILE) else None,
-        verified=not unverified,
-        vlmevalkit=vlmevalkit,
-        health=health,
-        extra_header=front_matter(all_rows, editors, not unverified),
+        vlmevalkit=options.vlmevalkit,
+        health=planned.health,
+        extra_header=front_matter(all_rows, editors, verified),
     )
     card += "\n" + "\n".join(
         card_lines(version, previous.label if previous else None, changes.summary() if changes else None)
     )
     out.write_text_atomic("README.md", card)
     files.append("README.md")
-    if lmms_eval:
+    if options.lmms_eval:
         files += write_lmms_eval(
             out, sorted(plan), config.eval.temperature, config.eval.max_tokens, hub_source(config.export)
         )
-    added, warned = write_metadata(
-        run,
-        out,
-        config,
-        files,
-        all_rows,
-        editors,
-        name=name,
-        guid=guid,
-        verified=not unverified,
-        measured_biases=[health_biases_text(health)],
-    )
-    warnings += warned
-    return files + added
+    added, warnings = write_metadata(run, out, config, files, content)
+    return files + added, warnings
 
 
 def _write_rows(
     run: RunFS,
     out: RunFS,
-    plan: dict[str, list[list[dict[str, Any]]]],
+    plan: dict[str, list[list[ReleaseRow]]],
     sizes: dict[str, int],
-    tsv_rows: list[dict[str, Any]] | None,
+    tsv_rows: list[ReleaseRow] | None,
     progress: StepProgress,
     canary: str | None = None,
     version: str | None = None,
@@ -333,7 +305,7 @@ def _write_rows(
     return files
 
 
-def _read_images(run: RunFS, group: list[dict[str, Any]]) -> dict[str, bytes]:
+def _read_images(run: RunFS, group: list[ReleaseRow]) -> dict[str, bytes]:
     """The bytes of a row group's images by image-store path (one concurrent round on an object store)."""
     wanted = sorted({rel for r in group for rel in image_rels(r)})
     blobs = run.read_many(wanted)

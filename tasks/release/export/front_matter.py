@@ -9,7 +9,11 @@ that forbid commercial use or declare no licence, the card keeps its warning lin
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tasks.release.export.content import EditorStat
+    from tasks.release.export.rows import ReleaseRow
 
 # source -> hub licence id, licence URL, commercial use, hub source id, home page
 SOURCE_LICENCES: dict[str, dict[str, Any]] = {
@@ -39,7 +43,7 @@ EDITOR_IDS = {"Apache-2.0": "apache-2.0", "MIT": "mit", "none (no model weights)
 TASK_IDS = {"MC": "multiple-choice-qa", "YN": "visual-question-answering", "SA": "visual-question-answering"}
 
 
-def licence_rollup(sources: list[str], editors: list[dict[str, Any]]) -> dict[str, Any]:
+def licence_rollup(sources: list[str], editors: list[EditorStat]) -> dict[str, Any]:
     """``id`` (hub licence id: the shared one, else ``other``), ``urls`` (Croissant ``license``),
     ``parts`` (one line per source and editor) and ``restricted`` (parts that are non-commercial
     or unknown). ``editors``: ``tasks.release.export.card.editor_stats`` entries with items released."""
@@ -73,7 +77,7 @@ def licence_rollup(sources: list[str], editors: list[dict[str, Any]]) -> dict[st
     }
 
 
-def front_matter(rows: list[dict[str, Any]], editors: list[dict[str, Any]], verified: bool) -> dict[str, Any]:
+def front_matter(rows: list[ReleaseRow], editors: list[EditorStat], verified: bool) -> dict[str, Any]:
     """The header keys the card adds: task ids, size and source datasets, who annotated, and the
     licence roll-up (``license`` plus ``license_name`` / ``license_details`` when it is ``other``)."""
     sources = sorted({r["source"] for r in rows if r.get("source")})

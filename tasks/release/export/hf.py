@@ -27,7 +27,7 @@ from typing import Any
 
 from storage.fs import RunFS
 from storage.task_spec import task_order
-from tasks.release.export.rows import COLUMNS, features, image_rels
+from tasks.release.export.rows import COLUMNS, ReleaseRow, features, image_rels
 
 # Image bytes (each row counting its own) one row group holds at most, unless one set of rows
 # sharing an image is larger: what the export holds in memory at once, and (with pyarrow's
@@ -43,14 +43,14 @@ def data_file(task: str) -> str:
     return f"data/{task}/test-00000-of-00001.parquet"
 
 
-def row_bytes(row: dict[str, Any], sizes: Mapping[str, int]) -> int:
+def row_bytes(row: ReleaseRow, sizes: Mapping[str, int]) -> int:
     """The image bytes a row carries (each of its images counted)."""
     return sum(sizes[rel] for rel in image_rels(row))
 
 
 def row_groups(
-    rows: list[dict[str, Any]], sizes: Mapping[str, int], limit: int = ROW_GROUP_BYTES
-) -> list[list[dict[str, Any]]]:
+    rows: list[ReleaseRow], sizes: Mapping[str, int], limit: int = ROW_GROUP_BYTES
+) -> list[list[ReleaseRow]]:
     """One task's rows in release order, cut into row groups.
 
     Rows that share an image, directly or through other rows (a before/after pair links its two
@@ -74,15 +74,15 @@ def row_groups(
             if a != b:
                 parent[max(a, b)] = min(a, b)
         root(first)
-    sets: dict[str, list[dict[str, Any]]] = {}
+    sets: dict[str, list[ReleaseRow]] = {}
     for r in rows:
         sets.setdefault(root(image_rels(r)[0]), []).append(r)
     ordered = sorted(
         (sorted(members, key=lambda r: (image_rels(r), r["id"])) for members in sets.values()),
         key=lambda m: min(r["id"] for r in m),
     )
-    groups: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
+    groups: list[list[ReleaseRow]] = []
+    current: list[ReleaseRow] = []
     held = 0
     for members in ordered:
         size = sum(row_bytes(r, sizes) for r in members)
@@ -102,7 +102,7 @@ def row_groups(
 
 
 @contextmanager
-def task_parquet(out: RunFS, task: str) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+def task_parquet(out: RunFS, task: str) -> Iterator[Callable[[list[dict[str, object]]], None]]:
     """Open one task's Parquet file in ``out``; yields a function that writes one row group of
     released rows (:func:`tasks.release.export.rows.with_bytes`). The file carries the HF feature
     metadata and appears whole when the block ends."""
@@ -114,7 +114,7 @@ def task_parquet(out: RunFS, task: str) -> Iterator[Callable[[list[dict[str, Any
         writer = pq.ParquetWriter(f, schema, compression="zstd", dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT)
         try:
 
-            def write(rows: list[dict[str, Any]]) -> None:
+            def write(rows: list[dict[str, object]]) -> None:
                 table = pa.Table.from_pydict({c: [r[c] for r in rows] for c in COLUMNS}, schema=schema)
                 writer.write_table(table, row_group_size=max(len(rows), 1))
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -38,6 +39,7 @@ from prompts.eval_prompts import task_text
 from prompts.eval_rules import judge_rule
 from prompts.offline_judge import RULES
 from prompts.spec import TEMPLATE_DIR
+from storage.fs import RunFS
 from storage.task_spec import task_order, task_spec
 from tasks.release.export.hf import data_file
 from tasks.release.export.shipped_scoring import scoring_files
@@ -163,7 +165,7 @@ def all_tasks_yaml(
     )
 
 
-def _source(module: Any) -> str:
+def _source(module: ModuleType) -> str:
     return Path(module.__file__).read_text(encoding="utf-8")
 
 
@@ -339,7 +341,7 @@ for _task, _entry in TASKS.items():
 
 
 def write_lmms_eval(
-    out: Any, tasks: list[str], temperature: float, max_tokens: int, hub: dict[str, str] | None = None
+    out: RunFS, tasks: list[str], temperature: float, max_tokens: int, hub: dict[str, str] | None = None
 ) -> list[str]:
     """Write every lmms-eval file into ``out`` (a RunFS of the release); returns their paths.
     ``hub`` (:func:`hub_source`) points the tasks at the pushed release, pinned to its revision."""

@@ -3,11 +3,11 @@ into every text file, then ``croissant.json`` over the finished files (their sha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from storage.fs import RunFS
 from tasks.release.export.canary import stamp_release
+from tasks.release.export.content import ReleaseContent
 from tasks.release.export.croissant import build_croissant, warnings_for, write_croissant
 from tasks.release.export.provenance import read_provenance
 
@@ -21,34 +21,11 @@ def release_version(config: Any) -> str:
 
 
 def write_metadata(
-    run: RunFS,
-    out: RunFS,
-    config: Any,
-    files: list[str],
-    rows: list[dict[str, Any]],
-    editors: list[dict[str, Any]],
-    *,
-    name: str,
-    guid: str,
-    verified: bool,
-    measured_biases: Sequence[str] = (),
+    run: RunFS, out: RunFS, config: Any, files: list[str], content: ReleaseContent
 ) -> tuple[list[str], list[str]]:
-    """Stamp ``files`` (release paths in ``out``) with the canary and write ``croissant.json``
-    (``measured_biases``: the health figures' sentences for ``rai:dataBiases``); returns the paths
-    added and the warnings (author's fields left empty)."""
-    stamp_release(out, files, guid)
-    prov = read_provenance(run, config, verified)
-    doc = build_croissant(
-        out,
-        files,
-        rows,
-        prov,
-        config,
-        name=name,
-        version=release_version(config),
-        guid=guid,
-        editors=editors,
-        verified=verified,
-        measured_biases=measured_biases,
-    )
+    """Stamp ``files`` (release paths in ``out``) with the canary (``content.guid``) and write
+    ``croissant.json``; returns the paths added and the warnings (author's fields left empty)."""
+    stamp_release(out, files, content.guid)
+    prov = read_provenance(run, config, content.verified)
+    doc = build_croissant(out, files, prov, config, content, version=release_version(config))
     return [write_croissant(out, doc)], warnings_for(config.datasheet)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    import datasets
 
 COLUMNS: tuple[str, ...] = (
     "id",
@@ -37,7 +40,40 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-def features() -> Any:
+class ImageRef(TypedDict):
+    """A released row's image before its bytes are read: its release name and image-store path."""
+
+    path: str
+    rel: str
+
+
+class ReleaseRow(TypedDict):
+    """One released question, text only (the columns of :data:`COLUMNS`; ``images`` as references)."""
+
+    id: str
+    task: str
+    question_set: str
+    qid: str
+    qtype: str
+    dimension: str | None
+    question: str
+    options: list[str]
+    answer: str
+    answer_text: str
+    rotation: int
+    image_role: str | None
+    images: list[ImageRef]
+    rubric: str | None
+    prior_terms: list[str]
+    edit_id: str
+    editor: str
+    variant: str
+    source: str | None
+    source_image_id: str | None
+    verified: bool
+
+
+def features() -> datasets.Features:
     """The ``datasets.Features`` of every config (images as an ``Image`` list)."""
     import datasets
 
@@ -82,7 +118,7 @@ def answer_text(q: dict[str, Any]) -> str:
 
 def release_row(
     q: dict[str, Any], edit: dict[str, Any] | None, verified: bool, prior_terms: list[str] | None = None
-) -> dict[str, Any]:
+) -> ReleaseRow:
     """A question row whose ``images`` name each image (``path``: its content hash, the name the
     release gives it) and where the run's image store holds it (``rel``); no bytes yet.
 
@@ -114,12 +150,12 @@ def release_row(
     }
 
 
-def image_rels(row: dict[str, Any]) -> list[str]:
+def image_rels(row: ReleaseRow) -> list[str]:
     """The image-store paths of a row's images, in order."""
     return [im["rel"] for im in row["images"]]
 
 
-def with_bytes(row: dict[str, Any], blobs: Mapping[str, bytes]) -> dict[str, Any]:
+def with_bytes(row: ReleaseRow, blobs: Mapping[str, bytes]) -> dict[str, object]:
     """The row as released: each image as ``{"bytes", "path"}`` (``datasets.Image``'s storage),
     its bytes taken from ``blobs`` (image-store path -> bytes)."""
     return {**row, "images": [{"bytes": blobs[im["rel"]], "path": im["path"]} for im in row["images"]]}

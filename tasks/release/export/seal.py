@@ -33,12 +33,15 @@ import posixpath
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.fs import RunFS, rm_literal
 from storage.hashing import sha256_file
 from storage.run_lock import RunLock, RunLocked
 from tasks.engine.progress import StepProgress, no_progress
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 MANIFEST = "release_manifest.json"
 FORMAT = 1
@@ -271,7 +274,7 @@ def _swap_in(stage: RunFS, out: RunFS, old: str) -> None:
         rm_literal(out.fs, old)
 
 
-def _move_tree(fs: Any, src: str, dst: str) -> None:
+def _move_tree(fs: AbstractFileSystem, src: str, dst: str) -> None:
     """Move every file under ``src`` to the same place under ``dst``, the manifest last, then
     remove ``src``. Object stores have no rename (a move is a copy and a delete), and fsspec's
     recursive ``mv`` also tries to copy the folder's own key, which does not exist there; copying

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from storage import addresses
 from storage.fs import RunFS
 from storage.hashing import canonical_json, sha256_hex, stable_id
+from tasks.release.export.rows import ReleaseRow
 
 INDEX = "release_items.jsonl"
 CHANGELOG = "CHANGELOG.md"
@@ -30,6 +31,28 @@ VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$")
 PLACE = ("task", "qtype", "question_set", "dimension", "qid", "image_role", "rotation", "variant")
 ORIGIN = ("source", "source_image_id", "edit_id", "editor")
 CONTENT = ("question", "options", "answer", "images", "rubric", "prior_terms")
+
+
+class ItemEntry(TypedDict, total=False):
+    """One line of :data:`INDEX`: a released item (its place, its origin and a hash of each part a
+    reader sees, :data:`CONTENT`) or, ``released`` false, a question left out and why (``reason``)."""
+
+    id: str
+    released: bool
+    reason: str
+    task: str | None
+    qtype: str | None
+    question_set: str | None
+    dimension: str | None
+    qid: str | None
+    image_role: str | None
+    rotation: int | None
+    variant: str | None
+    source: str | None
+    source_image_id: str | None
+    edit_id: str | None
+    editor: str | None
+    content: dict[str, str]
 
 
 def check_version(version: str | None) -> str | None:
@@ -62,10 +85,10 @@ def content_hashes(row: dict[str, Any]) -> dict[str, str]:
     return {k: stable_id(v, length=12) for k, v in values.items()}
 
 
-def item_entry(row: dict[str, Any]) -> dict[str, Any]:
+def item_entry(row: dict[str, Any]) -> ItemEntry:
     """A released row's index line (``tasks.release.export.rows.release_row`` or a Parquet row)."""
-    entry: dict[str, Any] = {"id": row["id"], "released": True}
-    entry.update({k: row.get(k) for k in (*PLACE, *ORIGIN)})
+    entry: ItemEntry = {"id": row["id"], "released": True}
+    entry.update({k: row.get(k) for k in (*PLACE, *ORIGIN)})  # type: ignore[typeddict-item]
     entry["content"] = content_hashes(row)
     return entry
 
@@ -85,7 +108,7 @@ def not_released(
     return out
 
 
-def index_lines(rows: Iterable[dict[str, Any]], dropped: dict[str, str]) -> Iterator[str]:
+def index_lines(rows: Iterable[ReleaseRow], dropped: dict[str, str]) -> Iterator[str]:
     """The index file's lines: every released row, then every question not released."""
     for r in rows:
         yield canonical_json(item_entry(r))
@@ -93,7 +116,7 @@ def index_lines(rows: Iterable[dict[str, Any]], dropped: dict[str, str]) -> Iter
         yield canonical_json({"id": qid, "released": False, "reason": why})
 
 
-def write_index(out: RunFS, rows: Iterable[dict[str, Any]], dropped: dict[str, str]) -> str:
+def write_index(out: RunFS, rows: Iterable[ReleaseRow], dropped: dict[str, str]) -> str:
     """Write :data:`INDEX` into the release folder ``out``; returns its path."""
     out.write_text_atomic(INDEX, "".join(line + "\n" for line in index_lines(rows, dropped)))
     return INDEX
@@ -128,7 +151,7 @@ def md5_file(folder: RunFS, rel: str) -> str:
     return digest.hexdigest()
 
 
-def read_index_text(text: str, where: str) -> list[dict[str, Any]]:
+def read_index_text(text: str, where: str) -> list[ItemEntry]:
     """Parse an index file; a bad line is named by file and line number."""
     out = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -146,6 +169,6 @@ def read_index_text(text: str, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def fingerprint(entries: Iterable[dict[str, Any]]) -> str:
+def fingerprint(entries: Iterable[ItemEntry]) -> str:
     """One hash over the released ids (what ``ids_stable`` compares between two builds)."""
     return sha256_hex(canonical_json(sorted(e["id"] for e in entries if e.get("released", True))))[:16]

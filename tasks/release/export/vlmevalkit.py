@@ -47,8 +47,10 @@ import io
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
+from storage.fs import RunFS
+from tasks.release.export.rows import ReleaseRow
 from tasks.release.export.versions import md5_file, version_token
 
 LETTERS = "ABCDE"
@@ -78,7 +80,7 @@ EXAMPLE_MODEL = {
 }
 
 
-def dataset_name(rows: list[dict[str, Any]], qtype: str, version: str | None = None) -> str:
+def dataset_name(rows: list[ReleaseRow], qtype: str, version: str | None = None) -> str:
     """The VLMEvalKit dataset name (and TSV stem) of one question type's rows; a versioned release
     names its version (``reactbench_v1_1_0_Y_N``), so two versions never share a file in LMUData."""
     prefix = "_".join(p for p in ("reactbench", version_token(version)) if p)
@@ -122,7 +124,7 @@ class TsvWriter:
         self.groups: dict[tuple, int] = {}  # circular MC: question -> its group index
         self.rows = 0
 
-    def _index(self, r: dict[str, Any]) -> int:
+    def _index(self, r: ReleaseRow) -> int:
         """Sequential, except circular MC presentations, which share a group index."""
         if self.qtype != "MC":
             return self.rows
@@ -130,7 +132,7 @@ class TsvWriter:
         g = self.groups.setdefault(key, len(self.groups))
         return g + int(r.get("rotation") or 0) * CIRCULAR_STRIDE
 
-    def add(self, rows: list[dict[str, Any]], b64: Callable[[str], str]) -> None:
+    def add(self, rows: list[ReleaseRow], b64: Callable[[str], str]) -> None:
         """Append the rows of this type (``tasks.release.export.rows.release_row``); ``b64`` gives an
         image's PNG in base64 from its image-store path, asked only for images not carried yet."""
         for r in rows:
@@ -193,7 +195,7 @@ def png_b64(blobs: Mapping[str, bytes]) -> Callable[[str], str]:
     return get
 
 
-def tsv_text(rows: list[dict[str, Any]], qtype: str, blobs: Mapping[str, bytes]) -> str:
+def tsv_text(rows: list[ReleaseRow], qtype: str, blobs: Mapping[str, bytes]) -> str:
     """The whole TSV of one question type for released rows, their images from ``blobs``."""
     buf = io.StringIO()
     TsvWriter(buf, qtype).add(rows, png_b64(blobs))
@@ -206,7 +208,7 @@ class TsvFiles:
     def __init__(self, writers: list[TsvWriter], files: list[str]):
         self.writers, self.files = writers, files
 
-    def add(self, rows: list[dict[str, Any]], blobs: Mapping[str, bytes]) -> None:
+    def add(self, rows: list[ReleaseRow], blobs: Mapping[str, bytes]) -> None:
         """Append a row group to every file; each of its images converted to PNG at most once."""
         b64 = png_b64(blobs)
         for w in self.writers:
@@ -249,7 +251,7 @@ def card_lines() -> list[str]:
 
 @contextmanager
 def write_vlmevalkit(
-    out: Any, rows: list[dict[str, Any]], canary: str | None = None, version: str | None = None
+    out: RunFS, rows: list[ReleaseRow], canary: str | None = None, version: str | None = None
 ) -> Iterator[TsvFiles]:
     """Open one TSV per question type present in ``rows`` (every released row, without image
     bytes) in ``out`` (a RunFS of the release); the caller adds the rows a group at a time, in

@@ -15,7 +15,7 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage import addresses
 from storage.fs import RunFS
@@ -29,6 +29,9 @@ from tasks.release.metrics import accuracy
 from tasks.release.report.html import figure, page, table
 from tasks.release.report.svg import hbars, significant
 from tasks.stages.edit import NO_EDITOR
+
+if TYPE_CHECKING:
+    from tasks.release.report.ablation_figures import EditorFigures, Induction
 
 
 class NoEdits(RuntimeError):
@@ -195,7 +198,7 @@ def gallery(run: RunFS, edits: Iterable[Mapping[str, Any]], per: int = 2) -> str
     return "\n".join(blocks) or '<p class="muted">no edits</p>'
 
 
-def _funnel_table(eds: list[Any], reviewed: bool) -> str:
+def _funnel_table(eds: list[EditorFigures], reviewed: bool) -> str:
     head = [
         "editor",
         "licence",
@@ -230,7 +233,7 @@ def _funnel_table(eds: list[Any], reviewed: bool) -> str:
     return table(head, rows)
 
 
-def _cost_table(eds: list[Any]) -> str:
+def _cost_table(eds: list[EditorFigures]) -> str:
     rows = [
         [
             f.editor,
@@ -247,10 +250,10 @@ def _cost_table(eds: list[Any]) -> str:
     )
 
 
-def _induction_table(eds: list[Any], models: list[str], names: dict[str, str] | None = None) -> str:
+def _induction_table(eds: list[EditorFigures], models: list[str], names: dict[str, str] | None = None) -> str:
     names = names or {}
 
-    def ci(i: Any) -> str:
+    def ci(i: Induction | None) -> str:
         return "n/a" if i is None or i.ci95 is None else f"{i.ci95[0]:+.1f} to {i.ci95[1]:+.1f}"
 
     rows = []

@@ -124,7 +124,7 @@ class EditorFigures:
     per_hour: float | None  # kept items per device hour
     score: float | None  # kept items per device hour x (control - targeted) / 100
     score_ci95: list[float] | None
-    samples: Any = field(default=None, repr=False)  # bootstrap samples of ``score`` (not serialised)
+    samples: np.ndarray | None = field(default=None, repr=False)  # bootstrap samples of ``score`` (not serialised)
 
 
 @dataclass
@@ -263,38 +263,14 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
     """Everything the report shows and the benchmark prints: ``editors`` (one entry per editor,
     sorted by name), ``unedited`` (pass-through items, no editor), ``models``, ``reviewed``,
     ``verdict``, ``licence_warnings``."""
-    from editors.memory import GPUS_PER_REPLICA
     from editors.registry import editor_licence
     from tasks.release.export.licences import licence_warnings
-    from tasks.stages.edit import NO_EDITOR
 
     n_instr = instructions_to_edit(run)
     accepted = _accepted(run)
-    with_q = _edits_with_questions(run)
     unsupported, _ = edit_rejects_per_editor(run)
     manifest_s = seconds_per_editor(run)
-    acc: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"edited": 0, "qc": 0, "ok": 0, "q": 0, "accepted": 0, "secs": [0, 0.0], "params": None}
-    )
-    unedited = {"items": 0, "with_questions": 0, "accepted": 0}
-    for e in addresses.EDITS.reader(run).iter_rows(EDIT_COLUMNS):
-        if e["editor"] == NO_EDITOR:
-            unedited["items"] += 1
-            unedited["with_questions"] += int(e["id"] in with_q)
-            unedited["accepted"] += int(accepted is not None and e["id"] in accepted)
-            continue
-        a = acc[e["editor"]]
-        a["edited"] += 1
-        a["qc"] += int(bool(json.loads(e.get("qc_json") or "{}").get("passed")))
-        ok = e["status"] == "ok"
-        a["ok"] += int(ok)
-        a["q"] += int(ok and e["id"] in with_q)
-        a["accepted"] += int(ok and accepted is not None and e["id"] in accepted)
-        if e.get("edit_seconds") is not None:
-            a["secs"][0] += 1
-            a["secs"][1] += e["edit_seconds"]
-        if a["params"] is None:
-            a["params"] = json.loads(e["editor_params_json"] or "{}")
+    acc, unedited = _tally_edits(run, accepted)
     keys = sorted(set(acc) | set(unsupported))
     answers = answers_by_editor(run, keys)
     figures: list[EditorFigures] = []
@@ -312,45 +288,10 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
             a["q"],
             a["accepted"] if accepted is not None else None,
         )
-        if a["secs"][0]:
-            s, source = a["secs"][1] / a["secs"][0], "measured (edit_seconds of the rows)"
-        elif key in manifest_s:
-            s, source = manifest_s[key], "measured (the edit manifest's timing record)"
-        else:
-            s, source = _estimate(name, key, params)
-        gpus = GPUS_PER_REPLICA.get(str(params.get("memory_plan") or "single"), 1)
-        spent = None if s is None else s * gpus * funnel.edited
-        per_item = None if spent is None or not funnel.kept else spent / funnel.kept
-        cost = Cost(_r(s, 6), source, gpus, _r(per_item, 6))
-        per_model: dict[str, Induction] = {}
-        pooled_t: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-        pooled_c: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-        for model, by_ed in sorted(answers.items()):
-            rows = by_ed.get(key, [])
-            t = item_credits([r for r in rows if (r["variant"] or TARGETED) != CONTROL])
-            c = item_credits([r for r in rows if r["variant"] == CONTROL])
-            per_model[model], _ = _induction(list(t.values()), list(c.values()), seed_of(key, model), n_boot)
-            for side, items in ((pooled_t, t), (pooled_c, c)):
-                for item, (credit_sum, n) in items.items():
-                    side[item][0] += credit_sum
-                    side[item][1] += n
-        pooled, samples = (None, None)
-        if answers:
-            pooled, samples = _induction(
-                [(c, int(n)) for _, (c, n) in sorted(pooled_t.items())],
-                [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
-                seed_of(key, *sorted(answers)),
-                n_boot,
-            )  # one model: its own draws, the same interval
+        cost, spent = _cost(key, name, params, a["secs"], manifest_s, funnel)
+        per_model, pooled, samples = _inductions(answers, key, n_boot)
         per_hour = None if not spent else funnel.kept / (spent / 3600.0)
-        score = score_ci = score_samples = None
-        if (
-            per_hour and pooled is not None and pooled.difference is not None and samples is not None
-        ):  # an editor that kept nothing is not ranked
-            score = per_hour * -pooled.difference / 100.0 + 0.0  # + 0.0: no "-0"
-            score_samples = per_hour * -samples / 100.0 + 0.0
-            lo, hi = np.percentile(score_samples, [2.5, 97.5])
-            score_ci = [_r(lo), _r(hi)]
+        score, score_ci, score_samples = _score(per_hour, pooled, samples)
         lic = licences[key] = editor_licence(name, params)
         figures.append(
             EditorFigures(
@@ -378,6 +319,100 @@ def ablation_summary(run: RunFS, n_boot: int = BOOTSTRAP) -> dict[str, Any]:
         "verdict": verdict(figures, reviewed=accepted is not None, evaluated=bool(answers)),
         "licence_warnings": warnings,
     }
+
+
+def _tally_edits(run: RunFS, accepted: set[str] | None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """One pass over the edit rows: per editor the funnel's counts, the edit seconds measured and
+    the first row's parameters; and the pass-through (no editor) items' counts."""
+    from tasks.stages.edit import NO_EDITOR
+
+    with_q = _edits_with_questions(run)
+    acc: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"edited": 0, "qc": 0, "ok": 0, "q": 0, "accepted": 0, "secs": [0, 0.0], "params": None}
+    )
+    unedited = {"items": 0, "with_questions": 0, "accepted": 0}
+    for e in addresses.EDITS.reader(run).iter_rows(EDIT_COLUMNS):
+        if e["editor"] == NO_EDITOR:
+            unedited["items"] += 1
+            unedited["with_questions"] += int(e["id"] in with_q)
+            unedited["accepted"] += int(accepted is not None and e["id"] in accepted)
+            continue
+        a = acc[e["editor"]]
+        a["edited"] += 1
+        a["qc"] += int(bool(json.loads(e.get("qc_json") or "{}").get("passed")))
+        ok = e["status"] == "ok"
+        a["ok"] += int(ok)
+        a["q"] += int(ok and e["id"] in with_q)
+        a["accepted"] += int(ok and accepted is not None and e["id"] in accepted)
+        if e.get("edit_seconds") is not None:
+            a["secs"][0] += 1
+            a["secs"][1] += e["edit_seconds"]
+        if a["params"] is None:
+            a["params"] = json.loads(e["editor_params_json"] or "{}")
+    return acc, unedited
+
+
+def _cost(
+    key: str, name: str, params: dict[str, Any], secs: list[float], manifest_s: dict[str, float], funnel: Funnel
+) -> tuple[Cost, float | None]:
+    """An editor's cost per edit (measured on its rows, else from its manifest, else estimated)
+    and the GPU-seconds it spent on every edit it made."""
+    from editors.memory import GPUS_PER_REPLICA
+
+    if secs[0]:
+        s, source = secs[1] / secs[0], "measured (edit_seconds of the rows)"
+    elif key in manifest_s:
+        s, source = manifest_s[key], "measured (the edit manifest's timing record)"
+    else:
+        s, source = _estimate(name, key, params)
+    gpus = GPUS_PER_REPLICA.get(str(params.get("memory_plan") or "single"), 1)
+    spent = None if s is None else s * gpus * funnel.edited
+    per_item = None if spent is None or not funnel.kept else spent / funnel.kept
+    return Cost(_r(s, 6), source, gpus, _r(per_item, 6)), spent
+
+
+def _inductions(
+    answers: dict[str, dict[str, list[dict[str, Any]]]], key: str, n_boot: int
+) -> tuple[dict[str, Induction], Induction | None, np.ndarray | None]:
+    """The editor's induction per model, and pooled over the models with its bootstrap draws."""
+    per_model: dict[str, Induction] = {}
+    pooled_t: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    pooled_c: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for model, by_ed in sorted(answers.items()):
+        rows = by_ed.get(key, [])
+        t = item_credits([r for r in rows if (r["variant"] or TARGETED) != CONTROL])
+        c = item_credits([r for r in rows if r["variant"] == CONTROL])
+        per_model[model], _ = _induction(list(t.values()), list(c.values()), seed_of(key, model), n_boot)
+        for side, items in ((pooled_t, t), (pooled_c, c)):
+            for item, (credit_sum, n) in items.items():
+                side[item][0] += credit_sum
+                side[item][1] += n
+    pooled: Induction | None = None
+    samples: np.ndarray | None = None
+    if answers:
+        pooled, samples = _induction(
+            [(c, int(n)) for _, (c, n) in sorted(pooled_t.items())],
+            [(c, int(n)) for _, (c, n) in sorted(pooled_c.items())],
+            seed_of(key, *sorted(answers)),
+            n_boot,
+        )  # one model: its own draws, the same interval
+    return per_model, pooled, samples
+
+
+def _score(
+    per_hour: float | None, pooled: Induction | None, samples: np.ndarray | None
+) -> tuple[float | None, list[float] | None, np.ndarray | None]:
+    """Kept items per hour times the pooled induction, with its 95% interval and draws; none for an
+    editor that kept nothing (it is not ranked)."""
+    score: float | None = None
+    score_ci: list[float] | None = None
+    score_samples: np.ndarray | None = None
+    if per_hour and pooled is not None and pooled.difference is not None and samples is not None:
+        score = per_hour * -pooled.difference / 100.0 + 0.0  # + 0.0: no "-0"
+        score_samples = per_hour * -samples / 100.0 + 0.0
+        lo, hi = np.percentile(score_samples, [2.5, 97.5])
+        score_ci = [_r(lo), _r(hi)]  # type: ignore[list-item]
+    return score, score_ci, score_samples
 
 
 def rank_key(f: EditorFigures) -> tuple[float, float, str]:

@@ -4,7 +4,6 @@ HalluRate, sub-cause distributions and span types for every evaluated model of a
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from storage import addresses
 from storage.fs import RunFS
@@ -12,6 +11,7 @@ from storage.task_spec import all_tasks, task_order
 from tasks.engine.suggest import suggest
 from tasks.release.evaluate.labels import metrics_label
 from tasks.release.evaluate.run import list_evaluations
+from tasks.release.evaluate.summary import Metrics
 from tasks.release.report.html import figure, page, table
 from tasks.release.report.svg import hbars, radar, stacked
 
@@ -22,7 +22,7 @@ class NoEvaluations(RuntimeError):
     """The run has no ``eval/<model>/metrics.json`` to report on."""
 
 
-def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+def load_metrics(run: RunFS, folders: list[str] | None = None) -> list[tuple[str, Metrics]]:
     folders = folders or list_evaluations(run)
     if not folders:
         raise NoEvaluations(
@@ -45,7 +45,7 @@ def short(task: str) -> str:
     return spec.short if spec else task
 
 
-def report_tasks(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def report_tasks(models: list[tuple[str, Metrics]]) -> list[str]:
     """The tasks the evaluations score or miss, in benchmark order."""
     found = set()
     for _, m in models:
@@ -54,7 +54,7 @@ def report_tasks(models: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return sorted(found, key=task_order)
 
 
-def _model_name(m: dict[str, Any]) -> str:
+def _model_name(m: Metrics) -> str:
     label = metrics_label(m)
     return (
         f"{m['model']['backend']}:{m['model']['model']}"
@@ -63,7 +63,7 @@ def _model_name(m: dict[str, Any]) -> str:
     )
 
 
-def blind_section(models: list[tuple[str, dict[str, Any]]]) -> str | None:
+def blind_section(models: list[tuple[str, Metrics]]) -> str | None:
     """Each ``--blind`` run beside the same model's run with images, per task (the MMStar check:
     what a model scores without looking); None when no blind run is shown."""
     sighted = {
@@ -102,7 +102,7 @@ def blind_section(models: list[tuple[str, dict[str, Any]]]) -> str | None:
     return note + table(["model", "task", "with images", "blind", "with images - blind (points)"], rows)
 
 
-def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
+def summary_section(models: list[tuple[str, Metrics]]) -> str:
     tasks = report_tasks(models)
     axes = [short(t) for t in tasks] + ["React-Score"]
     series, rows = [], []
@@ -123,9 +123,21 @@ def summary_section(models: list[tuple[str, dict[str, Any]]]) -> str:
     return f'<div class="charts">{chart}</div>{tab}'
 
 
-def model_section(m: dict[str, Any]) -> str:
+def model_section(m: Metrics) -> str:
+    """One model's section of the report: each block below, in order, those its metrics hold."""
+    parts: list[str] = []
+    for block in MODEL_BLOCKS:
+        parts += block(m)
+    parts.append(
+        f'<p class="muted">answers: {m["n_answers"]}, unparseable: {m["unparseable"]}, transport errors (excluded): {m["errors"]}; SA judges: {escape_json(m.get("judges"))}</p>'
+    )
+    return "\n".join(parts)
+
+
+def _score_parts(m: Metrics) -> list[str]:
+    """Task scores per mode, and accuracy per question type and per dimension."""
+    parts: list[str] = []
     acc = m["accuracy"]
-    parts = []
     per_mode = m["react"]["per_mode"]
     parts.append("<h3>Task scores S<sub>t</sub><sup>m</sup> per mode</h3>")
     parts.append(
@@ -148,7 +160,14 @@ def model_section(m: dict[str, Any]) -> str:
         + figure(hbars(dim_items, "Accuracy per dimension"))
         + "</div>"
     )
-    qid_rows: dict[tuple[str, str], dict[str, Any]] = {}
+    return parts
+
+
+def _qid_parts(m: Metrics) -> list[str]:
+    """Accuracy per question (template id), standard and CoT."""
+    parts: list[str] = []
+    acc = m["accuracy"]
+    qid_rows: dict[tuple[str, str], dict[str, float | None]] = {}
     for a in acc["qid"]:
         qid_rows.setdefault((a["task"], a["qid"]), {})[a["mode"]] = a["accuracy"]
     parts.append("<h3>Accuracy per question</h3>")
@@ -161,6 +180,12 @@ def model_section(m: dict[str, Any]) -> str:
             ],
         )
     )
+    return parts
+
+
+def _mc_cyclic_parts(m: Metrics) -> list[str]:
+    """FREAK-style averaged and consistency accuracy over MC presentations."""
+    parts: list[str] = []
     if m.get("mc_cyclic", {}).get("task"):
         parts.append("<h3>Multiple choice over presentations (FREAK: averaged and consistency accuracy)</h3>")
         parts.append(
@@ -179,6 +204,12 @@ def model_section(m: dict[str, Any]) -> str:
                 ],
             )
         )
+    return parts
+
+
+def _hallu_parts(m: Metrics) -> list[str]:
+    """HalluRate: answers falling back on the prior."""
+    parts: list[str] = []
     if m["hallu_rate"]["task"]:
         parts.append("<h3>HalluRate (answers falling back on the erased object / original attribute)</h3>")
         parts.append(
@@ -187,6 +218,12 @@ def model_section(m: dict[str, Any]) -> str:
                 [[h["task"], h["mode"], h["n"], h["fallbacks"], h["hallu_rate"]] for h in m["hallu_rate"]["task"]],
             )
         )
+    return parts
+
+
+def _ablation_parts(m: Metrics) -> list[str]:
+    """Cause isolation: targeted minus control items per editor and task."""
+    parts: list[str] = []
     if m.get("ablation"):
         parts.append("<h3>Cause isolation: targeted minus control items (95% bootstrap interval over items)</h3>")
         parts.append(
@@ -216,6 +253,12 @@ def model_section(m: dict[str, Any]) -> str:
                 ],
             )
         )
+    return parts
+
+
+def _editor_parts(m: Metrics) -> list[str]:
+    """Task scores and React-Score per editor and variant."""
+    parts: list[str] = []
     if m.get("by_editor"):
         tasks = report_tasks([("", m)])
         parts.append("<h3>Per editor and variant</h3>")
@@ -234,6 +277,12 @@ def model_section(m: dict[str, Any]) -> str:
                 ],
             )
         )
+    return parts
+
+
+def _incomplete_parts(m: Metrics) -> list[str]:
+    """The items missing some of their questions (first 200)."""
+    parts: list[str] = []
     incomplete = (m.get("completeness") or {}).get("incomplete") or []
     if incomplete:
         parts.append(f"<h3>Incomplete items ({len({i['edit_id'] for i in incomplete})})</h3>")
@@ -254,6 +303,13 @@ def model_section(m: dict[str, Any]) -> str:
                 ],
             )
         )
+    return parts
+
+
+def _control_parts(m: Metrics) -> list[str]:
+    """Accuracy on the control questions."""
+    parts: list[str] = []
+    acc = m["accuracy"]
     if acc["control"]:
         parts.append("<h3>Control questions (nothing changed there)</h3>")
         parts.append(
@@ -262,6 +318,12 @@ def model_section(m: dict[str, Any]) -> str:
                 [[a["task"], a["mode"], a["n"], a["accuracy"]] for a in acc["control"]],
             )
         )
+    return parts
+
+
+def _beaf_parts(m: Metrics) -> list[str]:
+    """BEAF metrics, change-aware and traditional."""
+    parts: list[str] = []
     if m.get("beaf"):
         parts.append("<h3>BEAF (change-aware existence questions)</h3>")
         keys = ["TU", "IG", "SB_p", "SB_n", "ID", "F1", "yes_ratio_before", "yes_ratio_after", "n_related", "n_other"]
@@ -279,6 +341,12 @@ def model_section(m: dict[str, Any]) -> str:
                 ],
             )
         )
+    return parts
+
+
+def _subcause_parts(m: Metrics) -> list[str]:
+    """Sub-causes of CoT hallucinations, as a chart and a table."""
+    parts: list[str] = []
     if m.get("subcauses"):
         rows = [
             (short(t) + f" (n={d['n']})", [(lab, v["percent"]) for lab, v in d["labels"].items()])
@@ -293,6 +361,12 @@ def model_section(m: dict[str, Any]) -> str:
                 [[t, lab, v["n"], v["percent"]] for t, d in m["subcauses"].items() for lab, v in d["labels"].items()],
             )
         )
+    return parts
+
+
+def _span_parts(m: Metrics) -> list[str]:
+    """Hallucinated spans by MHALO type."""
+    parts: list[str] = []
     spans = m.get("spans") or {}
     if spans.get("types"):
         top = max(spans["types"].values())
@@ -302,13 +376,25 @@ def model_section(m: dict[str, Any]) -> str:
         parts.append(
             figure(hbars(sorted(spans["types"].items()), "Spans per MHALO type", max_value=float(top), unit=""))
         )
-    parts.append(
-        f'<p class="muted">answers: {m["n_answers"]}, unparseable: {m["unparseable"]}, transport errors (excluded): {m["errors"]}; SA judges: {escape_json(m.get("judges"))}</p>'
-    )
-    return "\n".join(parts)
+    return parts
 
 
-def escape_json(value: Any) -> str:
+MODEL_BLOCKS = (
+    _score_parts,
+    _qid_parts,
+    _mc_cyclic_parts,
+    _hallu_parts,
+    _ablation_parts,
+    _editor_parts,
+    _incomplete_parts,
+    _control_parts,
+    _beaf_parts,
+    _subcause_parts,
+    _span_parts,
+)
+
+
+def escape_json(value: object) -> str:
     from html import escape
 
     return escape(json.dumps(value, sort_keys=True))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -21,10 +20,10 @@ figure.chart-box { margin: 0; } figure.chart-box figcaption { font-weight: 600; 
 """
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], cls: str = "") -> str:
     """An HTML table; cells are escaped, floats shown with one decimal, None as n/a."""
 
-    def cell(v: Any) -> str:
+    def cell(v: object) -> str:
         if v is None:
             return "n/a"
         if isinstance(v, float):
