@@ -12,11 +12,14 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.base import EditorError
 from editors.memory import Component
 from editors.weights import cached_file, looks_like_path, offline
+
+if TYPE_CHECKING:
+    import torch
 
 _QWEN25_VL_7B = {
     "model_type": "qwen2_5_vl",
@@ -406,7 +409,8 @@ def count_params(spec: ComponentSpec) -> tuple[int, int]:
     return _count(spec.library, spec.cls, json.dumps(spec.config, sort_keys=True))
 
 
-def count_module_params(module: Any) -> tuple[int, int]:
+def count_module_params(module: torch.nn.Module) -> tuple[int, int]:
+    """(parameters, nn.Linear weight parameters) of a loaded module."""
     import torch
 
     total = sum(p.numel() for p in module.parameters())
