@@ -12,10 +12,14 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from editors.base import EditorError
-from editors.weights import looks_like_path, offline
+from editors.memory import Component
+from editors.weights import cached_file, looks_like_path, offline
+
+if TYPE_CHECKING:
+    import torch
 
 _QWEN25_VL_7B = {
     "model_type": "qwen2_5_vl",
@@ -302,15 +306,6 @@ class ModelConfigs:
     components: list[ComponentSpec]
 
 
-def _cached_file(repo: str, filename: str) -> Path | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub comes with the gpu extra
-        return None
-    found = try_to_load_from_cache(repo, filename)
-    return Path(found) if isinstance(found, str) else None
-
-
 def _reader(ref: str) -> tuple[str, Any] | None:
     """(source, read(relative path) -> dict | None) for a local folder or a cached hub repo."""
     path = Path(ref).expanduser()
@@ -325,7 +320,7 @@ def _reader(ref: str) -> tuple[str, Any] | None:
         return None
 
     def read_cache(rel: str) -> dict[str, Any] | None:
-        f = _cached_file(ref, rel)
+        f = cached_file(ref, rel)
         return json.loads(f.read_text(encoding="utf-8")) if f is not None else None
 
     if read_cache("model_index.json") is not None or read_cache("config.json") is not None:
@@ -414,9 +409,19 @@ def count_params(spec: ComponentSpec) -> tuple[int, int]:
     return _count(spec.library, spec.cls, json.dumps(spec.config, sort_keys=True))
 
 
-def count_module_params(module: Any) -> tuple[int, int]:
+def count_module_params(module: torch.nn.Module) -> tuple[int, int]:
+    """(parameters, nn.Linear weight parameters) of a loaded module."""
     import torch
 
     total = sum(p.numel() for p in module.parameters())
     linear = sum(m.weight.numel() for m in module.modules() if isinstance(m, torch.nn.Linear))
     return int(total), int(linear)
+
+
+def sized_component(key: str, spec: ComponentSpec, role: str, elem_bytes: float, activation: float) -> Component:
+    """One component of editor ``key`` sized on the meta device; the transformer is the one that
+    can be quantized."""
+    n, lin = count_params(spec)
+    return Component(
+        f"{key}/{spec.name}", role, n, lin, elem_bytes, activation, quantizable=spec.name == "transformer"
+    )

@@ -12,13 +12,16 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import ValidationError
 
 from editors.capabilities import UNSUPPORTED, Capabilities, check_capabilities
 from storage.config_base import Section
+
+if TYPE_CHECKING:
+    from editors.memory import Profile
 
 Box = tuple[float, float, float, float]  # [x, y, w, h] in source pixels (Visual Genome convention)
 
@@ -162,24 +165,24 @@ class Editor(ABC):
         return int(getattr(self.params, "batch_size", 0) or 64)
 
     @classmethod
-    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+    def memory_profile(cls, params: Section, key: str, target: str) -> Profile | None:
         """For the preflight: an ``editors.memory.Profile`` of the models ``params`` load, sized for
         ``target`` (``cuda`` or ``cpu``); None for editors without model weights."""
         return None
 
     @classmethod
-    def edit_flops(cls, params: Any, key: str) -> float | None:
+    def edit_flops(cls, params: Section, key: str) -> float | None:
         """Floating-point operations of one edit at ``params`` (the build-time estimate's last
         resort, editors/timing.py); None when the editor has no formula."""
         return None
 
     @classmethod
-    def edit_steps(cls, params: Any) -> int | None:
+    def edit_steps(cls, params: Section) -> int | None:
         """Denoising steps one edit at ``params`` runs (the build-time estimate scales by them)."""
         return getattr(params, "steps", None)
 
     @classmethod
-    def licence(cls, params: Any) -> Any:
+    def licence(cls, params: Section) -> Any:
         """The ``editors.licences.Licence`` of the weights ``params`` load, for editors whose
         weights are not the one checkpoint their ``model`` param names (SAM + LaMa, a third-party
         editor); None: ``editors.registry.editor_licence`` reads the weights' licence (none for
@@ -187,12 +190,12 @@ class Editor(ABC):
         return None
 
     @staticmethod
-    def plan_params(layout: str, quant: str) -> dict[str, Any]:
+    def plan_params(layout: str, quant: str) -> dict[str, str]:
         """What :meth:`resolved_params` records for a memory plan, so a preflight can compute the
         item keys a build will use without loading the model; {} for editors without plans."""
         return {}
 
-    def resolved_params(self) -> dict[str, Any]:
+    def resolved_params(self) -> dict[str, str]:
         """Choices made when loading (e.g. the memory plan), recorded on every row beside the params."""
         return {}
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from editors.base import Editor
 
 T = TypeVar("T")
 _local = threading.local()
@@ -75,7 +78,7 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
 class Budgeted:
     """An editor with a per-item time budget; everything else is the editor's own."""
 
-    def __init__(self, editor: Any, seconds: float | None):
+    def __init__(self, editor: Editor, seconds: float | None):
         self._editor = editor
         self.time_budget_s = seconds
 
@@ -83,6 +86,6 @@ class Budgeted:
         return getattr(self._editor, name)
 
 
-def with_budget(editor: Any, seconds: float | None) -> Any:
+def with_budget(editor: Editor, seconds: float | None) -> Editor | Budgeted:
     """``editor`` whose calls :func:`editors.runtime.run_batch` bounds to ``seconds`` per item."""
     return Budgeted(editor, seconds) if seconds else editor

@@ -21,26 +21,26 @@ lack). ``qwen-image-edit`` keeps its own editor for the split and two-phase plan
 
 from __future__ import annotations
 
-import importlib
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from PIL import Image
 from pydantic import Field
 
-from editors.base import EDIT_TYPES, EditFailure, Editor, EditorError, EditRequest, EditResult, missing_extra
-from editors.diffusion import back_to_source, generators, load_lora, load_pipeline, stop_when_over_budget, to_uint8
-from editors.weights import pick_device, resolve_model
+from editors.architectures import count_params, pipeline_configs, sized_component
+from editors.base import EDIT_TYPES, EditFailure, EditorError, EditRequest
+from editors.diffusion import NATIVE_AREA, DiffusionEditor, working_size
+from editors.memory import Profile, element_bytes, inner_dim, plan_profile
+from editors.weights import cached_file
 from storage.config_base import Section
 
-NATIVE_AREA = 1024 * 1024
-_PATCH_LOCK = threading.Lock()
+if TYPE_CHECKING:
+    from diffusers import DiffusionPipeline
 
 
 @dataclass(frozen=True)
@@ -191,9 +191,7 @@ def pipeline_name(ref: str, requested: str, owner: str) -> str:
         if index.is_file():
             name = json.loads(index.read_text(encoding="utf-8")).get("_class_name", "")
         else:
-            from editors.architectures import _cached_file
-
-            cached = None if Path(ref).expanduser().exists() else _cached_file(ref, "model_index.json")
+            cached = None if Path(ref).expanduser().exists() else cached_file(ref, "model_index.json")
             if cached is not None:
                 name = json.loads(cached.read_text(encoding="utf-8")).get("_class_name", "")
             else:
@@ -207,45 +205,6 @@ def pipeline_name(ref: str, requested: str, owner: str) -> str:
             f"{owner}: pipeline {name!r} is not an editing family this editor knows; one of {sorted(FAMILIES)}"
         )
     return name
-
-
-def working_size(width: int, height: int, area: int, multiple: int = 16, min_side: int = 16) -> tuple[int, int]:
-    """(width, height) near ``area`` pixels with the source's aspect, multiples of ``multiple``."""
-    ratio = width / height
-    w = (area * ratio) ** 0.5
-    lo = max(multiple, -(-min_side // multiple) * multiple)
-    return max(lo, int(round(w / multiple) * multiple)), max(lo, int(round(w / ratio / multiple) * multiple))
-
-
-def _at_area(calculate: Any, area: int) -> Any:
-    """``calculate_dimensions`` asked for ``area`` wherever the pipeline asks for ~1024x1024."""
-    return lambda target, ratio: calculate(area if target == NATIVE_AREA else target, ratio)
-
-
-@contextmanager
-def patched_area(modules: Sequence[str], area: int | None) -> Iterator[None]:
-    """Make pipelines whose module-level ``calculate_dimensions`` hard-codes ~1024x1024 work at
-    ``area`` pixels for one call (Qwen's Plus module also keeps the condition / VAE sizes as
-    constants). Swapped under a process-wide lock; model calls are serialised anyway."""
-    if area is None or area == NATIVE_AREA or not modules:
-        yield
-        return
-    mods = [importlib.import_module(m) for m in modules]
-    with _PATCH_LOCK:
-        saved = []
-        for mod in mods:
-            orig = mod.calculate_dimensions
-            saved.append((mod, "calculate_dimensions", orig))
-            mod.calculate_dimensions = _at_area(orig, area)
-            for const in ("CONDITION_IMAGE_SIZE", "VAE_IMAGE_SIZE"):
-                if hasattr(mod, const):
-                    saved.append((mod, const, getattr(mod, const)))
-                    setattr(mod, const, min(getattr(mod, const), area))
-        try:
-            yield
-        finally:
-            for mod, name, value in saved:
-                setattr(mod, name, value)
 
 
 # ----------------------------------------------------------------------------- sizing
@@ -263,27 +222,18 @@ def _role(name: str) -> str:
     )
 
 
-def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
+def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Profile:
     """Components sized on the meta device (local folder, hub cache or published configs) and the
     activation peak of one call at the working area: the transformer's sequence is the latent
     image, the reference image and the text (the latents are 1/16 of the side: VAE x8, 2x2 patches)."""
-    from editors.architectures import count_params, pipeline_configs
-    from editors.memory import (
-        DTYPE_BYTES,
-        Component,
-        Profile,
-        text_encoder_activation,
-        transformer_activation,
-        vae_activation,
-    )
+    from editors.memory import text_encoder_activation, transformer_activation, vae_activation
 
     configs = pipeline_configs(params.model, "instruction-editing weights", f"editor {key!r}")
     fam = FAMILIES[pipeline_name(params.model, params.pipeline, f"editor {key!r}")]
     by = {c.name: c for c in configs.components}
     if "transformer" not in by:
         raise EditorError(f"editor {key!r}: {params.model!r} ({configs.source}) has no transformer component config")
-    dtype = params.dtype if params.dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")
-    b = DTYPE_BYTES[dtype]
+    b = element_bytes(params.dtype, target)
     area = params.process_area or NATIVE_AREA
     batch = 1 if fam.one_prompt else params.batch_size
     passes = 2 if (fam.true_cfg_scale or 0) > 1 else 1
@@ -291,13 +241,10 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
     tokens = 2 * area / 16**2 + params.max_sequence_length
     comps = []
     for name, spec in sorted(by.items()):
-        n, lin = count_params(spec)
         role = _role(name)
         cfg = spec.config
         if role == "denoiser":
-            act = transformer_activation(
-                tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch * passes, b
-            )
+            act = transformer_activation(tokens, inner_dim(t), batch * passes, b)
         elif role == "vae":
             chans = cfg.get("base_dim") or (cfg.get("block_out_channels") or [128])[0]
             act = vae_activation(area, chans, batch, b, cpu=target == "cpu")
@@ -321,16 +268,14 @@ def memory_profile(params: DiffusersEditParams, key: str, target: str) -> Any:
                 batch,
                 b,
             )
-        comps.append(Component(f"{key}/{name}", role, n, lin, b, act, quantizable=name == "transformer"))
-    fixed_layout = None if params.memory_plan == "auto" else params.memory_plan
-    return Profile(
+        comps.append(sized_component(key, spec, role, b, act))
+    return plan_profile(
         key,
         comps,
         f"{params.model} ({configs.source})",
-        ("single", "model_offload") if fixed_layout is None else (fixed_layout,),
-        ("none", "int8", "int4") if params.quantization == "auto" else (params.quantization,),
-        fixed_layout,
-        None if params.quantization == "auto" else params.quantization,
+        ("single", "model_offload"),
+        params.memory_plan,
+        params.quantization,
     )
 
 
@@ -342,8 +287,6 @@ def edit_flops(params: DiffusersEditParams, key: str) -> float:
     or real CFG above 1 on an undistilled model) over the latent image, the reference image and
     the text (2 N S for its linear layers + 4 S^2 D L for attention), plus each text encoder once
     per prompt. The VAE (under 1% at 1024 px) is left out."""
-    from editors.architectures import count_params, pipeline_configs
-
     configs = pipeline_configs(params.model, "instruction-editing weights", f"editor {key!r}")
     fam = FAMILIES[pipeline_name(params.model, params.pipeline, f"editor {key!r}")]
     by = {c.name: c for c in configs.components}
@@ -351,7 +294,7 @@ def edit_flops(params: DiffusersEditParams, key: str) -> float:
     n_t, _ = count_params(by["transformer"])
     area = params.process_area or NATIVE_AREA
     seq = 2 * area / 16**2 + params.max_sequence_length
-    inner = t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128)
+    inner = inner_dim(t)
     layers = (
         t.get("num_layers", 19) + t.get("num_single_layers", 38)
         if "num_single_layers" in t
@@ -370,38 +313,24 @@ def edit_flops(params: DiffusersEditParams, key: str) -> float:
     return float((params.steps or fam.steps) * passes * per_pass + passes * text)
 
 
-def quantization_config(quant: str) -> Any:
-    from editors.qwen_image_edit import quantization_config as qc
-
-    return qc(quant)
-
-
 # ----------------------------------------------------------------------------- the editor
-class DiffusersEditEditor(Editor):
+class DiffusersEditEditor(DiffusionEditor[DiffusersEditParams]):
+    """Any pipeline of :data:`FAMILIES`, called as its row says; single or model-offload plans."""
+
     name = "diffusers-edit"
     Params = DiffusersEditParams
-    uses_model = True
+    weights = "instruction-editing weights"
+    profile_of = staticmethod(memory_profile)
+    flops_of = staticmethod(edit_flops)
 
     @classmethod
-    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
-        return memory_profile(params, key, target)
-
-    @classmethod
-    def edit_flops(cls, params: Any, key: str) -> float | None:
-        return edit_flops(params, key)
-
-    @classmethod
-    def edit_steps(cls, params: Any) -> int | None:
+    def edit_steps(cls, params: DiffusersEditParams) -> int | None:
         if params.steps is not None:
             return params.steps
         try:
             return FAMILIES[pipeline_name(params.model, params.pipeline, cls.name)].steps
         except EditorError:
             return None
-
-    @staticmethod
-    def plan_params(layout: str, quant: str) -> dict[str, Any]:
-        return {"memory_plan": layout, "quantization": quant}
 
     @property
     def family(self) -> Family:
@@ -421,74 +350,28 @@ class DiffusersEditEditor(Editor):
                 return EditFailure("no_target_region", f"{self.family.pipeline} needs the object's box or mask")
         return refusal
 
-    def _resolve_plan(self, dev: str) -> tuple[str, str]:
-        p = self.params
-        if not dev.startswith("cuda"):
-            if p.quantization in ("int8", "int4"):
-                raise EditorError(
-                    f"editor {self.name!r}: quantization={p.quantization!r} needs a CUDA device (bitsandbytes); device is {dev!r}"
-                )
-            if p.memory_plan == "model_offload":
-                raise EditorError(
-                    f"editor {self.name!r}: memory_plan='model_offload' needs a CUDA device (device is {dev!r})"
-                )
-            return "single", "none"
-        if p.memory_plan != "auto" and p.quantization != "auto":
-            return p.memory_plan, p.quantization
-        import torch
-
-        from editors.memory import choose
-
-        index = torch.device(dev).index or 0
-        memory = torch.cuda.get_device_properties(index).total_memory / 1e9
-        profile = memory_profile(p, self.name, "cuda")
-        best, tried = choose(profile.components, 1, memory, profile.layouts, profile.quants)
-        if best is None:
-            smallest = min(tried, key=lambda f: f.peak_gb)
-            raise EditorError(
-                f"editor {self.name!r}: no memory plan fits a GPU of {memory:.1f} GB; the smallest, {smallest.name}, needs "
-                f"{smallest.peak_gb} GB. Run `reactbench preflight` for the table; lower process_area."
-            )
-        return best.layout, best.quant
-
-    def load(self) -> None:
-        try:
-            import diffusers
-            import torch  # noqa: F401
-        except ImportError as exc:
-            raise missing_extra(self.name, exc) from exc
-        p = self.params
-        ref = resolve_model(p.model, "instruction-editing weights", self.name)
-        fam = FAMILIES[pipeline_name(ref, p.pipeline, f"editor {self.name!r}")]
+    def pipeline_class(self, diffusers: ModuleType, ref: str) -> type[DiffusionPipeline]:
+        fam = FAMILIES[pipeline_name(ref, self.params.pipeline, f"editor {self.name!r}")]
         self._family = fam
         cls = getattr(diffusers, fam.pipeline, None)
         if cls is None:
             raise EditorError(
                 f"editor {self.name!r}: diffusers {diffusers.__version__} has no {fam.pipeline}; upgrade diffusers"
             )
-        dev = pick_device(p.device)
-        self.layout, self.quant = self._resolve_plan(dev)
-        extra: dict[str, Any] = {}
-        if self.quant != "none":
-            extra["quantization_config"] = quantization_config(self.quant)
-        offload = "model" if self.layout == "model_offload" else "none"
-        self.pipe, self.device = load_pipeline(
-            cls, ref, self.name, "instruction-editing weights", p.dtype, dev, offload, **extra
-        )
-        if p.lora:
-            load_lora(self.pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
+        return cls
 
-    def resolved_params(self) -> dict[str, Any]:
+    def resolved_params(self) -> dict[str, str]:
         """The pipeline class and plan this load uses (recorded on every row)."""
         self.ensure_loaded()
-        return {"pipeline": self.family.pipeline} | self.plan_params(self.layout, self.quant)
+        return {"pipeline": self.family.pipeline} | super().resolved_params()
+
+    @property
+    def pipeline_label(self) -> str:
+        return self.family.pipeline
 
     @property
     def max_batch(self) -> int:
         return 1 if self.family.one_prompt else self.params.batch_size
-
-    def _prompt(self, req: EditRequest) -> str:
-        return self.params.prompt_template.format(instruction=req.instruction, target_name=req.target_name or "")
 
     def _size(self, req: EditRequest) -> tuple[int, int]:
         h, w = req.image.shape[:2]
@@ -506,11 +389,7 @@ class DiffusersEditEditor(Editor):
         p, fam = self.params, self.family
         w, h = size
         kw: dict[str, Any] = dict(fam.extra)
-        kw.update(
-            num_inference_steps=p.steps or fam.steps, output_type="np", generator=generators([r.seed for r in reqs])
-        )
-        if fam.step_callback:
-            kw["callback_on_step_end"] = stop_when_over_budget  # a call over its time budget stops at the next step
+        kw.update(self._step_kwargs(reqs, p.steps or fam.steps, budget=fam.step_callback))
         if fam.area != "patched":
             kw.update(height=h, width=w)
         if fam.area == "max_area":
@@ -532,9 +411,7 @@ class DiffusersEditEditor(Editor):
             if layers is not None:
                 kw["text_encoder_out_layers"] = layers
         if fam.one_prompt:
-            kw["generator"] = kw["generator"][0]
-            if "negative_prompt" in kw:
-                kw["negative_prompt"] = kw["negative_prompt"][0]
+            self._one_prompt(kw)
         return kw
 
     def _call(
@@ -543,7 +420,8 @@ class DiffusersEditEditor(Editor):
         fam = self.family
         w, h = size
         images = [Image.fromarray(r.image, "RGB").resize((w, h), Image.Resampling.LANCZOS) for r in reqs]
-        prompts: Any = [self._prompt(r) for r in reqs]
+        texts = [self._prompt(r) for r in reqs]
+        prompts: str | list[str] = texts
         kw = self._kwargs(reqs, size)
         masks: list[np.ndarray | None] = [None] * len(reqs)
         if fam.mask:
@@ -552,42 +430,20 @@ class DiffusersEditEditor(Editor):
                 Image.fromarray(m.astype(np.uint8) * 255, "L").resize((w, h), Image.Resampling.NEAREST) for m in masks
             ]
             kw["mask_image"] = small[0] if fam.one_prompt else small
-        image: Any = images
+        image: Image.Image | list[Image.Image] = images
         if fam.one_prompt:
-            prompts = prompts[0]
+            prompts = texts[0]
             image = images[0] if fam.mask or fam.pipeline.startswith("LongCat") else images[:1]
-        with patched_area(fam.patched, self.params.process_area):
-            out = self.pipe(image=image, prompt=prompts, **kw).images
-        return [to_uint8(o) for o in out], masks
-
-    def edit_batch(self, requests: Sequence[EditRequest]) -> list[EditResult | EditFailure]:
-        self.ensure_loaded()
-        results: list[EditResult | EditFailure | None] = [None] * len(requests)
-        groups: dict[tuple[int, int], list[int]] = {}
-        for i, r in enumerate(requests):
-            groups.setdefault(self._size(r), []).append(i)
-        step = self.max_batch
-        for size, idx in groups.items():
-            for k in range(0, len(idx), step):
-                part = idx[k : k + step]
-                outs, masks = self._call([requests[i] for i in part], size)
-                for i, img, mask in zip(part, outs, masks):
-                    h, w = requests[i].image.shape[:2]
-                    out, raw = back_to_source(img, w, h)
-                    if mask is not None:  # inpaint: pixels outside the mask are the source's
-                        out = np.where(mask[..., None], out, requests[i].image)
-                    meta = {"raw_size": raw, "working_size": list(size), "pipeline": self.family.pipeline}
-                    results[i] = EditResult(np.ascontiguousarray(out), mask, meta)
-        return results  # type: ignore[return-value]
+        return self._run(image, prompts, kw, fam.patched), masks
 
 
-def _call_params(pipe: Any) -> set[str]:
+def _call_params(pipe: DiffusionPipeline) -> set[str]:
     import inspect
 
     return set(inspect.signature(type(pipe).__call__).parameters)
 
 
-def _encoder_layers(pipe: Any) -> tuple[int, ...] | None:
+def _encoder_layers(pipe: DiffusionPipeline) -> tuple[int, ...] | None:
     """FLUX.2 klein stacks hidden states 9, 18 and 27 of its Qwen3 encoder; a smaller encoder
     (a test model) uses its layers spread the same way."""
     n = int(getattr(pipe.text_encoder.config, "num_hidden_layers", 36))

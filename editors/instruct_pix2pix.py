@@ -6,7 +6,7 @@ is at most ``max_side`` (multiples of 8), batched by working size, and brought b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 from pydantic import Field
@@ -14,6 +14,9 @@ from pydantic import Field
 from editors.base import EditFailure, Editor, EditRequest, EditResult, missing_extra
 from editors.diffusion import back_to_source, generators, load_pipeline, stop_when_over_budget, to_uint8
 from storage.config_base import Section
+
+if TYPE_CHECKING:
+    from editors.memory import Profile
 
 
 class InstructPix2PixParams(Section):
@@ -40,7 +43,7 @@ class InstructPix2PixEditor(Editor):
     uses_model = True
 
     @classmethod
-    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+    def memory_profile(cls, params: InstructPix2PixParams, key: str, target: str) -> Profile:
         """UNet, CLIP text encoder and VAE sized on the meta device. Activations per image at
         ``max_side``: the UNet runs three guidance branches at once (text, image, none)."""
         from editors.architectures import count_params, pipeline_configs

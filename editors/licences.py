@@ -106,13 +106,11 @@ def _card_text(ref: str) -> str | None:
     if path.is_dir():
         card = path / "README.md"
         return card.read_text(encoding="utf-8", errors="replace") if card.is_file() else None
-    from editors.weights import looks_like_path
+    from editors.weights import cached_file, looks_like_path
 
     if looks_like_path(ref):
         return None
-    from editors.architectures import _cached_file
-
-    found = _cached_file(ref, "README.md")
+    found = cached_file(ref, "README.md")
     return found.read_text(encoding="utf-8", errors="replace") if found is not None else None
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 PlanName = Literal["single", "split", "two_phase", "model_offload"]
 Quant = Literal["none", "int8", "int4"]
@@ -177,3 +177,32 @@ class Profile:
     quants: tuple[str, ...] = ("none",)
     fixed_layout: str | None = None  # the config names a plan instead of auto
     fixed_quant: str | None = None
+
+
+# ----------------------------------------------------------------------------- building profiles
+def element_bytes(dtype: str, target: str) -> int:
+    """Bytes per weight of a ``dtype`` param on ``target`` (``auto``: bf16 on CUDA, fp32 on the CPU)."""
+    return DTYPE_BYTES[dtype if dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")]
+
+
+def inner_dim(config: dict[str, Any]) -> int:
+    """A transformer's attention width (heads x head dim), with the Qwen-Image / FLUX defaults."""
+    return int(config.get("num_attention_heads", 24) * config.get("attention_head_dim", 128))
+
+
+def plan_profile(
+    key: str, components: list[Component], source: str, layouts: tuple[str, ...], layout: str, quant: str
+) -> Profile:
+    """A diffusion editor's profile: ``layouts`` and every precision, unless the configured
+    ``layout`` / ``quant`` (``auto``: choose) fix them."""
+    fixed_layout = None if layout == "auto" else layout
+    fixed_quant = None if quant == "auto" else quant
+    return Profile(
+        key,
+        components,
+        source,
+        layouts if fixed_layout is None else (fixed_layout,),
+        QUANTS if fixed_quant is None else (fixed_quant,),
+        fixed_layout,
+        fixed_quant,
+    )

@@ -19,24 +19,32 @@ used is recorded on every row (:meth:`resolved_params`).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from PIL import Image
 from pydantic import Field
 
-from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResult, missing_extra
-from editors.diffusion import back_to_source, generators, load_lora, load_pipeline, stop_when_over_budget, to_uint8
-from editors.weights import pick_device, resolve_model
+from editors.architectures import ComponentSpec, ModelConfigs, count_params, sized_component
+from editors.base import EditorError, EditRequest
+from editors.diffusion import NATIVE_AREA, DiffusionEditor, patched_area
+from editors.diffusion import working_size as _working_size
+from editors.memory import Profile, element_bytes, inner_dim, plan_profile
 from storage.config_base import Section
 
-NATIVE_AREA = 1024 * 1024
-_PATCH_LOCK = threading.Lock()
+if TYPE_CHECKING:
+    import torch
+    from diffusers import DiffusionPipeline
+
+_MODULES = (
+    "diffusers.pipelines.qwenimage.pipeline_qwenimage_edit",
+    "diffusers.pipelines.qwenimage.pipeline_qwenimage_edit_plus",
+)
 
 
 class QwenImageEditParams(Section):
@@ -88,75 +96,23 @@ def pipeline_kind(ref: str, requested: str) -> str:
 
 def working_size(width: int, height: int, area: int) -> tuple[int, int]:
     """The (width, height) the pipelines compute for an image at ``area`` pixels (multiples of 32)."""
-    ratio = width / height
-    w = (area * ratio) ** 0.5
-    return max(32, int(round(w / 32) * 32)), max(32, int(round(w / ratio / 32) * 32))
+    return _working_size(width, height, area, 32, 32)
 
 
 @contextmanager
 def working_area(area: int | None) -> Iterator[None]:
-    """Make the pipelines work at ``area`` pixels instead of their hard-coded 1024x1024.
-
-    diffusers computes the size with module-level helpers; they are swapped for the duration of
-    one call under a process-wide lock (model calls are serialised anyway)."""
-    if area is None or area == NATIVE_AREA:
+    """Make both pipelines work at ``area`` pixels instead of their hard-coded 1024x1024 (the Plus
+    pipeline's VAE size set to ``area`` too), for one call."""
+    with patched_area(_MODULES, area, vae_at_area=True):
         yield
-        return
-    from diffusers.pipelines.qwenimage import pipeline_qwenimage_edit as edit_mod
-    from diffusers.pipelines.qwenimage import pipeline_qwenimage_edit_plus as plus_mod
-
-    with _PATCH_LOCK:
-        saved = (
-            edit_mod.calculate_dimensions,
-            plus_mod.calculate_dimensions,
-            plus_mod.CONDITION_IMAGE_SIZE,
-            plus_mod.VAE_IMAGE_SIZE,
-        )
-        orig_edit, orig_plus = saved[0], saved[1]
-        edit_mod.calculate_dimensions = lambda target, ratio: orig_edit(
-            area if target == NATIVE_AREA else target, ratio
-        )
-        plus_mod.calculate_dimensions = lambda target, ratio: orig_plus(
-            area if target == NATIVE_AREA else target, ratio
-        )
-        plus_mod.CONDITION_IMAGE_SIZE = min(plus_mod.CONDITION_IMAGE_SIZE, area)
-        plus_mod.VAE_IMAGE_SIZE = area
-        try:
-            yield
-        finally:
-            (
-                edit_mod.calculate_dimensions,
-                plus_mod.calculate_dimensions,
-                plus_mod.CONDITION_IMAGE_SIZE,
-                plus_mod.VAE_IMAGE_SIZE,
-            ) = saved
-
-
-def quantization_config(quant: str) -> Any:
-    """diffusers' pipeline quantization config putting the transformer in 8 or 4 bits (None: none)."""
-    if quant in ("none", "auto"):
-        return None
-    from diffusers import PipelineQuantizationConfig
-
-    if quant == "int8":
-        return PipelineQuantizationConfig(
-            quant_backend="bitsandbytes_8bit",
-            quant_kwargs={"load_in_8bit": True},
-            components_to_quantize=["transformer"],
-        )
-    return PipelineQuantizationConfig(
-        quant_backend="bitsandbytes_4bit",
-        quant_kwargs={"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": "bfloat16"},
-        components_to_quantize=["transformer"],
-    )
 
 
 @dataclass
 class Shapes:
     """What one edit works on at the configured area: the components' configs and token counts."""
 
-    configs: Any
-    by: dict[str, Any]
+    configs: ModelConfigs
+    by: dict[str, ComponentSpec]
     kind: str
     batch: int
     area: int
@@ -204,37 +160,31 @@ def edit_flops(params: QwenImageEditParams, key: str) -> float:
     twice with true CFG (2 N S for its linear layers + 4 S^2 D L for attention, S = the two latent
     images + the prompt embeddings), plus the text encoder once per prompt. The VAE (a few TFLOP
     at 1024 px, under 1% here) is left out."""
-    from editors.architectures import count_params
-
     sh = shapes(params, key)
     t = sh.by["transformer"].config
     n_t, _ = count_params(sh.by["transformer"])
     n_te, _ = count_params(sh.by["text_encoder"])
     text = sh.vision_tokens + PROMPT_TOKENS
     seq = sh.tokens - params.max_sequence_length + text
-    inner = t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128)
+    inner = inner_dim(t)
     per_pass = 2 * n_t * seq + 4 * seq**2 * inner * t.get("num_layers", 60)
     passes = 2 if params.true_cfg_scale > 1 else 1
     return float(params.steps * passes * per_pass + passes * 2 * n_te * text)
 
 
-def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
+def configured_layout(params: QwenImageEditParams) -> str:
+    """``memory_plan``, with the legacy ``cpu_offload: model`` meaning model_offload under auto."""
+    return "model_offload" if params.cpu_offload == "model" and params.memory_plan == "auto" else params.memory_plan
+
+
+def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Profile:
     """Components (sized on the meta device) and the activation peak of one batch at the
     configured working area, for the preflight and for ``memory_plan: auto``."""
-    from editors.architectures import count_params
-    from editors.memory import (
-        DTYPE_BYTES,
-        Component,
-        Profile,
-        text_encoder_activation,
-        transformer_activation,
-        vae_activation,
-    )
+    from editors.memory import text_encoder_activation, transformer_activation, vae_activation
 
     sh = shapes(params, key)
     configs, by, area, batch = sh.configs, sh.by, sh.area, sh.batch
-    dtype = params.dtype if params.dtype != "auto" else ("bfloat16" if target == "cuda" else "float32")
-    b = DTYPE_BYTES[dtype]
+    b = element_bytes(params.dtype, target)
     t, v, te = by["transformer"].config, by["vae"].config, by["text_encoder"].config
     text, vision = te.get("text_config") or te, te.get("vision_config") or {}
     tokens, cond_area, vision_tokens = sh.tokens, sh.cond_area, sh.vision_tokens
@@ -250,115 +200,54 @@ def memory_profile(params: QwenImageEditParams, key: str, target: str) -> Any:
             batch,
             b,
         ),
-        "transformer": transformer_activation(
-            tokens, t.get("num_attention_heads", 24) * t.get("attention_head_dim", 128), batch, b
-        ),
+        "transformer": transformer_activation(tokens, inner_dim(t), batch, b),
         "vae": vae_activation(area, v.get("base_dim", 96), batch, b, cpu=target == "cpu"),
     }
     roles = {"text_encoder": "text_encoder", "transformer": "denoiser", "vae": "vae"}
-    comps = []
-    for name in ("text_encoder", "transformer", "vae"):
-        n, lin = count_params(by[name])
-        comps.append(Component(f"{key}/{name}", roles[name], n, lin, b, acts[name], quantizable=name == "transformer"))
-    layouts = ("single", "split", "two_phase", "model_offload")
-    quants = ("none", "int8", "int4")
-    fixed_layout = None if params.memory_plan == "auto" else params.memory_plan
-    if params.cpu_offload == "model" and fixed_layout is None:
-        fixed_layout = "model_offload"
-    return Profile(
+    comps = [sized_component(key, by[name], role, b, acts[name]) for name, role in roles.items()]
+    return plan_profile(
         key,
         comps,
         f"{params.model} ({configs.source})",
-        layouts if fixed_layout is None else (fixed_layout,),
-        quants if params.quantization == "auto" else (params.quantization,),
-        fixed_layout,
-        None if params.quantization == "auto" else params.quantization,
+        ("single", "split", "two_phase", "model_offload"),
+        configured_layout(params),
+        params.quantization,
     )
 
 
-class QwenImageEditEditor(Editor):
+class QwenImageEditEditor(DiffusionEditor[QwenImageEditParams]):
+    """Qwen-Image-Edit with every memory plan: split and two-phase place the text encoder apart
+    and hand its prompt embeddings to the transformer (:meth:`attach`, :meth:`encode`)."""
+
     name = "qwen-image-edit"
     Params = QwenImageEditParams
-    uses_model = True
+    weights = "Qwen-Image-Edit weights"
+    profile_of = staticmethod(memory_profile)
+    flops_of = staticmethod(edit_flops)
 
-    @classmethod
-    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
-        return memory_profile(params, key, target)
+    def _configured_plan(self) -> tuple[str, str]:
+        return configured_layout(self.params), self.params.quantization
 
-    @classmethod
-    def edit_flops(cls, params: Any, key: str) -> float | None:
-        return edit_flops(params, key)
+    def _plan_setting(self) -> str:
+        return "cpu_offload='model'" if self.params.cpu_offload == "model" else super()._plan_setting()
 
-    @staticmethod
-    def plan_params(layout: str, quant: str) -> dict[str, Any]:
-        return {"memory_plan": layout, "quantization": quant}
-
-    def _resolve_plan(self, dev: str) -> tuple[str, str]:
-        """(layout, quantization) for this load: as configured, or the fastest that fits the GPUs."""
-        p = self.params
-        layout = "model_offload" if p.cpu_offload == "model" and p.memory_plan == "auto" else p.memory_plan
-        quant = p.quantization
-        if not dev.startswith("cuda"):
-            if quant in ("int8", "int4"):
-                raise EditorError(
-                    f"editor {self.name!r}: quantization={quant!r} needs a CUDA device (bitsandbytes); device is {dev!r}"
-                )
-            return ("single" if layout == "auto" else layout), "none"
-        if layout != "auto" and quant != "auto":
-            return layout, quant
-        import torch
-
-        from editors.memory import choose
-
-        index = torch.device(dev).index or 0
+    def _plan_gpus(self, layout: str) -> int:
         # A placed device (one leased GPU per shard) means one GPU, unless split was asked for
         # (e.g. Ray with two GPUs per edit task: both visible, the shard placed on cuda:0).
-        gpus = torch.cuda.device_count() if p.device == "auto" or layout == "split" else 1
-        memory = torch.cuda.get_device_properties(index).total_memory / 1e9
-        profile = memory_profile(p, self.name, "cuda")
-        best, tried = choose(profile.components, gpus, memory, profile.layouts, profile.quants)
-        if best is None:
-            smallest = min(tried, key=lambda f: f.peak_gb)
-            raise EditorError(
-                f"editor {self.name!r}: no memory plan fits {gpus} GPU(s) of {memory:.1f} GB; the smallest, {smallest.name}, "
-                f"needs {smallest.peak_gb} GB per GPU. Run `reactbench preflight` for the table; lower process_area or batch_size."
-            )
-        return best.layout, best.quant
+        import torch
 
-    def load(self) -> None:
-        try:
-            import torch  # noqa: F401
-            from diffusers import QwenImageEditPipeline, QwenImageEditPlusPipeline
-        except ImportError as exc:
-            raise missing_extra(self.name, exc) from exc
-        p = self.params
-        ref = resolve_model(p.model, "Qwen-Image-Edit weights", self.name)
-        self.kind = pipeline_kind(ref, p.pipeline)
-        cls = QwenImageEditPlusPipeline if self.kind == "plus" else QwenImageEditPipeline
-        dev = pick_device(p.device)
-        self.layout, self.quant = self._resolve_plan(dev)
-        offload = (
-            "model" if self.layout == "model_offload" else ("sequential" if p.cpu_offload == "sequential" else "none")
-        )
-        extra: dict[str, Any] = {}
-        if self.quant != "none":
-            extra["quantization_config"] = quantization_config(self.quant)
-        pipe, device = load_pipeline(
-            cls,
-            ref,
-            self.name,
-            "Qwen-Image-Edit weights",
-            p.dtype,
-            dev,
-            offload,
-            place=self.layout not in ("split", "two_phase"),
-            **extra,
-        )
-        self.attach(pipe, device)
-        if p.lora:
-            load_lora(pipe, p.lora, self.name, p.lora_weight_name, p.lora_scale)
+        return torch.cuda.device_count() if self.params.device == "auto" or layout == "split" else 1
 
-    def attach(self, pipe: Any, device: str) -> None:
+    def pipeline_class(self, diffusers: ModuleType, ref: str) -> type[DiffusionPipeline]:
+        self.kind = pipeline_kind(ref, self.params.pipeline)
+        return diffusers.QwenImageEditPlusPipeline if self.kind == "plus" else diffusers.QwenImageEditPipeline
+
+    def _offload(self) -> str:
+        if self.layout == "model_offload":
+            return "model"
+        return "sequential" if self.params.cpu_offload == "sequential" else "none"
+
+    def attach(self, pipe: DiffusionPipeline, device: str) -> None:
         """Place a loaded pipeline's components for ``self.layout`` on ``device`` and make it this
         editor's model. ``load`` calls it; benchmarks/gpu_validate.py calls it (after setting
         ``kind``, ``layout`` and ``quant``) with a pipeline built from configs with random weights."""
@@ -375,7 +264,7 @@ class QwenImageEditEditor(Editor):
             pipe.transformer.to(self.device)
         self._phase = "denoise"
         self.phase_swaps = 0  # two-phase plan: encoder <-> transformer moves (two per shard)
-        self._encoded: dict[tuple[str, ...], tuple[Any, ...]] = {}
+        self._encoded: dict[tuple[str, ...], tuple[torch.Tensor, ...]] = {}
         self.pipe = pipe
         self._loaded = True
 
@@ -389,11 +278,6 @@ class QwenImageEditEditor(Editor):
         index = torch.device(dev).index or 0
         return f"cuda:{(index + 1) % max(1, torch.cuda.device_count())}"
 
-    def resolved_params(self) -> dict[str, Any]:
-        """The plan this load uses (recorded on every row, so runs on other hardware are told apart)."""
-        self.ensure_loaded()
-        return self.plan_params(self.layout, self.quant)
-
     @property
     def encodes_first(self) -> bool:
         """Two-phase plan: the stage calls :meth:`encode` on a whole shard before any edit."""
@@ -403,19 +287,9 @@ class QwenImageEditEditor(Editor):
     def max_batch(self) -> int:
         return 1 if getattr(self, "kind", self.params.pipeline) == "plus" else self.params.batch_size
 
-    def _prompt(self, req: EditRequest) -> str:
-        return self.params.prompt_template.format(instruction=req.instruction, target_name=req.target_name or "")
-
-    def _groups(self, requests: Sequence[EditRequest]) -> list[tuple[tuple[int, int], list[int]]]:
-        """Model calls: requests of one working size (the pipeline resizes a batch to its first
-        image), in chunks of ``max_batch``."""
-        area = self.params.process_area or NATIVE_AREA
-        groups: dict[tuple[int, int], list[int]] = {}
-        for i, r in enumerate(requests):
-            h, w = r.image.shape[:2]
-            groups.setdefault(working_size(w, h, area), []).append(i)
-        step = self.max_batch
-        return [(size, idx[k : k + step]) for size, idx in groups.items() for k in range(0, len(idx), step)]
+    def _size(self, req: EditRequest) -> tuple[int, int]:
+        h, w = req.image.shape[:2]
+        return working_size(w, h, self.params.process_area or NATIVE_AREA)
 
     def _set_phase(self, phase: str) -> None:
         """Two-phase plan: only the encoder (phase ``encode``) or the transformer is on the GPU."""
@@ -434,7 +308,7 @@ class QwenImageEditEditor(Editor):
         self._phase = phase
         self.phase_swaps += 1
 
-    def _embed(self, reqs: Sequence[EditRequest]) -> tuple[Any, ...]:
+    def _embed(self, reqs: Sequence[EditRequest]) -> tuple[torch.Tensor, ...]:
         """Prompt (and negative prompt) embeddings computed exactly as the pipeline would, on the
         text encoder's device; returned on the CPU."""
         from diffusers.pipelines.qwenimage import pipeline_qwenimage_edit as edit_mod
@@ -475,27 +349,26 @@ class QwenImageEditEditor(Editor):
             reqs = [requests[i] for i in part]
             self._encoded[tuple(r.id for r in reqs)] = self._embed(reqs)
 
-    def _call(self, reqs: Sequence[EditRequest]) -> list[np.ndarray]:
+    @property
+    def pipeline_label(self) -> str:
+        return self.kind
+
+    def _call(
+        self, reqs: Sequence[EditRequest], size: tuple[int, int]
+    ) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
         p = self.params
         images = [Image.fromarray(r.image, "RGB") for r in reqs]
-        prompts = [self._prompt(r) for r in reqs]
-        kwargs: dict[str, Any] = {
-            "num_inference_steps": p.steps,
-            "true_cfg_scale": p.true_cfg_scale,
-            "generator": generators([r.seed for r in reqs]),
-            "output_type": "np",
-            "max_sequence_length": p.max_sequence_length,
-            "callback_on_step_end": stop_when_over_budget,  # a call over its time budget stops at the next step
-        }
+        texts = [self._prompt(r) for r in reqs]
+        prompts: str | list[str] | None = texts
+        kwargs = self._step_kwargs(reqs, p.steps)
+        kwargs.update(true_cfg_scale=p.true_cfg_scale, max_sequence_length=p.max_sequence_length)
         if p.true_cfg_scale > 1:
             kwargs["negative_prompt"] = [p.negative_prompt] * len(reqs)
         if p.guidance_scale is not None:
             kwargs["guidance_scale"] = p.guidance_scale
         if self.kind == "plus":  # one prompt per call; a list of images means several references
-            kwargs["generator"] = kwargs["generator"][0]
-            prompts = prompts[0]  # type: ignore[assignment]
-            if "negative_prompt" in kwargs:
-                kwargs["negative_prompt"] = kwargs["negative_prompt"][0]
+            self._one_prompt(kwargs)
+            prompts = texts[0]
         if self.layout in ("split", "two_phase"):  # embeddings from the encoder's device / phase 1
             embeds = self._encoded.pop(tuple(r.id for r in reqs), None)
             if embeds is None:
@@ -507,19 +380,5 @@ class QwenImageEditEditor(Editor):
             if len(on) == 4:
                 kwargs.update(negative_prompt_embeds=on[2], negative_prompt_embeds_mask=on[3])
             kwargs.pop("negative_prompt", None)
-            prompts = None  # type: ignore[assignment]
-        with working_area(p.process_area):
-            out = self.pipe(image=images, prompt=prompts, **kwargs).images
-        return [to_uint8(o) for o in out]
-
-    def edit_batch(self, requests: Sequence[EditRequest]) -> list[EditResult | EditFailure]:
-        self.ensure_loaded()
-        results: list[EditResult | EditFailure | None] = [None] * len(requests)
-        for size, part in self._groups(requests):
-            for i, img in zip(part, self._call([requests[i] for i in part])):
-                h, w = requests[i].image.shape[:2]
-                out, raw = back_to_source(img, w, h)
-                results[i] = EditResult(
-                    out, None, {"raw_size": raw, "working_size": list(size), "pipeline": self.kind}
-                )
-        return results  # type: ignore[return-value]
+            prompts = None
+        return self._run(images, prompts, kwargs, _MODULES, vae_at_area=True), [None] * len(reqs)

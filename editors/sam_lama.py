@@ -11,7 +11,7 @@ padded (symmetric) to a multiple of 8; the output keeps the padded size, so it i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import Field
@@ -20,6 +20,10 @@ from editors.base import EditFailure, Editor, EditorError, EditRequest, EditResu
 from editors.masks import box_mask, clip_box, dilate
 from editors.weights import pick_device, resolve_file
 from storage.config_base import Section
+
+if TYPE_CHECKING:
+    from editors.licences import Licence
+    from editors.memory import Profile
 
 LAMA_ENV = "LAMA_MODEL"
 SAM_ENV = "SAM_CHECKPOINT"
@@ -60,14 +64,14 @@ class SamLamaEditor(Editor):
     attribute_values = {}  # removal only: no attribute is rendered
 
     @classmethod
-    def licence(cls, params: Any) -> Any:
+    def licence(cls, params: Section) -> Licence:
         """segment-anything's SAM and big-lama are both released under Apache-2.0."""
         from editors.licences import Licence
 
         return Licence("Apache-2.0 (SAM) + Apache-2.0 (LaMa)", True, "known checkpoint")
 
     @classmethod
-    def memory_profile(cls, params: Any, key: str, target: str) -> Any:
+    def memory_profile(cls, params: Section, key: str, target: str) -> Profile:
         """SAM built on the meta device from segment-anything's builder; LaMa counted from its file.
         Activations (fp32): SAM's ViT on 64x64 tokens of 1024x1024, LaMa at about 1024x1024 with
         64 channels (both rough: not checked against measurements)."""

@@ -24,6 +24,16 @@ def looks_like_path(ref: str) -> bool:
     return ref.startswith(("/", "./", "../", "~")) or ref.count("/") != 1 or Path(ref).expanduser().exists()
 
 
+def cached_file(repo: str, filename: str) -> Path | None:
+    """``filename`` of hub repo ``repo`` when it sits in the local Hugging Face cache (no download)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with the gpu extra
+        return None
+    found = try_to_load_from_cache(repo, filename)
+    return Path(found) if isinstance(found, str) else None
+
+
 def resolve_model(ref: str, what: str, editor: str) -> str:
     """A loadable reference for ``from_pretrained``: the local folder, or the hub id when it may be
     fetched (online) or sits in the local hub cache (offline)."""

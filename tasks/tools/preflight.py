@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from editors.base import EditorError
 from editors.memory import GPUS_PER_REPLICA, RESERVE_GB, PlanFit, Profile, choose, gb
-from editors.weights import looks_like_path, resolve_file, resolve_model
+from editors.weights import cached_file, looks_like_path, resolve_file, resolve_model
 
 if TYPE_CHECKING:
     from tasks.engine.build_config import BuildConfig
@@ -216,9 +216,7 @@ def _check_model_ref(ref: str, what: str, key: str, known: bool) -> Problem | No
     except EditorError as exc:
         return Problem("error", where, str(exc))
     if not looks_like_path(ref):
-        from editors.architectures import _cached_file
-
-        if _cached_file(ref, "model_index.json") is None and _cached_file(ref, "config.json") is None:
+        if cached_file(ref, "model_index.json") is None and cached_file(ref, "config.json") is None:
             sized = "sized from its known architecture; " if known else ""
             return Problem(
                 "warning",

@@ -13,7 +13,8 @@ import pytest
 from edit_helpers import instruction_row, write_instructions
 
 from editors.base import EditorError
-from editors.qwen_image_edit import QwenImageEditEditor, quantization_config
+from editors.diffusion import quantization_config
+from editors.qwen_image_edit import QwenImageEditEditor
 from editors.registry import _CACHE, clear_cache
 from flows.config import config_from_dict
 from storage.fs import RunFS
