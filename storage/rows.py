@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["CandidateRow", "EditRow", "InstructionRow", "ItemColumns", "QuestionRow"]
+__all__ = ["CandidateRow", "EditRow", "InstructionRow", "ItemColumns", "QuestionRow", "SourceColumns"]
 
 
-class ItemColumns(TypedDict, total=False):
-    """The item columns every row from the instructions on carries forward (``storage.schemas.ITEM_FIELDS``)."""
+class SourceColumns(TypedDict, total=False):
+    """The columns that say where an item comes from, from the candidates on."""
 
     task: str
     variant: str
@@ -22,21 +22,19 @@ class ItemColumns(TypedDict, total=False):
     image_path: str
     width: int
     height: int
+
+
+class ItemColumns(SourceColumns, total=False):
+    """The item columns every row from the instructions on carries forward (``storage.schemas.ITEM_FIELDS``)."""
+
     candidate_id: str
     candidate_json: str
 
 
-class CandidateRow(TypedDict, total=False):
+class CandidateRow(SourceColumns, total=False):
     """A row of ``mine/candidates`` (``storage.schemas.CANDIDATES``): what the instruct stage reads."""
 
     id: str
-    task: str
-    variant: str
-    source: str
-    image_id: str
-    image_path: str
-    width: int
-    height: int
     target_object_id: int | None
     target_name: str | None
     target_box: list[float] | None
