@@ -70,7 +70,7 @@ class EditRequest:
     box: Box | None = None
     mask: np.ndarray | None = None  # H x W bool: exact object pixels, when known
     target_name: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         img = self.image
@@ -92,7 +92,7 @@ class EditResult:
 
     image: np.ndarray
     mask: np.ndarray | None = None
-    meta: dict[str, Any] = field(default_factory=dict)  # JSON-able: e.g. destination_box, approximation
+    meta: dict[str, object] = field(default_factory=dict)  # JSON-able: e.g. destination_box, approximation
 
 
 @dataclass
@@ -138,7 +138,7 @@ class Editor(ABC):
         """What this editor can render (editors/capabilities.py); requests outside it are refused."""
         return Capabilities(frozenset(cls.supported), cls.attribute_values, cls.clone_from_image)
 
-    def __init__(self, params: Mapping[str, Any] | None = None):
+    def __init__(self, params: Mapping[str, object] | None = None):
         try:
             self.params = self.Params.model_validate(dict(params or {}))
         except ValidationError as exc:
@@ -147,7 +147,7 @@ class Editor(ABC):
         self.lock = threading.RLock()
         self._loaded = False
 
-    def params_dict(self) -> dict[str, Any]:
+    def params_dict(self) -> dict[str, object]:
         """The resolved parameters (defaults filled), as recorded on every edit row."""
         return self.params.model_dump(mode="json")
 

@@ -49,7 +49,8 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
     """``fn(start)`` on a helper thread; raise :class:`EditTimeout` if it runs more than ``seconds``
     after it calls ``start()`` (it calls it once it holds whatever it waits for, e.g. a model lock)."""
     started, finished = threading.Event(), threading.Event()
-    box: dict[str, Any] = {}
+    value: list[T] = []  # the result, once ``fn`` returns
+    error: list[BaseException] = []
 
     def start() -> None:
         set_deadline(seconds)
@@ -57,9 +58,9 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
 
     def target() -> None:
         try:
-            box["value"] = fn(start)
+            value.append(fn(start))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            box["error"] = exc
+            error.append(exc)
         finally:
             set_deadline(None)
             started.set()
@@ -70,9 +71,9 @@ def run_within(seconds: float, fn: Callable[[Callable[[], None]], T], what: str 
     started.wait()
     if not finished.wait(seconds):
         raise EditTimeout(f"{what} ran over its {seconds:g} s budget")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 class Budgeted:

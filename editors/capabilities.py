@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from storage.annotation.boxes import iou
 from storage.annotation.names import basic_name
@@ -56,7 +55,7 @@ class Capabilities:
     def families(self) -> list[str]:
         return sorted(self.attribute_values or {}) if not self.open_set else ["*"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The declaration as plain JSON (instruct prompts, the stage key, reports)."""
         values = (
             None if self.attribute_values is None else {f: sorted(v) for f, v in sorted(self.attribute_values.items())}
@@ -76,7 +75,7 @@ class Capabilities:
         return None
 
 
-def requested_value(fields: Mapping[str, Any], instruction: str, caps: Capabilities) -> tuple[str, str] | None:
+def requested_value(fields: Mapping[str, object], instruction: str, caps: Capabilities) -> tuple[str, str] | None:
     """The attribute value a request asks for: the first structured value field when present
     (it must name one renderable value), else the single renderable word of the instruction."""
     for key in VALUE_KEYS:
@@ -94,7 +93,9 @@ def _same_class(a: str, b: str) -> bool:
     return bool(a) and basic_name(a) == basic_name(b)
 
 
-def donor_for(fields: Mapping[str, Any], target_box: Sequence[float] | None) -> tuple[dict[str, Any] | None, str]:
+def donor_for(
+    fields: Mapping[str, object], target_box: Sequence[float] | None
+) -> tuple[dict[str, object] | None, str]:
     """The annotated object a replacement clones: the context object at ``donor_box`` whose class
     is the requested ``replacement``; (None, why) when there is none."""
     wanted = str(fields.get("replacement") or "").strip()
@@ -125,7 +126,7 @@ def check_capabilities(
     editor: str,
     caps: Capabilities,
     kind: str,
-    fields: Mapping[str, Any],
+    fields: Mapping[str, object],
     instruction: str,
     box: Sequence[float] | None,
 ) -> Refusal | None:
@@ -164,7 +165,7 @@ class EditorLimits:
     attribute_values: dict[str, tuple[str, ...]] = field(default_factory=dict)
     clone_from_image: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "limited": self.limited,
             "kinds": list(self.kinds),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -340,7 +340,7 @@ class ClassicalEditor(Editor):
         cleared = self._inpaint(req.image, hole)
         dmask, _ = object_mask(req.image, donor, req.seed, None, self.params.mask_method)
         out, placed = self._clone(req.image, cleared, dilate(dmask, 2), donor, box)  # type: ignore[arg-type]
-        meta: dict[str, Any] = {
+        meta: dict[str, object] = {
             "operation": "replace",
             "replacement": str(req.fields.get("replacement")),
             "donor_box": list(donor),

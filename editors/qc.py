@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import cv2
 import numpy as np
@@ -22,10 +21,10 @@ PSNR_CAP = 100.0  # identical pixels: PSNR is infinite; capped so metrics stay v
 @dataclass
 class QCReport:
     passed: bool
-    metrics: dict[str, Any]
+    metrics: dict[str, object]
     failures: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"passed": self.passed, "failures": self.failures, "metrics": self.metrics}
 
 
@@ -72,7 +71,7 @@ def check_edit(
     pixels, when known, measured instead of the boxes; ``raw_size``: (width, height) the editor
     returned before the stage resized it back, for the aspect check."""
     h, w = original.shape[:2]
-    metrics: dict[str, Any] = {"width": w, "height": h}
+    metrics: dict[str, object] = {"width": w, "height": h}
     failures: list[str] = []
     if edited.shape != original.shape:
         metrics["edited_shape"] = list(edited.shape)

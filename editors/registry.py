@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from editors.base import Editor, EditorError
 from editors.capabilities import EditorLimits, combine
@@ -63,18 +63,18 @@ def editor_class(name: str) -> type[Editor]:
     return REGISTRY.get(name)
 
 
-def create_editor(name: str, params: Mapping[str, Any] | None = None) -> Editor:
+def create_editor(name: str, params: Mapping[str, object] | None = None) -> Editor:
     """A new editor instance (params validated now, weights loaded on first use)."""
     return editor_class(name)(params)
 
 
-def cache_key(name: str, params: Mapping[str, Any] | None) -> str:
+def cache_key(name: str, params: Mapping[str, object] | None) -> str:
     from storage.hashing import canonical_json
 
     return canonical_json([name, dict(params or {})])
 
 
-def placed_params(name: str, params: Mapping[str, Any] | None, device: str | None) -> dict[str, Any]:
+def placed_params(name: str, params: Mapping[str, object] | None, device: str | None) -> dict[str, object]:
     """``params`` with ``device`` set when the orchestrator placed the shard on a device (e.g.
     ``cuda:1``) and the editor has a ``device`` param left at ``auto``."""
     out = dict(params or {})
@@ -84,7 +84,7 @@ def placed_params(name: str, params: Mapping[str, Any] | None, device: str | Non
 
 
 def get_editor(
-    name: str, params: Mapping[str, Any] | None = None, keep_loaded: int = 1, device: str | None = None
+    name: str, params: Mapping[str, object] | None = None, keep_loaded: int = 1, device: str | None = None
 ) -> Editor:
     """The process-wide instance for (name, params, device), loaded once per worker process.
 
@@ -120,7 +120,7 @@ def limits_for(editor_names: Sequence[str]) -> EditorLimits:
     return combine([editor_class(n).capabilities() for n in editor_names])
 
 
-def editor_licence(name: str, params: Mapping[str, Any] | None = None) -> Licence:
+def editor_licence(name: str, params: Mapping[str, object] | None = None) -> Licence:
     """The ``editors.licences.Licence`` of the weights editor ``name`` (registered name) loads with
     ``params`` (an edit row's recorded ``params``); ``unknown`` when the editor cannot be loaded
     here (a plugin uninstalled since the build) or its params no longer validate."""

@@ -11,7 +11,7 @@ padded (symmetric) to a multiple of 8; the output keeps the padded size, so it i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
@@ -132,7 +132,7 @@ class SamLamaEditor(Editor):
                 ) from exc
             self.predictor = SamPredictor(sam.to(self.device).eval())
 
-    def segment(self, image: np.ndarray, box: Sequence[float]) -> tuple[np.ndarray, dict[str, Any]]:
+    def segment(self, image: np.ndarray, box: Sequence[float]) -> tuple[np.ndarray, dict[str, object]]:
         """SAM's best-scored multimask answer to the box prompt; the box itself when SAM finds nothing."""
         h, w = image.shape[:2]
         if self.predictor is None:

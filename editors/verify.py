@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import cv2
 import numpy as np
@@ -66,11 +65,11 @@ class Verdict:
     """Passed or not, the measured values, and one reason per failed check."""
 
     passed: bool
-    checks: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, object] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     method: str = "pixels"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"passed": self.passed, "method": self.method, "checks": self.checks, "failures": self.failures}
 
 
@@ -153,8 +152,8 @@ def _crop(image: np.ndarray, box: Sequence[float]) -> np.ndarray:
 
 
 def _class_left(
-    fields: Mapping[str, Any], target_name: str | None, box: Sequence[float], hole: np.ndarray
-) -> list[dict[str, Any]]:
+    fields: Mapping[str, object], target_name: str | None, box: Sequence[float], hole: np.ndarray
+) -> list[dict[str, object]]:
     """Other annotated instances of the target's class that overlap its box and were not erased."""
     want = basic_name(target_name or "")
     h, w = hole.shape
@@ -170,7 +169,7 @@ def _class_left(
     return left
 
 
-def _others(fields: Mapping[str, Any], box: Sequence[float]) -> list[dict[str, Any]]:
+def _others(fields: Mapping[str, object], box: Sequence[float]) -> list[dict[str, object]]:
     """The candidate's other annotated objects with a box (the target itself left out)."""
     return [
         o
@@ -181,7 +180,7 @@ def _others(fields: Mapping[str, Any], box: Sequence[float]) -> list[dict[str, A
     ]
 
 
-def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.ndarray) -> list[dict[str, Any]]:
+def cut_objects(fields: Mapping[str, object], box: Sequence[float], changed: np.ndarray) -> list[dict[str, object]]:
     """Every other annotated object whose box the changed region enters: name, box and the
     covered fraction of the box (recorded, so the qa stage can tell which objects a question may
     still name as there: ``storage.annotation.coverage.BOX_REMAINS_AT_MOST``)."""
@@ -195,7 +194,7 @@ def cut_objects(fields: Mapping[str, Any], box: Sequence[float], changed: np.nda
 
 
 def _untouched_failures(
-    fields: Mapping[str, Any],
+    fields: Mapping[str, object],
     box: Sequence[float],
     target_name: str | None,
     changed: np.ndarray,
@@ -235,8 +234,8 @@ class EditCheck:
     edited: np.ndarray
     kind: str | None
     box: Sequence[float] | None
-    fields: Mapping[str, Any]
-    meta: Mapping[str, Any]
+    fields: Mapping[str, object]
+    meta: Mapping[str, object]
     mask: np.ndarray | None
     target_name: str | None = None
     object_mask: np.ndarray | None = None
@@ -257,7 +256,7 @@ class _Checking:
     obj: np.ndarray
     patch: np.ndarray
     pmask: np.ndarray
-    checks: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, object] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
 
@@ -442,8 +441,8 @@ def _changed_region(
     kind: str,
     changed: np.ndarray | None,
     boxm: np.ndarray,
-    meta: Mapping[str, Any],
-    fields: Mapping[str, Any],
+    meta: Mapping[str, object],
+    fields: Mapping[str, object],
     w: int,
     h: int,
 ) -> np.ndarray | None:
@@ -458,7 +457,7 @@ def _changed_region(
     return region
 
 
-UntouchedObjects = Callable[[Mapping[str, Any]], list[str]]
+UntouchedObjects = Callable[[Mapping[str, object]], list[str]]
 
 
 def verify_result(

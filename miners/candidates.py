@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import msgspec
 import numpy as np
@@ -18,14 +18,15 @@ from miners.extend import kept_first
 from miners.vg_format import ImageLocator
 from miners.vg_scan import Scan
 from storage.hashing import canonical_json, stable_id
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+from storage.rows import CandidateRow
 
 VG = "visual_genome"
 FSC = "fsc147"
 COCO = "coco"
 
 
-def context_json(value: Any) -> str:
+def context_json(value: object) -> str:
     """Sorted-key compact JSON like ``canonical_json``, but msgspec-fast (contexts are the bulk of a row)."""
     return msgspec.json.encode(value, order="sorted").decode("utf-8")
 
@@ -78,8 +79,8 @@ class ObjectRef(TypedDict):
 class Selection:
     """Candidate rows and reject rows produced by one selector."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[CandidateRow] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
 
     def extend(self, other: Selection) -> None:
         self.rows.extend(other.rows)
@@ -131,13 +132,13 @@ class VGRows:
         target: ObjectRef,
         partner: ObjectRef | None = None,
         id_parts: tuple[str | int, ...] = (),
-        extra: dict[str, Any] | None = None,
-        **fields: Any,
-    ) -> dict[str, Any]:
+        extra: dict[str, object] | None = None,
+        **fields: object,
+    ) -> CandidateRow:
         info = self.scan.images[iid]
         exclude = {target["id"]}
         attrs = self.index.attributes(iid)
-        row: dict[str, Any] = {
+        row: CandidateRow = {
             "id": stable_id(task, variant, self.source, iid, target["id"], *id_parts),
             "task": task,
             "variant": variant,

@@ -32,13 +32,12 @@ import dataclasses
 import posixpath
 import re
 from collections import defaultdict
-from typing import Any
 
 import fsspec
 import numpy as np
 
 from miners.candidates import COCO as SOURCE
-from miners.candidates import Selection, VGRows, seeded_names
+from miners.candidates import ObjectRef, Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
 from miners.config import MineConfig
 from miners.dispatch import miner_specs, run_miners
@@ -49,6 +48,7 @@ from miners.vg_format import ImageInfo
 from miners.vg_scan import Progress, Scan, Vocab
 from storage.hashing import canonical_json, stable_id
 from storage.rejects import reject
+from storage.rows import CandidateRow
 
 PREDICATE = "with"
 
@@ -101,16 +101,24 @@ class CocoRows(VGRows):
         self.unsure = unsure_classes(data)  # (image id, class name) -> why a claim about it is unsafe
 
     def row(
-        self, task: str, variant: str, iid: int, path: str, *, extra: dict[str, Any] | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        notes = {**image_notes(self.data, iid), **class_notes(self.data, kw["target"]["name"])}
-        return super().row(task, variant, iid, path, extra={**notes, **(extra or {})}, **kw)
+        self,
+        task: str,
+        variant: str,
+        iid: int,
+        path: str,
+        *,
+        target: ObjectRef,
+        extra: dict[str, object] | None = None,
+        **kw: object,
+    ) -> CandidateRow:
+        notes = {**image_notes(self.data, iid), **class_notes(self.data, target["name"])}
+        return super().row(task, variant, iid, path, target=target, extra={**notes, **(extra or {})}, **kw)
 
 
-def image_notes(data: CocoData, iid: int) -> dict[str, Any]:
+def image_notes(data: CocoData, iid: int) -> dict[str, str | list[str]]:
     """What a candidate carries about its image: the file name and LVIS's per-image lists (as names)."""
     img = data.images[iid]
-    notes: dict[str, Any] = {"file_name": data.image_file(iid)}
+    notes: dict[str, str | list[str]] = {"file_name": data.image_file(iid)}
     for key, ids in (("verified_absent", img.neg_category_ids), ("not_exhaustive", img.not_exhaustive_category_ids)):
         names = sorted({data.class_name(c) for c in ids if c in data.categories})
         if names:
@@ -118,7 +126,7 @@ def image_notes(data: CocoData, iid: int) -> dict[str, Any]:
     return notes
 
 
-def class_notes(data: CocoData, name: str) -> dict[str, Any]:
+def class_notes(data: CocoData, name: str) -> dict[str, list[str] | str | None]:
     """LVIS's other names and frequency group (r / c / f) of a class, when the file gives them."""
     for cat in data.categories.values():
         if data.class_name(cat.id) == name and (cat.synonyms or cat.frequency):
@@ -280,7 +288,7 @@ def select_counting(
 
 def _count_row(
     data: CocoData, iid: int, name: str, bs: list[list[float]], path: str, edges: list[int], task: str
-) -> dict[str, Any]:
+) -> CandidateRow:
     img = data.images[iid]
     extra = {
         "bin": edges,

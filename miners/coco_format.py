@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 
 from miners.jsonstream import decode_file
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+
+T = TypeVar("T")
 
 STAGE = "mine"
 
@@ -70,7 +72,7 @@ class CocoData:
     categories: dict[int, CocoCategory]
     objects: list[CocoAnnotation] = field(default_factory=list)  # iscrowd 0, box inside the image
     crowds: list[CocoAnnotation] = field(default_factory=list)  # iscrowd 1: a region of many instances
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
 
     def class_name(self, category_id: int) -> str:
         """The category's name as a phrase: LVIS writes ``baseball_bat``, COCO ``baseball bat``."""
@@ -82,7 +84,7 @@ class CocoData:
         return img.file_name or posixpath.basename(img.coco_url or "")
 
 
-def _entry_id(raw: msgspec.Raw) -> Any:
+def _entry_id(raw: msgspec.Raw) -> object:
     try:
         got = msgspec.json.decode(raw)
     except msgspec.DecodeError:
@@ -90,7 +92,7 @@ def _entry_id(raw: msgspec.Raw) -> Any:
     return got.get("id") if isinstance(got, dict) else None
 
 
-def _decode(raw: msgspec.Raw, type_: Any, what: str, k: int, path: str, rejects: list) -> Any:
+def _decode(raw: msgspec.Raw, type_: type[T], what: str, k: int, path: str, rejects: list[RejectRow]) -> T | None:
     """One entry, or None after a ``malformed_entry`` reject naming the file and the entry."""
     try:
         return msgspec.json.decode(raw, type=type_)
@@ -187,7 +189,7 @@ def box_problem(box: list[float], width: int, height: int, tolerance: float) -> 
 def read_coco(path: str, tolerance: float = 0.02) -> CocoData:
     """Decode and validate one instances file; every unusable entry becomes a reject."""
     top = decode_file(path, _File)
-    rejects: list[dict[str, Any]] = []
+    rejects: list[RejectRow] = []
     data = CocoData(
         path, _images(path, top.images, rejects), _categories(path, top.categories, rejects), rejects=rejects
     )

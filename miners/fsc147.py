@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 import fsspec
 import msgspec
@@ -24,7 +24,8 @@ from miners.candidates import FSC, Selection, seeded_names
 from miners.jsonstream import decode_file
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
+from storage.rows import CandidateRow
 
 ANNOTATIONS = "annotation_FSC147_384.json"
 CLASSES = "ImageClasses_FSC147.txt"
@@ -58,13 +59,13 @@ class FSCData:
     annotations: dict[str, FSCAnnotation]
     classes: dict[str, str]
     splits: dict[str, str]  # file name -> split
-    problems: list[dict[str, Any]]
+    problems: list[RejectRow]
 
 
-def read_classes(path: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def read_classes(path: str) -> tuple[dict[str, str], list[RejectRow]]:
     """``ImageClasses_FSC147.txt``: one ``<file>\\t<class>`` per line."""
     out: dict[str, str] = {}
-    problems = []
+    problems: list[RejectRow] = []
     with fsspec.open(path, "rb") as f:
         for n, bline in enumerate(f, 1):
             try:
@@ -111,7 +112,7 @@ def read_splits(path: str) -> dict[str, str]:
 def read_fsc147(root: str) -> FSCData:
     root = root.rstrip("/")
     ann = decode_file(posixpath.join(root, ANNOTATIONS), dict[str, msgspec.Raw])
-    problems: list[dict[str, Any]] = []
+    problems: list[RejectRow] = []
     annotations: dict[str, FSCAnnotation] = {}
     for name, raw in ann.items():
         try:
@@ -200,7 +201,7 @@ def select(data: FSCData, params: CountingParams, seed: int, task: str) -> Selec
     return sel
 
 
-def _row(data: FSCData, name: str, b: int, params: CountingParams, sel: Selection, task: str) -> dict[str, Any] | None:
+def _row(data: FSCData, name: str, b: int, params: CountingParams, sel: Selection, task: str) -> CandidateRow | None:
     a = data.annotations[name]
     path = posixpath.join(data.root, IMAGES, name)
     if not _exists(path):

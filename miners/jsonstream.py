@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import fsspec
 import msgspec
@@ -172,7 +172,16 @@ def _skip_ws(data: bytes, pos: int) -> int:
     return pos
 
 
-def _try_batch(path, data, start, end, base, typed, raw_dec, one) -> list[Any] | None:
+def _try_batch(
+    path: str,
+    data: bytes,
+    start: int,
+    end: int,
+    base: int,
+    typed: msgspec.json.Decoder[list[T]],
+    raw_dec: msgspec.json.Decoder[list[msgspec.Raw]],
+    one: msgspec.json.Decoder[T],
+) -> list[T | BadElement] | None:
     """Decode ``data[start:end]`` as elements; None when ``end`` is not a real boundary."""
     chunk = b"[" + data[start:end] + b"]"
     try:
@@ -197,10 +206,12 @@ def _raise_if_inner(path: str, exc: Exception, chunk_len: int, chunk_offset: int
         raise JSONStreamError(f"{path}: malformed JSON at byte offset {chunk_offset + off - 1}: {exc}") from None
 
 
-def _per_element(raws: list[msgspec.Raw], one: msgspec.json.Decoder, offset: int, chunk: bytes) -> list[Any]:
+def _per_element(
+    raws: list[msgspec.Raw], one: msgspec.json.Decoder[T], offset: int, chunk: bytes
+) -> list[T | BadElement]:
     """Decode elements one by one; a failing one becomes a :class:`BadElement` that knows its
     file offset (``chunk`` is ``b"[" + data[offset:...]``)."""
-    out: list[Any] = []
+    out: list[T | BadElement] = []
     cursor = 1
     for raw in raws:
         try:
@@ -215,7 +226,16 @@ def _per_element(raws: list[msgspec.Raw], one: msgspec.json.Decoder, offset: int
     return out
 
 
-def _last_batch(path, data, start, base, typed, raw_dec, one, pattern) -> list[Any]:
+def _last_batch(
+    path: str,
+    data: bytes,
+    start: int,
+    base: int,
+    typed: msgspec.json.Decoder[list[T]],
+    raw_dec: msgspec.json.Decoder[list[msgspec.Raw]],
+    one: msgspec.json.Decoder[T],
+    pattern: re.Pattern[bytes],
+) -> list[T | BadElement]:
     """The tail: from the last boundary to the end of the file, which must close the array."""
     end = len(data)
     while end > start and data[end - 1] in b" \t\r\n":

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
-from typing import Any
 
 import numpy as np
 
@@ -36,7 +35,7 @@ from miners.vg_format import (
     object_raw_name,
 )
 from storage.annotation.names import basic_attribute
-from storage.rejects import reject
+from storage.rejects import RejectRow, reject
 
 STAGE = "mine"
 Progress = Callable[[str, int], None]  # (file kind, elements done)
@@ -104,7 +103,7 @@ class Scan:
     relations: dict[str, np.ndarray] | None = None  # img, rid, pid, s_/o_ oid, nid, x, y, w, h; valid
     instances: dict[str, np.ndarray] | None = None  # img, oid, nid, x, y, w, h, valid (from attributes.json)
     annotations: dict[str, np.ndarray] | None = None  # inst (row in instances), aid; deduplicated
-    rejects: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[RejectRow] = field(default_factory=list)
     tolerance: float = 0.02  # how far (fraction of the image side) a box may leave the image
     readers: dict[str, str] = field(default_factory=dict)  # file kind -> reader that produced its columns
     canonical: NameMerges | None = None  # what each naming rule merged (Canonicalizer.merges)
@@ -126,7 +125,7 @@ def _synset_ids(parts: list[VGObject], vocab: Vocab) -> list[int]:
     return vocab.map([s[0] if s else None for s in map(_FIRST_SYNSET, parts)])
 
 
-def _rej(rejects: list, ref: str, reason: str, detail: str, payload: Any = None) -> None:
+def _rej(rejects: list[RejectRow], ref: str, reason: str, detail: str, payload: object = None) -> None:
     rejects.append(reject(ref, STAGE, reason, detail, payload))
 
 
