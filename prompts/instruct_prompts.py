@@ -11,15 +11,15 @@ context, which the prompt runner sets to the prompt's context.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from prompts.locations import area_fraction, distance, location_phrase
 from storage.json_columns import context_objects
+from storage.rows import CandidateRow
 
 # A task's ``instruct_context(candidate, ctx) -> ctx`` hook (storage/task_spec.py HOOKS), resolved by the stage.
-ContextHook = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+ContextHook = Callable[[CandidateRow, dict[str, object]], dict[str, object]]
 
 
 def same_name(a: str, b: str) -> bool:
@@ -47,11 +47,11 @@ class PromptOutput(BaseModel):
 
 
 # ---------------------------------------------------------------------------- contexts
-def _objects(candidate: dict[str, Any]) -> list[dict[str, Any]]:
+def _objects(candidate: CandidateRow) -> list[dict[str, object]]:
     return [o for o in context_objects(candidate, f"candidate {candidate.get('id')!r}") if o.get("name")]
 
 
-def candidate_context(candidate: dict[str, Any], extend: ContextHook | None = None) -> dict[str, Any]:
+def candidate_context(candidate: CandidateRow, extend: ContextHook | None = None) -> dict[str, object]:
     """The template/rules context of one candidate row (names, boxes, location phrases, neighbours),
     extended by ``extend``: the task's ``instruct_context(candidate, ctx) -> ctx`` hook, which the
     stage resolves and hands down (this room imports no task)."""
@@ -74,7 +74,7 @@ def candidate_context(candidate: dict[str, Any], extend: ContextHook | None = No
             neighbours.append(o["name"])
     partner = candidate.get("partner_name")
     target_is_subject = candidate.get("direction", "target_is_subject") != "target_is_object"
-    ctx: dict[str, Any] = {
+    ctx: dict[str, object] = {
         "candidate_id": candidate.get("id"),
         "task": candidate["task"],
         "variant": candidate.get("variant"),

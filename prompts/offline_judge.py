@@ -10,7 +10,8 @@ it knows no task; each task names its rule (:data:`RULES`) through its ``sa_judg
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TypedDict
 
 from prompts.eval_parsing import (
     answer_segment,
@@ -57,13 +58,22 @@ COUNT = "count"  # numbers: exact, or a range that holds the count and is at mos
 RULES = (OVERLAP, DENIAL, CHANGE, COUNT)
 
 
+class Judgement(TypedDict):
+    """One rule-based grade: ``correct`` or ``hallucination``, whether the answer fell back on the
+    prior (the erased object, the original attribute), and why."""
+
+    verdict: str
+    fallback: bool
+    reason: str
+
+
 def offline_judge(
     gold: str,
     answer: str,
-    rubric: dict[str, Any] | None = None,
+    rubric: Mapping[str, object] | None = None,
     prior_terms: list[str] | None = None,
     rule: str = OVERLAP,
-) -> dict[str, Any]:
+) -> Judgement:
     """Grade a short answer by rules: ``{"verdict", "fallback", "reason"}``.
 
     ``rule`` (one of :data:`RULES`, the task's choice) decides what counts. ``COUNT`` compares
@@ -116,7 +126,7 @@ def grade_reply(
     reply: str | None,
     gold: str,
     options: list[str] | None = None,
-    rubric: dict[str, Any] | None = None,
+    rubric: Mapping[str, object] | None = None,
     prior_terms: list[str] | None = None,
     rule: str = OVERLAP,
 ) -> bool:
@@ -139,7 +149,7 @@ def grade_reply(
         return False
 
 
-def _judge_count(text: str, gold: str, rubric: dict[str, Any]) -> dict[str, Any]:
+def _judge_count(text: str, gold: str, rubric: Mapping[str, object]) -> Judgement:
     try:
         count = int(str(rubric.get("count", gold)).strip())
     except ValueError:

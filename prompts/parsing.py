@@ -12,7 +12,6 @@ import json
 import re
 import typing
 from dataclasses import dataclass
-from typing import Any
 
 import pydantic
 from pydantic.fields import FieldInfo
@@ -31,7 +30,7 @@ class ParseError(ValueError):
 @dataclass(frozen=True)
 class Parsed:
     status: str  # "ok" | "not_applicable"
-    fields: dict[str, Any] | None
+    fields: dict[str, object] | None
 
 
 def norm_key(key: str) -> str:
@@ -184,7 +183,7 @@ def is_not_applicable_value(value: object) -> bool:
     return isinstance(value, str) and bool(NOT_APPLICABLE_RE.fullmatch(value.strip().strip(".").strip()))
 
 
-def parse_answer(text: str, model: type[pydantic.BaseModel], context: dict[str, Any] | None = None) -> Parsed:
+def parse_answer(text: str, model: type[pydantic.BaseModel], context: dict[str, object] | None = None) -> Parsed:
     """Parse and validate one answer.
 
     "Not applicable" is recognised when a field says so (``edit_type: not_applicable``) or when

@@ -8,7 +8,7 @@ appended to the conversation, up to ``parse_retries`` times.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from prompts.clients.base import ChatMessage, ImagePart, MLLMClient, MLLMRequest, MLLMResponse, TextPart
 from prompts.parsing import ParseError, parse_answer
@@ -40,14 +40,14 @@ class Sampling(TypedDict):
 
 @dataclass
 class PromptInput:
-    context: dict[str, Any]
+    context: dict[str, object]
     images: list[bytes] = field(default_factory=list)
 
 
 @dataclass
 class PromptOutcome:
     status: Status
-    fields: dict[str, Any] | None
+    fields: dict[str, object] | None
     raw: str
     attempts: int
     error: str | None
@@ -92,7 +92,7 @@ def build_messages(spec: PromptSpec, inp: PromptInput, *, require_images: bool =
     return [{"role": "user", "content": parts}]
 
 
-def _request(spec: PromptSpec, messages: list[ChatMessage], context: dict[str, Any], cfg: Sampling) -> MLLMRequest:
+def _request(spec: PromptSpec, messages: list[ChatMessage], context: dict[str, object], cfg: Sampling) -> MLLMRequest:
     return MLLMRequest(spec.name, spec.version, messages, context, **cfg)
 
 
@@ -156,7 +156,7 @@ def _outcome(
     spec: PromptSpec,
     resp: MLLMResponse,
     status: Status,
-    fields: dict[str, Any] | None,
+    fields: dict[str, object] | None,
     attempts: int,
     error: str | None,
     client: MLLMClient,

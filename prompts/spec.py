@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jinja2
 import pydantic
@@ -95,7 +94,7 @@ def _loaded(spec: PromptSpec) -> _Loaded:
     return hit
 
 
-def render(spec: PromptSpec, context: dict[str, Any]) -> str:
+def render(spec: PromptSpec, context: dict[str, object]) -> str:
     """Render the prompt text; a missing context key raises naming the prompt and the key."""
     try:
         return _loaded(spec).template.render(**context).strip() + "\n"

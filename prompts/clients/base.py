@@ -8,7 +8,7 @@ its own way), plus the annotation ``context`` that the offline ``rules`` backend
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Literal, Protocol, TypedDict, runtime_checkable
 
 
 class ImagePart(TypedDict):
@@ -34,7 +34,7 @@ class MLLMRequest:
     prompt_name: str
     prompt_version: str
     messages: list[ChatMessage]
-    context: dict[str, Any] = field(default_factory=dict)  # annotations, for the rules backend
+    context: dict[str, object] = field(default_factory=dict)  # annotations, for the rules backend
     temperature: float = 0.0
     max_tokens: int = 1024
 

@@ -9,7 +9,6 @@ answers are stored; transport errors are asked again next time. One small JSON f
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from prompts.clients.base import ChatMessage, MLLMClient, MLLMRequest, MLLMResponse
 from storage.fs import RunFS
@@ -34,7 +33,7 @@ def _message_digest(messages: list[ChatMessage]) -> list[dict[str, object]]:
 
 def cache_key(backend: str, model_id: str, request: MLLMRequest) -> str:
     """Hash of what determines the answer. The rules backend also depends on the context."""
-    payload: dict[str, Any] = {
+    payload: dict[str, object] = {
         "backend": backend,
         "model": model_id,
         "messages": _message_digest(request.messages),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 RETRIED_EXIT = 7  # a command that finished, but only through retries of a server failing too often
 
@@ -67,7 +66,7 @@ def snapshot() -> dict[tuple[str, str], dict[str, int]]:
         return {k: {c: getattr(v, c) for c in _COUNTERS} for k, v in _SERVERS.items()}
 
 
-def since(before: dict[tuple[str, str], dict[str, int]]) -> list[dict[str, Any]]:
+def since(before: dict[tuple[str, str], dict[str, int]]) -> list[dict[str, str | int | float]]:
     """What each server did after ``before``: one dict per server that was asked anything, with
     its counts and ``error_rate`` (failed requests / requests, rounded to 4 places)."""
     out = []

@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prompts.clients import call_stats
 from prompts.clients.base import ChatMessage, MLLMRequest, MLLMResponse
@@ -42,6 +42,9 @@ from prompts.clients.endpoint import (
     track,
 )
 from prompts.config import MLLMConfig
+
+if TYPE_CHECKING:
+    import openai
 
 RETRY_STATUS = {408, 409, 425, 429}
 POOL_CONNECTIONS = 8  # connections per HTTP pool (see _setup)
@@ -115,13 +118,15 @@ class OpenAIClient:
         self._busy_since = 0.0  # when the requests in flight went from none to some
         self._last_answer = 0.0  # when the server last answered anything (an error status too)
         self._slowest = 0.0  # the longest a request has waited for its answer
-        self._watch: asyncio.Task[Any] | None = None
+        self._watch: asyncio.Task[None] | None = None
         resolve_api_key(api_key_env, base_url)  # fail early, before any work
         self._stopped: EndpointError | CallsAborted | None = None  # set once: every later call raises it
-        self._batches: set[asyncio.Task[Any]] = set()  # running batches, cancelled when the client stops
+        self._batches: set[asyncio.Task[list[MLLMResponse]]] = (
+            set()
+        )  # running batches, cancelled when the client stops
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._sdks: list[Any] = []
+        self._sdks: list[openai.AsyncOpenAI] = []
         self._slots: asyncio.Queue[int] | None = None
         self._lock = threading.Lock()
         self.requests_sent = 0  # HTTP attempts, including retries
@@ -391,7 +396,7 @@ class OpenAIClient:
         )
 
 
-def _retry_after(exc: Any) -> float | None:
+def _retry_after(exc: BaseException) -> float | None:
     try:
         value = exc.response.headers.get("retry-after")
         return float(value) if value is not None else None

@@ -8,7 +8,7 @@ the normal parser.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from prompts.clients.base import MLLMRequest, MLLMResponse
 from prompts.rules import get_rules_answer
@@ -16,7 +16,7 @@ from prompts.rules import get_rules_answer
 NOT_APPLICABLE_TEXT = "Current instance is not applicable."
 
 
-def serialise_fields(fields: dict[str, Any]) -> str:
+def serialise_fields(fields: Mapping[str, object]) -> str:
     """``field: value`` lines; lists, dicts and booleans as JSON values."""
     lines = []
     for key, value in fields.items():

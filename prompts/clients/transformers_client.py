@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prompts.clients.base import ChatMessage, MLLMRequest, MLLMResponse
 from prompts.config import MLLMConfig
@@ -117,7 +117,10 @@ class TransformersClient:
         enc = self.processor(text=texts, images=images or None, padding=True, return_tensors="pt").to(self.device)
         # one batch shares sampling settings: the first request's (the prompt runner sends uniform batches)
         temperature = batch[0].temperature
-        gen: dict[str, Any] = {"max_new_tokens": max(r.max_tokens for r in batch), "do_sample": temperature > 0}
+        gen: dict[str, int | float | bool] = {
+            "max_new_tokens": max(r.max_tokens for r in batch),
+            "do_sample": temperature > 0,
+        }
         if temperature > 0:
             gen["temperature"] = temperature
         with self._lock, torch.inference_mode():
