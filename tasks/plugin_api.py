@@ -32,7 +32,8 @@ Mining (the ``miners={source: ...}`` hooks; contract in ``docs/mining.md``)
   ``source names`` ``VG``, ``FSC``, ``COCO``, and ``SourceSpec`` for a source plugin.
 Rows, ids, rejects
   ``reject``, ``stable_id``, ``canonical_json``, ``candidate_of``, ``context_objects``,
-  ``cut_objects_of``, ``instruction_fields``, ``load_json_column``.
+  ``cut_objects_of``, ``instruction_fields``, ``load_json_column``; 2.1: the rows hooks receive, as
+  typed dicts of their artifact's columns: ``CandidateRow``, ``InstructionRow``, ``EditRow``, ``RejectRow``.
 Shared vocabulary
   ``intersection``, ``intersects`` (boxes), ``colour_of``, ``colours_apart``, ``basic_name``,
   ``same_class``, ``cut_names``, ``names_mentioned``, ``region_words``, ``location_phrase``.
@@ -62,7 +63,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-API_VERSION = "2.0"
+API_VERSION = "2.1"
 
 
 def _declared() -> dict[str, tuple[str, str]]:
@@ -152,7 +153,8 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
         instruction_fields,
         load_json_column,
     )
-    from storage.rejects import reject
+    from storage.rejects import RejectRow, reject
+    from storage.rows import CandidateRow, EditRow, InstructionRow
     from storage.task_spec import HOOKS, TaskError, TaskHooks, TaskSpec, register_task
     from tasks.stages.qa.mc import question_seed
     from tasks.stages.qa.render import Problem, RenderSettings

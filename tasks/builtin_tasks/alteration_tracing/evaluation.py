@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tasks.plugin_api import EvalRules, option_letter
 
@@ -15,7 +14,7 @@ _SAME = re.compile(
 class ChangeRules(EvalRules):
     """One small edit separates two pictures: the baseline sees no change."""
 
-    def answer(self, ctx: dict[str, Any]) -> str | None:
+    def answer(self, ctx: dict[str, object]) -> str | None:
         qtype, q = ctx.get("qtype"), str(ctx.get("question", ""))
         if qtype == "YN":
             return "Yes" if _SAME.search(q) else "No"
@@ -34,20 +33,20 @@ class ChangeRules(EvalRules):
             )
         return "Nothing changed between the two pictures."
 
-    def reasoning(self, ctx: dict[str, Any]) -> str:
+    def reasoning(self, ctx: dict[str, object]) -> str:
         return "Both pictures show the same objects in the same places; they look identical."
 
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
+    def subcause(self, response: str, facts: dict[str, object]) -> str:
         if re.search(r"\b(identical|same|no difference|no change)\b", response):
             return "SC-1"
         if re.search(r"\b(changed|moved|removed|added|replaced|different)\b", response):
             return "SC-3"
         return "SC-2"
 
-    def span_type(self, facts: dict[str, Any]) -> str:
+    def span_type(self, facts: dict[str, object]) -> str:
         return "Spatial Relation"
 
-    def span_phrases(self, response: str, facts: dict[str, Any]) -> list[str]:
+    def span_phrases(self, response: str, facts: dict[str, object]) -> list[str]:
         return ["identical", "the same", "no change"]
 
 

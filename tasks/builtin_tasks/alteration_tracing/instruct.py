@@ -3,10 +3,8 @@ instruction row, ``instruct_rows_edit_plan``)."""
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def untouched_objects(fields: dict[str, Any]) -> list[str]:
+def untouched_objects(fields: dict[str, object]) -> list[str]:
     """The ``untouched_objects`` hook of alteration tracing: the control object B', which its
     control questions say did not change (the edit stage's verification holds the edit to it)."""
     return [str(fields.get("B_prime") or "")]

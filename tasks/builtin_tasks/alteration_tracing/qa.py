@@ -4,9 +4,12 @@ slots (any accepted spelling), and the object a removal took away for the BEAF p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tasks.plugin_api import RenderSettings, clean, instruction_fields
+
+if TYPE_CHECKING:
+    from tasks.plugin_api import EditRow
 
 OP_PAST = {"delete": "removed", "add": "added", "replace": "replaced", "move": "moved"}
 
@@ -33,14 +36,14 @@ _AT_LISTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _pick(plan: Mapping[str, Any], names: tuple[str, ...]) -> str:
+def _pick(plan: Mapping[str, object], names: tuple[str, ...]) -> str:
     for n in names:
         if plan.get(n) not in (None, ""):
             return clean(plan[n])
     return ""
 
 
-def slots_from_plan(plan: Mapping[str, Any], edit_type: str | None) -> dict[str, str]:
+def slots_from_plan(plan: Mapping[str, object], edit_type: str | None) -> dict[str, str]:
     """Alteration tracing: the edit plan's fields (any accepted spelling) plus ``op_past``."""
     out = {slot: _pick(plan, names) for slot, names in _AT_ALIASES.items()}
     for stem, (list_key, numbered) in _AT_LISTS.items():
@@ -55,7 +58,7 @@ def slots_from_plan(plan: Mapping[str, Any], edit_type: str | None) -> dict[str,
     return out
 
 
-def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def analysis_fields(e: EditRow) -> tuple[str, dict[str, object]]:
     """The edit plan of the instruct stage is the analysis (it holds the question materials)."""
     eid = e["id"]
     plan = instruction_fields(e, f"edit {eid}")
@@ -64,11 +67,11 @@ def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "from_edit_plan", {**plan, "edit_type": e.get("edit_type") or plan.get("edit_type")}
 
 
-def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+def qa_slots(edit: EditRow, fields: dict[str, object], settings: RenderSettings) -> dict[str, str]:
     return slots_from_plan(fields, edit.get("edit_type"))
 
 
-def qa_beaf(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any] | None:
+def qa_beaf(edit: EditRow, fields: dict[str, object], values: dict[str, str]) -> dict[str, object] | None:
     if values.get("op_past") != "removed":
         return None
     return {"removed": edit.get("target_name") or values.get("B"), "same_type_elsewhere": False}

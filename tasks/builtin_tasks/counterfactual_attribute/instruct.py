@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from tasks.plugin_api import Embedder, find_duplicates, instruction_fields, reject, transformers_embedder
+
+if TYPE_CHECKING:
+    from tasks.plugin_api import CandidateRow, InstructionRow, RejectRow
 
 STAGE = "instruct"
 _EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
-def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+class DedupSettings(Protocol):
+    """What :func:`instruct_dedup` reads of the instruct stage's config (``InstructConfig``)."""
+
+    embedding_model: str | None
+    embedding_threshold: float
+
+
+def instruct_rows(c: CandidateRow, f: dict[str, object]) -> list[dict[str, object]]:
     """Two attribute edits (slots a and b), each with its direction and new value."""
     rows = []
     for slot in ("a", "b"):
@@ -29,7 +39,7 @@ def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def instruct_dedup(rows: list[dict[str, Any]], cfg: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def instruct_dedup(rows: list[InstructionRow], cfg: DedupSettings) -> tuple[list[InstructionRow], list[RejectRow]]:
     """The ``instruct_dedup`` hook of CA: drop rows (all of one task) whose new attribute repeats
     another's for the same object name (kept: lowest id order)."""
     ca = sorted((r for r in rows if r["status"] == "applicable"), key=lambda r: (r["candidate_id"], r["id"]))

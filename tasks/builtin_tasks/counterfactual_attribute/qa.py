@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tasks.plugin_api import RenderSettings, clean, with_article
 
+if TYPE_CHECKING:
+    from tasks.plugin_api import EditRow
 
-def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
+
+def slots_from_analysis(analysis: Mapping[str, object]) -> dict[str, str]:
     """Counterfactual attribute: analysis fields plus ``A_object_a`` (the object with an article if countable)."""
     out = {k: clean(v) for k, v in analysis.items() if not isinstance(v, (list, dict))}
     obj = out.get("A_object", "")
@@ -18,5 +21,5 @@ def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str]:
+def qa_slots(edit: EditRow, fields: dict[str, object], settings: RenderSettings) -> dict[str, str]:
     return slots_from_analysis(fields)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tasks.plugin_api import EvalRules, annotations_of, option_letter
 
@@ -11,7 +10,7 @@ from tasks.plugin_api import EvalRules, annotations_of, option_letter
 class CountRules(EvalRules):
     """Many similar objects with a known count: the baseline counts right from the points."""
 
-    def answer(self, ctx: dict[str, Any]) -> str | None:
+    def answer(self, ctx: dict[str, object]) -> str | None:
         ann, qtype, q = annotations_of(ctx), ctx.get("qtype"), str(ctx.get("question", ""))
         count = ann.get("count")
         if count is None:
@@ -34,20 +33,20 @@ class CountRules(EvalRules):
             return f"{max(0, count - 2)}-{count + 2}"
         return str(count)
 
-    def reasoning(self, ctx: dict[str, Any]) -> str:
+    def reasoning(self, ctx: dict[str, object]) -> str:
         return f"Counting the instances one by one I reach {annotations_of(ctx).get('count')}."
 
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
+    def subcause(self, response: str, facts: dict[str, object]) -> str:
         if re.search(r"\b(rows?|columns?|grid|pattern|arranged|per row)\b", response):
             return "SC-2"
         if re.search(r"\bone by one\b|\b\d+\s*,\s*\d+\s*,\s*\d+", response):
             return "SC-3"
         return "SC-1"
 
-    def span_type(self, facts: dict[str, Any]) -> str:
+    def span_type(self, facts: dict[str, object]) -> str:
         return "Numerical Attribute"
 
-    def span_phrases(self, response: str, facts: dict[str, Any]) -> list[str]:
+    def span_phrases(self, response: str, facts: dict[str, object]) -> list[str]:
         if facts.get("count") is None:
             return []
         return sorted({n for n in re.findall(r"\b\d+\b", response) if n != str(facts["count"])})

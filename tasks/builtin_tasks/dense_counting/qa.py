@@ -3,10 +3,13 @@ it, checked, fill the template slots."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tasks.builtin_tasks.dense_counting.counting import CountPlan, check_counts, plan_counts
 from tasks.plugin_api import Problem, RenderSettings, candidate_of, clean, plural, question_seed
+
+if TYPE_CHECKING:
+    from tasks.plugin_api import EditRow
 
 
 def count_slots(count: int, class_name: str, seed: int) -> tuple[dict[str, str], CountPlan]:
@@ -15,7 +18,7 @@ def count_slots(count: int, class_name: str, seed: int) -> tuple[dict[str, str],
     return {**plan.slots(), "things": plural(clean(class_name))}, plan
 
 
-def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def analysis_fields(e: EditRow) -> tuple[str, dict[str, object]]:
     """The annotated count is the truth; the class name names what is counted."""
     cand = candidate_of(e, f"edit {e['id']}")
     return "ground_truth_count", {
@@ -24,7 +27,7 @@ def analysis_fields(e: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     }
 
 
-def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
+def qa_slots(edit: EditRow, fields: dict[str, object], settings: RenderSettings) -> dict[str, str] | list[Problem]:
     """The eight counts around the truth, checked; a count that cannot make them is a problem.
     (``"dc"`` salts the per-edit seed: a constant of this function, not a key on the task.)"""
     try:

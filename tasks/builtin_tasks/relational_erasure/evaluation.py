@@ -4,17 +4,17 @@ sees and the rules backend's offline answers (it "sees" the erased object)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from tasks.plugin_api import EvalRules, annotations_of
 
 
-def prior_terms(ann: dict[str, Any]) -> list[str]:
+def prior_terms(ann: Mapping[str, object]) -> list[str]:
     """A ``prior_terms`` hook: the erased object's name (the answer co-occurrence suggests)."""
     return [ann["target_name"]] if ann.get("target_name") else []
 
 
-def subcause_facts(facts: dict[str, Any]) -> dict[str, Any]:
+def subcause_facts(facts: dict[str, object]) -> dict[str, object]:
     """A ``subcause_facts`` hook: the item's target is the object that was removed."""
     out = dict(facts)
     if "target_name" in out:
@@ -30,10 +30,10 @@ _SCENE = re.compile(r"\b(scene|setting|place|kitchen|street|room|beach|park|usua
 class ErasureRules(EvalRules):
     """Something that usually appears with its partner was erased: the prior says it is there."""
 
-    def reasoning(self, ctx: dict[str, Any]) -> str:
+    def reasoning(self, ctx: dict[str, object]) -> str:
         return f"The scene is the kind of place where {annotations_of(ctx).get('target_name') or 'this object'} is usually found, so it should be there."
 
-    def subcause(self, response: str, facts: dict[str, Any]) -> str:
+    def subcause(self, response: str, facts: dict[str, object]) -> str:
         if _SCENE.search(response):
             return "SC-3"
         if any(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tasks.plugin_api import same_name
 
+if TYPE_CHECKING:
+    from tasks.plugin_api import CandidateRow
 
-def instruct_rows(c: dict[str, Any], f: dict[str, Any]) -> list[dict[str, Any]]:
+
+def instruct_rows(c: CandidateRow, f: dict[str, object]) -> list[dict[str, object]]:
     """One removal: of the target, or of the partner when the model chose to erase that one."""
     removes_partner = (
         bool(c.get("partner_name"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tasks.plugin_api import (
     Problem,
@@ -16,8 +16,11 @@ from tasks.plugin_api import (
     with_article,
 )
 
+if TYPE_CHECKING:
+    from tasks.plugin_api import EditRow
 
-def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
+
+def slots_from_analysis(analysis: Mapping[str, object]) -> dict[str, str]:
     """Relational erasure: analysis fields plus ``B`` (the removed object with its determiner)."""
     out = {k: clean(v) for k, v in analysis.items() if not isinstance(v, (list, dict))}
     name = out.get("B_name", "")
@@ -31,7 +34,7 @@ def slots_from_analysis(analysis: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSettings) -> dict[str, str] | list[Problem]:
+def qa_slots(edit: EditRow, fields: dict[str, object], settings: RenderSettings) -> dict[str, str] | list[Problem]:
     """RE slots; none when the analysis names as remaining at the erased place an object the edit
     cut into (``storage.annotation.coverage.BOX_REMAINS_AT_MOST``), as a model reading the picture may."""
     named = names_mentioned(
@@ -49,7 +52,7 @@ def qa_slots(edit: dict[str, Any], fields: dict[str, Any], settings: RenderSetti
     return slots_from_analysis(fields)
 
 
-def qa_beaf(edit: dict[str, Any], fields: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+def qa_beaf(edit: EditRow, fields: dict[str, object], values: dict[str, str]) -> dict[str, object]:
     return {
         "removed": edit.get("target_name") or values.get("B_name"),
         "same_type_elsewhere": fields.get("same_type_elsewhere") in (True, "true", "True", "yes"),
