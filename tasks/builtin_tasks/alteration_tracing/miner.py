@@ -13,8 +13,6 @@ one id never names two different edits.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from tasks.builtin_tasks.alteration_tracing.params import AlterationTracingParams
@@ -86,7 +84,7 @@ def select(scan: Scan, params: AlterationTracingParams, rows: VGRows, seed: int,
             "name": scan.names.names[nid],
             "box": rows.index.box("objects", row),
         }
-        extra: dict[str, Any] = {
+        extra: dict[str, object] = {
             "assigned_edit_type": assigned,
             "object_count": int(len(obj_rows)),
         }

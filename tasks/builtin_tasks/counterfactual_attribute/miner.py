@@ -14,13 +14,16 @@ Controls (``variant: control``): instances of o carrying a non-dominant attribut
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
 from tasks.plugin_api import MineJob, ObjectRef, Scan, Selection, VGRows, area_fraction, image_sizes, npx, seeded_order
+
+if TYPE_CHECKING:
+    from tasks.plugin_api import CandidateRow
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("attributes",)
@@ -83,7 +86,7 @@ def attribute_stats_table(scan: Scan, t: AttributeTable, min_count: int) -> pa.T
     )
 
 
-def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, Any]]:
+def attribute_rows(scan: Scan, t: AttributeTable, min_count: int) -> list[dict[str, object]]:
     """:func:`attribute_stats_table` as rows (for inspection and tests)."""
     return attribute_stats_table(scan, t, min_count).to_pylist()
 
@@ -179,8 +182,8 @@ def _row(
     path: str,
     attribute: str,
     rank: int | None,
-    extra: dict[str, Any],
-) -> dict[str, Any]:
+    extra: dict[str, object],
+) -> CandidateRow:
     inst = scan.instances
     target: ObjectRef = {
         "id": int(inst["oid"][r]),

@@ -16,7 +16,7 @@ Definitions (also checked by an independent SQL implementation in the tests):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,9 @@ from tasks.plugin_api import (
     rng_for,
     seeded_order,
 )
+
+if TYPE_CHECKING:
+    from tasks.plugin_api import CandidateRow
 
 # The Visual Genome files beyond image_data and objects this task reads (its spec's ``vg_reads`` hook).
 VG_READS = ("relationships",)
@@ -152,7 +155,7 @@ def pair_stats_table(scan: Scan, t: PairTable, min_count: int, source: str) -> p
     )
 
 
-def pair_rows(scan: Scan, t: PairTable, min_count: int, source: str = "visual_genome") -> list[dict[str, Any]]:
+def pair_rows(scan: Scan, t: PairTable, min_count: int, source: str = "visual_genome") -> list[dict[str, object]]:
     """:func:`pair_stats_table` as rows (for inspection and tests)."""
     return pair_stats_table(scan, t, min_count, source).to_pylist()
 
@@ -236,7 +239,7 @@ def _end(scan: Scan, row: int, prefix: str) -> ObjectRef:
 
 def _targeted(
     scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str, task: str
-) -> dict[str, Any]:
+) -> CandidateRow:
     r = scan.relations
     target, partner = (
         (_end(scan, rel, "s"), _end(scan, rel, "o")) if erase_subject else (_end(scan, rel, "o"), _end(scan, rel, "s"))
@@ -282,12 +285,12 @@ def _control(
     rows: VGRows,
     kept_pairs: set[tuple[int, int]],
     params: RelationalErasureParams,
-    targeted: dict[str, Any],
+    targeted: CandidateRow,
     iid: int,
     path: str,
     seed: int,
     task: str,
-) -> dict[str, Any] | None:
+) -> CandidateRow | None:
     """Erase, in the same image, an object whose class forms no kept pair with what remains."""
     o = scan.objects
     if o is None:
