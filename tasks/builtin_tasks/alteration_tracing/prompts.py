@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -115,8 +115,8 @@ AT_EDIT_PLAN = PromptSpec("at_edit_plan", "1", "at_edit_plan.j2", ATEditPlan, 1,
 
 
 def _control_object(
-    ctx: dict[str, Any], changed: list[list[float]], also_changed: tuple[str, ...] = ()
-) -> dict[str, Any] | None:
+    ctx: dict[str, object], changed: list[list[float]], also_changed: tuple[str, ...] = ()
+) -> dict[str, object] | None:
     """The control object B' the questions say stayed the same: the one instance of its class in
     the picture (a question naming "the stone" must mean one object; a "rock" sharing its synset
     counts), of a class other than the target's and the ``also_changed`` ones (a replacement), with
@@ -139,7 +139,7 @@ def _control_object(
     )
 
 
-def _chosen_type(ctx: dict[str, Any]) -> str | None:
+def _chosen_type(ctx: dict[str, object]) -> str | None:
     for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
         if t == "delete" and ctx.get("same_instance_count", 1) < 2:
             continue
@@ -150,14 +150,14 @@ def _chosen_type(ctx: dict[str, Any]) -> str | None:
     return None
 
 
-def _side(ctx: dict[str, Any], ref_box: list[float]) -> str:
+def _side(ctx: dict[str, object], ref_box: list[float]) -> str:
     tx, _ = box_center(ctx["target_box"])
     rx, _ = box_center(ref_box)
     return "left" if rx >= tx else "right"
 
 
 @rules_answer("at_edit_plan")
-def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
+def at_edit_plan(ctx: dict[str, object]) -> dict[str, object] | None:
     if not ctx.get("target_box"):
         return None
     limits = ctx.get("editor_limits") or {}
@@ -226,7 +226,7 @@ def at_edit_plan(ctx: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _trace_distractors(ctx: dict[str, Any], a_prime: str, b_prime: str, others: list[str]) -> dict[str, Any]:
+def _trace_distractors(ctx: dict[str, object], a_prime: str, b_prime: str, others: list[str]) -> dict[str, object]:
     """The wrong options every AT plan shares: other objects by place, other fates of B' and A'."""
     return {
         "object_location_distractors": [f"the {n} at the {_region_of(ctx, n)} of the image" for n in others],
@@ -244,7 +244,7 @@ def _trace_distractors(ctx: dict[str, Any], a_prime: str, b_prime: str, others: 
     }
 
 
-def _free_slot(ctx: dict[str, Any], key: str) -> tuple[str, list[float]] | None:
+def _free_slot(ctx: dict[str, object], key: str) -> tuple[str, list[float]] | None:
     """(side, box) of a place right or left of the target, inside the image, touching no annotated
     object: where a clone can go without hiding anything the questions talk about."""
     x, y, bw, bh = ctx["target_box"]
@@ -266,7 +266,7 @@ def _in_place(location: str | None) -> str:
     return f" in {location}" if location else ""
 
 
-def _donor(ctx: dict[str, Any], key: str) -> dict[str, Any] | None:
+def _donor(ctx: dict[str, object], key: str) -> dict[str, object] | None:
     """Another annotated object (other class, similar size, clear of the target) to replace it with."""
     tb = ctx["target_box"]
     name = ctx["target_name"]
@@ -306,7 +306,7 @@ WRONG_CHANGES: dict[str, list[str]] = {  # per edit type: changes that did not h
 }
 
 
-def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+def _at_renderable(ctx: dict[str, object], limits: dict[str, object]) -> dict[str, object] | None:
     """AT for editors that clone and inpaint: the edit type the configured editors can do, a clone
     destination that is free and named in the instruction, a replacement by another annotated
     object (``replacement`` + ``donor_box``), and control objects clear of every changed place."""
@@ -349,13 +349,13 @@ def _at_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _at_plan(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+def _at_plan(ctx: dict[str, object], limits: dict[str, object]) -> dict[str, object] | None:
     """The first edit type of the assigned one and its fallbacks that the configured editors can
     draw here, with its instruction and the boxes it changes; None when none can."""
     kinds = set(limits.get("kinds") or ())
     clone = bool(limits.get("clone_from_image"))
     name, cid, where = ctx["target_name"], str(ctx["candidate_id"]), ctx["target_location"]
-    plan: dict[str, Any] | None = None
+    plan: dict[str, object] | None = None
     for t in [ctx.get("assigned_edit_type"), *ctx.get("fallback_chain", [])]:
         if t == "delete" and "remove" in kinds and ctx.get("same_instance_count", 1) >= 2:
             plan = {
@@ -406,7 +406,7 @@ def _with_a(name: str) -> str:
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
-def _region_of(ctx: dict[str, Any], name: str) -> str:
+def _region_of(ctx: dict[str, object], name: str) -> str:
     for o in ctx["objects"]:
         if o["name"] == name and o.get("box"):
             return region_words(o["box"], ctx["width"], ctx["height"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -154,7 +154,7 @@ def _natural(name: str) -> bool:
 
 
 @rules_answer("ca_instructions")
-def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
+def ca_instructions(ctx: dict[str, object]) -> dict[str, object] | None:
     if not ctx.get("target_box") or not ctx.get("attribute"):
         return None
     area = ctx.get("target_area") or 0.0
@@ -175,7 +175,7 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     near = NEAR_MATERIALS.get(norm_text(original), ()) if kind == "material" else ()
     order = list(NATURAL_DIRECTIONS if _natural(name) else MADE_DIRECTIONS)
     second = pick([d for d in order if d != kind][:4], cid + ":d2")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for slot, direction in (("a", kind), ("b", second)):
         values = [
             v
@@ -194,7 +194,7 @@ def ca_instructions(ctx: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def _ca_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any] | None:
+def _ca_renderable(ctx: dict[str, object], limits: dict[str, object]) -> dict[str, object] | None:
     """CA for editors that only recolour: two counter-commonsense named colours, and only when the
     dominant attribute is itself a colour (so "is it still <original>?" is answered by the pixels)."""
     name, cid, original = ctx["target_name"], str(ctx["candidate_id"]), str(ctx["attribute"]).strip().lower()
@@ -208,7 +208,7 @@ def _ca_renderable(ctx: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
         return None
     first = pick(pool, cid + ":c1")
     second = pick([c for c in pool if colours_apart(c, first)], cid + ":c2")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for slot, value in (("a", first), ("b", second)):
         out[f"direction_{slot}"] = "colour"
         out[f"new_attribute_{slot}"] = value
@@ -337,7 +337,7 @@ CA_ANALYSIS = PromptSpec("ca_analysis", "1", "ca_analysis.j2", CAAnalysis, 2, te
 
 
 @rules_answer("ca_analysis")
-def ca_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
+def ca_analysis(ctx: dict[str, object]) -> dict[str, object]:
     """CA fields from the annotations and the instruction's new attribute."""
     name, box, w, h = ctx["target_name"], ctx.get("target_box") or [], int(ctx["width"]), int(ctx["height"])
     key = str(ctx.get("edit_id") or ctx.get("candidate_id"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import field_validator, model_validator
 
@@ -42,7 +42,7 @@ DC_AMBIGUITY = PromptSpec("dc_ambiguity", "1", "dc_ambiguity.j2", DCAmbiguity, 1
 
 
 @rules_answer("dc_ambiguity")
-def dc_ambiguity(ctx: dict[str, Any]) -> dict[str, Any] | None:
+def dc_ambiguity(ctx: dict[str, object]) -> dict[str, object] | None:
     """Crowding as the ambiguity signal: median nearest-neighbour distance over the even spacing."""
     import numpy as np
 

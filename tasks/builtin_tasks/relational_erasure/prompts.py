@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
@@ -66,13 +66,13 @@ class REInstruction(PromptOutput):
 RE_INSTRUCTION = PromptSpec("re_instruction", "1", "re_instruction.j2", REInstruction, 1, template_dir=TEMPLATES)
 
 
-def _which(ctx: dict[str, Any]) -> str:
+def _which(ctx: dict[str, object]) -> str:
     """The target as a phrase that singles it out when several instances exist."""
     return f"the {ctx['target_name']} in {ctx['target_location']}"
 
 
 @rules_answer("re_instruction")
-def re_instruction(ctx: dict[str, Any]) -> dict[str, Any] | None:
+def re_instruction(ctx: dict[str, object]) -> dict[str, object] | None:
     if not ctx.get("target_box") or not ctx.get("partner_name"):
         return None
     area = ctx.get("target_area") or 0.0
@@ -180,7 +180,7 @@ RE_ANALYSIS = PromptSpec("re_analysis", "1", "re_analysis.j2", REAnalysis, 2, te
 
 
 @rules_answer("re_analysis")
-def re_analysis(ctx: dict[str, Any]) -> dict[str, Any]:
+def re_analysis(ctx: dict[str, object]) -> dict[str, object]:
     """RE fields from the annotations: the removed entity, the kept one, boxes -> places."""
     removed, kept = ctx["removed_name"], ctx.get("kept_name") or ""
     box, w, h = ctx.get("removed_box") or [], int(ctx["width"]), int(ctx["height"])
