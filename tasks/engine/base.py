@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from prompts.config import MLLMConfig
 from storage.fs import RunFS
@@ -19,6 +19,8 @@ from storage.schemas import ArtifactSchema
 from storage.stage_store import ShardResult, StageStore
 from tasks.engine.build_config import BuildConfig
 from tasks.engine.suggest import suggest
+
+T = TypeVar("T")  # the item type of a list split into shards
 
 DEVICE_OPTION = "device"  # RunContext.options key: the device an orchestrator placed a shard on (e.g. cuda:1)
 
@@ -70,7 +72,7 @@ class RunContext:
         return int(self.config.run.shard_size)
 
 
-def chunk(items: list[Any], size: int) -> list[list[Any]]:
+def chunk(items: list[T], size: int) -> list[list[T]]:
     """Split a list into shards of at most ``size`` items (at least one shard, maybe empty)."""
     size = max(1, int(size))
     if not items:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from storage.fs import RunFS
@@ -125,11 +126,11 @@ def code_version(*objects: object) -> str:
 CORE_PACKAGES = frozenset({"storage", "miners", "prompts", "editors", "tasks", "flows"})
 
 
-def task_code(task: str, *hooks: str) -> list[Any]:
+def task_code(task: str, *hooks: str) -> list[ModuleType]:
     """The code behind the task's hooks among ``hooks``, for :func:`code_version`: a plugin's
     edited hook, or a helper module its hook calls, recomputes its items. Hooks may be functions,
     classes or instances (``eval_rules``); plain data hooks (paths, tables) carry no code."""
-    out: list[Any] = []
+    out: list[ModuleType] = []
     for name in hooks:
         hook = task_hook(task, name)
         module = inspect.getmodule(hook if callable(hook) else type(hook)) if hook is not None else None
@@ -139,7 +140,7 @@ def task_code(task: str, *hooks: str) -> list[Any]:
     return out
 
 
-def _package_root(module: Any) -> Any:
+def _package_root(module: ModuleType) -> ModuleType:
     """The outermost package of ``module`` that has files of its own (a namespace package such as
     ``acme`` in ``acme.reactbench_plugin`` has none, so its first regular package is taken)."""
     parts = module.__name__.split(".")

@@ -68,7 +68,7 @@ class ShardJob:
     ctx: RunContext
     key: str
     index: int
-    work: Any
+    work: object  # the stage's plan entry, handed to its process_shard
     gpu_slot: GpuSlot | None = None
     lease_token: str | None = None  # the driver's lease: a worker that lost it writes nothing
     run_id: str | None = None  # the stage run (see ``_HALTED``)
@@ -148,7 +148,7 @@ class StagePlan:
     key: str
     config_hash: str
     inputs: dict[str, str]
-    work: list[Any]
+    work: list[object]
     todo: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     damaged: dict[int, list[str]] = field(
@@ -241,7 +241,7 @@ def check_finished_shards(store: StageStore, key: str, recorded: dict[str, Any] 
     return out
 
 
-def plan_fingerprint(work: list[Any]) -> str:
+def plan_fingerprint(work: list[object]) -> str:
     """A hash of the shards as planned: which items each holds, in order.
 
     Markers are found by shard index, so the stage key must change whenever the same index would

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from PIL import Image
@@ -32,7 +32,7 @@ from editors.budget import with_budget
 from editors.config import EditorSpec
 from editors.qc import check_edit
 from editors.registry import create_editor, get_editor
-from editors.runtime import encode_ahead, limit_opencv_threads, timed_batch
+from editors.runtime import Outcome, encode_ahead, limit_opencv_threads, timed_batch
 from editors.verify import verify_result
 from prompts.config import MLLMConfig
 from storage import addresses, schemas
@@ -126,6 +126,14 @@ def editor_specs(ctx: RunContext) -> list[EditorSpec]:
     return list(ctx.config.editors)
 
 
+class EditWork(TypedDict):
+    """One edit shard's plan entry: the index of its editor in ``editors`` (None: the rows pass
+    through unedited) and its instruction rows."""
+
+    editor: int | None
+    rows: list[InstructionRow]
+
+
 @dataclass
 class Loaded:
     """An instruction with its decoded source image (or the reject it became)."""
@@ -155,7 +163,7 @@ class EditStage(Stage):
     def model_endpoints(self, config: BuildConfig) -> list[MLLMConfig]:
         return [config.mllm] if model_checks_configured(config) else []
 
-    def plan(self, ctx: RunContext) -> list[Any]:
+    def plan(self, ctx: RunContext) -> list[EditWork]:
         specs = editor_specs(ctx)
         table = addresses.INSTRUCTIONS.reader(ctx.run).read().select(INSTRUCTION_COLUMNS)
         rows = sorted(table.to_pylist(), key=lambda r: r["id"])
@@ -165,7 +173,7 @@ class EditStage(Stage):
             {"editor": None, "rows": c} for c in unedited
         ]
 
-    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+    def process_shard(self, ctx: RunContext, index: int, work: EditWork) -> ShardResult:
         if work["editor"] is None:
             return self._pass_through(ctx, work["rows"])
         spec = editor_specs(ctx)[work["editor"]]
@@ -182,7 +190,7 @@ class EditStage(Stage):
         clock = {"seconds": 0.0, "items": 0}  # editor wall time of this shard (the manifest's timing record)
 
         def finish(
-            loaded: list[Loaded], outcomes: list[Any], per_item: float
+            loaded: list[Loaded], outcomes: list[Outcome], per_item: float
         ) -> tuple[list[EditRow], list[RejectRow]]:
             clock["seconds"] += per_item * len(outcomes)
             clock["items"] += len(outcomes)
@@ -216,8 +224,12 @@ class EditStage(Stage):
 
     @staticmethod
     def _pipeline(
-        batches: list[list[InstructionRow]], editor: Editor, load: Any, finish: Any, overlap: bool
-    ) -> list[Any]:
+        batches: list[list[InstructionRow]],
+        editor: Editor,
+        load: Any,
+        finish: Callable[[list[Loaded], list[Outcome], float], tuple[list[EditRow], list[RejectRow]]],
+        overlap: bool,
+    ) -> list[tuple[list[EditRow], list[RejectRow]]]:
         """Per batch: load -> editor call -> finish. With ``overlap``, the next batch loads and the
         previous one finishes on helper threads while the editor runs, so only the editor call is
         on the critical path (measured in benchmarks/edit_overhead.py)."""
@@ -336,7 +348,7 @@ class EditStage(Stage):
         spec: EditorSpec,
         params_json: str,
         loaded: list[Loaded],
-        outcomes: list[Any],
+        outcomes: list[Outcome],
         per_item: float,
     ) -> tuple[list[EditRow], list[RejectRow]]:
         edits, rejects = [], []
@@ -648,7 +660,7 @@ def _fields(row: InstructionRow) -> tuple[dict[str, Any], list[Any]]:
     return fields, context_objects(candidate, owner)
 
 
-def fit_to_source(image: Any, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:
+def fit_to_source(image: np.ndarray, width: int, height: int) -> tuple[np.ndarray, tuple[int, int]]:
     """The editor's output as HxWx3 uint8 at the source size, and its raw (width, height)."""
     arr = np.asarray(image)
     if arr.ndim != 3 or arr.shape[2] not in (3, 4):

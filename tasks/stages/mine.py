@@ -20,7 +20,7 @@ from miners.result import MineResult
 from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
 from tasks.engine.base import RunContext, ShardResult, Stage, StageInputError
-from tasks.engine.build_config import BuildConfig
+from tasks.engine.build_config import BuildConfig, SourcesConfig
 
 STAGE = "mine"
 
@@ -29,7 +29,7 @@ class MineSourceMissing(StageInputError):
     """A task was asked for whose source folder is not configured or lacks its annotation files."""
 
 
-def source_setting(sources: Any, name: str) -> str | None:
+def source_setting(sources: SourcesConfig, name: str) -> str | None:
     """``sources.<name>`` for a built-in source, ``sources.other[name]`` for a third-party one."""
     value = getattr(sources, name) if name in BUILTIN else sources.other.get(name)
     return str(value) if value else None

@@ -40,6 +40,8 @@ from tasks.engine.intact import require_intact
 from tasks.engine.suggest import suggest
 
 if TYPE_CHECKING:
+    from storage.fs import RunFS
+    from storage.image_store import ImageStore
     from tasks.engine.build_config import BuildConfig
 
 
@@ -123,7 +125,7 @@ class World:
         return out
 
 
-def _png(images: Any, rel: str | None) -> np.ndarray | None:
+def _png(images: ImageStore, rel: str | None) -> np.ndarray | None:
     if not rel:
         return None
     from PIL import Image
@@ -132,7 +134,11 @@ def _png(images: Any, rel: str | None) -> np.ndarray | None:
 
 
 def audit_item(
-    edit: dict[str, Any], questions: list[dict[str, Any]], analysis: dict[str, Any], truth: dict[str, Any], images: Any
+    edit: dict[str, Any],
+    questions: list[dict[str, Any]],
+    analysis: dict[str, Any],
+    truth: dict[str, Any],
+    images: ImageStore,
 ) -> ItemAudit:
     """Check every gold answer of one queued edit against the truth."""
     item = ItemAudit(edit["id"], edit["task"], edit["editor"], questions=len(questions))
@@ -241,7 +247,9 @@ def find_truth(config: BuildConfig | None) -> Path | None:
     return None
 
 
-def run_audit(run: Any, truth_path: Path | None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_audit(
+    run: RunFS, truth_path: Path | None, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Audit every queued item of ``run``; per task and editor: consistent / inconsistent with examples.
 
     One questions shard at a time (the qa stage writes all of an item's questions in one shard),

@@ -23,6 +23,7 @@ from storage.config_base import describe_errors
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.runner import StageSummary, run_stage
 from tasks.release.evaluate.labels import model_labels
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
@@ -81,7 +82,7 @@ class EvalOutcome:
 
 
 def make_clients(
-    config: Any,
+    config: BuildConfig,
     run: RunFS,
     backend: str,
     model: str,
@@ -114,7 +115,7 @@ def make_clients(
 
 def run_eval(
     run: RunFS,
-    config: Any,
+    config: BuildConfig,
     model: str,
     *,
     unverified: bool = False,
@@ -146,7 +147,7 @@ def run_eval(
 
 def answer_questions(
     run: RunFS,
-    config: Any,
+    config: BuildConfig,
     model: str,
     *,
     unverified: bool = False,

@@ -24,6 +24,7 @@ from typing import Any
 from storage.fs import RunFS
 from storage.hashing import sha256_file
 from storage.task_spec import task_order
+from tasks.engine.build_config import BuildConfig
 from tasks.release.export.canary import canary_string
 from tasks.release.export.content import EditorStat, ReleaseContent
 from tasks.release.export.datasheet import DatasheetConfig, empty_fields
@@ -185,7 +186,7 @@ def _sentence_list(items: list[str]) -> str:
     return "; ".join(items)
 
 
-def rai_fields(prov: Provenance, config: Any, content: ReleaseContent) -> dict[str, Any]:
+def rai_fields(prov: Provenance, config: BuildConfig, content: ReleaseContent) -> dict[str, Any]:
     """The ``rai:`` properties, each from the run's records or the datasheet (``NOT_STATED`` when
     neither has it)."""
     sheet: DatasheetConfig = config.datasheet
@@ -241,7 +242,7 @@ def _raw_data(prov: Provenance, rows: list[ReleaseRow]) -> list[str]:
     return raw
 
 
-def _preprocessing(config: Any) -> list[str]:
+def _preprocessing(config: BuildConfig) -> list[str]:
     """The mining settings and the question modes, from the run config."""
     mine = config.mine.model_dump(mode="json")
     return [
@@ -346,7 +347,7 @@ def build_croissant(
     out: RunFS,
     files: list[str],
     prov: Provenance,
-    config: Any,
+    config: BuildConfig,
     content: ReleaseContent,
     *,
     version: str,

@@ -24,6 +24,7 @@ from storage.literal_paths import read_only_reason
 from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.run_dirs import refuse_release_target
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.intact import require_intact
 from tasks.engine.progress import StepProgress, no_progress
 from tasks.release.export.canary import canary_guid, canary_string
@@ -57,7 +58,7 @@ class ExportSummary:
     warnings: list[str] = field(default_factory=list)
 
 
-def build_mllm_ids(run: RunFS, config: Any) -> list[str]:
+def build_mllm_ids(run: RunFS, config: BuildConfig) -> list[str]:
     """``backend:model`` of every model that wrote instructions or analyses, else the configured one
     (``config``: the resolved run config, ``flows.config.BuildConfig``)."""
     ids: set[str] = set()
@@ -107,7 +108,7 @@ class _Planned:
 def export_benchmark(
     run: RunFS,
     out: RunFS,
-    config: Any,
+    config: BuildConfig,
     options: ExportOptions = ExportOptions(),
     *,
     progress: StepProgress = no_progress,
@@ -144,7 +145,7 @@ def export_benchmark(
 def _export_locked(
     run: RunFS,
     out: RunFS,
-    config: Any,
+    config: BuildConfig,
     options: ExportOptions,
     progress: StepProgress,
     previous: Release | None = None,
@@ -207,7 +208,7 @@ def _export_locked(
 def _write_release(
     run: RunFS,
     out: RunFS,
-    config: Any,
+    config: BuildConfig,
     options: ExportOptions,
     planned: _Planned,
     progress: StepProgress,

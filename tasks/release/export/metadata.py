@@ -3,9 +3,8 @@ into every text file, then ``croissant.json`` over the finished files (their sha
 
 from __future__ import annotations
 
-from typing import Any
-
 from storage.fs import RunFS
+from tasks.engine.build_config import BuildConfig
 from tasks.release.export.canary import stamp_release
 from tasks.release.export.content import ReleaseContent
 from tasks.release.export.croissant import build_croissant, warnings_for, write_croissant
@@ -14,14 +13,14 @@ from tasks.release.export.provenance import read_provenance
 DEFAULT_VERSION = "1.0.0"
 
 
-def release_version(config: Any) -> str:
+def release_version(config: BuildConfig) -> str:
     """The release's version for the Croissant file (which requires one): ``export.version``, else
     :data:`DEFAULT_VERSION` for an unversioned export."""
     return str(config.export.version or DEFAULT_VERSION)
 
 
 def write_metadata(
-    run: RunFS, out: RunFS, config: Any, files: list[str], content: ReleaseContent
+    run: RunFS, out: RunFS, config: BuildConfig, files: list[str], content: ReleaseContent
 ) -> tuple[list[str], list[str]]:
     """Stamp ``files`` (release paths in ``out``) with the canary (``content.guid``) and write
     ``croissant.json``; returns the paths added and the warnings (author's fields left empty)."""

@@ -16,6 +16,7 @@ from typing import Any
 from storage import addresses
 from storage.fs import RunFS
 from storage.stage_store import MANIFEST
+from tasks.engine.build_config import BuildConfig
 
 STAGES = ("mine", "instruct", "edit", "qa", "review")
 
@@ -52,7 +53,7 @@ def _manifest(run: RunFS, stage: str) -> dict[str, Any] | None:
         return None
 
 
-def read_provenance(run: RunFS, config: Any, verified: bool) -> Provenance:
+def read_provenance(run: RunFS, config: BuildConfig, verified: bool) -> Provenance:
     """Everything the metadata needs from ``run`` (``config``: the resolved run config)."""
     manifests = {s: m for s in STAGES if (m := _manifest(run, s)) is not None}
     sources: dict[str, dict[str, Any]] = {}

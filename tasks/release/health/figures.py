@@ -8,6 +8,7 @@ from typing import Any
 
 from prompts.blind_prior import load_prior_stats
 from storage.fs import RunFS
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.config import HealthConfig
 from tasks.engine.suggest import suggest
 from tasks.release.health.balance import balance_figures
@@ -19,7 +20,7 @@ from tasks.release.health.table2 import table2_figures
 from tasks.release.health.trivial import trivial_figures
 
 
-def compute_health(run: RunFS, config: Any, unverified: bool | None = None) -> dict[str, Any]:
+def compute_health(run: RunFS, config: BuildConfig | None, unverified: bool | None = None) -> dict[str, Any]:
     """Every figure. ``config`` is the resolved run config (``flows.config.resolve_run_config``:
     its ``health`` thresholds); ``unverified`` None picks the review export when the run has one."""
     started = time.perf_counter()
@@ -131,7 +132,7 @@ def health_card_lines(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
-def release_health(run: RunFS, config: Any, unverified: bool, strict: bool) -> dict[str, Any]:
+def release_health(run: RunFS, config: BuildConfig | None, unverified: bool, strict: bool) -> dict[str, Any]:
     """The figures of the questions a release ships; ``strict``: refuse (:class:`HealthRefused`,
     one line per figure over its ``health:`` threshold) instead of returning them with the problems."""
     figures = compute_health(run, config, unverified)

@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from storage.fs import RunFS
+from tasks.engine.build_config import BuildConfig
 from tasks.release.health.figures import compute_health, health_biases_text
 from tasks.release.report.html import page, table
 
@@ -209,7 +210,7 @@ def figures_beside(report: str) -> str:
     return (report[: -len(".html")] if report.endswith(".html") else report) + ".json"
 
 
-def health_page(run: RunFS, config: Any) -> tuple[str, str]:
+def health_page(run: RunFS, config: BuildConfig | None) -> tuple[str, str]:
     """Compute the figures (``config``: the resolved run config, for its ``health`` thresholds);
     returns the page and the figures as JSON text (kept beside the page: :func:`figures_beside`)."""
     f = compute_health(run, config)

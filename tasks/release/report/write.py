@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any
 
 from storage import addresses
 from storage.fs import RunFS
 from storage.run_dirs import refuse_report_target
+from tasks.engine.build_config import BuildConfig
 from tasks.engine.intact import BUILD_STAGES, require_intact
 
 KINDS = ("eval", "ablation", "build", "health")
@@ -18,12 +18,12 @@ KINDS = ("eval", "ablation", "build", "health")
 READS = {"eval": (), "ablation": ("instruct", "edit", "qa"), "build": BUILD_STAGES, "health": ("mine", "qa")}
 
 
-def render(kind: str, run: RunFS, models: list[str] | None = None, config: Any = None) -> str:
+def render(kind: str, run: RunFS, models: list[str] | None = None, config: BuildConfig | None = None) -> str:
     """The page of one report kind; ``config`` (the resolved run config) is read by ``health`` only."""
     return _render(kind, run, models, config)[0]
 
 
-def _render(kind: str, run: RunFS, models: list[str] | None, config: Any) -> tuple[str, str | None]:
+def _render(kind: str, run: RunFS, models: list[str] | None, config: BuildConfig | None) -> tuple[str, str | None]:
     """The page and, for ``health``, its figures as JSON text (kept beside the page)."""
     if kind == "health":
         from tasks.release.report.health_report import health_page
@@ -51,7 +51,7 @@ def _page(kind: str, run: RunFS, models: list[str] | None) -> str:
 
 
 def write_report(
-    kind: str, run: RunFS, out: str | None = None, models: list[str] | None = None, config: Any = None
+    kind: str, run: RunFS, out: str | None = None, models: list[str] | None = None, config: BuildConfig | None = None
 ) -> str:
     """Write the HTML; returns where it went (a path or URL).
 
