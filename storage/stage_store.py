@@ -83,7 +83,7 @@ class ShardMarker(TypedDict, total=False):
     placement: Mapping[str, object]
 
 
-class StageSummary(TypedDict):
+class MarkerCounts(TypedDict):
     """Counts over a stage's finished shard markers (:meth:`StageStore.summarize`)."""
 
     completed_shards: list[int]
@@ -310,7 +310,7 @@ class StageStore:
                 files[rel] = {"bytes": len(data), "sha256": sha256_hex(data)}
         return dict(sorted(files.items()))  # type: ignore[arg-type]
 
-    def summarize(self, key: str, markers: list[ShardMarker] | None = None) -> StageSummary:
+    def summarize(self, key: str, markers: list[ShardMarker] | None = None) -> MarkerCounts:
         """Counts aggregated over the shard markers that carry ``key`` (``markers``: already read)."""
         counts: dict[str, int] = {name: 0 for name in self.outputs}
         reasons: dict[str, int] = {}
