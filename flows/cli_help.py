@@ -12,10 +12,14 @@ example, or an example that does not parse, fails ``tests/flows/test_cli_help.py
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import OptionInfo
+
+if TYPE_CHECKING:
+    import click  # typer's own command-line layer
 
 EXAMPLES: dict[str, str] = {
     "": "reactbench build --config configs/demo.yaml --run-dir runs/demo",
@@ -46,7 +50,7 @@ EXAMPLES: dict[str, str] = {
 }
 
 
-def _label_flags(params: list[Any]) -> list[Any]:
+def _label_flags(params: list[click.Parameter]) -> list[click.Parameter]:
     """A flag takes no value: no type label in the help (``--force``, not ``--force <bool>``)."""
     for p in params:
         if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
@@ -57,18 +61,18 @@ def _label_flags(params: list[Any]) -> list[Any]:
 class HelpCommand(TyperCommand):
     """A command whose help labels flags as flags."""
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return _label_flags(super().get_params(ctx))
 
 
 class HelpGroup(TyperGroup):
     """A command group whose help labels flags as flags."""
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return _label_flags(super().get_params(ctx))
 
 
-def _unset(value: Any) -> bool:
+def _unset(value: object) -> bool:
     """Typer marks settings left at their default with a placeholder object."""
     return value is None or type(value).__name__ == "DefaultPlaceholder"
 
@@ -95,7 +99,7 @@ def finish_help(app: typer.Typer, path: str = "") -> None:
             finish_help(group.typer_instance, f"{path} {group.name}".strip())
 
 
-def version_option() -> Any:
+def version_option() -> OptionInfo:
     """``--version``: prints ``reactbench <version>`` and exits, before any command runs."""
 
     def show(value: bool) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flows.cli_options import DEFAULT_RUN_DIR, no_run_dir
@@ -113,7 +113,7 @@ def locked(
     return wrapper
 
 
-def refused_path(kwargs: dict[str, Any]) -> str | None:
+def refused_path(kwargs: Mapping[str, object]) -> str | None:
     """Why the command's ``--run-dir`` or ``--out`` cannot be used as written (a chained fsspec
     URL, a ``file://`` URL of another host), or None."""
     from storage.literal_paths import UrlRefused
@@ -128,7 +128,7 @@ def refused_path(kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def read_only_run(command: str, run_dir: str, out: Any) -> str | None:
+def read_only_run(command: str, run_dir: str, out: object) -> str | None:
     """None when the local run directory can be written (or is not local). On a read-only one:
     "" when the command only reads it here (``export`` or ``report`` with ``--out`` outside
     it), else the one-line refusal naming the run, why and the fix."""
@@ -179,7 +179,7 @@ def _remove_empty_up_to(run_dir: str, top: str) -> None:
         path = os.path.dirname(path)
 
 
-def _drop_lease_now(lock: Any) -> None:
+def _drop_lease_now(lock: object) -> None:
     """Release a local lease without waiting (a second signal: the process exits next). The
     kernel drops the ``flock`` at exit; unlinking the file is what leaves no lease behind."""
     path = getattr(lock, "path", None)

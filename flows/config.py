@@ -7,6 +7,7 @@ into each run directory as ``config.yaml``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def _format_errors(source: str, exc: ValidationError) -> str:
     return f"{source}: " + describe_errors(exc)
 
 
-def config_from_dict(data: dict[str, Any], source: str = "<config>") -> BuildConfig:
+def config_from_dict(data: object, source: str = "<config>") -> BuildConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -71,7 +72,7 @@ def config_from_dict(data: dict[str, Any], source: str = "<config>") -> BuildCon
         raise ConfigError(_format_errors(source, exc)) from None
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> BuildConfig:
+def load_config(path: str | Path | None = None, overrides: Mapping[str, object] | None = None) -> BuildConfig:
     """Load a YAML config (the embedded demo config when ``path`` is None) and apply overrides.
 
     ``overrides`` maps dotted key paths to values, e.g. ``{"mllm.backend": "openai"}``.
@@ -84,7 +85,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     return config_from_yaml(text, str(path), overrides)
 
 
-def config_from_yaml(text: str, source: str, overrides: dict[str, Any] | None = None) -> BuildConfig:
+def config_from_yaml(text: str, source: str, overrides: Mapping[str, object] | None = None) -> BuildConfig:
     """A config from YAML text; ``source`` names it in every error."""
     try:
         data = load_bounded(text, source)
@@ -100,8 +101,8 @@ def config_from_yaml(text: str, source: str, overrides: dict[str, Any] | None = 
 
 
 def resolve_run_config(
-    config: BuildConfig | dict[str, Any] | str | Path | None = None,
-    overrides: dict[str, Any] | None = None,
+    config: BuildConfig | dict[str, object] | str | Path | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     run_dir: str | Path | None = None,
 ) -> BuildConfig:
@@ -163,7 +164,7 @@ def saved_config(run_dir: str | Path) -> tuple[str, str] | None:
         raise ConfigError(str(exc)) from None
 
 
-def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(data: dict[str, Any], dotted: str, value: object) -> None:
     """Set ``a.b.c`` in nested dicts, creating the levels on the way (config overrides)."""
     node = data
     keys = dotted.split(".")

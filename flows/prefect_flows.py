@@ -38,6 +38,7 @@ from flows.context import make_context, progress_for
 from flows.stages import get_stage
 from storage.fs import RunFS
 from storage.run_lock import hold_run
+from storage.stage_store import ShardMarker
 from tasks.engine.base import RunContext
 from tasks.engine.retries import RetryPolicy
 from tasks.engine.runner import (
@@ -102,7 +103,7 @@ def _gpu_slot(limit: str) -> Iterator[None]:
     persist_result=False,
     retry_condition_fn=retry_condition(RetryPolicy()),
 )
-def process_shard_task(stage_name: str, index: int, job: ShardJob) -> dict[str, Any]:
+def process_shard_task(stage_name: str, index: int, job: ShardJob) -> ShardMarker:
     """Run one shard job of the runner (the unit Prefect records and retries).
 
     The job carries its stage as an object (pickled by reference to its class), so Ray workers

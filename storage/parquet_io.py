@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,6 +18,13 @@ SHARD_PREFIX = "part-"
 
 class ArtifactError(ValueError):
     """A file does not match the schema its reader expects; the message names file and field."""
+
+
+class FileRecord(TypedDict):
+    """What a shard marker (and a stage manifest) records of one written file, to check it later."""
+
+    bytes: int
+    sha256: str
 
 
 def shard_name(index: int) -> str:
@@ -99,7 +106,7 @@ def conform(table: pa.Table, schema: ArtifactSchema, where: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema.with_metadata())
 
 
-def write_table(run: RunFS, rel_path: str, table: pa.Table) -> dict[str, Any]:
+def write_table(run: RunFS, rel_path: str, table: pa.Table) -> FileRecord:
     """Write one Parquet file atomically (temporary name, then rename); returns its size and
     sha256 (``{"bytes", "sha256"}``), which a shard's marker records to check the file later."""
     buf = io.BytesIO()
@@ -172,7 +179,7 @@ class ArtifactReader:
     def iter_shared_rows(
         self,
         columns: list[str] | None = None,
-        pool: dict[Any, Any] | None = None,
+        pool: dict[str, str] | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Rows one shard at a time, for a caller that keeps many of them (eval metrics, reports):
@@ -195,7 +202,7 @@ class ArtifactReader:
         return total
 
 
-def shared_rows(table: pa.Table, pool: dict[Any, Any]) -> Iterator[dict[str, Any]]:
+def shared_rows(table: pa.Table, pool: dict[str, str]) -> Iterator[dict[str, Any]]:
     """The rows of ``table`` as dicts, repeated strings taken from ``pool`` (see ``iter_shared_rows``)."""
     values = [_shared(table.column(i).to_pylist(), table.schema.field(i).type, pool) for i in range(table.num_columns)]
     names = table.column_names
@@ -203,7 +210,7 @@ def shared_rows(table: pa.Table, pool: dict[Any, Any]) -> Iterator[dict[str, Any
         yield dict(zip(names, row))
 
 
-def _shared(values: list[Any], kind: pa.DataType, pool: dict[Any, Any]) -> list[Any]:
+def _shared(values: list[Any], kind: pa.DataType, pool: dict[str, str]) -> list[Any]:
     """``values`` with each repeated string (or string inside a list) replaced by its one copy in ``pool``."""
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         if len(set(values)) * 2 > len(values):

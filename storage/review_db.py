@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -46,6 +46,14 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from storage.fs import DiskFull, free_bytes
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Mapping
+
+    import psycopg
+    from sqlalchemy.engine.interfaces import DBAPIConnection, ExceptionContext
+    from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 SCHEMA_VERSION = 2  # v2: review_item_state (derived cache of the latest resolution)
 DEFAULT_DB_NAME = "queue.sqlite"
@@ -214,7 +222,7 @@ def is_sqlite(engine: Engine) -> bool:
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
 
 
-def write_lock(engine: Engine) -> AbstractContextManager[Any]:
+def write_lock(engine: Engine) -> AbstractContextManager[object]:
     """The in-process writer lock of a SQLite engine (a no-op context on PostgreSQL).
 
     SQLite allows one writer at a time; a second ``BEGIN IMMEDIATE`` waits in SQLite's busy
@@ -243,7 +251,7 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
         _WRITE_LOCKS[engine] = threading.Lock()
 
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        def _on_connect(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -253,13 +261,13 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "handle_error")
-        def _on_full_disk(ctx: Any) -> None:
+        def _on_full_disk(ctx: ExceptionContext) -> None:
             full = disk_full(engine, ctx.original_exception)
             if full is not None:
                 raise full from ctx.original_exception
 
         @event.listens_for(engine, "begin")
-        def _on_begin(conn: Any) -> None:
+        def _on_begin(conn: Connection) -> None:
             # read-only connections take a snapshot without the write lock (WAL readers never block)
             conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("review_read") else "BEGIN IMMEDIATE")
 
@@ -271,7 +279,7 @@ def make_engine(url: str, pool_size: int = 10) -> Engine:
         engine = create_engine(url, pool_size=pool_size, max_overflow=2 * pool_size)
 
         @event.listens_for(engine, "handle_error")
-        def _on_full_server_disk(ctx: Any) -> None:
+        def _on_full_server_disk(ctx: ExceptionContext) -> None:
             full = disk_full(engine, ctx.original_exception)
             if full is not None:
                 raise full from ctx.original_exception
@@ -362,7 +370,7 @@ class Sql:
 
     __slots__ = ("_cur", "dbapi", "postgres")
 
-    def __init__(self, dbapi_conn: Any, postgres: bool):
+    def __init__(self, dbapi_conn: DBAPIConnection, postgres: bool):
         self.dbapi = dbapi_conn
         self.postgres = postgres
         self._cur = dbapi_conn.cursor()
@@ -375,21 +383,21 @@ class Sql:
     def _text(self, sql: str) -> str:
         return pg_text(sql) if self.postgres else sql
 
-    def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+    def rows(self, sql: str, params: Mapping[str, object] | None = None) -> list[tuple]:
         """All rows of a statement that returns rows (a read, or a write ``... RETURNING``)."""
         cur = self._cur
         cur.execute(self._text(sql), params or {})
         return cur.fetchall()
 
-    def row(self, sql: str, params: dict[str, Any] | None = None) -> tuple | None:
+    def row(self, sql: str, params: Mapping[str, object] | None = None) -> tuple | None:
         """The first row of a read, or None."""
         rows = self.rows(sql, params)
         return rows[0] if rows else None
 
-    def scalars(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+    def scalars(self, sql: str, params: Mapping[str, object] | None = None) -> list[object]:
         return [r[0] for r in self.rows(sql, params)]
 
-    def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
+    def run(self, sql: str, params: Mapping[str, object] | None = None) -> None:
         """Execute a write that returns nothing (``RETURNING`` with :meth:`rows` says what it changed)."""
         self._cur.execute(self._text(sql), params or {})
 
@@ -505,14 +513,14 @@ def retry_lost_connection(fn: Callable[[], T]) -> T:
     return fn()
 
 
-def _quiet_rollback(dbapi: Any) -> None:
+def _quiet_rollback(dbapi: DBAPIConnection) -> None:
     try:
         dbapi.rollback()
     except Exception:  # a broken connection: the error being raised says more
         pass
 
 
-def _on_error(engine: Engine, fairy: Any, exc: Exception, retry_ok: bool) -> None:
+def _on_error(engine: Engine, fairy: PoolProxiedConnection, exc: Exception, retry_ok: bool) -> None:
     """A lost connection: drop it and every other pooled one (they were opened before the
     server went away), and mark the error retryable when nothing may have been committed."""
     if engine.dialect.is_disconnect(exc, fairy.driver_connection, None):
@@ -535,9 +543,11 @@ class LoopReads:
         self.engine = engine
         self.size = size
         self._postgres = not is_sqlite(engine)
-        self._pools: weakref.WeakKeyDictionary[Any, tuple[Any, list[Any]]] = weakref.WeakKeyDictionary()
+        self._pools: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Semaphore, list[psycopg.AsyncConnection]]
+        ] = weakref.WeakKeyDictionary()
 
-    async def row(self, sql: str, params: dict[str, Any]) -> tuple | None:
+    async def row(self, sql: str, params: Mapping[str, object]) -> tuple | None:
         if not self._postgres:
             with sql_statement(self.engine) as s:
                 return s.row(sql, params)
@@ -571,7 +581,7 @@ class LoopReads:
                 return row
         raise AssertionError("unreachable")
 
-    async def _connect(self) -> Any:
+    async def _connect(self) -> psycopg.AsyncConnection:
         import psycopg
 
         cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)

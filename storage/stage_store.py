@@ -30,7 +30,7 @@ import json
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 
@@ -40,6 +40,7 @@ from storage.hashing import canonical_json, sha256_hex
 from storage.parquet_io import (
     SHARD_PREFIX,
     ArtifactReader,
+    FileRecord,
     shard_name,
     table_from_output,
     table_from_rows,
@@ -63,6 +64,36 @@ def code_version() -> str:
         return version("reactbench-pipeline")
     except PackageNotFoundError:
         return "0+unknown"
+
+
+class ShardMarker(TypedDict, total=False):
+    """A finished shard's completion marker (``_shards/00000.json``); markers written before
+    markers named their files lack ``files``; ``items``, ``extra``, ``placement`` are optional."""
+
+    shard: int
+    key: str
+    rows_in: int
+    rows_out: dict[str, int]
+    rejected: int
+    reject_reasons: dict[str, int]
+    finished_at: str
+    files: dict[str, FileRecord]
+    items: dict[str, int]
+    extra: dict[str, Any]
+    placement: Mapping[str, object]
+
+
+class MarkerCounts(TypedDict):
+    """Counts over a stage's finished shard markers (:meth:`StageStore.summarize`)."""
+
+    completed_shards: list[int]
+    rows_in: int
+    rows_out: dict[str, int]
+    rejected: int
+    reject_reasons: dict[str, int]
+    items_reused: int
+    items_computed: int
+    items_by_shard: dict[int, dict[str, int]]
 
 
 @dataclass
@@ -92,19 +123,19 @@ class StageStore:
         return ArtifactReader(self.run, self.rel(artifact), schema)
 
     # -- shard markers -----------------------------------------------------------------
-    def marker(self, index: int) -> dict[str, Any] | None:
+    def marker(self, index: int) -> ShardMarker | None:
         rel = self.rel(MARKERS, f"{index:05d}.json")
         if not self.run.exists(rel):
             return None
         return json.loads(self.run.read_text(rel))
 
     def write_shard(
-        self, index: int, key: str, result: ShardResult, placement: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, index: int, key: str, result: ShardResult, placement: Mapping[str, object] | None = None
+    ) -> ShardMarker:
         """Write every output of one shard, then its rejects, then (last) its marker; the marker
         carries the shard's ``placement`` (node and GPU, ``tasks.engine.placement``) when there is one."""
         counts: dict[str, int] = {}
-        files: dict[str, dict[str, Any]] = {}  # what the marker vouches for: each file's size and sha256
+        files: dict[str, FileRecord] = {}  # what the marker vouches for: each file's size and sha256
         for name, schema in self.outputs.items():
             rows = result.outputs.get(name, [])
             table = table_from_output(schema, rows, where=f"{self.stage}/{name} shard {index}")
@@ -120,7 +151,7 @@ class StageStore:
         reasons: dict[str, int] = {}
         for r in result.rejects:
             reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
-        marker = {
+        marker: ShardMarker = {
             "shard": index,
             "key": key,
             "rows_in": result.rows_in,
@@ -146,8 +177,8 @@ class StageStore:
         self.run.rm(self.rel(MARKERS, f"{index:05d}.json"))
 
     def marker_files(
-        self, marker: Mapping[str, Any], recorded: Mapping[str, Any] | None = None
-    ) -> dict[str, dict[str, Any] | None]:
+        self, marker: ShardMarker, recorded: Mapping[str, FileRecord] | None = None
+    ) -> dict[str, FileRecord | None]:
         """The files a finished shard's marker vouches for (run-relative path -> ``{"bytes", "sha256"}``).
         A marker written before markers named their files yields the names its ``rows_out`` implies,
         with what ``recorded`` (the last manifest's ``files``) knows of them, else None (presence only)."""
@@ -158,8 +189,8 @@ class StageStore:
         return {rel: (recorded or {}).get(rel) for rel in rels}
 
     def finished_files(
-        self, manifest: Mapping[str, Any], markers: list[dict[str, Any]] | None = None
-    ) -> dict[str, dict[str, Any] | None]:
+        self, manifest: Mapping[str, Any], markers: list[ShardMarker] | None = None
+    ) -> dict[str, FileRecord | None]:
         """The files a finished stage is made of: its manifest's list, else (a stage finished before
         manifests listed them, until its next build) what its markers carrying the manifest's key
         name, read here unless ``markers`` were read already."""
@@ -176,7 +207,7 @@ class StageStore:
     def finished_damage(
         self,
         manifest: Mapping[str, Any] | None = None,
-        markers: list[dict[str, Any]] | None = None,
+        markers: list[ShardMarker] | None = None,
         *,
         checksums: bool = True,
     ) -> list[str]:
@@ -192,7 +223,7 @@ class StageStore:
 
     def damage(
         self,
-        expected: Mapping[str, Mapping[str, Any] | None],
+        expected: Mapping[str, FileRecord | None],
         sizes: Mapping[str, int],
         *,
         checksums: bool = False,
@@ -229,7 +260,7 @@ class StageStore:
             ]
         return problems
 
-    def markers(self) -> list[dict[str, Any]]:
+    def markers(self) -> list[ShardMarker]:
         out = []
         for name in self.run.listdir(self.rel(MARKERS)):
             if name.endswith(".json") and not name.startswith("."):
@@ -246,7 +277,7 @@ class StageStore:
             return None
         return json.loads(self.run.read_text(self.rel(MANIFEST)))
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: dict[str, object]) -> None:
         self.run.write_text_atomic(self.rel(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True))
 
     def prune_shards(self, n_shards: int) -> None:
@@ -259,7 +290,7 @@ class StageStore:
                 if name not in keep:
                     self.run.rm(self.rel(folder, name))
 
-    def output_fingerprint(self, files: Mapping[str, Mapping[str, Any] | None] | None = None) -> str:
+    def output_fingerprint(self, files: Mapping[str, FileRecord | None] | None = None) -> str:
         """Hash of the shard files' names and contents: what downstream stages key on. ``files``
         (path -> size and sha256, as markers record them) saves reading the files it knows."""
         parts = []
@@ -269,7 +300,7 @@ class StageStore:
                 parts.append((rel, rec["sha256"] if rec else sha256_hex(self.run.read_bytes(rel))))
         return sha256_hex(canonical_json(parts))[:16]
 
-    def output_files(self, key: str, markers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def output_files(self, key: str, markers: list[ShardMarker]) -> dict[str, FileRecord]:
         """Every file of the shards finished under ``key`` with its size and sha256 (for the
         manifest): from the markers, reading only files a marker does not describe (older ones)."""
         files = {rel: rec for m in markers if m.get("key") == key for rel, rec in self.marker_files(m).items()}
@@ -279,7 +310,7 @@ class StageStore:
                 files[rel] = {"bytes": len(data), "sha256": sha256_hex(data)}
         return dict(sorted(files.items()))  # type: ignore[arg-type]
 
-    def summarize(self, key: str, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def summarize(self, key: str, markers: list[ShardMarker] | None = None) -> MarkerCounts:
         """Counts aggregated over the shard markers that carry ``key`` (``markers``: already read)."""
         counts: dict[str, int] = {name: 0 for name in self.outputs}
         reasons: dict[str, int] = {}

@@ -21,6 +21,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from storage.fs import DiskFull, RunFS
 from storage.review_db import LoopReads
@@ -68,7 +69,7 @@ def create_app(run_dir: str, queue: ReviewQueue, secure_cookies: bool = False) -
 
     @app.exception_handler(RequestValidationError)
     async def query_error(request: Request, exc: RequestValidationError) -> Response:
-        message, fields = describe_errors(exc, "query")  # type: ignore[arg-type]
+        message, fields = describe_errors(exc, "query")
         return await http_error(request, BodyInvalid(message, fields))
 
     for module in (routes_auth, routes_review, routes_files, routes_admin, routes_api):
@@ -80,11 +81,11 @@ class BodyLimit:
     """Pure ASGI middleware: a request body over ``max_bytes`` is refused with 413, whether it
     declares its length or streams it."""
 
-    def __init__(self, app: Any, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int):
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -95,7 +96,7 @@ class BodyLimit:
         seen = 0
         started = False
 
-        async def counted() -> Any:
+        async def counted() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
@@ -104,7 +105,7 @@ class BodyLimit:
                     raise _TooLarge()
             return message
 
-        async def watch(message: Any) -> None:
+        async def watch(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)
@@ -115,7 +116,7 @@ class BodyLimit:
             if not started:
                 await self._refuse(scope, receive, send)
 
-    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = f"request body larger than {self.max_bytes} bytes"
         response = JSONResponse({"error": message}, status_code=413, headers={"Connection": "close"})
         await response(scope, receive, send)
@@ -132,17 +133,17 @@ class SessionGate:
     writers, outside any transaction, on the event loop: :class:`storage.review_db.LoopReads`):
     revocation needs no cache to expire."""
 
-    def __init__(self, app: Any, queue: ReviewQueue):
+    def __init__(self, app: ASGIApp, queue: ReviewQueue):
         self.app = app
         self.queue = queue
         self.reads = LoopReads(queue.engine)
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
-        async def send_secured(message: Any) -> None:
+        async def send_secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for k, v in SECURITY_HEADERS.items():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 from storage.review_db import Sql
@@ -93,7 +94,7 @@ _LATEST_RESOLUTION_SQL = (
 )
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
@@ -164,7 +165,7 @@ class DecisionsMixin:
 
     k: int
     lease_seconds: float
-    clock: Any
+    clock: Callable[[], float]
 
     # -- deciding ----------------------------------------------------------------------
     def decide(

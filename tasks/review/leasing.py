@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from storage.review_db import Sql, sql_transaction
 from tasks.review.rules import Account, check_stage
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from tasks.review.views import ItemView
+
+T = TypeVar("T")
 
 # Tries of a request that found the stage's open items all locked by other transactions (each a
 # few ms: a decision or a lease commits in about that); then it answers with nothing.
@@ -109,27 +116,27 @@ def lease_from(
 class LeasingMixin:
     """``ReviewQueue.next_items``: renew the user's leases and top them up."""
 
-    engine: Any
+    engine: Engine
     k: int
     lease_seconds: float
-    clock: Any
+    clock: Callable[[], float]
 
     def next_items(self, user: Account, stage: str, want: int = 2) -> list[str]:
         """Items leased to ``user`` in ``stage``, topped up to ``want`` (the first is shown, the
         second preloaded). Renews the user's leases in that stage."""
         check_stage(stage)
 
-        def run(sql: Sql) -> tuple[list[Any], bool]:
+        def run(sql: Sql) -> tuple[list[str], bool]:
             _now, mine, busy = self._next(sql, user, stage, want)
             return [item_id for item_id, _ in mine], busy
 
         return self._leasing(run)
 
-    def next_views(self, user: Account, stage: str, want: int = 2) -> list[Any]:
+    def next_views(self, user: Account, stage: str, want: int = 2) -> list[ItemView]:
         """:meth:`next_items` and the items as pages show them, in one transaction."""
         check_stage(stage)
 
-        def run(sql: Sql) -> tuple[list[Any], bool]:
+        def run(sql: Sql) -> tuple[list[ItemView], bool]:
             now, mine, busy = self._next(sql, user, stage, want)
             return [
                 self._get_item(sql, user, item_id)
@@ -140,7 +147,7 @@ class LeasingMixin:
 
         return self._leasing(run)
 
-    def _leasing(self, run: Callable[[Sql], tuple[list[Any], bool]]) -> list[Any]:
+    def _leasing(self, run: Callable[[Sql], tuple[list[T], bool]]) -> list[T]:
         """``run`` in a transaction, again (after a few ms) while it found nothing only because
         the open items were locked by other annotators' transactions: "nothing for you" must
         mean the stage has nothing open, not that a decision on its last item was in flight."""

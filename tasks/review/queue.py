@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, Engine
@@ -60,6 +60,8 @@ from tasks.review.rules import (  # noqa: F401  (the queue's public names)
     UnknownItem,
 )
 from tasks.review.views import ItemView, ViewsMixin  # noqa: F401
+
+T = TypeVar("T")
 
 SYSTEM_USER = "system:review-stage"  # the actor of retire / restore events
 
@@ -219,7 +221,7 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
 
         return self._retry(run)
 
-    def _retry(self, fn: Callable[[Connection], Any], attempts: int = 8) -> Any:
+    def _retry(self, fn: Callable[[Connection], T], attempts: int = 8) -> T:
         """Run ``fn`` in a SQLAlchemy transaction, retrying on lock conflicts and unique-key races."""
         for attempt in range(attempts):
             try:
@@ -231,7 +233,7 @@ class ReviewQueue(LeasingMixin, DecisionsMixin, ViewsMixin):
                 time.sleep(0.005 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _run(self, fn: Callable[[Sql], Any], write: bool = True, attempts: int = 8) -> Any:
+    def _run(self, fn: Callable[[Sql], T], write: bool = True, attempts: int = 8) -> T:
         """Run ``fn`` in a plain-SQL transaction (:func:`storage.review_db.sql_transaction`),
         retrying like :meth:`_retry`."""
         for attempt in range(attempts):

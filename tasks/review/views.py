@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine, Row
 
 from storage.review_db import Event, Item, ItemState, Sql, User, retry_lost_connection
 from tasks.review.rules import RETIRED, Account, NotAllowed, UnknownItem, check_stage, latest_decision
@@ -105,8 +105,8 @@ T = TypeVar("T")
 class ViewsMixin:
     """The read side of ``ReviewQueue``."""
 
-    _reader: Any
-    clock: Any
+    _reader: Engine
+    clock: Callable[[], float]
 
     def _read(self, fn: Callable[[Connection], T]) -> T:
         """``fn`` on a pooled read connection, again on a fresh one when the database had closed
@@ -213,7 +213,7 @@ class ViewsMixin:
 
     def events(
         self, kinds: tuple[str, ...] | None = None, item_id: str | None = None, upto: int | None = None
-    ) -> list[Any]:
+    ) -> list[Row]:
         """Event rows in order, optionally of some kinds, one item, and up to event id ``upto``."""
         q = select(Event)
         if kinds:
@@ -228,7 +228,7 @@ class ViewsMixin:
         """The id of the newest event (0 for an empty log): the position a reader has seen."""
         return self._read(lambda conn: int(conn.execute(select(func.coalesce(func.max(Event.id), 0))).scalar_one()))
 
-    def items(self, with_payload: bool = False, live_only: bool = False) -> list[Any]:
+    def items(self, with_payload: bool = False, live_only: bool = False) -> list[Row]:
         """Queue items in queue order (``live_only``: without retired ones)."""
         cols = [Item.id, Item.stage, Item.edit_id, Item.parent_id, Item.task, Item.variant, Item.editor, Item.seq]
         if with_payload:

@@ -4,9 +4,10 @@ admin checks, body validation with pydantic, and how items are shown to each rol
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import HTTPException, Request
 from fastapi.responses import HTMLResponse
@@ -18,6 +19,9 @@ from storage.task_spec import all_tasks
 from tasks.review.queue import ReviewQueue
 from tasks.review.rules import REASONS, STAGES, Account, NotAllowed, UnknownItem
 from tasks.review.views import ItemView
+
+if TYPE_CHECKING:
+    from fastapi.exceptions import RequestValidationError
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "rb_session"
@@ -32,6 +36,7 @@ def task_labels() -> dict[str, str]:
 HIDDEN_FROM_ANNOTATORS = ("editor",)  # blind review: who made the edit is not shown
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass
@@ -58,13 +63,15 @@ def ctx(request: Request) -> WebContext:
     return request.app.state.review
 
 
-def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+def render(request: Request, template: str, status: int = 200, **values: object) -> HTMLResponse:
     user = getattr(request.state, "user", None)
     html = ctx(request).env.get_template(template).render(user=user, csrf=getattr(request.state, "csrf", ""), **values)
     return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
 
-def describe_errors(exc: Any, where: str = "body") -> tuple[str, list[dict[str, str]]]:
+def describe_errors(
+    exc: ValidationError | RequestValidationError, where: str = "body"
+) -> tuple[str, list[dict[str, str]]]:
     """A one-line message naming each refused field, and the fields as a list (pydantic's
     ValidationError or FastAPI's RequestValidationError; the refused input is not echoed)."""
     fields = []
@@ -82,7 +89,7 @@ class BodyInvalid(HTTPException):
         self.fields = fields
 
 
-def validate(model: type[M], data: Any) -> M:
+def validate(model: type[M], data: object) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -167,7 +174,7 @@ def image_urls(view: ItemView) -> dict[str, str]:
     return {"original": f"/images/{p['original_image']}", "edited": f"/images/{p['edited_image']}"}
 
 
-async def run_sync(fn: Any, *args: Any) -> Any:
+async def run_sync(fn: Callable[..., T], *args: object) -> T:
     from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(fn, *args)
