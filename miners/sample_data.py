@@ -27,10 +27,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 from PIL import Image, ImageDraw
+
+from storage.json_types import JSONObject, JSONValue
+
+T = TypeVar("T")
 
 VG_DIR = "visual_genome"
 FSC_DIR = "fsc147"
@@ -70,7 +74,7 @@ class Shape:
     kind: str  # rect | ellipse | polygon
     params: list[float]  # rect/ellipse: [x0, y0, x1, y1] inclusive; polygon: [x0, y0, x1, y1, ...]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         return {"kind": self.kind, "params": [int(round(v)) for v in self.params]}
 
 
@@ -84,7 +88,7 @@ class Obj:
     shapes: list[Shape]
     object_id: int = 0
     box: tuple[int, int, int, int] = (0, 0, 0, 0)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
 
 
 SYNSETS = {
@@ -130,7 +134,7 @@ NAME_VARIANTS = {
 }
 
 
-def _pick(rng: np.random.Generator, seq: list[Any]) -> Any:
+def _pick(rng: np.random.Generator, seq: list[T]) -> T:
     return seq[int(rng.integers(len(seq)))]
 
 
@@ -347,7 +351,7 @@ def _background(rng: np.random.Generator, W: int, H: int) -> np.ndarray:
     return img.clip(0, 255).astype(np.uint8)
 
 
-def _draw(draw: ImageDraw.ImageDraw, shape: Shape, fill: Any) -> None:
+def _draw(draw: ImageDraw.ImageDraw, shape: Shape, fill: int | tuple[int, ...]) -> None:
     p = [int(round(v)) for v in shape.params]
     if shape.kind == "rect":
         draw.rectangle(p, fill=fill)
@@ -359,7 +363,7 @@ def _draw(draw: ImageDraw.ImageDraw, shape: Shape, fill: Any) -> None:
         raise ValueError(f"unknown shape kind {shape.kind!r}")
 
 
-def _shapes_mask(shapes: list[dict[str, Any]], width: int, height: int) -> np.ndarray:
+def _shapes_mask(shapes: list[JSONObject], width: int, height: int) -> np.ndarray:
     canvas = Image.new("L", (width, height), 0)
     draw = ImageDraw.Draw(canvas)
     for s in shapes:
@@ -368,7 +372,7 @@ def _shapes_mask(shapes: list[dict[str, Any]], width: int, height: int) -> np.nd
 
 
 def object_mask(
-    truth: dict[str, Any], image_id: int | str, object_id: int | str, visible_only: bool = False
+    truth: JSONObject, image_id: int | str, object_id: int | str, visible_only: bool = False
 ) -> np.ndarray:
     """The drawn pixels of one object (H x W bool), rebuilt from ``sample_truth.json``.
 
@@ -387,7 +391,7 @@ def object_mask(
     return mask
 
 
-def load_truth(root: str | Path) -> dict[str, Any]:
+def load_truth(root: str | Path) -> JSONObject:
     """Read ``sample_truth.json`` from a sample root written by :func:`generate_sample`."""
     return json.loads((Path(root) / TRUTH_FILE).read_text(encoding="utf-8"))
 
@@ -443,12 +447,12 @@ def _box(mask: np.ndarray) -> tuple[int, int, int, int]:
     return x0, y0, x1 - x0 + 1, y1 - y0 + 1
 
 
-def _vg_object(o: Obj) -> dict[str, Any]:
+def _vg_object(o: Obj) -> JSONObject:
     x, y, w, h = o.box
     return {"synsets": [o.synset], "h": h, "object_id": o.object_id, "names": o.names, "w": w, "y": y, "x": x}
 
 
-def _rel_end(rng: np.random.Generator, o: Obj) -> dict[str, Any]:
+def _rel_end(rng: np.random.Generator, o: Obj) -> JSONObject:
     """Subjects and objects of relationships carry ``name`` or ``names``, as the real file mixes them."""
     d = {"object_id": o.object_id, "x": o.box[0], "y": o.box[1], "w": o.box[2], "h": o.box[3], "synsets": [o.synset]}
     if rng.random() < 0.5:
@@ -458,17 +462,17 @@ def _rel_end(rng: np.random.Generator, o: Obj) -> dict[str, Any]:
     return d
 
 
-def _write_json(path: Path, value: Any) -> None:
+def _write_json(path: Path, value: JSONValue) -> None:
     # One line, like the published files (which is what makes streaming them non-trivial).
     path.write_text(json.dumps(value, separators=(", ", ": ")), encoding="utf-8")
 
 
 def _draw_objects(
     draw: ImageDraw.ImageDraw, objs: list[Obj], first_id: int, W: int, H: int
-) -> tuple[dict[str, Any], list[np.ndarray]]:
+) -> tuple[JSONObject, list[np.ndarray]]:
     """Draw ``objs`` back to front, numbering them from ``first_id``: their truth entries (shapes,
     box, depth) by object id, and each one's drawn mask."""
-    truth_objs: dict[str, Any] = {}
+    truth_objs: JSONObject = {}
     drawn = []
     for z, o in enumerate(objs):
         o.object_id = first_id + z
@@ -488,7 +492,7 @@ def _draw_objects(
     return truth_objs, drawn
 
 
-def _vg_attributes(rng: np.random.Generator, objs: list[Obj], vg_objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _vg_attributes(rng: np.random.Generator, objs: list[Obj], vg_objs: list[JSONObject]) -> list[JSONObject]:
     """The attributes.json entries of an image's objects, spelled messily; some objects carry no
     "attributes" key at all, as in the real file."""
     vg_attrs = []
@@ -500,7 +504,7 @@ def _vg_attributes(rng: np.random.Generator, objs: list[Obj], vg_objs: list[dict
     return vg_attrs
 
 
-def _vg_defects(vg_objs: list[dict[str, Any]], image_id: int, next_obj: int, W: int) -> int:
+def _vg_defects(vg_objs: list[JSONObject], image_id: int, next_obj: int, W: int) -> int:
     """The defects a real objects.json has, planted in three images (an object outside the image,
     a duplicated object id, a non-numeric coordinate); returns the next free object id."""
     if image_id == 7:
@@ -518,7 +522,7 @@ def _vg_defects(vg_objs: list[dict[str, Any]], image_id: int, next_obj: int, W: 
 
 def _vg_relationships(
     rng: np.random.Generator, objs: list[Obj], rels: list[tuple[int, str, int]], first_id: int
-) -> list[dict[str, Any]]:
+) -> list[JSONObject]:
     """The relationships.json entries of an image, numbered from ``first_id``."""
     vg_rels = []
     for s, p, o in rels:
@@ -536,11 +540,11 @@ def _vg_relationships(
 
 def _generate_vg(
     root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_VG_IMAGES
-) -> tuple[dict[str, int], dict[str, Any]]:
+) -> tuple[dict[str, int], JSONObject]:
     (root / "VG_100K").mkdir(parents=True, exist_ok=True)
     (root / "VG_100K_2").mkdir(parents=True, exist_ok=True)
     image_data, objects_json, rels_json, attrs_json = [], [], [], []
-    truth_images: dict[str, Any] = {}
+    truth_images: JSONObject = {}
     next_obj, next_rel = FIRST_OBJECT_ID, FIRST_RELATIONSHIP_ID
     sizes = [(320, 240), (400, 300), (360, 270), (300, 300)]
     missing_file_image = 13 if defects else None
@@ -662,12 +666,12 @@ def _fsc_count(rng: np.random.Generator, index: int) -> int:
 
 def _generate_fsc(
     root: Path, rng: np.random.Generator, defects: bool, n_images: int = N_FSC_IMAGES
-) -> tuple[dict[str, int], dict[str, Any]]:
+) -> tuple[dict[str, int], JSONObject]:
     img_dir = root / "images_384_VarV2"
     img_dir.mkdir(parents=True, exist_ok=True)
-    annotations: dict[str, Any] = {}
+    annotations: JSONObject = {}
     class_lines: list[str] = []
-    truth: dict[str, Any] = {}
+    truth: JSONObject = {}
     names = []
     for i in range(n_images):  # one stream, image by image: a longer run keeps the first images as they were
         fname = f"{2 + 3 * i}.jpg"
@@ -724,7 +728,7 @@ def generate_sample(
     vg_images: int = N_VG_IMAGES,
     fsc_images: int = N_FSC_IMAGES,
     coco_images: int = N_COCO_IMAGES,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Write the sample under ``out_dir`` (see the module doc) and return summary counts.
 
     A count above its default extends that source: the first images (their files, names,
@@ -749,7 +753,7 @@ def generate_sample(
 
 
 # --------------------------------------------------------------------------- COCO format
-def crowd_rle(box: tuple[int, int, int, int], width: int, height: int) -> dict[str, Any]:
+def crowd_rle(box: tuple[int, int, int, int], width: int, height: int) -> JSONObject:
     """Uncompressed RLE of a box region, as COCO writes crowd segmentations: run lengths of 0s
     and 1s over the mask in column-major order, starting with a run of 0s."""
     mask = np.zeros((height, width), dtype=np.uint8)
@@ -831,7 +835,7 @@ def _coco_image_entries(
     size: tuple[int, int],
     objs: list[tuple[str, tuple[int, int, int, int]]],
     cat_id: dict[str, int],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[JSONObject, JSONObject]:
     """An image's entry in the COCO file and in its LVIS twin (negative and not-exhaustive category ids)."""
     W, H = size
     url = f"http://images.cocodataset.org/sample2017/{fname}"
@@ -866,10 +870,10 @@ def _coco_annotations(
     objs: list[tuple[str, tuple[int, int, int, int]]],
     cat_id: dict[str, int],
     ann_id: int,
-) -> list[dict[str, Any]]:
+) -> list[JSONObject]:
     """An image's instance annotations (ids from ``ann_id``), and a crowd region in RLE on some apple images."""
     W, H = size
-    annotations: list[dict[str, Any]] = []
+    annotations: list[JSONObject] = []
     for cls, (x, y, w, h) in objs:
         annotations.append(
             {
@@ -900,9 +904,9 @@ def _coco_annotations(
     return annotations
 
 
-def _coco_defects(image_id: int, first_cat: int, ann_id: int) -> list[dict[str, Any]]:
+def _coco_defects(image_id: int, first_cat: int, ann_id: int) -> list[JSONObject]:
     """The defects a real instances file has: a zero-width box, an unknown category, an unknown image."""
-    annotations: list[dict[str, Any]] = []
+    annotations: list[JSONObject] = []
     annotations.append(
         {
             "segmentation": [[1, 1, 1, 1]],
@@ -940,7 +944,7 @@ def _coco_defects(image_id: int, first_cat: int, ann_id: int) -> list[dict[str, 
 
 
 def _write_lvis(
-    root: Path, coco: dict[str, Any], lvis_images: list[dict[str, Any]], cat_id: dict[str, int], classes: list[str]
+    root: Path, coco: JSONObject, lvis_images: list[JSONObject], cat_id: dict[str, int], classes: list[str]
 ) -> None:
     """The LVIS v1 twin of the COCO file: LVIS categories, no crowd regions."""
     annotations = coco["annotations"]

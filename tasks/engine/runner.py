@@ -30,7 +30,7 @@ from prompts.clients.endpoint import EndpointError
 from storage.fs import is_disk_full
 from storage.hashing import canonical_json, config_hash, sha256_hex
 from storage.run_lock import ensure_lease, held_token
-from storage.stage_store import StageStore, code_version, utc_now
+from storage.stage_store import ShardMarker, StageStore, code_version, utc_now
 from tasks.engine.base import RunContext, Stage
 from tasks.engine.devices import GpuSlot, shard_placement
 from tasks.engine.mllm import require_endpoints, server_configs
@@ -73,7 +73,7 @@ class ShardJob:
     lease_token: str | None = None  # the driver's lease: a worker that lost it writes nothing
     run_id: str | None = None  # the stage run (see ``_HALTED``)
 
-    def __call__(self) -> dict[str, Any]:
+    def __call__(self) -> ShardMarker:
         if self.run_id is not None and self.run_id in _HALTED:
             raise ShardNotStarted(f"{self.stage.name} shard {self.index} was not started: the stage is stopping")
         try:
@@ -98,7 +98,7 @@ class ShardMapper(Protocol):
     def __call__(self, jobs: list[ShardJob], retry: RetryPolicy, done: ShardDone) -> None: ...
 
 
-def run_with_retries(job: ShardJob, retry: RetryPolicy) -> dict[str, Any]:
+def run_with_retries(job: ShardJob, retry: RetryPolicy) -> ShardMarker:
     """Run a job in this process, retrying errors the policy calls worth it."""
     attempt = 0
     while True:
