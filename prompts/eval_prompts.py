@@ -3,7 +3,7 @@ short-answer judge, sub-cause attribution and the MHALO-style span detector.
 
 Each prompt is a template under ``prompts/templates/eval_*.j2`` plus its output schema, with
 the task taxonomy the templates are filled from (each task's ``TaskSpec.eval_text`` and
-``subcauses``: :func:`task_text`, :func:`subcauses`). The ``rules`` backend's offline answers live
+``subcauses``, looked up by ``tasks/engine/taxonomy.py``). The ``rules`` backend's offline answers live
 in ``prompts/eval_rules.py``, the offline judge in ``prompts/offline_judge.py``; the
 evaluation itself (answer, score, judge, attribute, spans) in ``tasks/release/evaluate/``.
 """
@@ -17,24 +17,9 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 
 from prompts.eval_parsing import HALLUCINATION_TYPES
 from prompts.spec import PromptSpec
-from storage.task_spec import all_tasks
 
 QTYPES = ("YN", "MC", "SA")
 MODES = ("standard", "cot")
-
-
-def task_text(task: str) -> dict[str, str]:
-    """``label`` / ``cause`` / ``note`` of a task for the evaluation prompts (``TaskSpec.eval_text``;
-    empty for a task not registered here)."""
-    spec = all_tasks().get(task)
-    return dict(spec.eval_text) if spec else {}
-
-
-def subcauses(task: str) -> tuple[tuple[str, str, str], ...]:
-    """A task's sub-cause taxonomy, (code, name, description) triples (``TaskSpec.subcauses``,
-    from papers/reactbench.txt Appendix A.1 for the built-in tasks); empty when it has none."""
-    spec = all_tasks().get(task)
-    return tuple(spec.subcauses) if spec else ()
 
 
 # MHALO's twelve types (papers/mhalo.txt Table 1; wording ours).

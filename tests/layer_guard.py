@@ -25,6 +25,11 @@ from types import FrameType, ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 LOWER_ROOMS = ("storage", "miners", "prompts", "editors")
 MARK = "LAYER_VIOLATIONS="
+LOOKUP_MARK = "REGISTRY_LOOKUPS="
+# storage.task_spec's lookups of the installed task registry (a service locator when a lower room calls them).
+LOOKUPS = ("all_tasks", "task_ids", "task_spec", "task_hook", "check_task_id", "task_order")
+SPEC_LOOKUPS = ("hook", "miner")
+lookups: list[str] = []
 _STDLIB_IMPORTLIB = str(Path(importlib.__file__).parent)
 violations: list[str] = []
 record_only = False  # True: record without refusing (to list every offender of a tree at once)
@@ -61,6 +66,40 @@ def _check(name: str, frame: FrameType | None) -> None:
             raise ImportError(f"layer guard: {where} (a room below the stages imports a tasks module at run time)")
 
 
+def _lower_room_caller(frame: FrameType | None) -> str | None:
+    """``path`` of the calling file when it sits under a lower room (not storage/task_spec.py itself)."""
+    if frame is None:
+        return None
+    try:
+        rel = Path(frame.f_code.co_filename).resolve().relative_to(ROOT)
+    except ValueError:
+        return None
+    if rel.as_posix() == "storage/task_spec.py" or not rel.parts or rel.parts[0] not in LOWER_ROOMS:
+        return None
+    return rel.as_posix()
+
+
+def _watch_lookups() -> None:
+    """Record each call of a registry lookup made from code under a lower room (file and lookup;
+    lines move too often to pin). Installed before the lower rooms import the names."""
+    import storage.task_spec as ts
+
+    def wrap(name: str, fn: Callable[..., object]) -> Callable[..., object]:
+        def watched(*args: object, **kwargs: object) -> object:
+            where = _lower_room_caller(sys._getframe(1))
+            if where is not None:
+                lookups.append(f"{where} calls {name}")
+            return fn(*args, **kwargs)
+
+        return watched
+
+    for name in LOOKUPS:
+        setattr(ts, name, wrap(name, getattr(ts, name)))
+    for name in SPEC_LOOKUPS:
+        setattr(ts.TaskSpec, name, wrap(f"TaskSpec.{name}", getattr(ts.TaskSpec, name)))
+    atexit.register(lambda: print(LOOKUP_MARK + json.dumps(sorted(set(lookups))), file=sys.stderr))
+
+
 def install() -> None:
     """Wrap ``__import__`` and ``importlib.import_module`` (also the name importlib.metadata holds)
     and print the violations as the last stderr line at exit."""
@@ -84,8 +123,9 @@ def install() -> None:
 
 
 def run_cli(argv: list[str], main: Callable[[], object] | None = None) -> None:
-    """Install the guard, then run ``reactbench <argv>`` in this interpreter."""
+    """Install the guard (and the registry-lookup watch), then run ``reactbench <argv>`` here."""
     install()
+    _watch_lookups()
     from flows.entry import main as cli_main
 
     sys.argv = ["reactbench", *argv]

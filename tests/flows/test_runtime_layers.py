@@ -14,12 +14,30 @@ from pathlib import Path
 
 import pytest
 import yaml
-from layer_guard import MARK
+from layer_guard import LOOKUP_MARK, MARK
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
+# Lower-room modules that still call the installed registry's lookups (issue 41 item 1, not yet
+# handed down). A lookup from any other lower-room file fails the test; shrink this as they move.
+PENDING_LOOKUPS = {
+    "miners/config.py",
+    "miners/dispatch.py",
+    "miners/mine.py",
+    "miners/sources.py",
+    "prompts/catalogue.py",
+    "prompts/eval_rules.py",
+    "prompts/rules.py",
+}
+
 _WRAPPER = "import sys, layer_guard; layer_guard.run_cli(sys.argv[1:])"
+
+
+def _lookups(proc: subprocess.CompletedProcess) -> list[str]:
+    marks = [line for line in proc.stderr.splitlines() if line.startswith(LOOKUP_MARK)]
+    assert marks, proc.stderr
+    return json.loads(marks[-1][len(LOOKUP_MARK) :])
 
 
 def _guarded(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -44,8 +62,12 @@ def test_a_demo_build_and_eval_import_no_task_module_from_a_lower_room(sample_di
     assert violations == [], violations
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (run / "qa" / "_manifest.json").is_file(), proc.stderr
+    called = _lookups(proc)
     proc, violations = _guarded("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
     assert violations == [], violations
+    called += _lookups(proc)
+    # No lower room calls the task registry's lookups except the files still pending hand-down.
+    assert {c.split(" calls ")[0] for c in called} <= PENDING_LOOKUPS, sorted(set(called))
     assert proc.returncode == 0 and list((run / "eval").glob("*/metrics.json")), proc.stdout + proc.stderr
 
 
@@ -83,3 +105,22 @@ def test_the_guard_catches_a_lower_room_importing_a_task_module() -> None:
         "storage/_probe.py:8 imports tasks.engine.registry",
     ]
     assert proc.stdout.count("layer guard: storage/_probe.py") == 2
+
+
+def test_the_lookup_watch_records_a_lower_room_calling_the_registry() -> None:
+    """The registry-lookup watch itself: a lookup called from prompts/ is recorded (so the demo
+    test cannot pass by watching nothing); the same lookup from tasks/ code is not."""
+    code = (
+        "import layer_guard\n"
+        "layer_guard.install()\n"
+        "layer_guard._watch_lookups()\n"
+        "import tasks.engine.registry\n"
+        "from prompts.eval_rules import rules_for\n"
+        "rules_for('relational_erasure')\n"
+        "from tasks.engine.taxonomy import task_text\n"
+        "task_text('relational_erasure')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert _lookups(proc) == ["prompts/eval_rules.py calls task_hook"]

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from prompts.clients.base import MLLMClient
-from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR, subcauses, task_text
+from prompts.eval_prompts import SUBCAUSE, SUBCAUSE_PAIR
 from prompts.runner import PromptInput, run_prompt
 from storage.hashing import stable_id
 from storage.task_spec import task_hook
+from tasks.engine.taxonomy import subcauses, task_text
 from tasks.release.evaluate.score import gold_text
 from tasks.release.items import rubric
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
-from prompts.eval_prompts import SA_JUDGE, task_text
+from prompts.eval_prompts import SA_JUDGE
 from prompts.eval_rules import judge_rule
 from prompts.offline_judge import offline_judge
 from prompts.runner import PromptInput, run_prompt
+from tasks.engine.taxonomy import task_text
 from tasks.release.items import probes_prior, rubric
 
 if TYPE_CHECKING:
