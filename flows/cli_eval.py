@@ -189,8 +189,9 @@ def eval_cmd(
         cfg = _config(config, run_dir, overrides)
         source = RunFS.open(str(run_dir))
         run = RunFS.open(str(out)) if out else source
-        if out and file_in_the_way(run) is not None:
-            raise ValueError(f"--out {out}: {file_in_the_way(run)} is a file; evaluation results go to a folder")
+        blocked = file_in_the_way(run) if out else None
+        if blocked is not None:
+            raise ValueError(f"--out {out}: {blocked} is a file; evaluation results go to a folder")
         with _results_lease(out):
             with StepBars(f"eval {model}", console) as steps:
                 answered = answer_questions(
