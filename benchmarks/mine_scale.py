@@ -336,8 +336,8 @@ def phase_mine(root: Path) -> dict[str, float]:
 
 def phase_ours(root: Path) -> dict[str, float]:
     """Our statistics (no candidates) on the subset, with the stage's reader: what the naive reference computes."""
-    from miners.config import MineConfig
     from miners.mine import mine_visual_genome
+    from tasks.engine.mine_config import MineConfig
 
     _warm_imports()
     cfg = MineConfig(tasks=tuple(STAGE_TASKS))

@@ -25,11 +25,13 @@ def plugin_rows() -> dict[str, list[dict[str, Any]]]:
     from miners.sources import ENTRY_POINT_GROUP as SOURCE_GROUP
     from storage.task_spec import ENTRY_POINT_GROUP as TASK_GROUP
     from storage.task_spec import all_tasks
+    from tasks.stages.mine import fed_tasks
 
     specs = all_tasks()
     total = sum(s.weight for s in specs.values()) or 1.0
     task_pkgs, source_pkgs = _packages(TASK_GROUP), _packages(SOURCE_GROUP)
     sources = {name: source_spec(name) for name in available()}
+    fed = {name: fed_tasks(src) for name, src in sources.items()}
     tasks = [
         {
             "id": s.id,
@@ -38,7 +40,7 @@ def plugin_rows() -> dict[str, list[dict[str, Any]]]:
             "weight": s.weight,
             "share": round(s.weight / total, 4),
             "order": s.order,
-            "sources": [n for n, src in sources.items() if s.id in src.tasks],
+            "sources": [n for n in sources if s.id in fed[n]],
             "hooks": sorted(s.hook_refs()),
             "package": task_pkgs.get(s.id, "registered in this process"),
         }
@@ -48,7 +50,7 @@ def plugin_rows() -> dict[str, list[dict[str, Any]]]:
         {
             "name": n,
             "format": src.format,
-            "tasks": list(src.tasks),
+            "tasks": list(fed[n]),
             "package": "reactbench-pipeline (built in)"
             if n in BUILTIN
             else source_pkgs.get(n, "registered in this process"),

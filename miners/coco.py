@@ -32,6 +32,7 @@ import dataclasses
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
 import fsspec
 import numpy as np
@@ -39,8 +40,8 @@ import numpy as np
 from miners.candidates import COCO as SOURCE
 from miners.candidates import ObjectRef, Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
-from miners.config import MineConfig
-from miners.dispatch import miner_specs, run_miners
+from miners.config import MineSettings
+from miners.dispatch import TaskMiner, miner_specs, run_miners
 from miners.fsc147 import CountingParams, bin_of
 from miners.result import MineResult
 from miners.sources import SourceSpec
@@ -317,17 +318,24 @@ def _count_row(
     }
 
 
-def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Progress | None = None) -> MineResult:
-    """Candidates (and for RE the pair statistics) of every requested task with a ``coco`` miner."""
-    specs = miner_specs(SOURCE, cfg.tasks)
+def mine_coco(
+    path: str,
+    cfg: MineSettings,
+    seed: int,
+    progress: Progress | None = None,
+    miners: Sequence[TaskMiner] | None = None,
+) -> MineResult:
+    """Candidates (and for RE the pair statistics) of every requested task with a ``coco`` miner
+    (``miners`` as the mine stage hands them down; None looks them up)."""
+    miners = miner_specs(SOURCE, cfg.tasks) if miners is None else miners
     result = MineResult()
-    if not specs:
+    if not miners:
         return result
     data = read_coco(path, cfg.box_tolerance)
     scan = coco_scan(data, cfg.box_tolerance)
     result.rejects.extend(scan.rejects)
     rows = CocoRows(scan, data, cfg.context_max_objects)
-    run_miners(SOURCE, specs, scan, rows, cfg, seed, result)
+    run_miners(SOURCE, miners, scan, rows, cfg, seed, result)
     result.summary.update(
         {
             "images": len(data.images),
@@ -339,7 +347,7 @@ def mine_coco(path: str, cfg: MineConfig, seed: int, progress: Progress | None =
     return result.finish()
 
 
-def _files(path: str, cfg: MineConfig) -> list[str]:
+def _files(path: str, cfg: MineSettings) -> list[str]:
     return [path]
 
 

@@ -5,6 +5,12 @@ The miner contract (also in ``storage/task_spec.py``, :class:`~storage.task_spec
 
     def miner(job: MineJob) -> None
 
+Which miners run is decided above this room: the mine stage resolves the requested tasks'
+miners for a source (``tasks.engine.registry.task_miners``, a :class:`TaskMiner` each, in benchmark order) and hands
+them to the source's ``mine``, which passes them to :func:`run_miners`; nothing here looks a task
+up. :func:`miner_specs` is the compatibility path for a third-party source whose ``mine`` takes
+four parameters (plugin API 2.1) and so is handed none: it asks the installed task registry.
+
 A miner reads ``job.scan`` (and ``job.rows`` to build candidate rows), adds its selection with
 ``job.result.add(selection)``, may set ``job.result.pair_table`` / ``attribute_table`` and put
 counts into ``job.result.summary``, and must honour ``job.candidates`` (False: statistics only).
@@ -14,14 +20,15 @@ It keys every seeded choice and row id on ``job.task``, never on a literal, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from miners.extend import keeping_first, previous_selection
-from storage.task_spec import TaskSpec, all_tasks
+from storage.task_spec import all_tasks
 
 if TYPE_CHECKING:
-    from miners.config import MineConfig
+    from miners.config import MineSettings
     from miners.result import MineResult
 
 
@@ -58,25 +65,42 @@ class MineJob:
     rows: Any
     params: Any
     control: bool
-    config: MineConfig
+    config: MineSettings
     seed: int
     result: MineResult
     candidates: bool = True
 
 
-def miner_specs(source: str, tasks: tuple[str, ...] | list[str]) -> list[TaskSpec]:
-    """The requested tasks that have a miner for ``source``, in benchmark order (so a source mines
-    its tasks in one fixed order whatever order the config lists them in)."""
+@dataclass(frozen=True)
+class TaskMiner:
+    """One requested task's miner for one source, resolved by the task room and handed down.
+
+    ``mine``: the task's ``TaskSpec.miners[<source>]``, loaded and checked (``miner(job)``).
+    ``reads``: the source's optional files the task needs (Visual Genome: its ``vg_reads`` hook).
+    """
+
+    task: str
+    mine: Callable[[MineJob], None]
+    reads: tuple[str, ...] = ()
+
+
+def miner_specs(source: str, tasks: tuple[str, ...] | list[str]) -> list[TaskMiner]:
+    """The requested tasks' miners for ``source`` from the installed task registry, in benchmark
+    order: for a source whose ``mine`` is handed no miners (four parameters, plugin API 2.1)."""
     wanted = set(tasks)
-    return [spec for tid, spec in all_tasks().items() if tid in wanted and spec.miners.get(source)]
+    return [
+        TaskMiner(tid, spec.miner(source), tuple(spec.hook("vg_reads")) if spec.has("vg_reads") else ())
+        for tid, spec in all_tasks().items()
+        if tid in wanted and spec.miners.get(source)
+    ]
 
 
 def run_miners(
     source: str,
-    specs: list[TaskSpec],
+    miners: Sequence[TaskMiner],
     scan: Any,
     rows: Any,
-    config: MineConfig,
+    config: MineSettings,
     seed: int,
     result: MineResult,
     candidates: bool = True,
@@ -84,17 +108,16 @@ def run_miners(
     """Call each task's miner for ``source`` on the one scan (see the module docstring); with
     ``mine.extend_from`` set, each miner's seeded orders put the previous selection first."""
     previous = previous_selection(config.extend_from) if config.extend_from else {}
-    for spec in specs:
-        miner = spec.miner(source)
-        with keeping_first(previous.get((spec.id, source), frozenset())):
-            miner(
+    for miner in miners:
+        with keeping_first(previous.get((miner.task, source), frozenset())):
+            miner.mine(
                 MineJob(
-                    task=spec.id,
+                    task=miner.task,
                     source=source,
                     scan=scan,
                     rows=rows,
-                    params=config.params_for(spec.id),
-                    control=config.control_for(spec.id),
+                    params=config.params_for(miner.task),
+                    control=config.control_for(miner.task),
                     config=config,
                     seed=seed,
                     result=result,

@@ -12,22 +12,21 @@ the ``mine`` stage; the scale benchmark and the tests call them directly.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import fsspec
 
 from miners import fsc147
 from miners.candidates import FSC, VG, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
-from miners.config import MineConfig
-from miners.dispatch import miner_specs, run_miners
+from miners.config import MineSettings
+from miners.dispatch import TaskMiner, miner_specs, run_miners
 from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
 from miners.vg_jobs import Job, run_jobs
 from miners.vg_scan import Scan, finish_scan, new_scan
 from storage.rejects import reject
-from storage.task_spec import task_hook
 
 Progress = Callable[[str, int], None]
 
@@ -49,16 +48,16 @@ def vg_files(root: str) -> dict[str, str]:
     return {name: posixpath.join(root, f"{name}.json") for name in VG_KINDS}
 
 
-def vg_reads(tasks: tuple[str, ...] | list[str]) -> dict[str, str]:
+def vg_reads(miners: Sequence[TaskMiner]) -> dict[str, str]:
     """Optional VG file kind -> the first requested task that needs it (its ``vg_reads`` hook)."""
     needs: dict[str, str] = {}
-    for task in tasks:
-        for kind in task_hook(task, "vg_reads", ()):
+    for miner in miners:
+        for kind in miner.reads:
             if kind not in VG_OPTIONAL:
                 raise ValueError(
-                    f"task {task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}"
+                    f"task {miner.task!r}: vg_reads names {kind!r}; Visual Genome's optional files are {', '.join(VG_OPTIONAL)}"
                 )
-            needs.setdefault(kind, task)
+            needs.setdefault(kind, miner.task)
     return needs
 
 
@@ -69,9 +68,11 @@ def _aliases(explicit: str | None, root: str, name: str) -> list[list[str]]:
     return read_alias_file(path) if _exists(path) else []
 
 
-def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progress: Progress | None = None) -> Scan:
+def scan_visual_genome(
+    root: str, cfg: MineSettings, miners: Sequence[TaskMiner], progress: Progress | None = None
+) -> Scan:
     """Read the VG files the tasks need (one streaming pass each) into a :class:`Scan`: image_data
-    and objects, the files the tasks' ``vg_reads`` name, and attributes.json when present."""
+    and objects, the files the miners' ``reads`` name, and attributes.json when present."""
     files = vg_files(root)
     for key in ("image_data", "objects"):
         if not _exists(files[key]):
@@ -85,7 +86,7 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
     scan = new_scan(images, canon, preds, cfg.box_tolerance)
     for reason, detail in problems:
         scan.rejects.append(reject(f"vg:image_data:{len(scan.rejects)}", "mine", reason, detail))
-    needs = vg_reads(tasks)
+    needs = vg_reads(miners)
     for kind, task in needs.items():
         if not _exists(files[kind]):
             raise FileNotFoundError(f"{task} needs {files[kind]}")
@@ -98,24 +99,30 @@ def scan_visual_genome(root: str, cfg: MineConfig, tasks: tuple[str, ...], progr
 
 
 def mine_visual_genome(
-    root: str, cfg: MineConfig, seed: int, progress: Progress | None = None, candidates: bool = True
+    root: str,
+    cfg: MineSettings,
+    seed: int,
+    progress: Progress | None = None,
+    miners: Sequence[TaskMiner] | None = None,
+    candidates: bool = True,
 ) -> MineResult:
     """Candidates and statistics of every requested task with a Visual Genome miner, from one scan.
 
     ``candidates=False`` stops after the statistics (for RE: C(A), C(A∩B), P, kept pairs; for
     CA: C(o), C(o∩a), P(a|o), kept attributes; for AT: the crowded-image count): for inspecting
-    distributions.
+    distributions. ``miners``: the requested tasks' Visual Genome miners, as the mine stage hands
+    them down (``tasks.stages.mine.task_miners``); None looks them up (``miner_specs``).
     """
-    specs = miner_specs(VG, cfg.tasks)
+    miners = miner_specs(VG, cfg.tasks) if miners is None else miners
     result = MineResult()
-    if not specs:
+    if not miners:
         return result
-    scan = scan_visual_genome(root, cfg, tuple(s.id for s in specs), progress)
+    scan = scan_visual_genome(root, cfg, miners, progress)
     result.rejects.extend(scan.rejects)
     rows = (
         VGRows(scan, ImageLocator(root, cfg.image_dir), cfg.context_max_objects) if candidates else None
     )  # per-image index: only for candidates
-    run_miners(VG, specs, scan, rows, cfg, seed, result, candidates)
+    run_miners(VG, miners, scan, rows, cfg, seed, result, candidates)
     result.summary["canonicalisation"] = scan.canonical
     result.summary.update(
         {
@@ -128,19 +135,20 @@ def mine_visual_genome(
     return result.finish()
 
 
-def mine_fsc147(root: str, cfg: MineConfig, seed: int) -> MineResult:
-    """Candidates of every requested task with an FSC147 miner (dense counting), from one read."""
-    specs = miner_specs(FSC, cfg.tasks)
+def mine_fsc147(root: str, cfg: MineSettings, seed: int, miners: Sequence[TaskMiner] | None = None) -> MineResult:
+    """Candidates of every requested task with an FSC147 miner (dense counting), from one read
+    (``miners`` as for :func:`mine_visual_genome`)."""
+    miners = miner_specs(FSC, cfg.tasks) if miners is None else miners
     result = MineResult()
-    if not specs:
+    if not miners:
         return result
     data = fsc147.read_fsc147(root)
     result.summary["fsc_images"] = len(data.annotations)
-    run_miners(FSC, specs, data, None, cfg, seed, result)
+    run_miners(FSC, miners, data, None, cfg, seed, result)
     return result.finish()
 
 
-def _vg_file_list(root: str, cfg: MineConfig) -> list[str]:
+def _vg_file_list(root: str, cfg: MineSettings) -> list[str]:
     """The VG files read, the default alias files, then the configured ones."""
     root = root.rstrip("/")
     files = list(vg_files(root).values())
@@ -148,12 +156,12 @@ def _vg_file_list(root: str, cfg: MineConfig) -> list[str]:
     return files + [p for p in (cfg.object_alias, cfg.relationship_alias) if p]
 
 
-def _vg_required(root: str, cfg: MineConfig) -> list[str]:
+def _vg_required(root: str, cfg: MineSettings) -> list[str]:
     files = vg_files(root)
     return [files[k] for k in ("image_data", "objects")]
 
 
-def _fsc_files(root: str, cfg: MineConfig) -> list[str]:
+def _fsc_files(root: str, cfg: MineSettings) -> list[str]:
     return [posixpath.join(root.rstrip("/"), n) for n in (fsc147.ANNOTATIONS, fsc147.CLASSES, fsc147.SPLITS)]
 
 
@@ -164,7 +172,7 @@ VISUAL_GENOME = SourceSpec(
     setting_help="a folder with image_data.json, objects.json, ...",
     files=_vg_file_list,
     required=_vg_required,
-    mine=lambda root, cfg, seed, progress: mine_visual_genome(root, cfg, seed, progress),
+    mine=lambda root, cfg, seed, progress, miners: mine_visual_genome(root, cfg, seed, progress, miners),
     manifest=lambda result: {"canonicalisation": {}, **result.source_summary(VG, apart=("canonicalisation",))},
 )
 
@@ -175,7 +183,7 @@ FSC147 = SourceSpec(
     setting_help="a folder with annotation_FSC147_384.json, ...",
     files=_fsc_files,
     required=_fsc_files,
-    mine=lambda root, cfg, seed, progress: mine_fsc147(root, cfg, seed),
+    mine=lambda root, cfg, seed, progress, miners: mine_fsc147(root, cfg, seed, miners),
     manifest=lambda result: result.source_summary(FSC),
     images_key="fsc_images",
 )

@@ -4,8 +4,9 @@
 Why one object: the mine stage should not know which datasets exist. It asks each configured
 source which tasks it feeds, which files it reads (fingerprinted, so a replaced file re-mines)
 and to mine; a new format is then one registration, not edits across the stage. Which tasks a
-source feeds is the task registry's answer (the tasks whose ``TaskSpec.miners`` name the source,
-``storage/task_spec.py``, answered by ``tasks/engine/registry.py``), so a new task on an existing source is one registration too. A third-party
+source feeds is the task registry's answer (the tasks whose ``TaskSpec.miners`` name the source),
+given by the mine stage (``tasks.stages.mine.fed_tasks``), which also hands the source the
+requested tasks' miners: a new task on an existing source is one registration too. A third-party
 package declares, in its own pyproject::
 
     [project.entry-points."reactbench.sources"]
@@ -18,7 +19,8 @@ import string, so listing them imports no reader; the lookup is the one editors 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,8 @@ from storage.plugins import PluginRegistry, instance_check
 from storage.task_spec import all_tasks
 
 if TYPE_CHECKING:
-    from miners.config import MineConfig
+    from miners.config import MineSettings
+    from miners.dispatch import TaskMiner
     from miners.result import MineResult
 
 ENTRY_POINT_GROUP = "reactbench.sources"
@@ -54,22 +57,26 @@ class SourceSpec:
     ``setting`` is the value of ``sources.<name>`` (a folder or a file, as the source documents
     it in ``setting_help``). ``files`` lists every annotation file read for ``tasks`` (their size
     and time key the stage, so editing one re-mines); ``required`` those mining cannot start
-    without. ``mine`` returns candidates, statistics and rejects: it reads the files once and
-    calls the miners of the requested tasks (``miners.dispatch.run_miners``); ``manifest`` what
-    the mine manifest reports for this source beyond counts.
+    without. ``mine(setting, config, seed, progress, miners)`` returns candidates, statistics and
+    rejects: it reads the files once and passes ``miners`` (the requested tasks' miners for this
+    source, resolved by the stage: :class:`miners.dispatch.TaskMiner`) to
+    ``miners.dispatch.run_miners``. A ``mine`` with four parameters (plugin API 2.1) still works:
+    it is handed no miners and finds them with ``miners.dispatch.miner_specs``. ``manifest`` is
+    what the mine manifest reports for this source beyond counts.
 
-    ``tasks`` (what the source feeds) is derived: the registered tasks whose spec has a miner for
-    this source, plus ``own_tasks``: tasks this source's ``mine`` produces by itself (a new format
-    for an existing task whose spec names no miner for it).
+    What the source feeds is derived by the stage (``tasks.stages.mine.fed_tasks``): the
+    registered tasks whose spec has a miner for this source, plus ``own_tasks``: tasks this
+    source's ``mine`` produces by itself (a new format for an existing task whose spec names no
+    miner for it).
     """
 
     name: str
     format: str
     yields: frozenset[str]
     setting_help: str
-    files: Callable[[str, MineConfig], list[str]]
-    required: Callable[[str, MineConfig], list[str]]
-    mine: Callable[[str, MineConfig, int, Progress | None], MineResult]
+    files: Callable[[str, MineSettings], list[str]]
+    required: Callable[[str, MineSettings], list[str]]
+    mine: Callable[..., MineResult]
     manifest: Callable[[MineResult], dict[str, Any]]
     images_key: str = "images"  # summary key holding the number of images read (the shard's rows_in)
     own_tasks: tuple[str, ...] = ()
@@ -81,15 +88,27 @@ class SourceSpec:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        """The tasks this source feeds, in benchmark order: those whose spec has a miner for it,
-        then ``own_tasks``."""
+        """Compatibility (plugin API 2.1): what the source feeds, from the installed task registry.
+        The core asks ``tasks.stages.mine.fed_tasks``, which answers the same."""
         fed = [tid for tid, spec in all_tasks().items() if spec.miners.get(self.name)]
         return tuple(dict.fromkeys([*fed, *self.own_tasks]))
 
-    def feeds(self, tasks: tuple[str, ...] | list[str]) -> list[str]:
-        """The requested tasks this source can feed, in the requested order."""
-        mine = self.tasks
-        return [t for t in tasks if t in mine]
+    def run(
+        self, setting: str, config: MineSettings, seed: int, progress: Progress | None, miners: Sequence[TaskMiner]
+    ) -> MineResult:
+        """Call ``mine`` with the miners the stage resolved, or without them for a ``mine`` that
+        takes four parameters (it looks them up itself)."""
+        if _takes_miners(self.mine):
+            return self.mine(setting, config, seed, progress, miners)
+        return self.mine(setting, config, seed, progress)
+
+
+def _takes_miners(mine: Callable[..., MineResult]) -> bool:
+    """Whether ``mine`` accepts a fifth positional argument (the plugin API 2.2 signature)."""
+    params = list(inspect.signature(mine).parameters.values())
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 5
 
 
 REGISTRY: PluginRegistry[SourceSpec] = PluginRegistry(

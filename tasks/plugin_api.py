@@ -29,7 +29,9 @@ Mining (the ``miners={source: ...}`` hooks; contract in ``docs/mining.md``)
   ``bin_of``, ``FSCData``, ``split_counts``, ``fsc147_select``, ``coco_select_counting`` (the
   count-stratified selections of the FSC147 and COCO sources), ``CocoRows``, ``drop_unsure``,
   ``image_notes``, ``class_notes``,
-  ``source names`` ``VG``, ``FSC``, ``COCO``, and ``SourceSpec`` for a source plugin.
+  ``source names`` ``VG``, ``FSC``, ``COCO``, and ``SourceSpec`` for a source plugin (2.2: its
+  ``mine`` may take a fifth parameter, the requested tasks' miners the stage resolved, each a
+  ``TaskMiner``; one with four still works).
 Rows, ids, rejects
   ``reject``, ``stable_id``, ``canonical_json``, ``candidate_of``, ``context_objects``,
   ``cut_objects_of``, ``instruction_fields``, ``load_json_column``; 2.1: the rows hooks receive, as
@@ -63,7 +65,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-API_VERSION = "2.1"
+API_VERSION = "2.2"
 
 
 def _declared() -> dict[str, tuple[str, str]]:
@@ -120,7 +122,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors (never im
     )
     from miners.coco import CocoRows, class_notes, drop_unsure, image_notes
     from miners.coco import select_counting as coco_select_counting
-    from miners.dispatch import MineJob
+    from miners.dispatch import MineJob, TaskMiner
     from miners.fsc147 import FSCData, bin_of, split_counts
     from miners.fsc147 import select as fsc147_select
     from miners.sources import SourceSpec

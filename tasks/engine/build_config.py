@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from editors.config import EditorSpec
-from miners.config import MineConfig
 from prompts.config import MLLMConfig
 from storage.config_base import Section
 from tasks.engine.config import (
@@ -26,6 +25,7 @@ from tasks.engine.config import (
     QAConfig,
     ReviewConfig,
 )
+from tasks.engine.mine_config import MineConfig
 
 __all__ = [
     "MAX_SEED",

@@ -13,14 +13,17 @@ and modification time, so editing a threshold or replacing a file re-mines.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
+from miners.dispatch import TaskMiner
 from miners.extend import selection_file
 from miners.result import MineResult
 from miners.sources import BUILTIN, SourceSpec, available, source_spec
 from storage import addresses
 from tasks.engine.base import RunContext, ShardResult, Stage, StageInputError
 from tasks.engine.build_config import BuildConfig, SourcesConfig
+from tasks.engine.registry import all_specs
 
 STAGE = "mine"
 
@@ -35,6 +38,31 @@ def source_setting(sources: SourcesConfig, name: str) -> str | None:
     return str(value) if value else None
 
 
+def task_miners(source: str, tasks: Iterable[str]) -> list[TaskMiner]:
+    """The requested tasks' miners for ``source``, loaded here and handed down to the source's
+    ``mine`` (benchmark order, whatever order the config lists them in): the miners' room never
+    looks a task up."""
+    wanted = set(tasks)
+    return [
+        TaskMiner(tid, spec.miner(source), tuple(spec.hook("vg_reads")) if spec.has("vg_reads") else ())
+        for tid, spec in all_specs().items()
+        if tid in wanted and spec.miners.get(source)
+    ]
+
+
+def fed_tasks(spec: SourceSpec) -> tuple[str, ...]:
+    """The tasks a source feeds, in benchmark order: those whose spec has a miner for it, then its
+    ``own_tasks`` (tasks its ``mine`` produces by itself)."""
+    fed = [tid for tid, task in all_specs().items() if task.miners.get(spec.name)]
+    return tuple(dict.fromkeys([*fed, *spec.own_tasks]))
+
+
+def feeds(spec: SourceSpec, tasks: Iterable[str]) -> list[str]:
+    """The requested tasks ``spec`` can feed, in the requested order."""
+    fed = fed_tasks(spec)
+    return [t for t in tasks if t in fed]
+
+
 def _needed_sources(ctx: RunContext) -> list[dict[str, str]]:
     """One work unit per configured source that feeds a requested task, in registry order."""
     return needed_sources(ctx.config)
@@ -47,14 +75,14 @@ def needed_sources(cfg: BuildConfig) -> list[dict[str, str]]:
     fed: set[str] = set()
     for name in dict.fromkeys([*BUILTIN, *sorted(cfg.sources.other)]):
         spec = source_spec(name)
-        tasks = spec.feeds(cfg.mine.tasks)
+        tasks = feeds(spec, cfg.mine.tasks)
         setting = source_setting(cfg.sources, name)
         if tasks and setting:
             units.append({"source": name, "root": setting})
             fed.update(tasks)
     missing = [t for t in cfg.mine.tasks if t not in fed]
     if missing:
-        options = [source_spec(n) for n in available() if source_spec(n).feeds(missing)]
+        options = [source_spec(n) for n in available() if feeds(source_spec(n), missing)]
         names = " or ".join(f"sources.{s.name} ({s.setting_help})" for s in options) or "a source that feeds them"
         raise MineSourceMissing(f"mine.tasks {missing} need {names}")
     return units
@@ -131,7 +159,9 @@ class MineStage(Stage):
     def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
         spec = _spec(work)
         with _progress(bool(ctx.options.get("progress", sys.stderr.isatty()))) as report:
-            result: MineResult = spec.mine(work["root"], ctx.config.mine, ctx.seed, report)
+            result: MineResult = spec.run(
+                work["root"], ctx.config.mine, ctx.seed, report, task_miners(spec.name, ctx.config.mine.tasks)
+            )
         outputs: dict[str, Any] = {"candidates": result.candidates}
         for name, table in (("pair_stats", result.pair_table), ("attribute_stats", result.attribute_table)):
             outputs[name] = (

@@ -147,8 +147,8 @@ def test_theta_keeps_only_pairs_with_a_dominant_relation(tmp_path: Path) -> None
         from mining_helpers import image, obj, rel, write_vg
     finally:
         sys.path.remove(str(ROOT / "tests" / "miners"))
-    from miners.config import MineConfig
     from miners.mine import mine_visual_genome
+    from tasks.engine.mine_config import MineConfig
 
     said = [
         ("cup", "on"),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from miners.config import MineConfig
+from tasks.engine.mine_config import MineConfig
 
 ALL_TASKS = ["relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting"]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from miners.coco import mine_coco
-from miners.config import MineConfig
 from miners.sample_data import COCO_ANNOTATIONS, COCO_DIR, LVIS_ANNOTATIONS
+from tasks.engine.mine_config import MineConfig
 
 TASKS = ["relational_erasure", "alteration_tracing", "dense_counting"]
 

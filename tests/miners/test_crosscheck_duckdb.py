@@ -15,9 +15,11 @@ import pyarrow as pa
 import pytest
 from mining_helpers import mine_config
 
+from miners.candidates import VG
 from miners.mine import mine_visual_genome, scan_visual_genome
 from storage.annotation.names import basic_attribute, basic_name, basic_predicate
 from tasks.builtin_tasks.relational_erasure.miner import class_image_counts
+from tasks.stages.mine import task_miners
 
 N_MIN, THETA, TOL = 20, 0.2, 0.02
 
@@ -150,7 +152,7 @@ def test_pairs_agree_exactly(sql, vg_root: str) -> None:
 
 def test_class_counts_agree_exactly(sql, vg_root: str) -> None:
     cfg = mine_config()
-    scan = scan_visual_genome(vg_root, cfg, ("relational_erasure",))
+    scan = scan_visual_genome(vg_root, cfg, task_miners(VG, ("relational_erasure",)))
     counts = class_image_counts(scan)
     ours = {
         n: int(counts[i]) for i, n in enumerate(scan.names.names) if counts[i] > 0

@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 from mining_helpers import image, obj, rel, write_vg
 
-from miners.config import MineConfig
+from miners.candidates import VG
 from miners.mine import mine_visual_genome, scan_visual_genome
 from tasks.builtin_tasks.counterfactual_attribute import miner as attribute
 from tasks.builtin_tasks.counterfactual_attribute.params import CounterfactualAttributeParams
 from tasks.builtin_tasks.relational_erasure import miner as relational
 from tasks.builtin_tasks.relational_erasure.params import RelationalErasureParams
+from tasks.engine.mine_config import MineConfig
+from tasks.stages.mine import task_miners
 
 WHEEL = dict(w=10, h=10)
 BOARD = dict(w=40, h=10)
@@ -93,7 +95,7 @@ def hand_root(tmp_path_factory) -> str:
 
 def _pairs(root: str, **re_params) -> dict[tuple[str, str], dict]:
     cfg = MineConfig(tasks=("relational_erasure",), relational_erasure=RelationalErasureParams(**re_params))
-    scan = scan_visual_genome(root, cfg, cfg.tasks)
+    scan = scan_visual_genome(root, cfg, task_miners(VG, cfg.tasks))
     table = relational.pair_table(scan, cfg.relational_erasure)
     return {(r["a"], r["b"]): r for r in relational.pair_rows(scan, table, 1)}
 
@@ -148,7 +150,7 @@ def test_attribute_probabilities_ranks_and_top_k(hand_root: str) -> None:
         tasks=("counterfactual_attribute",),
         counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=1),
     )
-    scan = scan_visual_genome(hand_root, cfg, cfg.tasks)
+    scan = scan_visual_genome(hand_root, cfg, task_miners(VG, cfg.tasks))
     rows = {
         (r["object"], r["attribute"]): r
         for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)
@@ -170,7 +172,7 @@ def test_attribute_probabilities_ranks_and_top_k(hand_root: str) -> None:
         tasks=("counterfactual_attribute",),
         counterfactual_attribute=CounterfactualAttributeParams(n_min=2, theta=0.15, top_k=3),
     )
-    scan3 = scan_visual_genome(hand_root, cfg3, cfg3.tasks)
+    scan3 = scan_visual_genome(hand_root, cfg3, task_miners(VG, cfg3.tasks))
     kept3 = {
         (r["object"], r["attribute"])
         for r in attribute.attribute_rows(scan3, attribute.attribute_table(scan3, cfg3.counterfactual_attribute), 1)
@@ -253,7 +255,7 @@ def test_attribute_with_p_exactly_theta_is_kept(hand_root: str) -> None:
             tasks=("counterfactual_attribute",),
             counterfactual_attribute=CounterfactualAttributeParams(n_min=1, theta=theta, top_k=3),
         )
-        scan = scan_visual_genome(hand_root, cfg, cfg.tasks)
+        scan = scan_visual_genome(hand_root, cfg, task_miners(VG, cfg.tasks))
         return {
             (r["object"], r["attribute"]): r
             for r in attribute.attribute_rows(scan, attribute.attribute_table(scan, cfg.counterfactual_attribute), 1)

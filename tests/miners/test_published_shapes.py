@@ -12,9 +12,9 @@ import pytest
 from mining_helpers import image, mine_config, obj, rel, write_vg
 
 from miners.canonical import Canonicalizer, read_alias_file
-from miners.config import MineConfig
 from miners.fsc147 import MAX_IMAGE_PIXELS
 from miners.mine import mine_fsc147, mine_visual_genome
+from tasks.engine.mine_config import MineConfig
 
 # Lines as VG 1.4's object_alias.txt writes them: machine-made number variants next to real synonyms.
 REAL_SHAPE_ALIASES = "va,vas\nvas,vases\nglass,glasses\npant,pants\njean,jeans\nshort,shorts\nspecie,species\nscissor,scissors\nsofa,couch\nt-shirt,tshirt,tee shirts\ncouch,settee\n"

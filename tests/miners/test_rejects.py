@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from mining_helpers import image, obj, rel, write_vg
 
-from miners.config import MineConfig
 from miners.jsonstream import JSONStreamError
 from miners.mine import mine_visual_genome
+from tasks.engine.mine_config import MineConfig
 
 
 def test_sample_defects_are_rejected_with_reasons(mined_vg) -> None:

@@ -169,16 +169,21 @@ def test_malformed_class_lines_are_rejects(tmp_path: Path, bad: str) -> None:
 def test_duckdb_and_msgspec_readers_give_the_same_result(vg_root: str, mined_vg, tmp_path: Path) -> None:
     from miners.mine import scan_visual_genome
     from miners.sample_data import generate_sample
+    from tasks.stages.mine import task_miners
 
     slow = mine_visual_genome(vg_root, mine_config(control=True, reader="msgspec"), seed=0)
     assert slow.candidates == mined_vg.candidates and slow.rejects == mined_vg.rejects
     assert slow.pair_stats == mined_vg.pair_stats and slow.attribute_stats == mined_vg.attribute_stats
     # the sample's objects.json has a non-numeric coordinate: DuckDB refuses it, msgspec reads it
-    readers = scan_visual_genome(vg_root, mine_config(), ("relational_erasure", "counterfactual_attribute")).readers
+    readers = scan_visual_genome(
+        vg_root, mine_config(), task_miners("visual_genome", ("relational_erasure", "counterfactual_attribute"))
+    ).readers
     assert readers == {"objects": "msgspec", "relationships": "duckdb", "attributes": "duckdb"}
     clean = tmp_path / "clean"
     generate_sample(clean, seed=3, defects=False)
-    fast_scan = scan_visual_genome(str(clean / "visual_genome"), mine_config(), ("relational_erasure",))
+    fast_scan = scan_visual_genome(
+        str(clean / "visual_genome"), mine_config(), task_miners("visual_genome", ("relational_erasure",))
+    )
     assert set(fast_scan.readers.values()) == {"duckdb"}
     fast = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True), seed=0)
     ref = mine_visual_genome(str(clean / "visual_genome"), mine_config(control=True, reader="msgspec"), seed=0)

@@ -11,7 +11,6 @@ import pytest
 
 from flows.config import config_from_dict
 from miners import sources
-from miners.config import MineConfig
 from miners.result import MineResult
 from miners.sample_data import COCO_ANNOTATIONS, COCO_DIR
 from miners.sources import SourceError, SourceSpec, available, source_spec
@@ -20,8 +19,9 @@ from storage.hashing import canonical_json, stable_id
 from storage.parquet_io import ArtifactReader
 from storage.schemas import CANDIDATES
 from tasks.engine.base import RunContext
+from tasks.engine.mine_config import MineConfig
 from tasks.engine.runner import run_stage
-from tasks.stages.mine import MineSourceMissing, MineStage
+from tasks.stages.mine import MineSourceMissing, MineStage, fed_tasks, feeds
 
 
 def _toy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> MineResult:
@@ -78,8 +78,9 @@ def test_builtins_come_first_in_a_fixed_order_and_resolve_to_specs() -> None:
     assert available()[:3] == ["visual_genome", "fsc147", "coco"]
     for name in ("visual_genome", "fsc147", "coco"):
         spec = source_spec(name)
-        assert spec.name == name and spec.tasks and spec.yields <= sources.YIELDS
-    assert source_spec("coco").feeds(["counterfactual_attribute", "dense_counting", "relational_erasure"]) == [
+        assert spec.tasks == fed_tasks(spec)  # the plugin API 2.1 property answers as the stage
+        assert spec.name == name and fed_tasks(spec) and spec.yields <= sources.YIELDS
+    assert feeds(source_spec("coco"), ["counterfactual_attribute", "dense_counting", "relational_erasure"]) == [
         "dense_counting",
         "relational_erasure",
     ]
@@ -134,6 +135,49 @@ def test_coco_source_through_the_stage(sample_dir: Path, tmp_path: Path) -> None
     extra = MineStage().store(ctx).read_manifest()["extra"]
     assert extra["coco"]["images"] == 62 and extra["coco"]["crowd_regions"] >= 1
     assert json.loads(rows[0]["extra_json"])["file_name"].endswith(".jpg")
+
+
+def test_a_four_parameter_mine_still_finds_its_miners_through_the_stage(sample_dir: Path, tmp_path: Path) -> None:
+    """Plugin API 2.1's ``mine(setting, config, seed, progress)`` is handed no miners: it looks them
+    up (``miner_specs``) and mines what the five-parameter built-in mines from the same files."""
+    from miners.coco import mine_coco
+
+    calls: list[str] = []
+
+    def legacy_mine(path: str, cfg: MineConfig, seed: int, progress: Any = None) -> MineResult:
+        from miners.dispatch import miner_specs
+
+        calls.append(",".join(m.task for m in miner_specs("coco", cfg.tasks)))
+        return mine_coco(path, cfg, seed, progress)  # no miners: it asks miner_specs itself
+
+    legacy = SourceSpec(
+        name="coco-legacy",
+        format="COCO, read by a plugin written for API 2.1",
+        yields=frozenset({"images", "objects"}),
+        own_tasks=("relational_erasure", "dense_counting"),
+        setting_help="a COCO instances JSON",
+        files=lambda p, cfg: [p],
+        required=lambda p, cfg: [p],
+        mine=legacy_mine,
+        manifest=lambda r: {"legacy": r.summary},
+    )
+    sources.register(legacy)
+    try:
+        mine = {
+            "tasks": ["relational_erasure", "dense_counting"],
+            "relational_erasure": {"n_min": 20, "theta": 0.7, "area_range": [0.003, 0.5], "images_per_pair": 4},
+            "dense_counting": {"count_range": [5, 60], "bins": [5, 10, 25, 60], "per_bin": 3},
+        }
+        coco = str(sample_dir / COCO_DIR / COCO_ANNOTATIONS)
+        got = {}
+        for name, srcs in (("legacy", {"other": {"coco-legacy": coco}}), ("builtin", {"coco": coco})):
+            ctx = RunContext(RunFS.open(str(tmp_path / name)), config_from_dict({"sources": srcs, "mine": mine}))
+            run_stage(MineStage(), ctx)
+            got[name] = sorted(r["id"] for r in ArtifactReader(ctx.run, "mine/candidates", CANDIDATES).rows(["id"]))
+    finally:
+        sources._EXTRA.pop("coco-legacy", None)
+    assert calls == ["relational_erasure,dense_counting"]
+    assert got["legacy"] and got["legacy"] == got["builtin"]
 
 
 def test_a_task_no_configured_source_feeds_names_the_sources_that_can(sample_dir: Path, tmp_path: Path) -> None:

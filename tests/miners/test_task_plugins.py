@@ -15,13 +15,14 @@ from pydantic import Field
 
 from flows.config import ConfigError, config_from_dict, dump_config
 from miners.candidates import Selection
-from miners.config import MineConfig
 from miners.dispatch import MineJob
 from miners.mine import mine_visual_genome
 from miners.sources import source_spec
 from storage.config_base import Section
 from storage.task_spec import TaskSpec, register_task
 from tasks.engine import registry
+from tasks.engine.mine_config import MineConfig
+from tasks.stages.mine import fed_tasks, feeds
 
 PLUGIN = "toy_spatial"
 SEEN: list[MineJob] = []
@@ -146,9 +147,9 @@ def test_a_task_without_params_refuses_a_section() -> None:
 
 
 def test_sources_feed_what_the_registry_says(plugin: TaskSpec) -> None:
-    assert PLUGIN in source_spec("visual_genome").tasks
-    assert PLUGIN not in source_spec("coco").tasks and PLUGIN not in source_spec("fsc147").tasks
-    assert source_spec("visual_genome").feeds([PLUGIN, "dense_counting"]) == [PLUGIN]
+    assert PLUGIN in fed_tasks(source_spec("visual_genome"))
+    assert PLUGIN not in fed_tasks(source_spec("coco")) and PLUGIN not in fed_tasks(source_spec("fsc147"))
+    assert feeds(source_spec("visual_genome"), [PLUGIN, "dense_counting"]) == [PLUGIN]
 
 
 def _toy_vg(tmp_path: Path) -> str:

@@ -28,7 +28,7 @@ def test_each_stage_writes_its_artifacts_at_their_address(address: addresses.Add
 
 
 def test_task_ids_in_one_place() -> None:
-    from miners.config import MineConfig
+    from tasks.engine.mine_config import MineConfig
 
     assert task_ids()[:4] == ("relational_erasure", "counterfactual_attribute", "alteration_tracing", "dense_counting")
     assert sorted(["dense_counting", "nope", "relational_erasure"], key=task_order) == [
