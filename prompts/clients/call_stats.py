@@ -9,14 +9,22 @@ client counts here (thread-safe, process-wide, keyed by URL and model), so that
 * the executable ends a finished command with one line per server whose requests failed, and
   exits :data:`RETRIED_EXIT` when the share of failed requests passed ``mllm.max_error_rate``
   (:func:`retry_report`).
+
+A shard run in another process (a Ray worker) counts there: it reports what it did
+(:func:`since` with ``limits``) and the process that planned the stage adds it to its own
+counts (:func:`merge`), so the manifest and the exit status cover the workers' calls too.
+:data:`PROCESS` tells the two apart.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 
 RETRIED_EXIT = 7  # a command that finished, but only through retries of a server failing too often
+PROCESS = uuid.uuid4().hex  # this process's counts; a job carried to another process reports back
 
 
 @dataclass
@@ -66,9 +74,12 @@ def snapshot() -> dict[tuple[str, str], dict[str, int]]:
         return {k: {c: getattr(v, c) for c in _COUNTERS} for k, v in _SERVERS.items()}
 
 
-def since(before: dict[tuple[str, str], dict[str, int]]) -> list[dict[str, str | int | float]]:
+def since(
+    before: dict[tuple[str, str], dict[str, int]], limits: bool = False
+) -> list[dict[str, str | int | float]]:
     """What each server did after ``before``: one dict per server that was asked anything, with
-    its counts and ``error_rate`` (failed requests / requests, rounded to 4 places)."""
+    its counts and ``error_rate`` (failed requests / requests, rounded to 4 places); ``limits``
+    adds each server's ``max_error_rate`` (what :func:`merge` needs)."""
     out = []
     with _LOCK:
         for key, entry in sorted(_SERVERS.items()):
@@ -76,8 +87,20 @@ def since(before: dict[tuple[str, str], dict[str, int]]) -> list[dict[str, str |
             d = {c: getattr(entry, c) - old.get(c, 0) for c in _COUNTERS}
             if d["requests"] or d["calls"]:
                 rate = d["failed_requests"] / d["requests"] if d["requests"] else 0.0
-                out.append({"url": entry.url, "model": entry.model, **d, "error_rate": round(rate, 4)})
+                row: dict[str, str | int | float] = {"url": entry.url, "model": entry.model, **d}
+                row["error_rate"] = round(rate, 4)
+                if limits:
+                    row["max_error_rate"] = entry.max_error_rate
+                out.append(row)
     return out
+
+
+def merge(reported: Iterable[Mapping[str, object]]) -> None:
+    """Add the counts another process reported (:func:`since` with ``limits``) to this process's."""
+    for row in reported:
+        limit = row.get("max_error_rate", 1.0)
+        entry = server(str(row["url"]), str(row["model"]), float(limit) if isinstance(limit, int | float) else 1.0)
+        count(entry, **{c: int(n) for c in _COUNTERS if isinstance(n := row.get(c, 0), int)})
 
 
 def retry_report() -> tuple[list[str], bool]:

@@ -15,6 +15,7 @@ counting what finished and what a resume computes.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -72,10 +73,13 @@ class ShardJob:
     gpu_slot: GpuSlot | None = None
     lease_token: str | None = None  # the driver's lease: a worker that lost it writes nothing
     run_id: str | None = None  # the stage run (see ``_HALTED``)
+    origin: str = field(default_factory=lambda: call_stats.PROCESS)  # the process that planned it
 
     def __call__(self) -> ShardMarker:
         if self.run_id is not None and self.run_id in _HALTED:
             raise ShardNotStarted(f"{self.stage.name} shard {self.index} was not started: the stage is stopping")
+        carried = self.origin != call_stats.PROCESS  # run in another process (a Ray worker)
+        before = call_stats.snapshot() if carried else None
         try:
             with shard_placement(self.stage, self.ctx, self.gpu_slot, self.index) as shard_ctx:
                 result = self.stage.process_shard(shard_ctx, self.index, self.work)
@@ -86,6 +90,40 @@ class ShardJob:
         except Exception:
             self.ctx.run.write_text_atomic(error_path(self.stage.name, self.index), traceback.format_exc())
             raise
+        finally:
+            if before is not None:
+                self._report_calls(before)
+
+    def _report_calls(self, before: CallCounts) -> None:
+        """Leave this process's model calls for the shard where the planning process collects
+        them (:func:`merge_worker_calls`): its manifest and exit status count them too."""
+        calls = call_stats.since(before, limits=True)
+        if not calls:
+            return
+        name = f"shard-{self.index:05d}-{uuid.uuid4().hex[:12]}.json"
+        try:
+            self.ctx.run.write_text_atomic(f"{calls_folder(self.stage.name, self.run_id)}/{name}", json.dumps(calls))
+        except OSError as exc:  # the shard's own outcome is what matters; a full disk is reported by it
+            log.warning("%s shard %d: its model-call counts were not kept: %s", self.stage.name, self.index, exc)
+
+
+def calls_folder(stage: str, run_id: str | None) -> str:
+    """Where shards run in other processes leave their model-call counts for one stage run."""
+    return f"{stage}/_calls/{run_id or 'unplanned'}"
+
+
+def merge_worker_calls(ctx: RunContext, stage: Stage, run_id: str) -> None:
+    """Add the model calls the stage run's shards made in other processes to this process's
+    counts (``prompts.clients.call_stats``), then drop the files they left."""
+    folder = calls_folder(stage.name, run_id)
+    try:
+        names = ctx.run.listdir(folder)
+        for name in names:
+            call_stats.merge(json.loads(ctx.run.read_text(f"{folder}/{name}")))
+        if names:
+            ctx.run.rm(folder)
+    except (OSError, ValueError) as exc:  # counts are a report: never the reason a stage fails
+        log.warning("%s: the model-call counts of its worker processes were not read: %s", stage.name, exc)
 
 
 def error_path(stage: str, index: int) -> str:
@@ -443,10 +481,12 @@ def run_stage(
         mapper = execution.mapper or thread_mapper(_workers(ctx))
         mapper(jobs, execution.retry or RetryPolicy.from_config(ctx.config), tally.done)
     except BaseException as exc:  # a stop signal (Interrupted, KeyboardInterrupt), a server found down, a bug
+        merge_worker_calls(ctx, stage, tally.run_id)
         stopped(exc)
         raise
     finally:
         _HALTED.discard(tally.run_id)
+    merge_worker_calls(ctx, stage, tally.run_id)
     if tally.server:  # finished shards are kept; the resume computes the rest
         raise stopped(tally.server[0])
     if tally.disk_full:  # finished shards are kept; the rerun computes the rest

@@ -113,3 +113,26 @@ class CubeStage(Stage):
 class GpuCubeStage(CubeStage):
     name = "gpucube"
     uses_gpu = True
+
+
+class AskingCubeStage(CubeStage):
+    """Cubes whose every item first asks the configured model server one question (the real
+    ``openai`` client of ``mllm``): what the shards' model calls cost, wherever they run."""
+
+    name = "askcube"
+
+    def model_endpoints(self, config: Any) -> list[Any]:
+        return [config.mllm]
+
+    def process_shard(self, ctx: RunContext, index: int, work: Any) -> ShardResult:
+        from prompts.clients.base import ChatMessage, MLLMRequest
+        from prompts.clients.factory import make_client
+
+        client = make_client(ctx.config.mllm, None)
+        asked = [
+            MLLMRequest("cube", "1", [ChatMessage(role="user", content=f"Yes or No: is {v} a cube root?")])
+            for v in work
+        ]
+        answers = client.complete(asked)
+        assert all(a.error is None for a in answers), [a.error for a in answers]
+        return super().process_shard(ctx, index, work)

@@ -73,3 +73,52 @@ def test_ray_assigns_one_gpu_per_gpu_shard(
     ]
     assert {r["device"] for r in rows} == {"cuda:0"}
     assert {r["visible"] for r in rows} <= {"0", "1"} and len({r["visible"] for r in rows}) >= 1
+
+
+def test_model_calls_made_on_ray_workers_reach_the_manifest_and_the_exit_status(
+    tmp_path: Path, prefect_api: Any, ray_cluster: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shards on Ray ask a fake model server that fails every third request: the calls happen in
+    the workers, yet the stage manifest's ``model_calls`` and this process's retry report (the
+    exit status's source) count exactly the requests the server saw (they used to count none)."""
+    from dummy_server import DummyServer, Reply
+
+    import flows.stages
+    from flows.config import BuildConfig
+    from flows.prefect_flows import stage_flow
+    from prompts.clients import call_stats
+
+    monkeypatch.setitem(flows.stages._STAGE_CLASSES, "askcube", "orch_stages:AskingCubeStage")
+    call_stats.reset()
+    server = DummyServer(lambda body: Reply("Yes"), models=["m"], fail_every=3)
+    with server as url:
+        cfg = BuildConfig.model_validate(
+            {
+                "run": {"shard_size": 6},
+                "orchestration": {"task_runner": "ray", "retry_delay_s": 0},
+                "mllm": {
+                    "backend": "openai",
+                    "model": "m",
+                    "base_url": url,
+                    "max_retries": 3,
+                    "retry_base_s": 0.01,
+                    "retry_max_s": 0.05,
+                    "breaker_failure_rate": 0.5,
+                    "max_error_rate": 0.2,
+                },
+            }
+        ).model_dump(mode="json")
+        summary = stage_flow(stage_name="askcube", config=cfg, run_dir=str(tmp_path / "a"), options={"n": 18})
+    assert summary.shards_run == 3
+    calls = json.loads((tmp_path / "a" / "askcube" / "_manifest.json").read_text())["model_calls"]
+    assert [(c["url"], c["model"], c["calls"]) for c in calls] == [(url, "m", 18)]
+    seen = calls[0]
+    assert seen["requests"] == server.chat_requests > 18  # every 3rd request fails and is asked again
+    assert seen["failed_requests"] == seen["retried"] == server.chat_requests // 3
+    assert seen["requests"] - seen["failed_requests"] == 18
+    assert not any((tmp_path / "a" / "askcube" / "_calls").glob("*/*"))  # collected, then dropped
+    lines, over = call_stats.retry_report()
+    assert (
+        over and len(lines) == 1 and f"{url} (model 'm'): {seen['failed_requests']} of {seen['requests']}" in lines[0]
+    )
+    call_stats.reset()
