@@ -1,7 +1,7 @@
 """What the ``rules`` backend's analysis answers share: seeded draws and word forms.
 
 The answers themselves live with their tasks, each named by its spec's ``analysis_rules`` hook
-(the built-ins': ``tasks/builtin_tasks/<id>/prompts.py``), which ``prompts.rules.builtin_rules``
+(the built-ins': ``tasks/builtin_tasks/<id>/prompts.py``), which ``prompts.rules.rules_table``
 reads. Offline answers from annotations are deterministic, picked by hashing the edit so runs
 repeat; the word lists they draw from are ``prompts/vocabulary.py``.
 """

@@ -9,13 +9,15 @@
 
 What differs per task is one :class:`EvalRules` object, the task's ``eval_rules`` hook (the
 built-in tasks' in ``tasks/builtin_tasks/<id>/evaluation.py``; :data:`PRIOR_RULES` without
-one); the judge's rule is its ``sa_judge`` hook.
-
-Nothing registers itself on import: :data:`RULES` is listed by ``prompts.rules.builtin_rules``.
+one); the judge's rule is its ``sa_judge`` hook. This module looks no task up (issue 41): the task
+room resolves both hooks (``tasks/engine/prompt_hooks.py``) and hands them down in an
+:class:`EvalAnswers`, whose :meth:`EvalAnswers.table` ``prompts.rules.rules_table`` lists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from prompts.eval_parsing import (
@@ -29,7 +31,6 @@ from prompts.eval_parsing import (
 from prompts.eval_prompts import ANSWER_SPECS, EXTRACT, SA_JUDGE, SPAN_DETECT, SUBCAUSE, SUBCAUSE_PAIR
 from prompts.offline_judge import OVERLAP, is_denial, offline_judge
 from prompts.rules_api import RulesFn
-from storage.task_spec import task_hook
 
 
 def annotations_of(ctx: dict[str, Any]) -> dict[str, Any]:
@@ -95,43 +96,6 @@ def option_letter(opts: list[str], pick: int | None) -> str:
 PRIOR_RULES = EvalRules()
 
 
-def rules_for(task: Any) -> EvalRules:
-    """The task's ``eval_rules`` hook; :data:`PRIOR_RULES` for a task without one (or unknown)."""
-    return task_hook(str(task), "eval_rules", PRIOR_RULES)
-
-
-def judge_rule(task: Any) -> str:
-    """The offline judge's rule for the task's short answers (its ``sa_judge`` hook, one of
-    :data:`prompts.offline_judge.RULES`); ``OVERLAP`` for a task without one."""
-    return task_hook(str(task), "sa_judge", OVERLAP)
-
-
-def baseline_answer(ctx: dict[str, Any]) -> str:
-    """What an annotation-only reader says: the original scene, unchanged."""
-    ann, q = annotations_of(ctx), str(ctx.get("question", ""))
-    if ctx.get("qtype") == "YN" and ctx.get("question_set") == "beaf":
-        return "Yes" if any(mentions(q, o) for o in ann.get("objects") or [] if o) else "No"
-    own = rules_for(ctx.get("task")).answer(ctx)
-    return own if own is not None else _prior_answer(ctx)
-
-
-def _answer_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    final = baseline_answer(ctx)
-    if ctx.get("cot"):
-        return {"reasoning": rules_for(ctx.get("task")).reasoning(ctx), "answer": final}
-    return {"answer": final}
-
-
-def _judge_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    return offline_judge(
-        ctx["gold"],
-        ctx["answer"],
-        dict(ctx.get("rubric") or []),
-        list(ctx.get("prior_terms") or []),
-        judge_rule(ctx["task"]),
-    )
-
-
 def _extract_rules(ctx: dict[str, Any]) -> dict[str, Any]:
     """The rules read the reply again: an offline judge reads no more than the rules did."""
     if ctx["qtype"] == "YN":
@@ -141,40 +105,79 @@ def _extract_rules(ctx: dict[str, Any]) -> dict[str, Any]:
     return {"answer": found or "none"}
 
 
-def classify_subcause(task: str, response: str, facts: dict[str, Any] | None = None) -> str:
-    """A keyword heuristic for the rules backend (the LLM prompt is the real classifier)."""
-    t = (response or "").lower()
-    if not t.strip():
-        return "other"
-    return rules_for(task).subcause(t, facts or {})
+@dataclass(frozen=True)
+class EvalAnswers:
+    """The rules backend's answers to the evaluation prompts, given what each task says about
+    them: ``rules`` (task id -> its ``eval_rules`` hook, an :class:`EvalRules`) and ``judges``
+    (task id -> its ``sa_judge`` hook, one of :data:`prompts.offline_judge.RULES`), loaded by the
+    task room. A task absent from them gets :data:`PRIOR_RULES` and ``OVERLAP``."""
+
+    rules: Mapping[str, EvalRules] = field(default_factory=dict)
+    judges: Mapping[str, str] = field(default_factory=dict)
+
+    def rules_for(self, task: object) -> EvalRules:
+        """The task's ``eval_rules``; :data:`PRIOR_RULES` for a task without one (or unknown)."""
+        return self.rules.get(str(task), PRIOR_RULES)
+
+    def judge_rule(self, task: object) -> str:
+        """The offline judge's rule for the task's short answers; ``OVERLAP`` for a task without one."""
+        return self.judges.get(str(task), OVERLAP)
+
+    def baseline_answer(self, ctx: dict[str, Any]) -> str:
+        """What an annotation-only reader says: the original scene, unchanged."""
+        ann, q = annotations_of(ctx), str(ctx.get("question", ""))
+        if ctx.get("qtype") == "YN" and ctx.get("question_set") == "beaf":
+            return "Yes" if any(mentions(q, o) for o in ann.get("objects") or [] if o) else "No"
+        own = self.rules_for(ctx.get("task")).answer(ctx)
+        return own if own is not None else _prior_answer(ctx)
+
+    def classify_subcause(self, task: object, response: str, facts: dict[str, Any] | None = None) -> str:
+        """A keyword heuristic for the rules backend (the LLM prompt is the real classifier)."""
+        t = (response or "").lower()
+        if not t.strip():
+            return "other"
+        return self.rules_for(task).subcause(t, facts or {})
+
+    def _answer(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        final = self.baseline_answer(ctx)
+        if ctx.get("cot"):
+            return {"reasoning": self.rules_for(ctx.get("task")).reasoning(ctx), "answer": final}
+        return {"answer": final}
+
+    def _judge(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        return offline_judge(
+            ctx["gold"],
+            ctx["answer"],
+            dict(ctx.get("rubric") or []),
+            list(ctx.get("prior_terms") or []),
+            self.judge_rule(ctx["task"]),
+        )
+
+    def _subcause(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        label = self.classify_subcause(ctx["task"], ctx["response"], dict(ctx.get("facts") or []))
+        return {"label": label, "rationale": "keyword heuristic of the offline rules backend"}
+
+    def _span(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        response = str(ctx["response"])
+        facts = dict(ctx.get("facts") or [])
+        rules = self.rules_for(ctx["task"])
+        typ = rules.span_type(facts)
+        phrases = [(t, typ) for t in ctx.get("prior_terms") or [] if t]
+        phrases += [(p, typ) for p in rules.span_phrases(response, facts)]
+        spans = spans_from_phrases(response, phrases)
+        return {"tagged_text": render_tagged(response, spans)}
+
+    def table(self) -> dict[str, RulesFn]:
+        """Prompt name -> rules answer, for every evaluation prompt (:data:`EVAL_PROMPTS`)."""
+        return {
+            **{name: self._answer for name in ANSWER_SPECS},
+            SA_JUDGE.name: self._judge,
+            EXTRACT.name: _extract_rules,
+            SUBCAUSE.name: self._subcause,
+            SUBCAUSE_PAIR.name: self._subcause,
+            SPAN_DETECT.name: self._span,
+        }
 
 
-def _subcause_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    label = classify_subcause(ctx["task"], ctx["response"], dict(ctx.get("facts") or []))
-    return {"label": label, "rationale": "keyword heuristic of the offline rules backend"}
-
-
-def span_type_for(task: str, facts: dict[str, Any]) -> str:
-    return rules_for(task).span_type(facts)
-
-
-def _span_rules(ctx: dict[str, Any]) -> dict[str, Any]:
-    response, task = str(ctx["response"]), ctx["task"]
-    facts = dict(ctx.get("facts") or [])
-    rules = rules_for(task)
-    typ = rules.span_type(facts)
-    phrases = [(t, typ) for t in ctx.get("prior_terms") or [] if t]
-    phrases += [(p, typ) for p in rules.span_phrases(response, facts)]
-    spans = spans_from_phrases(response, phrases)
-    return {"tagged_text": render_tagged(response, spans)}
-
-
-# Prompt name -> rules answer, for every evaluation prompt.
-RULES: dict[str, RulesFn] = {
-    **{name: _answer_rules for name in ANSWER_SPECS},
-    SA_JUDGE.name: _judge_rules,
-    EXTRACT.name: _extract_rules,
-    SUBCAUSE.name: _subcause_rules,
-    SUBCAUSE_PAIR.name: _subcause_rules,
-    SPAN_DETECT.name: _span_rules,
-}
+# The evaluation prompts the rules backend answers (:meth:`EvalAnswers.table`'s keys, known without the tasks).
+EVAL_PROMPTS: tuple[str, ...] = tuple(EvalAnswers().table())

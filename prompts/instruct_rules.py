@@ -2,7 +2,7 @@
 
 The answers themselves (what a careful annotator could say from annotations alone) live with
 their tasks, each named by its spec's ``instruct_rules`` hook (the built-ins':
-``tasks/builtin_tasks/<id>/prompts.py``), which ``prompts.rules.builtin_rules`` reads. Choices
+``tasks/builtin_tasks/<id>/prompts.py``), which ``prompts.rules.rules_table`` reads. Choices
 that need variety are drawn by hashing the candidate id, so answers are deterministic and
 independent of processing order.
 """

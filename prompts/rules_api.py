@@ -15,7 +15,7 @@ RulesFn = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 def rules_answer(prompt_name: str) -> Callable[[RulesFn], RulesFn]:
     """Decorator marking ``fn`` as the rules answer of ``prompt_name`` (it registers nothing):
-    ``prompts.rules.builtin_rules`` checks its table against the marks."""
+    ``prompts.rules.rules_table`` checks its table against the marks."""
 
     def deco(fn: RulesFn) -> RulesFn:
         fn.rules_prompt = prompt_name  # type: ignore[attr-defined]

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
+from prompts.rules_api import RulesFn
 from storage.fs import RunFS
 
 BackendFactory = Callable[[MLLMConfig], MLLMClient]
 
 
-def _rules(cfg: MLLMConfig) -> MLLMClient:
+RULES_BACKEND = "rules"  # the backend that answers from the rules table its caller hands down
+
+
+def _rules(cfg: MLLMConfig, rules: Mapping[str, RulesFn] | None = None) -> MLLMClient:
     from prompts.clients.rules import RulesClient
 
-    return RulesClient(cfg.model)
+    if rules is None:
+        raise ValueError(
+            "mllm.backend rules answers from the rules table its caller hands down: "
+            "make_client(..., rules=tasks.engine.prompt_hooks.rules_table())"
+        )
+    return RulesClient(cfg.model, rules=rules)
 
 
 def _openai(cfg: MLLMConfig) -> MLLMClient:
@@ -36,7 +45,7 @@ def _prior(cfg: MLLMConfig) -> MLLMClient:
 
 
 BACKENDS: dict[str, BackendFactory] = {
-    "rules": _rules,
+    RULES_BACKEND: _rules,
     "openai": _openai,
     "transformers": _transformers,
     "prior": _prior,
@@ -48,23 +57,31 @@ def register_backend(name: str, factory: BackendFactory) -> None:
     BACKENDS[name] = factory
 
 
-def make_client(cfg: MLLMConfig, cache_dir: RunFS | None, *, no_cache: bool = False) -> MLLMClient:
+def make_client(
+    cfg: MLLMConfig,
+    cache_dir: RunFS | None,
+    *,
+    no_cache: bool = False,
+    rules: Mapping[str, RulesFn] | None = None,
+) -> MLLMClient:
     """Build the configured backend; wrap it in the response cache unless disabled.
 
     ``cache_dir`` is the cache folder itself (stages pass ``ctx.run.sub("cache", "mllm")``).
+    ``rules``: the rules backend's table (prompt name -> answer), which the task room resolves from
+    the tasks' hooks (``tasks.engine.prompt_hooks.rules_table``); required by that backend only.
     """
     try:
         factory = BACKENDS[cfg.backend]
     except KeyError:
         raise ValueError(f"mllm.backend: unknown backend {cfg.backend!r}; known: {sorted(BACKENDS)}") from None
-    client = factory(cfg)
+    client = _rules(cfg, rules) if factory is _rules else factory(cfg)
     # The rules backend is deterministic and costs microseconds; caching it would only serve
     # stale answers after its rule functions change.
     if (
         cache_dir is None
         or no_cache
         or not cfg.cache
-        or cfg.backend == "rules"
+        or cfg.backend == RULES_BACKEND
         or not getattr(client, "cacheable", True)
     ):
         return client

@@ -2,7 +2,9 @@
 
 It serves the embedded demo, the tests and a cheap no-vision baseline. Answers are written as
 ``field: value`` lines (lists as JSON), exactly like a well-behaved model, and then go through
-the normal parser.
+the normal parser. Which function answers which prompt is the table the client is given
+(``prompts.rules.rules_table``, built by the task room from the tasks' hooks:
+``tasks.engine.prompt_hooks.rules_table``), plus the answers registered with ``register_rules``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 
 from prompts.clients.base import MLLMRequest, MLLMResponse
 from prompts.rules import get_rules_answer
+from prompts.rules_api import RulesFn
 
 NOT_APPLICABLE_TEXT = "Current instance is not applicable."
 
@@ -29,19 +32,21 @@ def serialise_fields(fields: Mapping[str, object]) -> str:
 
 
 class RulesClient:
-    """Answers every request from ``request.context`` with the prompt's registered rules function."""
+    """Answers every request from ``request.context`` with the prompt's function in ``rules``
+    (prompt name -> answer: ``prompts.rules.rules_table``) or a registered one."""
 
     backend = "rules"
     uses_images = False  # callers may skip reading images for this backend
 
-    def __init__(self, model_id: str = "rules-v1"):
+    def __init__(self, model_id: str = "rules-v1", *, rules: Mapping[str, RulesFn]):
         self.model_id = model_id
+        self.rules = rules
 
     def complete(self, requests: list[MLLMRequest]) -> list[MLLMResponse]:
         return [self._one(r) for r in requests]
 
     def _one(self, req: MLLMRequest) -> MLLMResponse:
-        fn = get_rules_answer(req.prompt_name)
+        fn = get_rules_answer(req.prompt_name, self.rules)
         try:
             fields = fn(req.context)
         except (KeyError, TypeError, ValueError) as exc:

@@ -29,7 +29,7 @@ def shared_client(cfg: MLLMConfig, run: RunFS, *, no_cache: bool = False) -> MLL
     concurrency limit (openai) or one loaded model (transformers). A client that stopped (its
     circuit breaker tripped, or a signal aborted its calls) is replaced: a later stage run in
     the same process starts with a fresh breaker."""
-    from prompts.clients.factory import make_client
+    from tasks.engine.prompt_hooks import client_for
 
     key = canonical_json([cfg.model_dump(mode="json"), run.url, no_cache])
     with _CLIENTS_LOCK:
@@ -40,7 +40,7 @@ def shared_client(cfg: MLLMConfig, run: RunFS, *, no_cache: bool = False) -> MLL
                 close()
             client = None
         if client is None:
-            client = _CLIENTS[key] = make_client(cfg, run.sub("cache", "mllm"), no_cache=no_cache)
+            client = _CLIENTS[key] = client_for(cfg, run.sub("cache", "mllm"), no_cache=no_cache)
         return client
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from prompts.catalogue import task_prompt, task_prompts
 from prompts.clients.base import MLLMClient
 from prompts.config import MLLMConfig
 from storage import addresses
@@ -28,6 +27,7 @@ from tasks.engine.base import RunContext, ShardResult, Stage, chunk
 from tasks.engine.build_config import BuildConfig
 from tasks.engine.config import InstructConfig
 from tasks.engine.mllm import shared_client
+from tasks.engine.prompt_hooks import registered_task_prompts, task_prompt
 from tasks.engine.reuse import Entry, ItemReuse, code_version, task_code
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class InstructStage(Stage):
         """Answer-changing MLLM keys, the instruct section, and each prompt's version and template hash."""
         from prompts.spec import prompt_fingerprints
 
-        prompts = prompt_fingerprints(tuple(task_prompts(INSTRUCT_PROMPT).values()))
+        prompts = prompt_fingerprints(tuple(registered_task_prompts(INSTRUCT_PROMPT).values()))
         return {
             "mllm": ctx.config.mllm.stage_key(),
             "instruct": ctx.config.instruct.stage_key(),

@@ -133,13 +133,14 @@ def test_prior_options_cover_premise_questions():
 
 def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval_config):
     from prompts.clients.rules import RulesClient
+    from tasks.engine.prompt_hooks import rules_table
     from tasks.release.evaluate.stage import EvalClients
 
     class RecordingJudge(RulesClient):
         """The rules judge, keeping what each sub-cause request carried."""
 
         def __init__(self):
-            super().__init__()
+            super().__init__(rules=rules_table())
             self.seen = []
 
         def complete(self, requests):
@@ -148,7 +149,13 @@ def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval
 
     run = write_run(tmp_path / "r", verified=False)
     judge = RecordingJudge()
-    out = run_eval(run, eval_config, "rules:rules-v1", unverified=True, clients=EvalClients(RulesClient(), judge))
+    out = run_eval(
+        run,
+        eval_config,
+        "rules:rules-v1",
+        unverified=True,
+        clients=EvalClients(RulesClient(rules=rules_table()), judge),
+    )
     sub = ArtifactReader(run, f"{out.folder}/subcauses", SUBCAUSES).rows()
     answers = {a["id"]: a for a in _answers(run, out.folder)}
     keys = [

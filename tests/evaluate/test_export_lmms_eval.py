@@ -20,6 +20,7 @@ from prompts.clients.base import MLLMResponse
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
+from tasks.engine.prompt_hooks import rules_table
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
 from tasks.release.export.export import ExportOptions, export_benchmark
@@ -108,7 +109,7 @@ def release(tmp_path_factory):
     verdicts: dict[str, dict[str, bool]] = {}
     metrics: dict[str, dict[str, Any]] = {}
     for kind in REPLY_SETS:
-        clients = EvalClients(ScriptedModel(kind, questions, image_bytes), RulesClient())
+        clients = EvalClients(ScriptedModel(kind, questions, image_bytes), RulesClient(rules=rules_table()))
         out = run_eval(run, config, f"scripted:{kind}", clients=clients)
         rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
         verdicts[kind] = {r["question_id"]: r["correct"] for r in rows}

@@ -36,6 +36,7 @@ from flows.config import resolve_run_config
 from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
+from tasks.engine.prompt_hooks import rules_table
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
 from tasks.release.export.export import ExportOptions, export_benchmark
@@ -134,7 +135,9 @@ def exported(tmp_path_factory):
     config = BuildConfig.model_validate(
         {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
     )
-    clients = EvalClients(ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient())
+    clients = EvalClients(
+        ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient(rules=rules_table())
+    )
     outcome = run_eval(run, config, "scripted:mixed", clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     return {
@@ -460,7 +463,9 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
     config = BuildConfig.model_validate(
         {"run": {"shard_size": 64, "workers": 1}, "eval": {"modes": ["standard"], "subcauses": False, "spans": False}}
     )
-    clients = EvalClients(ScriptedReplies("messy", questions, image_bytes, messy_reply), RulesClient())
+    clients = EvalClients(
+        ScriptedReplies("messy", questions, image_bytes, messy_reply), RulesClient(rules=rules_table())
+    )
     outcome = run_eval(run, config, "scripted:messy", clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     replies = {a["question_id"]: a["raw_response"] for a in answers if a["mode"] == "standard"}

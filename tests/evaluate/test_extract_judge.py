@@ -12,6 +12,7 @@ from prompts.clients.base import MLLMResponse
 from prompts.clients.rules import RulesClient
 from prompts.eval_parsing import extract_choice, extract_yes_no
 from storage.parquet_io import ArtifactReader
+from tasks.engine.prompt_hooks import rules_table
 from tasks.release.evaluate.run import run_eval
 from tasks.release.evaluate.stage import EvalClients
 
@@ -44,7 +45,7 @@ class ReadingJudge(RulesClient):
     backend = "scripted-judge"
 
     def __init__(self) -> None:
-        super().__init__("reader-v1")
+        super().__init__("reader-v1", rules=rules_table())
         self.asked: list[str] = []
 
     def complete(self, requests):
@@ -132,7 +133,7 @@ def test_the_rules_judge_reads_no_more_than_the_rules(tmp_path):
         run,
         config,
         "scripted:reader",
-        clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), RulesClient()),
+        clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), RulesClient(rules=rules_table())),
     )
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     read = [a for a in answers if a["qtype"] in ("YN", "MC")]

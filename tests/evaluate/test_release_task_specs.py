@@ -6,9 +6,10 @@ import json
 import pytest
 
 import tasks.engine.registry as task_registry
-from prompts.eval_rules import PRIOR_RULES, baseline_answer, classify_subcause, judge_rule, rules_for
+from prompts.eval_rules import PRIOR_RULES
 from prompts.offline_judge import COUNT, OVERLAP, offline_judge
 from storage.task_spec import TaskSpec, all_tasks, register_task
+from tasks.engine.prompt_hooks import eval_answers, judge_rule
 from tasks.release.evaluate.summary import benchmark_weights, summarize
 from tasks.release.export.card import task_text
 from tasks.release.export.lmms_eval import all_tasks_yaml, support_files, task_table
@@ -77,11 +78,13 @@ def test_fifth_task_is_weighed_and_renormalised(fifth):
 
 
 def test_fifth_task_defaults_on_the_rules_side(fifth):
-    assert rules_for(fifth.id) is PRIOR_RULES and judge_rule(fifth.id) == OVERLAP
-    assert classify_subcause(fifth.id, "left of the table, as usual") == "other"
+    answers = eval_answers()
+    assert answers.rules_for(fifth.id) is PRIOR_RULES and answers.judge_rule(fifth.id) == OVERLAP
+    assert judge_rule(fifth.id) == OVERLAP
+    assert answers.classify_subcause(fifth.id, "left of the table, as usual") == "other"
     ann = {"task": fifth.id, "prior_terms": ["left"], "objects": ["cup"]}
     assert (
-        baseline_answer(
+        answers.baseline_answer(
             {"task": fifth.id, "qtype": "YN", "question": "Is the cup left of the plate?", "annotations": ann}
         )
         == "Yes"
@@ -91,7 +94,7 @@ def test_fifth_task_defaults_on_the_rules_side(fifth):
 
 def test_builtin_hooks():
     by_short = {s.short: t for t, s in all_tasks().items()}
-    assert judge_rule(by_short["DC"]) == COUNT
+    assert judge_rule(by_short["DC"]) == COUNT and eval_answers().judge_rule(by_short["DC"]) == COUNT
     assert prior_terms({"task": by_short["RE"], "target_name": "saddle"}) == ["saddle"]
     assert prior_terms({"task": by_short["CA"], "original_attribute": "red"}) == ["red"]
     assert prior_terms({"task": by_short["AT"], "target_name": "cup"}) == []

@@ -19,14 +19,6 @@ from layer_guard import LOOKUP_MARK, MARK
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
-# Lower-room modules that still call the installed registry's lookups (issue 41 item 1, not yet
-# handed down). A lookup from any other lower-room file fails the test; shrink this as they move.
-PENDING_LOOKUPS = {
-    "prompts/catalogue.py",
-    "prompts/eval_rules.py",
-    "prompts/rules.py",
-}
-
 _WRAPPER = "import sys, layer_guard; layer_guard.run_cli(sys.argv[1:])"
 
 
@@ -62,8 +54,8 @@ def test_a_demo_build_and_eval_import_no_task_module_from_a_lower_room(sample_di
     proc, violations = _guarded("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
     assert violations == [], violations
     called += _lookups(proc)
-    # No lower room calls the task registry's lookups except the files still pending hand-down.
-    assert {c.split(" calls ")[0] for c in called} <= PENDING_LOOKUPS, sorted(set(called))
+    # No lower room calls the task registry's lookups: the stages hand every task's behaviour down.
+    assert called == [], sorted(set(called))
     assert proc.returncode == 0 and list((run / "eval").glob("*/metrics.json")), proc.stdout + proc.stderr
 
 
@@ -103,20 +95,29 @@ def test_the_guard_catches_a_lower_room_importing_a_task_module() -> None:
     assert proc.stdout.count("layer guard: storage/_probe.py") == 2
 
 
+# A lookup the watch must record, compiled as if it were prompts/_probe.py (no module of prompts/
+# calls the registry any more, so the probe stands in for one that would).
+LOOKUP_PROBE = """
+from storage.task_spec import task_hook
+task_hook("relational_erasure", "eval_rules")
+"""
+
+
 def test_the_lookup_watch_records_a_lower_room_calling_the_registry() -> None:
     """The registry-lookup watch itself: a lookup called from prompts/ is recorded (so the demo
     test cannot pass by watching nothing); the same lookup from tasks/ code is not."""
+    probe = str(ROOT / "prompts" / "_probe.py")
     code = (
         "import layer_guard\n"
         "layer_guard.install()\n"
         "layer_guard._watch_lookups()\n"
         "import tasks.engine.registry\n"
-        "from prompts.eval_rules import rules_for\n"
-        "rules_for('relational_erasure')\n"
-        "from tasks.engine.taxonomy import task_text\n"
-        "task_text('relational_erasure')\n"
+        f"exec(compile({LOOKUP_PROBE!r}, {probe!r}, 'exec'), {{}})\n"
+        f"exec(compile({LOOKUP_PROBE!r}, {str(ROOT / 'tasks' / '_probe.py')!r}, 'exec'), {{}})\n"
+        "from tasks.engine.prompt_hooks import judge_rule\n"
+        "judge_rule('relational_erasure')\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert _lookups(proc) == ["prompts/eval_rules.py calls task_hook"]
+    assert _lookups(proc) == ["prompts/_probe.py calls task_hook"]

@@ -10,6 +10,7 @@ import pytest
 import prompts
 from prompts import catalogue
 from prompts.spec import PromptSpec
+from tasks.engine.prompt_hooks import task_prompt_table
 
 
 def _defined_specs() -> dict[str, PromptSpec]:
@@ -30,7 +31,7 @@ def test_the_catalogue_lists_every_spec_the_prompt_modules_define() -> None:
 
 
 def test_a_plugin_prompt_is_registered_explicitly() -> None:
-    base = catalogue.get_prompt("dc_ambiguity")
+    base = catalogue.get_prompt("dc_ambiguity", task_prompt_table())
     spec = PromptSpec("plugin_prompt_for_test", "1", base.template, base.output, 1, template_dir=base.template_dir)
     assert "plugin_prompt_for_test" not in catalogue.all_prompts()
     try:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from prompts.catalogue import get_prompt
 from prompts.spec import PromptSpec, environment, prompt_fingerprints, render
 from storage.hashing import sha256_hex
+from tasks.engine.prompt_hooks import task_prompt_table
 
 
 class _Out(BaseModel):
@@ -47,7 +48,7 @@ def test_many_renders_compile_each_template_once(tmp_path: Path, compiles: list[
 
 
 def test_built_in_prompt_renders_are_compiled_once(compiles: list[str]) -> None:
-    spec = get_prompt("dc_ambiguity")
+    spec = get_prompt("dc_ambiguity", task_prompt_table())
     first = render(spec, {"class_name": "apple", "count": 42})
     compiles.clear()
     for n in range(20):

@@ -13,6 +13,7 @@ from prompts.runner import PromptInput, run_prompt
 from prompts.spec import render
 from tasks.builtin_tasks.counterfactual_attribute.prompts import CA_ANALYSIS, CAAnalysis
 from tasks.builtin_tasks.relational_erasure.prompts import RE_ANALYSIS, REAnalysis
+from tasks.engine.prompt_hooks import rules_table
 from tasks.stages.qa.analyse import analysis_context
 from tasks.stages.qa.render import RenderSettings
 from tasks.stages.qa.synthesis import questions_for_edit
@@ -86,7 +87,9 @@ def test_discarded_answer_needs_no_content() -> None:
 )
 def test_rules_backend_answers_yield_full_question_sets(task: str, spec: object) -> None:
     edits = [make_edit(task, id=f"e{i}") for i in range(12)]
-    outs = run_prompt(RulesClient(), spec, [PromptInput(analysis_context(e)) for e in edits], parse_retries=0)
+    outs = run_prompt(
+        RulesClient(rules=rules_table()), spec, [PromptInput(analysis_context(e)) for e in edits], parse_retries=0
+    )
     assert all(o.status == "ok" and o.attempts == 1 for o in outs), [o.error for o in outs]
     for e, o in zip(edits, outs):
         assert not o.fields["discard"]
@@ -102,5 +105,7 @@ def test_rules_discards_when_same_kind_sits_in_the_same_region() -> None:
     ]
     cand["context_json"] = json.dumps(ctx_objs)
     edit["candidate_json"] = json.dumps(cand)
-    (o,) = run_prompt(RulesClient(), RE_ANALYSIS, [PromptInput(analysis_context(edit))], parse_retries=0)
+    (o,) = run_prompt(
+        RulesClient(rules=rules_table()), RE_ANALYSIS, [PromptInput(analysis_context(edit))], parse_retries=0
+    )
     assert o.status == "ok" and o.fields["discard"] is True and "cannot be told apart" in o.fields["discard_reason"]

@@ -21,6 +21,7 @@ from storage.hashing import stable_id
 from storage.schemas import CANDIDATES
 from storage.task_spec import TaskSpec, register_task
 from tasks.engine import registry as task_registry
+from tasks.engine.prompt_hooks import rules_table, task_prompt, task_prompt_table
 
 TASK = "toy_relation"
 W, H = 64, 48
@@ -142,10 +143,13 @@ def _candidate(image_path: str) -> dict[str, Any]:
 
 def test_plugin_prompt_and_rules_answer_need_no_register_call(toy_task: TaskSpec) -> None:
     prompt = toy_task.hooks.instruct_prompt
-    assert catalogue.task_prompt(TASK, "instruct_prompt") is prompt
-    assert catalogue.get_prompt("toy_relation_plan") is prompt and "toy_relation_plan" in catalogue.all_prompts()
-    assert rules.get_rules_answer("toy_relation_plan") is toy_rules
-    assert "toy_relation_plan" in rules.registered_rules()
+    assert task_prompt(TASK, "instruct_prompt") is prompt
+    tasks = task_prompt_table()
+    assert catalogue.task_prompt(tasks, TASK, "instruct_prompt") is prompt
+    assert catalogue.get_prompt("toy_relation_plan", tasks) is prompt
+    assert "toy_relation_plan" in catalogue.all_prompts(tasks)
+    assert rules.get_rules_answer("toy_relation_plan", rules_table()) is toy_rules
+    assert "toy_relation_plan" in rules.registered_rules(rules_table())
 
 
 def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_path: Path) -> None:
@@ -158,7 +162,9 @@ def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_p
     from tasks.stages.qa.templates import question_set, template_tasks, templates_fingerprint
 
     cand = _candidate(str(tmp_path / "missing.png"))  # the rules backend reads no image
-    rows, rejects = instruct_candidates(RulesClient(), [cand], MLLMConfig(backend="rules"), InstructConfig())
+    rows, rejects = instruct_candidates(
+        RulesClient(rules=rules_table()), [cand], MLLMConfig(backend="rules"), InstructConfig()
+    )
     assert not rejects
     [row] = rows
     assert row["status"] == "applicable" and row["edit_type"] == "move" and row["prompt_name"] == "toy_relation_plan"
@@ -190,7 +196,7 @@ def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_p
         "original_image": "o.png",
         "edited_image": "e.png",
     }
-    analysed = analyse_edits(RulesClient(), [edit], images=None, mllm=MLLMConfig(backend="rules"))  # type: ignore[arg-type]
+    analysed = analyse_edits(RulesClient(rules=rules_table()), [edit], images=None, mllm=MLLMConfig(backend="rules"))  # type: ignore[arg-type]
     assert [r["verdict"] for r in analysed.rows] == ["from_toy_plan"] and analysed.fields["e1"]["obj"] == "cup"
 
     assert TASK in template_tasks() and [q.qid for q in question_set(TASK).main] == ["Q1", "Q2"]

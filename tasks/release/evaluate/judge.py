@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from prompts.clients.base import MLLMClient
 from prompts.eval_prompts import SA_JUDGE
-from prompts.eval_rules import judge_rule
 from prompts.offline_judge import offline_judge
 from prompts.runner import PromptInput, run_prompt
+from tasks.engine.prompt_hooks import judge_rule
 from tasks.engine.taxonomy import task_text
 from tasks.release.items import probes_prior, rubric
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from prompts.clients.factory import make_client
 from prompts.config import BACKENDS, SERVER_HINT, MLLMConfig
 from storage import addresses
 from storage.config_base import describe_errors
@@ -24,6 +23,7 @@ from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.base import RunContext
 from tasks.engine.build_config import BuildConfig
+from tasks.engine.prompt_hooks import client_for
 from tasks.engine.runner import StageSummary, run_stage
 from tasks.release.evaluate.labels import model_labels
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
@@ -102,13 +102,13 @@ def make_clients(
         judge_cfg = client_config(config.mllm, jb, jm, "eval.judge", base_url=ev.judge_base_url, temperature=0.0)
     else:
         judge_cfg = client_config(config.mllm, "rules", "rules-v1", temperature=0.0)
-    model_client = make_client(model_cfg, cache, no_cache=no_cache)
+    model_client = client_for(model_cfg, cache, no_cache=no_cache)
     bind = getattr(model_client, "bind_run", None)
     if bind is not None:  # a backend that answers from the run's own statistics (the blind prior)
         bind(source if source is not None else run)
     return EvalClients(
         model_client,
-        make_client(judge_cfg, cache, no_cache=no_cache),
+        client_for(judge_cfg, cache, no_cache=no_cache),
         (model_cfg, judge_cfg),
     )
 

@@ -35,11 +35,11 @@ from typing import Any
 import yaml
 
 import tasks.release.metrics
-from prompts.eval_rules import judge_rule
 from prompts.offline_judge import RULES
 from prompts.spec import TEMPLATE_DIR
 from storage.fs import RunFS
 from storage.task_spec import task_order, task_spec
+from tasks.engine.prompt_hooks import judge_rule
 from tasks.engine.taxonomy import task_text
 from tasks.release.export.hf import data_file
 from tasks.release.export.shipped_scoring import scoring_files

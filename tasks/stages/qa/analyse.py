@@ -104,8 +104,8 @@ def analyse_edits(
     client: MLLMClient, edits: list[EditRow], images: ImageStore, mllm: MLLMConfig, *, progress: bool = False
 ) -> Analysed:
     """Analyse one shard of edits (any mix of tasks). Model calls are batched per prompt."""
-    from prompts.catalogue import task_prompt
     from prompts.runner import PromptInput, run_prompt
+    from tasks.engine.prompt_hooks import task_prompt
 
     out = Analysed()
     uses_images = getattr(client, "uses_images", True)

@@ -66,9 +66,9 @@ def analysis_item_key(reuse: ItemReuse, ctx: RunContext, edit: EditRow) -> str |
     analysis prompt, the answer-changing MLLM settings and the code version. The carried item
     columns (dataset statistics may change when the dataset grows) and the question templates
     are not in it: changing the templates re-renders questions from stored analyses."""
-    from prompts.catalogue import task_prompt
     from prompts.spec import prompt_fingerprints
     from storage.json_columns import candidate_of
+    from tasks.engine.prompt_hooks import task_prompt
     from tasks.stages.qa.analyse import ANALYSIS_PROMPT, analysis_context
 
     spec = task_prompt(edit["task"], ANALYSIS_PROMPT)
@@ -135,8 +135,8 @@ class QAStage(Stage):
 
     def config_section(self, ctx: RunContext) -> dict[str, object]:
         """Answer-changing MLLM keys, the qa section, the seed, the analysis prompts and the question templates."""
-        from prompts.catalogue import task_prompts
         from prompts.spec import prompt_fingerprints
+        from tasks.engine.prompt_hooks import registered_task_prompts
         from tasks.stages.qa.analyse import ANALYSIS_PROMPT
         from tasks.stages.qa.templates import templates_fingerprint
 
@@ -144,7 +144,7 @@ class QAStage(Stage):
             "mllm": ctx.config.mllm.stage_key(),
             "qa": ctx.config.qa.stage_key(),
             "seed": ctx.seed,
-            "prompts": prompt_fingerprints(tuple(task_prompts(ANALYSIS_PROMPT).values())),
+            "prompts": prompt_fingerprints(tuple(registered_task_prompts(ANALYSIS_PROMPT).values())),
             "templates": templates_fingerprint(),
         }
 
