@@ -74,9 +74,7 @@ def snapshot() -> dict[tuple[str, str], dict[str, int]]:
         return {k: {c: getattr(v, c) for c in _COUNTERS} for k, v in _SERVERS.items()}
 
 
-def since(
-    before: dict[tuple[str, str], dict[str, int]], limits: bool = False
-) -> list[dict[str, str | int | float]]:
+def since(before: dict[tuple[str, str], dict[str, int]], limits: bool = False) -> list[dict[str, str | int | float]]:
     """What each server did after ``before``: one dict per server that was asked anything, with
     its counts and ``error_rate`` (failed requests / requests, rounded to 4 places); ``limits``
     adds each server's ``max_error_rate`` (what :func:`merge` needs)."""
