@@ -42,6 +42,20 @@ class Problem:
     detail: str
 
 
+@dataclass(frozen=True)
+class EditRender:
+    """What every question of one edit is rendered with: its filled slots, the per-edit row
+    columns, the images it is asked about (their role and store paths), the layout settings and
+    the question set's version (part of every question id)."""
+
+    values: Mapping[str, str]
+    base: Mapping[str, Any]
+    image_role: str
+    images: list[str]
+    settings: RenderSettings
+    version: int
+
+
 @dataclass
 class Rendered:
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -58,22 +72,15 @@ def fill_slots(qs: QuestionSet, values: Mapping[str, Any]) -> dict[str, str]:
 
 
 def render_template(
-    t: QuestionTemplate,
-    values: Mapping[str, str],
-    *,
-    set_name: str,
-    image_role: str,
-    images: list[str],
-    base: Mapping[str, Any],
-    settings: RenderSettings,
-    version: int,
-    twin: bool = False,
+    t: QuestionTemplate, edit: EditRender, *, set_name: str, twin: bool = False
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """Render one question template into its row(s) (several in cyclic MC mode) or problems.
+    """Render one question template of ``edit`` into its row(s) (several in cyclic MC mode) or problems.
 
     ``twin``: ``t`` is the positively phrased twin of a "No" question (:mod:`tasks.stages.qa.balance`):
     its id differs from the original's, and its ``prior_options`` name "No", the answer a
     prior-driven model gives it (HalluRate's numerator for YN, as "Yes" is for the original)."""
+    values, base, settings, version = edit.values, edit.base, edit.settings, edit.version
+    image_role = edit.image_role
     empty = [n for n in t.slots if not values.get(n)]
     if empty:
         return [], [
@@ -88,7 +95,7 @@ def render_template(
         "qtype": t.qtype,
         "dimension": t.dimension or None,
         "text": text,
-        "images": images,
+        "images": edit.images,
         "image_role": image_role,
     }
     if t.qtype != "MC":
@@ -169,6 +176,7 @@ def render_questions(
     role = qs.image_role
     if role not in images:
         raise KeyError(f"{task}: questions are asked about the {role!r} image(s), which were not given")
+    edit = EditRender(filled, base, role, images[role], settings, qs.version)
     out = Rendered()
     groups = [("main", qs.main)] + ([("control", qs.control)] if settings.control else [])
     for set_name, templates in groups:
@@ -178,17 +186,7 @@ def render_questions(
             else [(t, set_name, False) for t in templates]
         )
         for t, form_set, twin in forms:
-            rows, problems = render_template(
-                t,
-                filled,
-                set_name=form_set,
-                image_role=role,
-                images=images[role],
-                base=base,
-                settings=settings,
-                version=qs.version,
-                twin=twin,
-            )
+            rows, problems = render_template(t, edit, set_name=form_set, twin=twin)
             out.rows.extend(rows)
             out.problems.extend(problems)
     return out
