@@ -101,6 +101,20 @@ def mine(job: MineJob) -> None:
     job.result.summary["attributes_kept"] = int(table.kept.sum())
 
 
+@dataclass(frozen=True)
+class _Draw:
+    """What every candidate of one selection is drawn and built with: the scan, the source's row
+    builder, the task (rows' ``task`` column and the key of every seeded choice), the run seed,
+    the task's parameters and the selection the rows go to."""
+
+    scan: Scan
+    rows: VGRows
+    task: str
+    seed: int
+    params: CounterfactualAttributeParams
+    sel: Selection
+
+
 def select(
     scan: Scan,
     t: AttributeTable,
@@ -111,6 +125,7 @@ def select(
     task: str,
 ) -> Selection:
     sel = Selection()
+    draw = _Draw(scan, rows, task, seed, params, sel)
     inst, ann = scan.instances, scan.annotations
     W, H = image_sizes(scan, inst["img"])
     frac = area_fraction(inst["w"], inst["h"], W, H)
@@ -149,9 +164,7 @@ def select(
             i = stat[(o, a)]
             sel.rows.append(
                 _row(
-                    scan,
-                    rows,
-                    task,
+                    draw,
                     "targeted",
                     r,
                     iid,
@@ -168,22 +181,14 @@ def select(
             )
             chosen += 1
     if control:
-        _controls(scan, t, params, rows, seed, sel, dominant, a_inst, a_aid, used, task)
+        _controls(draw, t, dominant, a_inst, a_aid, used)
     return sel
 
 
 def _row(
-    scan: Scan,
-    rows: VGRows,
-    task: str,
-    variant: str,
-    r: int,
-    iid: int,
-    path: str,
-    attribute: str,
-    rank: int | None,
-    extra: dict[str, object],
+    draw: _Draw, variant: str, r: int, iid: int, path: str, attribute: str, rank: int | None, extra: dict[str, object]
 ) -> CandidateRow:
+    scan, rows = draw.scan, draw.rows
     inst = scan.instances
     target: ObjectRef = {
         "id": int(inst["oid"][r]),
@@ -191,7 +196,7 @@ def _row(
         "box": rows.index.box("instances", r),
     }
     return rows.row(
-        task,
+        draw.task,
         variant,
         iid,
         path,
@@ -206,19 +211,17 @@ def _row(
 
 
 def _controls(
-    scan: Scan,
+    draw: _Draw,
     t: AttributeTable,
-    params: CounterfactualAttributeParams,
-    rows: VGRows,
-    seed: int,
-    sel: Selection,
     dominant: dict[int, set[int]],
     a_inst: np.ndarray,
     a_aid: np.ndarray,
     used: set[int],
-    task: str,
 ) -> None:
-    """Per class with dominant attributes: instances carrying a non-dominant attribute instead."""
+    """Per class with dominant attributes: instances carrying a non-dominant attribute instead
+    (``a_inst`` / ``a_aid``: the in-range instances' attribute annotations; ``used``: the
+    instances already targeted)."""
+    scan, rows, sel, params = draw.scan, draw.rows, draw.sel, draw.params
     inst = scan.instances
     names, attrs = scan.names.names, scan.attributes.names
     count = dict(zip(zip(t.obj.tolist(), t.attr.tolist()), zip(t.c_oa.tolist(), t.rank.tolist())))
@@ -236,7 +239,7 @@ def _controls(
     for o in sorted(dominant):
         first = per_class.get(o, {})
         chosen = 0
-        for iid in seeded_order(first, seed, task, "control", names[o]):
+        for iid in seeded_order(first, draw.seed, draw.task, "control", names[o]):
             if chosen >= params.images_per_attribute:
                 break
             path = rows.image_path(iid, sel)
@@ -246,9 +249,7 @@ def _controls(
             c, rk = count[(o, a)]
             sel.rows.append(
                 _row(
-                    scan,
-                    rows,
-                    task,
+                    draw,
                     "control",
                     r,
                     iid,

@@ -174,6 +174,17 @@ def mine(job: MineJob) -> None:
     job.result.summary["pairs_kept"] = int(table.kept.sum())
 
 
+@dataclass(frozen=True)
+class _Draw:
+    """What every candidate of one selection is built with: the scan, the source's row builder,
+    the task (rows' ``task`` column and the key of every seeded choice) and the run seed."""
+
+    scan: Scan
+    rows: VGRows
+    task: str
+    seed: int
+
+
 def select(
     scan: Scan, t: PairTable, params: RelationalErasureParams, rows: VGRows, seed: int, control: bool, task: str
 ) -> Selection:
@@ -205,6 +216,7 @@ def select(
     )
     cand, erase_subject, pair_of, img_of = cand[first], erase_subject[first], pair_of[first], img_of[first]
     kept_pairs = kept_name_pairs(t)
+    draw = _Draw(scan, rows, task, seed)
     names = scan.names.names
     for p in kept_idx:
         lo, hi = np.searchsorted(pair_of, p, "left"), np.searchsorted(pair_of, p, "right")
@@ -218,11 +230,11 @@ def select(
             if path is None:
                 continue
             k = by_img[iid]
-            row = _targeted(scan, t, rows, int(p), int(cand[k]), bool(erase_subject[k]), iid, path, task)
+            row = _targeted(draw, t, int(p), int(cand[k]), bool(erase_subject[k]), iid, path)
             sel.rows.append(row)
             chosen += 1
             if control:
-                ctrl = _control(scan, rows, kept_pairs, params, row, iid, path, seed, task)
+                ctrl = _control(draw, kept_pairs, params, row, iid, path)
                 if ctrl is not None:
                     sel.rows.append(ctrl)
     return sel
@@ -237,9 +249,8 @@ def _end(scan: Scan, row: int, prefix: str) -> ObjectRef:
     }
 
 
-def _targeted(
-    scan: Scan, t: PairTable, rows: VGRows, p: int, rel: int, erase_subject: bool, iid: int, path: str, task: str
-) -> CandidateRow:
+def _targeted(draw: _Draw, t: PairTable, p: int, rel: int, erase_subject: bool, iid: int, path: str) -> CandidateRow:
+    scan = draw.scan
     r = scan.relations
     target, partner = (
         (_end(scan, rel, "s"), _end(scan, rel, "o")) if erase_subject else (_end(scan, rel, "o"), _end(scan, rel, "s"))
@@ -264,8 +275,8 @@ def _targeted(
         "instance_direction": "target_is_subject" if erase_subject else "target_is_object",
         "erase_rule": "smaller_box",
     }
-    return rows.row(
-        task,
+    return draw.rows.row(
+        draw.task,
         "targeted",
         iid,
         path,
@@ -281,17 +292,15 @@ def _targeted(
 
 
 def _control(
-    scan: Scan,
-    rows: VGRows,
+    draw: _Draw,
     kept_pairs: set[tuple[int, int]],
     params: RelationalErasureParams,
     targeted: CandidateRow,
     iid: int,
     path: str,
-    seed: int,
-    task: str,
 ) -> CandidateRow | None:
     """Erase, in the same image, an object whose class forms no kept pair with what remains."""
+    scan, rows, task = draw.scan, draw.rows, draw.task
     o = scan.objects
     if o is None:
         return None
@@ -314,7 +323,7 @@ def _control(
         options.append(row)
     if not options:
         return None
-    row = options[int(rng_for(seed, task, "control", iid).integers(len(options)))]
+    row = options[int(rng_for(draw.seed, task, "control", iid).integers(len(options)))]
     target: ObjectRef = {
         "id": int(o["oid"][row]),
         "name": scan.names.names[int(o["nid"][row])],
