@@ -64,6 +64,19 @@ class RetryPolicy:
         return min(d, self.max_s)
 
 
+@dataclass(frozen=True)
+class Deadlines:
+    """How long the client waits: one HTTP request (``timeout_s``) and its connection
+    (``connect_timeout_s``, at most ``timeout_s``), one call with all its attempts and backoff
+    (``call_budget_s``), and a server that answers none of the requests in flight (``stall_s``;
+    0: no stall watch)."""
+
+    timeout_s: float = 120.0
+    connect_timeout_s: float = 10.0
+    call_budget_s: float = 300.0
+    stall_s: float = 30.0
+
+
 def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, object]]:
     """Our messages (images as bytes) -> OpenAI chat messages (images as base64 data URLs)."""
     out = []
@@ -95,24 +108,21 @@ class OpenAIClient:
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         concurrency: int = 32,
-        timeout_s: float = 120.0,
+        deadlines: Deadlines = Deadlines(),
         retry: RetryPolicy = RetryPolicy(),
-        connect_timeout_s: float = 10.0,
         breaker: CircuitBreaker | None = None,
-        call_budget_s: float = 300.0,
-        stall_s: float = 30.0,
         max_error_rate: float = 1.0,
     ):
         self.model_id = model
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = min(connect_timeout_s, timeout_s)
+        self.timeout_s = deadlines.timeout_s
+        self.connect_timeout_s = min(deadlines.connect_timeout_s, deadlines.timeout_s)
         self.retry = retry
         self.breaker = breaker or CircuitBreaker()
-        self.call_budget_s = call_budget_s
-        self.stall_s = stall_s
+        self.call_budget_s = deadlines.call_budget_s
+        self.stall_s = deadlines.stall_s
         self.stats = call_stats.server(self.url, model, max_error_rate)
         self._in_flight = 0  # HTTP requests sent and not yet answered (the stall watch's concern)
         self._busy_since = 0.0  # when the requests in flight went from none to some
@@ -139,12 +149,9 @@ class OpenAIClient:
             base_url=cfg.base_url,
             api_key_env=cfg.api_key_env,
             concurrency=cfg.concurrency,
-            timeout_s=cfg.timeout_s,
+            deadlines=Deadlines(cfg.timeout_s, cfg.connect_timeout_s, cfg.call_budget_s, cfg.stall_s),
             retry=RetryPolicy(cfg.max_retries, cfg.retry_base_s, cfg.retry_max_s),
-            connect_timeout_s=cfg.connect_timeout_s,
             breaker=CircuitBreaker(cfg.breaker_window, cfg.breaker_failure_rate),
-            call_budget_s=cfg.call_budget_s,
-            stall_s=cfg.stall_s,
             max_error_rate=cfg.max_error_rate,
         )
 

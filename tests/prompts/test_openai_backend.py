@@ -17,7 +17,7 @@ from mllm_helpers import re_candidate
 
 from prompts.clients.base import MLLMRequest
 from prompts.clients.factory import make_client
-from prompts.clients.openai_client import OpenAIClient, RetryPolicy
+from prompts.clients.openai_client import Deadlines, OpenAIClient, RetryPolicy
 from prompts.config import MLLMConfig
 from storage.fs import RunFS
 from tasks.engine.config import InstructConfig
@@ -158,7 +158,11 @@ def test_concurrency_is_bounded_across_threads(concurrency: int) -> None:
     server.start()
     try:
         client = OpenAIClient(
-            "m", base_url=server.base_url, concurrency=concurrency, timeout_s=5, retry=RetryPolicy(0)
+            "m",
+            base_url=server.base_url,
+            concurrency=concurrency,
+            deadlines=Deadlines(timeout_s=5),
+            retry=RetryPolicy(0),
         )
         req = MLLMRequest("re_instruction", "1", [{"role": "user", "content": "hi"}])
         results: list[list] = []
