@@ -60,44 +60,47 @@ class ChainResult:
     reports: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ChainMode:
+    """What differs between a local and a Prefect build: how one stage runs (``run_one``), where
+    messages go (``log``: ``info`` / ``warning``, default ``logging.getLogger("reactbench.build")``),
+    what sees the passing preflight report (default: its build-time estimate logged at info),
+    what surrounds the stages (Prefect: the Ray session) and what sees the result at the end."""
+
+    run_one: StageRun
+    log: BuildLog | None = None
+    on_preflight: Callable[[PreflightReport], None] | None = None
+    around_stages: Callable[[], AbstractContextManager[object]] = nullcontext
+    on_end: Callable[[ChainResult], None] | None = None
+
+
 def run_build_chain(
-    config: BuildConfig,
-    run_dir: str,
-    stages: list[str] | None,
-    run_one: StageRun,
-    *,
-    options: dict | None = None,
-    log: BuildLog | None = None,
-    on_preflight: Callable[[PreflightReport], None] | None = None,
-    around_stages: Callable[[], AbstractContextManager[object]] = nullcontext,
-    on_end: Callable[[ChainResult], None] | None = None,
+    config: BuildConfig, run_dir: str, stages: list[str] | None, mode: ChainMode, *, options: dict | None = None
 ) -> ChainResult:
-    """Run the build chain (see the module docstring). ``log`` takes ``info`` / ``warning`` (a
-    logger; default ``logging.getLogger("reactbench.build")``); ``on_preflight`` receives the
-    passing preflight report (default: its build-time estimate logged at info)."""
+    """Run the build chain (see the module docstring) the way ``mode`` says."""
     from tasks.tools.preflight import require_preflight
 
-    log = log if log is not None else logging.getLogger("reactbench.build")
+    log = mode.log if mode.log is not None else logging.getLogger("reactbench.build")
     names = select_stages(stages)
     report = require_preflight(config, names, run_dir)  # edit will run: stop before mine when it cannot
     if report is not None:
-        (on_preflight or (lambda r: _log_estimate(r, log)))(report)
+        (mode.on_preflight or (lambda r: _log_estimate(r, log)))(report)
     check_chain_endpoints(config, run_dir, names, options)
     ctx = make_context(config, run_dir, options)
     result = ChainResult()
     error: BaseException | None = None
-    with around_stages():
+    with mode.around_stages():
         for name in names:
             try:
-                result.summaries.append(run_one(name, ctx))
+                result.summaries.append(mode.run_one(name, ctx))
             except Exception as exc:
                 result.failed[name] = f"{exc.__class__.__name__}: {exc}"
                 error = exc
                 break  # later stages read this one's output
     if error is None:
         result.reports = write_build_report(ctx.run, log)
-    if on_end is not None:
-        on_end(result)
+    if mode.on_end is not None:
+        mode.on_end(result)
     if error is not None:
         raise error
     return result

@@ -32,7 +32,7 @@ from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.artifacts import ProgressArtifact, publish_build_summary, publish_stage_table
-from flows.chain import run_build_chain
+from flows.chain import ChainMode, run_build_chain
 from flows.config import BuildConfig, OrchestrationConfig, resolve_run_config
 from flows.context import make_context, progress_for
 from flows.stages import get_stage
@@ -325,13 +325,10 @@ def _build(
     """The build chain of ``flows/chain.py``, each stage a subflow on the config's task runner,
     inside one Ray session; the summary artifact is published also when a stage failed."""
     cfg = resolve_run_config(config, overrides, run_dir=run_dir)
-    return run_build_chain(
-        cfg,
-        run_dir,
-        stages,
+    mode = ChainMode(
         lambda name, ctx: _run_stage(name, ctx, force),
-        options=options,
         log=_RunLog(),
         around_stages=lambda: ray_session(cfg),
         on_end=lambda done: publish_build_summary(run_dir, done.summaries, done.failed, done.reports),
-    ).summaries
+    )
+    return run_build_chain(cfg, run_dir, stages, mode, options=options).summaries

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from flows.chain import run_build_chain
+from flows.chain import ChainMode, run_build_chain
 from flows.config import BuildConfig
 from flows.context import ProgressFactory, watch_progress
 from flows.stages import get_stage, select_stages
@@ -112,5 +112,5 @@ def run_pipeline(
             requeue_reasons=config.orchestration.rerun_reject_reasons,
         )
 
-    done = run_build_chain(config, run_dir, stages, run_one, options=options, on_preflight=on_preflight)
+    done = run_build_chain(config, run_dir, stages, ChainMode(run_one, on_preflight=on_preflight), options=options)
     return BuildResult("local", done.summaries)
