@@ -177,7 +177,7 @@ def eval_cmd(
     from tasks.engine.base import StageInputError
     from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
-    from tasks.release.evaluate.run import answer_questions
+    from tasks.release.evaluate.run import EvalRequest, answer_questions
     from tasks.release.items import InputsMissing
 
     overrides = {
@@ -192,19 +192,13 @@ def eval_cmd(
         blocked = file_in_the_way(run) if out else None
         if blocked is not None:
             raise ValueError(f"--out {out}: {blocked} is a file; evaluation results go to a folder")
+        request = EvalRequest(
+            model, unverified=unverified, blind=blind, base_url=base_url, no_cache=no_cache, force=force
+        )
         with _results_lease(out):
             with StepBars(f"eval {model}", console) as steps:
                 answered = answer_questions(
-                    run,
-                    cfg,
-                    model,
-                    unverified=unverified,
-                    base_url=base_url,
-                    no_cache=no_cache,
-                    force=force,
-                    progress=steps.step("answer"),
-                    blind=blind,
-                    source=source if out else None,
+                    run, cfg, request, progress=steps.step("answer"), source=source if out else None
                 )
                 s = answered.stage
                 steps(

@@ -16,8 +16,8 @@ def eval_config():
 @pytest.fixture(scope="session")
 def rules_run(tmp_path_factory: pytest.TempPathFactory, eval_config):
     """A run evaluated once with the rules baseline (verified inputs), shared by read-only tests."""
-    from tasks.release.evaluate.run import run_eval
+    from tasks.release.evaluate.run import EvalRequest, run_eval
 
     run = write_run(tmp_path_factory.mktemp("eval-run"))
-    outcome = run_eval(run, eval_config, "rules:rules-v1")
+    outcome = run_eval(run, eval_config, EvalRequest("rules:rules-v1"))
     return run, outcome

@@ -301,7 +301,7 @@ def test_induction_and_verdict_figures_from_known_answers(tmp_path, eval_config)
     from storage.parquet_io import table_from_rows, write_table
     from storage.schemas import EDITS, QUESTIONS
     from tasks.engine.prompt_hooks import rules_table
-    from tasks.release.evaluate.run import run_eval
+    from tasks.release.evaluate.run import EvalRequest, run_eval
     from tasks.release.evaluate.stage import EvalClients
 
     run = RunFS.open(str(tmp_path / "run"))
@@ -344,8 +344,7 @@ def test_induction_and_verdict_figures_from_known_answers(tmp_path, eval_config)
     run_eval(
         run,
         config,
-        "scripted:known",
-        unverified=True,
+        EvalRequest("scripted:known", unverified=True),
         clients=EvalClients(ScriptedReplies("known", questions, image_bytes, reply), RulesClient(rules=rules_table())),
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}

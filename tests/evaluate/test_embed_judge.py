@@ -8,7 +8,7 @@ from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
 from tasks.release.evaluate.embed_judge import EmbeddingModelMissing, accept_paraphrase, load_encoder
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.schemas import ANSWERS
 
 
@@ -77,7 +77,7 @@ def test_eval_uses_embedding_judge_when_configured(tmp_path, eval_config, tiny_e
                 )
             }
         )
-        out = run_eval(run, cfg, "rules:rules-v1", unverified=True, no_cache=True)
+        out = run_eval(run, cfg, EvalRequest("rules:rules-v1", unverified=True, no_cache=True))
         rows = ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows()
         return next(
             r for r in rows if r["task"] == "alteration_tracing" and r["qtype"] == "SA" and r["question_set"] == "main"

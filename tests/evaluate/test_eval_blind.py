@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flows.cli_eval import register
 from storage.parquet_io import ArtifactReader
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.schemas import ANSWERS
 
 GRADER = "You grade answers"
@@ -49,10 +49,10 @@ def test_blind_run_sends_no_image_and_is_cached_apart(tmp_path, eval_config):
     )
     server = DummyServer(looks_or_guesses)
     with server as url:
-        sighted = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url)
+        sighted = run_eval(run, cfg, EvalRequest("openai:dummy-vl", unverified=True, base_url=url))
         n_sighted = len(_answering(server))
         stored = _cache_entries(run)
-        blind = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, blind=True)
+        blind = run_eval(run, cfg, EvalRequest("openai:dummy-vl", unverified=True, base_url=url, blind=True))
         blind_reqs = _answering(server, n_sighted)
     cached = _cache_entries(run)
     assert n_sighted > 0 and all(image_urls(b) for b in _answering(server)[:n_sighted])

@@ -7,14 +7,14 @@ from __future__ import annotations
 from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
-from tasks.release.evaluate.run import run_eval, span_summary, subcause_distribution
+from tasks.release.evaluate.run import EvalRequest, run_eval, span_summary, subcause_distribution
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.evaluate.summary import summarize
 
 
 def test_metrics_of_the_projected_rows_equal_those_of_the_full_rows(tmp_path, eval_config) -> None:
     run = write_run(tmp_path / "run", verified=False, editors=("classical", "other-editor"), cyclic=True)
-    outcome = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
+    outcome = run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True))
     folder, m = outcome.folder, outcome.metrics
     answers = ArtifactReader(run, f"{folder}/answers", ANSWERS).rows()
     assert {r["question_set"] for r in answers} >= {"main", "beaf"} and any(r["rotation"] for r in answers)

@@ -8,7 +8,7 @@ from dummy_server import DummyServer, Reply, image_urls, message_text
 from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.schemas import ANSWERS
 
 
@@ -42,7 +42,7 @@ def test_eval_with_openai_backend_and_llm_judge(tmp_path, eval_config, monkeypat
                 ),
             }
         )
-        out = run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url)
+        out = run_eval(run, cfg, EvalRequest("openai:dummy-vl", unverified=True, base_url=url))
     rows = ArtifactReader(run, f"{out.folder}/answers", ANSWERS).rows()
     assert out.folder == "eval/openai-dummy-vl-unverified"
     assert {r["backend"] for r in rows} == {"openai"} and {r["model_id"] for r in rows} == {"dummy-vl"}
@@ -73,7 +73,7 @@ def test_pair_questions_send_two_images(tmp_path, eval_config, monkeypatch):
                 ),
             }
         )
-        run_eval(run, cfg, "openai:dummy-vl", unverified=True, base_url=url, no_cache=True)
+        run_eval(run, cfg, EvalRequest("openai:dummy-vl", unverified=True, base_url=url, no_cache=True))
     answering = [b for b in server.requests if "You grade answers" not in message_text(b)]
     pairs = [b for b in answering if "Comparing the two pictures" in message_text(b)]
     singles = [b for b in answering if "Comparing the two pictures" not in message_text(b)]

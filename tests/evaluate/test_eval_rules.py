@@ -8,7 +8,7 @@ import pytest
 from eval_helpers import write_run
 
 from storage.parquet_io import ArtifactReader
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.schemas import ANSWERS, SPANS, SUBCAUSES
 from tasks.release.items import InputsMissing
 
@@ -79,15 +79,15 @@ def test_subcauses_and_spans(rules_run):
 
 def test_rerun_skips_and_is_byte_identical(tmp_path, eval_config):
     run = write_run(tmp_path / "r", verified=False)
-    first = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
+    first = run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True))
     files = {
         p: run.fs.cat_file(p)
         for p in run.walk_files(first.folder)
         if p.endswith(".parquet") or p.endswith("metrics.json")
     }
-    again = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
+    again = run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True))
     assert again.stage.all_skipped
-    forced = run_eval(run, eval_config, "rules:rules-v1", unverified=True, force=True, no_cache=True)
+    forced = run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True, force=True, no_cache=True))
     assert forced.stage.shards_run == forced.stage.shards_total
     assert {p: run.fs.cat_file(p) for p in files} == files
     assert first.folder.endswith("-unverified")
@@ -97,16 +97,16 @@ def test_rerun_skips_and_is_byte_identical(tmp_path, eval_config):
 def test_missing_inputs_are_a_clear_error(tmp_path, eval_config):
     run = write_run(tmp_path / "r", verified=False)
     with pytest.raises(InputsMissing, match="verified_questions.*--unverified"):
-        run_eval(run, eval_config, "rules:rules-v1")
+        run_eval(run, eval_config, EvalRequest("rules:rules-v1"))
     with pytest.raises(ValueError, match="BACKEND:MODEL"):
-        run_eval(run, eval_config, "rules-v1", unverified=True)
+        run_eval(run, eval_config, EvalRequest("rules-v1", unverified=True))
 
 
 def test_missing_image_is_a_reject(tmp_path, eval_config):
     run = write_run(tmp_path / "r", verified=False)
     victim = ArtifactReader(run, "qa/questions", "questions").rows()[0]["images"][0]
     run.rm(victim)
-    out = run_eval(run, eval_config, "rules:rules-v1", unverified=True)
+    out = run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True))
     rej = ArtifactReader(run, f"{out.folder}/rejects", "rejects").rows()
     assert rej and {r["reason"] for r in rej} == {"image_missing"}
     answered = {r["question_id"] for r in _answers(run, out.folder)}
@@ -152,8 +152,7 @@ def test_subcauses_once_per_question_with_pictures_and_item_facts(tmp_path, eval
     out = run_eval(
         run,
         eval_config,
-        "rules:rules-v1",
-        unverified=True,
+        EvalRequest("rules:rules-v1", unverified=True),
         clients=EvalClients(RulesClient(rules=rules_table()), judge),
     )
     sub = ArtifactReader(run, f"{out.folder}/subcauses", SUBCAUSES).rows()

@@ -21,7 +21,7 @@ from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.prompt_hooks import rules_table
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.stage import EvalClients
 from tasks.release.export.export import ExportOptions, export_benchmark
 
@@ -110,7 +110,7 @@ def release(tmp_path_factory):
     metrics: dict[str, dict[str, Any]] = {}
     for kind in REPLY_SETS:
         clients = EvalClients(ScriptedModel(kind, questions, image_bytes), RulesClient(rules=rules_table()))
-        out = run_eval(run, config, f"scripted:{kind}", clients=clients)
+        out = run_eval(run, config, EvalRequest(f"scripted:{kind}"), clients=clients)
         rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
         verdicts[kind] = {r["question_id"]: r["correct"] for r in rows}
         metrics[kind] = out.metrics
@@ -311,7 +311,10 @@ def test_llm_judge_when_configured_gives_the_same_verdicts(release, lmms_tasks, 
         ours: dict[str, dict[str, bool]] = {}
         for kind in ("gold", "wrong"):
             out = run_eval(
-                run, config, f"scripted:{kind}", clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge)
+                run,
+                config,
+                EvalRequest(f"scripted:{kind}"),
+                clients=EvalClients(ScriptedModel(kind, qs, image_bytes), judge),
             )
             rows = ArtifactReader(run, f"{out.folder}/answers", "eval_answers").rows()
             assert {r["judge"] for r in rows if r["qtype"] == "SA"} == {"llm"}

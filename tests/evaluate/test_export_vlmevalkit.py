@@ -37,7 +37,7 @@ from prompts.clients.rules import RulesClient
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
 from tasks.engine.prompt_hooks import rules_table
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.stage import EvalClients
 from tasks.release.export.export import ExportOptions, export_benchmark
 from tasks.release.export.vlmevalkit import CIRCULAR_STRIDE, VQA_REFERENCES, png_bytes, tsv_text
@@ -138,7 +138,7 @@ def exported(tmp_path_factory):
     clients = EvalClients(
         ScriptedReplies("mixed", questions, image_bytes, mixed_reply), RulesClient(rules=rules_table())
     )
-    outcome = run_eval(run, config, "scripted:mixed", clients=clients)
+    outcome = run_eval(run, config, EvalRequest("scripted:mixed"), clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     return {
         "run": run,
@@ -466,7 +466,7 @@ def test_vlmevalkit_scores_messy_replies_as_reactbench_eval(exported, tmp_path):
     clients = EvalClients(
         ScriptedReplies("messy", questions, image_bytes, messy_reply), RulesClient(rules=rules_table())
     )
-    outcome = run_eval(run, config, "scripted:messy", clients=clients)
+    outcome = run_eval(run, config, EvalRequest("scripted:messy"), clients=clients)
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
     replies = {a["question_id"]: a["raw_response"] for a in answers if a["mode"] == "standard"}
     assert len(set(replies.values())) > 20 and any(a["status"] == "unparseable" for a in answers)

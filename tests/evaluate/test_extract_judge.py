@@ -13,7 +13,7 @@ from prompts.clients.rules import RulesClient
 from prompts.eval_parsing import extract_choice, extract_yes_no
 from storage.parquet_io import ArtifactReader
 from tasks.engine.prompt_hooks import rules_table
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.stage import EvalClients
 
 # Replies the rules cannot read, and what the scripted judge says each one commits to.
@@ -76,7 +76,7 @@ def _evaluate(root, extract: bool):
     outcome = run_eval(
         run,
         config,
-        "scripted:reader",
+        EvalRequest("scripted:reader"),
         clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), judge),
     )
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()
@@ -132,7 +132,7 @@ def test_the_rules_judge_reads_no_more_than_the_rules(tmp_path):
     outcome = run_eval(
         run,
         config,
-        "scripted:reader",
+        EvalRequest("scripted:reader"),
         clients=EvalClients(ScriptedReplies("reader", questions, images, _reply), RulesClient(rules=rules_table())),
     )
     answers = ArtifactReader(run, f"{outcome.folder}/answers", "eval_answers").rows()

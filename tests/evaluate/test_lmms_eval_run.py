@@ -36,7 +36,7 @@ from eval_helpers import write_run
 from flows.config import resolve_run_config
 from storage.fs import RunFS
 from storage.parquet_io import ArtifactReader
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.evaluate.schemas import ANSWERS
 from tasks.release.export.export import ExportOptions, export_benchmark
 
@@ -225,7 +225,7 @@ def both_systems(request, tmp_path_factory):
     (root / "cwd").mkdir()
     with pytest.MonkeyPatch.context() as mp, DummyServer(model) as url:
         mp.setenv("RB_EVAL_KEY", env["RB_EVAL_KEY"])
-        ours = run_eval(run, config, f"openai:{OURS_MODEL}", base_url=url, no_cache=True)
+        ours = run_eval(run, config, EvalRequest(f"openai:{OURS_MODEL}", base_url=url, no_cache=True))
         if build == "cyclic":
             results, samples = _lmms_simple_evaluate(release, url, env, root / "cwd")
         else:

@@ -11,7 +11,7 @@ from storage.parquet_io import table_from_rows, write_table
 from storage.rejects import reject
 from storage.schemas import REJECTS
 from storage.stage_store import StageStore
-from tasks.release.evaluate.run import run_eval
+from tasks.release.evaluate.run import EvalRequest, run_eval
 from tasks.release.report.svg import hbars, radar, stacked
 from tasks.release.report.write import write_report
 
@@ -35,7 +35,7 @@ def reports(tmp_path_factory, eval_config):
     """Eval, ablation and build reports of one small two-editor run."""
     root = tmp_path_factory.mktemp("reports")
     run = write_run(root / "run", verified=False, editors=("classical", "sam-lama"))
-    run_eval(run, eval_config, "rules:rules-v1", unverified=True)
+    run_eval(run, eval_config, EvalRequest("rules:rules-v1", unverified=True))
     # a finished qa stage with rejects, as the build report reads them
     write_table(
         run,

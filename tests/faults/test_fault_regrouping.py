@@ -38,13 +38,19 @@ def test_a_new_shard_size_rebuilds_to_a_fresh_build(
 def test_a_new_shard_size_reevaluates_to_a_fresh_evaluation(demo_run: Path, sample_dir: Path, tmp_path: Path) -> None:
     """``reactbench eval`` shards questions by ``run.shard_size`` too (never splitting an item)."""
     from storage.fs import RunFS
-    from tasks.release.evaluate.run import run_eval
+    from tasks.release.evaluate.run import EvalRequest, run_eval
 
     run, fresh = copy_run(demo_run, tmp_path / "run"), copy_run(demo_run, tmp_path / "fresh")
-    first = run_eval(RunFS.open(str(run)), demo_config(sample_dir, shard_size=16), "rules:rules-v1", unverified=True)
-    again = run_eval(RunFS.open(str(run)), demo_config(sample_dir, shard_size=12), "rules:rules-v1", unverified=True)
+    first = run_eval(
+        RunFS.open(str(run)), demo_config(sample_dir, shard_size=16), EvalRequest("rules:rules-v1", unverified=True)
+    )
+    again = run_eval(
+        RunFS.open(str(run)), demo_config(sample_dir, shard_size=12), EvalRequest("rules:rules-v1", unverified=True)
+    )
     assert again.stage.shards_total > first.stage.shards_total and again.stage.shards_skipped == 0
-    run_eval(RunFS.open(str(fresh)), demo_config(sample_dir, shard_size=12), "rules:rules-v1", unverified=True)
+    run_eval(
+        RunFS.open(str(fresh)), demo_config(sample_dir, shard_size=12), EvalRequest("rules:rules-v1", unverified=True)
+    )
     folder = [again.folder]
     got, want = artifacts(run, folder), artifacts(fresh, folder)
     assert got and got == want

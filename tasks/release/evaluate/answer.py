@@ -6,6 +6,7 @@ before/after pair; the rules baseline also reads the edit's annotations from the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from prompts.clients.base import MLLMClient, MLLMRequest
@@ -64,24 +65,32 @@ def answer_context(q: dict[str, Any], mode: str, annotations: dict[str, Any]) ->
     }
 
 
+@dataclass(frozen=True)
+class AskSettings:
+    """How the model under test is asked, the same for every shard and mode: its sampling
+    (``eval.temperature``, ``eval.max_tokens``) and ``blind`` (``reactbench eval --blind``, the
+    language-only run): the same prompt with the images withheld, and no annotations in the
+    context either (the offline backends' "image"); the context says ``blind``, which also sets
+    the requests apart in the response cache."""
+
+    temperature: float
+    max_tokens: int
+    blind: bool = False
+
+
 def ask(
     client: MLLMClient,
     questions: list[dict[str, Any]],
     images: dict[str, bytes],
     mode: str,
     annotations: dict[str, dict[str, Any]],
-    temperature: float,
-    max_tokens: int,
+    settings: AskSettings,
     reuse: ItemReuse | None = None,
-    blind: bool = False,
 ) -> list[tuple[dict[str, Any], Any, Any]]:
     """Ask every question in one batch: (question, prompt spec, response) in question order;
-    with ``reuse``, answers stored under the same item key are taken instead of asked again.
-
-    ``blind`` (``reactbench eval --blind``, the language-only run): the same prompt with the
-    images withheld, and no annotations in the context either (the offline backends' "image");
-    the context says ``blind``, which also sets the requests apart in the response cache."""
+    with ``reuse``, answers stored under the same item key are taken instead of asked again."""
     reqs, specs = [], []
+    blind = settings.blind
     for q in questions:
         spec = answer_spec(q["qtype"], mode, len(q["images"]))
         if blind:
@@ -91,7 +100,9 @@ def ask(
                 answer_context(q, mode, annotations.get(q["edit_id"], {})), [images[r] for r in q["images"]]
             )
         messages = build_messages(spec, inp, require_images=not blind)
-        reqs.append(MLLMRequest(spec.name, spec.version, messages, inp.context, temperature, max_tokens))
+        reqs.append(
+            MLLMRequest(spec.name, spec.version, messages, inp.context, settings.temperature, settings.max_tokens)
+        )
         specs.append(spec)
     if not reqs:
         responses = []

@@ -113,63 +113,56 @@ def make_clients(
     )
 
 
+@dataclass(frozen=True)
+class EvalRequest:
+    """Which evaluation to run and how: ``model`` (BACKEND:MODEL) on the reviewed questions or,
+    ``unverified``, on the QA stage's own; ``blind``: the language-only run, the images withheld,
+    into ``<backend>-<model>-blind``; ``base_url``: the model's endpoint (default
+    ``mllm.base_url``); ``no_cache``: bypass the response cache; ``force``: re-answer every shard."""
+
+    model: str
+    unverified: bool = False
+    blind: bool = False
+    base_url: str | None = None
+    no_cache: bool = False
+    force: bool = False
+
+
 def run_eval(
     run: RunFS,
     config: BuildConfig,
-    model: str,
+    request: EvalRequest,
     *,
-    unverified: bool = False,
-    base_url: str | None = None,
-    no_cache: bool = False,
-    force: bool = False,
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
-    blind: bool = False,
     source: RunFS | None = None,
 ) -> EvalOutcome:
-    """Evaluate ``model`` (BACKEND:MODEL) on the run's questions and write ``metrics.json``
+    """Evaluate as ``request`` says on the run's questions and write ``metrics.json``
     (:func:`answer_questions`, then :func:`write_metrics`; the CLI runs them as two steps)."""
-    answered = answer_questions(
-        run,
-        config,
-        model,
-        unverified=unverified,
-        base_url=base_url,
-        no_cache=no_cache,
-        force=force,
-        progress=progress,
-        clients=clients,
-        blind=blind,
-        source=source,
-    )
+    answered = answer_questions(run, config, request, progress=progress, clients=clients, source=source)
     return write_metrics(run, answered)
 
 
 def answer_questions(
     run: RunFS,
     config: BuildConfig,
-    model: str,
+    request: EvalRequest,
     *,
-    unverified: bool = False,
-    base_url: str | None = None,
-    no_cache: bool = False,
-    force: bool = False,
     progress: Callable[[int, int], None] | None = None,
     clients: EvalClients | None = None,
-    blind: bool = False,
     source: RunFS | None = None,
 ) -> EvalOutcome:
     """The eval stage: every question answered, judged and scored into ``<folder>/answers`` (its
-    ``metrics`` still empty); ``progress`` sees (shards done, total). ``blind``: the language-only
-    run, the images withheld, into ``<backend>-<model>-blind``. ``source``: the run whose
+    ``metrics`` still empty); ``progress`` sees (shards done, total). ``source``: the run whose
     questions and images are asked when it is not ``run`` (a read-only run evaluated into
     another folder); ``run`` receives the answers, the cache and the manifests."""
-    backend, model_id = parse_model(model)
-    clients = clients or make_clients(config, run, backend, model_id, base_url, no_cache, source)
+    backend, model_id = parse_model(request.model)
+    unverified, blind, no_cache = request.unverified, request.blind, request.no_cache
+    clients = clients or make_clients(config, run, backend, model_id, request.base_url, no_cache, source)
     stage = EvalStage(backend, model_id, unverified, clients, blind=blind)
     ctx = RunContext(run, config, {"no_cache": no_cache}, inputs=source)
     summary = run_stage(
-        stage, ctx, force=force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons
+        stage, ctx, force=request.force, progress=progress, requeue_reasons=config.orchestration.rerun_reject_reasons
     )
     return EvalOutcome(
         model_slug(backend, model_id, unverified, blind), stage.name, summary, {}, backend, model_id, unverified, blind

@@ -21,7 +21,7 @@ from storage.rejects import reject
 from tasks.engine.base import RunContext, ShardResult, Stage
 from tasks.engine.build_config import BuildConfig
 from tasks.engine.reuse import ItemReuse
-from tasks.release.evaluate.answer import ask, load_images
+from tasks.release.evaluate.answer import AskSettings, ask, load_images
 from tasks.release.evaluate.attribute import attribute_subcauses, item_facts
 from tasks.release.evaluate.extract_judge import extract_with_judge
 from tasks.release.evaluate.judge import judge_short_answers
@@ -128,18 +128,9 @@ class EvalStage(Stage):
         result.rejects += rejects
         answers: list[dict[str, Any]] = []
         reuse = ItemReuse.for_shard(ctx, self.name, "eval-answer")  # answers already given are not asked again
+        asking = AskSettings(cfg.temperature, cfg.max_tokens, blind=self.blind)
         for mode in cfg.modes:
-            for q, spec, resp in ask(
-                self.clients.model,
-                ready,
-                images,
-                mode,
-                self._annotations,
-                cfg.temperature,
-                cfg.max_tokens,
-                reuse,
-                blind=self.blind,
-            ):
+            for q, spec, resp in ask(self.clients.model, ready, images, mode, self._annotations, asking, reuse):
                 row = score_reply(
                     q,
                     mode,
