@@ -172,8 +172,6 @@ def eval_cmd(
     With --out the run is only read: answers, cache and metrics go to the other folder."""
     from flows.cli_output import StepBars
     from storage.fs import RunFS
-    from storage.run_dirs import file_in_the_way
-    from storage.run_lock import RunLocked
     from tasks.engine.base import StageInputError
     from tasks.engine.intact import DamagedInput
     from tasks.engine.runner import ShardFailed
@@ -188,33 +186,23 @@ def eval_cmd(
     try:
         cfg = _config(config, run_dir, overrides)
         source = RunFS.open(str(run_dir))
-        run = RunFS.open(str(out)) if out else source
-        blocked = file_in_the_way(run) if out else None
-        if blocked is not None:
-            raise ValueError(f"--out {out}: {blocked} is a file; evaluation results go to a folder")
+        run = RunFS.open(str(out)) if out else source  # its lease, as the run's, held by flows/cli_lock.py
         request = EvalRequest(
             model, unverified=unverified, blind=blind, base_url=base_url, no_cache=no_cache, force=force
         )
-        with _results_lease(out):
-            with StepBars(f"eval {model}", console) as steps:
-                answered = answer_questions(
-                    run, cfg, request, progress=steps.step("answer"), source=source if out else None
-                )
-                s = answered.stage
-                steps(
-                    "answer",
-                    s.shards_total,
-                    s.shards_total,
-                    summary=f"{s.rows_out.get('answers', 0):,} answers",
-                    details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
-                )
-            outcome = _metrics_step(run, answered)
-    except RunLocked as exc:  # another evaluation writes into --out
-        from flows.cli_lock import LOCKED_EXIT
-        from flows.cli_output import print_error
-
-        print_error(str(exc))
-        raise typer.Exit(LOCKED_EXIT) from None
+        with StepBars(f"eval {model}", console) as steps:
+            answered = answer_questions(
+                run, cfg, request, progress=steps.step("answer"), source=source if out else None
+            )
+            s = answered.stage
+            steps(
+                "answer",
+                s.shards_total,
+                s.shards_total,
+                summary=f"{s.rows_out.get('answers', 0):,} answers",
+                details=f"{s.shards_run} of {s.shards_total} shards run; {s.items_computed:,} asked, {s.items_reused:,} reused",
+            )
+        outcome = _metrics_step(run, answered)
     except (InputsMissing, DamagedInput, ValueError, StageInputError, ShardFailed) as exc:
         _fail(exc)
         return
@@ -251,16 +239,6 @@ def _print_scores(model: str, m: Metrics) -> None:
         table.add_row(task, *[_num(per_mode.get(k)) for k in ("standard", "cot")], _num(m["react"]["per_task"][task]))
     table.add_row("React-Score", "", "", _num(m["react"]["react_score"]))
     table_console().print(table)
-
-
-def _results_lease(out: str | None) -> Any:
-    """The lock of the folder an evaluation writes into when it is not the run (``--out``): two
-    evaluations into one folder wait for each other as two into one run do."""
-    from contextlib import nullcontext
-
-    from storage.run_lock import hold_run
-
-    return hold_run(str(out), "reactbench eval", reentrant=True) if out else nullcontext()
 
 
 def _num(v: float | None) -> str:

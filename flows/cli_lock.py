@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from flows.cli_options import DEFAULT_RUN_DIR, no_run_dir
@@ -24,6 +25,8 @@ from storage.literal_paths import is_local, literal_url
 
 if TYPE_CHECKING:
     import typer
+
+    from storage.run_lock import NestedLock, RunLock
 
 LOCKED_EXIT = 3
 # (group, command): "" is the top level; None as the command is the group's own callback
@@ -48,16 +51,22 @@ NEEDS_RUN = WRITERS - {("", "build"), ("", "mine"), ("reuse", "prune")}
 # Writers that write nothing into the run when --out points elsewhere: on a read-only run
 # directory (a published run mounted read-only) they run without the lease.
 READS_WITH_OUT = {"export", "report", "eval"}
+# Writers whose --out folder receives, in place of the run, what they write (``eval --out``: the
+# answers, the response cache, metrics.json), with what that is (for the refusal of an --out that
+# is a file): that folder is leased as a run directory is, so two evaluations into one folder
+# wait for each other as two into one run do.
+WRITES_OUT = {"eval": "evaluation results"}
 
 
 def locked(
     command: str, fn: Callable[..., Any], group_callback: bool = False, needs_run: bool = False
 ) -> Callable[..., Any]:
-    """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer).
+    """``fn`` run while holding the lock of its ``run_dir`` argument (its signature is kept for Typer),
+    and of its ``--out`` folder when the command writes there instead (:data:`WRITES_OUT`).
 
     Nothing is written before the command's config validates: a ``--config`` given to the
-    command is loaded first (a bad one exits 2 without creating the run directory), and a run
-    directory that taking the lease created is removed again if the command left it empty.
+    command is loaded first (a bad one exits 2 without creating the run directory), and a folder
+    that taking a lease created is removed again if the command left it empty.
     ``needs_run``: a run directory that does not exist is refused (exit 2) before the lease is
     taken. SIGTERM / SIGHUP end the command cleanly (``flows.cli_signals``)."""
 
@@ -67,7 +76,6 @@ def locked(
 
         from flows.cli_output import print_error
         from flows.cli_signals import stop_on_signals
-        from storage.run_lock import RunLocked, hold_run
 
         run_dir = kwargs.get("run_dir")
         ctx = kwargs.get("ctx")
@@ -82,35 +90,69 @@ def locked(
 
             resolve_run_config(kwargs["config"], run_dir=run_dir)  # ConfigError: exit 2, nothing written
         read_only = read_only_run(command, str(run_dir), kwargs.get("out"))
-        if read_only is not None:  # a published run mounted read-only: no lease file can be made there
-            if read_only == "":
-                return fn(*args, **kwargs)  # it only reads the run (its output goes elsewhere)
+        if read_only:  # a published run mounted read-only, which this command would write: refused
             print_error(read_only)
             raise typer.Exit(2)
-        created = _first_missing(str(run_dir))  # taking the lease creates it: removed again if left empty
-        if created is not None and needs_run:  # a mistyped path: no stage or file hint, nothing created
-            print_error(no_run_dir(str(run_dir)))
+        # "": a read-only run the command only reads here (its output goes elsewhere): no lease file can be made there
+        folders = [] if read_only == "" else [str(run_dir)]
+        if folders and needs_run and _first_missing(str(run_dir)) is not None:
+            print_error(no_run_dir(str(run_dir)))  # a mistyped path: no stage or file hint, nothing created
             raise typer.Exit(2)
-        try:
-            lock = hold_run(
-                str(run_dir),
-                f"reactbench {command}",
-                on_message=lambda m: print_error(m, style="yellow"),
-                reentrant=True,
-            )
-            lock.acquire()
-        except RunLocked as exc:
-            print_error(str(exc))
-            raise typer.Exit(LOCKED_EXIT) from None
-        try:
-            with stop_on_signals(lambda: _drop_lease_now(lock)):
+        out = written_out(command, kwargs.get("out"))
+        if out is not None:
+            folders.append(out)
+        if not folders:
+            return fn(*args, **kwargs)  # it only reads the run, and writes nowhere it would lease
+        with ExitStack() as held:
+            leases = [_take_lease(command, where, held) for where in folders]
+            with stop_on_signals(lambda: [_drop_lease_now(lease) for lease in leases]):
                 return fn(*args, **kwargs)
-        finally:
-            lock.release()
-            if created is not None:
-                _remove_empty_up_to(str(run_dir), created)
 
     return wrapper
+
+
+def written_out(command: str, out: object) -> str | None:
+    """The ``--out`` folder ``command`` writes into in place of the run (:data:`WRITES_OUT`), or
+    None; one that is a file (or lies under one) is refused in one line, exit 2."""
+    what = WRITES_OUT.get(command)
+    if what is None or not isinstance(out, str) or not out:
+        return None
+    from storage.fs import RunFS
+    from storage.run_dirs import file_in_the_way
+
+    blocked = file_in_the_way(RunFS.open(out))
+    if blocked is not None:
+        import typer
+
+        from flows.cli_output import print_error
+
+        print_error(f"error: --out {out}: {blocked} is a file; {what} go to a folder")
+        raise typer.Exit(2)
+    return out
+
+
+def _take_lease(command: str, where: str, held: ExitStack) -> RunLock | NestedLock:
+    """The lease of the folder ``where``, released when ``held`` closes (and the folder removed
+    again if taking the lease created it and it is still empty); a live holder exits
+    :data:`LOCKED_EXIT`, naming it."""
+    import typer
+
+    from flows.cli_output import print_error
+    from storage.run_lock import RunLocked, hold_run
+
+    created = _first_missing(where)  # taking the lease creates it: removed again if left empty
+    if created is not None:
+        held.callback(_remove_empty_up_to, where, created)
+    try:
+        lock = hold_run(
+            where, f"reactbench {command}", on_message=lambda m: print_error(m, style="yellow"), reentrant=True
+        )
+        lock.acquire()
+    except RunLocked as exc:
+        print_error(str(exc))
+        raise typer.Exit(LOCKED_EXIT) from None
+    held.callback(lock.release)
+    return lock
 
 
 def refused_path(kwargs: Mapping[str, object]) -> str | None:

@@ -55,6 +55,20 @@ def test_writer_refused_while_the_run_is_locked(tmp_path: Path, argv: list[str])
     assert "`reactbench build`" in res.output and f"pid {os.getpid()}" in res.output
 
 
+def test_eval_out_folder_is_leased_by_the_same_wrapper(tmp_path: Path):
+    """``eval --out``: the folder that receives the answers is leased as a run is (``WRITES_OUT``):
+    a second evaluation into it is refused (exit 3, holder named), the run's own lease given back."""
+    run_dir, out = tmp_path / "run", tmp_path / "results"
+    run_dir.mkdir()
+    with RunLock(RunFS.open(str(out)), "reactbench eval"):
+        res = CliRunner().invoke(
+            app, ["eval", "--model", "rules:rules-v1", "--run-dir", str(run_dir), "--out", str(out)]
+        )
+    assert res.exit_code == LOCKED_EXIT, res.output
+    assert "`reactbench eval`" in res.output and f"pid {os.getpid()}" in res.output and str(out) in res.output
+    assert not (run_dir / LEASE_FILE).exists() and not (out / "eval").exists()
+
+
 @pytest.mark.parametrize("argv", [["status"], ["reuse", "stats"]], ids=lambda a: " ".join(a))
 def test_readers_need_no_lock(tmp_path: Path, argv: list[str]):
     run_dir = tmp_path / "run"
