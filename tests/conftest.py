@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import pytest
 import tasks  # noqa: F401
 
 if TYPE_CHECKING:  # moto is imported only by the tests that start the server
+    from guarded_cli import GuardedRun
     from s3_server import S3Server
 
 # No test may reach a model hub or write under the home folder.
@@ -61,6 +63,50 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+@dataclass(frozen=True)
+class DemoBuild:
+    """The session's one build of ``configs/demo.yaml`` on the sample (tests/guarded_cli.py)."""
+
+    config: Path
+    run: Path  # never modified: tests that change a run copy it first
+    build: GuardedRun  # `reactbench build` under the layer guard
+
+
+@pytest.fixture(scope="session")
+def demo_build(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> DemoBuild:
+    """``reactbench build`` of the demo config on the sample (local threads, a real subprocess under
+    the run-time layer guard), once per session: the layer and CPU-only tests check the command
+    itself, the tests that only need a finished demo build read (or copy) its run directory."""
+    import yaml
+    from guarded_cli import guarded
+
+    data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
+    folder = tmp_path_factory.mktemp("demo-build")
+    config = folder / "demo.yaml"
+    config.write_text(yaml.safe_dump(data))
+    run = folder / "run"
+    return DemoBuild(config, run, guarded("build", "--config", str(config), "--run-dir", str(run)))
+
+
+@pytest.fixture(scope="session")
+def demo_run(demo_build: DemoBuild) -> Path:
+    """The finished demo build's run directory (read-only: copy it before changing it)."""
+    assert demo_build.build.proc.returncode == 0, demo_build.build.output()[-3000:]
+    return demo_build.run
+
+
+@pytest.fixture(scope="session")
+def demo_eval(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GuardedRun]:
+    """``reactbench eval --model rules:rules-v1 --unverified`` under the layer guard, once per session,
+    on a copy of the demo build (the build itself stays as the build left it)."""
+    from guarded_cli import guarded
+
+    run = tmp_path_factory.mktemp("demo-eval") / "run"
+    shutil.copytree(demo_run, run)
+    return run, guarded("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,11 @@ read from the run's store for that row alone.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from flows.config import resolve_run_config
 from storage.fs import RunFS
@@ -28,36 +25,13 @@ from tasks.release.export.hf import row_groups
 from tasks.release.export.rows import features, release_row
 from tasks.release.items import edit_annotations
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = str(Path(sys.executable).with_name("reactbench"))
-
 
 @pytest.fixture(scope="module")
-def demo_export(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The demo build (mine to qa, rules backend, classical editor), exported unverified."""
+def demo_export(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The demo build (rules backend, classical editor: the session's, tests/conftest.py), copied
+    (an export records its rejects in the run), exported unverified."""
     root = tmp_path_factory.mktemp("dedupe")
-    config = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
-    config["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
-    (root / "demo.yaml").write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run(
-        [
-            CLI,
-            "build",
-            "-c",
-            str(root / "demo.yaml"),
-            "--run-dir",
-            str(root / "run"),
-            "--stages",
-            "mine,instruct,edit,qa",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    shutil.copytree(demo_run, root / "run")
     run, out = RunFS.open(str(root / "run")), RunFS.open(str(root / "release"))
     summary = export_benchmark(run, out, resolve_run_config(run_dir=run.url), ExportOptions(unverified=True))
     return {"run": run, "out": out, "root": root, "summary": summary}

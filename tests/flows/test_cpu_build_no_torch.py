@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -16,30 +17,13 @@ import yaml
 from flows.config import config_from_dict, load_config
 from tasks.tools.preflight import CPU_ONLY, gpu_needed, run_preflight
 
+if TYPE_CHECKING:
+    from conftest import DemoBuild
+    from guarded_cli import GuardedRun
+
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "configs" / "reactbench.yaml"
 CLOSED = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: the endpoint check answers at once
-
-# Runs the real CLI in this interpreter and prints, as its last stderr line, whether torch was
-# ever imported (a module once imported stays in sys.modules).
-_WRAPPER = """
-import atexit, json, sys
-atexit.register(lambda: print("TORCH_LOADED=" + json.dumps("torch" in sys.modules), file=sys.stderr))
-from flows.entry import main
-sys.argv = ["reactbench", *sys.argv[1:]]
-main()
-"""
-
-
-def _cli(*args: str) -> tuple[subprocess.CompletedProcess, bool]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    proc = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    flag = [line for line in proc.stderr.splitlines() if line.startswith("TORCH_LOADED=")]
-    assert flag, proc.stderr
-    return proc, json.loads(flag[-1].split("=", 1)[1])
 
 
 def _demo(sample_dir: Path, **mllm: str) -> dict:
@@ -49,16 +33,17 @@ def _demo(sample_dir: Path, **mllm: str) -> dict:
     return data
 
 
-def test_demo_build_and_eval_never_import_torch(sample_dir: Path, tmp_path: Path) -> None:
-    config = tmp_path / "demo.yaml"
-    config.write_text(yaml.safe_dump(_demo(sample_dir)))
-    run = tmp_path / "run"
-    proc, torch_loaded = _cli("build", "--config", str(config), "--run-dir", str(run))
-    assert (run / "edit" / "_manifest.json").is_file() and (run / "qa" / "_manifest.json").is_file(), proc.stderr
-    assert torch_loaded is False, "a CPU-only build imported torch"
-    proc, torch_loaded = _cli("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
-    assert list((run / "eval").glob("*/metrics.json")), proc.stderr
-    assert torch_loaded is False, "a rules-backend eval imported torch"
+def test_demo_build_and_eval_never_import_torch(demo_build: DemoBuild, demo_eval: tuple[Path, GuardedRun]) -> None:
+    """The session's demo build and its eval (tests/conftest.py: the real CLI in a fresh interpreter,
+    default orchestration, no Prefect API), each reporting whether torch was ever imported."""
+    build, run = demo_build.build, demo_build.run
+    assert build.proc.returncode == 0, build.output()
+    assert (run / "edit" / "_manifest.json").is_file() and (run / "qa" / "_manifest.json").is_file(), build.proc.stderr
+    assert build.torch_loaded is False, "a CPU-only build imported torch"
+    eval_run, evaluated = demo_eval
+    assert evaluated.proc.returncode == 0, evaluated.output()
+    assert list((eval_run / "eval").glob("*/metrics.json")), evaluated.proc.stderr
+    assert evaluated.torch_loaded is False, "a rules-backend eval imported torch"
 
 
 def test_preflight_of_a_cpu_config_reports_cpu_without_probing(sample_dir: Path) -> None:

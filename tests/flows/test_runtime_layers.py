@@ -11,15 +11,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import yaml
 from layer_guard import LOOKUP_MARK, MARK
+
+if TYPE_CHECKING:
+    from conftest import DemoBuild
+    from guarded_cli import GuardedRun
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-
-_WRAPPER = "import sys, layer_guard; layer_guard.run_cli(sys.argv[1:])"
 
 
 def _lookups(proc: subprocess.CompletedProcess) -> list[str]:
@@ -28,35 +30,24 @@ def _lookups(proc: subprocess.CompletedProcess) -> list[str]:
     return json.loads(marks[-1][len(LOOKUP_MARK) :])
 
 
-def _guarded(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS), env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
-    )
-    marks = [line for line in proc.stderr.splitlines() if line.startswith(MARK)]
-    assert marks, proc.stdout + proc.stderr
-    return proc, json.loads(marks[-1][len(MARK) :])
-
-
 @pytest.mark.slow
-def test_a_demo_build_and_eval_import_no_task_module_from_a_lower_room(sample_dir: Path, tmp_path: Path) -> None:
-    data = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
-    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
-    config = tmp_path / "demo.yaml"
-    config.write_text(yaml.safe_dump(data))
-    run = tmp_path / "run"
-    proc, violations = _guarded("build", "--config", str(config), "--run-dir", str(run), "--orchestrator", "local")
-    assert violations == [], violations
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (run / "qa" / "_manifest.json").is_file(), proc.stderr
-    called = _lookups(proc)
-    proc, violations = _guarded("eval", "--run-dir", str(run), "--model", "rules:rules-v1", "--unverified")
-    assert violations == [], violations
-    called += _lookups(proc)
+def test_a_demo_build_and_eval_import_no_task_module_from_a_lower_room(
+    demo_build: DemoBuild, demo_eval: tuple[Path, GuardedRun]
+) -> None:
+    """The session's guarded demo build (``demo_build``, tests/conftest.py: ``reactbench build`` in a
+    fresh interpreter under the guard, local threads) and the guarded eval of it (``demo_eval``)."""
+    build, run = demo_build.build, demo_build.run
+    assert build.violations == [], build.violations
+    assert build.proc.returncode == 0, build.output()
+    assert "(local orchestration)" in build.proc.stderr, build.proc.stderr[-3000:]
+    assert (run / "qa" / "_manifest.json").is_file(), build.proc.stderr
+    called = list(build.lookups)
+    eval_run, evaluated = demo_eval
+    assert evaluated.violations == [], evaluated.violations
+    called += evaluated.lookups
     # No lower room calls the task registry's lookups: the stages hand every task's behaviour down.
     assert called == [], sorted(set(called))
-    assert proc.returncode == 0 and list((run / "eval").glob("*/metrics.json")), proc.stdout + proc.stderr
+    assert evaluated.proc.returncode == 0 and list((eval_run / "eval").glob("*/metrics.json")), evaluated.output()
 
 
 # Code the guard must refuse, compiled as if it were storage/_probe.py (lines 4 and 8 import tasks).

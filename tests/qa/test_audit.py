@@ -20,12 +20,9 @@ from tasks.tools.audit import audit_item, run_audit
 
 
 @pytest.fixture(scope="module")
-def demo_run(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFS:
-    data = yaml.safe_load((CONFIG_DIR / "demo.yaml").read_text())
-    data["sources"] = {"visual_genome": str(sample_dir / "visual_genome"), "fsc147": str(sample_dir / "fsc147")}
-    root = tmp_path_factory.mktemp("audit") / "run"
-    run_pipeline(config_from_dict(data), str(root), orchestrator="local")
-    return RunFS.open(str(root))
+def demo_run(demo_run: Path) -> RunFS:
+    """The session's demo build (tests/conftest.py), only read here (the audit takes no lease)."""
+    return RunFS.open(str(demo_run))
 
 
 def test_demo_gold_answers_are_all_true(demo_run: RunFS, sample_dir: Path):
