@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from storage.fs import is_disk_full
 from tasks.engine.build_config import BuildConfig
 
 _PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
@@ -30,12 +31,14 @@ def is_transient(exc: BaseException) -> bool:
     ``torch.cuda.OutOfMemoryError``, ``openai.APIConnectionError``, ``openai.RateLimitError``,
     ``httpx.ConnectTimeout`` all match. Programming and data errors (KeyError, ValueError,
     schema errors) are not retried: they would fail the same way again; nor is an error that
-    says so (``retryable = False``: a model server found down, calls aborted by a stop signal).
+    says so (``retryable = False``: a model server found down, calls aborted by a stop signal);
+    nor a full disk (ENOSPC, EDQUOT), which stays full until someone frees space: the stage stops
+    with one line and the rerun computes the rest.
     """
     if getattr(exc, "retryable", None) is False:
         return False
     for e in _chain(exc):
-        if isinstance(e, _PERMANENT_OS_ERRORS):
+        if isinstance(e, _PERMANENT_OS_ERRORS) or is_disk_full(e):
             return False
         if isinstance(e, (OSError, MemoryError, TimeoutError, ConnectionError)):
             return True
@@ -65,7 +68,7 @@ class RetryPolicy:
 
     def should_retry(self, exc: BaseException) -> bool:
         """Whether this error deserves another attempt (the attempt budget is the mapper's)."""
-        if getattr(exc, "retryable", None) is False:
+        if getattr(exc, "retryable", None) is False or any(is_disk_full(e) for e in _chain(exc)):
             return False
         return not self.transient_only or is_transient(exc)
 

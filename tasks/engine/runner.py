@@ -418,6 +418,7 @@ class _ShardTally:
             else:
                 if is_disk_full(exc):
                     self.disk_full.append(exc)
+                    _HALTED.add(self.run_id)  # the shards not started yet would meet the same full disk
                 if isinstance(exc, EndpointError):
                     self.server.append(exc)
                     _HALTED.add(self.run_id)  # the shards not started yet would meet the same server

@@ -25,6 +25,8 @@ from orch_support import REPO
         (type("APIConnectionError", (Exception,), {})("no route"), True),
         (type("RateLimitError", (Exception,), {})("slow down"), True),
         (FileNotFoundError("missing.jpg"), False),
+        (OSError(28, "No space left on device"), False),  # a full disk stays full: the stage stops
+        (OSError("pyarrow: IOError: No space left on device"), False),
         (ValueError("bad row"), False),
         (KeyError("field"), False),
     ],
@@ -33,6 +35,17 @@ def test_transient_errors(exc: BaseException, transient: bool) -> None:
     from tasks.engine.retries import is_transient
 
     assert is_transient(exc) is transient
+
+
+def test_a_full_disk_is_never_retried_even_when_every_error_is() -> None:
+    import errno
+
+    from tasks.engine.retries import RetryPolicy
+
+    full = RuntimeError("writing shard 3 failed")
+    full.__cause__ = OSError(errno.ENOSPC, "No space left on device")
+    assert not RetryPolicy(retries=3, transient_only=False).should_retry(full)
+    assert RetryPolicy(retries=3, transient_only=False).should_retry(RuntimeError("flaky"))
 
 
 def test_an_error_caused_by_a_transient_one_is_transient() -> None:
