@@ -105,7 +105,7 @@ def locked(
             return fn(*args, **kwargs)  # it only reads the run, and writes nowhere it would lease
         with ExitStack() as held:
             leases = [_take_lease(command, where, held) for where in folders]
-            with stop_on_signals(lambda: [_drop_lease_now(lease) for lease in leases]):
+            with stop_on_signals(lambda: [lease.drop_now() for lease in leases]):
                 return fn(*args, **kwargs)
 
     return wrapper
@@ -219,17 +219,6 @@ def _remove_empty_up_to(run_dir: str, top: str) -> None:
         if path == top or os.path.dirname(path) == path:
             return
         path = os.path.dirname(path)
-
-
-def _drop_lease_now(lock: object) -> None:
-    """Release a local lease without waiting (a second signal: the process exits next). The
-    kernel drops the ``flock`` at exit; unlinking the file is what leaves no lease behind."""
-    path = getattr(lock, "path", None)
-    if getattr(lock, "local", False) and getattr(lock, "lease", None) is not None and path:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 def guard_writers(app: typer.Typer) -> None:
