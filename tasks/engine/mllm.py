@@ -28,10 +28,14 @@ def shared_client(cfg: MLLMConfig, run: RunFS, *, no_cache: bool = False) -> MLL
     """One client per (config, run, no_cache) in this process, so every shard shares one
     concurrency limit (openai) or one loaded model (transformers). A client that stopped (its
     circuit breaker tripped, or a signal aborted its calls) is replaced: a later stage run in
-    the same process starts with a fresh breaker."""
+    the same process starts with a fresh breaker. The rules backend answers from the registered
+    tasks' tables, handed to it when it is made: a task registered since (a notebook, a test)
+    gets a new client."""
     from tasks.engine.prompt_hooks import client_for
+    from tasks.engine.registry import all_specs
 
-    key = canonical_json([cfg.model_dump(mode="json"), run.url, no_cache])
+    tasks = [[t, id(spec)] for t, spec in all_specs().items()] if cfg.backend == "rules" else []
+    key = canonical_json([cfg.model_dump(mode="json"), run.url, no_cache, tasks])
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
         if client is not None and getattr(getattr(client, "inner", client), "stopped", False):

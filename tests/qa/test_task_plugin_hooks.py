@@ -152,6 +152,24 @@ def test_plugin_prompt_and_rules_answer_need_no_register_call(toy_task: TaskSpec
     assert "toy_relation_plan" in rules.registered_rules(rules_table())
 
 
+def test_a_task_registered_after_a_rules_client_was_made_gets_a_client_that_knows_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The rules client is handed the registered tasks' table when it is made: one made before a
+    task's registration (a notebook's earlier build) must not answer for the process after it."""
+    from prompts.config import MLLMConfig
+    from storage.fs import RunFS
+    from tasks.engine.mllm import shared_client
+
+    cfg, run = MLLMConfig(backend="rules", model="rules-v1"), RunFS.open(str(tmp_path / "run"))
+    before = shared_client(cfg, run)
+    assert "toy_relation_plan" not in rules.registered_rules(before.rules)
+    request.getfixturevalue("toy_task")  # registers the toy task now
+    after = shared_client(cfg, run)
+    assert after is not before and rules.get_rules_answer("toy_relation_plan", after.rules) is toy_rules
+    assert shared_client(cfg, run) is after  # still one client per process while nothing changes
+
+
 def test_plugin_task_goes_through_instruct_edit_and_qa(toy_task: TaskSpec, tmp_path: Path) -> None:
     from prompts.config import MLLMConfig
     from tasks.engine.config import InstructConfig, QAConfig
