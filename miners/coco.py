@@ -41,7 +41,7 @@ from miners.candidates import COCO as SOURCE
 from miners.candidates import ObjectRef, Selection, VGRows, seeded_names
 from miners.coco_format import CocoData, read_coco
 from miners.config import MineSettings
-from miners.dispatch import TaskMiner, miner_specs, run_miners
+from miners.dispatch import TaskMiner, requested_miners, run_miners
 from miners.fsc147 import CountingParams, bin_of
 from miners.result import MineResult
 from miners.sources import SourceSpec
@@ -327,7 +327,7 @@ def mine_coco(
 ) -> MineResult:
     """Candidates (and for RE the pair statistics) of every requested task with a ``coco`` miner
     (``miners`` as the mine stage hands them down; None looks them up)."""
-    miners = miner_specs(SOURCE, cfg.tasks) if miners is None else miners
+    miners = requested_miners(SOURCE, cfg, miners)
     result = MineResult()
     if not miners:
         return result

@@ -6,7 +6,7 @@ The miner contract (also in ``storage/task_spec.py``, :class:`~storage.task_spec
     def miner(job: MineJob) -> None
 
 Which miners run is decided above this room: the mine stage resolves the requested tasks'
-miners for a source (``tasks.engine.registry.task_miners``, a :class:`TaskMiner` each, in benchmark order) and hands
+miners for a source (``tasks.stages.mine.task_miners``, a :class:`TaskMiner` each, in benchmark order) and hands
 them to the source's ``mine``, which passes them to :func:`run_miners`; nothing here looks a task
 up. :func:`miner_specs` is the compatibility path for a third-party source whose ``mine`` takes
 four parameters (plugin API 2.1) and so is handed none: it asks the installed task registry.
@@ -93,6 +93,12 @@ def miner_specs(source: str, tasks: tuple[str, ...] | list[str]) -> list[TaskMin
         for tid, spec in all_tasks().items()
         if tid in wanted and spec.miners.get(source)
     ]
+
+
+def requested_miners(source: str, config: MineSettings, miners: Sequence[TaskMiner] | None) -> Sequence[TaskMiner]:
+    """The miners a source's ``mine`` was handed, or, for a caller that passed none (a script, a
+    test, a 2.1 source), the requested tasks' miners from the installed registry."""
+    return miner_specs(source, config.tasks) if miners is None else miners
 
 
 def run_miners(

@@ -20,7 +20,7 @@ from miners import fsc147
 from miners.candidates import FSC, VG, VGRows
 from miners.canonical import Canonicalizer, PredicateCanonicalizer, read_alias_file
 from miners.config import MineSettings
-from miners.dispatch import TaskMiner, miner_specs, run_miners
+from miners.dispatch import TaskMiner, requested_miners, run_miners
 from miners.result import MineResult
 from miners.sources import SourceSpec
 from miners.vg_format import ImageLocator, read_image_data
@@ -113,7 +113,7 @@ def mine_visual_genome(
     distributions. ``miners``: the requested tasks' Visual Genome miners, as the mine stage hands
     them down (``tasks.stages.mine.task_miners``); None looks them up (``miner_specs``).
     """
-    miners = miner_specs(VG, cfg.tasks) if miners is None else miners
+    miners = requested_miners(VG, cfg, miners)
     result = MineResult()
     if not miners:
         return result
@@ -138,7 +138,7 @@ def mine_visual_genome(
 def mine_fsc147(root: str, cfg: MineSettings, seed: int, miners: Sequence[TaskMiner] | None = None) -> MineResult:
     """Candidates of every requested task with an FSC147 miner (dense counting), from one read
     (``miners`` as for :func:`mine_visual_genome`)."""
-    miners = miner_specs(FSC, cfg.tasks) if miners is None else miners
+    miners = requested_miners(FSC, cfg, miners)
     result = MineResult()
     if not miners:
         return result

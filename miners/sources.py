@@ -20,7 +20,7 @@ import string, so listing them imports no reader; the lookup is the one editors 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from miners.config import MineSettings
     from miners.dispatch import TaskMiner
     from miners.result import MineResult
+    from storage.task_spec import TaskSpec
 
 ENTRY_POINT_GROUP = "reactbench.sources"
 
@@ -86,12 +87,17 @@ class SourceSpec:
         if unknown:
             raise SourceError(f"source {self.name!r}: unknown yields {sorted(unknown)}; choose from {sorted(YIELDS)}")
 
+    def fed_by(self, specs: Mapping[str, TaskSpec]) -> tuple[str, ...]:
+        """The tasks among ``specs`` this source feeds, in their order: those whose spec has a
+        miner for it, then ``own_tasks``. The mine stage passes the registry's specs
+        (``tasks.stages.mine.fed_tasks``)."""
+        fed = [tid for tid, spec in specs.items() if spec.miners.get(self.name)]
+        return tuple(dict.fromkeys([*fed, *self.own_tasks]))
+
     @property
     def tasks(self) -> tuple[str, ...]:
-        """Compatibility (plugin API 2.1): what the source feeds, from the installed task registry.
-        The core asks ``tasks.stages.mine.fed_tasks``, which answers the same."""
-        fed = [tid for tid, spec in all_tasks().items() if spec.miners.get(self.name)]
-        return tuple(dict.fromkeys([*fed, *self.own_tasks]))
+        """Compatibility (plugin API 2.1): :meth:`fed_by` the installed task registry."""
+        return self.fed_by(all_tasks())
 
     def run(
         self, setting: str, config: MineSettings, seed: int, progress: Progress | None, miners: Sequence[TaskMiner]

@@ -53,8 +53,7 @@ def task_miners(source: str, tasks: Iterable[str]) -> list[TaskMiner]:
 def fed_tasks(spec: SourceSpec) -> tuple[str, ...]:
     """The tasks a source feeds, in benchmark order: those whose spec has a miner for it, then its
     ``own_tasks`` (tasks its ``mine`` produces by itself)."""
-    fed = [tid for tid, task in all_specs().items() if task.miners.get(spec.name)]
-    return tuple(dict.fromkeys([*fed, *spec.own_tasks]))
+    return spec.fed_by(all_specs())
 
 
 def feeds(spec: SourceSpec, tasks: Iterable[str]) -> list[str]:
