@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import msgspec
 
-from miners.jsonstream import decode_file
+from miners.jsonstream import decode_file, describe_error
 from storage.rejects import RejectRow, reject
 
 T = TypeVar("T")
@@ -84,19 +84,25 @@ class CocoData:
         return img.file_name or posixpath.basename(img.coco_url or "")
 
 
+class _EntryId(msgspec.Struct):
+    """Only an entry's ``id``: its other fields are skipped, so a bad string elsewhere in the
+    entry does not hide the id that its reject should name."""
+
+    id: int | str | None = None
+
+
 def _entry_id(raw: msgspec.Raw) -> object:
     try:
-        got = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+        return msgspec.json.decode(raw, type=_EntryId).id
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return None
-    return got.get("id") if isinstance(got, dict) else None
 
 
 def _decode(raw: msgspec.Raw, type_: type[T], what: str, k: int, path: str, rejects: list[RejectRow]) -> T | None:
     """One entry, or None after a ``malformed_entry`` reject naming the file and the entry."""
     try:
         return msgspec.json.decode(raw, type=type_)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # wrong shape, or a string that is not UTF-8
         eid = _entry_id(raw)
         label = f"{what} {eid}" if eid is not None else f"{what} #{k} (no id)"
         rejects.append(
@@ -104,7 +110,7 @@ def _decode(raw: msgspec.Raw, type_: type[T], what: str, k: int, path: str, reje
                 f"coco:{what}:{eid if eid is not None else f'#{k}'}",
                 STAGE,
                 "malformed_entry",
-                f"{path}: {label}: {exc}",
+                f"{path}: {label}: {describe_error(exc, bytes(raw), None)}",
                 bytes(raw)[:500].decode("utf-8", "replace"),
             )
         )

@@ -58,9 +58,26 @@ def utf8_error_at(data: bytes) -> int | None:
     return None
 
 
+def is_invalid_utf8(exc: BaseException) -> bool:
+    """Whether a decode failed on a string that is not valid UTF-8 (bad bytes, not bad syntax).
+
+    msgspec before 0.23 raises ``UnicodeDecodeError``; 0.23 raises a ``DecodeError`` saying
+    "Invalid UTF-8 encoded string", with no offset. Both must become reject rows, never a
+    "truncated JSON" or "malformed JSON" error for the whole file.
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    return isinstance(exc, msgspec.DecodeError) and "invalid utf-8" in str(exc).lower()
+
+
+def is_element_error(exc: BaseException) -> bool:
+    """A failure that belongs to one element (wrong shape or bad bytes), not to the file's syntax."""
+    return isinstance(exc, msgspec.ValidationError) or is_invalid_utf8(exc)
+
+
 def describe_error(exc: Exception, raw: bytes, at: int | None) -> str:
     """The decoder's message; for invalid UTF-8, the absolute byte offset of the bad byte."""
-    if isinstance(exc, UnicodeDecodeError):
+    if is_invalid_utf8(exc):
         rel = utf8_error_at(raw)
         if rel is not None:
             where = f"byte offset {at + rel}" if at is not None else f"byte {rel} of the entry"
@@ -186,11 +203,11 @@ def _try_batch(
     chunk = b"[" + data[start:end] + b"]"
     try:
         return typed.decode(chunk)
-    except (msgspec.ValidationError, UnicodeDecodeError):
-        pass  # valid JSON maybe, wrong shape or bad bytes somewhere: check the syntax, then per element
-    except msgspec.DecodeError as exc:
-        _raise_if_inner(path, exc, len(chunk), base + start)
-        return None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        if not is_element_error(exc):
+            _raise_if_inner(path, exc, len(chunk), base + start)
+            return None
+        # valid JSON maybe, wrong shape or bad bytes somewhere: check the syntax, then per element
     try:
         raws = raw_dec.decode(chunk)
     except msgspec.DecodeError as exc:
@@ -216,7 +233,9 @@ def _per_element(
     for raw in raws:
         try:
             out.append(one.decode(raw))
-        except (msgspec.ValidationError, UnicodeDecodeError) as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            if not is_element_error(exc):
+                raise  # raw_dec already parsed this element, so its syntax cannot fail here
             body = bytes(raw)
             pos = chunk.find(body, cursor)
             at = offset + pos - 1 if pos >= 0 else None
@@ -250,10 +269,9 @@ def _last_batch(
     chunk = b"[" + data[start:end]
     try:
         return typed.decode(chunk)
-    except (msgspec.ValidationError, UnicodeDecodeError):
-        pass
-    except msgspec.DecodeError as exc:
-        raise _tail_error(path, exc, base, start, size) from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        if not is_element_error(exc):
+            raise _tail_error(path, exc, base, start, size) from None
     try:
         raws = raw_dec.decode(chunk)
     except msgspec.DecodeError as exc:
@@ -291,9 +309,9 @@ def decode_file(path: str, type_: type[T]) -> T:
         return msgspec.json.decode(data, type=type_)
     except msgspec.ValidationError as exc:
         raise JSONStreamError(f"{path}: unexpected structure: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise JSONStreamError(f"{path}: {describe_error(exc, data, 0)}") from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        if is_invalid_utf8(exc):
+            raise JSONStreamError(f"{path}: {describe_error(exc, data, 0)}") from None
         off = _error_offset(exc)
         if off is None:
             raise JSONStreamError(

@@ -311,3 +311,15 @@ def test_a_malformed_entry_is_a_reject_not_a_crash(tmp_path: Path) -> None:
         ("coco:annotation:2", "malformed_entry"),
         ("coco:category:99", "malformed_entry"),
     }
+
+
+def test_invalid_utf8_in_an_entry_is_a_reject_naming_the_entry_and_byte(tmp_path: Path) -> None:
+    """Not UTF-8 is a bad entry, not a crash of the source: msgspec < 0.23 raises UnicodeDecodeError
+    here and 0.23 a DecodeError; either way the reject names the entry's id and the byte."""
+    path = write_coco(tmp_path, [_image(1)], [_ann(1, 1, 3, [5, 5, 10, 10])], CATS + [{"id": 77, "name": "mugXX"}])
+    raw = Path(path).read_bytes()
+    Path(path).write_bytes(raw.replace(b"mugXX", b"mug\xff"))
+    res = mine_coco(path, _cfg(), seed=0)
+    bad = [r for r in res.rejects if r["reason"] == "malformed_entry"]
+    assert [r["id"] for r in bad] == ["coco:category:77"]
+    assert "invalid UTF-8 (byte 0xff)" in bad[0]["detail"] and path in bad[0]["detail"]
