@@ -21,7 +21,7 @@ import fsspec
 import msgspec
 
 from miners.candidates import FSC, Selection, seeded_names
-from miners.jsonstream import decode_file
+from miners.jsonstream import decode_file, describe_error
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 from storage.rejects import RejectRow, reject
@@ -117,9 +117,14 @@ def read_fsc147(root: str) -> FSCData:
     for name, raw in ann.items():
         try:
             annotations[name] = msgspec.json.decode(raw, type=FSCAnnotation)
-        except msgspec.ValidationError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # wrong shape, or a string that is not UTF-8
             problems.append(
-                reject(f"fsc147:{name}", "mine", "malformed_entry", f"{root}/{ANNOTATIONS}: {name}: {exc}")
+                reject(
+                    f"fsc147:{name}",
+                    "mine",
+                    "malformed_entry",
+                    f"{root}/{ANNOTATIONS}: {name}: {describe_error(exc, bytes(raw), None)}",
+                )
             )
     classes, cproblems = read_classes(posixpath.join(root, CLASSES))
     problems += cproblems

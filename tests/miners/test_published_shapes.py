@@ -448,3 +448,23 @@ def test_candidates_carry_first_synsets_for_same_class_tests(tmp_path: Path, rea
         ctx = {o["name"]: o for o in json.loads(c["context_json"])}
         assert ctx["rock"]["synset"] == ctx["stone"]["synset"] == "stone.n.02" and "synset" not in ctx["ball"]
         assert same_class(ctx["rock"], ctx["stone"]) and not same_class(ctx["rock"], ctx["ball"])
+
+
+def test_fsc147_annotation_with_invalid_utf8_is_a_reject_and_the_rest_is_mined(tmp_path: Path, fsc_root: str) -> None:
+    """A bad byte inside one image's annotation: a reject naming the image and the byte (msgspec
+    < 0.23 raised UnicodeDecodeError, 0.23 a DecodeError; both once crashed the source)."""
+    import shutil
+
+    root = tmp_path / "fsc"
+    shutil.copytree(fsc_root, root)
+    cfg = mine_config(tasks=["dense_counting"], dense_counting__per_bin=100)
+    before = mine_fsc147(str(root), cfg, seed=0)
+    name = sorted(c["image_id"] for c in before.candidates)[0]
+    ann = root / "annotation_FSC147_384.json"
+    data = json.loads(ann.read_text())
+    data[name]["img_path"] = "XXBADXX"
+    ann.write_bytes(json.dumps(data).encode().replace(b"XXBADXX", b"bad\xfe"))
+    res = mine_fsc147(str(root), cfg, seed=0)
+    bad = {r["id"]: r for r in res.rejects if r["reason"] == "malformed_entry"}
+    assert set(bad) == {f"fsc147:{name}"} and "invalid UTF-8 (byte 0xfe)" in bad[f"fsc147:{name}"]["detail"]
+    assert {c["image_id"] for c in res.candidates} == {c["image_id"] for c in before.candidates} - {name}
