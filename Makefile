@@ -10,7 +10,7 @@ VLMEVAL_VENV := $(VENV)-vlmeval
 SAMPLE ?= data/sample
 RUN ?= runs/demo
 
-.PHONY: demo test lint venv system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels images images-test
+.PHONY: demo test lint venv constraints system-deps vlmevalkit-venv labelstudio-venv sample clean-demo lint-docker benchmarks gpu-wheels images images-test
 
 venv: $(STAMP)
 
@@ -19,22 +19,36 @@ venv: $(STAMP)
 # The core goes in with uv (from PyPI, through pip): from a warm cache it links the ~120 wheels
 # in seconds where pip unpacks and compiles them for minutes; pip is the fallback. --no-compile:
 # Python compiles only the modules a run imports, on first use.
-$(CORE_STAMP): pyproject.toml
+# Every install is held to constraints.txt (the releases `make test` last passed with; `make
+# constraints` refreshes it), so a release published since cannot change a build unseen.
+CONSTRAINTS := constraints.txt
+$(CORE_STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile uv
-	$(BIN)/uv pip install --quiet --python $(PY) -e . || $(PY) -m pip install --quiet --no-compile -e .
+	$(BIN)/uv pip install --quiet --python $(PY) -c $(CONSTRAINTS) -e . || $(PY) -m pip install --quiet --no-compile -c $(CONSTRAINTS) -e .
 	@touch $(CORE_STAMP)
 
 # torch/torchvision come from this machine's local wheels (pinned in pyproject's `gpu` extra).
 # The worked task plugin (examples/spatial_relation, docs/plugins.md) goes in too: its end-to-end
 # test (tests/examples/) then always runs. --no-deps: the core above is its host.
 PLUGIN := examples/spatial_relation
-$(STAMP): $(CORE_STAMP) pyproject.toml $(PLUGIN)/pyproject.toml
+$(STAMP): $(CORE_STAMP) pyproject.toml $(CONSTRAINTS) $(PLUGIN)/pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[test]'
 	$(BIN)/uv pip install --quiet --python $(PY) --no-deps -e $(PLUGIN) || $(PY) -m pip install --quiet --no-deps -e $(PLUGIN)
 	@touch $(STAMP)
+
+# Re-resolve every dependency from PyPI in a scratch venv (no constraints) and write what it got
+# to constraints.txt. Then `make test` on the result before committing the new file.
+constraints:
+	@rm -rf $(VENV)-resolve && $(PYTHON) -m venv $(VENV)-resolve
+	$(VENV)-resolve/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)-resolve/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)-resolve/bin/python -m pip install --quiet --no-deps -e $(PLUGIN)
+	{ sed -n '/^#/p' $(CONSTRAINTS); $(VENV)-resolve/bin/python -m pip freeze --exclude-editable | LC_ALL=C sort -f; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS) && rm -rf $(VENV)-resolve
+	@git diff --stat -- $(CONSTRAINTS) 2>/dev/null || true
 
 # VLMEvalKit's own code for tests/evaluate/test_export_vlmevalkit.py: an overlay venv on top of
 # $(VENV) (its antlr4 pin clashes with lmms-eval's); rebuilt only when its requirements change.

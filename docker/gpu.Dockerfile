@@ -38,7 +38,8 @@ RUN apt-get update \
 # the same step (the metadata, entry points included, lives in the venv's dist-info). uv is
 # mounted from its image for this step only (the ARGs below are its environment, not the
 # image's). UV_NATIVE_TLS: the system's CA certificates, which a local base extends. Bytecode is
-# compiled here: the code is read-only for the user, so no process would cache it.
+# compiled here: the code is read-only for the user, so no process would cache it. The releases
+# are those of constraints.txt, the ones `make test` passed with.
 ARG UV_LINK_MODE=copy
 ARG UV_NO_CACHE=1
 ARG UV_NATIVE_TLS=1
@@ -48,7 +49,7 @@ WORKDIR /opt/reactbench
 COPY . .
 RUN --mount=type=bind,from=uv,source=/uv,target=/usr/local/bin/uv \
     uv venv --python python3.11 /opt/venv \
-    && uv pip install --python /opt/venv/bin/python -e ".[${EXTRAS}]" \
+    && uv pip install --python /opt/venv/bin/python -c constraints.txt -e ".[${EXTRAS}]" \
     && rm -rf build ./*.egg-info \
     && /opt/venv/bin/python -m compileall -q -j 0 /opt/reactbench
 COPY docker/entrypoint.sh /usr/local/bin/reactbench-entrypoint
