@@ -25,7 +25,7 @@ CONSTRAINTS := constraints.txt
 $(CORE_STAMP): pyproject.toml $(CONSTRAINTS)
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --no-compile uv
+	$(PY) -m pip install --quiet --no-compile -c $(CONSTRAINTS) uv
 	$(BIN)/uv pip install --quiet --python $(PY) -c $(CONSTRAINTS) -e . || $(PY) -m pip install --quiet --no-compile -c $(CONSTRAINTS) -e .
 	@touch $(CORE_STAMP)
 
@@ -44,7 +44,7 @@ $(STAMP): $(CORE_STAMP) pyproject.toml $(CONSTRAINTS) $(PLUGIN)/pyproject.toml
 constraints:
 	@rm -rf $(VENV)-resolve && $(PYTHON) -m venv $(VENV)-resolve
 	$(VENV)-resolve/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)-resolve/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)-resolve/bin/python -m pip install --quiet uv -e '.[test]'
 	$(VENV)-resolve/bin/python -m pip install --quiet --no-deps -e $(PLUGIN)
 	{ sed -n '/^#/p' $(CONSTRAINTS); $(VENV)-resolve/bin/python -m pip freeze --exclude-editable | LC_ALL=C sort -f; } > $(CONSTRAINTS).new
 	mv $(CONSTRAINTS).new $(CONSTRAINTS) && rm -rf $(VENV)-resolve

@@ -10,13 +10,23 @@ LS_VERSION="${LABEL_STUDIO_VERSION:-1.23.2}"
 DIR="${1:-.venv-labelstudio}"
 PYTHON="${PYTHON:-python3.11}"
 STAMP="$DIR/.labelstudio-stamp"
+# The releases the tests passed with (scripts/labelstudio-constraints.txt), for the version they
+# pin; another LABEL_STUDIO_VERSION, or LABEL_STUDIO_CONSTRAINTS=none, resolves freely. The stamp
+# holds the file's hash too, so a refreshed file rebuilds the venv.
+CONSTRAINTS="${LABEL_STUDIO_CONSTRAINTS:-$(cd "$(dirname "$0")" && pwd)/labelstudio-constraints.txt}"
+PIN_ARGS=()
+WANT="$LS_VERSION"
+if [ "$CONSTRAINTS" != none ] && grep -qx "label-studio==$LS_VERSION" "$CONSTRAINTS"; then
+    PIN_ARGS=(-c "$CONSTRAINTS")
+    WANT="$LS_VERSION $(sha256sum <"$CONSTRAINTS" | cut -c1-16)"
+fi
 
 # One install at a time (two test sessions, or `make -j`): the second waits, then finds it done.
 mkdir -p "$(dirname "$DIR")"
 exec 9>"$DIR.lock"
 flock 9
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$LS_VERSION" ] && [ -x "$DIR/bin/label-studio" ]; then
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$DIR/bin/label-studio" ]; then
     echo "labelstudio-venv: label-studio $LS_VERSION already in $DIR"
     exit 0
 fi
@@ -28,9 +38,9 @@ DIR="$(cd "$DIR" && pwd)"
 # uv links wheels from its cache in seconds where pip unpacks them for minutes; pip is the fallback.
 UV="$(command -v uv || true)"
 [ -z "$UV" ] && [ -x .venv/bin/uv ] && UV=.venv/bin/uv
-if [ -n "$UV" ] && "$UV" pip install --quiet --python "$DIR/bin/python" "label-studio==$LS_VERSION"; then
+if [ -n "$UV" ] && "$UV" pip install --quiet --python "$DIR/bin/python" "${PIN_ARGS[@]}" "label-studio==$LS_VERSION"; then
     :
-elif "$DIR/bin/python" -m pip install --quiet "label-studio==$LS_VERSION"; then
+elif "$DIR/bin/python" -m pip install --quiet "${PIN_ARGS[@]}" "label-studio==$LS_VERSION"; then
     :
 else
     echo "labelstudio-venv: installing label-studio==$LS_VERSION into $DIR failed (needs PyPI)" >&2
@@ -50,5 +60,5 @@ mkdir -p "$TEMPLATE"
     "$DIR/bin/python" "$(echo "$DIR"/lib/python3*/site-packages/label_studio/manage.py)" migrate -v0 >migrate.log 2>&1 ) \
     && [ -f "$TEMPLATE/label_studio.sqlite3" ] \
     || { echo "labelstudio-venv: Label Studio's migrate failed; its output:" >&2; tail -40 "$TEMPLATE/migrate.log" >&2; exit 1; }
-echo "$LS_VERSION" > "$STAMP"
+echo "$WANT" > "$STAMP"
 echo "labelstudio-venv: label-studio $LS_VERSION installed in $DIR in $(( installed - start )) s, database migrated in $(( $(date +%s) - installed )) s"
