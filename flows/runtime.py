@@ -47,9 +47,12 @@ def prefect_api_configured() -> bool:
     ]
     if not any(_mentions_api_url(p) for p in sources):
         return False
-    from prefect.settings import get_current_settings
+    # Settings() reads the sources now; get_current_settings() would answer from the settings
+    # context Prefect built when it was first imported in this process, blind to a profile or
+    # PREFECT_PROFILES_PATH set since (a long-lived process, a test session).
+    from prefect.settings import Settings
 
-    return bool(get_current_settings().api.url)
+    return bool(Settings().api.url)
 
 
 def _mentions_api_url(path: Path) -> bool:

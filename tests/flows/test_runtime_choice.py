@@ -34,3 +34,18 @@ def test_profile_with_api_url_selects_prefect(clean_env: Path, monkeypatch: pyte
     profiles.write_text('active = "team"\n\n[profiles.team]\nPREFECT_API_URL = "http://127.0.0.1:4200/api"\n')
     monkeypatch.setenv("PREFECT_PROFILES_PATH", str(profiles))
     assert prefect_api_configured()
+
+
+def test_a_profile_set_after_prefect_was_imported_is_read(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefect builds its global settings context when ``prefect.context`` is first imported;
+    answering from it missed a profile set later in the same process (this test failed whenever
+    an earlier test of the session had imported Prefect, e.g. after tests/orchestration)."""
+    import prefect.context
+
+    # the context as a process that imported Prefect before any profile named an API holds it
+    monkeypatch.setattr(prefect.context, "GLOBAL_SETTINGS_CONTEXT", prefect.context.root_settings_context())
+    profiles = clean_env / "profiles.toml"
+    profiles.write_text('active = "team"\n\n[profiles.team]\nPREFECT_API_URL = "http://127.0.0.1:4200/api"\n')
+    monkeypatch.setenv("PREFECT_PROFILES_PATH", str(profiles))
+    assert prefect_api_configured()
+    assert resolve_orchestrator("auto") == "prefect"
