@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import msgspec
 
-from miners.jsonstream import decode_file, describe_error
+from miners.jsonstream import decode_file, decode_part
 from storage.rejects import RejectRow, reject
 
 T = TypeVar("T")
@@ -100,21 +100,22 @@ def _entry_id(raw: msgspec.Raw) -> object:
 
 def _decode(raw: msgspec.Raw, type_: type[T], what: str, k: int, path: str, rejects: list[RejectRow]) -> T | None:
     """One entry, or None after a ``malformed_entry`` reject naming the file and the entry."""
-    try:
-        return msgspec.json.decode(raw, type=type_)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # wrong shape, or a string that is not UTF-8
-        eid = _entry_id(raw)
-        label = f"{what} {eid}" if eid is not None else f"{what} #{k} (no id)"
-        rejects.append(
-            reject(
-                f"coco:{what}:{eid if eid is not None else f'#{k}'}",
-                STAGE,
-                "malformed_entry",
-                f"{path}: {label}: {describe_error(exc, bytes(raw), None)}",
-                bytes(raw)[:500].decode("utf-8", "replace"),
-            )
+    got = decode_part(raw, type_)
+    if isinstance(got, type_):
+        return got
+    # got is the error message: wrong shape, or a string that is not UTF-8
+    eid = _entry_id(raw)
+    label = f"{what} {eid}" if eid is not None else f"{what} #{k} (no id)"
+    rejects.append(
+        reject(
+            f"coco:{what}:{eid if eid is not None else f'#{k}'}",
+            STAGE,
+            "malformed_entry",
+            f"{path}: {label}: {got}",
+            bytes(raw)[:500].decode("utf-8", "replace"),
         )
-        return None
+    )
+    return None
 
 
 def _images(path: str, raws: list[msgspec.Raw], rejects: list) -> dict[int, CocoImage]:

@@ -21,7 +21,7 @@ import fsspec
 import msgspec
 
 from miners.candidates import FSC, Selection, seeded_names
-from miners.jsonstream import decode_file, describe_error
+from miners.jsonstream import decode_file, decode_part
 from storage.hashing import canonical_json, stable_id
 from storage.image_store import MAX_SOURCE_PIXELS, BadImage, decode_source
 from storage.rejects import RejectRow, reject
@@ -115,15 +115,16 @@ def read_fsc147(root: str) -> FSCData:
     problems: list[RejectRow] = []
     annotations: dict[str, FSCAnnotation] = {}
     for name, raw in ann.items():
-        try:
-            annotations[name] = msgspec.json.decode(raw, type=FSCAnnotation)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # wrong shape, or a string that is not UTF-8
+        got = decode_part(raw, FSCAnnotation)
+        if isinstance(got, FSCAnnotation):
+            annotations[name] = got
+        else:  # the error message: wrong shape, or a string that is not UTF-8
             problems.append(
                 reject(
                     f"fsc147:{name}",
                     "mine",
                     "malformed_entry",
-                    f"{root}/{ANNOTATIONS}: {name}: {describe_error(exc, bytes(raw), None)}",
+                    f"{root}/{ANNOTATIONS}: {name}: {got}",
                 )
             )
     classes, cproblems = read_classes(posixpath.join(root, CLASSES))

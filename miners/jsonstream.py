@@ -85,6 +85,16 @@ def describe_error(exc: Exception, raw: bytes, at: int | None) -> str:
     return str(exc)
 
 
+def decode_part(raw: msgspec.Raw | bytes, type_: type, at: int | None = None) -> object | str:
+    """Decode one entry (a VG object or relationship, a COCO entry, an FSC147 annotation; at file
+    offset ``at`` when known); on failure return the error message for its reject (invalid UTF-8:
+    with the bad byte's offset)."""
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        return describe_error(exc, bytes(raw), at)
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Decoding millions of small objects is much faster with the cyclic GC paused."""

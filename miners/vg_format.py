@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from miners.jsonstream import BadElement, decode_file, describe_error, iter_array
+from miners.jsonstream import BadElement, decode_file, iter_array
 
 
 class VGImage(msgspec.Struct, gc=False):
@@ -126,15 +126,6 @@ def loose(bad: BadElement) -> LooseImage | None:
         return msgspec.json.decode(bad.raw, type=LooseImage)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return None
-
-
-def decode_part(raw: msgspec.Raw, type_: type, at: int | None = None) -> object | str:
-    """Decode one object / relationship (at file offset ``at`` when known); on failure return the
-    error message (invalid UTF-8: with the bad byte's offset)."""
-    try:
-        return msgspec.json.decode(raw, type=type_)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
-        return describe_error(exc, bytes(raw), at)
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,12 @@ import numpy as np
 
 from miners import npx
 from miners.canonical import Canonicalizer, NameMerges, PredicateCanonicalizer
-from miners.jsonstream import BadElement, gc_paused
+from miners.jsonstream import BadElement, decode_part, gc_paused
 from miners.vg_format import (
     ImageInfo,
     VGAttributed,
     VGObject,
     VGRelationship,
-    decode_part,
     element_image_id,
     iter_elements,
     loose,
